@@ -1,0 +1,67 @@
+//! `berth plugins list`
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+use berth_lockfile_schema::{LockedPluginWire, Pin};
+use serde_json::json;
+
+use super::short_pin;
+use crate::args::ListArgs;
+use crate::context::Context;
+
+pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
+    let lock = ctx.require_lock("")?;
+    if args.json {
+        let plugins: Vec<serde_json::Value> = lock
+            .plugins
+            .iter()
+            .map(|p| {
+                let mut value = serde_json::to_value(LockedPluginWire::from(p))
+                    .expect("lock entries serialise");
+                value["kind"] = json!(p.pin.kind().to_string());
+                value["store_path"] = json!(
+                    ctx.store
+                        .lookup(&p.hash, &p.name)
+                        .map(|e| e.path.display().to_string())
+                );
+                value
+            })
+            .collect();
+        let mut text = serde_json::to_string_pretty(&json!({ "plugins": plugins }))?;
+        text.push('\n');
+        ctx.printer.data(&text);
+        return Ok(());
+    }
+    let rows: Vec<[String; 4]> = lock
+        .plugins
+        .iter()
+        .map(|p| {
+            let pinned = match (&p.pin, &p.resolved_ref, &p.git_ref) {
+                (Pin::Git { .. }, Some(tag), _) => format!("{tag} {}", short_pin(p)),
+                (Pin::Git { .. }, None, Some(r)) => format!("{r} {}", short_pin(p)),
+                (Pin::Git { .. }, None, None) => format!("HEAD {}", short_pin(p)),
+                _ => short_pin(p),
+            };
+            let present = if ctx.store.lookup(&p.hash, &p.name).is_some() {
+                "synced"
+            } else {
+                "not synced"
+            };
+            [p.name.clone(), pinned, p.source.clone(), present.to_owned()]
+        })
+        .collect();
+    let width = |col: usize| {
+        rows.iter()
+            .map(|r| r[col].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    let mut text = String::new();
+    for [name, pinned, source, present] in &rows {
+        let _ = writeln!(text, "{name:<w0$}  {pinned:<w1$}  {source:<w2$}  {present}");
+    }
+    ctx.printer.data(&text);
+    Ok(())
+}

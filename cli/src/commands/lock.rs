@@ -1,0 +1,108 @@
+//! `berth plugins lock`
+
+use anyhow::Result;
+use berth_resolver::{LocalRelock, LockOptions, Network, Upgrade, lock_plugins};
+
+use super::describe_changes;
+use crate::args::LockArgs;
+use crate::context::{Context, Failure};
+
+pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
+    let manifest = ctx.read_manifest()?;
+    let previous = ctx.read_lock()?;
+    let upgrade = if args.upgrade {
+        Upgrade::All
+    } else if !args.upgrade_plugin.is_empty() {
+        Upgrade::Plugins(args.upgrade_plugin.clone())
+    } else {
+        Upgrade::Nothing
+    };
+    if args.check && upgrade == Upgrade::Nothing {
+        // Without an upgrade, a stale request is reported without resolving anything.
+        let Some((lock, _)) = &previous else {
+            return Err(Failure {
+                message: format!(
+                    "there is no lockfile at `{}`; run `berth plugins lock` to create it",
+                    ctx.lock_label()
+                ),
+                notes: Vec::new(),
+            }
+            .into());
+        };
+        let stale = lock.staleness(&manifest);
+        if !stale.is_empty() {
+            return Err(Failure {
+                message: format!(
+                    "`{}` is out of date with `{}`; run `berth plugins lock` to update it",
+                    ctx.lock_label(),
+                    ctx.manifest_label()
+                ),
+                notes: stale.iter().map(ToString::to_string).collect(),
+            }
+            .into());
+        }
+    }
+    let network = if args.offline {
+        Network::Offline
+    } else {
+        Network::Online
+    };
+    let options = LockOptions {
+        upgrade,
+        manifest_label: ctx.manifest_label(),
+        local: LocalRelock::Rehash,
+    };
+    let outcome = lock_plugins(
+        &ctx.store,
+        &ctx.settings(network),
+        &ctx.printer,
+        &manifest,
+        previous.as_ref().map(|(l, _)| l),
+        &options,
+    )
+    .map_err(|errors| Failure::from_entries("could not lock", errors))?;
+    let text = outcome.lock.to_toml();
+    let unchanged = previous.as_ref().is_some_and(|(_, old)| *old == text);
+    let changes = describe_changes(previous.as_ref().map(|(l, _)| l), &outcome.lock);
+    if args.check {
+        if unchanged {
+            ctx.printer.status(
+                "Checked",
+                &format!(
+                    "`{}` is up to date ({} plugins)",
+                    ctx.lock_label(),
+                    outcome.lock.plugins.len()
+                ),
+            );
+            return Ok(());
+        }
+        let mut notes = changes;
+        if notes.is_empty() {
+            notes.push("the file is not in canonical form".to_owned());
+        }
+        return Err(Failure {
+            message: format!(
+                "`{}` would change; run `berth plugins lock` to update it",
+                ctx.lock_label()
+            ),
+            notes,
+        }
+        .into());
+    }
+    for line in &changes {
+        ctx.printer.status("Updating", line);
+    }
+    if !unchanged {
+        ctx.write_lock(&text)?;
+    }
+    ctx.printer.status(
+        "Locked",
+        &format!(
+            "{} plugins in `{}`{}",
+            outcome.lock.plugins.len(),
+            ctx.lock_label(),
+            if unchanged { " (unchanged)" } else { "" }
+        ),
+    );
+    Ok(())
+}

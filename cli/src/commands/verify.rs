@@ -1,0 +1,81 @@
+//! `berth plugins verify`
+
+use anyhow::Result;
+use berth_resolver::{Network, VerifyStatus, verify_plugins};
+use serde_json::json;
+
+use crate::args::VerifyArgs;
+use crate::context::{Context, Failure};
+
+pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
+    let lock = ctx.require_lock("")?;
+    // The manifest is optional here; when present it supplies credentials the lock omits.
+    let manifest = if ctx.manifest_path.exists() {
+        Some(ctx.read_manifest()?)
+    } else {
+        None
+    };
+    let outcomes = verify_plugins(
+        &ctx.store,
+        &ctx.settings(Network::Online),
+        &ctx.printer,
+        &lock,
+        manifest.as_ref(),
+    );
+    let mut problems = Vec::new();
+    let mut rows = Vec::new();
+    for outcome in &outcomes {
+        let (status, actual, error) = match &outcome.status {
+            VerifyStatus::Ok => {
+                ctx.printer.status(
+                    "Verified",
+                    &format!("{} {}", outcome.name, outcome.expected),
+                );
+                ("ok", Some(outcome.expected.to_sri()), None)
+            }
+            VerifyStatus::Mismatch { actual } => {
+                problems.push(format!(
+                    "plugin `{}`: hash mismatch: expected `{}`, got `{actual}`",
+                    outcome.name, outcome.expected
+                ));
+                ("mismatch", Some(actual.to_sri()), None)
+            }
+            VerifyStatus::Failed(e) => {
+                problems.push(format!("plugin `{}`: {e}", outcome.name));
+                ("error", None, Some(e.to_string()))
+            }
+        };
+        rows.push(json!({
+            "name": outcome.name,
+            "status": status,
+            "expected": outcome.expected.to_sri(),
+            "actual": actual,
+            "error": error,
+        }));
+    }
+    if args.json {
+        let doc = json!({ "ok": problems.is_empty(), "plugins": rows });
+        let mut text = serde_json::to_string_pretty(&doc)?;
+        text.push('\n');
+        ctx.printer.data(&text);
+    }
+    match problems.len() {
+        0 => {
+            ctx.printer.status(
+                "Verified",
+                &format!("{} plugins match `{}`", outcomes.len(), ctx.lock_label()),
+            );
+            Ok(())
+        }
+        1 => Err(Failure {
+            message: problems.remove(0),
+            notes: Vec::new(),
+        }
+        .into()),
+        n => Err(Failure {
+            message: format!("{n} plugins do not match `{}`", ctx.lock_label()),
+            notes: problems,
+        }
+        .into()),
+    }
+}

@@ -1,0 +1,207 @@
+//! What every `plugins` command needs: where the manifest, lock and store are, and the
+//! settings the resolver runs with. Reading and writing the two files happens here.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+use berth_lockfile_schema::{Lock, Manifest, parse_lock, parse_manifest};
+use berth_resolver::{DEFAULT_GITHUB_URL, EntryError, Network, Settings};
+use berth_store::Store;
+
+use crate::args::{Cli, PluginsArgs};
+use crate::printer::Printer;
+
+/// The default number of plugins resolved or fetched at once: fetches wait on the network
+/// or on `git-upload-pack`, so more than the core count pays off.
+const DEFAULT_JOBS: usize = 8;
+
+#[derive(Debug)]
+pub struct Context {
+    pub printer: Printer,
+    pub store: Store,
+    pub manifest_path: PathBuf,
+    pub lock_path: PathBuf,
+    /// The folder relative local sources are resolved from.
+    pub base_dir: PathBuf,
+    pub jobs: usize,
+    pub github_url: String,
+    pub home_dir: Option<PathBuf>,
+}
+
+/// A failure with follow-up lines: the `error:` line, then one line per detail.
+#[derive(Debug)]
+pub struct Failure {
+    pub message: String,
+    pub notes: Vec<String>,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+impl Failure {
+    /// One entry failing reads as that entry's error; several are named on the first line
+    /// and detailed below it.
+    pub fn from_entries(what: &str, mut errors: Vec<EntryError>) -> Self {
+        if errors.len() == 1 {
+            let e = errors.remove(0);
+            return Self {
+                message: e.to_string(),
+                notes: Vec::new(),
+            };
+        }
+        let labels: Vec<&str> = errors.iter().map(|e| e.label.as_str()).collect();
+        Self {
+            message: format!("{what} {} plugins: {}", errors.len(), labels.join(", ")),
+            notes: errors.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
+
+impl Context {
+    pub fn new(cli: &Cli, plugins: &PluginsArgs, printer: Printer, frozen: bool) -> Result<Self> {
+        let home_dir = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        let store_root = match &cli.store {
+            Some(dir) => dir.clone(),
+            None => default_store_root(home_dir.as_deref())?,
+        };
+        let manifest_path = plugins.manifest.clone();
+        let lock_path = plugins
+            .lockfile
+            .clone()
+            .unwrap_or_else(|| manifest_path.with_extension("lock"));
+        // Without a manifest to read (`--frozen`), local paths are relative to the lockfile,
+        // which sits next to the manifest unless moved on purpose.
+        let anchor = if frozen && plugins.lockfile.is_some() && !manifest_path.exists() {
+            &lock_path
+        } else {
+            &manifest_path
+        };
+        let base_dir = match anchor.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        let github_url = std::env::var("BERTH_GITHUB_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| DEFAULT_GITHUB_URL.to_owned());
+        Ok(Self {
+            printer,
+            store: Store::new(store_root),
+            manifest_path,
+            lock_path,
+            base_dir,
+            jobs: plugins.jobs.unwrap_or(DEFAULT_JOBS).max(1),
+            github_url,
+            home_dir,
+        })
+    }
+
+    pub fn settings(&self, network: Network) -> Settings {
+        Settings {
+            github_url: self.github_url.clone(),
+            network,
+            jobs: self.jobs,
+            base_dir: self.base_dir.clone(),
+            home_dir: self.home_dir.clone(),
+        }
+    }
+
+    pub fn manifest_label(&self) -> String {
+        self.manifest_path.display().to_string()
+    }
+
+    pub fn lock_label(&self) -> String {
+        self.lock_path.display().to_string()
+    }
+
+    /// Reads and validates the manifest, printing its warnings.
+    pub fn read_manifest(&self) -> Result<Manifest> {
+        let label = self.manifest_label();
+        let text = match std::fs::read_to_string(&self.manifest_path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+                "no manifest at `{label}`; create one with `[[plugin]]` entries or pass `--manifest FILE`"
+            ),
+            Err(e) => return Err(e).with_context(|| format!("could not read `{label}`")),
+        };
+        let parsed = parse_manifest(&label, &text)?;
+        for warning in &parsed.warnings {
+            self.printer.warn(&warning.to_string());
+        }
+        Ok(parsed.manifest)
+    }
+
+    /// Reads the lockfile if there is one; returns it with its exact text.
+    pub fn read_lock(&self) -> Result<Option<(Lock, String)>> {
+        let label = self.lock_label();
+        let text = match std::fs::read_to_string(&self.lock_path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("could not read `{label}`")),
+        };
+        let lock = parse_lock(&label, &text)?;
+        Ok(Some((lock, text)))
+    }
+
+    /// Reads the lockfile, which must exist.
+    pub fn require_lock(&self, flag: &str) -> Result<Lock> {
+        match self.read_lock()? {
+            Some((lock, _)) => Ok(lock),
+            None => bail!(
+                "{flag}there is no lockfile at `{}`; run `berth plugins lock` to create it",
+                self.lock_label()
+            ),
+        }
+    }
+
+    /// Replaces the lockfile atomically: written beside it, then renamed over it.
+    pub fn write_lock(&self, text: &str) -> Result<()> {
+        write_atomically(&self.lock_path, text.as_bytes())
+            .with_context(|| format!("could not write `{}`", self.lock_label()))
+    }
+}
+
+fn default_store_root(home: Option<&Path>) -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("BERTH_STORE").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir).join("berth"));
+    }
+    match home {
+        Some(home) => Ok(home.join(".cache").join("berth")),
+        None => bail!("cannot find a store folder: set `BERTH_STORE` or pass `--store DIR`"),
+    }
+}
+
+/// Writes `bytes` to a temporary file in `path`'s folder, syncs it and renames it over
+/// `path`, so readers see the old or the new file, never a part.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = fs_err::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs_err::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

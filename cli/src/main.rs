@@ -1,0 +1,77 @@
+//! The `berth` command line: parses arguments, runs one command, maps the outcome to an
+//! exit status (0 success, 1 failure, 2 usage).
+
+mod args;
+mod commands;
+mod context;
+mod printer;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command, PluginsCommand};
+use crate::context::{Context, Failure};
+use crate::printer::{Printer, Verbosity};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let verbosity = if cli.quiet {
+        Verbosity::Quiet
+    } else if cli.verbose > 0 {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    };
+    init_tracing(cli.verbose);
+    let printer = Printer::new(verbosity);
+    match run(&cli, printer) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            let printer = Printer::new(verbosity);
+            match error.downcast_ref::<Failure>() {
+                Some(failure) => {
+                    printer.error(&failure.message);
+                    for note in &failure.notes {
+                        printer.note(note);
+                    }
+                }
+                None => printer.error(&format!("{error:#}")),
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
+    match &cli.command {
+        Command::Plugins(plugins) => {
+            let frozen = matches!(&plugins.command, PluginsCommand::Sync(s) if s.frozen);
+            let ctx = Context::new(cli, plugins, printer, frozen)?;
+            match &plugins.command {
+                PluginsCommand::Lock(args) => commands::lock::run(&ctx, args),
+                PluginsCommand::Sync(args) => commands::sync::run(&ctx, args),
+                PluginsCommand::Verify(args) => commands::verify::run(&ctx, args),
+                PluginsCommand::List(args) => commands::list::run(&ctx, args),
+            }
+        }
+    }
+}
+
+/// Library diagnostics (`tracing`) go to stderr: `-v` shows berth's debug messages,
+/// `-vv` everyone's; `BERTH_LOG` overrides with a filter such as `berth_resolver=trace`.
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "warn,berth=debug,berth_resolver=debug,berth_store=debug",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BERTH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .init();
+}

@@ -1,0 +1,29 @@
+//! berth's on-disk formats: the manifest `plugins.toml`, the lockfile `plugins.lock`, the
+//! source strings they hold and the sha256 digests they record.
+//!
+//! This crate is pure data: it parses text into validated types and writes the canonical
+//! lockfile text. It never touches the filesystem or the network, so every other crate can
+//! depend on it, and it is the only crate that defines an on-disk format.
+
+mod diagnostic;
+mod hash;
+mod lock;
+mod manifest;
+mod source;
+
+pub use diagnostic::{Diagnostic, line_column};
+pub use hash::{HashParseError, Sha256Hash, nix32};
+pub use lock::{
+    LOCK_HEADER, LOCK_VERSION, Lock, LockError, LockFileWire, LockedPlugin, LockedPluginWire, Pin,
+    Staleness, is_full_commit_id, parse_lock, toml_string,
+};
+pub use manifest::{Manifest, ParsedManifest, PluginRequest, is_valid_plugin_name, parse_manifest};
+pub use source::{Redacted, Source, SourceError, SourceKind, normalize_repo_path, redact};
+
+/// The JSON Schema of `plugins.lock`, generated from [`LockFileWire`].
+pub fn lock_json_schema() -> String {
+    let schema = schemars::schema_for!(LockFileWire);
+    let mut text = serde_json::to_string_pretty(&schema).expect("a schema is always serialisable");
+    text.push('\n');
+    text
+}

@@ -1,0 +1,477 @@
+//! The manifest `plugins.toml` (SPEC section 1): what the user asks for.
+
+use std::ops::Range;
+
+use toml_edit::{Item, Key, TableLike, Value};
+
+use crate::diagnostic::Diagnostic;
+use crate::hash::Sha256Hash;
+use crate::source::{Source, SourceKind, normalize_repo_path, redact};
+
+/// A parsed, validated manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Manifest {
+    /// The `[[plugin]]` entries, in file order (which is merge order).
+    pub plugins: Vec<PluginRequest>,
+}
+
+/// A manifest and the warnings found while reading it.
+#[derive(Debug, Clone)]
+pub struct ParsedManifest {
+    /// The manifest.
+    pub manifest: Manifest,
+    /// Unknown keys and credentials written inline, each at its place in the file.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// One `[[plugin]]` entry: the request fields that decide whether the lock is up to date.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginRequest {
+    /// `source` as written (may hold credentials: print [`PluginRequest::display_source`]).
+    pub source: String,
+    /// `ref`: a branch, tag or full commit id.
+    pub git_ref: Option<String>,
+    /// `version`: a semver range over the repository's tags.
+    pub version: Option<String>,
+    /// `repo_path` as written.
+    pub repo_path: Option<String>,
+    /// `hash`: the content hash the plugin must have.
+    pub hash: Option<Sha256Hash>,
+    /// `name`: the name the plugin must have.
+    pub name: Option<String>,
+    /// The line of the entry's `source` key, for messages.
+    pub line: usize,
+    parsed: Source,
+    subdir: Option<String>,
+}
+
+impl PluginRequest {
+    /// Builds and validates a request outside a manifest file (the server's JSON body).
+    /// `line` is 0 there.
+    pub fn new(
+        source: &str,
+        git_ref: Option<&str>,
+        version: Option<&str>,
+        repo_path: Option<&str>,
+    ) -> Result<Self, String> {
+        let parsed = Source::parse(source).map_err(|e| e.message)?;
+        let mut request = Self {
+            source: source.to_owned(),
+            git_ref: git_ref.map(str::to_owned),
+            version: version.map(str::to_owned),
+            repo_path: repo_path.map(str::to_owned),
+            hash: None,
+            name: None,
+            line: 0,
+            parsed,
+            subdir: None,
+        };
+        request.validate().map_err(|(_, message)| message)?;
+        Ok(request)
+    }
+
+    /// The parsed source.
+    pub fn parsed_source(&self) -> &Source {
+        &self.parsed
+    }
+
+    /// The source with credentials removed: safe to print and to write to the lock.
+    pub fn display_source(&self) -> String {
+        redact(&self.source).text
+    }
+
+    /// The plugin's folder inside the repository or archive, normalised: `repo_path`, or the
+    /// path part of a `github:OWNER/REPO/PATH` source.
+    pub fn subdir(&self) -> Option<&str> {
+        self.subdir.as_deref()
+    }
+
+    /// Checks the combinations of fields. On error, returns which field is at fault.
+    fn validate(&mut self) -> Result<(), (&'static str, String)> {
+        let kind = self.parsed.kind();
+        if self.git_ref.is_some() && self.version.is_some() {
+            return Err((
+                "version",
+                "`ref` and `version` cannot both be given: pin a branch, tag or commit with `ref`, or a semver range with `version`".into(),
+            ));
+        }
+        if kind != SourceKind::Git {
+            for (field, value) in [("ref", &self.git_ref), ("version", &self.version)] {
+                if value.is_some() {
+                    return Err((
+                        field,
+                        format!(
+                            "`{field}` only applies to git sources, and `{}` is a {kind} source",
+                            self.display_source()
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(git_ref) = &self.git_ref
+            && (git_ref.is_empty() || git_ref.trim() != git_ref)
+        {
+            return Err((
+                "ref",
+                format!("`ref = \"{git_ref}\"` is not a branch, tag or commit name"),
+            ));
+        }
+        if let Some(version) = &self.version
+            && let Err(e) = semver::VersionReq::parse(version)
+        {
+            return Err((
+                "version",
+                format!(
+                    "`version = \"{version}\"` is not a semver range ({e}); write for example `^1.2`"
+                ),
+            ));
+        }
+        let github_subpath = match &self.parsed {
+            Source::GitHub { subpath, .. } => subpath.clone(),
+            _ => None,
+        };
+        if let Some(repo_path) = &self.repo_path {
+            if kind == SourceKind::Local {
+                return Err((
+                    "repo_path",
+                    "`repo_path` does not apply to local sources: put the folder in `source`"
+                        .into(),
+                ));
+            }
+            if github_subpath.is_some() {
+                return Err((
+                    "repo_path",
+                    "`repo_path` is given twice: once in the `github:` source and once as `repo_path`; keep one".into(),
+                ));
+            }
+            let normalized = normalize_repo_path(repo_path)
+                .map_err(|why| ("repo_path", format!("`repo_path = \"{repo_path}\"` {why}")))?;
+            self.subdir = Some(normalized);
+        } else {
+            self.subdir = github_subpath;
+        }
+        if let Some(name) = &self.name
+            && !is_valid_plugin_name(name)
+        {
+            return Err((
+                "name",
+                format!("`name = \"{name}\"` is not a valid plugin name"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A plugin name must be usable as a file name and in `<plugin>:<command>` skill names.
+pub fn is_valid_plugin_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 200
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\\', ':', '\0'])
+        && !name.chars().any(char::is_control)
+}
+
+const PLUGIN_KEYS: [&str; 6] = ["source", "ref", "version", "repo_path", "hash", "name"];
+
+/// Parses `plugins.toml`. `file` is the path to name in messages.
+pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnostic> {
+    let doc = toml_edit::Document::parse(text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        Diagnostic::at(
+            file,
+            text,
+            offset,
+            format!("invalid TOML: {}", e.message().trim_end()),
+        )
+    })?;
+    let mut reader = Reader {
+        file,
+        text,
+        warnings: Vec::new(),
+    };
+    let mut plugins = Vec::new();
+    for (key, item) in doc.iter() {
+        match key {
+            "plugin" => {
+                for (table, span) in reader.tables_of(key, item)? {
+                    plugins.push(reader.plugin(table, span)?);
+                }
+            }
+            "agent" => reader.warn(
+                doc.as_table().key(key).and_then(Key::span),
+                "`[agent]` (custom agent packages) is not supported by this version of berth; it is ignored".into(),
+            ),
+            other => reader.warn(
+                doc.as_table().key(other).and_then(Key::span),
+                format!("unknown key `{other}` is ignored (expected `[[plugin]]` tables)"),
+            ),
+        }
+    }
+    Ok(ParsedManifest {
+        manifest: Manifest { plugins },
+        warnings: reader.warnings,
+    })
+}
+
+struct Reader<'a> {
+    file: &'a str,
+    text: &'a str,
+    warnings: Vec<Diagnostic>,
+}
+
+impl<'a> Reader<'a> {
+    fn error(&self, span: Option<Range<usize>>, message: String) -> Diagnostic {
+        Diagnostic::at(self.file, self.text, span.map_or(0, |s| s.start), message)
+    }
+
+    fn warn(&mut self, span: Option<Range<usize>>, message: String) {
+        let diagnostic = self.error(span, message);
+        self.warnings.push(diagnostic);
+    }
+
+    /// `[[plugin]]` tables, or `plugin = [{...}, ...]` written inline.
+    fn tables_of(
+        &self,
+        key: &str,
+        item: &'a Item,
+    ) -> Result<Vec<(&'a dyn TableLike, Option<Range<usize>>)>, Diagnostic> {
+        match item {
+            Item::ArrayOfTables(array) => Ok(array
+                .iter()
+                .map(|t| (t as &dyn TableLike, t.span()))
+                .collect()),
+            Item::Value(Value::Array(array)) => array
+                .iter()
+                .map(|v| match v {
+                    Value::InlineTable(t) => Ok((t as &dyn TableLike, t.span())),
+                    other => Err(self.error(
+                        other.span(),
+                        format!(
+                            "`{key}` entries must be tables with a `source`, found a {}",
+                            other.type_name()
+                        ),
+                    )),
+                })
+                .collect(),
+            other => Err(self.error(
+                other.span(),
+                format!(
+                    "`{key}` must be an array of tables (`[[{key}]]`), found a {}",
+                    other.type_name()
+                ),
+            )),
+        }
+    }
+
+    fn plugin(
+        &mut self,
+        table: &dyn TableLike,
+        span: Option<Range<usize>>,
+    ) -> Result<PluginRequest, Diagnostic> {
+        for (key, _) in table.iter() {
+            if !PLUGIN_KEYS.contains(&key) {
+                let hint = PLUGIN_KEYS
+                    .iter()
+                    .find(|known| known.replace('_', "-") == key || similar(known, key))
+                    .map(|known| format!("; did you mean `{known}`?"))
+                    .unwrap_or_default();
+                self.warn(
+                    table.key(key).and_then(Key::span),
+                    format!("unknown key `{key}` in `[[plugin]]` is ignored{hint}"),
+                );
+            }
+        }
+        let Some((source_key, source_item)) = table.get_key_value("source") else {
+            return Err(self.error(span, "`[[plugin]]` entry has no `source`".into()));
+        };
+        let source = self.string(table, "source")?.unwrap_or_default();
+        let parsed =
+            Source::parse(&source).map_err(|e| self.error(source_item.span(), e.message))?;
+        let redacted = redact(&source);
+        if redacted.removed_secret {
+            self.warn(
+                source_item.span(),
+                format!(
+                    "source `{}` has a credential written in it; it is left out of everything berth writes and prints. Put it in an environment variable and write `${{VAR}}` instead",
+                    redacted.text
+                ),
+            );
+        }
+        let hash = match self.string(table, "hash")? {
+            Some(text) => Some(
+                Sha256Hash::from_sri(&text)
+                    .map_err(|e| self.error(value_span(table, "hash"), e.to_string()))?,
+            ),
+            None => None,
+        };
+        let line =
+            crate::diagnostic::line_column(self.text, source_key.span().map_or(0, |s| s.start)).0;
+        let mut request = PluginRequest {
+            source,
+            git_ref: self.string(table, "ref")?,
+            version: self.string(table, "version")?,
+            repo_path: self.string(table, "repo_path")?,
+            hash,
+            name: self.string(table, "name")?,
+            line,
+            parsed,
+            subdir: None,
+        };
+        request
+            .validate()
+            .map_err(|(field, message)| self.error(value_span(table, field).or(span), message))?;
+        Ok(request)
+    }
+
+    fn string(&self, table: &dyn TableLike, key: &str) -> Result<Option<String>, Diagnostic> {
+        match table.get(key) {
+            None => Ok(None),
+            Some(item) => match item.as_str() {
+                Some(s) => Ok(Some(s.to_owned())),
+                None => Err(self.error(
+                    item.span(),
+                    format!("`{key}` must be a string, found {}", item.type_name()),
+                )),
+            },
+        }
+    }
+}
+
+fn value_span(table: &dyn TableLike, key: &str) -> Option<Range<usize>> {
+    table.get(key).and_then(Item::span)
+}
+
+/// Whether two keys differ by at most one edit, for "did you mean" hints.
+fn similar(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if a.len().abs_diff(b.len()) > 1 {
+        return false;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut row = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            row.push((prev[j] + cost).min(prev[j + 1] + 1).min(row[j] + 1));
+        }
+        prev = row;
+    }
+    prev[b.len()] <= 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ParsedManifest, Diagnostic> {
+        parse_manifest("plugins.toml", text)
+    }
+
+    #[test]
+    fn reads_entries_in_order() {
+        let parsed = parse(
+            r#"
+# comment
+[[plugin]]
+source = "github:acme/review-tools"
+ref = "v1.2.0"
+repo_path = "plugins/review"
+
+[[plugin]]
+source = "./plugins/house-rules"
+"#,
+        )
+        .expect("valid manifest");
+        assert!(parsed.warnings.is_empty());
+        let plugins = &parsed.manifest.plugins;
+        assert_eq!(plugins.len(), 2);
+        assert_eq!(plugins[0].git_ref.as_deref(), Some("v1.2.0"));
+        assert_eq!(plugins[0].subdir(), Some("plugins/review"));
+        assert_eq!(plugins[0].line, 4);
+        assert_eq!(plugins[1].source, "./plugins/house-rules");
+    }
+
+    #[test]
+    fn accepts_inline_tables() {
+        let parsed = parse(r#"plugin = [{ source = "./a" }, { source = "./b" }]"#).expect("valid");
+        assert_eq!(parsed.manifest.plugins.len(), 2);
+    }
+
+    #[test]
+    fn unknown_keys_warn_with_their_line() {
+        let parsed = parse("[[plugin]]\nsource = \"./a\"\nrepo-path = \"x\"\n").expect("valid");
+        assert_eq!(parsed.warnings.len(), 1);
+        let w = &parsed.warnings[0];
+        assert_eq!((w.line, w.column), (3, 1));
+        assert!(w.message.contains("`repo-path`"), "{w}");
+        assert!(w.message.contains("did you mean `repo_path`"), "{w}");
+    }
+
+    #[test]
+    fn malformed_toml_names_line_and_column() {
+        let err = parse("[[plugin]]\nsource = \"./a\nref = 1\n").expect_err("unterminated string");
+        assert_eq!(err.file, "plugins.toml");
+        assert_eq!(err.line, 2);
+        assert!(err.to_string().starts_with("plugins.toml:2:"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_are_errors_at_the_value() {
+        let cases = [
+            (
+                "[[plugin]]\nsource = \"./a\"\nref = \"main\"\n",
+                3,
+                "only applies to git",
+            ),
+            (
+                "[[plugin]]\nsource = \"github:o/r\"\nref = \"main\"\nversion = \"^1\"\n",
+                4,
+                "cannot both",
+            ),
+            (
+                "[[plugin]]\nsource = \"github:o/r\"\nrepo_path = \"../x\"\n",
+                3,
+                "`..`",
+            ),
+            (
+                "[[plugin]]\nsource = \"acme/tools\"\n",
+                2,
+                "github:acme/tools",
+            ),
+            ("[[plugin]]\nsource = 3\n", 2, "must be a string"),
+            ("[[plugin]]\nref = \"x\"\n", 1, "no `source`"),
+            (
+                "[[plugin]]\nsource = \"github:o/r\"\nversion = \"not a range\"\n",
+                3,
+                "semver",
+            ),
+            (
+                "[[plugin]]\nsource = \"github:o/r\"\nhash = \"md5-x\"\n",
+                3,
+                "SRI",
+            ),
+            (
+                "[[plugin]]\nsource = \"github:o/r/sub\"\nrepo_path = \"x\"\n",
+                3,
+                "twice",
+            ),
+        ];
+        for (text, line, needle) in cases {
+            let err = parse(text).expect_err(text);
+            assert_eq!(err.line, line, "{text}: {err}");
+            assert!(err.message.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn literal_credentials_warn() {
+        let parsed = parse("[[plugin]]\nsource = \"https://u:secret@h/r.git\"\n").expect("valid");
+        assert_eq!(parsed.warnings.len(), 1);
+        assert!(!parsed.warnings[0].message.contains("secret"));
+        assert_eq!(
+            parsed.manifest.plugins[0].display_source(),
+            "https://u@h/r.git"
+        );
+    }
+}

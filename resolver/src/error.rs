@@ -1,0 +1,168 @@
+//! What can go wrong while resolving or fetching one plugin.
+
+use std::path::PathBuf;
+
+use berth_lockfile_schema::Sha256Hash;
+use berth_store::{NarError, StoreError};
+
+/// Why one plugin could not be resolved, fetched or verified. Messages name what failed
+/// and say what to do next; URLs in them have their credentials removed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// Talking to a git remote failed.
+    #[error("could not fetch from `{url}`: {message}")]
+    Fetch {
+        /// The remote, credentials removed.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// No branch or tag of that name.
+    #[error("`{url}` has no branch or tag named `{git_ref}`")]
+    RefNotFound {
+        /// The remote, credentials removed.
+        url: String,
+        /// The requested ref.
+        git_ref: String,
+    },
+    /// The remote has no commits.
+    #[error("`{url}` has no commits on its default branch")]
+    EmptyRepository {
+        /// The remote, credentials removed.
+        url: String,
+    },
+    /// The commit is neither cached nor obtainable from the remote.
+    #[error("commit `{rev}` is not in `{url}`")]
+    CommitNotFound {
+        /// The remote, credentials removed.
+        url: String,
+        /// The commit.
+        rev: String,
+    },
+    /// Reading the local git cache failed.
+    #[error("git cache at `{}`: {message}", path.display())]
+    Cache {
+        /// The bare repository.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// `repo_path` is not a folder at that commit.
+    #[error("`repo_path` `{repo_path}` {why} at commit `{rev}`")]
+    RepoPath {
+        /// The normalised repo_path.
+        repo_path: String,
+        /// The commit.
+        rev: String,
+        /// "does not exist", "is a file, not a folder", ...
+        why: &'static str,
+    },
+    /// The git tree holds something that cannot be written safely.
+    #[error("commit `{rev}` has an unsafe path `{path}`; refusing to export it")]
+    UnsafeTree {
+        /// The commit.
+        rev: String,
+        /// The offending path.
+        path: String,
+    },
+    /// The network is needed but `--offline` was given.
+    #[error("{what} is not available offline; run without `--offline` to fetch it")]
+    Offline {
+        /// What was needed.
+        what: String,
+    },
+    /// A local source folder does not exist or is not a folder.
+    #[error("local plugin folder `{}` {why}", path.display())]
+    LocalPath {
+        /// The resolved path.
+        path: PathBuf,
+        /// "does not exist", ...
+        why: String,
+    },
+    /// A local source changed since it was locked.
+    #[error(
+        "local plugin `{name}` (`{path}`) changed since it was locked (locked `{expected}`, now `{actual}`); run `berth plugins lock` to lock the new content"
+    )]
+    LocalChanged {
+        /// The plugin.
+        name: String,
+        /// The path as written.
+        path: String,
+        /// The locked hash.
+        expected: Sha256Hash,
+        /// The current hash.
+        actual: Sha256Hash,
+    },
+    /// The content does not hash to what the lock or manifest says.
+    #[error("hash mismatch for `{name}`: expected `{expected}`, got `{actual}`")]
+    HashMismatch {
+        /// The plugin.
+        name: String,
+        /// Expected.
+        expected: Sha256Hash,
+        /// Actual.
+        actual: Sha256Hash,
+    },
+    /// The manifest's `name` differs from the plugin's own name.
+    #[error("the plugin is named `{actual}`, but the manifest expects `{expected}`")]
+    NameMismatch {
+        /// From the manifest.
+        expected: String,
+        /// From the plugin.
+        actual: String,
+    },
+    /// The plugin's manifest (`plugin.json`) is unreadable.
+    #[error("{file}: {message}")]
+    PluginManifest {
+        /// The file, relative to the plugin folder.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// `${VAR}` in a source names an unset variable.
+    #[error("environment variable `{name}` used in the source is not set; export it and try again")]
+    MissingEnv {
+        /// The variable.
+        name: String,
+    },
+    /// A source kind this version cannot fetch yet.
+    #[error("{0}")]
+    Unsupported(String),
+    /// Hashing failed.
+    #[error(transparent)]
+    Nar(#[from] NarError),
+    /// The store refused.
+    #[error(transparent)]
+    Store(StoreError),
+    /// A filesystem error outside the store.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl From<StoreError> for ResolveError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::HashMismatch {
+                name,
+                expected,
+                actual,
+            } => ResolveError::HashMismatch {
+                name,
+                expected,
+                actual,
+            },
+            other => ResolveError::Store(other),
+        }
+    }
+}
+
+/// A failure of one entry, with what identifies it to the user.
+#[derive(Debug, thiserror::Error)]
+#[error("{label}: {error}")]
+pub struct EntryError {
+    /// `plugins.toml:7: `github:o/r`` or `plugin `review``: where the entry is.
+    pub label: String,
+    /// What went wrong.
+    #[source]
+    pub error: ResolveError,
+}

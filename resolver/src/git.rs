@@ -1,0 +1,592 @@
+//! Git sources through gix: bare caches per URL, ref resolution from the remote's
+//! advertisement, fetching exactly the needed commit, and reading trees straight from git
+//! objects (to hash them, or to export them into a store staging folder).
+
+use std::io::{BufWriter, Write as _};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use berth_lockfile_schema::Sha256Hash;
+use berth_store::{FileLock, NarWriter, Sha256Sink, Store};
+use gix::ObjectId;
+use gix::bstr::{BString, ByteSlice};
+use gix::objs::tree::EntryKind;
+use gix::protocol::handshake::Ref;
+use gix::remote::Direction;
+use gix::remote::fetch::{Shallow, Tags};
+use gix::remote::ref_map;
+
+use crate::Reporter;
+use crate::error::ResolveError;
+
+/// What to resolve on the remote.
+#[derive(Debug, Clone)]
+pub(crate) enum Want {
+    /// The remote's default branch (its `HEAD`).
+    DefaultBranch,
+    /// A branch or tag name (a branch wins when both exist), or a full `refs/...` name.
+    Named(String),
+}
+
+/// A bare git database under `git-v1/db/`, locked for this process while open.
+pub(crate) struct GitDb {
+    repo: gix::Repository,
+    path: PathBuf,
+    _lock: FileLock,
+}
+
+/// One remote as the resolver uses it: the URL to connect to (credentials expanded) and the
+/// URL to show (credentials removed).
+#[derive(Debug, Clone)]
+pub(crate) struct Remote {
+    pub fetch_url: String,
+    pub shown_url: String,
+}
+
+impl GitDb {
+    /// Opens (creating if needed) the cache for `dir_name`, holding its cross-process lock.
+    pub(crate) fn open(
+        store: &Store,
+        dir_name: &str,
+        shown_url: &str,
+        reporter: &dyn Reporter,
+    ) -> Result<Self, ResolveError> {
+        let path = store.git_dir().join("db").join(dir_name);
+        let lock = store.lock(&format!("git-{dir_name}"), || {
+            reporter.status(
+                "Waiting",
+                &format!("for the lock on the git cache of `{shown_url}`"),
+            );
+        })?;
+        // We hold the lock, so lock files inside the repository are leftovers of a process
+        // that died mid-write; they would make every later ref update fail.
+        remove_stale_lock_files(&path);
+        let repo = match open_or_init(&path) {
+            Ok(repo) => repo,
+            Err(first) => {
+                // The cache is disposable: start over rather than fail on a damaged one.
+                tracing::warn!(
+                    "recreating damaged git cache at {}: {first}",
+                    path.display()
+                );
+                berth_store::remove_tree(&path)?;
+                open_or_init(&path).map_err(|message| ResolveError::Cache {
+                    path: path.clone(),
+                    message,
+                })?
+            }
+        };
+        Ok(Self {
+            repo,
+            path,
+            _lock: lock,
+        })
+    }
+
+    /// A throw-away database in `dir` (for `verify`, which must not trust the cache).
+    pub(crate) fn temporary(dir: &Path, lock: FileLock) -> Result<Self, ResolveError> {
+        let repo = open_or_init(dir).map_err(|message| ResolveError::Cache {
+            path: dir.to_owned(),
+            message,
+        })?;
+        Ok(Self {
+            repo,
+            path: dir.to_owned(),
+            _lock: lock,
+        })
+    }
+
+    /// Whether the commit is already here (then it is never fetched again).
+    pub(crate) fn has_commit(&self, id: ObjectId) -> bool {
+        matches!(
+            self.repo.try_find_header(id),
+            Ok(Some(header)) if header.kind() == gix::object::Kind::Commit
+        )
+    }
+
+    /// Resolves `want` from the remote's ref advertisement and fetches its commit (depth 1)
+    /// unless it is already cached. One connection does both.
+    pub(crate) fn resolve(
+        &self,
+        remote: &Remote,
+        want: &Want,
+        reporter: &dyn Reporter,
+    ) -> Result<ObjectId, ResolveError> {
+        let specs = match want {
+            Want::DefaultBranch => vec!["+HEAD:refs/berth/HEAD".to_owned()],
+            Want::Named(name) if name.starts_with("refs/") => vec![format!("+{name}:{name}")],
+            Want::Named(name) => vec![
+                format!("+refs/heads/{name}:refs/heads/{name}"),
+                format!("+refs/tags/{name}:refs/tags/{name}"),
+            ],
+        };
+        let fetch_error = |e: gix::Error| fetch_error(remote, &e);
+        let gix_remote = self
+            .repo
+            .remote_at(remote.fetch_url.as_str())
+            .map_err(fetch_error)?
+            .with_fetch_tags(Tags::None)
+            .with_refspecs(specs.iter().map(String::as_str), Direction::Fetch)
+            .map_err(fetch_error)?;
+        let connection = gix_remote.connect(Direction::Fetch).map_err(fetch_error)?;
+        let options = ref_map::Options {
+            prefix_from_spec_as_filter_on_remote: true,
+            ..Default::default()
+        };
+        let prepare = match connection.prepare_fetch(gix::progress::Discard, options) {
+            Ok(prepare) => prepare,
+            Err(e) => return Err(fetch_error(e)),
+        };
+        let commit = pick(prepare.ref_map(), want, remote, reporter)?;
+        if self.has_commit(commit) {
+            return Ok(commit);
+        }
+        reporter.status(
+            "Fetching",
+            &format!("{} at {}", remote.shown_url, short(commit)),
+        );
+        prepare
+            .with_shallow(Shallow::DepthAtRemote(1.try_into().expect("1 is not zero")))
+            .receive(gix::progress::Discard, &AtomicBool::new(false))
+            .map_err(fetch_error)?;
+        self.refresh_after_fetch(commit, remote)
+    }
+
+    /// Resolves `want` from what the cache last saw of the remote (`--offline`).
+    pub(crate) fn resolve_offline(&self, want: &Want) -> Option<ObjectId> {
+        let candidates: Vec<String> = match want {
+            Want::DefaultBranch => vec!["refs/berth/HEAD".into()],
+            Want::Named(name) if name.starts_with("refs/") => vec![name.clone()],
+            Want::Named(name) => vec![format!("refs/heads/{name}"), format!("refs/tags/{name}")],
+        };
+        candidates.iter().find_map(|name| {
+            let mut reference = self.repo.try_find_reference(name.as_str()).ok()??;
+            let id = reference.peel_to_commit().ok()?.id;
+            self.has_commit(id).then_some(id)
+        })
+    }
+
+    /// Fetches one commit by id (depth 1). Servers that refuse to send an unadvertised
+    /// commit get a second try that fetches `hint_ref` (or every branch and tag) in full.
+    pub(crate) fn fetch_commit(
+        &self,
+        remote: &Remote,
+        id: ObjectId,
+        hint_ref: Option<&str>,
+        reporter: &dyn Reporter,
+    ) -> Result<(), ResolveError> {
+        reporter.status(
+            "Fetching",
+            &format!("{} at {}", remote.shown_url, short(id)),
+        );
+        let by_id = self.fetch_specs(
+            remote,
+            &[format!("{id}:refs/berth/commits/{id}")],
+            Shallow::DepthAtRemote(1.try_into().expect("1 is not zero")),
+        );
+        if by_id.is_ok() && self.has_commit(id) {
+            return Ok(());
+        }
+        tracing::debug!("fetching {id} by id failed ({by_id:?}); fetching refs instead");
+        let specs = match hint_ref {
+            Some(name) if !berth_lockfile_schema::is_full_commit_id(name) => vec![
+                format!("+refs/heads/{name}:refs/heads/{name}"),
+                format!("+refs/tags/{name}:refs/tags/{name}"),
+            ],
+            _ => vec![
+                "+refs/heads/*:refs/heads/*".to_owned(),
+                "+refs/tags/*:refs/tags/*".to_owned(),
+            ],
+        };
+        let deepen = if self.repo.is_shallow().unwrap_or(false) {
+            Shallow::undo()
+        } else {
+            Shallow::NoChange
+        };
+        let second = self.fetch_specs(remote, &specs, deepen);
+        if self.has_commit(id) {
+            return Ok(());
+        }
+        match (by_id, second) {
+            (Err(e), _) | (_, Err(e)) => Err(e),
+            _ => Err(ResolveError::CommitNotFound {
+                url: remote.shown_url.clone(),
+                rev: id.to_string(),
+            }),
+        }
+    }
+
+    fn fetch_specs(
+        &self,
+        remote: &Remote,
+        specs: &[String],
+        shallow: Shallow,
+    ) -> Result<(), ResolveError> {
+        let fetch_error = |e: gix::Error| fetch_error(remote, &e);
+        self.repo
+            .remote_at(remote.fetch_url.as_str())
+            .map_err(fetch_error)?
+            .with_fetch_tags(Tags::None)
+            .with_refspecs(specs.iter().map(String::as_str), Direction::Fetch)
+            .map_err(fetch_error)?
+            .connect(Direction::Fetch)
+            .map_err(fetch_error)?
+            .prepare_fetch(gix::progress::Discard, ref_map::Options::default())
+            .map_err(fetch_error)?
+            .with_shallow(shallow)
+            .receive(gix::progress::Discard, &AtomicBool::new(false))
+            .map_err(fetch_error)?;
+        Ok(())
+    }
+
+    /// Checks a fetch brought the commit. gix's object database looks for new packs when
+    /// an object is missing, so the fetched pack is seen without reopening.
+    fn refresh_after_fetch(
+        &self,
+        commit: ObjectId,
+        remote: &Remote,
+    ) -> Result<ObjectId, ResolveError> {
+        if self.has_commit(commit) {
+            Ok(commit)
+        } else {
+            Err(ResolveError::CommitNotFound {
+                url: remote.shown_url.clone(),
+                rev: commit.to_string(),
+            })
+        }
+    }
+
+    /// The tree of `commit`, or of its `subdir` folder.
+    pub(crate) fn plugin_tree(
+        &self,
+        commit: ObjectId,
+        subdir: Option<&str>,
+    ) -> Result<ObjectId, ResolveError> {
+        let cache_error = |e: gix::Error| ResolveError::Cache {
+            path: self.path.clone(),
+            message: error_chain(&e),
+        };
+        let commit_obj = self.repo.find_commit(commit).map_err(cache_error)?;
+        let tree = commit_obj.tree().map_err(cache_error)?;
+        let Some(subdir) = subdir else {
+            return Ok(tree.id);
+        };
+        let repo_path = |why| ResolveError::RepoPath {
+            repo_path: subdir.to_owned(),
+            rev: commit.to_string(),
+            why,
+        };
+        let entry = tree
+            .lookup_entry_by_path(subdir)
+            .map_err(cache_error)?
+            .ok_or_else(|| repo_path("does not exist"))?;
+        match entry.mode().kind() {
+            EntryKind::Tree => Ok(entry.object_id()),
+            EntryKind::Commit => Err(repo_path("is a git submodule, which berth does not fetch")),
+            _ => Err(repo_path("is a file, not a folder")),
+        }
+    }
+
+    /// A regular file at `rel` inside `tree`, or `None`.
+    pub(crate) fn read_file(
+        &self,
+        tree: ObjectId,
+        rel: &str,
+    ) -> Result<Option<Vec<u8>>, ResolveError> {
+        let cache_error = |e: gix::Error| ResolveError::Cache {
+            path: self.path.clone(),
+            message: error_chain(&e),
+        };
+        let tree = self.repo.find_tree(tree).map_err(cache_error)?;
+        let Some(entry) = tree.lookup_entry_by_path(rel).map_err(cache_error)? else {
+            return Ok(None);
+        };
+        if !matches!(
+            entry.mode().kind(),
+            EntryKind::Blob | EntryKind::BlobExecutable
+        ) {
+            return Ok(None);
+        }
+        let blob = self
+            .repo
+            .find_blob(entry.object_id())
+            .map_err(cache_error)?;
+        Ok(Some(blob.data.clone()))
+    }
+
+    /// The NAR hash of a tree, computed from git objects without writing files. Submodules
+    /// are left out, as the export leaves them out.
+    pub(crate) fn nar_hash(
+        &self,
+        tree: ObjectId,
+        rev: ObjectId,
+    ) -> Result<Sha256Hash, ResolveError> {
+        let mut sink = Sha256Sink::default();
+        {
+            let mut nar = NarWriter::new(BufWriter::with_capacity(64 * 1024, &mut sink))?;
+            self.walk(tree, rev, &mut Vec::new(), &mut |event| match event {
+                Event::Dir(_) => nar.begin_directory(),
+                Event::EndDir => nar.end_directory(),
+                Event::Entry(name) => nar.entry(name),
+                Event::EndEntry => nar.end_entry(),
+                Event::File {
+                    executable, data, ..
+                } => nar.file(executable, data.len() as u64, &mut &data[..]),
+                Event::Symlink { target, .. } => nar.symlink(target),
+            })?;
+            nar.finish()?.flush()?;
+        }
+        Ok(sink.finish())
+    }
+
+    /// Writes a tree into `dest` (an empty staging folder): folders, files with their
+    /// execute bit, symlinks. Returns the paths of submodules that were skipped.
+    pub(crate) fn export(
+        &self,
+        tree: ObjectId,
+        rev: ObjectId,
+        dest: &Path,
+    ) -> Result<Vec<String>, ResolveError> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut current = dest.to_owned();
+        self.walk(tree, rev, &mut Vec::new(), &mut |event| {
+            match event {
+                Event::Dir(None) | Event::EndEntry => {}
+                Event::Dir(Some(_)) => fs_err::create_dir(&current)?,
+                Event::Entry(name) => current.push(std::ffi::OsStr::from_bytes(name)),
+                Event::EndDir => {}
+                Event::File { executable, data } => {
+                    fs_err::write(&current, data)?;
+                    if executable {
+                        fs_err::set_permissions(&current, std::fs::Permissions::from_mode(0o755))?;
+                    }
+                }
+                Event::Symlink { target } => {
+                    fs_err::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), &current)?;
+                }
+            }
+            if matches!(event, Event::EndEntry) {
+                current.pop();
+            }
+            Ok(())
+        })
+    }
+
+    /// Walks a tree depth-first with entries in NAR order (ascending bytes). Returns the
+    /// skipped submodules.
+    fn walk(
+        &self,
+        tree: ObjectId,
+        rev: ObjectId,
+        prefix: &mut Vec<u8>,
+        visit: &mut dyn FnMut(Event<'_>) -> std::io::Result<()>,
+    ) -> Result<Vec<String>, ResolveError> {
+        let cache_error = |e: gix::Error| ResolveError::Cache {
+            path: self.path.clone(),
+            message: error_chain(&e),
+        };
+        let mut skipped = Vec::new();
+        let tree_obj = self.repo.find_tree(tree).map_err(cache_error)?;
+        let decoded = tree_obj.decode().map_err(|e| ResolveError::Cache {
+            path: self.path.clone(),
+            message: e.to_string(),
+        })?;
+        let mut entries: Vec<(BString, EntryKind, ObjectId)> = decoded
+            .entries
+            .iter()
+            .map(|e| (e.filename.to_owned(), e.mode.kind(), e.oid.to_owned()))
+            .collect();
+        drop(decoded);
+        entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        visit(Event::Dir(if prefix.is_empty() { None } else { Some(()) }))?;
+        for (name, kind, oid) in entries {
+            let full = join(prefix, &name);
+            if name.is_empty()
+                || name.as_bytes() == b"."
+                || name.as_bytes() == b".."
+                || name.contains(&b'/')
+                || name.contains(&0)
+            {
+                return Err(ResolveError::UnsafeTree {
+                    rev: rev.to_string(),
+                    path: String::from_utf8_lossy(&full).into_owned(),
+                });
+            }
+            if kind == EntryKind::Commit {
+                skipped.push(String::from_utf8_lossy(&full).into_owned());
+                continue;
+            }
+            visit(Event::Entry(&name))?;
+            match kind {
+                EntryKind::Tree => {
+                    let mut child = full.clone();
+                    skipped.extend(self.walk(oid, rev, &mut child, visit)?);
+                }
+                EntryKind::Blob | EntryKind::BlobExecutable => {
+                    let blob = self.repo.find_blob(oid).map_err(cache_error)?;
+                    visit(Event::File {
+                        executable: kind == EntryKind::BlobExecutable,
+                        data: &blob.data,
+                    })?;
+                }
+                EntryKind::Link => {
+                    let blob = self.repo.find_blob(oid).map_err(cache_error)?;
+                    visit(Event::Symlink { target: &blob.data })?;
+                }
+                EntryKind::Commit => unreachable!("submodules were skipped above"),
+            }
+            visit(Event::EndEntry)?;
+        }
+        visit(Event::EndDir)?;
+        Ok(skipped)
+    }
+}
+
+enum Event<'a> {
+    /// A folder starts; `None` for the root, which already exists when exporting.
+    Dir(Option<()>),
+    EndDir,
+    Entry(&'a [u8]),
+    EndEntry,
+    File {
+        executable: bool,
+        data: &'a [u8],
+    },
+    Symlink {
+        target: &'a [u8],
+    },
+}
+
+fn join(prefix: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut full = prefix.to_vec();
+    if !full.is_empty() {
+        full.push(b'/');
+    }
+    full.extend_from_slice(name);
+    full
+}
+
+/// The commit `want` names among the refs the remote advertised.
+fn pick(
+    map: &gix::remote::fetch::RefMap,
+    want: &Want,
+    remote: &Remote,
+    reporter: &dyn Reporter,
+) -> Result<ObjectId, ResolveError> {
+    let mut found: Vec<(String, Option<ObjectId>)> = Vec::new();
+    for mapping in &map.mappings {
+        if let gix::remote::fetch::refmap::Source::Ref(r) = &mapping.remote {
+            let (name, commit) = match r {
+                Ref::Direct {
+                    full_ref_name,
+                    object,
+                }
+                | Ref::Peeled {
+                    full_ref_name,
+                    object,
+                    ..
+                }
+                | Ref::Symbolic {
+                    full_ref_name,
+                    object,
+                    ..
+                } => (full_ref_name, Some(*object)),
+                Ref::Unborn { full_ref_name, .. } => (full_ref_name, None),
+            };
+            found.push((name.to_string(), commit));
+        }
+    }
+    let lookup = |name: &str| found.iter().find(|(n, _)| n == name).map(|(_, c)| *c);
+    match want {
+        Want::DefaultBranch => match lookup("HEAD") {
+            Some(Some(commit)) => Ok(commit),
+            _ => Err(ResolveError::EmptyRepository {
+                url: remote.shown_url.clone(),
+            }),
+        },
+        Want::Named(name) => {
+            let (branch, tag) = if name.starts_with("refs/") {
+                (lookup(name), None)
+            } else {
+                (
+                    lookup(&format!("refs/heads/{name}")),
+                    lookup(&format!("refs/tags/{name}")),
+                )
+            };
+            if let (Some(Some(b)), Some(Some(t))) = (branch, tag)
+                && b != t
+            {
+                reporter.warn(&format!(
+                    "`{}` has both a branch and a tag named `{name}`; using the branch (write `refs/tags/{name}` to use the tag)",
+                    remote.shown_url
+                ));
+            }
+            branch
+                .or(tag)
+                .flatten()
+                .ok_or_else(|| ResolveError::RefNotFound {
+                    url: remote.shown_url.clone(),
+                    git_ref: name.clone(),
+                })
+        }
+    }
+}
+
+fn open_or_init(path: &Path) -> Result<gix::Repository, String> {
+    let mut repo = if path.join("HEAD").is_file() {
+        gix::open(path).map_err(|e| error_chain(&e))?
+    } else {
+        if path.exists() {
+            berth_store::remove_tree(path).map_err(|e| e.to_string())?;
+        }
+        fs_err::create_dir_all(path).map_err(|e| e.to_string())?;
+        gix::init_bare(path).map_err(|e| error_chain(&e))?
+    };
+    repo.object_cache_size_if_unset(4 * 1024 * 1024);
+    Ok(repo)
+}
+
+fn remove_stale_lock_files(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(t) if t.is_dir() && entry.file_name() != "objects" => remove_stale_lock_files(&path),
+            Ok(t) if t.is_file() && path.extension().is_some_and(|e| e == "lock") => {
+                let _ = std::fs::remove_file(&path);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn fetch_error(remote: &Remote, e: &gix::Error) -> ResolveError {
+    ResolveError::Fetch {
+        url: remote.shown_url.clone(),
+        message: berth_lockfile_schema::redact(&error_chain(e)).text,
+    }
+}
+
+/// The messages of an error and its causes, joined, without repeats.
+pub(crate) fn error_chain(e: &gix::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.iter_errors() {
+        let text = cause.to_string();
+        if !text.is_empty() && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+    }
+    if parts.is_empty() {
+        e.to_string()
+    } else {
+        parts.join(": ")
+    }
+}
+
+/// The first 12 hex digits, for progress lines.
+pub(crate) fn short(id: ObjectId) -> String {
+    id.to_hex_with_len(12).to_string()
+}

@@ -1,0 +1,68 @@
+//! berth's resolver: turns the plugin sources of a manifest into exact pins (a commit and
+//! a content hash) and turns pins into verified store entries.
+//!
+//! It is the only crate that talks to the network. Git goes through gix into bare caches
+//! under the store's `git-v1/`; trees are exported straight from git objects, never through a
+//! working copy. Everything it adds to the store goes through [`berth_store::Store::commit`],
+//! so an entry is complete and verified or absent.
+
+mod error;
+mod git;
+mod local;
+mod meta;
+mod ops;
+mod url;
+
+use std::path::PathBuf;
+
+pub use error::{EntryError, ResolveError};
+pub use meta::plugin_name_from_manifest;
+pub use ops::{
+    LocalCheck, LocalRelock, LockOptions, LockOutcome, SyncOutcome, Upgrade, VerifyOutcome,
+    VerifyStatus, lock_plugins, sync_plugins, verify_plugins,
+};
+
+/// Whether the network may be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Network {
+    /// Fetch what is missing.
+    Online,
+    /// Never fetch; what is not already cached or stored is an error (`--offline`).
+    Offline,
+}
+
+/// What the resolver needs from its caller's environment, gathered once by the CLI or server.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The base URL `github:OWNER/REPO` expands under (`$BERTH_GITHUB_URL`).
+    pub github_url: String,
+    /// Whether the network may be used.
+    pub network: Network,
+    /// How many plugins to resolve or fetch at once.
+    pub jobs: usize,
+    /// The folder relative local sources are resolved from (the manifest's folder).
+    pub base_dir: PathBuf,
+    /// The user's home, for `~/` local sources.
+    pub home_dir: Option<PathBuf>,
+}
+
+/// The default `github:` base URL.
+pub const DEFAULT_GITHUB_URL: &str = "https://github.com";
+
+/// Where progress and warnings go. Implementations must be cheap and thread-safe: the
+/// resolver reports from several worker threads.
+pub trait Reporter: Sync {
+    /// A step of work, such as `("Fetching", "https://host/repo.git")`.
+    fn status(&self, verb: &str, message: &str);
+    /// Something the user should know that does not stop the work.
+    fn warn(&self, message: &str);
+}
+
+/// A reporter that drops everything (for tests and quiet library use).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SilentReporter;
+
+impl Reporter for SilentReporter {
+    fn status(&self, _verb: &str, _message: &str) {}
+    fn warn(&self, _message: &str) {}
+}

@@ -1,0 +1,75 @@
+//! Local directory sources.
+
+use std::path::{Path, PathBuf};
+
+use berth_lockfile_schema::Sha256Hash;
+use berth_store::{Exclude, hash_path_excluding};
+
+use crate::Settings;
+use crate::error::ResolveError;
+use crate::meta::plugin_name_from_manifest;
+
+/// A local folder's top-level `.git` is not part of the plugin (SPEC section 3).
+pub(crate) const LOCAL_EXCLUDE: Exclude<'static> = Exclude::top_level(&[".git"]);
+
+/// The folder a local source names: `~/` from the home folder, relative paths from the
+/// manifest's folder.
+pub(crate) fn local_dir(written: &str, settings: &Settings) -> PathBuf {
+    let path = if written == "~" {
+        settings
+            .home_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("~"))
+    } else if let Some(rest) = written.strip_prefix("~/") {
+        match &settings.home_dir {
+            Some(home) => home.join(rest),
+            None => PathBuf::from(written),
+        }
+    } else {
+        PathBuf::from(written)
+    };
+    if path.is_absolute() {
+        path
+    } else {
+        settings.base_dir.join(path)
+    }
+}
+
+/// Checks the folder exists and returns its canonical path.
+pub(crate) fn existing_dir(path: &Path) -> Result<PathBuf, ResolveError> {
+    let why = |why: &str| ResolveError::LocalPath {
+        path: path.to_owned(),
+        why: why.to_owned(),
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(why("is not a folder")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(why("does not exist")),
+        Err(e) => return Err(why(&e.to_string())),
+    }
+    Ok(fs_err::canonicalize(path)?)
+}
+
+/// The name and NAR hash of a local plugin folder.
+pub(crate) fn name_and_hash(dir: &Path) -> Result<(String, Sha256Hash), ResolveError> {
+    let fallback = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "plugin".to_owned());
+    let name = plugin_name_from_manifest(|rel| read_regular_file(dir, rel), &fallback)?;
+    let hash = hash_path_excluding(dir, LOCAL_EXCLUDE)?;
+    Ok((name, hash))
+}
+
+/// A regular file's content, or `None` if absent. A symlink counts as absent: the name
+/// must come from the plugin's own files, and a link could point anywhere.
+pub(crate) fn read_regular_file(dir: &Path, rel: &str) -> Result<Option<Vec<u8>>, ResolveError> {
+    let path = dir.join(rel);
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.is_file() => Ok(Some(fs_err::read(&path)?)),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => Ok(None),
+        Err(e) => Err(fs_err::read(&path).map_or_else(Into::into, |_| e.into())),
+    }
+}

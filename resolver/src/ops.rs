@@ -1,0 +1,599 @@
+//! The three operations the CLI and the server run over a whole manifest or lock: lock,
+//! sync and verify. Each works on entries in parallel and reports every failure, not just
+//! the first.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use berth_lockfile_schema::{
+    Lock, LockedPlugin, Manifest, Pin, PluginRequest, Sha256Hash, Source, SourceKind,
+    is_full_commit_id, redact,
+};
+use berth_store::{Store, StoreEntry};
+use gix::ObjectId;
+
+use crate::error::{EntryError, ResolveError};
+use crate::git::{GitDb, Remote, Want, short};
+use crate::local::{LOCAL_EXCLUDE, existing_dir, local_dir, name_and_hash};
+use crate::meta::plugin_name_from_manifest;
+use crate::url::{cache_dir_name, expand_env, git_url, repo_name};
+use crate::{Network, Reporter, Settings};
+
+/// Which locked pins `lock` may move.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Upgrade {
+    /// Keep every pin whose request is unchanged (`berth plugins lock`).
+    #[default]
+    Nothing,
+    /// Re-resolve every entry (`--upgrade`).
+    All,
+    /// Re-resolve the entries with these plugin names (`--upgrade-plugin NAME`).
+    Plugins(Vec<String>),
+}
+
+/// How to run `lock`.
+#[derive(Debug, Clone, Default)]
+pub struct LockOptions {
+    /// Which pins may move.
+    pub upgrade: Upgrade,
+    /// The manifest's name in messages (`plugins.toml`).
+    pub manifest_label: String,
+    /// What to do with local folders whose request is unchanged.
+    pub local: LocalRelock,
+}
+
+/// Whether locking re-hashes local folders that are already locked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LocalRelock {
+    /// Re-hash them and lock their current content (`berth plugins lock`).
+    #[default]
+    Rehash,
+    /// Keep their locked hash; `sync` then reports a changed folder instead of silently
+    /// locking it (the lock that `sync` makes when the manifest changed).
+    Keep,
+}
+
+/// The new lock and what it took to make it.
+#[derive(Debug, Clone)]
+pub struct LockOutcome {
+    /// The lock, one entry per manifest entry, in order.
+    pub lock: Lock,
+    /// How many entries were resolved afresh (the rest kept their pins).
+    pub resolved: usize,
+}
+
+/// Resolves the manifest into a lock, keeping the pins of `previous` entries whose request
+/// is unchanged. Only new, changed or upgraded git entries touch the network; local folders
+/// are always re-hashed (they have no other pin).
+pub fn lock_plugins(
+    store: &Store,
+    settings: &Settings,
+    reporter: &dyn Reporter,
+    manifest: &Manifest,
+    previous: Option<&Lock>,
+    options: &LockOptions,
+) -> Result<LockOutcome, Vec<EntryError>> {
+    if let Upgrade::Plugins(names) = &options.upgrade {
+        let unknown: Vec<EntryError> = names
+            .iter()
+            .filter(|n| !previous.is_some_and(|l| l.plugins.iter().any(|p| &p.name == *n)))
+            .map(|n| EntryError {
+                label: format!("`--upgrade-plugin {n}`"),
+                error: ResolveError::Unsupported(format!(
+                    "no locked plugin is named `{n}`; `berth plugins list` shows the names"
+                )),
+            })
+            .collect();
+        if !unknown.is_empty() {
+            return Err(unknown);
+        }
+    }
+    let mut used = vec![false; previous.map_or(0, |l| l.plugins.len())];
+    let kept: Vec<Option<LockedPlugin>> = manifest
+        .plugins
+        .iter()
+        .enumerate()
+        .map(|(i, request)| {
+            let previous = previous?;
+            // Prefer the entry at the same position; an entry that moved keeps its pin too.
+            let index = std::iter::once(i)
+                .chain(0..previous.plugins.len())
+                .find(|&j| {
+                    j < previous.plugins.len() && !used[j] && previous.plugins[j].satisfies(request)
+                })?;
+            let locked = &previous.plugins[index];
+            let upgrade = match &options.upgrade {
+                Upgrade::Nothing => false,
+                Upgrade::All => true,
+                Upgrade::Plugins(names) => names.contains(&locked.name),
+            };
+            if upgrade {
+                return None;
+            }
+            used[index] = true;
+            Some(locked.clone())
+        })
+        .collect();
+    let resolved = AtomicUsize::new(0);
+    let ctx = Ctx {
+        store,
+        settings,
+        reporter,
+    };
+    let results = run_parallel(&manifest.plugins, settings.jobs, |i, request| {
+        let label = || entry_label(&options.manifest_label, request);
+        let result = match (&kept[i], request.parsed_source().kind()) {
+            (Some(locked), SourceKind::Local) if options.local == LocalRelock::Rehash => {
+                ctx.lock_local(request, Some(locked))
+            }
+            (Some(locked), _) => Ok(locked.clone()),
+            (None, _) => {
+                resolved.fetch_add(1, Ordering::Relaxed);
+                ctx.lock_new(request)
+            }
+        };
+        result.map_err(|error| EntryError {
+            label: label(),
+            error,
+        })
+    });
+    let (plugins, errors) = split(results);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(LockOutcome {
+        lock: Lock { plugins },
+        resolved: resolved.into_inner(),
+    })
+}
+
+/// How `sync` treats local folders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalCheck {
+    /// Re-hash each local folder and fail if it no longer matches the lock.
+    Rehash,
+    /// Trust the store copy when there is one (`--frozen`).
+    TrustStore,
+}
+
+/// What `sync` did.
+#[derive(Debug, Clone)]
+pub struct SyncOutcome {
+    /// The store entry of every locked plugin, in lock order.
+    pub entries: Vec<StoreEntry>,
+    /// How many entries were added to the store by this run.
+    pub added: usize,
+}
+
+/// Makes every locked plugin present in the store, verified against the lock. `manifest`
+/// (when the caller read one) supplies sources with credentials the lock leaves out.
+pub fn sync_plugins(
+    store: &Store,
+    settings: &Settings,
+    reporter: &dyn Reporter,
+    lock: &Lock,
+    manifest: Option<&Manifest>,
+    local: LocalCheck,
+) -> Result<SyncOutcome, Vec<EntryError>> {
+    let ctx = Ctx {
+        store,
+        settings,
+        reporter,
+    };
+    let added = AtomicUsize::new(0);
+    let results = run_parallel(&lock.plugins, settings.jobs, |i, locked| {
+        let request = manifest
+            .and_then(|m| m.plugins.get(i))
+            .filter(|r| locked.satisfies(r));
+        ctx.sync_one(locked, request, local, &added)
+            .map_err(|error| EntryError {
+                label: format!("plugin `{}`", locked.name),
+                error,
+            })
+    });
+    let (entries, errors) = split(results);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(SyncOutcome {
+        entries,
+        added: added.into_inner(),
+    })
+}
+
+/// The result of verifying one plugin.
+#[derive(Debug)]
+pub struct VerifyOutcome {
+    /// The plugin's name.
+    pub name: String,
+    /// What the lock says.
+    pub expected: Sha256Hash,
+    /// What was found.
+    pub status: VerifyStatus,
+}
+
+/// Whether a plugin fetched afresh matches its lock entry.
+#[derive(Debug)]
+pub enum VerifyStatus {
+    /// It hashes to the locked hash.
+    Ok,
+    /// It hashes to something else.
+    Mismatch {
+        /// The hash found.
+        actual: Sha256Hash,
+    },
+    /// It could not be fetched or hashed.
+    Failed(ResolveError),
+}
+
+/// Fetches every locked plugin afresh from its source, bypassing the store and the git
+/// cache, and compares its hash with the lock.
+pub fn verify_plugins(
+    store: &Store,
+    settings: &Settings,
+    reporter: &dyn Reporter,
+    lock: &Lock,
+    manifest: Option<&Manifest>,
+) -> Vec<VerifyOutcome> {
+    let ctx = Ctx {
+        store,
+        settings,
+        reporter,
+    };
+    run_parallel(&lock.plugins, settings.jobs, |i, locked| {
+        let request = manifest
+            .and_then(|m| m.plugins.get(i))
+            .filter(|r| locked.satisfies(r));
+        let status = match ctx.fresh_hash(locked, request) {
+            Ok(actual) if actual == locked.hash => VerifyStatus::Ok,
+            Ok(actual) => VerifyStatus::Mismatch { actual },
+            Err(e) => VerifyStatus::Failed(e),
+        };
+        VerifyOutcome {
+            name: locked.name.clone(),
+            expected: locked.hash,
+            status,
+        }
+    })
+}
+
+fn entry_label(manifest: &str, request: &PluginRequest) -> String {
+    format!(
+        "{manifest}:{}: `{}`",
+        request.line,
+        request.display_source()
+    )
+}
+
+struct Ctx<'a> {
+    store: &'a Store,
+    settings: &'a Settings,
+    reporter: &'a dyn Reporter,
+}
+
+impl Ctx<'_> {
+    fn lock_new(&self, request: &PluginRequest) -> Result<LockedPlugin, ResolveError> {
+        match request.parsed_source().kind() {
+            SourceKind::Local => self.lock_local(request, None),
+            SourceKind::Git => self.lock_git(request),
+            SourceKind::Archive => Err(ResolveError::Unsupported(
+                "archive sources are not supported by this version of berth yet; use a git or local source".into(),
+            )),
+        }
+    }
+
+    fn lock_local(
+        &self,
+        request: &PluginRequest,
+        previous: Option<&LockedPlugin>,
+    ) -> Result<LockedPlugin, ResolveError> {
+        let Source::Local { path } = request.parsed_source() else {
+            unreachable!("only called for local sources");
+        };
+        let dir = existing_dir(&local_dir(path, self.settings))?;
+        let (name, hash) = name_and_hash(&dir)?;
+        check_pins(request, &name, &hash)?;
+        if previous.is_some_and(|p| p.hash != hash) {
+            self.reporter.status(
+                "Updating",
+                &format!("`{name}` ({path}): its content changed"),
+            );
+        }
+        Ok(LockedPlugin {
+            name,
+            source: request.display_source(),
+            git_ref: None,
+            version: None,
+            resolved_ref: None,
+            repo_path: None,
+            pin: Pin::Local { path: path.clone() },
+            hash,
+        })
+    }
+
+    fn remote(&self, source: &Source) -> Result<(Remote, String), ResolveError> {
+        let raw = git_url(source, &self.settings.github_url).expect("only called for git sources");
+        let remote = Remote {
+            fetch_url: expand_env(&raw)?,
+            shown_url: redact(&raw).text,
+        };
+        Ok((remote, cache_dir_name(&raw)))
+    }
+
+    fn lock_git(&self, request: &PluginRequest) -> Result<LockedPlugin, ResolveError> {
+        if request.version.is_some() {
+            return Err(ResolveError::Unsupported(
+                "`version` ranges are not supported by this version of berth yet; pin a tag with `ref`".into(),
+            ));
+        }
+        let (remote, cache) = self.remote(request.parsed_source())?;
+        let db = GitDb::open(self.store, &cache, &remote.shown_url, self.reporter)?;
+        let rev = match request.git_ref.as_deref() {
+            Some(r) if is_full_commit_id(r) => {
+                let id = ObjectId::from_hex(r.as_bytes()).expect("checked to be 40 hex digits");
+                if !db.has_commit(id) {
+                    self.require_network(|| format!("commit `{r}` of `{}`", remote.shown_url))?;
+                    db.fetch_commit(&remote, id, None, self.reporter)?;
+                }
+                id
+            }
+            other => {
+                let want = other.map_or(Want::DefaultBranch, |r| Want::Named(r.to_owned()));
+                match self.settings.network {
+                    Network::Online => db.resolve(&remote, &want, self.reporter)?,
+                    Network::Offline => {
+                        db.resolve_offline(&want)
+                            .ok_or_else(|| ResolveError::Offline {
+                                what: format!(
+                                    "{} of `{}`",
+                                    other.map_or("the default branch".to_owned(), |r| format!(
+                                        "`{r}`"
+                                    )),
+                                    remote.shown_url
+                                ),
+                            })?
+                    }
+                }
+            }
+        };
+        let tree = db.plugin_tree(rev, request.subdir())?;
+        let fallback = request
+            .subdir()
+            .and_then(|s| s.rsplit('/').next())
+            .map_or_else(|| repo_name(&remote.shown_url), str::to_owned);
+        let name = plugin_name_from_manifest(|rel| db.read_file(tree, rel), &fallback)?;
+        let hash = db.nar_hash(tree, rev)?;
+        check_pins(request, &name, &hash)?;
+        self.reporter.status(
+            "Locked",
+            &format!("{name} {} ({})", short(rev), remote.shown_url),
+        );
+        Ok(LockedPlugin {
+            name,
+            source: request.display_source(),
+            git_ref: request.git_ref.clone(),
+            version: request.version.clone(),
+            resolved_ref: None,
+            repo_path: request.repo_path.clone(),
+            pin: Pin::Git {
+                url: remote.shown_url,
+                rev: rev.to_string(),
+            },
+            hash,
+        })
+    }
+
+    fn require_network(&self, what: impl FnOnce() -> String) -> Result<(), ResolveError> {
+        match self.settings.network {
+            Network::Online => Ok(()),
+            Network::Offline => Err(ResolveError::Offline { what: what() }),
+        }
+    }
+
+    fn sync_one(
+        &self,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+        local: LocalCheck,
+        added: &AtomicUsize,
+    ) -> Result<StoreEntry, ResolveError> {
+        if let (Pin::Local { path }, LocalCheck::Rehash) = (&locked.pin, local) {
+            let dir = existing_dir(&local_dir(path, self.settings))?;
+            let (_, actual) = name_and_hash(&dir)?;
+            if actual != locked.hash {
+                return Err(ResolveError::LocalChanged {
+                    name: locked.name.clone(),
+                    path: path.clone(),
+                    expected: locked.hash,
+                    actual,
+                });
+            }
+        }
+        if let Some(entry) = self.store.lookup(&locked.hash, &locked.name) {
+            return Ok(entry);
+        }
+        // One process materialises an entry; others wait and then find it present.
+        let _guard = self
+            .store
+            .lock(&format!("entry-{}", locked.hash.to_nix32()), || {
+                self.reporter.status(
+                    "Waiting",
+                    &format!("for another berth adding `{}`", locked.name),
+                );
+            })?;
+        if let Some(entry) = self.store.lookup(&locked.hash, &locked.name) {
+            return Ok(entry);
+        }
+        let entry = match &locked.pin {
+            Pin::Local { path } => {
+                let dir = existing_dir(&local_dir(path, self.settings))?;
+                self.store
+                    .add_dir(&dir, &locked.name, Some(&locked.hash), LOCAL_EXCLUDE)?
+            }
+            Pin::Git { rev, .. } => self.add_git(locked, request, rev)?,
+            Pin::Archive { .. } => {
+                return Err(ResolveError::Unsupported(
+                    "archive sources are not supported by this version of berth yet".into(),
+                ));
+            }
+        };
+        added.fetch_add(1, Ordering::Relaxed);
+        self.reporter.status(
+            "Added",
+            &format!("{} {}", locked.name, entry.path.display()),
+        );
+        Ok(entry)
+    }
+
+    /// The source to fetch a locked entry from: the manifest's (which may carry credentials
+    /// the lock leaves out) when it still matches, else the lock's.
+    fn source_of(
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+    ) -> Result<Source, ResolveError> {
+        match request {
+            Some(r) => Ok(r.parsed_source().clone()),
+            None => Source::parse(&locked.source).map_err(|e| ResolveError::Unsupported(e.message)),
+        }
+    }
+
+    fn add_git(
+        &self,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+        rev: &str,
+    ) -> Result<StoreEntry, ResolveError> {
+        let source = Self::source_of(locked, request)?;
+        let (remote, cache) = self.remote(&source)?;
+        let id = ObjectId::from_hex(rev.as_bytes()).expect("lock revs are validated");
+        let staging = self.store.stage()?;
+        {
+            let db = GitDb::open(self.store, &cache, &remote.shown_url, self.reporter)?;
+            if !db.has_commit(id) {
+                self.require_network(|| {
+                    format!(
+                        "plugin `{}` (commit `{rev}` of `{}`)",
+                        locked.name, remote.shown_url
+                    )
+                })?;
+                db.fetch_commit(&remote, id, locked.git_ref.as_deref(), self.reporter)?;
+            }
+            let tree = db.plugin_tree(id, subdir_of(locked, &source).as_deref())?;
+            let skipped = db.export(tree, id, staging.path())?;
+            for path in skipped {
+                self.reporter.warn(&format!(
+                    "`{}`: skipped git submodule `{path}` (berth does not fetch submodules)",
+                    locked.name
+                ));
+            }
+        }
+        Ok(self
+            .store
+            .commit(staging, &locked.name, Some(&locked.hash))?)
+    }
+
+    fn fresh_hash(
+        &self,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+    ) -> Result<Sha256Hash, ResolveError> {
+        match &locked.pin {
+            Pin::Local { path } => {
+                let dir = existing_dir(&local_dir(path, self.settings))?;
+                Ok(name_and_hash(&dir)?.1)
+            }
+            Pin::Git { rev, .. } => {
+                let source = Self::source_of(locked, request)?;
+                let (remote, _) = self.remote(&source)?;
+                self.require_network(|| format!("`{}`", remote.shown_url))?;
+                let id = ObjectId::from_hex(rev.as_bytes()).expect("lock revs are validated");
+                // A throw-away repository: verify must not trust anything already cached.
+                let staging = self.store.stage()?;
+                let lock = berth_store::FileLock::acquire(&staging.path().join(".lock"), || {})?;
+                let db = GitDb::temporary(&staging.path().join("repo"), lock)?;
+                db.fetch_commit(&remote, id, locked.git_ref.as_deref(), self.reporter)?;
+                let tree = db.plugin_tree(id, subdir_of(locked, &source).as_deref())?;
+                db.nar_hash(tree, id)
+            }
+            Pin::Archive { .. } => Err(ResolveError::Unsupported(
+                "archive sources are not supported by this version of berth yet".into(),
+            )),
+        }
+    }
+}
+
+fn subdir_of(locked: &LockedPlugin, source: &Source) -> Option<String> {
+    if let Some(path) = &locked.repo_path {
+        return berth_lockfile_schema::normalize_repo_path(path).ok();
+    }
+    match source {
+        Source::GitHub { subpath, .. } => subpath.clone(),
+        _ => None,
+    }
+}
+
+fn check_pins(request: &PluginRequest, name: &str, hash: &Sha256Hash) -> Result<(), ResolveError> {
+    if let Some(expected) = &request.hash
+        && expected != hash
+    {
+        return Err(ResolveError::HashMismatch {
+            name: name.to_owned(),
+            expected: *expected,
+            actual: *hash,
+        });
+    }
+    if let Some(expected) = &request.name
+        && expected != name
+    {
+        return Err(ResolveError::NameMismatch {
+            expected: expected.clone(),
+            actual: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Runs `f` over `items` on up to `jobs` threads; results keep the items' order.
+fn run_parallel<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(usize, &T) -> R + Sync,
+) -> Vec<R> {
+    let jobs = jobs.clamp(1, items.len().max(1));
+    if jobs == 1 {
+        return items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        done.push((i, f(i, item)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("worker threads do not panic"))
+            .collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
+fn split<T>(results: Vec<Result<T, EntryError>>) -> (Vec<T>, Vec<EntryError>) {
+    let mut ok = Vec::with_capacity(results.len());
+    let mut errors = Vec::new();
+    for result in results {
+        match result {
+            Ok(value) => ok.push(value),
+            Err(e) => errors.push(e),
+        }
+    }
+    (ok, errors)
+}

@@ -1,0 +1,17 @@
+//! berth's content-addressed store: NAR hashing compatible with `nix hash path`, entries
+//! named `<nix32 hash>-<name>` that are complete and verified or absent, and the file locks
+//! that let several processes share one store.
+//!
+//! This crate knows nothing of sources or the network: it hashes, stages, verifies, renames
+//! and locks. The resolver fills it; the runtime reads it.
+
+mod lock;
+pub mod nar;
+mod store;
+
+pub use lock::FileLock;
+pub use nar::{Exclude, NarError, NarWriter, Sha256Sink, hash_path, hash_path_excluding};
+pub use store::{
+    ENTRIES_DIR, GIT_DIR, LOCKS_DIR, Staging, Store, StoreEntry, StoreError, TMP_DIR, copy_tree,
+    entry_name, remove_tree,
+};

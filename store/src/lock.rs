@@ -1,0 +1,153 @@
+//! Cross-process locks on files (`flock`), so several berth processes can share one store.
+
+use std::collections::HashSet;
+use std::fs::{File, TryLockError};
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+/// An exclusive lock, released when dropped (or when the process dies).
+///
+/// `flock` does not tell threads of one process apart from other processes, so threads
+/// first queue on an in-process lock of the same path: `on_wait` then only fires when
+/// another process holds the lock, which is what "waiting for lock" should mean.
+#[derive(Debug)]
+pub struct FileLock {
+    // Field order is drop order: the file (and its flock) closes before the in-process
+    // claim is released, so a woken thread never finds the flock still held by us.
+    _file: File,
+    claim: Claim,
+}
+
+/// This process's claim on a lock path, released on drop (also when unwinding).
+#[derive(Debug)]
+struct Claim(PathBuf);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        release_in_process(&self.0);
+    }
+}
+
+/// Paths locked by this process.
+static HELD: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+static RELEASED: Condvar = Condvar::new();
+
+fn held() -> MutexGuard<'static, Option<HashSet<PathBuf>>> {
+    HELD.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Marks `path` as held by this process, waiting while another thread holds it.
+fn claim_in_process(path: &Path) -> Claim {
+    let mut set = held();
+    while set.get_or_insert_with(HashSet::new).contains(path) {
+        set = RELEASED.wait(set).unwrap_or_else(PoisonError::into_inner);
+    }
+    set.get_or_insert_with(HashSet::new).insert(path.to_owned());
+    Claim(path.to_owned())
+}
+
+/// Marks `path` as held unless another thread holds it.
+fn try_claim_in_process(path: &Path) -> Option<Claim> {
+    held()
+        .get_or_insert_with(HashSet::new)
+        .insert(path.to_owned())
+        .then(|| Claim(path.to_owned()))
+}
+
+fn release_in_process(path: &Path) {
+    if let Some(set) = held().as_mut() {
+        set.remove(path);
+    }
+    RELEASED.notify_all();
+}
+
+impl FileLock {
+    /// Takes the exclusive lock on `path`, creating the file. If another process holds it,
+    /// calls `on_wait` once (to say "waiting for lock on ...") and blocks.
+    pub fn acquire(path: &Path, on_wait: impl FnOnce()) -> std::io::Result<Self> {
+        let claim = claim_in_process(path);
+        let file = open(path)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                on_wait();
+                file.lock().map_err(|e| annotate(e, path))?;
+            }
+            Err(TryLockError::Error(e)) => return Err(annotate(e, path)),
+        }
+        Ok(Self { _file: file, claim })
+    }
+
+    /// Takes the lock if it is free, else returns `None` at once.
+    pub fn try_acquire(path: &Path) -> std::io::Result<Option<Self>> {
+        let Some(claim) = try_claim_in_process(path) else {
+            return Ok(None);
+        };
+        let file = open(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Self { _file: file, claim })),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(e)) => Err(annotate(e, path)),
+        }
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.claim.0
+    }
+}
+
+fn open(path: &Path) -> std::io::Result<File> {
+    if let Some(parent) = path.parent() {
+        fs_err::create_dir_all(parent)?;
+    }
+    Ok(fs_err::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?
+        .into_parts()
+        .0)
+}
+
+fn annotate(e: std::io::Error, path: &Path) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{e} (locking `{}`)", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_lock_blocks_others_until_dropped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("locks/x.lock");
+        let held = FileLock::acquire(&path, || panic!("free lock must not wait")).expect("lock");
+        assert!(FileLock::try_acquire(&path).expect("try").is_none());
+        drop(held);
+        assert!(FileLock::try_acquire(&path).expect("try").is_some());
+    }
+
+    #[test]
+    fn threads_queue_without_reporting_a_wait() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.lock");
+        let counter = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    let _lock = FileLock::acquire(&path, || {
+                        panic!("threads of one process must not report waiting")
+                    })
+                    .expect("lock");
+                    let seen = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    assert_eq!(
+                        counter.fetch_sub(1, std::sync::atomic::Ordering::SeqCst),
+                        seen + 1
+                    );
+                });
+            }
+        });
+    }
+}

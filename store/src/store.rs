@@ -1,0 +1,385 @@
+//! The content-addressed store of SPEC section 4.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use berth_lockfile_schema::Sha256Hash;
+
+use crate::lock::FileLock;
+use crate::nar::{self, Exclude, NarError};
+
+/// Where store entries live, under the store root.
+pub const ENTRIES_DIR: &str = "store-v1";
+/// Staging folders, on the same filesystem as the entries so a finished one can be renamed.
+pub const TMP_DIR: &str = "tmp";
+/// Lock files.
+pub const LOCKS_DIR: &str = "locks";
+/// Bare git databases (a cache).
+pub const GIT_DIR: &str = "git-v1";
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A filesystem operation failed (the message carries the path).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The tree could not be hashed.
+    #[error(transparent)]
+    Nar(#[from] NarError),
+    /// The content does not hash to what the lock says: nothing was added.
+    #[error("hash mismatch for `{name}`: expected `{expected}`, got `{actual}`")]
+    HashMismatch {
+        /// The plugin.
+        name: String,
+        /// What the lock or manifest says.
+        expected: Sha256Hash,
+        /// What the content hashes to.
+        actual: Sha256Hash,
+    },
+}
+
+/// A store rooted at one folder. Cheap to clone; holds no open files.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+/// An entry known to be in the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreEntry {
+    /// The entry's folder, `<root>/store-v1/<nix32>-<name>`.
+    pub path: PathBuf,
+    /// Its NAR hash.
+    pub hash: Sha256Hash,
+}
+
+impl Store {
+    /// A store at `root`. Nothing is created until something is written.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The store root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the bare git databases live.
+    pub fn git_dir(&self) -> PathBuf {
+        self.root.join(GIT_DIR)
+    }
+
+    /// The path an entry with this hash and name has, whether or not it exists.
+    pub fn entry_path(&self, hash: &Sha256Hash, name: &str) -> PathBuf {
+        self.root
+            .join(ENTRIES_DIR)
+            .join(format!("{}-{}", hash.to_nix32(), entry_name(name)))
+    }
+
+    /// The entry with this hash and name, if present. Entries are only ever renamed into
+    /// place after their content was verified, so presence means complete.
+    pub fn lookup(&self, hash: &Sha256Hash, name: &str) -> Option<StoreEntry> {
+        let path = self.entry_path(hash, name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => Some(StoreEntry { path, hash: *hash }),
+            _ => None,
+        }
+    }
+
+    /// A fresh, empty staging folder under `tmp/`, removed when dropped unless committed.
+    pub fn stage(&self) -> Result<Staging, StoreError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let tmp = self.root.join(TMP_DIR);
+        fs_err::create_dir_all(&tmp)?;
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = tmp.join(format!(
+            "stage-{}-{}-{nanos}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs_err::create_dir(&path)?;
+        Ok(Staging { path: Some(path) })
+    }
+
+    /// Hashes the staged tree and, if it matches `expected` (when given), makes it read-only
+    /// and renames it into place as `<nix32>-<name>`. On a mismatch nothing is added.
+    pub fn commit(
+        &self,
+        mut staging: Staging,
+        name: &str,
+        expected: Option<&Sha256Hash>,
+    ) -> Result<StoreEntry, StoreError> {
+        let staged = staging.path().to_owned();
+        let hash = nar::hash_path(&staged)?;
+        if let Some(expected) = expected
+            && *expected != hash
+        {
+            return Err(StoreError::HashMismatch {
+                name: name.to_owned(),
+                expected: *expected,
+                actual: hash,
+            });
+        }
+        let target = self.entry_path(&hash, name);
+        if self.lookup(&hash, name).is_some() {
+            // Another process added the same content meanwhile: content-addressed, so equal.
+            return Ok(StoreEntry { path: target, hash });
+        }
+        make_read_only(&staged, false)?;
+        fs_err::create_dir_all(target.parent().expect("entries have a parent"))?;
+        match std::fs::rename(&staged, &target) {
+            Ok(()) => {
+                staging.path = None;
+            }
+            Err(_) if self.lookup(&hash, name).is_some() => {
+                return Ok(StoreEntry { path: target, hash });
+            }
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "{e} (renaming `{}` to `{}`)",
+                        staged.display(),
+                        target.display()
+                    ),
+                )
+                .into());
+            }
+        }
+        // The entry's own folder is made read-only last: renaming a read-only folder to a
+        // new parent is refused to non-root users.
+        set_mode(&target, 0o555)?;
+        Ok(StoreEntry { path: target, hash })
+    }
+
+    /// Copies the folder `source` (leaving out `exclude`) into the store, verified.
+    pub fn add_dir(
+        &self,
+        source: &Path,
+        name: &str,
+        expected: Option<&Sha256Hash>,
+        exclude: Exclude<'_>,
+    ) -> Result<StoreEntry, StoreError> {
+        let staging = self.stage()?;
+        copy_tree(source, staging.path(), exclude)?;
+        self.commit(staging, name, expected)
+    }
+
+    /// Takes the cross-process lock named `key` (a file under `locks/`); calls `on_wait`
+    /// first if another process holds it.
+    pub fn lock(&self, key: &str, on_wait: impl FnOnce()) -> Result<FileLock, StoreError> {
+        let path = self.root.join(LOCKS_DIR).join(format!("{key}.lock"));
+        Ok(FileLock::acquire(&path, on_wait)?)
+    }
+
+    /// Re-hashes an entry and says whether it still matches its name.
+    pub fn verify_entry(&self, entry: &StoreEntry) -> Result<bool, StoreError> {
+        Ok(nar::hash_path(&entry.path)? == entry.hash)
+    }
+}
+
+/// The name part of a store entry: the plugin name with characters that are awkward in
+/// file names replaced by `_` (Nix's store-name alphabet, plus a non-leading `.`).
+pub fn entry_name(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.' | '_' | '?' | '=') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.starts_with('.') || out.is_empty() {
+        out.insert(0, '_');
+    }
+    out
+}
+
+/// A staging folder under the store's `tmp/`; removed on drop unless committed.
+#[derive(Debug)]
+pub struct Staging {
+    path: Option<PathBuf>,
+}
+
+impl Staging {
+    /// The folder to write the tree into.
+    pub fn path(&self) -> &Path {
+        self.path
+            .as_deref()
+            .expect("a staging folder has a path until committed")
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if let Some(path) = self.path.take() {
+            let _ = remove_tree(&path);
+        }
+    }
+}
+
+/// Copies a tree: folders, regular files (keeping the execute bits) and symlinks (as links).
+/// Anything else is an error naming it.
+pub fn copy_tree(source: &Path, dest: &Path, exclude: Exclude<'_>) -> Result<(), StoreError> {
+    copy_dir(source, dest, exclude, 0)
+}
+
+fn copy_dir(
+    source: &Path,
+    dest: &Path,
+    exclude: Exclude<'_>,
+    depth: usize,
+) -> Result<(), StoreError> {
+    fs_err::create_dir_all(dest)?;
+    for entry in fs_err::read_dir(source)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if exclude.skips_name(depth, &name) {
+            continue;
+        }
+        let from = entry.path();
+        let to = dest.join(&name);
+        let kind = fs_err::symlink_metadata(&from)?.file_type();
+        if kind.is_symlink() {
+            fs_err::os::unix::fs::symlink(fs_err::read_link(&from)?, &to)?;
+        } else if kind.is_dir() {
+            copy_dir(&from, &to, exclude, depth + 1)?;
+        } else if kind.is_file() {
+            fs_err::copy(&from, &to)?;
+        } else {
+            return Err(NarError::UnsupportedFileType(from).into());
+        }
+    }
+    Ok(())
+}
+
+/// Makes a tree read-only: files `0444` (`0555` if the owner could execute), folders `0555`.
+/// The root folder itself is left alone unless `include_root`.
+fn make_read_only(root: &Path, include_root: bool) -> std::io::Result<()> {
+    for entry in fs_err::read_dir(root)? {
+        let entry = entry?;
+        let path = entry.path();
+        let meta = fs_err::symlink_metadata(&path)?;
+        if meta.is_dir() {
+            make_read_only(&path, true)?;
+        } else if meta.is_file() {
+            let exec = meta.permissions().mode() & 0o100 != 0;
+            set_mode(&path, if exec { 0o555 } else { 0o444 })?;
+        }
+    }
+    if include_root {
+        set_mode(root, 0o555)?;
+    }
+    Ok(())
+}
+
+fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    fs_err::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+/// Removes a tree that may be read-only (a store entry or a half-made staging folder).
+pub fn remove_tree(path: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+        Ok(meta) if !meta.is_dir() => return fs_err::remove_file(path),
+        Ok(_) => {}
+    }
+    make_writable(path)?;
+    fs_err::remove_dir_all(path)
+}
+
+fn make_writable(dir: &Path) -> std::io::Result<()> {
+    set_mode(dir, 0o755)?;
+    for entry in fs_err::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            make_writable(&entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(dir: &Path) {
+        fs_err::create_dir_all(dir.join("skills/a")).expect("mkdir");
+        fs_err::write(dir.join("skills/a/SKILL.md"), "hi\n").expect("write");
+        fs_err::write(dir.join("run.sh"), "#!/bin/sh\n").expect("write");
+        set_mode(&dir.join("run.sh"), 0o755).expect("chmod");
+        std::os::unix::fs::symlink("run.sh", dir.join("link")).expect("symlink");
+        fs_err::create_dir_all(dir.join(".git")).expect("mkdir");
+    }
+
+    #[test]
+    fn add_dir_is_verified_read_only_and_content_addressed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("src");
+        tree(&src);
+        let store = Store::new(dir.path().join("store"));
+        let exclude = Exclude::top_level(&[".git"]);
+        let entry = store.add_dir(&src, "demo", None, exclude).expect("add");
+        assert_eq!(
+            entry.hash,
+            nar::hash_path_excluding(&src, exclude).expect("hash")
+        );
+        assert_eq!(store.lookup(&entry.hash, "demo"), Some(entry.clone()));
+        assert!(!entry.path.join(".git").exists());
+        let mode = |p: &Path| fs_err::metadata(p).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode(&entry.path), 0o555);
+        assert_eq!(mode(&entry.path.join("run.sh")), 0o555);
+        assert_eq!(mode(&entry.path.join("skills/a/SKILL.md")), 0o444);
+        assert!(store.verify_entry(&entry).expect("verify"));
+        // Adding the same content again is a no-op that yields the same entry.
+        assert_eq!(
+            store
+                .add_dir(&src, "demo", Some(&entry.hash), exclude)
+                .expect("again"),
+            entry
+        );
+        // Nothing is left in tmp/.
+        assert_eq!(
+            fs_err::read_dir(dir.path().join("store/tmp"))
+                .expect("tmp")
+                .count(),
+            0
+        );
+    }
+
+    #[test]
+    fn a_mismatch_adds_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("src");
+        tree(&src);
+        let store = Store::new(dir.path().join("store"));
+        let wrong = Sha256Hash::from_bytes([7; 32]);
+        let err = store
+            .add_dir(&src, "demo", Some(&wrong), Exclude::NOTHING)
+            .expect_err("mismatch");
+        assert!(matches!(err, StoreError::HashMismatch { .. }), "{err}");
+        assert!(err.to_string().contains(&wrong.to_sri()));
+        let entries = dir.path().join("store/store-v1");
+        assert!(!entries.exists() || fs_err::read_dir(&entries).expect("ls").count() == 0);
+        assert_eq!(
+            fs_err::read_dir(dir.path().join("store/tmp"))
+                .expect("tmp")
+                .count(),
+            0
+        );
+    }
+
+    #[test]
+    fn entry_names_are_file_name_safe() {
+        assert_eq!(entry_name("review-tools"), "review-tools");
+        assert_eq!(entry_name("my plugin/é"), "my_plugin__");
+        assert_eq!(entry_name(".hidden"), "_.hidden");
+    }
+}
