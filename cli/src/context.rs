@@ -161,6 +161,25 @@ impl Context {
         }
     }
 
+    /// Serialises lock-writing berth processes on this lockfile, so two `sync`s started
+    /// together resolve once: the second waits, then finds the lock up to date.
+    pub fn guard_lockfile(&self) -> Result<berth_store::FileLock> {
+        use sha2::Digest as _;
+        let dir = match self.lock_path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        let dir = dir.canonicalize().unwrap_or(dir);
+        let key = dir.join(self.lock_path.file_name().unwrap_or_default());
+        let digest = sha2::Sha256::digest(key.as_os_str().as_encoded_bytes());
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let label = self.lock_label();
+        Ok(self.store.lock(&format!("lockfile-{hex}"), || {
+            self.printer
+                .status("Waiting", &format!("for another berth writing `{label}`"));
+        })?)
+    }
+
     /// Replaces the lockfile atomically: written beside it, then renamed over it.
     pub fn write_lock(&self, text: &str) -> Result<()> {
         write_atomically(&self.lock_path, text.as_bytes())

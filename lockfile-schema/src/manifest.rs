@@ -214,6 +214,9 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnost
     })
 }
 
+/// A table of the manifest and where it starts.
+type SpannedTable<'a> = (&'a dyn TableLike, Option<Range<usize>>);
+
 struct Reader<'a> {
     file: &'a str,
     text: &'a str,
@@ -231,11 +234,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `[[plugin]]` tables, or `plugin = [{...}, ...]` written inline.
-    fn tables_of(
-        &self,
-        key: &str,
-        item: &'a Item,
-    ) -> Result<Vec<(&'a dyn TableLike, Option<Range<usize>>)>, Diagnostic> {
+    fn tables_of(&self, key: &str, item: &'a Item) -> Result<Vec<SpannedTable<'a>>, Diagnostic> {
         match item {
             Item::ArrayOfTables(array) => Ok(array
                 .iter()

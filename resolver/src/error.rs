@@ -162,7 +162,7 @@ impl From<StoreError> for ResolveError {
 pub struct EntryError {
     /// `plugins.toml:7: `github:o/r`` or `plugin `review``: where the entry is.
     pub label: String,
-    /// What went wrong.
+    /// What went wrong (boxed: errors carry hashes and paths, results should stay small).
     #[source]
-    pub error: ResolveError,
+    pub error: Box<ResolveError>,
 }

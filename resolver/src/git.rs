@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use berth_lockfile_schema::Sha256Hash;
-use berth_store::{FileLock, NarWriter, Sha256Sink, Store};
+use berth_store::{FileLock, NarWriter, Sha256Sink, Staging, Store};
 use gix::ObjectId;
 use gix::bstr::{BString, ByteSlice};
 use gix::objs::tree::EntryKind;
@@ -33,6 +33,9 @@ pub(crate) enum Want {
 pub(crate) struct GitDb {
     repo: gix::Repository,
     path: PathBuf,
+    /// A database created by this process lives in a staging folder until something was
+    /// fetched into it ([`GitDb::finish`]), so a failed first fetch leaves no cache behind.
+    pending: Option<Staging>,
     _lock: FileLock,
 }
 
@@ -59,6 +62,19 @@ impl GitDb {
                 &format!("for the lock on the git cache of `{shown_url}`"),
             );
         })?;
+        if !path.join("HEAD").is_file() {
+            let staging = store.stage()?;
+            let repo = open_or_init(staging.path()).map_err(|message| ResolveError::Cache {
+                path: staging.path().to_owned(),
+                message,
+            })?;
+            return Ok(Self {
+                repo,
+                path,
+                pending: Some(staging),
+                _lock: lock,
+            });
+        }
         // We hold the lock, so lock files inside the repository are leftovers of a process
         // that died mid-write; they would make every later ref update fail.
         remove_stale_lock_files(&path);
@@ -80,8 +96,17 @@ impl GitDb {
         Ok(Self {
             repo,
             path,
+            pending: None,
             _lock: lock,
         })
+    }
+
+    /// Keeps a database this process created, now that it holds something.
+    pub(crate) fn finish(mut self) -> Result<(), ResolveError> {
+        if let Some(staging) = self.pending.take() {
+            staging.persist_to(&self.path)?;
+        }
+        Ok(())
     }
 
     /// A throw-away database in `dir` (for `verify`, which must not trust the cache).
@@ -93,6 +118,7 @@ impl GitDb {
         Ok(Self {
             repo,
             path: dir.to_owned(),
+            pending: None,
             _lock: lock,
         })
     }
@@ -208,12 +234,13 @@ impl GitDb {
         if self.has_commit(id) {
             return Ok(());
         }
-        match (by_id, second) {
-            (Err(e), _) | (_, Err(e)) => Err(e),
-            _ => Err(ResolveError::CommitNotFound {
+        match second {
+            // Every branch and tag was fetched and the commit is not among them.
+            Ok(()) => Err(ResolveError::CommitNotFound {
                 url: remote.shown_url.clone(),
                 rev: id.to_string(),
             }),
+            Err(e) => Err(e),
         }
     }
 
@@ -325,7 +352,7 @@ impl GitDb {
         let mut sink = Sha256Sink::default();
         {
             let mut nar = NarWriter::new(BufWriter::with_capacity(64 * 1024, &mut sink))?;
-            self.walk(tree, rev, &mut Vec::new(), &mut |event| match event {
+            self.walk(tree, rev, &[], &mut |event| match event {
                 Event::Dir(_) => nar.begin_directory(),
                 Event::EndDir => nar.end_directory(),
                 Event::Entry(name) => nar.entry(name),
@@ -350,7 +377,7 @@ impl GitDb {
     ) -> Result<Vec<String>, ResolveError> {
         use std::os::unix::fs::PermissionsExt;
         let mut current = dest.to_owned();
-        self.walk(tree, rev, &mut Vec::new(), &mut |event| {
+        self.walk(tree, rev, &[], &mut |event| {
             match event {
                 Event::Dir(None) | Event::EndEntry => {}
                 Event::Dir(Some(_)) => fs_err::create_dir(&current)?,
@@ -379,7 +406,7 @@ impl GitDb {
         &self,
         tree: ObjectId,
         rev: ObjectId,
-        prefix: &mut Vec<u8>,
+        prefix: &[u8],
         visit: &mut dyn FnMut(Event<'_>) -> std::io::Result<()>,
     ) -> Result<Vec<String>, ResolveError> {
         let cache_error = |e: gix::Error| ResolveError::Cache {
@@ -420,8 +447,7 @@ impl GitDb {
             visit(Event::Entry(&name))?;
             match kind {
                 EntryKind::Tree => {
-                    let mut child = full.clone();
-                    skipped.extend(self.walk(oid, rev, &mut child, visit)?);
+                    skipped.extend(self.walk(oid, rev, &full, visit)?);
                 }
                 EntryKind::Blob | EntryKind::BlobExecutable => {
                     let blob = self.repo.find_blob(oid).map_err(cache_error)?;

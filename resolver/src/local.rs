@@ -28,10 +28,12 @@ pub(crate) fn local_dir(written: &str, settings: &Settings) -> PathBuf {
     } else {
         PathBuf::from(written)
     };
-    if path.is_absolute() {
+    if path.is_absolute() || settings.base_dir == Path::new(".") {
         path
     } else {
-        settings.base_dir.join(path)
+        settings
+            .base_dir
+            .join(path.strip_prefix(".").unwrap_or(&path))
     }
 }
 

@@ -78,9 +78,9 @@ pub fn lock_plugins(
             .filter(|n| !previous.is_some_and(|l| l.plugins.iter().any(|p| &p.name == *n)))
             .map(|n| EntryError {
                 label: format!("`--upgrade-plugin {n}`"),
-                error: ResolveError::Unsupported(format!(
+                error: Box::new(ResolveError::Unsupported(format!(
                     "no locked plugin is named `{n}`; `berth plugins list` shows the names"
-                )),
+                ))),
             })
             .collect();
         if !unknown.is_empty() {
@@ -133,7 +133,7 @@ pub fn lock_plugins(
         };
         result.map_err(|error| EntryError {
             label: label(),
-            error,
+            error: Box::new(error),
         })
     });
     let (plugins, errors) = split(results);
@@ -179,6 +179,10 @@ pub fn sync_plugins(
         settings,
         reporter,
     };
+    // Staging folders of syncs that were killed would otherwise pile up in `tmp/`.
+    if let Err(e) = store.clean_tmp() {
+        reporter.warn(&format!("could not clean the store's `tmp/`: {e}"));
+    }
     let added = AtomicUsize::new(0);
     let results = run_parallel(&lock.plugins, settings.jobs, |i, locked| {
         let request = manifest
@@ -187,7 +191,7 @@ pub fn sync_plugins(
         ctx.sync_one(locked, request, local, &added)
             .map_err(|error| EntryError {
                 label: format!("plugin `{}`", locked.name),
-                error,
+                error: Box::new(error),
             })
     });
     let (entries, errors) = split(results);
@@ -362,6 +366,7 @@ impl Ctx<'_> {
             .map_or_else(|| repo_name(&remote.shown_url), str::to_owned);
         let name = plugin_name_from_manifest(|rel| db.read_file(tree, rel), &fallback)?;
         let hash = db.nar_hash(tree, rev)?;
+        db.finish()?;
         check_pins(request, &name, &hash)?;
         self.reporter.status(
             "Locked",
@@ -479,6 +484,7 @@ impl Ctx<'_> {
             }
             let tree = db.plugin_tree(id, subdir_of(locked, &source).as_deref())?;
             let skipped = db.export(tree, id, staging.path())?;
+            db.finish()?;
             for path in skipped {
                 self.reporter.warn(&format!(
                     "`{}`: skipped git submodule `{path}` (berth does not fetch submodules)",

@@ -101,8 +101,44 @@ impl Store {
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
+        // The lock file marks the folder as in use for as long as this process lives; a
+        // folder whose lock is free belongs to a process that died (see `clean_tmp`).
+        let lock = FileLock::acquire(&lock_of(&path), || {})?;
         fs_err::create_dir(&path)?;
-        Ok(Staging { path: Some(path) })
+        Ok(Staging {
+            path: Some(path),
+            lock: Some(lock),
+        })
+    }
+
+    /// Removes staging folders left by processes that died (killed mid-sync, say). Folders
+    /// still in use are locked by their owner and left alone.
+    pub fn clean_tmp(&self) -> Result<usize, StoreError> {
+        let tmp = self.root.join(TMP_DIR);
+        let entries = match std::fs::read_dir(&tmp) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(e.into()),
+        };
+        let mut removed = 0;
+        for entry in entries {
+            let path = entry?.path();
+            // A lock file alone is left when a process died just before making its folder
+            // or just after renaming it into place.
+            let (folder, lock_path) = match path.to_str().and_then(|p| p.strip_suffix(".lock")) {
+                Some(folder) => (PathBuf::from(folder), path.clone()),
+                None => (path.clone(), lock_of(&path)),
+            };
+            if path == lock_path && folder.exists() {
+                continue; // handled with its folder
+            }
+            if let Some(_lock) = FileLock::try_acquire(&lock_path)? {
+                remove_tree(&folder)?;
+                let _ = std::fs::remove_file(&lock_path);
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 
     /// Hashes the staged tree and, if it matches `expected` (when given), makes it read-only
@@ -205,6 +241,7 @@ pub fn entry_name(name: &str) -> String {
 #[derive(Debug)]
 pub struct Staging {
     path: Option<PathBuf>,
+    lock: Option<FileLock>,
 }
 
 impl Staging {
@@ -214,6 +251,18 @@ impl Staging {
             .as_deref()
             .expect("a staging folder has a path until committed")
     }
+
+    /// Moves the staged folder to `dest` (on the same filesystem) as it is, for caches
+    /// that need no verification, such as a new git database once its first fetch worked.
+    pub fn persist_to(mut self, dest: &Path) -> std::io::Result<()> {
+        let staged = self.path().to_owned();
+        if let Some(parent) = dest.parent() {
+            fs_err::create_dir_all(parent)?;
+        }
+        fs_err::rename(&staged, dest)?;
+        self.path = None;
+        Ok(())
+    }
 }
 
 impl Drop for Staging {
@@ -221,7 +270,18 @@ impl Drop for Staging {
         if let Some(path) = self.path.take() {
             let _ = remove_tree(&path);
         }
+        if let Some(lock) = self.lock.take() {
+            let path = lock.path().to_owned();
+            drop(lock);
+            let _ = std::fs::remove_file(path);
+        }
     }
+}
+
+fn lock_of(staging: &Path) -> PathBuf {
+    let mut name = staging.file_name().unwrap_or_default().to_owned();
+    name.push(".lock");
+    staging.with_file_name(name)
 }
 
 /// Copies a tree: folders, regular files (keeping the execute bits) and symlinks (as links).
@@ -373,6 +433,33 @@ mod tests {
                 .expect("tmp")
                 .count(),
             0
+        );
+    }
+
+    #[test]
+    fn clean_tmp_removes_only_abandoned_staging() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::new(dir.path());
+        let live = store.stage().expect("stage");
+        fs_err::write(live.path().join("f"), "x").expect("write");
+        // What a killed process leaves: a folder and an unlocked lock file.
+        let dead = dir.path().join("tmp/stage-1-2-3");
+        fs_err::create_dir_all(dead.join("sub")).expect("mkdir");
+        make_read_only(&dead, true).expect("chmod");
+        fs_err::write(dir.path().join("tmp/stage-1-2-3.lock"), "").expect("write");
+        fs_err::write(dir.path().join("tmp/stage-4-5-6.lock"), "").expect("write");
+        assert_eq!(store.clean_tmp().expect("clean"), 2);
+        assert!(!dead.exists());
+        assert!(
+            live.path().join("f").exists(),
+            "a live staging folder is kept"
+        );
+        drop(live);
+        assert!(
+            fs_err::read_dir(dir.path().join("tmp"))
+                .expect("ls")
+                .next()
+                .is_none()
         );
     }
 

@@ -9,6 +9,11 @@ use crate::context::{Context, Failure};
 
 pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
     let manifest = ctx.read_manifest()?;
+    let _guard = if args.check {
+        None
+    } else {
+        Some(ctx.guard_lockfile()?)
+    };
     let previous = ctx.read_lock()?;
     let upgrade = if args.upgrade {
         Upgrade::All
@@ -76,7 +81,7 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
             );
             return Ok(());
         }
-        let mut notes = changes;
+        let mut notes: Vec<String> = changes.iter().map(ToString::to_string).collect();
         if notes.is_empty() {
             notes.push("the file is not in canonical form".to_owned());
         }
@@ -89,8 +94,8 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
         }
         .into());
     }
-    for line in &changes {
-        ctx.printer.status("Updating", line);
+    for change in &changes {
+        ctx.printer.status(change.verb, &change.text);
     }
     if !unchanged {
         ctx.write_lock(&text)?;

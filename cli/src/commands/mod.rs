@@ -18,26 +18,42 @@ pub fn short_pin(plugin: &LockedPlugin) -> String {
     }
 }
 
+/// One entry that differs between two locks: a status verb and what happened.
+pub struct Change {
+    pub verb: &'static str,
+    pub text: String,
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.verb.to_lowercase(), self.text)
+    }
+}
+
 /// What changed between two locks, one line per entry, for status output and `--check`.
-pub fn describe_changes(old: Option<&Lock>, new: &Lock) -> Vec<String> {
+pub fn describe_changes(old: Option<&Lock>, new: &Lock) -> Vec<Change> {
     let old_plugins = old.map_or(&[][..], |l| &l.plugins[..]);
-    let mut lines = Vec::new();
+    let mut changes = Vec::new();
     for (i, plugin) in new.plugins.iter().enumerate() {
         match old_plugins.get(i) {
             Some(before) if before == plugin => {}
             Some(before) if before.name == plugin.name && before.source == plugin.source => {
-                lines.push(format!(
-                    "`{}` {} -> {}",
-                    plugin.name,
-                    short_pin(before),
-                    short_pin(plugin)
-                ));
+                changes.push(Change {
+                    verb: "Updating",
+                    text: format!("{} {} -> {}", plugin.name, short_pin(before), short_pin(plugin)),
+                });
             }
-            _ => lines.push(format!("`{}` {} (new)", plugin.name, short_pin(plugin))),
+            _ => changes.push(Change {
+                verb: "Adding",
+                text: format!("{} {}", plugin.name, short_pin(plugin)),
+            }),
         }
     }
     for plugin in old_plugins.iter().skip(new.plugins.len()) {
-        lines.push(format!("`{}` (removed)", plugin.name));
+        changes.push(Change {
+            verb: "Removing",
+            text: plugin.name.clone(),
+        });
     }
-    lines
+    changes
 }

@@ -23,6 +23,11 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
         (ctx.require_lock("`--frozen` was given but ")?, None)
     } else {
         let manifest = ctx.read_manifest()?;
+        let _guard = if args.locked {
+            None
+        } else {
+            Some(ctx.guard_lockfile()?)
+        };
         let previous = ctx.read_lock()?;
         let stale = previous.as_ref().map(|(l, _)| l.staleness(&manifest));
         match (previous, stale) {
@@ -62,8 +67,8 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
                     &options,
                 )
                 .map_err(|errors| Failure::from_entries("could not lock", errors))?;
-                for line in describe_changes(old, &outcome.lock) {
-                    ctx.printer.status("Updating", &line);
+                for change in describe_changes(old, &outcome.lock) {
+                    ctx.printer.status(change.verb, &change.text);
                 }
                 ctx.write_lock(&outcome.lock.to_toml())?;
                 (outcome.lock, Some(manifest))

@@ -1,0 +1,213 @@
+//! Bad input gets one clear line naming the manifest line or plugin, exit status 1, and
+//! nothing written: no lockfile, no store entry, no cache (issue #2, SPEC section 6).
+
+mod common;
+
+use common::{TestContext, list_dir};
+
+/// Runs `lock` and `sync` on `manifest` and checks the failure contract for both.
+fn assert_refused(ctx: &TestContext, manifest: &str, needles: &[&str]) {
+    ctx.write_manifest(manifest);
+    for command in ["lock", "sync"] {
+        let run = ctx.run(&["plugins", command]);
+        assert_eq!(run.code, 1, "{command}: {}", run.stderr);
+        // Progress lines (a right-aligned verb) may come first; then one `error:` line and
+        // no follow-up detail lines.
+        let lines: Vec<&str> = run.stderr.lines().filter(|l| !is_status(l)).collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "{command}: one line expected:\n{}",
+            run.stderr
+        );
+        assert!(lines[0].starts_with("error: "), "{}", lines[0]);
+        for needle in needles {
+            assert!(
+                lines[0].contains(needle),
+                "{command}: `{needle}` not in: {}",
+                lines[0]
+            );
+        }
+        assert!(run.stdout.is_empty(), "{}", run.stdout);
+        assert!(!ctx.lock_path().exists(), "{command} wrote a lockfile");
+        assert!(
+            ctx.store_entries().is_empty(),
+            "{command} added store entries"
+        );
+        assert!(
+            list_dir(&ctx.store.join("git-v1/db")).is_empty(),
+            "{command} left a git cache"
+        );
+        assert!(
+            list_dir(&ctx.store.join("tmp"))
+                .iter()
+                .all(|f| f.ends_with(".lock"))
+                || list_dir(&ctx.store.join("tmp")).is_empty()
+        );
+    }
+}
+
+/// A cargo-style status line: a capitalised verb right-aligned to 12 columns.
+fn is_status(line: &str) -> bool {
+    line.len() > 13
+        && line[..12]
+            .trim_start()
+            .chars()
+            .next()
+            .is_some_and(char::is_uppercase)
+        && line[..12].starts_with("   ")
+        && line.as_bytes()[12] == b' '
+}
+
+#[test]
+fn malformed_toml_names_line_and_column() {
+    let ctx = TestContext::new();
+    assert_refused(
+        &ctx,
+        "[[plugin]]\nsource = \"github:acme/x\"\n\n[[plugin]]\nsource = \"./a\nref = 1\n",
+        &["plugins.toml:5:", "invalid TOML"],
+    );
+}
+
+#[test]
+fn unknown_source_syntax_suggests_a_form() {
+    let ctx = TestContext::new();
+    assert_refused(
+        &ctx,
+        "[[plugin]]\nsource = \"acme/tools\"\n",
+        &[
+            "plugins.toml:2:10",
+            "`acme/tools`",
+            "github:acme/tools",
+            "./acme/tools",
+        ],
+    );
+}
+
+#[test]
+fn ref_with_version_is_refused() {
+    let ctx = TestContext::new();
+    assert_refused(
+        &ctx,
+        "[[plugin]]\nsource = \"github:acme/x\"\nref = \"main\"\nversion = \"^1.2\"\n",
+        &["plugins.toml:4:", "`ref` and `version`"],
+    );
+}
+
+#[test]
+fn repo_path_leaving_the_repository_is_refused() {
+    let ctx = TestContext::new();
+    assert_refused(
+        &ctx,
+        "[[plugin]]\nsource = \"github:acme/x\"\nrepo_path = \"plugins/../../etc\"\n",
+        &["plugins.toml:3:", "`repo_path", "`..`"],
+    );
+    assert_refused(
+        &ctx,
+        "[[plugin]]\nsource = \"github:acme/x\"\nrepo_path = \"/etc\"\n",
+        &["plugins.toml:3:", "absolute"],
+    );
+}
+
+#[test]
+fn an_unreachable_repository_names_the_entry() {
+    let ctx = TestContext::new();
+    std::fs::create_dir_all(ctx.work.join("ok")).expect("mkdir");
+    let missing = ctx.root.join("no-such-repo.git");
+    assert_refused(
+        &ctx,
+        &format!(
+            "[[plugin]]\nsource = \"./ok\"\n\n[[plugin]]\nsource = \"file://{}\"\n",
+            missing.display()
+        ),
+        &["plugins.toml:5:", "could not fetch", "no-such-repo.git"],
+    );
+    // Connection refused on a local port: nothing listens on the discard port.
+    assert_refused(
+        &ctx,
+        "[[plugin]]\nsource = \"http://127.0.0.1:9/acme/x.git\"\n",
+        &[
+            "plugins.toml:2:",
+            "could not fetch from `http://127.0.0.1:9/acme/x.git`",
+        ],
+    );
+}
+
+#[test]
+fn a_ref_that_does_not_exist_names_the_ref() {
+    let ctx = TestContext::new();
+    let repo = ctx.repo("tools");
+    repo.copy_fixture("lint", "");
+    repo.commit("one");
+    repo.tag("v1");
+    assert_refused(
+        &ctx,
+        "[[plugin]]\nsource = \"github:acme/tools\"\nref = \"v9\"\n",
+        &["plugins.toml:2:", "no branch or tag named `v9`"],
+    );
+    let missing_commit = "0123456789abcdef0123456789abcdef01234567";
+    assert_refused(
+        &ctx,
+        &format!("[[plugin]]\nsource = \"github:acme/tools\"\nref = \"{missing_commit}\"\n"),
+        &[
+            "plugins.toml:2:",
+            &format!("commit `{missing_commit}` is not in"),
+        ],
+    );
+}
+
+#[test]
+fn a_missing_repo_path_names_path_and_commit() {
+    let ctx = TestContext::new();
+    let repo = ctx.repo("mono");
+    repo.copy_fixture("lint", "plugins/lint");
+    let head = repo.commit("one");
+    assert_refused(
+        &ctx,
+        "[[plugin]]\nsource = \"github:acme/mono\"\nrepo_path = \"plugins/nope\"\n",
+        &["plugins.toml:2:", "`plugins/nope` does not exist", &head],
+    );
+}
+
+#[test]
+fn unknown_keys_warn_but_do_not_fail() {
+    let ctx = TestContext::new();
+    std::fs::create_dir_all(ctx.work.join("local")).expect("mkdir");
+    ctx.write_manifest("[[plugin]]\nsource = \"./local\"\nrepo-path = \"x\"\n");
+    let run = ctx.ok(&["plugins", "lock"]);
+    assert!(
+        run.stderr
+            .contains("warning: plugins.toml:3:1: unknown key `repo-path`")
+            && run.stderr.contains("did you mean `repo_path`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_lock_from_a_newer_berth_is_refused() {
+    let ctx = TestContext::new();
+    std::fs::create_dir_all(ctx.work.join("local")).expect("mkdir");
+    ctx.write_manifest("[[plugin]]\nsource = \"./local\"\n");
+    std::fs::write(ctx.lock_path(), "version = 7\n").expect("write");
+    let run = ctx.run(&["plugins", "sync"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.errors()[0].contains("version 7") && run.errors()[0].contains("upgrade berth"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(ctx.lock_path()).expect("read"),
+        "version = 7\n"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let ctx = TestContext::new();
+    let run = ctx.run(&["plugins", "sync", "--locked", "--frozen"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let run = ctx.run(&["plugins", "frobnicate"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}

@@ -1,0 +1,299 @@
+//! The test harness shared by the end-to-end tests: a [`TestContext`] owns a temporary
+//! home, store, working folder and an "upstream" folder of git repositories that the
+//! tests build with the real `git`, served to berth as `file://` URLs (and as `github:`
+//! through `BERTH_GITHUB_URL`). Nothing reaches the network.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The `berth` binary under test.
+pub fn berth_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_berth"))
+}
+
+/// The repository's `fixtures/` folder.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
+}
+
+pub struct TestContext {
+    _root: tempfile::TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub work: PathBuf,
+    pub store: PathBuf,
+    pub upstream: PathBuf,
+}
+
+impl Default for TestContext {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestContext {
+    pub fn new() -> Self {
+        let root_dir = tempfile::Builder::new()
+            .prefix("berth-test-")
+            .tempdir()
+            .expect("create temp dir");
+        let root = root_dir.path().canonicalize().expect("canonical temp dir");
+        let ctx = Self {
+            home: root.join("home"),
+            work: root.join("work"),
+            store: root.join("store"),
+            upstream: root.join("upstream"),
+            root,
+            _root: root_dir,
+        };
+        for dir in [&ctx.home, &ctx.work, &ctx.upstream] {
+            std::fs::create_dir_all(dir).expect("create test folder");
+        }
+        ctx
+    }
+
+    /// `berth` with this context's home, store and `github:` base, run in the work folder.
+    pub fn berth(&self) -> Command {
+        let mut cmd = Command::new(berth_bin());
+        cmd.current_dir(&self.work);
+        apply_env(&mut cmd, &self.home);
+        cmd.env("BERTH_STORE", &self.store).env(
+            "BERTH_GITHUB_URL",
+            format!("file://{}", self.upstream.display()),
+        );
+        cmd
+    }
+
+    /// Runs `berth ARGS` and returns what it did.
+    pub fn run(&self, args: &[&str]) -> Run {
+        Run::from(self.berth().args(args).output().expect("run berth"))
+    }
+
+    /// Runs `berth ARGS` and fails the test unless it succeeds.
+    pub fn ok(&self, args: &[&str]) -> Run {
+        let run = self.run(args);
+        assert_eq!(run.code, 0, "berth {args:?} failed:\n{}", run.stderr);
+        run
+    }
+
+    pub fn write_manifest(&self, text: &str) {
+        std::fs::write(self.work.join("plugins.toml"), text).expect("write manifest");
+    }
+
+    pub fn manifest_path(&self) -> PathBuf {
+        self.work.join("plugins.toml")
+    }
+
+    pub fn lock_path(&self) -> PathBuf {
+        self.work.join("plugins.lock")
+    }
+
+    pub fn lock_text(&self) -> String {
+        std::fs::read_to_string(self.lock_path()).expect("read plugins.lock")
+    }
+
+    /// A new git repository `upstream/NAME.git` (reachable as `github:acme/NAME` too,
+    /// through the `acme` link the context makes).
+    pub fn repo(&self, name: &str) -> GitRepo {
+        let acme = self.upstream.join("acme");
+        if !acme.exists() {
+            std::os::unix::fs::symlink(&self.upstream, &acme).expect("acme link");
+        }
+        GitRepo::init(&self.upstream.join(format!("{name}.git")), &self.home)
+    }
+
+    /// The store's entries (`store-v1/*`), sorted.
+    pub fn store_entries(&self) -> Vec<String> {
+        list_dir(&self.store.join("store-v1"))
+    }
+}
+
+/// The environment every spawned process gets: a private home, no user or system git
+/// config, English messages, and none of the caller's berth settings.
+pub fn apply_env(cmd: &mut Command, home: &Path) {
+    cmd.env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("LC_ALL", "C")
+        .env("NO_COLOR", "1")
+        .env_remove("BERTH_LOG")
+        .env_remove("BERTH_STORE")
+        .env_remove("BERTH_GITHUB_URL")
+        .env_remove("GIT_DIR");
+}
+
+pub fn list_dir(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .map(|e| {
+                e.expect("dir entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    names
+}
+
+/// What a berth run did.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Self {
+        Self {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    /// The `error:` lines of stderr.
+    pub fn errors(&self) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .filter(|l| l.starts_with("error:"))
+            .collect()
+    }
+}
+
+/// A git repository built with the real `git`, with fixed identities and dates so the same
+/// steps give the same commits.
+pub struct GitRepo {
+    pub path: PathBuf,
+    home: PathBuf,
+    tick: std::cell::Cell<u32>,
+}
+
+impl GitRepo {
+    pub fn init(path: &Path, home: &Path) -> Self {
+        std::fs::create_dir_all(path).expect("create repo folder");
+        let repo = Self {
+            path: path.to_owned(),
+            home: home.to_owned(),
+            tick: std::cell::Cell::new(0),
+        };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo
+    }
+
+    /// `file://` URL of the repository.
+    pub fn url(&self) -> String {
+        format!("file://{}", self.path.display())
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        let tick = self.tick.get() + 1;
+        self.tick.set(tick);
+        let date = format!("{} +0000", 1_700_000_000 + u64::from(tick) * 60);
+        let mut cmd = Command::new("git");
+        cmd.current_dir(&self.path).args(args);
+        apply_env(&mut cmd, &self.home);
+        let out = cmd
+            .env("GIT_AUTHOR_NAME", "Test")
+            .env("GIT_AUTHOR_EMAIL", "test@example.com")
+            .env("GIT_COMMITTER_NAME", "Test")
+            .env("GIT_COMMITTER_EMAIL", "test@example.com")
+            .env("GIT_AUTHOR_DATE", &date)
+            .env("GIT_COMMITTER_DATE", &date)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run git");
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    pub fn write(&self, rel: &str, content: &str) -> &Self {
+        let path = self.path.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, content).expect("write file");
+        self
+    }
+
+    pub fn write_exec(&self, rel: &str, content: &str) -> &Self {
+        use std::os::unix::fs::PermissionsExt;
+        self.write(rel, content);
+        std::fs::set_permissions(self.path.join(rel), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        self
+    }
+
+    /// Copies a fixture plugin tree into `rel` (`""` for the root).
+    pub fn copy_fixture(&self, fixture: &str, rel: &str) -> &Self {
+        copy_tree(
+            &fixtures().join("plugins").join(fixture),
+            &self.path.join(rel),
+        );
+        self
+    }
+
+    /// Stages everything and commits; returns the commit id.
+    pub fn commit(&self, message: &str) -> String {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "--allow-empty", "-m", message]);
+        self.head()
+    }
+
+    pub fn head(&self) -> String {
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    pub fn rev(&self, name: &str) -> String {
+        self.git(&["rev-parse", &format!("{name}^{{commit}}")])
+    }
+
+    pub fn tag(&self, name: &str) {
+        self.git(&["tag", name]);
+    }
+
+    pub fn tag_annotated(&self, name: &str) {
+        self.git(&["tag", "-a", name, "-m", &format!("release {name}")]);
+    }
+}
+
+/// Copies folders, files (with their modes) and symlinks.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read fixture dir") {
+        let entry = entry.expect("entry");
+        let kind = entry.file_type().expect("file type");
+        let dest = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &dest);
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(entry.path()).expect("readlink");
+            std::os::unix::fs::symlink(target, dest).expect("symlink");
+        } else {
+            std::fs::copy(entry.path(), dest).expect("copy");
+        }
+    }
+}
+
+/// The value of `key` in the `index`th `[[plugin]]` entry of a lockfile's text.
+pub fn lock_field(lock: &str, index: usize, key: &str) -> Option<String> {
+    let value: toml::Value = toml::from_str(lock).expect("lockfile is TOML");
+    value["plugin"]
+        .as_array()?
+        .get(index)?
+        .get(key)?
+        .as_str()
+        .map(str::to_owned)
+}

@@ -1,0 +1,373 @@
+//! Locking and syncing git and local plugins end to end (issue #2, SPEC sections 1-4, 6).
+
+mod common;
+
+use common::{GitRepo, TestContext, copy_tree, fixtures, lock_field};
+
+/// A repository with the `review` fixture at its root: `v1.0.0` (lightweight) on the first
+/// commit, `v1.1.0` (annotated) on the second, `main` one commit further.
+fn review_repo(ctx: &TestContext) -> (GitRepo, [String; 3]) {
+    let repo = ctx.repo("review");
+    repo.copy_fixture("review", "");
+    let first = repo.commit("first");
+    repo.tag("v1.0.0");
+    repo.write("skills/code-review/extra.md", "More advice.\n");
+    let second = repo.commit("second");
+    repo.tag_annotated("v1.1.0");
+    repo.write("CHANGELOG.md", "unreleased\n");
+    let third = repo.commit("third");
+    (repo, [first, second, third])
+}
+
+/// A monorepo with two plugins under `plugins/`.
+fn mono_repo(ctx: &TestContext) -> GitRepo {
+    let repo = ctx.repo("mono");
+    repo.copy_fixture("lint", "plugins/lint");
+    repo.copy_fixture("house-rules", "plugins/house");
+    repo.write("README.md", "two plugins\n");
+    repo.commit("monorepo");
+    repo
+}
+
+fn mixed_manifest(review: &GitRepo, mono: &GitRepo, pinned: &str) -> String {
+    format!(
+        r#"# Plugins for the review bot.
+[[plugin]]
+source = "github:acme/review"
+ref = "main"
+
+[[plugin]]
+source = "{review}"
+ref = "v1.0.0"
+
+[[plugin]]
+source = "git+{review}"
+ref = "v1.1.0"
+
+[[plugin]]
+source = "{review}"
+ref = "{pinned}"
+
+[[plugin]]
+source = "github:acme/mono/plugins/lint"
+
+[[plugin]]
+source = "{mono}"
+repo_path = "plugins/house"
+
+[[plugin]]
+source = "./local/house-rules"
+"#,
+        review = review.url(),
+        mono = mono.url(),
+    )
+}
+
+#[test]
+fn mixed_manifest_locks_syncs_and_lists() {
+    let ctx = TestContext::new();
+    let (review, [first, second, third]) = review_repo(&ctx);
+    let mono = mono_repo(&ctx);
+    copy_tree(
+        &fixtures().join("plugins/house-rules"),
+        &ctx.work.join("local/house-rules"),
+    );
+    ctx.write_manifest(&mixed_manifest(&review, &mono, &first));
+
+    ctx.ok(&["plugins", "lock"]);
+    let lock = ctx.lock_text();
+    let names: Vec<String> = (0..7)
+        .map(|i| lock_field(&lock, i, "name").expect("name"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "review",
+            "review",
+            "review",
+            "review",
+            "lint",
+            "house",
+            "house-rules"
+        ]
+    );
+    assert!(
+        lock_field(&lock, 7, "name").is_none(),
+        "one entry per manifest entry"
+    );
+    // Branch, lightweight tag, annotated tag (peeled to its commit), pinned commit.
+    let revs: Vec<String> = (0..4)
+        .map(|i| lock_field(&lock, i, "rev").expect("rev"))
+        .collect();
+    assert_eq!(
+        revs,
+        [third.clone(), first.clone(), second.clone(), first.clone()]
+    );
+    assert_ne!(
+        review.git(&["rev-parse", "v1.1.0"]),
+        second,
+        "v1.1.0 is an annotated tag object"
+    );
+    assert_eq!(
+        lock_field(&lock, 0, "url").expect("url"),
+        format!("file://{}/acme/review.git", ctx.upstream.display())
+    );
+    assert_eq!(
+        lock_field(&lock, 4, "source").as_deref(),
+        Some("github:acme/mono/plugins/lint")
+    );
+    assert_eq!(
+        lock_field(&lock, 5, "repo_path").as_deref(),
+        Some("plugins/house")
+    );
+    assert_eq!(
+        lock_field(&lock, 6, "path").as_deref(),
+        Some("./local/house-rules")
+    );
+    assert!(lock_field(&lock, 6, "rev").is_none());
+    // The same tree hashes alike from git objects and from a local folder.
+    let lint_hash = berth_store::hash_path(&fixtures().join("plugins/lint")).expect("hash fixture");
+    assert_eq!(lock_field(&lock, 4, "hash"), Some(lint_hash.to_sri()));
+    assert_eq!(lock_field(&lock, 5, "hash"), lock_field(&lock, 6, "hash"));
+    assert_eq!(lock_field(&lock, 1, "hash"), lock_field(&lock, 3, "hash"));
+
+    let sync = ctx.ok(&["plugins", "sync"]);
+    assert!(sync.stderr.contains("Synced 7 plugins"), "{}", sync.stderr);
+    // Seven lock entries, six store entries: v1.0.0 and the pinned commit are one tree;
+    // `house` and `house-rules` share content but not a name.
+    let entries = ctx.store_entries();
+    assert_eq!(entries.len(), 6, "{entries:?}");
+    for i in 0..7 {
+        let hash = berth_lockfile_schema::Sha256Hash::from_sri(
+            &lock_field(&lock, i, "hash").expect("hash"),
+        )
+        .expect("SRI");
+        let name = lock_field(&lock, i, "name").expect("name");
+        let entry = format!("{}-{name}", hash.to_nix32());
+        assert!(entries.contains(&entry), "{entry} missing from {entries:?}");
+        let on_disk =
+            berth_store::hash_path(&ctx.store.join("store-v1").join(&entry)).expect("hash entry");
+        assert_eq!(on_disk, hash, "store entry {entry} hashes to its name");
+    }
+    // Exported straight from git: modes and content survive, no `.git`.
+    let newest = ctx.store.join("store-v1").join(
+        entries
+            .iter()
+            .find(|e| {
+                let hash = lock_field(&lock, 0, "hash").expect("hash");
+                e.starts_with(
+                    &berth_lockfile_schema::Sha256Hash::from_sri(&hash)
+                        .expect("SRI")
+                        .to_nix32(),
+                )
+            })
+            .expect("entry of main"),
+    );
+    assert_eq!(
+        std::fs::read_to_string(newest.join("CHANGELOG.md")).expect("read"),
+        "unreleased\n"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(newest.join("scripts/guard.sh"))
+        .expect("stat")
+        .permissions()
+        .mode();
+    assert_ne!(mode & 0o100, 0, "executables stay executable");
+    assert!(!newest.join(".git").exists());
+
+    let list = ctx.ok(&["plugins", "list"]);
+    for name in ["review", "lint", "house", "house-rules"] {
+        assert!(
+            list.stdout.contains(name),
+            "{name} missing from:\n{}",
+            list.stdout
+        );
+    }
+    assert!(list.stdout.contains("v1.0.0"), "{}", list.stdout);
+    let json: serde_json::Value =
+        serde_json::from_str(&ctx.ok(&["plugins", "list", "--json"]).stdout)
+            .expect("list --json is JSON");
+    let plugins = json["plugins"].as_array().expect("plugins array");
+    assert_eq!(plugins.len(), 7);
+    assert_eq!(plugins[2]["rev"], serde_json::json!(second));
+    assert_eq!(plugins[6]["kind"], serde_json::json!("local"));
+    assert!(
+        plugins.iter().all(|p| p["store_path"].is_string()),
+        "all synced: {json}"
+    );
+}
+
+#[test]
+fn lockfile_is_byte_identical_across_stores_and_folders() {
+    let ctx = TestContext::new();
+    let (review, [first, ..]) = review_repo(&ctx);
+    let mono = mono_repo(&ctx);
+    let manifest = mixed_manifest(&review, &mono, &first);
+    let mut locks = Vec::new();
+    for n in 0..2 {
+        let work = ctx.root.join(format!("work-{n}"));
+        copy_tree(
+            &fixtures().join("plugins/house-rules"),
+            &work.join("local/house-rules"),
+        );
+        std::fs::write(work.join("plugins.toml"), &manifest).expect("write manifest");
+        let out = ctx
+            .berth()
+            .current_dir(&work)
+            .env("BERTH_STORE", ctx.root.join(format!("store-{n}")))
+            .args(["plugins", "lock"])
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        locks.push(std::fs::read(work.join("plugins.lock")).expect("read lock"));
+    }
+    assert_eq!(
+        locks[0], locks[1],
+        "same manifest and upstream give the same bytes"
+    );
+    let text = String::from_utf8(locks[0].clone()).expect("UTF-8");
+    assert!(text.starts_with(
+        "# This file is generated by `berth plugins lock`. Do not edit it by hand.\nversion = 1\n"
+    ));
+    assert!(text.ends_with("\"\n") && !text.ends_with("\n\n") && !text.contains('\r'));
+    assert!(
+        !text.contains(&ctx.root.join("work-0").display().to_string()),
+        "no absolute local paths"
+    );
+
+    // `--check` passes on the fresh lock and on a reformatted, re-commented manifest.
+    let work = ctx.root.join("work-0");
+    let check = |dir: &std::path::Path| {
+        ctx.berth()
+            .current_dir(dir)
+            .env("BERTH_STORE", ctx.root.join("store-0"))
+            .args(["plugins", "lock", "--check"])
+            .output()
+            .expect("run")
+    };
+    assert!(check(&work).status.success());
+    let reformatted = manifest
+        .replace("# Plugins for the review bot.", "# Reformatted.\n\n")
+        .replace("ref = \"main\"", "ref   =   'main'   # the branch");
+    std::fs::write(work.join("plugins.toml"), &reformatted).expect("write");
+    let out = check(&work);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    std::fs::write(
+        work.join("plugins.toml"),
+        reformatted.replace("ref = \"v1.0.0\"", "ref = \"v1.1.0\""),
+    )
+    .expect("write");
+    let out = check(&work);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("out of date"), "{stderr}");
+    assert!(
+        stderr.contains("entry 2 (`review`)") && stderr.contains("`v1.1.0`"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(work.join("plugins.lock")).expect("read"),
+        locks[0],
+        "--check writes nothing"
+    );
+}
+
+#[test]
+fn upstream_moves_keep_locked_commits_until_upgrade() {
+    let ctx = TestContext::new();
+    let moving = ctx.repo("moving");
+    moving.copy_fixture("lint", "");
+    let old = moving.commit("one");
+    moving.tag("v1");
+    let stable = ctx.repo("stable");
+    stable.copy_fixture("review", "");
+    stable.commit("stable");
+    ctx.write_manifest(&format!(
+        "[[plugin]]\nsource = \"{m}\"\nref = \"main\"\nname = \"lint\"\n\n[[plugin]]\nsource = \"{m}\"\nref = \"v1\"\n\n[[plugin]]\nsource = \"{s}\"\n",
+        m = moving.url(),
+        s = stable.url()
+    ));
+    ctx.ok(&["plugins", "lock"]);
+    let locked = ctx.lock_text();
+    let old_hash = lock_field(&locked, 0, "hash").expect("hash");
+
+    // Upstream moves the branch and force-moves the tag.
+    moving.write(
+        "skills/lint-rules/SKILL.md",
+        "---\nname: lint-rules\ndescription: changed\n---\nNew.\n",
+    );
+    let new = moving.commit("two");
+    moving.git(&["tag", "-f", "v1"]);
+    assert_ne!(old, new);
+
+    // A fresh store still gets exactly the locked commits.
+    let fresh = ctx.root.join("fresh-store");
+    let out = ctx
+        .berth()
+        .env("BERTH_STORE", &fresh)
+        .args(["plugins", "sync", "--locked"])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(ctx.lock_text(), locked, "--locked never writes the lock");
+    let hash = berth_lockfile_schema::Sha256Hash::from_sri(&old_hash).expect("SRI");
+    let entry = fresh
+        .join("store-v1")
+        .join(format!("{}-lint", hash.to_nix32()));
+    assert_eq!(berth_store::hash_path(&entry).expect("hash"), hash);
+    assert!(
+        std::fs::read_to_string(entry.join("skills/lint-rules/SKILL.md"))
+            .expect("read")
+            .contains("Run the linter"),
+        "the old content, not the moved branch"
+    );
+
+    // An unchanged manifest locks without the network: hide upstream entirely.
+    let hidden = ctx.root.join("upstream-hidden");
+    std::fs::rename(&ctx.upstream, &hidden).expect("hide upstream");
+    ctx.ok(&["plugins", "lock"]);
+    assert_eq!(ctx.lock_text(), locked, "byte-identical, nothing fetched");
+    std::fs::rename(&hidden, &ctx.upstream).expect("restore upstream");
+
+    // `--upgrade-plugin` moves only the named plugin's entries.
+    ctx.ok(&["plugins", "lock", "--upgrade-plugin", "review"]);
+    assert_eq!(ctx.lock_text(), locked, "review did not move upstream");
+
+    ctx.ok(&["plugins", "lock", "--upgrade"]);
+    let upgraded = ctx.lock_text();
+    assert_eq!(lock_field(&upgraded, 0, "rev"), Some(new.clone()));
+    assert_eq!(lock_field(&upgraded, 1, "rev"), Some(new));
+    let changed: Vec<(&str, &str)> = locked
+        .lines()
+        .zip(upgraded.lines())
+        .filter(|(a, b)| a != b)
+        .collect();
+    assert_eq!(locked.lines().count(), upgraded.lines().count());
+    assert_eq!(
+        changed.len(),
+        4,
+        "rev and hash of the two moved entries: {changed:?}"
+    );
+    assert!(
+        changed
+            .iter()
+            .all(|(a, _)| a.starts_with("rev = ") || a.starts_with("hash = "))
+    );
+    assert_eq!(
+        lock_field(&upgraded, 2, "rev"),
+        lock_field(&locked, 2, "rev")
+    );
+}
