@@ -371,3 +371,140 @@ fn upstream_moves_keep_locked_commits_until_upgrade() {
         lock_field(&locked, 2, "rev")
     );
 }
+
+/// A stand-in for `ssh` that runs the remote command locally, whatever the host, and logs
+/// what it was asked to run.
+fn fake_ssh(ctx: &TestContext) -> std::path::PathBuf {
+    let bin = ctx.root.join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let script = bin.join("ssh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> {log}\nwhile [ $# -gt 0 ]; do\n  case \"$1\" in\n    -o|-p|-i|-l|-F) shift 2 ;;\n    -*) shift ;;\n    *) break ;;\n  esac\ndone\nshift\nexec sh -c \"$*\"\n",
+            log = bin.join("ssh.log").display()
+        ),
+    )
+    .expect("write ssh");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    bin
+}
+
+#[test]
+fn ssh_sources_go_through_the_system_ssh() {
+    let ctx = TestContext::new();
+    let repo = ctx.repo("remote");
+    repo.copy_fixture("lint", "");
+    let head = repo.commit("one");
+    let bin = fake_ssh(&ctx);
+    let path = repo.path.display();
+    ctx.write_manifest(&format!(
+        "[[plugin]]\nsource = \"git@example.invalid:{path}\"\n\n[[plugin]]\nsource = \"ssh://git@example.invalid:2222{path}\"\n\n[[plugin]]\nsource = \"git+ssh://git@example.invalid{path}\"\n"
+    ));
+    let with_ssh = |args: &[&str]| {
+        let out = ctx
+            .berth()
+            .env(
+                "PATH",
+                format!("{}:{}", bin.display(), std::env::var("PATH").expect("PATH")),
+            )
+            .args(args)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    with_ssh(&["plugins", "lock"]);
+    let lock = ctx.lock_text();
+    for i in 0..3 {
+        assert_eq!(lock_field(&lock, i, "rev").as_deref(), Some(head.as_str()));
+    }
+    assert_eq!(
+        lock_field(&lock, 0, "url"),
+        Some(format!("git@example.invalid:{path}"))
+    );
+    let log = std::fs::read_to_string(bin.join("ssh.log")).expect("ssh was run");
+    assert!(log.contains("git@example.invalid git-upload-pack"), "{log}");
+    assert!(log.contains("-p2222") || log.contains("-p 2222"), "{log}");
+    with_ssh(&["plugins", "sync"]);
+    assert_eq!(ctx.store_entries().len(), 1);
+}
+
+#[test]
+fn submodules_are_skipped_with_a_warning() {
+    let ctx = TestContext::new();
+    let repo = ctx.repo("with-submodule");
+    repo.copy_fixture("lint", "");
+    repo.commit("plugin");
+    // A gitlink, as `git submodule add` records it, pointing at some commit.
+    let some_commit = repo.head();
+    repo.git(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("160000,{some_commit},vendor/tool"),
+    ]);
+    repo.git(&["commit", "-q", "-m", "add submodule"]);
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/with-submodule\"\n");
+    let lock = ctx.ok(&["plugins", "lock"]);
+    assert!(
+        lock.stderr
+            .contains("warning: `lint`: skipped git submodule `vendor/tool`"),
+        "{}",
+        lock.stderr
+    );
+    let sync = ctx.ok(&["plugins", "sync"]);
+    assert!(
+        sync.stderr.contains("skipped git submodule `vendor/tool`"),
+        "{}",
+        sync.stderr
+    );
+    // The submodule is an empty folder, as `git archive` leaves it.
+    let expected_tree = ctx.root.join("expected");
+    copy_tree(&fixtures().join("plugins/lint"), &expected_tree);
+    std::fs::create_dir_all(expected_tree.join("vendor/tool")).expect("mkdir");
+    let expected = berth_store::hash_path(&expected_tree).expect("hash");
+    assert_eq!(
+        lock_field(&ctx.lock_text(), 0, "hash"),
+        Some(expected.to_sri())
+    );
+}
+
+#[test]
+fn offline_lock_resolves_from_what_the_cache_saw() {
+    let ctx = TestContext::new();
+    let repo = ctx.repo("tools");
+    repo.copy_fixture("lint", "");
+    repo.commit("one");
+    repo.tag_annotated("v1");
+    repo.git(&["checkout", "-q", "-b", "dev"]);
+    repo.write("dev.md", "dev\n");
+    repo.commit("dev");
+    repo.git(&["checkout", "-q", "main"]);
+    ctx.write_manifest(
+        "[[plugin]]\nsource = \"github:acme/tools\"\n\n[[plugin]]\nsource = \"github:acme/tools\"\nref = \"v1\"\n",
+    );
+    ctx.ok(&["plugins", "lock"]);
+    let online = ctx.lock_text();
+    std::fs::remove_file(ctx.lock_path()).expect("rm lock");
+    std::fs::rename(&ctx.upstream, ctx.root.join("gone")).expect("upstream gone");
+    ctx.ok(&["plugins", "lock", "--offline"]);
+    assert_eq!(
+        ctx.lock_text(),
+        online,
+        "the cache remembers the default branch and the tag"
+    );
+
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/tools\"\nref = \"dev\"\n");
+    let run = ctx.run(&["plugins", "lock", "--offline"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.errors()[0].contains("`dev`") && run.errors()[0].contains("--offline"),
+        "{}",
+        run.stderr
+    );
+}

@@ -164,8 +164,24 @@ impl GitDb {
             Ok(prepare) => prepare,
             Err(e) => return Err(fetch_error(e)),
         };
-        let commit = pick(prepare.ref_map(), want, remote, reporter)?;
+        let (ref_name, commit) = pick(prepare.ref_map(), want, remote, reporter)?;
         if self.has_commit(commit) {
+            // Nothing to fetch, but remember where the ref points for `lock --offline`.
+            let local = match want {
+                Want::DefaultBranch => "refs/berth/HEAD".to_owned(),
+                Want::Named(_) => ref_name,
+            };
+            self.repo
+                .reference(
+                    local.as_str(),
+                    commit,
+                    gix::refs::transaction::PreviousValue::Any,
+                    "berth: resolved",
+                )
+                .map_err(|e| ResolveError::Cache {
+                    path: self.path.clone(),
+                    message: error_chain(&e),
+                })?;
             return Ok(commit);
         }
         reporter.status(
@@ -342,17 +358,17 @@ impl GitDb {
         Ok(Some(blob.data.clone()))
     }
 
-    /// The NAR hash of a tree, computed from git objects without writing files. Submodules
-    /// are left out, as the export leaves them out.
+    /// The NAR hash of a tree, computed from git objects without writing files, and the
+    /// submodules left out of it (the export leaves them out too).
     pub(crate) fn nar_hash(
         &self,
         tree: ObjectId,
         rev: ObjectId,
-    ) -> Result<Sha256Hash, ResolveError> {
+    ) -> Result<(Sha256Hash, Vec<String>), ResolveError> {
         let mut sink = Sha256Sink::default();
-        {
+        let skipped = {
             let mut nar = NarWriter::new(BufWriter::with_capacity(64 * 1024, &mut sink))?;
-            self.walk(tree, rev, &[], &mut |event| match event {
+            let skipped = self.walk(tree, rev, &[], &mut |event| match event {
                 Event::Dir(_) => nar.begin_directory(),
                 Event::EndDir => nar.end_directory(),
                 Event::Entry(name) => nar.entry(name),
@@ -363,8 +379,9 @@ impl GitDb {
                 Event::Symlink { target, .. } => nar.symlink(target),
             })?;
             nar.finish()?.flush()?;
-        }
-        Ok(sink.finish())
+            skipped
+        };
+        Ok((sink.finish(), skipped))
     }
 
     /// Writes a tree into `dest` (an empty staging folder): folders, files with their
@@ -440,11 +457,16 @@ impl GitDb {
                     path: String::from_utf8_lossy(&full).into_owned(),
                 });
             }
+            visit(Event::Entry(&name))?;
             if kind == EntryKind::Commit {
+                // A submodule becomes an empty folder, as `git archive` and a checkout
+                // without submodules leave it (and as Nix's git fetcher hashes it).
                 skipped.push(String::from_utf8_lossy(&full).into_owned());
+                visit(Event::Dir(Some(())))?;
+                visit(Event::EndDir)?;
+                visit(Event::EndEntry)?;
                 continue;
             }
-            visit(Event::Entry(&name))?;
             match kind {
                 EntryKind::Tree => {
                     skipped.extend(self.walk(oid, rev, &full, visit)?);
@@ -460,7 +482,7 @@ impl GitDb {
                     let blob = self.repo.find_blob(oid).map_err(cache_error)?;
                     visit(Event::Symlink { target: &blob.data })?;
                 }
-                EntryKind::Commit => unreachable!("submodules were skipped above"),
+                EntryKind::Commit => unreachable!("submodules were handled above"),
             }
             visit(Event::EndEntry)?;
         }
@@ -493,13 +515,13 @@ fn join(prefix: &[u8], name: &[u8]) -> Vec<u8> {
     full
 }
 
-/// The commit `want` names among the refs the remote advertised.
+/// The commit `want` names among the refs the remote advertised, and the ref that named it.
 fn pick(
     map: &gix::remote::fetch::RefMap,
     want: &Want,
     remote: &Remote,
     reporter: &dyn Reporter,
-) -> Result<ObjectId, ResolveError> {
+) -> Result<(String, ObjectId), ResolveError> {
     let mut found: Vec<(String, Option<ObjectId>)> = Vec::new();
     for mapping in &map.mappings {
         if let gix::remote::fetch::refmap::Source::Ref(r) = &mapping.remote {
@@ -526,20 +548,18 @@ fn pick(
     let lookup = |name: &str| found.iter().find(|(n, _)| n == name).map(|(_, c)| *c);
     match want {
         Want::DefaultBranch => match lookup("HEAD") {
-            Some(Some(commit)) => Ok(commit),
+            Some(Some(commit)) => Ok(("HEAD".to_owned(), commit)),
             _ => Err(ResolveError::EmptyRepository {
                 url: remote.shown_url.clone(),
             }),
         },
         Want::Named(name) => {
-            let (branch, tag) = if name.starts_with("refs/") {
-                (lookup(name), None)
+            let (branch_ref, tag_ref) = if name.starts_with("refs/") {
+                (name.clone(), String::new())
             } else {
-                (
-                    lookup(&format!("refs/heads/{name}")),
-                    lookup(&format!("refs/tags/{name}")),
-                )
+                (format!("refs/heads/{name}"), format!("refs/tags/{name}"))
             };
+            let (branch, tag) = (lookup(&branch_ref), lookup(&tag_ref));
             if let (Some(Some(b)), Some(Some(t))) = (branch, tag)
                 && b != t
             {
@@ -548,13 +568,14 @@ fn pick(
                     remote.shown_url
                 ));
             }
-            branch
-                .or(tag)
-                .flatten()
-                .ok_or_else(|| ResolveError::RefNotFound {
+            match (branch.flatten(), tag.flatten()) {
+                (Some(commit), _) => Ok((branch_ref, commit)),
+                (None, Some(commit)) => Ok((tag_ref, commit)),
+                (None, None) => Err(ResolveError::RefNotFound {
                     url: remote.shown_url.clone(),
                     git_ref: name.clone(),
-                })
+                }),
+            }
         }
     }
 }

@@ -12,7 +12,7 @@ use berth_store::{Store, StoreEntry};
 use gix::ObjectId;
 
 use crate::error::{EntryError, ResolveError};
-use crate::git::{GitDb, Remote, Want, short};
+use crate::git::{GitDb, Remote, Want};
 use crate::local::{LOCAL_EXCLUDE, existing_dir, local_dir, name_and_hash};
 use crate::meta::plugin_name_from_manifest;
 use crate::url::{cache_dir_name, expand_env, git_url, repo_name};
@@ -365,13 +365,10 @@ impl Ctx<'_> {
             .and_then(|s| s.rsplit('/').next())
             .map_or_else(|| repo_name(&remote.shown_url), str::to_owned);
         let name = plugin_name_from_manifest(|rel| db.read_file(tree, rel), &fallback)?;
-        let hash = db.nar_hash(tree, rev)?;
+        let (hash, skipped) = db.nar_hash(tree, rev)?;
         db.finish()?;
+        self.warn_submodules(&name, &skipped);
         check_pins(request, &name, &hash)?;
-        self.reporter.status(
-            "Locked",
-            &format!("{name} {} ({})", short(rev), remote.shown_url),
-        );
         Ok(LockedPlugin {
             name,
             source: request.display_source(),
@@ -385,6 +382,14 @@ impl Ctx<'_> {
             },
             hash,
         })
+    }
+
+    fn warn_submodules(&self, name: &str, skipped: &[String]) {
+        for path in skipped {
+            self.reporter.warn(&format!(
+                "`{name}`: skipped git submodule `{path}` (berth does not fetch submodules)"
+            ));
+        }
     }
 
     fn require_network(&self, what: impl FnOnce() -> String) -> Result<(), ResolveError> {
@@ -485,12 +490,7 @@ impl Ctx<'_> {
             let tree = db.plugin_tree(id, subdir_of(locked, &source).as_deref())?;
             let skipped = db.export(tree, id, staging.path())?;
             db.finish()?;
-            for path in skipped {
-                self.reporter.warn(&format!(
-                    "`{}`: skipped git submodule `{path}` (berth does not fetch submodules)",
-                    locked.name
-                ));
-            }
+            self.warn_submodules(&locked.name, &skipped);
         }
         Ok(self
             .store
@@ -518,7 +518,7 @@ impl Ctx<'_> {
                 let db = GitDb::temporary(&staging.path().join("repo"), lock)?;
                 db.fetch_commit(&remote, id, locked.git_ref.as_deref(), self.reporter)?;
                 let tree = db.plugin_tree(id, subdir_of(locked, &source).as_deref())?;
-                db.nar_hash(tree, id)
+                Ok(db.nar_hash(tree, id)?.0)
             }
             Pin::Archive { .. } => Err(ResolveError::Unsupported(
                 "archive sources are not supported by this version of berth yet".into(),

@@ -40,7 +40,12 @@ pub fn describe_changes(old: Option<&Lock>, new: &Lock) -> Vec<Change> {
             Some(before) if before.name == plugin.name && before.source == plugin.source => {
                 changes.push(Change {
                     verb: "Updating",
-                    text: format!("{} {} -> {}", plugin.name, short_pin(before), short_pin(plugin)),
+                    text: format!(
+                        "{} {} -> {}",
+                        plugin.name,
+                        short_pin(before),
+                        short_pin(plugin)
+                    ),
                 });
             }
             _ => changes.push(Change {

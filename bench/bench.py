@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""berth's benchmarks: builds its fixtures on /dev/shm, runs berth and each comparison in
+the same run, prints a Markdown table of medians. Rerun with `bench/run.sh`.
+
+Figures (issue #2):
+  1. `berth plugins sync --frozen --offline` with 100 locked plugins already in the store,
+     median of 20 runs, next to uv's no-op `uv sync --frozen --offline` of 12 packages.
+  2. A cold `berth plugins lock` + `berth plugins sync` of 50 generated git repositories,
+     next to a `git clone --depth 1` loop over the same repositories.
+"""
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+}
+
+
+def run(cmd, cwd=None, env=None, quiet=True):
+    full_env = dict(os.environ, **GIT_ENV, **(env or {}))
+    subprocess.run(
+        cmd,
+        cwd=cwd,
+        env=full_env,
+        check=True,
+        stdout=subprocess.DEVNULL if quiet else None,
+        stderr=subprocess.DEVNULL if quiet else None,
+    )
+
+
+def timed(cmds, cwd=None, env=None, before=None):
+    """Wall time of running `cmds` one after the other (after `before`, untimed)."""
+    if before:
+        before()
+    start = time.perf_counter()
+    for cmd in cmds:
+        run(cmd, cwd=cwd, env=env)
+    return time.perf_counter() - start
+
+
+def make_repo(path: Path, i: int):
+    """A plugin repository with a few commits of history and ~40 files."""
+    path.mkdir(parents=True)
+    run(["git", "init", "-q", "-b", "main"], cwd=path)
+    for commit in range(4):
+        (path / ".claude-plugin").mkdir(exist_ok=True)
+        (path / ".claude-plugin" / "plugin.json").write_text(f'{{"name": "bench-{i}"}}\n')
+        for s in range(8):
+            skill = path / "skills" / f"skill-{s}"
+            skill.mkdir(parents=True, exist_ok=True)
+            (skill / "SKILL.md").write_text(
+                f"---\nname: skill-{i}-{s}\ndescription: skill {s} of plugin {i}\n---\n"
+                + f"Revision {commit}.\n" * 200
+            )
+            (skill / "notes.md").write_text(f"notes {i} {s} {commit}\n" * 50)
+        for c in range(6):
+            (path / "commands").mkdir(exist_ok=True)
+            (path / "commands" / f"cmd-{c}.md").write_text(f"command {c} rev {commit}\n")
+        run(["git", "add", "-A"], cwd=path)
+        run(["git", "commit", "-q", "-m", f"commit {commit}"], cwd=path)
+    run(["git", "tag", "v1.0.0"], cwd=path)
+
+
+def median_ms(samples):
+    return statistics.median(samples) * 1000
+
+
+def bench_noop(berth, scratch, repos, runs):
+    work = scratch / "noop"
+    work.mkdir()
+    manifest = "".join(f'[[plugin]]\nsource = "file://{r}"\nref = "v1.0.0"\n\n' for r in repos[:100])
+    (work / "plugins.toml").write_text(manifest)
+    env = {"BERTH_STORE": str(scratch / "noop-store")}
+    run([berth, "plugins", "sync"], cwd=work, env=env)
+    cmd = [berth, "plugins", "sync", "--frozen", "--offline", "-q"]
+    run(cmd, cwd=work, env=env)  # warm the page cache
+    return [timed([cmd], cwd=work, env=env) for _ in range(runs)]
+
+
+def bench_uv(scratch, runs):
+    """uv's no-op sync of 12 packages, or None when uv cannot be set up (no PyPI)."""
+    venv = scratch / "uv-venv"
+    try:
+        run([sys.executable, "-m", "venv", str(venv)])
+        run([str(venv / "bin" / "pip"), "install", "-q", "uv"])
+        project = scratch / "uv-project"
+        project.mkdir()
+        (project / "pyproject.toml").write_text(
+            '[project]\nname = "uvbench"\nversion = "0.1.0"\nrequires-python = ">=3.8"\n'
+            'dependencies = ["six", "idna", "certifi", "charset-normalizer", "urllib3", '
+            '"requests", "packaging", "attrs", "pyparsing", "click", "colorama", "tomli"]\n'
+        )
+        uv = str(venv / "bin" / "uv")
+        env = {"UV_CACHE_DIR": str(scratch / "uv-cache")}
+        run([uv, "sync", "-q"], cwd=project, env=env)
+    except (subprocess.CalledProcessError, OSError):
+        return None
+    cmd = [uv, "sync", "--frozen", "--offline", "-q"]
+    run(cmd, cwd=project, env=env)
+    return [timed([cmd], cwd=project, env=env) for _ in range(runs)]
+
+
+def bench_cold(berth, scratch, repos, runs):
+    work = scratch / "cold"
+    work.mkdir()
+    (work / "plugins.toml").write_text(
+        "".join(f'[[plugin]]\nsource = "file://{r}"\n\n' for r in repos[:50])
+    )
+    store = scratch / "cold-store"
+    clones = scratch / "clones"
+
+    def reset_berth():
+        shutil.rmtree(store, ignore_errors=True)
+        (work / "plugins.lock").unlink(missing_ok=True)
+
+    def reset_git():
+        shutil.rmtree(clones, ignore_errors=True)
+        clones.mkdir()
+
+    env = {"BERTH_STORE": str(store)}
+    berth_cmds = [[berth, "plugins", "lock", "-q"], [berth, "plugins", "sync", "-q"]]
+    berth_j1 = [[berth, "plugins", "lock", "-q", "-j", "1"], [berth, "plugins", "sync", "-q", "-j", "1"]]
+    git_cmds = [
+        ["git", "clone", "-q", "--depth", "1", f"file://{r}", str(clones / r.name)] for r in repos[:50]
+    ]
+    berth_times, berth_j1_times, git_times = [], [], []
+    for _ in range(runs):  # interleaved, so drift hits all alike
+        berth_times.append(timed(berth_cmds, cwd=work, env=env, before=reset_berth))
+        berth_j1_times.append(timed(berth_j1, cwd=work, env=env, before=reset_berth))
+        git_times.append(timed(git_cmds, before=reset_git))
+    return berth_times, berth_j1_times, git_times
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+    return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.system()} {platform.release()}, {git}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--berth", required=True, help="the berth binary (release build)")
+    parser.add_argument("--noop-runs", type=int, default=20)
+    parser.add_argument("--cold-runs", type=int, default=5)
+    args = parser.parse_args()
+    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+    scratch = Path(tempfile.mkdtemp(prefix="berth-bench-", dir=base))
+    try:
+        print(f"building 100 git repositories in {scratch} ...", file=sys.stderr)
+        repos = [scratch / "repos" / f"plugin-{i}.git" for i in range(100)]
+        for i, repo in enumerate(repos):
+            make_repo(repo, i)
+        print("no-op sync ...", file=sys.stderr)
+        noop = bench_noop(args.berth, scratch, repos, args.noop_runs)
+        print("uv no-op sync ...", file=sys.stderr)
+        uv = bench_uv(scratch, args.noop_runs)
+        print("cold lock + sync ...", file=sys.stderr)
+        cold, cold_j1, clone = bench_cold(args.berth, scratch, repos, args.cold_runs)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    print(f"Machine: {machine()}\n")
+    print("| figure | berth | comparison | ratio | goal |")
+    print("|---|---|---|---|---|")
+    uv_cell = f"{median_ms(uv):.1f} ms (uv no-op sync, 12 packages)" if uv else "n/a (uv not installable)"
+    uv_ratio = f"{median_ms(uv) / median_ms(noop):.1f}x faster" if uv else "n/a"
+    print(
+        f"| no-op `sync --frozen --offline`, 100 plugins (median of {len(noop)}) "
+        f"| {median_ms(noop):.1f} ms | {uv_cell} | {uv_ratio} | < 25 ms |"
+    )
+    print(
+        f"| cold `lock` + `sync`, 50 git repos (median of {len(cold)}) "
+        f"| {median_ms(cold):.0f} ms | {median_ms(clone):.0f} ms (`git clone --depth 1` loop) "
+        f"| {median_ms(clone) / median_ms(cold):.2f}x faster | faster than the loop |"
+    )
+    print(
+        f"| same, `--jobs 1` (median of {len(cold_j1)}) "
+        f"| {median_ms(cold_j1):.0f} ms | {median_ms(clone):.0f} ms (`git clone --depth 1` loop) "
+        f"| {median_ms(clone) / median_ms(cold_j1):.2f}x faster | |"
+    )
+
+
+if __name__ == "__main__":
+    main()
