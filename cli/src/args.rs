@@ -25,19 +25,32 @@ use clap::{Args, Parser, Subcommand};
     name = "berth",
     version,
     propagate_version = true,
-    max_term_width = 100
+    max_term_width = 100,
+    verbatim_doc_comment
 )]
 pub struct Cli {
     /// The store folder [default: $BERTH_STORE, else $XDG_CACHE_HOME/berth, else ~/.cache/berth]
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        help_heading = "Global options"
+    )]
     pub store: Option<PathBuf>,
 
     /// Say more about what is happening (repeat for more)
-    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
+    #[arg(
+        short,
+        long,
+        global = true,
+        action = clap::ArgAction::Count,
+        conflicts_with = "quiet",
+        help_heading = "Global options"
+    )]
     pub verbose: u8,
 
     /// Print only errors and warnings
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = "Global options")]
     pub quiet: bool,
 
     #[command(subcommand)]
@@ -58,16 +71,28 @@ pub struct PluginsArgs {
         long,
         global = true,
         value_name = "FILE",
-        default_value = "plugins.toml"
+        default_value = "plugins.toml",
+        help_heading = "Project options"
     )]
     pub manifest: PathBuf,
 
     /// The lockfile [default: the manifest's path with `.lock`]
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        help_heading = "Project options"
+    )]
     pub lockfile: Option<PathBuf>,
 
     /// How many plugins to resolve or fetch at once [default: 8]
-    #[arg(short, long, global = true, value_name = "N")]
+    #[arg(
+        short,
+        long,
+        global = true,
+        value_name = "N",
+        help_heading = "Project options"
+    )]
     pub jobs: Option<usize>,
 
     #[command(subcommand)]
@@ -82,12 +107,23 @@ pub enum PluginsCommand {
     /// `repo_path`, `hash`, `name`) are resolved to an exact commit and content hash; every
     /// other entry keeps its pin, so with an unchanged manifest nothing is fetched and the
     /// lockfile stays byte-identical. Local folders are re-hashed every time.
+    #[command(after_help = "Examples:\n  \
+        berth plugins lock                         # pin new and changed entries\n  \
+        berth plugins lock --upgrade               # move every branch and tag\n  \
+        berth plugins lock --upgrade-plugin review # move one plugin\n  \
+        berth plugins lock --check                 # CI: fail if the lock is stale")]
     Lock(LockArgs),
 
     /// Make every locked plugin present in the store, verified
     ///
     /// Locks first if the lockfile is missing or out of date (unless `--locked` or
     /// `--frozen`). Every store entry is checked against the lock's hash before it is added.
+    /// Local folders are re-hashed; one that changed since it was locked stops the sync
+    /// until `berth plugins lock` records the change.
+    #[command(after_help = "Examples:\n  \
+        berth plugins sync                      # lock if needed, then fetch\n  \
+        berth plugins sync --locked             # CI: the committed lock must be current\n  \
+        berth plugins sync --frozen --offline   # deploy: exactly the lock, no network")]
     Sync(SyncArgs),
 
     /// Fetch every locked plugin afresh and check it still hashes to the lock

@@ -74,9 +74,9 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
             ctx.printer.status(
                 "Checked",
                 &format!(
-                    "`{}` is up to date ({} plugins)",
+                    "`{}` is up to date ({})",
                     ctx.lock_label(),
-                    outcome.lock.plugins.len()
+                    super::plugins(outcome.lock.plugins.len())
                 ),
             );
             return Ok(());
@@ -103,8 +103,8 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
     ctx.printer.status(
         "Locked",
         &format!(
-            "{} plugins in `{}`{}",
-            outcome.lock.plugins.len(),
+            "{} in `{}`{}",
+            super::plugins(outcome.lock.plugins.len()),
             ctx.lock_label(),
             if unchanged { " (unchanged)" } else { "" }
         ),

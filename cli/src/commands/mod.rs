@@ -7,6 +7,15 @@ pub mod verify;
 
 use berth_lockfile_schema::{Lock, LockedPlugin, Pin};
 
+/// `1 plugin`, `3 plugins`.
+pub fn plugins(n: usize) -> String {
+    if n == 1 {
+        "1 plugin".to_owned()
+    } else {
+        format!("{n} plugins")
+    }
+}
+
 /// The short form of a pin for status lines: a commit's first 12 digits or a hash.
 pub fn short_pin(plugin: &LockedPlugin) -> String {
     match &plugin.pin {

@@ -92,8 +92,8 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
     ctx.printer.status(
         "Synced",
         &format!(
-            "{} plugins ({} added) in {:.2}s",
-            outcome.entries.len(),
+            "{} ({} added) in {:.2}s",
+            super::plugins(outcome.entries.len()),
             outcome.added,
             started.elapsed().as_secs_f64()
         ),

@@ -63,7 +63,11 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
         0 => {
             ctx.printer.status(
                 "Verified",
-                &format!("{} plugins match `{}`", outcomes.len(), ctx.lock_label()),
+                &format!(
+                    "{} match `{}`",
+                    super::plugins(outcomes.len()),
+                    ctx.lock_label()
+                ),
             );
             Ok(())
         }
