@@ -204,6 +204,33 @@ fn a_lock_from_a_newer_berth_is_refused() {
 }
 
 #[test]
+fn a_damaged_lock_is_regenerated_by_lock_but_refused_by_locked_sync() {
+    let ctx = TestContext::new();
+    std::fs::create_dir_all(ctx.work.join("local")).expect("mkdir");
+    ctx.write_manifest("[[plugin]]\nsource = \"./local\"\n");
+    std::fs::write(
+        ctx.lock_path(),
+        "version = 1\n[[plugin]]\nname = \"x\"\nsource = 7\n",
+    )
+    .expect("write");
+    let locked = ctx.run(&["plugins", "sync", "--locked"]);
+    assert_eq!(locked.code, 1);
+    assert!(
+        locked.errors()[0].starts_with("error: plugins.lock:4:"),
+        "{}",
+        locked.stderr
+    );
+    let lock = ctx.ok(&["plugins", "lock"]);
+    assert!(
+        lock.stderr.contains("warning: plugins.lock:4:"),
+        "{}",
+        lock.stderr
+    );
+    assert!(lock.stderr.contains("regenerated"), "{}", lock.stderr);
+    ctx.ok(&["plugins", "lock", "--check"]);
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let ctx = TestContext::new();
     let run = ctx.run(&["plugins", "sync", "--locked", "--frozen"]);

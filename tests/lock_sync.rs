@@ -508,3 +508,45 @@ fn offline_lock_resolves_from_what_the_cache_saw() {
         run.stderr
     );
 }
+
+#[test]
+fn a_server_refusing_unadvertised_commits_gets_the_refs_instead() {
+    let ctx = TestContext::new();
+    let repo = ctx.repo("old-server");
+    repo.copy_fixture("lint", "");
+    let old = repo.commit("one");
+    repo.write("later.md", "later\n");
+    repo.commit("two");
+    ctx.write_manifest(&format!(
+        "[[plugin]]\nsource = \"github:acme/old-server\"\nref = \"{old}\"\n"
+    ));
+    // Protocol v0: `git-upload-pack` refuses to send a commit no ref points at, so berth
+    // must fall back to fetching the branches and tags.
+    let config = ctx.root.join("gitconfig-protocol-v0");
+    std::fs::write(&config, "[protocol]\n\tversion = 0\n").expect("write config");
+    let out = ctx
+        .berth()
+        .env("GIT_CONFIG_GLOBAL", &config)
+        .args(["plugins", "sync"])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(lock_field(&ctx.lock_text(), 0, "rev"), Some(old));
+    assert_eq!(ctx.store_entries().len(), 1);
+    let dbs = common::list_dir(&ctx.store.join("git-v1/db"));
+    let refs = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(ctx.store.join("git-v1/db").join(&dbs[0]))
+        .args(["show-ref"])
+        .output()
+        .expect("git show-ref");
+    let refs = String::from_utf8_lossy(&refs.stdout);
+    assert!(
+        refs.contains("refs/heads/main"),
+        "the fallback fetched the branches: {refs}"
+    );
+}

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
-use berth_lockfile_schema::{Lock, Manifest, parse_lock, parse_manifest};
+use berth_lockfile_schema::{Lock, LockError, Manifest, parse_lock, parse_manifest};
 use berth_resolver::{DEFAULT_GITHUB_URL, EntryError, Network, Settings};
 use berth_store::Store;
 
@@ -148,6 +148,23 @@ impl Context {
         };
         let lock = parse_lock(&label, &text)?;
         Ok(Some((lock, text)))
+    }
+
+    /// Reads the lockfile before replacing it: a damaged one (not TOML, or bad entries) is
+    /// reported and treated as absent, so `berth plugins lock` can always repair it. A lock
+    /// from a newer berth is still refused: rewriting it would downgrade its format.
+    pub fn read_lock_to_replace(&self) -> Result<Option<(Lock, String)>> {
+        match self.read_lock() {
+            Err(e) => match e.downcast_ref::<LockError>() {
+                Some(LockError::Syntax(_) | LockError::Invalid { .. }) => {
+                    self.printer
+                        .warn(&format!("{e:#}; it will be regenerated from the manifest"));
+                    Ok(None)
+                }
+                _ => Err(e),
+            },
+            other => other,
+        }
     }
 
     /// Reads the lockfile, which must exist.

@@ -14,7 +14,11 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
     } else {
         Some(ctx.guard_lockfile()?)
     };
-    let previous = ctx.read_lock()?;
+    let previous = if args.check {
+        ctx.read_lock()?
+    } else {
+        ctx.read_lock_to_replace()?
+    };
     let upgrade = if args.upgrade {
         Upgrade::All
     } else if !args.upgrade_plugin.is_empty() {

@@ -28,7 +28,11 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
         } else {
             Some(ctx.guard_lockfile()?)
         };
-        let previous = ctx.read_lock()?;
+        let previous = if args.locked {
+            ctx.read_lock()?
+        } else {
+            ctx.read_lock_to_replace()?
+        };
         let stale = previous.as_ref().map(|(l, _)| l.staleness(&manifest));
         match (previous, stale) {
             (Some((lock, _)), Some(stale)) if stale.is_empty() => (lock, Some(manifest)),
