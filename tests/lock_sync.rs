@@ -550,3 +550,44 @@ fn a_server_refusing_unadvertised_commits_gets_the_refs_instead() {
         "the fallback fetched the branches: {refs}"
     );
 }
+
+#[test]
+fn github_sources_over_smart_http() {
+    let ctx = TestContext::new();
+    let repo = ctx.repo("web");
+    repo.copy_fixture("lint", "plugins/lint");
+    let head = repo.commit("one");
+    repo.tag_annotated("v1");
+    let server = common::GitHttpServer::start(&ctx.upstream, &ctx.root.join("http.log"), &[]);
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/web/plugins/lint\"\nref = \"v1\"\n");
+    let run = |args: &[&str]| {
+        let out = ctx
+            .berth()
+            .env("BERTH_GITHUB_URL", server.url())
+            .args(args)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&["plugins", "sync"]);
+    let lock = ctx.lock_text();
+    assert_eq!(
+        lock_field(&lock, 0, "url"),
+        Some(format!("{}/acme/web.git", server.url()))
+    );
+    assert_eq!(lock_field(&lock, 0, "rev"), Some(head));
+    let lint = berth_store::hash_path(&fixtures().join("plugins/lint")).expect("hash");
+    assert_eq!(lock_field(&lock, 0, "hash"), Some(lint.to_sri()));
+    let served = server.requests();
+    assert!(
+        served
+            .iter()
+            .any(|r| r.starts_with("POST /acme/web.git/git-upload-pack")),
+        "{served:?}"
+    );
+    run(&["plugins", "verify"]);
+}

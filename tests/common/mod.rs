@@ -110,6 +110,58 @@ impl TestContext {
     }
 }
 
+/// `fixtures/git_http_server.py` serving a folder of repositories on 127.0.0.1; stopped
+/// when dropped. Its request log is read with [`GitHttpServer::requests`].
+pub struct GitHttpServer {
+    child: std::process::Child,
+    pub port: u16,
+    log: PathBuf,
+}
+
+impl GitHttpServer {
+    pub fn start(root: &Path, log: &Path, extra: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new("python3")
+            .arg(fixtures().join("git_http_server.py"))
+            .arg(root)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(log).expect("create server log"))
+            .spawn()
+            .expect("start git_http_server.py (needs python3)");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read port");
+        let port = line.trim().parse().expect("the server prints its port");
+        Self {
+            child,
+            port,
+            log: log.to_owned(),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The request lines served so far (`GET /path`, `POST /path`).
+    pub fn requests(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for GitHttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The environment every spawned process gets: a private home, no user or system git
 /// config, English messages, and none of the caller's berth settings.
 pub fn apply_env(cmd: &mut Command, home: &Path) {
