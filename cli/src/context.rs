@@ -21,8 +21,10 @@ pub struct Context {
     pub store: Store,
     pub manifest_path: PathBuf,
     pub lock_path: PathBuf,
-    /// The folder relative local sources are resolved from.
-    pub base_dir: PathBuf,
+    /// Relative local sources are resolved from the manifest's folder...
+    manifest_dir: PathBuf,
+    /// ...or, when the manifest is not read (`--frozen`), from the lockfile's.
+    lock_dir: PathBuf,
     pub jobs: usize,
     pub github_url: String,
     pub home_dir: Option<PathBuf>,
@@ -63,7 +65,7 @@ impl Failure {
 }
 
 impl Context {
-    pub fn new(cli: &Cli, plugins: &PluginsArgs, printer: Printer, frozen: bool) -> Result<Self> {
+    pub fn new(cli: &Cli, plugins: &PluginsArgs, printer: Printer) -> Result<Self> {
         let home_dir = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
@@ -76,17 +78,8 @@ impl Context {
             .lockfile
             .clone()
             .unwrap_or_else(|| manifest_path.with_extension("lock"));
-        // Without a manifest to read (`--frozen`), local paths are relative to the lockfile,
-        // which sits next to the manifest unless moved on purpose.
-        let anchor = if frozen && plugins.lockfile.is_some() && !manifest_path.exists() {
-            &lock_path
-        } else {
-            &manifest_path
-        };
-        let base_dir = match anchor.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
-            _ => PathBuf::from("."),
-        };
+        let manifest_dir = parent_dir(&manifest_path);
+        let lock_dir = parent_dir(&lock_path);
         let github_url = std::env::var("BERTH_GITHUB_URL")
             .ok()
             .filter(|u| !u.is_empty())
@@ -96,19 +89,30 @@ impl Context {
             store: Store::new(store_root),
             manifest_path,
             lock_path,
-            base_dir,
+            manifest_dir,
+            lock_dir,
             jobs: plugins.jobs.unwrap_or(DEFAULT_JOBS).max(1),
             github_url,
             home_dir,
         })
     }
 
+    /// Resolver settings for commands that read the manifest.
     pub fn settings(&self, network: Network) -> Settings {
+        self.settings_from(network, &self.manifest_dir)
+    }
+
+    /// Resolver settings for `sync --frozen`, which reads only the lockfile.
+    pub fn frozen_settings(&self, network: Network) -> Settings {
+        self.settings_from(network, &self.lock_dir)
+    }
+
+    fn settings_from(&self, network: Network, base_dir: &Path) -> Settings {
         Settings {
             github_url: self.github_url.clone(),
             network,
             jobs: self.jobs,
-            base_dir: self.base_dir.clone(),
+            base_dir: base_dir.to_owned(),
             home_dir: self.home_dir.clone(),
         }
     }
@@ -182,11 +186,10 @@ impl Context {
     /// together resolve once: the second waits, then finds the lock up to date.
     pub fn guard_lockfile(&self) -> Result<berth_store::FileLock> {
         use sha2::Digest as _;
-        let dir = match self.lock_path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
-            _ => PathBuf::from("."),
-        };
-        let dir = dir.canonicalize().unwrap_or(dir);
+        let dir = self
+            .lock_dir
+            .canonicalize()
+            .unwrap_or_else(|_| self.lock_dir.clone());
         let key = dir.join(self.lock_path.file_name().unwrap_or_default());
         let digest = sha2::Sha256::digest(key.as_os_str().as_encoded_bytes());
         let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
@@ -201,6 +204,13 @@ impl Context {
     pub fn write_lock(&self, text: &str) -> Result<()> {
         write_atomically(&self.lock_path, text.as_bytes())
             .with_context(|| format!("could not write `{}`", self.lock_label()))
+    }
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
     }
 }
 

@@ -46,8 +46,7 @@ fn main() -> ExitCode {
 fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
     match &cli.command {
         Command::Plugins(plugins) => {
-            let frozen = matches!(&plugins.command, PluginsCommand::Sync(s) if s.frozen);
-            let ctx = Context::new(cli, plugins, printer, frozen)?;
+            let ctx = Context::new(cli, plugins, printer)?;
             match &plugins.command {
                 PluginsCommand::Lock(args) => commands::lock::run(&ctx, args),
                 PluginsCommand::Sync(args) => commands::sync::run(&ctx, args),

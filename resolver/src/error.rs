@@ -125,6 +125,12 @@ pub enum ResolveError {
         /// The variable.
         name: String,
     },
+    /// `--upgrade-plugin NAME` names no locked plugin.
+    #[error("no locked plugin is named `{name}`; `berth plugins list` shows the names")]
+    UnknownPlugin {
+        /// The name given.
+        name: String,
+    },
     /// A source kind this version cannot fetch yet.
     #[error("{0}")]
     Unsupported(String),

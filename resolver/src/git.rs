@@ -36,7 +36,8 @@ pub(crate) struct GitDb {
     /// A database created by this process lives in a staging folder until something was
     /// fetched into it ([`GitDb::finish`]), so a failed first fetch leaves no cache behind.
     pending: Option<Staging>,
-    _lock: FileLock,
+    /// The cache's cross-process lock (none for a throw-away database).
+    _lock: Option<FileLock>,
 }
 
 /// One remote as the resolver uses it: the URL to connect to (credentials expanded) and the
@@ -72,7 +73,7 @@ impl GitDb {
                 repo,
                 path,
                 pending: Some(staging),
-                _lock: lock,
+                _lock: Some(lock),
             });
         }
         // We hold the lock, so lock files inside the repository are leftovers of a process
@@ -97,7 +98,7 @@ impl GitDb {
             repo,
             path,
             pending: None,
-            _lock: lock,
+            _lock: Some(lock),
         })
     }
 
@@ -109,8 +110,9 @@ impl GitDb {
         Ok(())
     }
 
-    /// A throw-away database in `dir` (for `verify`, which must not trust the cache).
-    pub(crate) fn temporary(dir: &Path, lock: FileLock) -> Result<Self, ResolveError> {
+    /// A throw-away database in `dir`, a folder no one else uses (for `verify`, which must
+    /// not trust the cache).
+    pub(crate) fn temporary(dir: &Path) -> Result<Self, ResolveError> {
         let repo = open_or_init(dir).map_err(|message| ResolveError::Cache {
             path: dir.to_owned(),
             message,
@@ -119,7 +121,7 @@ impl GitDb {
             repo,
             path: dir.to_owned(),
             pending: None,
-            _lock: lock,
+            _lock: None,
         })
     }
 

@@ -78,9 +78,7 @@ pub fn lock_plugins(
             .filter(|n| !previous.is_some_and(|l| l.plugins.iter().any(|p| &p.name == *n)))
             .map(|n| EntryError {
                 label: format!("`--upgrade-plugin {n}`"),
-                error: Box::new(ResolveError::Unsupported(format!(
-                    "no locked plugin is named `{n}`; `berth plugins list` shows the names"
-                ))),
+                error: Box::new(ResolveError::UnknownPlugin { name: n.clone() }),
             })
             .collect();
         if !unknown.is_empty() {
@@ -514,8 +512,7 @@ impl Ctx<'_> {
                 let id = ObjectId::from_hex(rev.as_bytes()).expect("lock revs are validated");
                 // A throw-away repository: verify must not trust anything already cached.
                 let staging = self.store.stage()?;
-                let lock = berth_store::FileLock::acquire(&staging.path().join(".lock"), || {})?;
-                let db = GitDb::temporary(&staging.path().join("repo"), lock)?;
+                let db = GitDb::temporary(&staging.path().join("repo"))?;
                 db.fetch_commit(&remote, id, locked.git_ref.as_deref(), self.reporter)?;
                 let tree = db.plugin_tree(id, subdir_of(locked, &source).as_deref())?;
                 Ok(db.nar_hash(tree, id)?.0)
