@@ -62,10 +62,117 @@ pub enum Command {
     /// Lock, fetch and inspect plugins
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Plugins(PluginsArgs),
+
+    /// Run a command with the locked plugin set, offline
+    ///
+    /// Builds the merged plugin set from the lock and the store alone, writes it to a file
+    /// and runs CMD with `BERTH_PLUGIN_SET` (that file, the JSON of `berth plugins show
+    /// --json`) and `BERTH_PLUGIN_PATHS` (the plugins' store folders, `:`-separated, in lock
+    /// order). berth then becomes CMD: its exit status is CMD's.
+    #[command(after_help = "Examples:\n  \
+        berth run -- my-agent --task review\n  \
+        berth run --frozen -- sh -c 'jq .skills[].name \"$BERTH_PLUGIN_SET\"'")]
+    Run(RunArgs),
+
+    /// Run the locked plugin set's hooks
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Hooks(HooksArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Use the lockfile as it is; without this, a manifest next to it must agree with it
+    #[arg(long)]
+    pub frozen: bool,
+
+    /// Refuse plugin sets with more skills than this
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_skills: usize,
+
+    #[command(flatten)]
+    pub project: ProjectArgs,
+
+    /// The command and its arguments
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct HooksArgs {
+    #[command(flatten)]
+    pub project: ProjectArgs,
+
+    #[command(subcommand)]
+    pub command: HooksCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Run the command hooks that match an event, as the OpenHands SDK would
+    ///
+    /// Each matching command hook runs with `sh -c` in the project folder, gets the event
+    /// as JSON on stdin and `OPENHANDS_PROJECT_DIR`, `OPENHANDS_SESSION_ID`,
+    /// `OPENHANDS_EVENT_TYPE`, `OPENHANDS_TOOL_NAME` and `CLAUDE_PLUGIN_ROOT` in its
+    /// environment. Exit 0 is success (stdout may hold JSON with `decision`, `reason`,
+    /// `additionalContext`, `continue`); exit 2 blocks, with stderr as the reason; anything
+    /// else is a failure that does not block. A hook past its timeout is killed with its
+    /// whole process group. Prints one JSON result; exits 2 when the event is blocked.
+    #[command(after_help = "Examples:\n  \
+        berth hooks run pre_tool_use --tool-name terminal --input event.json\n  \
+        berth hooks run SessionStart --session-id 42")]
+    Run(HookRunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HookRunArgs {
+    /// The event: pre_tool_use, post_tool_use, user_prompt_submit, session_start,
+    /// session_end or stop (PascalCase such as `PreToolUse` works too)
+    #[arg(value_parser = parse_event)]
+    pub event: &'static str,
+
+    /// The tool the event is about (tool events)
+    #[arg(long, value_name = "NAME")]
+    pub tool_name: Option<String>,
+
+    /// The conversation's id, passed on as `OPENHANDS_SESSION_ID`
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+
+    /// A JSON object with more event fields (`tool_input`, `tool_response`, `message`,
+    /// `metadata`); `-` reads it from stdin
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+
+    /// The workspace the hooks run in [default: the current folder]
+    #[arg(long, value_name = "DIR")]
+    pub project_dir: Option<PathBuf>,
+
+    /// Refuse plugin sets with more skills than this
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_skills: usize,
+}
+
+fn parse_event(text: &str) -> Result<&'static str, String> {
+    berth_runtime::hooks::event_name(text).ok_or_else(|| {
+        format!(
+            "unknown event `{text}`; use one of {}",
+            berth_runtime::hooks::EVENTS.join(", ")
+        )
+    })
 }
 
 #[derive(Debug, Args)]
 pub struct PluginsArgs {
+    #[command(flatten)]
+    pub project: ProjectArgs,
+
+    #[command(subcommand)]
+    pub command: PluginsCommand,
+}
+
+/// Where the project's files are, and how much to do at once.
+#[derive(Debug, Args)]
+pub struct ProjectArgs {
     /// The manifest
     #[arg(
         long,
@@ -94,9 +201,6 @@ pub struct PluginsArgs {
         help_heading = "Project options"
     )]
     pub jobs: Option<usize>,
-
-    #[command(subcommand)]
-    pub command: PluginsCommand,
 }
 
 #[derive(Debug, Subcommand)]
@@ -134,6 +238,23 @@ pub enum PluginsCommand {
 
     /// List the locked plugins
     List(ListArgs),
+
+    /// Show the merged plugin set: skills, MCP servers, hooks, agents
+    ///
+    /// Built from the lock and the store alone; never touches the network. `--json` prints
+    /// the document `berth run` passes to agents (SPEC section 5).
+    Show(ShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Print the plugin set as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+
+    /// Refuse plugin sets with more skills than this
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_skills: usize,
 }
 
 #[derive(Debug, Args)]

@@ -8,7 +8,7 @@ use berth_lockfile_schema::{Lock, LockError, Manifest, parse_lock, parse_manifes
 use berth_resolver::{DEFAULT_GITHUB_URL, EntryError, Network, Settings};
 use berth_store::Store;
 
-use crate::args::{Cli, PluginsArgs};
+use crate::args::{Cli, ProjectArgs};
 use crate::printer::Printer;
 
 /// The default number of plugins resolved or fetched at once: fetches wait on the network
@@ -65,7 +65,7 @@ impl Failure {
 }
 
 impl Context {
-    pub fn new(cli: &Cli, plugins: &PluginsArgs, printer: Printer) -> Result<Self> {
+    pub fn new(cli: &Cli, project: &ProjectArgs, printer: Printer) -> Result<Self> {
         let home_dir = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
@@ -73,8 +73,8 @@ impl Context {
             Some(dir) => dir.clone(),
             None => default_store_root(home_dir.as_deref())?,
         };
-        let manifest_path = plugins.manifest.clone();
-        let lock_path = plugins
+        let manifest_path = project.manifest.clone();
+        let lock_path = project
             .lockfile
             .clone()
             .unwrap_or_else(|| manifest_path.with_extension("lock"));
@@ -91,7 +91,7 @@ impl Context {
             lock_path,
             manifest_dir,
             lock_dir,
-            jobs: plugins.jobs.unwrap_or(DEFAULT_JOBS).max(1),
+            jobs: project.jobs.unwrap_or(DEFAULT_JOBS).max(1),
             github_url,
             home_dir,
         })
@@ -251,3 +251,46 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     result
 }
+
+impl Context {
+    /// The lock the runtime uses: as it is with `--frozen` (or when there is no manifest),
+    /// else only if it agrees with the manifest. Never resolves or fetches anything.
+    pub fn runtime_lock(&self, frozen: bool) -> Result<Lock> {
+        let flag = if frozen {
+            "`--frozen` was given but "
+        } else {
+            ""
+        };
+        let lock = self.require_lock(flag)?;
+        if frozen || !self.manifest_path.exists() {
+            return Ok(lock);
+        }
+        let manifest = self.read_manifest()?;
+        let stale = lock.staleness(&manifest);
+        if stale.is_empty() {
+            return Ok(lock);
+        }
+        Err(Failure {
+            message: format!(
+                "`{}` is out of date with `{}`; run `berth plugins sync` (or pass `--frozen` to use the lock as it is)",
+                self.lock_label(),
+                self.manifest_label()
+            ),
+            notes: stale.iter().map(ToString::to_string).collect(),
+        }
+        .into())
+    }
+}
+
+/// Ends berth with this exit status and no message (the command already said everything,
+/// as `hooks run` does when an event is blocked).
+#[derive(Debug)]
+pub struct Exit(pub u8);
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.0)
+    }
+}
+
+impl std::error::Error for Exit {}

@@ -10,8 +10,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::{Cli, Command, PluginsCommand};
-use crate::context::{Context, Failure};
+use crate::args::{Cli, Command, HooksCommand, PluginsCommand};
+use crate::context::{Context, Exit, Failure};
 use crate::printer::{Printer, Verbosity};
 
 fn main() -> ExitCode {
@@ -28,6 +28,9 @@ fn main() -> ExitCode {
     match run(&cli, printer) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
+            if let Some(Exit(code)) = error.downcast_ref::<Exit>() {
+                return ExitCode::from(*code);
+            }
             let printer = Printer::new(verbosity);
             match error.downcast_ref::<Failure>() {
                 Some(failure) => {
@@ -46,12 +49,23 @@ fn main() -> ExitCode {
 fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
     match &cli.command {
         Command::Plugins(plugins) => {
-            let ctx = Context::new(cli, plugins, printer)?;
+            let ctx = Context::new(cli, &plugins.project, printer)?;
             match &plugins.command {
                 PluginsCommand::Lock(args) => commands::lock::run(&ctx, args),
                 PluginsCommand::Sync(args) => commands::sync::run(&ctx, args),
                 PluginsCommand::Verify(args) => commands::verify::run(&ctx, args),
                 PluginsCommand::List(args) => commands::list::run(&ctx, args),
+                PluginsCommand::Show(args) => commands::show::run(&ctx, args),
+            }
+        }
+        Command::Run(args) => {
+            let ctx = Context::new(cli, &args.project, printer)?;
+            commands::run::run(&ctx, args)
+        }
+        Command::Hooks(hooks) => {
+            let ctx = Context::new(cli, &hooks.project, printer)?;
+            match &hooks.command {
+                HooksCommand::Run(args) => commands::hooks::run(&ctx, args),
             }
         }
     }

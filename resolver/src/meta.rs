@@ -1,53 +1,31 @@
-//! The plugin's own name, from its manifest (`plugin.json`), as SPEC section 5 describes.
+//! The plugin's own name, from its manifest (SPEC section 5), read with the runtime's rules
+//! so the name locked is the name the plugin set uses.
 
 use berth_lockfile_schema::is_valid_plugin_name;
 
 use crate::error::ResolveError;
 
-/// Where a plugin's manifest may be, in the order they are looked for: the Claude Code
-/// layouts (`.plugin/`, then `.claude-plugin/`), then the Agent Plugins 1.0 root file.
-pub const MANIFEST_FILES: [&str; 3] = [
-    ".plugin/plugin.json",
-    ".claude-plugin/plugin.json",
-    "plugin.json",
-];
-
-/// The plugin's name: the `name` of the first manifest found by `read` (which returns a
-/// regular file's bytes, or `None`), else `fallback` (the folder's name).
+/// The plugin's name: its manifest's (`.plugin/`, `.claude-plugin/` or an Agent Plugins root
+/// `plugin.json`), else `fallback`, the folder's name. `read` returns a regular file's
+/// bytes or `None`. An unusable manifest is an error naming the file.
 pub fn plugin_name_from_manifest(
     read: impl Fn(&str) -> Result<Option<Vec<u8>>, ResolveError>,
     fallback: &str,
 ) -> Result<String, ResolveError> {
-    for file in MANIFEST_FILES {
-        let Some(bytes) = read(file)? else {
-            continue;
-        };
-        let error = |message: String| ResolveError::PluginManifest {
-            file: file.to_owned(),
-            message,
-        };
-        let json: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| error(format!("is not valid JSON ({e})")))?;
-        let Some(object) = json.as_object() else {
-            return Err(error("must hold a JSON object".into()));
-        };
-        return match object.get("name") {
-            None => checked(fallback, file),
-            Some(serde_json::Value::String(name)) => checked(name, file),
-            Some(_) => Err(error("`name` must be a string".into())),
-        };
-    }
-    checked(fallback, "the folder name")
-}
-
-fn checked(name: &str, origin: &str) -> Result<String, ResolveError> {
-    if is_valid_plugin_name(name) {
-        Ok(name.to_owned())
+    let manifest =
+        berth_runtime::read_manifest(|rel| read(rel).map_err(|e| e.to_string()), fallback)
+            .map_err(|e| ResolveError::PluginManifest {
+                file: e.file,
+                message: e.message,
+            })?;
+    if is_valid_plugin_name(&manifest.name) {
+        Ok(manifest.name)
     } else {
         Err(ResolveError::PluginManifest {
-            file: origin.to_owned(),
+            file: manifest.file.unwrap_or("the folder name").to_owned(),
             message: format!(
-                "`{name}` is not a valid plugin name (it must not be empty or hold `/`, `\\` or `:`)"
+                "`{}` is not a valid plugin name (it must not be empty or hold `/`, `\\` or `:`)",
+                manifest.name
             ),
         })
     }
@@ -70,26 +48,12 @@ mod tests {
     }
 
     #[test]
-    fn manifests_are_searched_in_order() {
-        let both = [
-            (".claude-plugin/plugin.json", r#"{"name": "claude"}"#),
-            (".plugin/plugin.json", r#"{"name": "dot-plugin"}"#),
-        ];
-        assert_eq!(name(&both, "dir").expect("named"), "dot-plugin");
-        assert_eq!(name(&both[..1], "dir").expect("named"), "claude");
+    fn names_come_from_the_manifest_else_the_folder() {
         assert_eq!(
-            name(
-                &[("plugin.json", r#"{"$schema": "x", "name": "gamma"}"#)],
-                "dir"
-            )
-            .expect("named"),
-            "gamma"
+            name(&[(".plugin/plugin.json", r#"{"name": "dot"}"#)], "dir").expect("named"),
+            "dot"
         );
         assert_eq!(name(&[], "dir").expect("fallback"), "dir");
-        assert_eq!(
-            name(&[("plugin.json", "{}")], "dir").expect("fallback"),
-            "dir"
-        );
     }
 
     #[test]
@@ -97,10 +61,11 @@ mod tests {
         let err = name(&[(".plugin/plugin.json", "{nope")], "dir").expect_err("bad json");
         assert!(
             err.to_string()
-                .starts_with(".plugin/plugin.json: is not valid JSON"),
+                .starts_with(".plugin/plugin.json: invalid JSON"),
             "{err}"
         );
-        let err = name(&[("plugin.json", r#"{"name": "a/b"}"#)], "dir").expect_err("bad name");
+        let err =
+            name(&[(".plugin/plugin.json", r#"{"name": "a/b"}"#)], "dir").expect_err("bad name");
         assert!(err.to_string().contains("`a/b`"), "{err}");
     }
 }

@@ -1,7 +1,10 @@
 //! One module per command: each turns its arguments into settings and calls the libraries.
 
+pub mod hooks;
 pub mod list;
 pub mod lock;
+pub mod run;
+pub mod show;
 pub mod sync;
 pub mod verify;
 

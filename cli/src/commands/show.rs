@@ -1,0 +1,145 @@
+//! `berth plugins show`
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+use berth_runtime::{BuildOptions, PluginSet, build_plugin_set};
+
+use crate::args::ShowArgs;
+use crate::context::Context;
+
+pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
+    let lock = ctx.require_lock("")?;
+    let options = BuildOptions {
+        max_skills: Some(args.max_skills),
+    };
+    let set = build_plugin_set(&ctx.store, &lock, &options)?;
+    if args.json {
+        ctx.printer.data(&set.to_json());
+    } else {
+        ctx.printer.data(&summary(&set));
+    }
+    Ok(())
+}
+
+/// The readable form: plugins with their pins, then skills, MCP servers, hooks, agents.
+fn summary(set: &PluginSet) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "Plugins ({})", set.plugins.len());
+    let rows: Vec<[String; 4]> = set
+        .plugins
+        .iter()
+        .map(|p| {
+            [
+                p.locked.name.clone(),
+                p.manifest.version.clone(),
+                super::short_pin(&p.locked),
+                p.locked.source.clone(),
+            ]
+        })
+        .collect();
+    table(&mut out, &rows);
+    let _ = writeln!(out, "\nSkills ({})", set.skills.len());
+    let rows: Vec<[String; 4]> = set
+        .skills
+        .iter()
+        .map(|(s, plugin)| {
+            let activation = match s.trigger {
+                berth_runtime::skills::TriggerKind::Always => "always".to_owned(),
+                berth_runtime::skills::TriggerKind::Path => {
+                    format!("on {}", s.paths.clone().unwrap_or_default().join(", "))
+                }
+                _ => s.triggers.join(", "),
+            };
+            [
+                s.name.clone(),
+                plugin.clone(),
+                activation,
+                first_line(s.description.as_deref().unwrap_or("")),
+            ]
+        })
+        .collect();
+    table(&mut out, &rows);
+    let _ = writeln!(out, "\nMCP servers ({})", set.mcp_servers.len());
+    let rows: Vec<[String; 4]> = set
+        .mcp_servers
+        .iter()
+        .map(|(name, s, plugin)| {
+            let target = match (&s.command, &s.url) {
+                (Some(command), _) => std::iter::once(command.clone())
+                    .chain(s.args.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                (None, Some(url)) => url.clone(),
+                (None, None) => String::new(),
+            };
+            [name.clone(), plugin.clone(), s.transport.clone(), target]
+        })
+        .collect();
+    table(&mut out, &rows);
+    let count: usize = set.hooks.iter().map(|(_, m)| m.len()).sum();
+    let _ = writeln!(out, "\nHooks ({count})");
+    let rows: Vec<[String; 4]> = set
+        .hooks
+        .iter()
+        .flat_map(|(event, matchers)| {
+            matchers.iter().flat_map(move |(m, plugin)| {
+                m.hooks.iter().map(move |h| {
+                    let what = if h.kind == "command" {
+                        h.command.clone()
+                    } else {
+                        format!("({} hook)", h.kind)
+                    };
+                    [(*event).to_owned(), m.matcher.clone(), plugin.clone(), what]
+                })
+            })
+        })
+        .collect();
+    table(&mut out, &rows);
+    if !set.agents.is_empty() {
+        let _ = writeln!(out, "\nAgents ({})", set.agents.len());
+        let rows: Vec<[String; 4]> = set
+            .agents
+            .iter()
+            .map(|(a, plugin)| {
+                [
+                    a.name.clone(),
+                    plugin.clone(),
+                    a.model.clone(),
+                    first_line(&a.description),
+                ]
+            })
+            .collect();
+        table(&mut out, &rows);
+    }
+    if !set.warnings.is_empty() {
+        let _ = writeln!(out, "\nWarnings ({})", set.warnings.len());
+        for warning in &set.warnings {
+            let _ = writeln!(out, "  {warning}");
+        }
+    }
+    out
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() > 72 {
+        format!("{}…", line.chars().take(71).collect::<String>())
+    } else {
+        line.to_owned()
+    }
+}
+
+fn table(out: &mut String, rows: &[[String; 4]]) {
+    let width = |col: usize| {
+        rows.iter()
+            .map(|r| r[col].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    for [a, b, c, d] in rows {
+        let line = format!("  {a:<w0$}  {b:<w1$}  {c:<w2$}  {d}");
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+}

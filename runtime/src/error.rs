@@ -1,0 +1,63 @@
+//! What can go wrong while building a plugin set or running hooks.
+
+/// Why the runtime could not build the plugin set or run a hook.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// A locked plugin is not in the store.
+    #[error("plugin `{plugin}` is not in the store (expected `{}`); run `berth plugins sync`", path.display())]
+    NotSynced {
+        /// The plugin.
+        plugin: String,
+        /// Where its entry would be.
+        path: std::path::PathBuf,
+    },
+    /// A file reached through a symlink that leaves the plugin's store path.
+    #[error(
+        "plugin `{plugin}`: `{file}` is a symlink that leaves the plugin's folder; refusing to read it"
+    )]
+    SymlinkEscape {
+        /// The plugin.
+        plugin: String,
+        /// The file, relative to the plugin folder.
+        file: String,
+    },
+    /// A file too large to be a plugin file.
+    #[error(
+        "plugin `{plugin}`: `{file}` is {bytes} bytes, more than the 8 MiB a plugin file may have"
+    )]
+    FileTooLarge {
+        /// The plugin.
+        plugin: String,
+        /// The file.
+        file: String,
+        /// Its size.
+        bytes: u64,
+    },
+    /// A text file that is not UTF-8.
+    #[error("plugin `{plugin}`: `{file}` is not UTF-8 text")]
+    NotUtf8 {
+        /// The plugin.
+        plugin: String,
+        /// The file.
+        file: String,
+    },
+    /// A file whose content is invalid in a way that makes the whole plugin unusable.
+    #[error("plugin `{plugin}`: `{file}`: {message}")]
+    Invalid {
+        /// The plugin.
+        plugin: String,
+        /// The file.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// More skills than the configured limit.
+    #[error("{message}")]
+    TooManySkills {
+        /// The message, naming the limit and how to raise it.
+        message: String,
+    },
+    /// Reading the store failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}

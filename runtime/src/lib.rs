@@ -1,0 +1,31 @@
+//! berth's runtime: builds a conversation's merged plugin set (skills, MCP servers, hooks,
+//! agents) from a lock and the store alone, and runs the set's hooks.
+//!
+//! It reads both plugin layouts the OpenHands SDK reads (Claude Code and Agent Plugins
+//! 1.0) with the SDK's semantics, merges plugins in lock order, and never leaves a plugin's
+//! store path while reading it. It must not fetch anything: it links no network crate
+//! (a test checks `cargo tree -p berth-runtime`), and a missing store entry is an error
+//! that says to run `berth plugins sync`.
+
+mod agents;
+mod error;
+mod expand;
+pub mod frontmatter;
+pub mod hook_run;
+pub mod hooks;
+pub mod manifest;
+pub mod mcp;
+pub mod process;
+mod pystr;
+mod root;
+mod set;
+pub mod skills;
+
+pub use agents::Agent;
+pub use error::RuntimeError;
+pub use expand::{ROOT_VARIABLES, expand_roots};
+pub use manifest::{Format, ManifestError, PluginManifest, read_manifest};
+pub use root::{MAX_FILE_BYTES, PluginRoot};
+pub use set::{
+    BuildOptions, PLUGIN_DATA_DIR, PluginInfo, PluginSet, build_plugin_set, plugin_data_dir,
+};

@@ -1,0 +1,320 @@
+//! The merged plugin set of SPEC section 5: built from a lock and the store alone.
+
+use std::path::{Path, PathBuf};
+
+use berth_lockfile_schema::{Lock, LockedPlugin, Pin};
+use berth_store::Store;
+use serde_json::{Map, Value, json};
+
+use crate::agents::{Agent, load_agents};
+use crate::error::RuntimeError;
+use crate::hooks::{EVENTS, HookMatcher, load_hooks};
+use crate::manifest::{PluginManifest, read_manifest};
+use crate::mcp::{McpServer, load_mcp};
+use crate::root::PluginRoot;
+use crate::skills::{Skill, load_commands, load_skills};
+
+/// Where plugins' writable data folders (`${PLUGIN_DATA}`) live, under the store root.
+pub const PLUGIN_DATA_DIR: &str = "plugin-data-v1";
+
+/// How to build the set.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// At most this many skills (distinct names, commands included); `None`: no limit.
+    pub max_skills: Option<usize>,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        Self {
+            max_skills: Some(100),
+        }
+    }
+}
+
+/// A plugin of the set, as locked and as found in the store.
+#[derive(Debug, Clone)]
+pub struct PluginInfo {
+    /// The lock entry.
+    pub locked: LockedPlugin,
+    /// Its manifest (or defaults).
+    pub manifest: PluginManifest,
+    /// Its store entry.
+    pub path: PathBuf,
+    /// Its writable data folder.
+    pub data_dir: PathBuf,
+}
+
+/// The merged plugin set.
+#[derive(Debug, Clone)]
+pub struct PluginSet {
+    /// The plugins, in lock order.
+    pub plugins: Vec<PluginInfo>,
+    /// Skills by name: the last definition, at the first one's position; with its plugin.
+    pub skills: Vec<(Skill, String)>,
+    /// MCP servers by name, merged the same way; with their plugin.
+    pub mcp_servers: Vec<(String, McpServer, String)>,
+    /// Hook matchers per event, concatenated in plugin order; with their plugin.
+    pub hooks: Vec<(&'static str, Vec<(HookMatcher, String)>)>,
+    /// Sub-agents: the first definition of a name wins; with their plugin.
+    pub agents: Vec<(Agent, String)>,
+    /// What was dropped or overridden, naming plugin, file and entry.
+    pub warnings: Vec<String>,
+}
+
+/// Builds the plugin set of `lock` from `store` alone: no network, no manifest, no source
+/// folders. Every locked plugin must be in the store.
+pub fn build_plugin_set(
+    store: &Store,
+    lock: &Lock,
+    options: &BuildOptions,
+) -> Result<PluginSet, RuntimeError> {
+    let mut set = PluginSet {
+        plugins: Vec::new(),
+        skills: Vec::new(),
+        mcp_servers: Vec::new(),
+        hooks: EVENTS.iter().map(|e| (*e, Vec::new())).collect(),
+        agents: Vec::new(),
+        warnings: Vec::new(),
+    };
+    for locked in &lock.plugins {
+        let Some(entry) = store.lookup(&locked.hash, &locked.name) else {
+            return Err(RuntimeError::NotSynced {
+                plugin: locked.name.clone(),
+                path: store.entry_path(&locked.hash, &locked.name),
+            });
+        };
+        let root = PluginRoot::new(&locked.name, &entry.path)?;
+        let data_dir = plugin_data_dir(store, &entry.path);
+        let mut warnings = Vec::new();
+        let manifest = read_manifest(
+            |rel| match root.read_text(rel) {
+                Ok(text) => Ok(text.map(String::into_bytes)),
+                Err(e) => Err(e.to_string()),
+            },
+            &locked.name,
+        )
+        .map_err(|e| RuntimeError::Invalid {
+            plugin: locked.name.clone(),
+            file: e.file,
+            message: e.message,
+        })?;
+        warnings.extend(
+            manifest
+                .warnings
+                .iter()
+                .map(|w| format!("plugin `{}`: {w}", locked.name)),
+        );
+        let name = locked.name.as_str();
+        let skills = load_skills(&root, &mut warnings)?;
+        let commands = load_commands(&root, manifest.format, &mut warnings)?;
+        let hooks = load_hooks(&root, manifest.format, &mut warnings)?;
+        let servers = load_mcp(&root, manifest.format, &data_dir, &mut warnings)?;
+        let agents = load_agents(&root, manifest.format, &mut warnings)?;
+        set.warnings.append(&mut warnings);
+
+        for skill in skills
+            .into_iter()
+            .chain(commands.iter().map(|c| c.to_skill(name)))
+        {
+            match set.skills.iter_mut().find(|(s, _)| s.name == skill.name) {
+                Some(slot) => {
+                    set.warnings.push(format!(
+                        "plugin `{name}`: skill `{}` overrides the one from plugin `{}`",
+                        skill.name, slot.1
+                    ));
+                    *slot = (skill, name.to_owned());
+                }
+                None => set.skills.push((skill, name.to_owned())),
+            }
+        }
+        if let Some(max) = options.max_skills
+            && set.skills.len() > max
+        {
+            return Err(RuntimeError::TooManySkills {
+                message: format!(
+                    "Total skills ({}) exceeds maximum ({max}): plugin `{name}` brings the set over the limit; raise it with `--max-skills`",
+                    set.skills.len()
+                ),
+            });
+        }
+        for (server_name, server) in servers {
+            match set
+                .mcp_servers
+                .iter_mut()
+                .find(|(n, _, _)| *n == server_name)
+            {
+                Some(slot) => {
+                    set.warnings.push(format!(
+                        "plugin `{name}`: MCP server `{server_name}` overrides the one from plugin `{}`",
+                        slot.2
+                    ));
+                    slot.1 = server;
+                    slot.2 = name.to_owned();
+                }
+                None => set.mcp_servers.push((server_name, server, name.to_owned())),
+            }
+        }
+        for (event, matchers) in hooks {
+            let slot = set
+                .hooks
+                .iter_mut()
+                .find(|(e, _)| *e == event)
+                .expect("every event has a slot");
+            slot.1
+                .extend(matchers.into_iter().map(|m| (m, name.to_owned())));
+        }
+        for agent in agents {
+            match set.agents.iter().find(|(a, _)| a.name == agent.name) {
+                Some((_, first)) => set.warnings.push(format!(
+                    "plugin `{name}`: agent `{}` is already defined by plugin `{first}`; the first definition is kept",
+                    agent.name
+                )),
+                None => set.agents.push((agent, name.to_owned())),
+            }
+        }
+        set.plugins.push(PluginInfo {
+            locked: locked.clone(),
+            manifest,
+            path: entry.path,
+            data_dir,
+        });
+    }
+    Ok(set)
+}
+
+/// The writable data folder of the plugin stored at `entry` (`${PLUGIN_DATA}`): one per
+/// store entry, outside the read-only store.
+pub fn plugin_data_dir(store: &Store, entry: &Path) -> PathBuf {
+    store
+        .root()
+        .join(PLUGIN_DATA_DIR)
+        .join(entry.file_name().unwrap_or_default())
+}
+
+impl PluginSet {
+    /// The set as the JSON document of SPEC section 5, in a fixed order: the same lock and
+    /// store give the same bytes.
+    pub fn to_json_value(&self) -> Value {
+        let plugins: Vec<Value> = self
+            .plugins
+            .iter()
+            .map(|p| {
+                let rev = match &p.locked.pin {
+                    Pin::Git { rev, .. } => Some(rev.clone()),
+                    _ => None,
+                };
+                json!({
+                    "name": p.locked.name,
+                    "version": p.manifest.version,
+                    "description": p.manifest.description,
+                    "source": p.locked.source,
+                    "rev": rev,
+                    "hash": p.locked.hash.to_sri(),
+                    "path": p.path.to_string_lossy(),
+                    "format": p.manifest.format.as_str(),
+                    "entry_command": p.manifest.entry_command.as_ref().map(|c| format!("/{}:{c}", p.locked.name)),
+                })
+            })
+            .collect();
+        let skills: Vec<Value> = self
+            .skills
+            .iter()
+            .map(|(s, plugin)| {
+                json!({
+                    "name": s.name,
+                    "description": s.description,
+                    "content": s.content,
+                    "triggers": s.triggers,
+                    "plugin": plugin,
+                    "trigger": s.trigger.as_str(),
+                    "type": s.kind,
+                    "paths": s.paths,
+                    "inputs": s.inputs,
+                    "allowed_tools": s.allowed_tools,
+                    "license": s.license,
+                    "compatibility": s.compatibility,
+                    "metadata": s.metadata,
+                    "disable_model_invocation": s.disable_model_invocation,
+                    "source": s.source,
+                })
+            })
+            .collect();
+        let mut servers = Map::new();
+        for (name, s, plugin) in &self.mcp_servers {
+            servers.insert(
+                name.clone(),
+                json!({
+                    "command": s.command,
+                    "args": s.args,
+                    "env": s.env,
+                    "url": s.url,
+                    "type": s.transport,
+                    "plugin": plugin,
+                    "cwd": s.cwd,
+                    "headers": s.headers,
+                    "literal": s.literal,
+                }),
+            );
+        }
+        let mut hooks = Map::new();
+        for (event, matchers) in &self.hooks {
+            let entries: Vec<Value> = matchers
+                .iter()
+                .map(|(m, plugin)| {
+                    let defs: Vec<Value> = m
+                        .hooks
+                        .iter()
+                        .map(|h| {
+                            json!({
+                                "type": h.kind,
+                                "command": h.command,
+                                "timeout": h.timeout,
+                                "async": h.is_async,
+                                "name": h.name,
+                                "prompt": h.prompt,
+                            })
+                        })
+                        .collect();
+                    json!({ "matcher": m.matcher, "hooks": defs, "plugin": plugin })
+                })
+                .collect();
+            hooks.insert((*event).to_owned(), Value::Array(entries));
+        }
+        let agents: Vec<Value> = self
+            .agents
+            .iter()
+            .map(|(a, plugin)| {
+                json!({
+                    "name": a.name,
+                    "description": a.description,
+                    "content": a.content,
+                    "plugin": plugin,
+                    "model": a.model,
+                    "tools": a.tools,
+                })
+            })
+            .collect();
+        json!({
+            "plugins": plugins,
+            "skills": skills,
+            "mcp_servers": servers,
+            "hooks": hooks,
+            "agents": agents,
+            "warnings": self.warnings,
+        })
+    }
+
+    /// The JSON text: two-space indented, one trailing newline.
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(&self.to_json_value())
+            .expect("a plugin set always serialises");
+        text.push('\n');
+        text
+    }
+
+    /// The plugins' store paths, in lock order.
+    pub fn plugin_paths(&self) -> Vec<&Path> {
+        self.plugins.iter().map(|p| p.path.as_path()).collect()
+    }
+}

@@ -1,0 +1,675 @@
+//! Skills and commands, with the OpenHands SDK's discovery order and front-matter rules.
+
+use std::cmp::Ordering;
+
+use serde_json::{Map, Value};
+
+use crate::error::RuntimeError;
+use crate::frontmatter::{self, py_strip};
+use crate::manifest::Format;
+use crate::pystr::py_str;
+use crate::root::PluginRoot;
+
+/// The longest description kept whole; longer ones are cut in the middle, as the SDK does.
+pub const MAX_DESCRIPTION_CHARS: usize = 1024;
+
+/// How a skill is activated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TriggerKind {
+    /// Always in context.
+    Always,
+    /// When a keyword appears in the user's message.
+    Keyword,
+    /// A task the user starts with `/name`, possibly with inputs.
+    Task,
+    /// When a file matching `paths` is touched.
+    Path,
+}
+
+impl TriggerKind {
+    /// The name used in the plugin set.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TriggerKind::Always => "always",
+            TriggerKind::Keyword => "keyword",
+            TriggerKind::Task => "task",
+            TriggerKind::Path => "path",
+        }
+    }
+}
+
+/// One skill of a plugin (commands become skills too).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skill {
+    /// Its name; later plugins win name clashes.
+    pub name: String,
+    /// Its description, at most [`MAX_DESCRIPTION_CHARS`] characters.
+    pub description: Option<String>,
+    /// The body the agent reads.
+    pub content: String,
+    /// How it is activated.
+    pub trigger: TriggerKind,
+    /// Keywords for keyword and task skills (`/name` for tasks and commands).
+    pub triggers: Vec<String>,
+    /// Path globs of a path-triggered skill.
+    pub paths: Option<Vec<String>>,
+    /// A task skill's inputs (`{name, description}` objects); empty for other skills.
+    pub inputs: Vec<Value>,
+    /// `allowed-tools`.
+    pub allowed_tools: Option<Vec<String>>,
+    /// `license`.
+    pub license: Option<String>,
+    /// `compatibility`.
+    pub compatibility: Option<String>,
+    /// `metadata`, values as Python `str()` renders them.
+    pub metadata: Option<Map<String, Value>>,
+    /// `disable-model-invocation` (forced on for path skills).
+    pub disable_model_invocation: bool,
+    /// The file it came from, relative to the plugin folder.
+    pub source: String,
+    /// `agentskills` (a `SKILL.md`), `repo` (always on), `knowledge` (triggered), `command`.
+    pub kind: &'static str,
+}
+
+/// Loads the skills of a plugin in the SDK's order: `skills/<dir>/SKILL.md` and
+/// `skills/*.md` sorted by path (folder by folder), or a root `SKILL.md` when there is no
+/// `skills/`. A skill file that cannot be read is skipped with a warning.
+pub fn load_skills(
+    root: &PluginRoot,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Skill>, RuntimeError> {
+    if root.exists("skills")? {
+        if !root.is_dir("skills")? {
+            warnings.push(format!(
+                "plugin `{}`: `skills` is not a folder; no skills loaded from it",
+                root.plugin()
+            ));
+            return Ok(Vec::new());
+        }
+        // The SDK files skills in three maps by name (SKILL.md, always-on, triggered): a
+        // later file of the same name in the same map replaces an earlier one.
+        let mut agent: Vec<Skill> = Vec::new();
+        let mut repo: Vec<Skill> = Vec::new();
+        let mut knowledge: Vec<Skill> = Vec::new();
+        let mut candidates: Vec<(String, bool)> = Vec::new();
+        for entry in root.list("skills")? {
+            let dir = format!("skills/{entry}");
+            if root.is_dir(&dir)?
+                && let Some(skill_md) = find_skill_md(root, &dir)?
+            {
+                candidates.push((skill_md, true));
+            }
+        }
+        for entry in root.list("skills")? {
+            let rel = format!("skills/{entry}");
+            if entry.ends_with(".md")
+                && entry.to_lowercase() != "readme.md"
+                && root.is_file(&rel)?
+            {
+                candidates.push((rel, entry.to_lowercase() == "skill.md"));
+            }
+        }
+        for (rel, is_skill_md) in candidates {
+            let Some(skill) = load_skill_file(root, &rel, is_skill_md, warnings)? else {
+                continue;
+            };
+            let bucket = if rel
+                .rsplit('/')
+                .next()
+                .is_some_and(|f| f.eq_ignore_ascii_case("skill.md"))
+            {
+                &mut agent
+            } else if skill.trigger == TriggerKind::Always {
+                &mut repo
+            } else {
+                &mut knowledge
+            };
+            match bucket.iter_mut().find(|s| s.name == skill.name) {
+                Some(existing) => *existing = skill,
+                None => bucket.push(skill),
+            }
+        }
+        let mut skills: Vec<Skill> = agent.into_iter().chain(repo).chain(knowledge).collect();
+        skills.sort_by(|a, b| compare_paths(&a.source, &b.source));
+        return Ok(skills);
+    }
+    match find_skill_md(root, "")? {
+        Some(file) => Ok(load_skill_file(root, &file, true, warnings)?
+            .into_iter()
+            .collect()),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The first file (sorted) in `dir` (`""` for the plugin's root) named `skill.md` in any
+/// case, as a path relative to the plugin.
+fn find_skill_md(root: &PluginRoot, dir: &str) -> Result<Option<String>, RuntimeError> {
+    for name in root.list(if dir.is_empty() { "." } else { dir })? {
+        let rel = if dir.is_empty() {
+            name.clone()
+        } else {
+            format!("{dir}/{name}")
+        };
+        if name.to_lowercase() == "skill.md" && root.is_file(&rel)? {
+            return Ok(Some(rel));
+        }
+    }
+    Ok(None)
+}
+
+/// Python's `PurePath` order: component by component.
+pub fn compare_paths(a: &str, b: &str) -> Ordering {
+    a.split('/').cmp(b.split('/'))
+}
+
+const THIRD_PARTY: [(&str, &str); 4] = [
+    ("agents.md", "agents"),
+    ("agent.md", "agents"),
+    ("claude.md", "claude"),
+    ("gemini.md", "gemini"),
+];
+
+fn load_skill_file(
+    root: &PluginRoot,
+    rel: &str,
+    is_skill_md: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Skill>, RuntimeError> {
+    let text = match root.read_text(rel) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(None),
+        Err(RuntimeError::NotUtf8 { .. }) => {
+            warnings.push(format!(
+                "plugin `{}`: skipped skill `{rel}`: not UTF-8 text",
+                root.plugin()
+            ));
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let file_name = rel.rsplit('/').next().unwrap_or(rel);
+    if !is_skill_md
+        && let Some((_, name)) = THIRD_PARTY
+            .iter()
+            .find(|(f, _)| *f == file_name.to_lowercase())
+    {
+        // Agent instruction files from other tools are taken verbatim, always on.
+        return Ok(Some(Skill {
+            name: (*name).to_owned(),
+            description: None,
+            content: text,
+            trigger: TriggerKind::Always,
+            triggers: Vec::new(),
+            paths: None,
+            inputs: Vec::new(),
+            allowed_tools: None,
+            license: None,
+            compatibility: None,
+            metadata: None,
+            disable_model_invocation: false,
+            source: rel.to_owned(),
+            kind: "repo",
+        }));
+    }
+    let default_name = if is_skill_md {
+        // The folder's name, or the plugin's for a root SKILL.md.
+        let parent = rel.rsplit_once('/').map(|(p, _)| p);
+        match parent.and_then(|p| p.rsplit('/').next()) {
+            Some(dir) => dir.to_owned(),
+            None => root.plugin().to_owned(),
+        }
+    } else {
+        let relative = rel.strip_prefix("skills/").unwrap_or(rel);
+        relative.strip_suffix(".md").unwrap_or(relative).to_owned()
+    };
+    match skill_from_text(&text, &default_name, rel, is_skill_md) {
+        Ok(skill) => Ok(Some(skill)),
+        Err(why) => {
+            warnings.push(format!(
+                "plugin `{}`: skipped skill `{rel}`: {why}",
+                root.plugin()
+            ));
+            Ok(None)
+        }
+    }
+}
+
+fn skill_from_text(
+    text: &str,
+    default_name: &str,
+    rel: &str,
+    is_skill_md: bool,
+) -> Result<Skill, String> {
+    let doc = frontmatter::parse(text)?;
+    let meta = &doc.meta;
+    let name = meta
+        .get("name")
+        .map_or_else(|| default_name.to_owned(), py_str);
+    let optional_string = |key: &str| -> Result<Option<String>, String> {
+        match meta.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(format!("`{key}` must be a string, not `{}`", py_str(other))),
+        }
+    };
+    let description = optional_string("description")?;
+    let license = optional_string("license")?;
+    let compatibility = optional_string("compatibility")?;
+    let metadata = match meta.get("metadata") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(map)) => Some(
+            map.iter()
+                .map(|(k, v)| (k.clone(), Value::String(py_str(v))))
+                .collect(),
+        ),
+        Some(_) => return Err("`metadata` must be a mapping".into()),
+    };
+    let allowed_tools = match meta
+        .get("allowed-tools")
+        .or_else(|| meta.get("allowed_tools"))
+    {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.split_whitespace().map(str::to_owned).collect()),
+        Some(Value::Array(items)) => Some(items.iter().map(py_str).collect()),
+        Some(other) => {
+            return Err(format!(
+                "`allowed-tools` must be a string or a list, not `{}`",
+                py_str(other)
+            ));
+        }
+    };
+    let mut disable_model_invocation = match meta
+        .get("disable-model-invocation")
+        .or_else(|| meta.get("disable_model_invocation"))
+    {
+        None | Some(Value::Null) => false,
+        Some(value) => lax_bool(value).ok_or("`disable-model-invocation` must be a boolean")?,
+    };
+    let mut triggers = match meta.get("triggers") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|t| match t {
+                Value::String(s) => Ok(s.clone()),
+                other => Err(format!("triggers must be strings, not `{}`", py_str(other))),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(_) => return Err("triggers must be a list of strings".into()),
+    };
+    let paths = parse_paths(meta.get("paths"))?;
+    let mut content = doc.content;
+    let mut inputs = Vec::new();
+    let trigger = if let Some(paths) = &paths {
+        let _ = paths;
+        triggers.clear();
+        disable_model_invocation = true;
+        TriggerKind::Path
+    } else if meta.contains_key("inputs") {
+        let task = format!("/{name}");
+        if !triggers.contains(&task) {
+            triggers.push(task);
+        }
+        let list = match meta.get("inputs") {
+            Some(Value::Array(items)) => items.clone(),
+            Some(Value::Null) | None => Vec::new(),
+            Some(_) => return Err("inputs must be a list".into()),
+        };
+        for input in &list {
+            let valid = input.as_object().is_some_and(|o| {
+                o.get("name").is_some_and(Value::is_string)
+                    && o.get("description").is_some_and(Value::is_string)
+            });
+            if !valid {
+                return Err(format!(
+                    "each input needs a string `name` and `description`, not `{}`",
+                    py_str(input)
+                ));
+            }
+        }
+        let asks = !list.is_empty() || has_variable(&content);
+        const ASK: &str = "\n\nIf the user didn't provide any of these variables, ask the user to provide them first before the agent can proceed with the task.";
+        if asks && !content.is_empty() && !content.contains(ASK) {
+            content.push_str(ASK);
+        }
+        inputs = list;
+        TriggerKind::Task
+    } else if !triggers.is_empty() {
+        TriggerKind::Keyword
+    } else {
+        TriggerKind::Always
+    };
+    let kind = if is_skill_md {
+        "agentskills"
+    } else if trigger == TriggerKind::Always {
+        "repo"
+    } else {
+        "knowledge"
+    };
+    Ok(Skill {
+        description: description.map(|d| truncate_description(&d, &name, rel)),
+        name,
+        content,
+        trigger,
+        triggers: if trigger == TriggerKind::Path {
+            Vec::new()
+        } else {
+            triggers
+        },
+        paths,
+        inputs,
+        allowed_tools,
+        license,
+        compatibility,
+        metadata,
+        disable_model_invocation,
+        source: rel.to_owned(),
+        kind,
+    })
+}
+
+/// `${name}` placeholders mark a task skill as needing input.
+fn has_variable(content: &str) -> bool {
+    static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    PATTERN
+        .get_or_init(|| regex::Regex::new(r"\$\{[a-zA-Z_][a-zA-Z0-9_]*\}").expect("valid regex"))
+        .is_match(content)
+}
+
+fn parse_paths(value: Option<&Value>) -> Result<Option<Vec<String>>, String> {
+    let items: Vec<String> = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) => s.split(',').map(str::to_owned).collect(),
+        Some(Value::Array(items)) => items.iter().map(py_str).collect(),
+        Some(_) => return Err("`paths` must be a string or a list".into()),
+    };
+    let cleaned: Vec<String> = items
+        .iter()
+        .map(|p| py_strip(p).to_owned())
+        .filter(|p| !p.is_empty())
+        .collect();
+    Ok((!cleaned.is_empty()).then_some(cleaned))
+}
+
+/// Pydantic's lax booleans.
+fn lax_bool(value: &Value) -> Option<bool> {
+    match value {
+        Value::Bool(b) => Some(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(0) => Some(false),
+            Some(1) => Some(true),
+            _ => None,
+        },
+        Value::String(s) => match s.to_lowercase().as_str() {
+            "true" | "yes" | "on" | "1" | "t" | "y" => Some(true),
+            "false" | "no" | "off" | "0" | "f" | "n" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Cuts a description over the limit in the middle, as the SDK does, with a notice that
+/// points at the skill. The SDK names the absolute path; berth names `plugin-relative`
+/// source so the plugin set is the same in every store.
+pub fn truncate_description(description: &str, name: &str, source: &str) -> String {
+    let chars: Vec<char> = description.chars().collect();
+    if chars.len() <= MAX_DESCRIPTION_CHARS {
+        return description.to_owned();
+    }
+    tracing::debug!(
+        "skill `{name}`: description truncated from {} characters",
+        chars.len()
+    );
+    let notice = format!(
+        "<response clipped><NOTE>Due to the max output limit, only part of the full description is shown. You can view the complete skill content at {source}.</NOTE>"
+    );
+    let notice_len = notice.chars().count();
+    if notice_len >= MAX_DESCRIPTION_CHARS {
+        return notice.chars().take(MAX_DESCRIPTION_CHARS).collect();
+    }
+    let available = MAX_DESCRIPTION_CHARS - notice_len;
+    let head = available.div_ceil(2);
+    let tail = available - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push_str(&notice);
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
+/// A command file (`commands/*.md`), before it becomes a skill.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Command {
+    /// The file's stem.
+    pub name: String,
+    /// `description`, as Python `str()` renders it.
+    pub description: String,
+    /// `argument-hint`.
+    pub argument_hint: Option<String>,
+    /// `allowed-tools`.
+    pub allowed_tools: Vec<String>,
+    /// The body.
+    pub content: String,
+    /// The file, relative to the plugin folder.
+    pub source: String,
+}
+
+/// Loads `commands/*.md` (Claude Code) or `dev.openhands/commands/*.md` (Agent Plugins),
+/// sorted by file name.
+pub fn load_commands(
+    root: &PluginRoot,
+    format: Format,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Command>, RuntimeError> {
+    let dir = match format {
+        Format::ClaudeCode => "commands",
+        Format::AgentPlugins => "dev.openhands/commands",
+    };
+    let mut commands = Vec::new();
+    for entry in root.list(dir)? {
+        let rel = format!("{dir}/{entry}");
+        let is_md = entry.to_lowercase().ends_with(".md") && entry.len() > 3;
+        if !is_md || entry == "README.md" || entry == "readme.md" || !root.is_file(&rel)? {
+            continue;
+        }
+        let text = match root.read_text(&rel) {
+            Ok(Some(text)) => text,
+            Ok(None) => continue,
+            Err(RuntimeError::NotUtf8 { .. }) => {
+                warnings.push(format!(
+                    "plugin `{}`: skipped command `{rel}`: not UTF-8 text",
+                    root.plugin()
+                ));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let doc = match frontmatter::parse(&text) {
+            Ok(doc) => doc,
+            Err(why) => {
+                warnings.push(format!(
+                    "plugin `{}`: skipped command `{rel}`: {why}",
+                    root.plugin()
+                ));
+                continue;
+            }
+        };
+        let meta = &doc.meta;
+        let argument_hint = match meta
+            .get("argument-hint")
+            .or_else(|| meta.get("argumentHint"))
+        {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(items)) if items.is_empty() => None,
+            Some(Value::Array(items)) => {
+                Some(items.iter().map(py_str).collect::<Vec<_>>().join(" "))
+            }
+            Some(Value::String(s)) if s.is_empty() => None,
+            Some(Value::Bool(false)) => None,
+            Some(other) => Some(py_str(other)),
+        };
+        let allowed_tools = match meta
+            .get("allowed-tools")
+            .or_else(|| meta.get("allowedTools"))
+        {
+            Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
+            Some(Value::Array(items)) => items.iter().map(py_str).collect(),
+            _ => Vec::new(),
+        };
+        let stem = entry[..entry.len() - 3].to_owned();
+        commands.push(Command {
+            name: stem,
+            description: meta.get("description").map_or_else(String::new, py_str),
+            argument_hint,
+            allowed_tools,
+            content: doc.content,
+            source: rel,
+        });
+    }
+    Ok(commands)
+}
+
+impl Command {
+    /// The skill `<plugin>:<command>`, triggered by `/<plugin>:<command>`.
+    pub fn to_skill(&self, plugin: &str) -> Skill {
+        let mut parts: Vec<String> = Vec::new();
+        if !self.description.is_empty() {
+            parts.push(format!("## {}\n\n{}\n", self.name, self.description));
+        }
+        if let Some(hint) = &self.argument_hint {
+            parts.push(format!("**Arguments**: `$ARGUMENTS` - {hint}\n"));
+        }
+        if !self.content.is_empty() {
+            parts.push(format!("\n{}", self.content));
+        }
+        let content = py_strip(&parts.join("\n")).to_owned();
+        let name = format!("{plugin}:{}", self.name);
+        let description = if self.description.is_empty() {
+            format!("Command {} from {plugin}", self.name)
+        } else {
+            self.description.clone()
+        };
+        Skill {
+            description: Some(truncate_description(&description, &name, &self.source)),
+            triggers: vec![format!("/{name}")],
+            name,
+            content,
+            trigger: TriggerKind::Keyword,
+            paths: None,
+            inputs: Vec::new(),
+            allowed_tools: (!self.allowed_tools.is_empty()).then(|| self.allowed_tools.clone()),
+            license: None,
+            compatibility: None,
+            metadata: None,
+            disable_model_invocation: false,
+            source: self.source.clone(),
+            kind: "command",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_sort_component_by_component() {
+        let mut paths = vec![
+            "a.md",
+            "a-b.md",
+            "a-b/SKILL.md",
+            "a/SKILL.md",
+            "B/SKILL.md",
+            ".hidden.md",
+        ];
+        paths.sort_by(|a, b| compare_paths(a, b));
+        assert_eq!(
+            paths,
+            [
+                ".hidden.md",
+                "B/SKILL.md",
+                "a/SKILL.md",
+                "a-b/SKILL.md",
+                "a-b.md",
+                "a.md"
+            ]
+        );
+    }
+
+    #[test]
+    fn long_descriptions_are_cut_in_the_middle() {
+        let long = "x".repeat(1500);
+        let cut = truncate_description(&long, "s", "skills/s/SKILL.md");
+        assert_eq!(cut.chars().count(), MAX_DESCRIPTION_CHARS);
+        assert!(cut.contains("skills/s/SKILL.md"));
+        let exact = "y".repeat(1024);
+        assert_eq!(truncate_description(&exact, "s", "x"), exact);
+    }
+
+    #[test]
+    fn front_matter_fields() {
+        let skill = skill_from_text(
+            "---\nname: t\ndescription: d\ninputs:\n  - name: A\n    description: a\nallowed-tools: terminal file_editor\nmetadata:\n  tier: 1\n  ok: true\n---\nUse ${A}.\n",
+            "dir",
+            "skills/dir/SKILL.md",
+            true,
+        )
+        .expect("valid");
+        assert_eq!(skill.name, "t");
+        assert_eq!(skill.trigger, TriggerKind::Task);
+        assert_eq!(skill.triggers, ["/t"]);
+        assert!(
+            skill
+                .content
+                .ends_with("before the agent can proceed with the task.")
+        );
+        assert_eq!(
+            skill.allowed_tools,
+            Some(vec!["terminal".into(), "file_editor".into()])
+        );
+        let metadata = skill.metadata.expect("metadata");
+        assert_eq!(metadata["tier"], "1");
+        assert_eq!(metadata["ok"], "True");
+        let path = skill_from_text(
+            "---\npaths: 'src/**, , Cargo.toml'\ntriggers: [x]\n---\nb",
+            "p",
+            "skills/p.md",
+            false,
+        )
+        .expect("valid");
+        assert_eq!(path.trigger, TriggerKind::Path);
+        assert_eq!(path.paths, Some(vec!["src/**".into(), "Cargo.toml".into()]));
+        assert!(path.triggers.is_empty() && path.disable_model_invocation);
+        assert!(
+            skill_from_text("---\ndescription: 123\n---\n", "d", "skills/d.md", false).is_err()
+        );
+        assert!(skill_from_text("---\ntriggers: foo\n---\n", "d", "skills/d.md", false).is_err());
+    }
+
+    #[test]
+    fn commands_become_skills_like_the_sdk_makes_them() {
+        let command = Command {
+            name: "review".into(),
+            description: "Review the current change".into(),
+            argument_hint: Some("path".into()),
+            allowed_tools: vec!["terminal".into()],
+            content: "Review the code at $ARGUMENTS carefully.".into(),
+            source: "commands/review.md".into(),
+        };
+        let skill = command.to_skill("alpha");
+        assert_eq!(skill.name, "alpha:review");
+        assert_eq!(skill.triggers, ["/alpha:review"]);
+        assert_eq!(
+            skill.content,
+            "## review\n\nReview the current change\n\n**Arguments**: `$ARGUMENTS` - path\n\n\nReview the code at $ARGUMENTS carefully."
+        );
+        let bare = Command {
+            description: String::new(),
+            argument_hint: None,
+            ..command
+        };
+        assert_eq!(
+            bare.to_skill("alpha").description.as_deref(),
+            Some("Command review from alpha")
+        );
+    }
+}
