@@ -1,0 +1,43 @@
+//! The runtime builds plugin sets from the lock and the store alone, so it must not even
+//! link a network crate.
+
+use std::process::Command;
+
+#[test]
+fn runtime_links_no_network_crate() {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            "berth-runtime",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cargo tree");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(tree.contains("berth-store"), "the tree is real: {tree}");
+    for forbidden in ["gix", "reqwest", "hyper"] {
+        let found: Vec<&str> = tree
+            .lines()
+            .filter(|l| {
+                l.split_whitespace().next().is_some_and(|name| {
+                    name == forbidden || name.starts_with(&format!("{forbidden}-"))
+                })
+            })
+            .collect();
+        assert!(
+            found.is_empty(),
+            "berth-runtime depends on {forbidden}: {found:?}"
+        );
+    }
+}
