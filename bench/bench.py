@@ -2,14 +2,21 @@
 """berth's benchmarks: builds its fixtures on /dev/shm, runs berth and each comparison in
 the same run, prints a Markdown table of medians. Rerun with `bench/run.sh`.
 
-Figures (issue #2):
-  1. `berth plugins sync --frozen --offline` with 100 locked plugins already in the store,
-     median of 20 runs, next to uv's no-op `uv sync --frozen --offline` of 12 packages.
-  2. A cold `berth plugins lock` + `berth plugins sync` of 50 generated git repositories,
-     next to a `git clone --depth 1` loop over the same repositories.
+Figures:
+  1. (issue #2) `berth plugins sync --frozen --offline` with 100 locked plugins already in
+     the store, median of 20 runs, next to uv's no-op `uv sync --frozen --offline` of 12
+     packages.
+  2. (issue #2) A cold `berth plugins lock` + `berth plugins sync` of 50 generated git
+     repositories, next to a `git clone --depth 1` loop over the same repositories.
+  3. (issue #3) `berth plugins show --json` for a lock of 50 plugins (the conformance
+     samples repeated under new names), next to the OpenHands SDK's `load_plugins` on the
+     same 50 folders in a fresh Python process. The SDK is installed into a cached venv
+     (~/.cache/berth-bench/ohsdk) the first time, as fixtures/conformance/README.md says,
+     or taken from `--sdk-python`.
 """
 
 import argparse
+import json
 import os
 import platform
 import shutil
@@ -146,6 +153,75 @@ def bench_cold(berth, scratch, repos, runs):
     return berth_times, berth_j1_times, git_times
 
 
+SDK_DEPS = [
+    "certifi", "pydantic>=2.13.5", "python-frontmatter>=1.3.0", "fastmcp<4,>=3.2.0",
+    "litellm<1.106,>=1.93.0", "jsonschema>=4.23.0", "filelock>=3.20.1", "httpx[socks]>=0.28.1",
+    "tenacity>=9.1.2", "python-json-logger>=3.3.0", "websockets>=12", "deprecation>=2.1.0",
+    "pillow>=12.3.0", "joserfc>=1.7.5", "fakeredis[lua]>=2.32.1",
+    "agent-client-protocol<0.13.0,>=0.12.1", "lmnr<0.8.0,>=0.7.60", "tree-sitter>=0.25",
+    "tree-sitter-bash>=0.25",
+]
+
+
+def ensure_sdk(given):
+    """A Python with openhands-sdk 1.58.2, or None when it cannot be installed here."""
+    if given:
+        return given
+    venv = Path.home() / ".cache" / "berth-bench" / "ohsdk"
+    python = venv / "bin" / "python"
+    if python.exists():
+        return str(python)
+    candidates = sorted(Path.home().glob(".pyenv/versions/3.1[2-9]*/bin/python"))
+    base = str(candidates[-1]) if candidates else shutil.which("python3.12")
+    if not base:
+        return None
+    try:
+        run([base, "-m", "venv", str(venv)])
+        run([str(python), "-m", "pip", "install", "-q", *SDK_DEPS])
+        run([str(python), "-m", "pip", "install", "-q", "--no-deps", "openhands-sdk==1.58.2"])
+    except subprocess.CalledProcessError:
+        shutil.rmtree(venv, ignore_errors=True)
+        return None
+    return str(python)
+
+
+def make_sample_copies(dest: Path, count: int):
+    """`count` plugins: the conformance samples in turn, each renamed `<sample>-<i>`."""
+    samples = ROOT / "fixtures" / "conformance" / "samples"
+    manifests = {"alpha": ".claude-plugin/plugin.json", "beta": ".plugin/plugin.json", "gamma": "plugin.json"}
+    dirs = []
+    for i in range(count):
+        base = ["alpha", "beta", "gamma"][i % 3]
+        target = dest / f"{base}-{i}"
+        shutil.copytree(samples / base, target)
+        for p in [target, *target.rglob("*")]:
+            p.chmod(p.stat().st_mode | 0o200)
+        manifest = target / manifests[base]
+        data = json.loads(manifest.read_text())
+        data["name"] = f"{base}-{i}"
+        manifest.write_text(json.dumps(data))
+        dirs.append(target)
+    return dirs
+
+
+def bench_show(berth, scratch, sdk_python, runs, sdk_runs):
+    work = scratch / "show"
+    work.mkdir()
+    dirs = make_sample_copies(work, 50)
+    (work / "plugins.toml").write_text("".join(f'[[plugin]]\nsource = "./{d.name}"\n\n' for d in dirs))
+    env = {"BERTH_STORE": str(scratch / "show-store")}
+    run([berth, "plugins", "sync", "-q"], cwd=work, env=env)
+    cmd = [berth, "plugins", "show", "--json", "--max-skills", "100000"]
+    run(cmd, cwd=work, env=env)
+    berth_times = [timed([cmd], cwd=work, env=env) for _ in range(runs)]
+    sdk_times = None
+    if sdk_python:
+        sdk_cmd = [sdk_python, str(ROOT / "bench" / "sdk_load_plugins.py"), *map(str, dirs)]
+        run(sdk_cmd, cwd=work)
+        sdk_times = [timed([sdk_cmd], cwd=work) for _ in range(sdk_runs)]
+    return berth_times, sdk_times
+
+
 def machine():
     cpu = "unknown CPU"
     try:
@@ -165,6 +241,9 @@ def main():
     parser.add_argument("--berth", required=True, help="the berth binary (release build)")
     parser.add_argument("--noop-runs", type=int, default=20)
     parser.add_argument("--cold-runs", type=int, default=5)
+    parser.add_argument("--show-runs", type=int, default=20)
+    parser.add_argument("--sdk-runs", type=int, default=5)
+    parser.add_argument("--sdk-python", help="a Python with openhands-sdk 1.58.2 installed")
     args = parser.parse_args()
     base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
     scratch = Path(tempfile.mkdtemp(prefix="berth-bench-", dir=base))
@@ -179,6 +258,9 @@ def main():
         uv = bench_uv(scratch, args.noop_runs)
         print("cold lock + sync ...", file=sys.stderr)
         cold, cold_j1, clone = bench_cold(args.berth, scratch, repos, args.cold_runs)
+        print("plugin set of 50 plugins ...", file=sys.stderr)
+        sdk_python = ensure_sdk(args.sdk_python)
+        show, sdk = bench_show(args.berth, scratch, sdk_python, args.show_runs, args.sdk_runs)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -200,6 +282,12 @@ def main():
         f"| same, `--jobs 1` (median of {len(cold_j1)}) "
         f"| {median_ms(cold_j1):.0f} ms | {median_ms(clone):.0f} ms (`git clone --depth 1` loop) "
         f"| {median_ms(clone) / median_ms(cold_j1):.2f}x faster | |"
+    )
+    sdk_cell = f"{median_ms(sdk):.0f} ms (SDK `load_plugins`, median of {len(sdk)}, with start-up)" if sdk else "n/a (SDK not installable)"
+    sdk_ratio = f"{median_ms(sdk) / median_ms(show):.0f}x faster" if sdk else "n/a"
+    print(
+        f"| `plugins show --json`, 50 plugins (median of {len(show)}) "
+        f"| {median_ms(show):.1f} ms | {sdk_cell} | {sdk_ratio} | at least 10x faster |"
     )
 
 
