@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The reference side of the plugin-set benchmark: the OpenHands SDK's own
-`load_plugins` over local plugin folders, as a fresh process (start-up included), the way
-an agent server builds a conversation's plugins. Prints the number of merged skills."""
+`load_plugins` over local plugin folders, as a fresh process, the way a CLI
+would. Prints the number of merged skills and the seconds `load_plugins` itself took (the
+caller times the whole process, start-up included)."""
 
 import os
 import sys
@@ -15,7 +16,13 @@ os.environ.setdefault("LOG_LEVEL", "ERROR")
 from openhands.sdk import LLM, Agent  # noqa: E402
 from openhands.sdk.plugin import PluginSource, load_plugins  # noqa: E402
 
+import json  # noqa: E402
+import time  # noqa: E402
+
+start = time.perf_counter()
 agent = Agent(llm=LLM(model="bench/none", usage_id="bench"), tools=[])
 specs = [PluginSource(source=d) for d in sys.argv[1:]]
 new_agent, hooks = load_plugins(specs, agent, max_skills=100_000, get_secret=lambda k: None)
-print(len(new_agent.agent_context.skills if new_agent.agent_context else []))
+elapsed = time.perf_counter() - start
+skills = len(new_agent.agent_context.skills if new_agent.agent_context else [])
+print(json.dumps({"skills": skills, "load_seconds": elapsed}))

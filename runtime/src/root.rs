@@ -37,7 +37,41 @@ impl PluginRoot {
     }
 
     /// Where `rel` really is, if it exists; an error if it resolves outside the plugin.
+    /// Walks the components with `lstat`; only a path with a symlink in it pays for a full
+    /// `canonicalize`.
     fn resolve(&self, rel: &str) -> Result<Option<PathBuf>, RuntimeError> {
+        let mut current = self.root.clone();
+        for part in Path::new(rel).components() {
+            match part {
+                std::path::Component::CurDir => {}
+                std::path::Component::Normal(name) => {
+                    current.push(name);
+                    match std::fs::symlink_metadata(&current) {
+                        Ok(meta) if meta.file_type().is_symlink() => {
+                            return self.resolve_through_links(rel);
+                        }
+                        Ok(_) => {}
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                            ) =>
+                        {
+                            return Ok(None);
+                        }
+                        Err(e) => {
+                            return Err(fs_err::symlink_metadata(&current)
+                                .map_or_else(Into::into, |_| e.into()));
+                        }
+                    }
+                }
+                _ => return self.resolve_through_links(rel),
+            }
+        }
+        Ok(Some(current))
+    }
+
+    fn resolve_through_links(&self, rel: &str) -> Result<Option<PathBuf>, RuntimeError> {
         let joined = self.root.join(rel);
         let real = match std::fs::canonicalize(&joined) {
             Ok(real) => real,
