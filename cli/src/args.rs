@@ -239,11 +239,62 @@ pub enum PluginsCommand {
     /// List the locked plugins
     List(ListArgs),
 
+    /// Add a plugin to the manifest, then lock
+    ///
+    /// The new entry is appended to plugins.toml, keeping its comments and layout, and
+    /// resolved; a plugin whose name is already in the manifest is refused unless
+    /// `--force` (later entries win name clashes).
+    #[command(after_help = "Examples:\n  \
+        berth plugins add github:acme/review-tools --ref v1.2.0 --repo-path plugins/review\n  \
+        berth plugins add https://example.com/lint-1.0.tar.gz\n  \
+        berth plugins add git@github.com:acme/tools.git --version '^1.2'")]
+    Add(AddArgs),
+
+    /// Remove the plugins with this name from the manifest, then lock
+    Remove(RemoveArgs),
+
+    /// Move the named plugins (or all) to the newest commit their branch, tag or version allows
+    Update(UpdateArgs),
+
     /// Show the merged plugin set: skills, MCP servers, hooks, agents
     ///
     /// Built from the lock and the store alone; never touches the network. `--json` prints
     /// the document `berth run` passes to agents (SPEC section 5).
     Show(ShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// The source: `github:OWNER/REPO[/PATH]`, a git or archive URL, or `./path`
+    pub source: String,
+
+    /// A branch, tag or full commit (git sources)
+    #[arg(long = "ref", value_name = "REF", conflicts_with = "version")]
+    pub git_ref: Option<String>,
+
+    /// A semver range matched against the repository's tags, such as `^1.2`
+    #[arg(long, value_name = "RANGE")]
+    pub version: Option<String>,
+
+    /// The plugin's folder inside the repository or archive
+    #[arg(long, value_name = "PATH")]
+    pub repo_path: Option<String>,
+
+    /// Add it even if a plugin of the same name is already in the manifest
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RemoveArgs {
+    /// The plugin's name, as `berth plugins list` shows it
+    pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// The plugins to update [default: all]
+    pub names: Vec<String>,
 }
 
 #[derive(Debug, Args)]

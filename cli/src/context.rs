@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 use berth_lockfile_schema::{Lock, LockError, Manifest, parse_lock, parse_manifest};
-use berth_resolver::{DEFAULT_GITHUB_URL, EntryError, Network, Settings};
+use berth_resolver::{ArchiveLimits, DEFAULT_GITHUB_URL, EntryError, Network, Settings};
 use berth_store::Store;
 
 use crate::args::{Cli, ProjectArgs};
@@ -28,6 +28,7 @@ pub struct Context {
     pub jobs: usize,
     pub github_url: String,
     pub home_dir: Option<PathBuf>,
+    pub archive_limits: ArchiveLimits,
 }
 
 /// A failure with follow-up lines: the `error:` line, then one line per detail.
@@ -84,7 +85,14 @@ impl Context {
             .ok()
             .filter(|u| !u.is_empty())
             .unwrap_or_else(|| DEFAULT_GITHUB_URL.to_owned());
+        let defaults = ArchiveLimits::default();
+        let archive_limits = ArchiveLimits {
+            max_bytes: size_from_env("BERTH_ARCHIVE_MAX_BYTES")?.unwrap_or(defaults.max_bytes),
+            max_entries: size_from_env("BERTH_ARCHIVE_MAX_ENTRIES")?
+                .unwrap_or(defaults.max_entries),
+        };
         Ok(Self {
+            archive_limits,
             printer,
             store: Store::new(store_root),
             manifest_path,
@@ -114,6 +122,7 @@ impl Context {
             jobs: self.jobs,
             base_dir: base_dir.to_owned(),
             home_dir: self.home_dir.clone(),
+            archive_limits: self.archive_limits,
         }
     }
 
@@ -204,6 +213,24 @@ impl Context {
     pub fn write_lock(&self, text: &str) -> Result<()> {
         write_atomically(&self.lock_path, text.as_bytes())
             .with_context(|| format!("could not write `{}`", self.lock_label()))
+    }
+}
+
+/// A size from the environment: a number with an optional `K`, `M` or `G` (powers of 1024).
+fn size_from_env(name: &str) -> Result<Option<u64>> {
+    let Ok(text) = std::env::var(name) else {
+        return Ok(None);
+    };
+    let text = text.trim();
+    let (digits, scale) = match text.char_indices().last() {
+        Some((i, c)) if c.eq_ignore_ascii_case(&'k') => (&text[..i], 1u64 << 10),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'m') => (&text[..i], 1 << 20),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'g') => (&text[..i], 1 << 30),
+        _ => (text, 1),
+    };
+    match digits.trim().parse::<u64>() {
+        Ok(n) => Ok(Some(n.saturating_mul(scale))),
+        Err(_) => bail!("`{name}={text}` is not a size; write a number such as `512M` or `20000`"),
     }
 }
 

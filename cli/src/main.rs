@@ -56,6 +56,9 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
                 PluginsCommand::Verify(args) => commands::verify::run(&ctx, args),
                 PluginsCommand::List(args) => commands::list::run(&ctx, args),
                 PluginsCommand::Show(args) => commands::show::run(&ctx, args),
+                PluginsCommand::Add(args) => commands::edit::add(&ctx, args),
+                PluginsCommand::Remove(args) => commands::edit::remove(&ctx, args),
+                PluginsCommand::Update(args) => commands::edit::update(&ctx, args),
             }
         }
         Command::Run(args) => {

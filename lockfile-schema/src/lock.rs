@@ -480,6 +480,18 @@ impl LockedPlugin {
                 self.hash
             ));
         }
+        if let Some(pinned) = &r.archive_hash {
+            let locked = match &self.pin {
+                Pin::Archive { archive_hash, .. } => Some(archive_hash),
+                _ => None,
+            };
+            if locked != Some(pinned) {
+                what.push(format!(
+                    "`archive_hash` is `{pinned}` in the manifest but {} in the lock",
+                    locked.map_or_else(|| "absent".to_owned(), |h| format!("`{h}`"))
+                ));
+            }
+        }
         if let Some(name) = &r.name
             && *name != self.name
         {

@@ -37,6 +37,8 @@ pub struct PluginRequest {
     pub repo_path: Option<String>,
     /// `hash`: the content hash the plugin must have.
     pub hash: Option<Sha256Hash>,
+    /// `archive_hash`: the sha256 the downloaded archive must have (archive sources).
+    pub archive_hash: Option<Sha256Hash>,
     /// `name`: the name the plugin must have.
     pub name: Option<String>,
     /// The line of the entry's `source` key, for messages.
@@ -61,6 +63,7 @@ impl PluginRequest {
             version: version.map(str::to_owned),
             repo_path: repo_path.map(str::to_owned),
             hash: None,
+            archive_hash: None,
             name: None,
             line: 0,
             parsed,
@@ -130,6 +133,15 @@ impl PluginRequest {
             Source::GitHub { subpath, .. } => subpath.clone(),
             _ => None,
         };
+        if self.archive_hash.is_some() && kind != SourceKind::Archive {
+            return Err((
+                "archive_hash",
+                format!(
+                    "`archive_hash` only applies to archive sources, and `{}` is a {kind} source; pin its content with `hash`",
+                    self.display_source()
+                ),
+            ));
+        }
         if let Some(repo_path) = &self.repo_path {
             if kind == SourceKind::Local {
                 return Err((
@@ -172,7 +184,15 @@ pub fn is_valid_plugin_name(name: &str) -> bool {
         && !name.chars().any(char::is_control)
 }
 
-const PLUGIN_KEYS: [&str; 6] = ["source", "ref", "version", "repo_path", "hash", "name"];
+const PLUGIN_KEYS: [&str; 7] = [
+    "source",
+    "ref",
+    "version",
+    "repo_path",
+    "hash",
+    "archive_hash",
+    "name",
+];
 
 /// Parses `plugins.toml`. `file` is the path to name in messages.
 pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnostic> {
@@ -297,13 +317,8 @@ impl<'a> Reader<'a> {
                 ),
             );
         }
-        let hash = match self.string(table, "hash")? {
-            Some(text) => Some(
-                Sha256Hash::from_sri(&text)
-                    .map_err(|e| self.error(value_span(table, "hash"), e.to_string()))?,
-            ),
-            None => None,
-        };
+        let hash = self.sri(table, "hash")?;
+        let archive_hash = self.sri(table, "archive_hash")?;
         let line =
             crate::diagnostic::line_column(self.text, source_key.span().map_or(0, |s| s.start)).0;
         let mut request = PluginRequest {
@@ -312,6 +327,7 @@ impl<'a> Reader<'a> {
             version: self.string(table, "version")?,
             repo_path: self.string(table, "repo_path")?,
             hash,
+            archive_hash,
             name: self.string(table, "name")?,
             line,
             parsed,
@@ -321,6 +337,15 @@ impl<'a> Reader<'a> {
             .validate()
             .map_err(|(field, message)| self.error(value_span(table, field).or(span), message))?;
         Ok(request)
+    }
+
+    fn sri(&self, table: &dyn TableLike, key: &str) -> Result<Option<Sha256Hash>, Diagnostic> {
+        match self.string(table, key)? {
+            Some(text) => Sha256Hash::from_sri(&text)
+                .map(Some)
+                .map_err(|e| self.error(value_span(table, key), e.to_string())),
+            None => Ok(None),
+        }
     }
 
     fn string(&self, table: &dyn TableLike, key: &str) -> Result<Option<String>, Diagnostic> {

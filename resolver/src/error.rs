@@ -125,6 +125,42 @@ pub enum ResolveError {
         /// The variable.
         name: String,
     },
+    /// Downloading an archive failed.
+    #[error("could not download `{url}`: {message}")]
+    Download {
+        /// The URL, credentials removed.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// An archive was refused or could not be unpacked.
+    #[error("archive `{url}`: {message}")]
+    Archive {
+        /// The URL, credentials removed.
+        url: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The downloaded archive is not the one the lock or manifest names.
+    #[error("archive hash mismatch for `{name}`: expected `{expected}`, got `{actual}`")]
+    ArchiveHashMismatch {
+        /// The plugin (or the URL when the plugin is not known yet).
+        name: String,
+        /// Expected.
+        expected: Sha256Hash,
+        /// Actual.
+        actual: Sha256Hash,
+    },
+    /// No tag satisfies a `version` range.
+    #[error("no tag of `{url}` matches `version = \"{range}\"`{}", nearest_hint(.nearest))]
+    NoMatchingVersion {
+        /// The remote, credentials removed.
+        url: String,
+        /// The range.
+        range: String,
+        /// The closest semver tags, newest first.
+        nearest: Vec<String>,
+    },
     /// `--upgrade-plugin NAME` names no locked plugin.
     #[error("no locked plugin is named `{name}`; `berth plugins list` shows the names")]
     UnknownPlugin {
@@ -171,4 +207,19 @@ pub struct EntryError {
     /// What went wrong (boxed: errors carry hashes and paths, results should stay small).
     #[source]
     pub error: Box<ResolveError>,
+}
+
+fn nearest_hint(nearest: &[String]) -> String {
+    if nearest.is_empty() {
+        "; it has no semver tags (`v1.2.3` or `1.2.3`)".to_owned()
+    } else {
+        format!(
+            "; its newest tags are {}",
+            nearest
+                .iter()
+                .map(|t| format!("`{t}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
 }

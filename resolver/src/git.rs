@@ -197,6 +197,68 @@ impl GitDb {
         self.refresh_after_fetch(commit, remote)
     }
 
+    /// The remote's tags and the commits they point to (annotated tags peeled), from its
+    /// ref advertisement alone: nothing is fetched.
+    pub(crate) fn list_tags(
+        &self,
+        remote: &Remote,
+    ) -> Result<Vec<(String, ObjectId)>, ResolveError> {
+        let fetch_error = |e: gix::Error| fetch_error(remote, &e);
+        let gix_remote = self
+            .repo
+            .remote_at(remote.fetch_url.as_str())
+            .map_err(fetch_error)?
+            .with_fetch_tags(Tags::None)
+            .with_refspecs(["+refs/tags/*:refs/tags/*"], Direction::Fetch)
+            .map_err(fetch_error)?;
+        let options = ref_map::Options {
+            prefix_from_spec_as_filter_on_remote: true,
+            ..Default::default()
+        };
+        let (map, _handshake) = gix_remote
+            .connect(Direction::Fetch)
+            .map_err(fetch_error)?
+            .ref_map(gix::progress::Discard, options)
+            .map_err(fetch_error)?;
+        Ok(map
+            .remote_refs
+            .iter()
+            .filter_map(|r| match r {
+                Ref::Direct {
+                    full_ref_name,
+                    object,
+                }
+                | Ref::Peeled {
+                    full_ref_name,
+                    object,
+                    ..
+                } => full_ref_name
+                    .to_str()
+                    .ok()
+                    .and_then(|n| n.strip_prefix("refs/tags/"))
+                    .map(|n| (n.to_owned(), *object)),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// The tags the cache has seen (`--offline`).
+    pub(crate) fn local_tags(&self) -> Vec<(String, ObjectId)> {
+        let Ok(platform) = self.repo.references() else {
+            return Vec::new();
+        };
+        let Ok(tags) = platform.tags() else {
+            return Vec::new();
+        };
+        tags.filter_map(Result::ok)
+            .filter_map(|mut r| {
+                let name = r.name().shorten().to_string();
+                let id = r.peel_to_commit().ok()?.id;
+                Some((name, id))
+            })
+            .collect()
+    }
+
     /// Resolves `want` from what the cache last saw of the remote (`--offline`).
     pub(crate) fn resolve_offline(&self, want: &Want) -> Option<ObjectId> {
         let candidates: Vec<String> = match want {

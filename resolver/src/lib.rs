@@ -6,16 +6,21 @@
 //! working copy. Everything it adds to the store goes through [`berth_store::Store::commit`],
 //! so an entry is complete and verified or absent.
 
+mod archive;
 mod error;
+mod extract;
 mod git;
 mod local;
 mod meta;
+mod netrc;
 mod ops;
+mod semver_tags;
 mod url;
 
 use std::path::PathBuf;
 
 pub use error::{EntryError, ResolveError};
+pub use extract::ArchiveLimits;
 pub use meta::plugin_name_from_manifest;
 pub use ops::{
     LocalCheck, LocalRelock, LockOptions, LockOutcome, SyncOutcome, Upgrade, VerifyOutcome,
@@ -42,8 +47,10 @@ pub struct Settings {
     pub jobs: usize,
     /// The folder relative local sources are resolved from (the manifest's folder).
     pub base_dir: PathBuf,
-    /// The user's home, for `~/` local sources.
+    /// The user's home, for `~/` local sources and `~/.netrc`.
     pub home_dir: Option<PathBuf>,
+    /// How large an archive may be.
+    pub archive_limits: ArchiveLimits,
 }
 
 /// The default `github:` base URL.

@@ -11,7 +11,9 @@ use berth_lockfile_schema::{
 use berth_store::{Store, StoreEntry};
 use gix::ObjectId;
 
+use crate::archive::{self, ArchiveSource};
 use crate::error::{EntryError, ResolveError};
+use crate::extract::ArchiveFormat;
 use crate::git::{GitDb, Remote, Want};
 use crate::local::{LOCAL_EXCLUDE, existing_dir, local_dir, name_and_hash};
 use crate::meta::plugin_name_from_manifest;
@@ -277,9 +279,7 @@ impl Ctx<'_> {
         match request.parsed_source().kind() {
             SourceKind::Local => self.lock_local(request, None),
             SourceKind::Git => self.lock_git(request),
-            SourceKind::Archive => Err(ResolveError::Unsupported(
-                "archive sources are not supported by this version of berth yet; use a git or local source".into(),
-            )),
+            SourceKind::Archive => self.lock_archive(request),
         }
     }
 
@@ -322,14 +322,18 @@ impl Ctx<'_> {
     }
 
     fn lock_git(&self, request: &PluginRequest) -> Result<LockedPlugin, ResolveError> {
-        if request.version.is_some() {
-            return Err(ResolveError::Unsupported(
-                "`version` ranges are not supported by this version of berth yet; pin a tag with `ref`".into(),
-            ));
-        }
         let (remote, cache) = self.remote(request.parsed_source())?;
         let db = GitDb::open(self.store, &cache, &remote.shown_url, self.reporter)?;
-        let rev = match request.git_ref.as_deref() {
+        // A `version` range becomes the tag it picks, then resolves like `ref = "<tag>"`.
+        let resolved_ref = match &request.version {
+            Some(range) => Some(self.pick_tag(&db, &remote, range)?),
+            None => None,
+        };
+        let wanted = resolved_ref
+            .as_ref()
+            .map(|tag| format!("refs/tags/{tag}"))
+            .or_else(|| request.git_ref.clone());
+        let rev = match wanted.as_deref() {
             Some(r) if is_full_commit_id(r) => {
                 let id = ObjectId::from_hex(r.as_bytes()).expect("checked to be 40 hex digits");
                 if !db.has_commit(id) {
@@ -372,7 +376,7 @@ impl Ctx<'_> {
             source: request.display_source(),
             git_ref: request.git_ref.clone(),
             version: request.version.clone(),
-            resolved_ref: None,
+            resolved_ref,
             repo_path: request.repo_path.clone(),
             pin: Pin::Git {
                 url: remote.shown_url,
@@ -380,6 +384,123 @@ impl Ctx<'_> {
             },
             hash,
         })
+    }
+
+    /// The tag a `version` range picks: among the remote's tags, or offline the cache's.
+    fn pick_tag(&self, db: &GitDb, remote: &Remote, range: &str) -> Result<String, ResolveError> {
+        let req = semver::VersionReq::parse(range)
+            .map_err(|e| ResolveError::Unsupported(format!("`version = \"{range}\"`: {e}")))?;
+        let tags = match self.settings.network {
+            Network::Online => db.list_tags(remote)?,
+            Network::Offline => db.local_tags(),
+        };
+        crate::semver_tags::pick(&req, tags.iter().map(|(t, _)| t.as_str())).map_err(|nearest| {
+            ResolveError::NoMatchingVersion {
+                url: remote.shown_url.clone(),
+                range: range.to_owned(),
+                nearest,
+            }
+        })
+    }
+
+    fn archive_source(&self, source: &Source) -> Result<ArchiveSource, ResolveError> {
+        let Source::Archive { url } = source else {
+            unreachable!("only called for archive sources");
+        };
+        Ok(ArchiveSource {
+            fetch_url: expand_env(url)?,
+            shown_url: redact(url).text,
+            format: ArchiveFormat::from_url(url).expect("archive sources have an archive suffix"),
+        })
+    }
+
+    fn lock_archive(&self, request: &PluginRequest) -> Result<LockedPlugin, ResolveError> {
+        let source = self.archive_source(request.parsed_source())?;
+        self.require_network(|| format!("`{}`", source.shown_url))?;
+        let limits = self.settings.archive_limits;
+        let (download, file, archive_hash) = archive::download(
+            self.store,
+            &source,
+            limits,
+            self.settings.home_dir.as_deref(),
+            self.reporter,
+        )?;
+        if let Some(expected) = request.archive_hash
+            && expected != archive_hash
+        {
+            return Err(ResolveError::ArchiveHashMismatch {
+                name: source.shown_url.clone(),
+                expected,
+                actual: archive_hash,
+            });
+        }
+        let unpacked = archive::unpack(self.store, &source, &file, request.subdir(), limits)?;
+        // Only an archive that unpacked cleanly is kept for `sync`.
+        archive::keep(self.store, &file, &archive_hash, source.format)?;
+        drop(download);
+        let dir = unpacked.staging.path();
+        let name = plugin_name_from_manifest(
+            |rel| crate::local::read_regular_file(dir, rel),
+            &unpacked.folder_name,
+        )?;
+        let hash = berth_store::hash_path(dir)?;
+        check_pins(request, &name, &hash)?;
+        Ok(LockedPlugin {
+            name,
+            source: request.display_source(),
+            git_ref: None,
+            version: None,
+            resolved_ref: None,
+            repo_path: request.repo_path.clone(),
+            pin: Pin::Archive {
+                url: source.shown_url,
+                archive_hash,
+            },
+            hash,
+        })
+    }
+
+    /// Unpacks a locked archive into the store: from the download cache when it holds the
+    /// locked bytes, else downloaded again and checked against `archive_hash`.
+    fn add_archive(
+        &self,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+        archive_hash: &Sha256Hash,
+    ) -> Result<StoreEntry, ResolveError> {
+        let source = self.archive_source(&Self::source_of(locked, request)?)?;
+        let limits = self.settings.archive_limits;
+        let cached = archive::cached(self.store, archive_hash, source.format)
+            .filter(|path| archive::file_hash(path).is_ok_and(|h| h == *archive_hash));
+        let subdir = archive_subdir(locked);
+        if let Some(file) = cached {
+            let unpacked = archive::unpack(self.store, &source, &file, subdir.as_deref(), limits)?;
+            return Ok(self
+                .store
+                .commit(unpacked.staging, &locked.name, Some(&locked.hash))?);
+        }
+        self.require_network(|| format!("plugin `{}` (`{}`)", locked.name, source.shown_url))?;
+        let (download, file, actual) = archive::download(
+            self.store,
+            &source,
+            limits,
+            self.settings.home_dir.as_deref(),
+            self.reporter,
+        )?;
+        if actual != *archive_hash {
+            return Err(ResolveError::ArchiveHashMismatch {
+                name: locked.name.clone(),
+                expected: *archive_hash,
+                actual,
+            });
+        }
+        let unpacked = archive::unpack(self.store, &source, &file, subdir.as_deref(), limits)?;
+        let entry = self
+            .store
+            .commit(unpacked.staging, &locked.name, Some(&locked.hash))?;
+        archive::keep(self.store, &file, &actual, source.format)?;
+        drop(download);
+        Ok(entry)
     }
 
     fn warn_submodules(&self, name: &str, skipped: &[String]) {
@@ -438,11 +559,7 @@ impl Ctx<'_> {
                     .add_dir(&dir, &locked.name, Some(&locked.hash), LOCAL_EXCLUDE)?
             }
             Pin::Git { rev, .. } => self.add_git(locked, request, rev)?,
-            Pin::Archive { .. } => {
-                return Err(ResolveError::Unsupported(
-                    "archive sources are not supported by this version of berth yet".into(),
-                ));
-            }
+            Pin::Archive { archive_hash, .. } => self.add_archive(locked, request, archive_hash)?,
         };
         added.fetch_add(1, Ordering::Relaxed);
         self.reporter.status(
@@ -483,7 +600,7 @@ impl Ctx<'_> {
                         locked.name, remote.shown_url
                     )
                 })?;
-                db.fetch_commit(&remote, id, locked.git_ref.as_deref(), self.reporter)?;
+                db.fetch_commit(&remote, id, hint_ref(locked), self.reporter)?;
             }
             let tree = db.plugin_tree(id, subdir_of(locked, &source).as_deref())?;
             let skipped = db.export(tree, id, staging.path())?;
@@ -513,15 +630,53 @@ impl Ctx<'_> {
                 // A throw-away repository: verify must not trust anything already cached.
                 let staging = self.store.stage()?;
                 let db = GitDb::temporary(&staging.path().join("repo"))?;
-                db.fetch_commit(&remote, id, locked.git_ref.as_deref(), self.reporter)?;
+                db.fetch_commit(&remote, id, hint_ref(locked), self.reporter)?;
                 let tree = db.plugin_tree(id, subdir_of(locked, &source).as_deref())?;
                 Ok(db.nar_hash(tree, id)?.0)
             }
-            Pin::Archive { .. } => Err(ResolveError::Unsupported(
-                "archive sources are not supported by this version of berth yet".into(),
-            )),
+            Pin::Archive { archive_hash, .. } => {
+                // A fresh download, not the cache: verify must see what the server sends now.
+                let source = self.archive_source(&Self::source_of(locked, request)?)?;
+                self.require_network(|| format!("`{}`", source.shown_url))?;
+                let limits = self.settings.archive_limits;
+                let (_download, file, actual) = archive::download(
+                    self.store,
+                    &source,
+                    limits,
+                    self.settings.home_dir.as_deref(),
+                    self.reporter,
+                )?;
+                if actual != *archive_hash {
+                    return Err(ResolveError::ArchiveHashMismatch {
+                        name: locked.name.clone(),
+                        expected: *archive_hash,
+                        actual,
+                    });
+                }
+                let unpacked = archive::unpack(
+                    self.store,
+                    &source,
+                    &file,
+                    archive_subdir(locked).as_deref(),
+                    limits,
+                )?;
+                Ok(berth_store::hash_path(unpacked.staging.path())?)
+            }
         }
     }
+}
+
+/// The `repo_path` of a locked archive, normalised.
+fn archive_subdir(locked: &LockedPlugin) -> Option<String> {
+    locked
+        .repo_path
+        .as_deref()
+        .and_then(|p| berth_lockfile_schema::normalize_repo_path(p).ok())
+}
+
+/// The ref to fall back on when a server will not send a commit by id.
+fn hint_ref(locked: &LockedPlugin) -> Option<&str> {
+    locked.resolved_ref.as_deref().or(locked.git_ref.as_deref())
 }
 
 fn subdir_of(locked: &LockedPlugin, source: &Source) -> Option<String> {

@@ -1,6 +1,7 @@
 //! `berth plugins lock`
 
 use anyhow::Result;
+use berth_lockfile_schema::{Lock, Manifest};
 use berth_resolver::{LocalRelock, LockOptions, Network, Upgrade, lock_plugins};
 
 use super::describe_changes;
@@ -70,10 +71,10 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
         &options,
     )
     .map_err(|errors| Failure::from_entries("could not lock", errors))?;
-    let text = outcome.lock.to_toml();
-    let unchanged = previous.as_ref().is_some_and(|(_, old)| *old == text);
-    let changes = describe_changes(previous.as_ref().map(|(l, _)| l), &outcome.lock);
     if args.check {
+        let text = outcome.lock.to_toml();
+        let unchanged = previous.as_ref().is_some_and(|(_, old)| *old == text);
+        let changes = describe_changes(previous.as_ref().map(|(l, _)| l), &outcome.lock);
         if unchanged {
             ctx.printer.status(
                 "Checked",
@@ -98,7 +99,14 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
         }
         .into());
     }
-    for change in &changes {
+    write_outcome(ctx, previous.as_ref(), &outcome.lock)
+}
+
+/// Prints what changed and writes the new lock, unless its bytes are the same.
+fn write_outcome(ctx: &Context, previous: Option<&(Lock, String)>, lock: &Lock) -> Result<()> {
+    let text = lock.to_toml();
+    let unchanged = previous.is_some_and(|(_, old)| *old == text);
+    for change in describe_changes(previous.map(|(l, _)| l), lock) {
         ctx.printer.status(change.verb, &change.text);
     }
     if !unchanged {
@@ -108,10 +116,47 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
         "Locked",
         &format!(
             "{} in `{}`{}",
-            super::plugins(outcome.lock.plugins.len()),
+            super::plugins(lock.plugins.len()),
             ctx.lock_label(),
             if unchanged { " (unchanged)" } else { "" }
         ),
     );
     Ok(())
+}
+
+/// Locks `manifest` (moving the pins `upgrade` names) and writes the lock: what `add`,
+/// `remove` and `update` do after editing the manifest. Returns the new lock.
+pub fn lock_and_write(
+    ctx: &Context,
+    manifest: &Manifest,
+    previous: Option<&(Lock, String)>,
+    upgrade: Upgrade,
+) -> Result<Lock> {
+    let lock = resolve(ctx, manifest, previous.map(|(l, _)| l), upgrade)?;
+    write_outcome(ctx, previous, &lock)?;
+    Ok(lock)
+}
+
+/// Locks `manifest` against `previous` without writing anything.
+pub fn resolve(
+    ctx: &Context,
+    manifest: &Manifest,
+    previous: Option<&Lock>,
+    upgrade: Upgrade,
+) -> Result<Lock> {
+    let options = LockOptions {
+        upgrade,
+        manifest_label: ctx.manifest_label(),
+        local: LocalRelock::Rehash,
+    };
+    let outcome = lock_plugins(
+        &ctx.store,
+        &ctx.settings(Network::Online),
+        &ctx.printer,
+        manifest,
+        previous,
+        &options,
+    )
+    .map_err(|errors| Failure::from_entries("could not lock", errors))?;
+    Ok(outcome.lock)
 }

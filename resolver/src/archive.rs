@@ -1,0 +1,253 @@
+//! Archive sources: download while hashing, cache by content, unpack safely, pick the
+//! plugin folder.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use berth_lockfile_schema::Sha256Hash;
+use berth_store::{Sha256Sink, Staging, Store};
+
+use crate::error::ResolveError;
+use crate::extract::{ArchiveFormat, ArchiveLimits, extract, find_escaping_link};
+use crate::{Reporter, netrc};
+
+/// Where downloaded archives are cached, by their sha256, under the store root.
+pub(crate) const ARCHIVES_DIR: &str = "archives-v1";
+
+/// One archive URL as the resolver uses it.
+#[derive(Debug, Clone)]
+pub(crate) struct ArchiveSource {
+    /// With `${VAR}`s expanded: what is requested.
+    pub fetch_url: String,
+    /// Without credentials: what is shown and locked.
+    pub shown_url: String,
+    pub format: ArchiveFormat,
+}
+
+/// A plugin unpacked from an archive into a staging folder, ready to hash or commit.
+pub(crate) struct Unpacked {
+    /// Holds the unpacked plugin folder (the staging root itself).
+    pub staging: Staging,
+    /// The name the plugin has when it has no manifest.
+    pub folder_name: String,
+}
+
+fn client() -> Result<&'static reqwest::blocking::Client, String> {
+    static CLIENT: OnceLock<Result<reqwest::blocking::Client, String>> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            reqwest::blocking::Client::builder()
+                .user_agent(concat!("berth/", env!("CARGO_PKG_VERSION")))
+                .connect_timeout(Duration::from_secs(30))
+                .timeout(None)
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Downloads `source` into a new staging folder while hashing it, refusing more than
+/// `limits.max_bytes`. Returns the file and its sha256.
+pub(crate) fn download(
+    store: &Store,
+    source: &ArchiveSource,
+    limits: ArchiveLimits,
+    home: Option<&Path>,
+    reporter: &dyn Reporter,
+) -> Result<(Staging, PathBuf, Sha256Hash), ResolveError> {
+    let fail = |message: String| ResolveError::Download {
+        url: source.shown_url.clone(),
+        message,
+    };
+    reporter.status("Downloading", &source.shown_url);
+    let staging = store.stage()?;
+    let file_path = staging
+        .path()
+        .join(format!("download.{}", source.format.suffix()));
+    let (mut body, expected_len): (Box<dyn Read>, Option<u64>) = if let Some(path) =
+        source.fetch_url.strip_prefix("file://")
+    {
+        let file = fs_err::File::open(path).map_err(|e| fail(e.to_string()))?;
+        let len = file.metadata().map_err(|e| fail(e.to_string()))?.len();
+        (Box::new(file), Some(len))
+    } else {
+        let mut request = client().map_err(fail)?.get(&source.fetch_url);
+        let url = reqwest::Url::parse(&source.fetch_url).map_err(|e| fail(e.to_string()))?;
+        if url.username().is_empty()
+            && let Some(host) = url.host_str()
+            && let Some((login, password)) = netrc::lookup(host, home)
+        {
+            request = request.basic_auth(login, Some(password));
+        }
+        let response = request
+            .send()
+            .map_err(|e| fail(e.without_url().to_string()))?;
+        let status = response.status();
+        if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
+            return Err(fail(format!(
+                "the server answered {status}; give credentials as `${{VAR}}` in the URL or in `~/.netrc`"
+            )));
+        }
+        if !status.is_success() {
+            return Err(fail(format!("the server answered {status}")));
+        }
+        let len = response.content_length();
+        (Box::new(response), len)
+    };
+    if let Some(len) = expected_len
+        && len > limits.max_bytes
+    {
+        return Err(fail(format!(
+            "the archive is {len} bytes, more than the limit of {} MiB; raise it with `BERTH_ARCHIVE_MAX_BYTES`",
+            limits.max_bytes / (1024 * 1024)
+        )));
+    }
+    let mut file = fs_err::File::create(&file_path)?;
+    let mut sink = Sha256Sink::default();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut total: u64 = 0;
+    loop {
+        let n = body
+            .read(&mut buffer)
+            .map_err(|e| fail(format!("the download broke off: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if total > limits.max_bytes {
+            return Err(fail(format!(
+                "the archive is larger than the limit of {} MiB; stopped downloading (raise it with `BERTH_ARCHIVE_MAX_BYTES`)",
+                limits.max_bytes / (1024 * 1024)
+            )));
+        }
+        file.write_all(&buffer[..n])?;
+        sink.write_all(&buffer[..n])?;
+    }
+    if let Some(len) = expected_len
+        && total != len
+    {
+        return Err(fail(format!(
+            "the download is truncated: got {total} of {len} bytes"
+        )));
+    }
+    file.sync_all()?;
+    Ok((staging, file_path, sink.finish()))
+}
+
+/// The cached archive with this hash, if one was kept.
+pub(crate) fn cached(store: &Store, hash: &Sha256Hash, format: ArchiveFormat) -> Option<PathBuf> {
+    let path = cache_path(store, hash, format);
+    path.is_file().then_some(path)
+}
+
+fn cache_path(store: &Store, hash: &Sha256Hash, format: ArchiveFormat) -> PathBuf {
+    store
+        .root()
+        .join(ARCHIVES_DIR)
+        .join(format!("{}.{}", hash.to_nix32(), format.suffix()))
+}
+
+/// Keeps a verified download in the cache (content-addressed, so a rename is enough).
+pub(crate) fn keep(
+    store: &Store,
+    file: &Path,
+    hash: &Sha256Hash,
+    format: ArchiveFormat,
+) -> Result<PathBuf, ResolveError> {
+    let path = cache_path(store, hash, format);
+    fs_err::create_dir_all(path.parent().expect("cache files have a parent"))?;
+    fs_err::rename(file, &path)?;
+    Ok(path)
+}
+
+/// The sha256 of a file.
+pub(crate) fn file_hash(path: &Path) -> Result<Sha256Hash, ResolveError> {
+    let mut sink = Sha256Sink::default();
+    std::io::copy(&mut fs_err::File::open(path)?, &mut sink)?;
+    Ok(sink.finish())
+}
+
+/// Unpacks `archive` and narrows it to the plugin folder: the single top-level folder is
+/// stripped, then `subdir` (a `repo_path`) is applied. Links leaving the plugin are refused.
+pub(crate) fn unpack(
+    store: &Store,
+    source: &ArchiveSource,
+    archive: &Path,
+    subdir: Option<&str>,
+    limits: ArchiveLimits,
+) -> Result<Unpacked, ResolveError> {
+    let refuse = |message: String| ResolveError::Archive {
+        url: source.shown_url.clone(),
+        message,
+    };
+    let work = store.stage()?;
+    let out = work.path().join("x");
+    fs_err::create_dir(&out)?;
+    extract(archive, source.format, &out, limits).map_err(|e| refuse(e.to_string()))?;
+    let top: Vec<_> = fs_err::read_dir(&out)?.collect::<Result<_, _>>()?;
+    let (mut root, mut folder_name) = match top.as_slice() {
+        [only] if only.file_type()?.is_dir() => {
+            (only.path(), only.file_name().to_string_lossy().into_owned())
+        }
+        _ => (out.clone(), archive_stem(&source.shown_url)),
+    };
+    if let Some(subdir) = subdir {
+        let candidate = root.join(subdir);
+        match std::fs::symlink_metadata(&candidate) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(refuse(format!(
+                    "`repo_path` `{subdir}` is not a folder in the archive"
+                )));
+            }
+            Err(_) => {
+                return Err(refuse(format!(
+                    "`repo_path` `{subdir}` does not exist in the archive"
+                )));
+            }
+        }
+        folder_name = subdir.rsplit('/').next().unwrap_or(subdir).to_owned();
+        root = candidate;
+    }
+    if let Some(link) = find_escaping_link(&root)? {
+        return Err(refuse(format!(
+            "`{}` is a symlink that leaves the plugin folder; refusing the archive",
+            link.display()
+        )));
+    }
+    // The plugin folder becomes a staging folder of its own, ready to hash and commit.
+    let plugin = store.stage()?;
+    fs_err::rename(&root, plugin.path())?;
+    drop(work);
+    Ok(Unpacked {
+        staging: plugin,
+        folder_name,
+    })
+}
+
+/// The archive's file name without its suffix: the plugin's name of last resort.
+fn archive_stem(url: &str) -> String {
+    let end = url.find(['?', '#']).unwrap_or(url.len());
+    let file = url[..end].rsplit('/').next().unwrap_or("plugin");
+    let lower = file.to_ascii_lowercase();
+    for suffix in [".tar.gz", ".tgz", ".zip", ".tar"] {
+        if lower.ends_with(suffix) {
+            return file[..file.len() - suffix.len()].to_owned();
+        }
+    }
+    file.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stems() {
+        assert_eq!(archive_stem("https://h/p/lint-1.0.tar.gz?x=1"), "lint-1.0");
+        assert_eq!(archive_stem("file:///a/b.ZIP"), "b");
+    }
+}

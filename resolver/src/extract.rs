@@ -1,0 +1,532 @@
+//! Unpacking archives safely by construction: every entry is checked before anything is
+//! written, nothing is ever written through a symlink, and size and entry-count limits stop
+//! a bomb early.
+
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+
+/// How much an archive may hold. The defaults stop a zip bomb long before the disk fills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArchiveLimits {
+    /// Bytes of the download, and bytes of all files unpacked.
+    pub max_bytes: u64,
+    /// Entries (files, folders and links).
+    pub max_entries: u64,
+}
+
+impl Default for ArchiveLimits {
+    fn default() -> Self {
+        Self {
+            max_bytes: 256 * 1024 * 1024,
+            max_entries: 20_000,
+        }
+    }
+}
+
+/// The archive formats, by the URL's suffix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchiveFormat {
+    /// `.zip`
+    Zip,
+    /// `.tar.gz`, `.tgz`
+    TarGz,
+    /// `.tar`
+    Tar,
+}
+
+impl ArchiveFormat {
+    /// The format a URL's path names, if any.
+    pub fn from_url(url: &str) -> Option<Self> {
+        let end = url.find(['?', '#']).unwrap_or(url.len());
+        let path = url[..end].to_ascii_lowercase();
+        if path.ends_with(".zip") {
+            Some(Self::Zip)
+        } else if path.ends_with(".tar.gz") || path.ends_with(".tgz") {
+            Some(Self::TarGz)
+        } else if path.ends_with(".tar") {
+            Some(Self::Tar)
+        } else {
+            None
+        }
+    }
+
+    /// The suffix cached downloads keep.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Self::Zip => "zip",
+            Self::TarGz => "tar.gz",
+            Self::Tar => "tar",
+        }
+    }
+}
+
+/// Why an archive was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractError {
+    /// An entry that would land outside the folder, or a link that points out of it.
+    #[error("entry `{entry}` {why}; refusing to unpack the archive")]
+    Unsafe {
+        /// The entry's path as the archive gives it.
+        entry: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// More data or entries than the limits allow.
+    #[error("{0}")]
+    TooBig(String),
+    /// Not a valid archive of its format (truncated, corrupt).
+    #[error("the archive is damaged or truncated: {0}")]
+    Damaged(String),
+    /// Writing the files failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Unpacks `archive` (a file of `format`) into the empty folder `dest`.
+pub fn extract(
+    archive: &Path,
+    format: ArchiveFormat,
+    dest: &Path,
+    limits: ArchiveLimits,
+) -> Result<(), ExtractError> {
+    let mut out = Extractor {
+        root: dest.to_owned(),
+        limits,
+        entries: 0,
+        bytes: 0,
+        files: Vec::new(),
+    };
+    let file = fs_err::File::open(archive)?;
+    match format {
+        ArchiveFormat::Zip => extract_zip(file, &mut out),
+        ArchiveFormat::TarGz => extract_tar(
+            flate2::read::GzDecoder::new(std::io::BufReader::new(file)),
+            &mut out,
+        ),
+        ArchiveFormat::Tar => extract_tar(std::io::BufReader::new(file), &mut out),
+    }
+}
+
+fn extract_tar(reader: impl Read, out: &mut Extractor) -> Result<(), ExtractError> {
+    let mut archive = tar::Archive::new(reader);
+    let damaged = |e: std::io::Error| ExtractError::Damaged(e.to_string());
+    for entry in archive.entries().map_err(damaged)? {
+        let mut entry = entry.map_err(damaged)?;
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let kind = entry.header().entry_type();
+        if kind.is_pax_global_extensions()
+            || kind.is_pax_local_extensions()
+            || kind.is_gnu_longname()
+            || kind.is_gnu_longlink()
+        {
+            continue;
+        }
+        out.count(&name)?;
+        let rel = safe_relative(&name)?;
+        if kind.is_dir() {
+            out.dir(&name, &rel)?;
+        } else if kind.is_file() || kind.is_contiguous() {
+            let executable = entry.header().mode().map_err(damaged)? & 0o100 != 0;
+            let size = entry.size();
+            out.file(&name, &rel, executable, size, &mut entry)?;
+        } else if kind.is_symlink() {
+            let target = entry
+                .link_name()
+                .map_err(damaged)?
+                .ok_or_else(|| unsafe_entry(&name, "is a symlink without a target"))?
+                .into_owned();
+            out.symlink(&name, &rel, &target)?;
+        } else if kind.is_hard_link() {
+            let target = entry
+                .link_name()
+                .map_err(damaged)?
+                .ok_or_else(|| unsafe_entry(&name, "is a hard link without a target"))?;
+            let target = safe_relative(&target.to_string_lossy())
+                .map_err(|_| unsafe_entry(&name, "is a hard link to a file outside the archive"))?;
+            out.hard_link(&name, &rel, &target)?;
+        } else {
+            return Err(unsafe_entry(
+                &name,
+                "is a device, fifo or other special file",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn extract_zip(file: fs_err::File, out: &mut Extractor) -> Result<(), ExtractError> {
+    let damaged = |e: zip::result::ZipError| ExtractError::Damaged(e.to_string());
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(damaged)?;
+    if archive.len() as u64 > out.limits.max_entries {
+        return Err(ExtractError::TooBig(format!(
+            "the archive has {} entries, more than the limit of {}; raise it with `BERTH_ARCHIVE_MAX_ENTRIES`",
+            archive.len(),
+            out.limits.max_entries
+        )));
+    }
+    for i in 0..archive.len() {
+        let mut entry = archive.by_index(i).map_err(damaged)?;
+        let name = entry.name().map_err(damaged)?.into_owned();
+        out.count(&name)?;
+        let rel = safe_relative(&name)?;
+        if entry.is_dir() {
+            out.dir(&name, &rel)?;
+        } else if entry.is_symlink() {
+            let mut target = String::new();
+            (&mut entry)
+                .take(4096)
+                .read_to_string(&mut target)
+                .map_err(|e| ExtractError::Damaged(e.to_string()))?;
+            out.symlink(&name, &rel, Path::new(&target))?;
+        } else {
+            let mode = entry.unix_mode();
+            if let Some(mode) = mode {
+                let kind = mode & 0o170000;
+                if kind != 0 && kind != 0o100000 {
+                    return Err(unsafe_entry(
+                        &name,
+                        "is a device, fifo or other special file",
+                    ));
+                }
+            }
+            let executable = mode.is_some_and(|m| m & 0o100 != 0);
+            let size = entry.size();
+            out.file(&name, &rel, executable, size, &mut entry)?;
+        }
+    }
+    Ok(())
+}
+
+fn unsafe_entry(entry: &str, why: &str) -> ExtractError {
+    ExtractError::Unsafe {
+        entry: entry.to_owned(),
+        why: why.to_owned(),
+    }
+}
+
+/// The entry's path as plain relative components; absolute paths and `..` are refused.
+fn safe_relative(name: &str) -> Result<PathBuf, ExtractError> {
+    if name.contains('\0') || name.contains('\\') {
+        return Err(unsafe_entry(name, "has a NUL or backslash in its path"));
+    }
+    let mut out = PathBuf::new();
+    for part in Path::new(name).components() {
+        match part {
+            Component::Normal(p) => out.push(p),
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(unsafe_entry(name, "has an absolute path"));
+            }
+            Component::ParentDir => return Err(unsafe_entry(name, "has `..` in its path")),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        return Err(unsafe_entry(name, "has an empty path"));
+    }
+    Ok(out)
+}
+
+struct Extractor {
+    root: PathBuf,
+    limits: ArchiveLimits,
+    entries: u64,
+    bytes: u64,
+    files: Vec<PathBuf>,
+}
+
+impl Extractor {
+    fn count(&mut self, name: &str) -> Result<(), ExtractError> {
+        self.entries += 1;
+        if self.entries > self.limits.max_entries {
+            return Err(ExtractError::TooBig(format!(
+                "the archive has more than {} entries (at `{name}`); raise the limit with `BERTH_ARCHIVE_MAX_ENTRIES`",
+                self.limits.max_entries
+            )));
+        }
+        Ok(())
+    }
+
+    /// Creates the parent folders of `rel`, refusing to pass through a symlink.
+    fn parent_of(&self, name: &str, rel: &Path) -> Result<PathBuf, ExtractError> {
+        let mut current = self.root.clone();
+        if let Some(parent) = rel.parent() {
+            for part in parent.components() {
+                current.push(part);
+                match std::fs::symlink_metadata(&current) {
+                    Ok(meta) if meta.file_type().is_symlink() => {
+                        return Err(unsafe_entry(name, "would be written through a symlink"));
+                    }
+                    Ok(meta) if meta.is_dir() => {}
+                    Ok(_) => return Err(unsafe_entry(name, "is inside a path that is a file")),
+                    Err(_) => fs_err::create_dir(&current)?,
+                }
+            }
+        }
+        Ok(current)
+    }
+
+    fn target(&self, name: &str, rel: &Path) -> Result<PathBuf, ExtractError> {
+        let parent = self.parent_of(name, rel)?;
+        let target = parent.join(rel.file_name().expect("a relative path has a last part"));
+        if let Ok(meta) = std::fs::symlink_metadata(&target) {
+            if meta.is_dir() && !meta.file_type().is_symlink() {
+                return Err(unsafe_entry(name, "would replace a folder"));
+            }
+            fs_err::remove_file(&target)?;
+        }
+        Ok(target)
+    }
+
+    fn dir(&mut self, name: &str, rel: &Path) -> Result<(), ExtractError> {
+        let parent = self.parent_of(name, rel)?;
+        let path = parent.join(rel.file_name().expect("a relative path has a last part"));
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() && !meta.file_type().is_symlink() => Ok(()),
+            Ok(_) => Err(unsafe_entry(
+                name,
+                "is a folder where a file or link already is",
+            )),
+            Err(_) => Ok(fs_err::create_dir(&path)?),
+        }
+    }
+
+    fn file(
+        &mut self,
+        name: &str,
+        rel: &Path,
+        executable: bool,
+        declared: u64,
+        content: &mut dyn Read,
+    ) -> Result<(), ExtractError> {
+        let too_big = |limit: u64| {
+            ExtractError::TooBig(format!(
+                "the archive unpacks to more than {} MiB (at `{name}`); raise the limit with `BERTH_ARCHIVE_MAX_BYTES`",
+                limit / (1024 * 1024)
+            ))
+        };
+        if self.bytes.saturating_add(declared) > self.limits.max_bytes {
+            return Err(too_big(self.limits.max_bytes));
+        }
+        let target = self.target(name, rel)?;
+        let mut file = fs_err::File::create(&target)?;
+        // The declared size may lie: count what is really written, one byte past the limit.
+        let allowance = self.limits.max_bytes - self.bytes;
+        let written = std::io::copy(&mut content.take(allowance + 1), &mut file)
+            .map_err(|e| ExtractError::Damaged(format!("`{name}`: {e}")))?;
+        if written > allowance {
+            return Err(too_big(self.limits.max_bytes));
+        }
+        self.bytes += written;
+        let mode = if executable { 0o755 } else { 0o644 };
+        fs_err::set_permissions(&target, std::fs::Permissions::from_mode(mode))?;
+        self.files.push(rel.to_owned());
+        Ok(())
+    }
+
+    fn symlink(&mut self, name: &str, rel: &Path, target: &Path) -> Result<(), ExtractError> {
+        if target.is_absolute() {
+            return Err(unsafe_entry(
+                name,
+                &format!("is a symlink to the absolute path `{}`", target.display()),
+            ));
+        }
+        // Resolve the target lexically from the link's folder: it must stay inside.
+        let mut depth: i64 = rel.components().count() as i64 - 1;
+        for part in target.components() {
+            match part {
+                Component::ParentDir => depth -= 1,
+                Component::Normal(_) => depth += 1,
+                _ => {}
+            }
+            if depth < 0 {
+                return Err(unsafe_entry(
+                    name,
+                    &format!(
+                        "is a symlink to `{}`, which leaves the archive",
+                        target.display()
+                    ),
+                ));
+            }
+        }
+        let path = self.target(name, rel)?;
+        fs_err::os::unix::fs::symlink(target, &path)?;
+        Ok(())
+    }
+
+    fn hard_link(&mut self, name: &str, rel: &Path, target: &Path) -> Result<(), ExtractError> {
+        if !self.files.iter().any(|f| f == target) {
+            return Err(unsafe_entry(
+                name,
+                &format!(
+                    "is a hard link to `{}`, which is not a file unpacked before it",
+                    target.display()
+                ),
+            ));
+        }
+        let source = self.root.join(target);
+        let path = self.target(name, rel)?;
+        fs_err::copy(&source, &path)?;
+        self.files.push(rel.to_owned());
+        Ok(())
+    }
+}
+
+/// A symlink inside `dir` whose target leaves `dir`, if any (checked again after a
+/// `repo_path` narrows the plugin to a sub-folder of the archive).
+pub fn find_escaping_link(dir: &Path) -> std::io::Result<Option<PathBuf>> {
+    fn walk(root: &Path, dir: &Path, depth: usize) -> std::io::Result<Option<PathBuf>> {
+        for entry in fs_err::read_dir(dir)? {
+            let entry = entry?;
+            let path = entry.path();
+            let kind = entry.file_type()?;
+            if kind.is_symlink() {
+                let target = fs_err::read_link(&path)?;
+                let mut level = depth as i64;
+                let mut escapes = target.is_absolute();
+                for part in target.components() {
+                    match part {
+                        Component::ParentDir => level -= 1,
+                        Component::Normal(_) => level += 1,
+                        _ => {}
+                    }
+                    if level < 0 {
+                        escapes = true;
+                    }
+                }
+                if escapes {
+                    return Ok(Some(path.strip_prefix(root).unwrap_or(&path).to_owned()));
+                }
+            } else if kind.is_dir()
+                && let Some(found) = walk(root, &path, depth + 1)?
+            {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+    walk(dir, dir, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tar_with(entries: &[(&str, tar::EntryType, &[u8], Option<&str>)]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        for (path, kind, data, link) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(*kind);
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            // Write the raw name so hostile paths are not rewritten by the builder.
+            let name = header.as_old_mut().name.as_mut();
+            name[..path.len()].copy_from_slice(path.as_bytes());
+            if let Some(link) = link {
+                header.set_link_name(link).expect("link name");
+            }
+            header.set_cksum();
+            builder.append(&header, *data).expect("append");
+        }
+        builder.into_inner().expect("finish")
+    }
+
+    fn unpack(bytes: &[u8]) -> Result<tempfile::TempDir, ExtractError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let archive = dir.path().join("a.tar");
+        fs_err::write(&archive, bytes).expect("write");
+        let dest = dir.path().join("out");
+        fs_err::create_dir(&dest).expect("mkdir");
+        extract(
+            &archive,
+            ArchiveFormat::Tar,
+            &dest,
+            ArchiveLimits::default(),
+        )
+        .map(|()| dir)
+    }
+
+    #[test]
+    fn hostile_entries_are_refused() {
+        use tar::EntryType as T;
+        for (entries, needle) in [
+            (vec![("../evil", T::Regular, &b"x"[..], None)], "`..`"),
+            (vec![("/etc/evil", T::Regular, &b"x"[..], None)], "absolute"),
+            (
+                vec![("link", T::Symlink, &b""[..], Some("../../outside"))],
+                "leaves the archive",
+            ),
+            (
+                vec![("link", T::Symlink, &b""[..], Some("/etc/passwd"))],
+                "absolute path",
+            ),
+            (
+                vec![
+                    ("dir/link", T::Symlink, &b""[..], Some("..")),
+                    ("dir/link/x", T::Regular, &b"x"[..], None),
+                ],
+                "through a symlink",
+            ),
+            (
+                vec![("hard", T::Link, &b""[..], Some("/etc/passwd"))],
+                "hard link",
+            ),
+            (vec![("dev", T::Char, &b""[..], None)], "special file"),
+        ] {
+            let err = unpack(&tar_with(&entries)).expect_err(needle);
+            assert!(err.to_string().contains(needle), "{needle}: {err}");
+        }
+    }
+
+    #[test]
+    fn safe_archives_unpack_with_links_and_modes() {
+        use tar::EntryType as T;
+        let dir = unpack(&tar_with(&[
+            ("top/a.txt", T::Regular, b"hello\n", None),
+            ("top/sub/link", T::Symlink, b"", Some("../a.txt")),
+            ("top/copy", T::Link, b"", Some("top/a.txt")),
+        ]))
+        .expect("safe");
+        let out = dir.path().join("out/top");
+        assert_eq!(
+            fs_err::read_to_string(out.join("sub/link")).expect("read"),
+            "hello\n"
+        );
+        assert_eq!(
+            fs_err::read_to_string(out.join("copy")).expect("read"),
+            "hello\n"
+        );
+    }
+
+    #[test]
+    fn limits_stop_early() {
+        use tar::EntryType as T;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let archive = dir.path().join("a.tar");
+        fs_err::write(
+            &archive,
+            tar_with(&[
+                ("a", T::Regular, &[7u8; 3000], None),
+                ("b", T::Regular, b"x", None),
+            ]),
+        )
+        .expect("write");
+        let small = ArchiveLimits {
+            max_bytes: 1000,
+            max_entries: 10,
+        };
+        let err = extract(&archive, ArchiveFormat::Tar, dir.path(), small).expect_err("too big");
+        assert!(err.to_string().contains("BERTH_ARCHIVE_MAX_BYTES"), "{err}");
+        let out = dir.path().join("o2");
+        fs_err::create_dir(&out).expect("mkdir");
+        let few = ArchiveLimits {
+            max_bytes: 1 << 20,
+            max_entries: 1,
+        };
+        let err = extract(&archive, ArchiveFormat::Tar, &out, few).expect_err("too many");
+        assert!(
+            err.to_string().contains("BERTH_ARCHIVE_MAX_ENTRIES"),
+            "{err}"
+        );
+    }
+}
