@@ -110,9 +110,12 @@ pub(crate) fn download(
     let mut buffer = vec![0u8; 64 * 1024];
     let mut total: u64 = 0;
     loop {
-        let n = body
-            .read(&mut buffer)
-            .map_err(|e| fail(format!("the download broke off: {e}")))?;
+        let n = body.read(&mut buffer).map_err(|e| match expected_len {
+            Some(len) if total < len => fail(format!(
+                "the download is truncated: got {total} of {len} bytes ({e})"
+            )),
+            _ => fail(format!("the download broke off: {e}")),
+        })?;
         if n == 0 {
             break;
         }

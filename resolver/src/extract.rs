@@ -123,6 +123,9 @@ fn extract_tar(reader: impl Read, out: &mut Extractor) -> Result<(), ExtractErro
             continue;
         }
         out.count(&name)?;
+        if kind.is_dir() && is_root(&name) {
+            continue; // `./`, as `tar -C dir .` writes it: the folder itself
+        }
         let rel = safe_relative(&name)?;
         if kind.is_dir() {
             out.dir(&name, &rel)?;
@@ -169,6 +172,9 @@ fn extract_zip(file: fs_err::File, out: &mut Extractor) -> Result<(), ExtractErr
         let mut entry = archive.by_index(i).map_err(damaged)?;
         let name = entry.name().map_err(damaged)?.into_owned();
         out.count(&name)?;
+        if entry.is_dir() && is_root(&name) {
+            continue;
+        }
         let rel = safe_relative(&name)?;
         if entry.is_dir() {
             out.dir(&name, &rel)?;
@@ -196,6 +202,13 @@ fn extract_zip(file: fs_err::File, out: &mut Extractor) -> Result<(), ExtractErr
         }
     }
     Ok(())
+}
+
+/// `.`, `./` and the like: the archive's own top folder.
+fn is_root(name: &str) -> bool {
+    Path::new(name)
+        .components()
+        .all(|c| matches!(c, Component::CurDir))
 }
 
 fn unsafe_entry(entry: &str, why: &str) -> ExtractError {

@@ -162,6 +162,197 @@ impl Drop for GitHttpServer {
     }
 }
 
+/// A small HTTP/1.1 file server on 127.0.0.1 for archive tests: serves `root`, can cut a
+/// file's body short (a truncated download), can demand basic auth, and logs requests.
+pub struct FileServer {
+    pub port: u16,
+    pub root: PathBuf,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    truncated: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FileServer {
+    /// Serves `root`; with `auth` (`user:password`) every request needs it.
+    pub fn start(root: &Path, auth: Option<&str>) -> Self {
+        use std::io::{BufRead, BufReader, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let truncated: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+        let log: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+        let expected_auth = auth.map(|a| {
+            use base64::Engine as _;
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(a)
+            )
+        });
+        let (root_dir, stop2, truncated2, log2) = (
+            root.to_owned(),
+            stop.clone(),
+            truncated.clone(),
+            log.clone(),
+        );
+        let handle = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stop2.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(mut stream) = stream else { continue };
+                let (root, truncated, log, expected_auth) = (
+                    root_dir.clone(),
+                    truncated2.clone(),
+                    log2.clone(),
+                    expected_auth.clone(),
+                );
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                    let mut request = String::new();
+                    let _ = reader.read_line(&mut request);
+                    let mut authorization = None;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                            break;
+                        }
+                        if let Some((k, v)) = line.split_once(':')
+                            && k.eq_ignore_ascii_case("authorization")
+                        {
+                            authorization = Some(v.trim().to_owned());
+                        }
+                    }
+                    let path = request.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                    log.lock()
+                        .expect("log")
+                        .push(format!("GET {path} auth={}", authorization.is_some()));
+                    if expected_auth.is_some() && authorization != expected_auth {
+                        let _ = stream.write_all(b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"x\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                        return;
+                    }
+                    let file =
+                        root.join(path.trim_start_matches('/').split('?').next().unwrap_or(""));
+                    let Ok(body) = std::fs::read(&file) else {
+                        let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                        return;
+                    };
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = stream.write_all(head.as_bytes());
+                    let cut = truncated.lock().expect("lock").contains(&path);
+                    let send = if cut {
+                        &body[..body.len() / 2]
+                    } else {
+                        &body[..]
+                    };
+                    let _ = stream.write_all(send);
+                    let _ = stream.flush();
+                });
+            }
+        });
+        Self {
+            port,
+            root: root.to_owned(),
+            stop,
+            truncated,
+            log,
+            handle: Some(handle),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}/{path}", self.port)
+    }
+
+    /// Sends only half of `path`'s body from now on (with the full `Content-Length`).
+    pub fn truncate(&self, path: &str) {
+        self.truncated
+            .lock()
+            .expect("lock")
+            .push(format!("/{path}"));
+    }
+
+    pub fn requests(&self) -> Vec<String> {
+        self.log.lock().expect("log").clone()
+    }
+}
+
+impl Drop for FileServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// A `.tar.gz` of `dir` with its files under `prefix/` (no prefix: at the top).
+pub fn tar_gz(dir: &Path, prefix: &str) -> Vec<u8> {
+    let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut builder = tar::Builder::new(encoder);
+    builder.follow_symlinks(false);
+    builder
+        .append_dir_all(if prefix.is_empty() { "." } else { prefix }, dir)
+        .expect("tar dir");
+    builder.into_inner().expect("tar").finish().expect("gzip")
+}
+
+/// A plain `.tar` of `dir` under `prefix/`.
+pub fn tar(dir: &Path, prefix: &str) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    builder.follow_symlinks(false);
+    builder.append_dir_all(prefix, dir).expect("tar dir");
+    builder.into_inner().expect("tar")
+}
+
+/// A `.zip` of `dir` under `prefix/`, keeping the execute bits.
+pub fn zip(dir: &Path, prefix: &str) -> Vec<u8> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    fn walk(dir: &Path, rel: &str, writer: &mut zip::ZipWriter<std::io::Cursor<Vec<u8>>>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .expect("read dir")
+            .map(|e| e.expect("entry"))
+            .collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let name = format!("{rel}{}", entry.file_name().to_string_lossy());
+            let meta = entry.metadata().expect("meta");
+            if meta.is_dir() {
+                writer
+                    .add_directory(format!("{name}/"), zip::write::SimpleFileOptions::default())
+                    .expect("dir");
+                walk(&entry.path(), &format!("{name}/"), writer);
+            } else {
+                let options = zip::write::SimpleFileOptions::default()
+                    .unix_permissions(meta.permissions().mode());
+                writer.start_file(name, options).expect("file");
+                writer
+                    .write_all(&std::fs::read(entry.path()).expect("read"))
+                    .expect("write");
+            }
+        }
+    }
+    let rel = if prefix.is_empty() {
+        String::new()
+    } else {
+        format!("{prefix}/")
+    };
+    if !prefix.is_empty() {
+        writer
+            .add_directory(rel.clone(), zip::write::SimpleFileOptions::default())
+            .expect("dir");
+    }
+    walk(dir, &rel, &mut writer);
+    writer.finish().expect("zip").into_inner()
+}
+
 /// The environment every spawned process gets: a private home, no user or system git
 /// config, English messages, and none of the caller's berth settings.
 pub fn apply_env(cmd: &mut Command, home: &Path) {
