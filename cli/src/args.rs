@@ -248,6 +248,7 @@ pub enum PluginsCommand {
         berth plugins add github:acme/review-tools --ref v1.2.0 --repo-path plugins/review\n  \
         berth plugins add https://example.com/lint-1.0.tar.gz\n  \
         berth plugins add git@github.com:acme/tools.git --version '^1.2'")]
+    #[command(disable_version_flag = true)]
     Add(AddArgs),
 
     /// Remove the plugins with this name from the manifest, then lock
@@ -269,11 +270,11 @@ pub struct AddArgs {
     pub source: String,
 
     /// A branch, tag or full commit (git sources)
-    #[arg(long = "ref", value_name = "REF", conflicts_with = "version")]
+    #[arg(long = "ref", value_name = "REF", conflicts_with = "range")]
     pub git_ref: Option<String>,
 
     /// A semver range matched against the repository's tags, such as `^1.2`
-    #[arg(long, value_name = "RANGE")]
+    #[arg(long = "version", id = "range", value_name = "RANGE")]
     pub version: Option<String>,
 
     /// The plugin's folder inside the repository or archive
@@ -354,4 +355,15 @@ pub struct ListArgs {
     /// Print the locked plugins as JSON on stdout
     #[arg(long)]
     pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 }

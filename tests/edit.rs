@@ -1,0 +1,202 @@
+//! Semver ranges and the manifest-editing commands (issue #4).
+
+mod common;
+
+use common::{TestContext, lock_field};
+
+fn tagged_repo(ctx: &TestContext) -> common::GitRepo {
+    let repo = ctx.repo("tools");
+    repo.copy_fixture("lint", "");
+    for tag in ["v1.2.0", "v1.4.0", "v1.5.0-rc.1", "v2.0.0", "nightly"] {
+        repo.write("VERSION", &format!("{tag}\n"));
+        repo.commit(tag);
+        repo.tag_annotated(tag);
+    }
+    repo
+}
+
+#[test]
+fn a_semver_range_picks_the_highest_matching_tag_and_update_moves_it() {
+    let ctx = TestContext::new();
+    let repo = tagged_repo(&ctx);
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/tools\"\nversion = \"^1.2\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    let lock = ctx.lock_text();
+    assert_eq!(lock_field(&lock, 0, "version").as_deref(), Some("^1.2"));
+    assert_eq!(
+        lock_field(&lock, 0, "resolved_ref").as_deref(),
+        Some("v1.4.0"),
+        "{lock}"
+    );
+    assert_eq!(lock_field(&lock, 0, "rev"), Some(repo.rev("v1.4.0")));
+    assert!(lock_field(&lock, 0, "ref").is_none());
+
+    // A newer match appears upstream: `lock` keeps the pin, `update NAME` moves it.
+    repo.write("VERSION", "v1.5.0\n");
+    repo.commit("1.5");
+    repo.tag("v1.5.0");
+    ctx.ok(&["plugins", "lock"]);
+    assert_eq!(ctx.lock_text(), lock, "an unchanged manifest keeps v1.4.0");
+    ctx.ok(&["plugins", "update", "lint"]);
+    let updated = ctx.lock_text();
+    assert_eq!(
+        lock_field(&updated, 0, "resolved_ref").as_deref(),
+        Some("v1.5.0")
+    );
+    assert_eq!(lock_field(&updated, 0, "rev"), Some(repo.rev("v1.5.0")));
+    ctx.ok(&["plugins", "sync", "--locked"]);
+
+    // Pre-releases only when the range names one.
+    ctx.write_manifest(
+        "[[plugin]]\nsource = \"github:acme/tools\"\nversion = \">=1.5.0-rc.0, <1.5.0\"\n",
+    );
+    ctx.ok(&["plugins", "lock"]);
+    assert_eq!(
+        lock_field(&ctx.lock_text(), 0, "resolved_ref").as_deref(),
+        Some("v1.5.0-rc.1")
+    );
+
+    // No match: the error lists the nearest tags.
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/tools\"\nversion = \"^3\"\n");
+    let run = ctx.run(&["plugins", "lock"]);
+    assert_eq!(run.code, 1);
+    let error = run.errors()[0];
+    assert!(
+        error.contains("no tag") && error.contains("\"^3\""),
+        "{error}"
+    );
+    assert!(
+        error.contains("`v2.0.0`") && error.contains("`v1.5.0`") && !error.contains("nightly"),
+        "{error}"
+    );
+}
+
+const COMMENTED: &str = r#"# Plugins for the review bot.
+# Keep this list short.
+
+[[plugin]]
+# The house rules come first, so every other plugin can override them.
+source = "./rules"   # local
+
+[[plugin]]
+source = "github:acme/tools"   # pinned below
+ref = "v1.2.0"
+
+# The end.
+"#;
+
+#[test]
+fn add_remove_update_keep_comments_and_order() {
+    let ctx = TestContext::new();
+    tagged_repo(&ctx);
+    let other = ctx.repo("review");
+    other.copy_fixture("review", "");
+    other.commit("review");
+    std::fs::create_dir_all(ctx.work.join("rules/skills")).expect("mkdir");
+    std::fs::write(ctx.work.join("rules/skills/house.md"), "be nice\n").expect("write");
+    ctx.write_manifest(COMMENTED);
+    ctx.ok(&["plugins", "lock"]);
+
+    ctx.ok(&["plugins", "add", "github:acme/review", "--ref", "main"]);
+    let manifest = std::fs::read_to_string(ctx.manifest_path()).expect("read");
+    assert!(
+        manifest.starts_with(COMMENTED.trim_end_matches("\n# The end.\n")),
+        "comments kept:\n{manifest}"
+    );
+    for comment in [
+        "# Plugins for the review bot.",
+        "# The house rules come first",
+        "# local",
+        "# pinned below",
+    ] {
+        assert!(manifest.contains(comment), "`{comment}` lost:\n{manifest}");
+    }
+    assert!(
+        manifest.contains("source = \"github:acme/review\"\nref = \"main\""),
+        "{manifest}"
+    );
+    let lock = ctx.lock_text();
+    assert_eq!(lock_field(&lock, 2, "name").as_deref(), Some("review"));
+    ctx.ok(&["plugins", "lock", "--check"]);
+
+    // A second plugin of the same name is refused unless forced, and nothing changes.
+    let before = (
+        std::fs::read(ctx.manifest_path()).expect("read"),
+        ctx.lock_text(),
+    );
+    let clash = ctx.run(&["plugins", "add", "github:acme/review", "--ref", "main"]);
+    assert_eq!(clash.code, 1);
+    assert!(
+        clash.errors()[0].contains("`review`") && clash.errors()[0].contains("--force"),
+        "{}",
+        clash.stderr
+    );
+    assert_eq!(
+        (
+            std::fs::read(ctx.manifest_path()).expect("read"),
+            ctx.lock_text()
+        ),
+        before
+    );
+    ctx.ok(&["plugins", "add", "github:acme/review", "--force"]);
+    assert_eq!(
+        lock_field(&ctx.lock_text(), 3, "name").as_deref(),
+        Some("review")
+    );
+
+    // Remove takes every entry of that name and keeps the rest as written.
+    ctx.ok(&["plugins", "remove", "review"]);
+    let manifest = std::fs::read_to_string(ctx.manifest_path()).expect("read");
+    assert!(!manifest.contains("acme/review"), "{manifest}");
+    assert!(
+        manifest.contains("# The house rules come first") && manifest.contains("ref = \"v1.2.0\""),
+        "{manifest}"
+    );
+    assert!(
+        manifest.find("./rules").expect("rules") < manifest.find("acme/tools").expect("tools"),
+        "order kept"
+    );
+    ctx.ok(&["plugins", "lock", "--check"]);
+    let missing = ctx.run(&["plugins", "remove", "nope"]);
+    assert_eq!(missing.code, 1);
+    assert!(
+        missing.errors()[0].contains("`nope`") && missing.errors()[0].contains("`lint`"),
+        "{}",
+        missing.stderr
+    );
+
+    // `update` with no names moves every pin; the manifest is not touched.
+    let manifest_before = std::fs::read(ctx.manifest_path()).expect("read");
+    ctx.ok(&["plugins", "update"]);
+    assert_eq!(
+        std::fs::read(ctx.manifest_path()).expect("read"),
+        manifest_before
+    );
+    // A bad request is refused before anything is written.
+    let bad = ctx.run(&["plugins", "add", "acme/nothing"]);
+    assert_eq!(bad.code, 1);
+    assert!(
+        bad.errors()[0].contains("github:acme/nothing"),
+        "{}",
+        bad.stderr
+    );
+    assert_eq!(
+        std::fs::read(ctx.manifest_path()).expect("read"),
+        manifest_before
+    );
+}
+
+#[test]
+fn add_creates_a_manifest_when_there_is_none() {
+    let ctx = TestContext::new();
+    let repo = ctx.repo("solo");
+    repo.copy_fixture("lint", "");
+    repo.commit("solo");
+    ctx.ok(&["plugins", "add", "github:acme/solo"]);
+    let manifest = std::fs::read_to_string(ctx.manifest_path()).expect("a manifest");
+    assert_eq!(manifest, "[[plugin]]\nsource = \"github:acme/solo\"\n");
+    assert_eq!(
+        lock_field(&ctx.lock_text(), 0, "name").as_deref(),
+        Some("lint")
+    );
+}
