@@ -24,6 +24,8 @@ pub(crate) struct ArchiveSource {
     /// Without credentials: what is shown and locked.
     pub shown_url: String,
     pub format: ArchiveFormat,
+    /// Values that must never appear in a message.
+    pub secrets: Vec<String>,
 }
 
 /// A plugin unpacked from an archive into a staging folder, ready to hash or commit.
@@ -60,7 +62,7 @@ pub(crate) fn download(
 ) -> Result<(Staging, PathBuf, Sha256Hash), ResolveError> {
     let fail = |message: String| ResolveError::Download {
         url: source.shown_url.clone(),
-        message,
+        message: crate::url::scrub(&message, &source.secrets),
     };
     reporter.status("Downloading", &source.shown_url);
     let staging = store.stage()?;
@@ -76,9 +78,17 @@ pub(crate) fn download(
     } else {
         let mut request = client().map_err(fail)?.get(&source.fetch_url);
         let url = reqwest::Url::parse(&source.fetch_url).map_err(|e| fail(e.to_string()))?;
+        let host = url.host_str().unwrap_or_default().to_owned();
+        // Credentials go over plain http only to this machine.
+        let may_send = url.scheme() == "https" || crate::git::is_loopback(&host);
+        if !url.username().is_empty() && !may_send {
+            return Err(fail(
+                "refusing to send credentials over plain http to another machine; use https".into(),
+            ));
+        }
         if url.username().is_empty()
-            && let Some(host) = url.host_str()
-            && let Some((login, password)) = netrc::lookup(host, home)
+            && may_send
+            && let Some((login, password)) = netrc::lookup(&host, home)
         {
             request = request.basic_auth(login, Some(password));
         }

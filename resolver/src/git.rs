@@ -46,6 +46,72 @@ pub(crate) struct GitDb {
 pub(crate) struct Remote {
     pub fetch_url: String,
     pub shown_url: String,
+    /// Values that must never appear in a message (expanded `${VAR}`s, passwords).
+    pub secrets: Vec<String>,
+    /// For `~/.netrc`.
+    pub home: Option<PathBuf>,
+}
+
+impl Remote {
+    /// Connects for fetching, with berth's credentials: the URL's own, then `~/.netrc`,
+    /// then the git credential helpers of the user's configuration. Credentials go over
+    /// plain `http://` only to this machine.
+    fn connect<'r>(
+        &self,
+        remote: &'r gix::Remote<'r>,
+    ) -> Result<
+        gix::remote::Connection<
+            'r,
+            'static,
+            'r,
+            Box<dyn gix::protocol::transport::client::blocking_io::Transport + Send>,
+        >,
+        ResolveError,
+    > {
+        let connection = remote
+            .connect(Direction::Fetch)
+            .map_err(|e| fetch_error(self, &e))?;
+        let mut fallback = connection.configured_credentials_for_current_url();
+        let home = self.home.clone();
+        let fetch_url = self.fetch_url.clone();
+        Ok(connection.with_credentials(move |action| {
+            if let gix::credentials::helper::Action::Get(ctx) = &action {
+                // The transport may pass only a URL; split it to learn protocol and host.
+                let mut ctx = ctx.clone();
+                if ctx.host.is_none() {
+                    let _ = ctx.destructure_url_in_place(false);
+                }
+                let protocol = ctx.protocol.as_deref().unwrap_or_default();
+                let host_port = ctx.host.as_deref().unwrap_or_default();
+                let host = host_port.rsplit_once(':').map_or(host_port, |(h, _)| h);
+                if protocol == "http" && !is_loopback(host) {
+                    // Never send a password in clear text across a network.
+                    return Ok(None);
+                }
+                let from_url = crate::url::userinfo(&fetch_url)
+                    .and_then(|(user, password)| password.map(|p| (user.to_owned(), p.to_owned())));
+                if let Some((username, password)) =
+                    from_url.or_else(|| crate::netrc::lookup(host, home.as_deref()))
+                {
+                    return Ok(Some(gix::credentials::protocol::Outcome {
+                        identity: gix::sec::identity::Account {
+                            username,
+                            password,
+                            oauth_refresh_token: None,
+                        },
+                        next: ctx.into(),
+                    }));
+                }
+            }
+            fallback(action)
+        }))
+    }
+}
+
+/// `localhost`, `127.x.x.x` or `::1`.
+pub(crate) fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host == "localhost" || host == "::1" || host.starts_with("127.")
 }
 
 impl GitDb {
@@ -157,7 +223,7 @@ impl GitDb {
             .with_fetch_tags(Tags::None)
             .with_refspecs(specs.iter().map(String::as_str), Direction::Fetch)
             .map_err(fetch_error)?;
-        let connection = gix_remote.connect(Direction::Fetch).map_err(fetch_error)?;
+        let connection = remote.connect(&gix_remote)?;
         let options = ref_map::Options {
             prefix_from_spec_as_filter_on_remote: true,
             ..Default::default()
@@ -215,9 +281,8 @@ impl GitDb {
             prefix_from_spec_as_filter_on_remote: true,
             ..Default::default()
         };
-        let (map, _handshake) = gix_remote
-            .connect(Direction::Fetch)
-            .map_err(fetch_error)?
+        let (map, _handshake) = remote
+            .connect(&gix_remote)?
             .ref_map(gix::progress::Discard, options)
             .map_err(fetch_error)?;
         Ok(map
@@ -331,14 +396,15 @@ impl GitDb {
         shallow: Shallow,
     ) -> Result<(), ResolveError> {
         let fetch_error = |e: gix::Error| fetch_error(remote, &e);
-        self.repo
+        let gix_remote = self
+            .repo
             .remote_at(remote.fetch_url.as_str())
             .map_err(fetch_error)?
             .with_fetch_tags(Tags::None)
             .with_refspecs(specs.iter().map(String::as_str), Direction::Fetch)
-            .map_err(fetch_error)?
-            .connect(Direction::Fetch)
-            .map_err(fetch_error)?
+            .map_err(fetch_error)?;
+        remote
+            .connect(&gix_remote)?
             .prepare_fetch(gix::progress::Discard, ref_map::Options::default())
             .map_err(fetch_error)?
             .with_shallow(shallow)
@@ -677,7 +743,7 @@ fn remove_stale_lock_files(dir: &Path) {
 fn fetch_error(remote: &Remote, e: &gix::Error) -> ResolveError {
     ResolveError::Fetch {
         url: remote.shown_url.clone(),
-        message: berth_lockfile_schema::redact(&error_chain(e)).text,
+        message: crate::url::scrub(&error_chain(e), &remote.secrets),
     }
 }
 

@@ -17,7 +17,7 @@ use crate::extract::ArchiveFormat;
 use crate::git::{GitDb, Remote, Want};
 use crate::local::{LOCAL_EXCLUDE, existing_dir, local_dir, name_and_hash};
 use crate::meta::plugin_name_from_manifest;
-use crate::url::{cache_dir_name, expand_env, git_url, repo_name};
+use crate::url::{cache_dir_name, expand_url, git_url, repo_name};
 use crate::{Network, Reporter, Settings};
 
 /// Which locked pins `lock` may move.
@@ -314,9 +314,27 @@ impl Ctx<'_> {
 
     fn remote(&self, source: &Source) -> Result<(Remote, String), ResolveError> {
         let raw = git_url(source, &self.settings.github_url).expect("only called for git sources");
+        let expanded = expand_url(&raw)?;
+        if raw.starts_with("http://")
+            && crate::url::userinfo(&expanded.url).is_some_and(|(_, p)| p.is_some())
+            && let Some(host) = raw["http://".len()..]
+                .split(['/', '?'])
+                .next()
+                .and_then(|a| a.rsplit('@').next())
+            && !crate::git::is_loopback(host.rsplit_once(':').map_or(host, |(h, _)| h))
+        {
+            return Err(ResolveError::Fetch {
+                url: redact(&raw).text,
+                message:
+                    "refusing to send a password over plain http to another machine; use https"
+                        .into(),
+            });
+        }
         let remote = Remote {
-            fetch_url: expand_env(&raw)?,
+            fetch_url: expanded.url,
             shown_url: redact(&raw).text,
+            secrets: expanded.secrets,
+            home: self.settings.home_dir.clone(),
         };
         Ok((remote, cache_dir_name(&raw)))
     }
@@ -407,10 +425,12 @@ impl Ctx<'_> {
         let Source::Archive { url } = source else {
             unreachable!("only called for archive sources");
         };
+        let expanded = expand_url(url)?;
         Ok(ArchiveSource {
-            fetch_url: expand_env(url)?,
+            fetch_url: expanded.url,
             shown_url: redact(url).text,
             format: ArchiveFormat::from_url(url).expect("archive sources have an archive suffix"),
+            secrets: expanded.secrets,
         })
     }
 

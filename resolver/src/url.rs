@@ -17,6 +17,73 @@ pub(crate) fn git_url(source: &Source, github_url: &str) -> Option<String> {
     }
 }
 
+/// A URL with its `${VAR}`s expanded, and the secrets in it that must never be printed:
+/// the expanded values and any password (or, on http(s), token-as-user) it carries.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Expanded {
+    pub url: String,
+    pub secrets: Vec<String>,
+}
+
+/// Expands a source URL and collects its secrets.
+pub(crate) fn expand_url(text: &str) -> Result<Expanded, ResolveError> {
+    let url = expand_env(text)?;
+    let mut secrets: Vec<String> = env_references(text)
+        .filter_map(|name| std::env::var(name).ok())
+        .filter(|v| !v.is_empty())
+        .collect();
+    if let Some((user, password)) = userinfo(&url) {
+        match password {
+            Some(password) if !password.is_empty() => secrets.push(password.to_owned()),
+            None if url.starts_with("http") && !user.is_empty() => secrets.push(user.to_owned()),
+            _ => {}
+        }
+    }
+    Ok(Expanded { url, secrets })
+}
+
+/// `text` with every secret replaced by `***` and every URL's credentials removed.
+pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_owned();
+    for secret in secrets {
+        out = out.replace(secret.as_str(), "***");
+    }
+    // Redact each URL in the text, not only the first.
+    let mut result = String::with_capacity(out.len());
+    let mut rest = out.as_str();
+    while let Some(i) = rest.find("://") {
+        let start = rest[..i]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .map_or(0, |p| p + 1);
+        let end = rest[i..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | ')' | '>'))
+            .map_or(rest.len(), |p| i + p);
+        result.push_str(&rest[..start]);
+        result.push_str(&redact(&rest[start..end]).text);
+        rest = &rest[end..];
+    }
+    result.push_str(rest);
+    result
+}
+
+/// The user and password of a URL's authority, if it has userinfo.
+pub(crate) fn userinfo(url: &str) -> Option<(&str, Option<&str>)> {
+    let rest = &url[url.find("://")? + 3..];
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let (info, _) = authority.rsplit_once('@')?;
+    Some(match info.split_once(':') {
+        Some((user, password)) => (user, Some(password)),
+        None => (info, None),
+    })
+}
+
+fn env_references(text: &str) -> impl Iterator<Item = &str> {
+    text.match_indices("${").filter_map(move |(i, _)| {
+        let rest = &text[i + 2..];
+        rest.find('}').map(|end| &rest[..end])
+    })
+}
+
 /// Replaces every `${NAME}` with the variable's value. Unset variables are an error.
 pub(crate) fn expand_env(text: &str) -> Result<String, ResolveError> {
     let mut out = String::with_capacity(text.len());
@@ -89,6 +156,20 @@ mod tests {
             cache_dir_name("https://h/p/r.git")
         );
         assert!(cache_dir_name("https://h/o/r.git").starts_with("r-"));
+    }
+
+    #[test]
+    fn scrub_removes_secrets_and_every_url_credential() {
+        let secrets = vec!["s3cret".to_owned()];
+        assert_eq!(
+            scrub(
+                "failed (url http://a:s3cret@h/x) and https://b:pw@k/y; token s3cret",
+                &secrets
+            ),
+            "failed (url http://a@h/x) and https://b@k/y; token ***"
+        );
+        assert_eq!(userinfo("https://u:p@h/r"), Some(("u", Some("p"))));
+        assert_eq!(userinfo("https://h/r"), None);
     }
 
     #[test]
