@@ -3,7 +3,8 @@
 
 use std::io::{IsTerminal, Write};
 
-use berth_resolver::Reporter;
+use berth_resolver::{Reporter, Task};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How much to say on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -17,25 +18,46 @@ pub enum Verbosity {
 pub struct Printer {
     verbosity: Verbosity,
     color: bool,
+    /// Progress bars for running fetches, on a terminal only.
+    bars: Option<MultiProgress>,
 }
 
 impl Printer {
     pub fn new(verbosity: Verbosity) -> Self {
-        let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        Self { verbosity, color }
+        let terminal = std::io::stderr().is_terminal();
+        let color = terminal && std::env::var_os("NO_COLOR").is_none();
+        let bars = (terminal && verbosity == Verbosity::Normal)
+            .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
+        Self {
+            verbosity,
+            color,
+            bars,
+        }
     }
 
     /// A right-aligned verb and a message, as cargo prints them.
     pub fn status(&self, verb: &str, message: &str) {
         if self.verbosity >= Verbosity::Normal {
-            let verb = self.paint(verb, "1;32", 12);
-            let _ = writeln!(std::io::stderr().lock(), "{verb} {message}");
+            let line = format!("{} {message}", self.paint(verb, "1;32", 12));
+            self.line(&line);
+        }
+    }
+
+    /// A line on stderr, above any progress bars.
+    fn line(&self, line: &str) {
+        match &self.bars {
+            Some(bars) => {
+                let _ = bars.println(line);
+            }
+            None => {
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
+            }
         }
     }
 
     pub fn warn(&self, message: &str) {
         let label = self.paint("warning", "1;33", 0);
-        let _ = writeln!(std::io::stderr().lock(), "{label}: {message}");
+        self.line(&format!("{label}: {message}"));
     }
 
     pub fn error(&self, message: &str) {
@@ -75,5 +97,59 @@ impl Reporter for Printer {
     }
     fn warn(&self, message: &str) {
         Printer::warn(self, message);
+    }
+    /// On a terminal, a bar (bytes when the size is known, else a spinner) for as long as
+    /// the step runs, then its status line; elsewhere just the status line.
+    fn task(&self, verb: &str, message: &str, total: Option<u64>) -> Box<dyn Task + '_> {
+        let Some(bars) = &self.bars else {
+            self.status(verb, message);
+            return Box::new(Plain);
+        };
+        let bar = match total {
+            Some(total) => ProgressBar::new(total).with_style(
+                ProgressStyle::with_template(
+                    "{prefix:>12.cyan.bold} {msg} [{bar:24}] {bytes}/{total_bytes}",
+                )
+                .expect("a valid template")
+                .progress_chars("=> "),
+            ),
+            None => ProgressBar::new_spinner().with_style(
+                ProgressStyle::with_template("{prefix:>12.cyan.bold} {msg} {spinner}")
+                    .expect("a valid template"),
+            ),
+        };
+        let bar = bars.add(
+            bar.with_prefix(verb.to_owned())
+                .with_message(message.to_owned()),
+        );
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        Box::new(Bar {
+            bar,
+            printer: self,
+            line: (verb.to_owned(), message.to_owned()),
+        })
+    }
+}
+
+struct Plain;
+
+impl Task for Plain {}
+
+struct Bar<'a> {
+    bar: ProgressBar,
+    printer: &'a Printer,
+    line: (String, String),
+}
+
+impl Task for Bar<'_> {
+    fn advance(&self, bytes: u64) {
+        self.bar.inc(bytes);
+    }
+}
+
+impl Drop for Bar<'_> {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+        self.printer.status(&self.line.0, &self.line.1);
     }
 }

@@ -64,7 +64,6 @@ pub(crate) fn download(
         url: source.shown_url.clone(),
         message: crate::url::scrub(&message, &source.secrets),
     };
-    reporter.status("Downloading", &source.shown_url);
     let staging = store.stage()?;
     let file_path = staging
         .path()
@@ -115,6 +114,7 @@ pub(crate) fn download(
             limits.max_bytes / (1024 * 1024)
         )));
     }
+    let task = reporter.task("Downloading", &source.shown_url, expected_len);
     let mut file = fs_err::File::create(&file_path)?;
     let mut sink = Sha256Sink::default();
     let mut buffer = vec![0u8; 64 * 1024];
@@ -138,6 +138,7 @@ pub(crate) fn download(
         }
         file.write_all(&buffer[..n])?;
         sink.write_all(&buffer[..n])?;
+        task.advance(n as u64);
     }
     if let Some(len) = expected_len
         && total != len

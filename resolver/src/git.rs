@@ -252,9 +252,10 @@ impl GitDb {
                 })?;
             return Ok(commit);
         }
-        reporter.status(
+        let _task = reporter.task(
             "Fetching",
             &format!("{} at {}", remote.shown_url, short(commit)),
+            None,
         );
         prepare
             .with_shallow(Shallow::DepthAtRemote(1.try_into().expect("1 is not zero")))
@@ -347,9 +348,10 @@ impl GitDb {
         hint_ref: Option<&str>,
         reporter: &dyn Reporter,
     ) -> Result<(), ResolveError> {
-        reporter.status(
+        let _task = reporter.task(
             "Fetching",
             &format!("{} at {}", remote.shown_url, short(id)),
+            None,
         );
         let by_id = self.fetch_specs(
             remote,

@@ -2,6 +2,8 @@
 //! sync and verify. Each works on entries in parallel and reports every failure, not just
 //! the first.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use berth_lockfile_schema::{
@@ -114,11 +116,7 @@ pub fn lock_plugins(
         })
         .collect();
     let resolved = AtomicUsize::new(0);
-    let ctx = Ctx {
-        store,
-        settings,
-        reporter,
-    };
+    let ctx = Ctx::new(store, settings, reporter);
     let results = run_parallel(&manifest.plugins, settings.jobs, |i, request| {
         let label = || entry_label(&options.manifest_label, request);
         let result = match (&kept[i], request.parsed_source().kind()) {
@@ -174,11 +172,7 @@ pub fn sync_plugins(
     manifest: Option<&Manifest>,
     local: LocalCheck,
 ) -> Result<SyncOutcome, Vec<EntryError>> {
-    let ctx = Ctx {
-        store,
-        settings,
-        reporter,
-    };
+    let ctx = Ctx::new(store, settings, reporter);
     // Staging folders of syncs that were killed would otherwise pile up in `tmp/`.
     if let Err(e) = store.clean_tmp() {
         reporter.warn(&format!("could not clean the store's `tmp/`: {e}"));
@@ -238,11 +232,7 @@ pub fn verify_plugins(
     lock: &Lock,
     manifest: Option<&Manifest>,
 ) -> Vec<VerifyOutcome> {
-    let ctx = Ctx {
-        store,
-        settings,
-        reporter,
-    };
+    let ctx = Ctx::new(store, settings, reporter);
     run_parallel(&lock.plugins, settings.jobs, |i, locked| {
         let request = manifest
             .and_then(|m| m.plugins.get(i))
@@ -272,6 +262,23 @@ struct Ctx<'a> {
     store: &'a Store,
     settings: &'a Settings,
     reporter: &'a dyn Reporter,
+    /// What this run already resolved, per git cache and ref (`""`: the default branch),
+    /// so entries on one repository share one ref listing and one fetch.
+    resolved: Mutex<HashMap<(String, String), ObjectId>>,
+    /// Tags listed by this run, per git cache.
+    tags: Mutex<HashMap<String, Vec<(String, ObjectId)>>>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(store: &'a Store, settings: &'a Settings, reporter: &'a dyn Reporter) -> Self {
+        Self {
+            store,
+            settings,
+            reporter,
+            resolved: Mutex::default(),
+            tags: Mutex::default(),
+        }
+    }
 }
 
 impl Ctx<'_> {
@@ -344,14 +351,17 @@ impl Ctx<'_> {
         let db = GitDb::open(self.store, &cache, &remote.shown_url, self.reporter)?;
         // A `version` range becomes the tag it picks, then resolves like `ref = "<tag>"`.
         let resolved_ref = match &request.version {
-            Some(range) => Some(self.pick_tag(&db, &remote, range)?),
+            Some(range) => Some(self.pick_tag(&db, &remote, &cache, range)?),
             None => None,
         };
         let wanted = resolved_ref
             .as_ref()
             .map(|tag| format!("refs/tags/{tag}"))
             .or_else(|| request.git_ref.clone());
+        let memo_key = (cache.clone(), wanted.clone().unwrap_or_default());
+        let memo = lock_ignoring_poison(&self.resolved).get(&memo_key).copied();
         let rev = match wanted.as_deref() {
+            _ if memo.is_some() => memo.expect("checked"),
             Some(r) if is_full_commit_id(r) => {
                 let id = ObjectId::from_hex(r.as_bytes()).expect("checked to be 40 hex digits");
                 if !db.has_commit(id) {
@@ -379,6 +389,7 @@ impl Ctx<'_> {
                 }
             }
         };
+        lock_ignoring_poison(&self.resolved).insert(memo_key, rev);
         let tree = db.plugin_tree(rev, request.subdir())?;
         let fallback = request
             .subdir()
@@ -405,13 +416,22 @@ impl Ctx<'_> {
     }
 
     /// The tag a `version` range picks: among the remote's tags, or offline the cache's.
-    fn pick_tag(&self, db: &GitDb, remote: &Remote, range: &str) -> Result<String, ResolveError> {
+    fn pick_tag(
+        &self,
+        db: &GitDb,
+        remote: &Remote,
+        cache: &str,
+        range: &str,
+    ) -> Result<String, ResolveError> {
         let req = semver::VersionReq::parse(range)
             .map_err(|e| ResolveError::Unsupported(format!("`version = \"{range}\"`: {e}")))?;
-        let tags = match self.settings.network {
-            Network::Online => db.list_tags(remote)?,
-            Network::Offline => db.local_tags(),
+        let cached = lock_ignoring_poison(&self.tags).get(cache).cloned();
+        let tags = match (cached, self.settings.network) {
+            (Some(tags), _) => tags,
+            (None, Network::Online) => db.list_tags(remote)?,
+            (None, Network::Offline) => db.local_tags(),
         };
+        lock_ignoring_poison(&self.tags).insert(cache.to_owned(), tags.clone());
         crate::semver_tags::pick(&req, tags.iter().map(|(t, _)| t.as_str())).map_err(|nearest| {
             ResolveError::NoMatchingVersion {
                 url: remote.shown_url.clone(),
@@ -728,6 +748,12 @@ fn check_pins(request: &PluginRequest, name: &str, hash: &Sha256Hash) -> Result<
         });
     }
     Ok(())
+}
+
+fn lock_ignoring_poison<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Runs `f` over `items` on up to `jobs` threads; results keep the items' order.

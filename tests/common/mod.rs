@@ -150,8 +150,19 @@ impl GitHttpServer {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
+            .filter(|l| !l.starts_with("INFLIGHT"))
             .map(str::to_owned)
             .collect()
+    }
+
+    /// The most requests that were being served at the same time.
+    pub fn max_in_flight(&self) -> usize {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.strip_prefix("INFLIGHT ")?.parse().ok())
+            .max()
+            .unwrap_or(0)
     }
 }
 
