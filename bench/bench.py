@@ -8,6 +8,10 @@ Figures:
      packages.
   2. (issue #2) A cold `berth plugins lock` + `berth plugins sync` of 50 generated git
      repositories, next to a `git clone --depth 1` loop over the same repositories.
+  4. (issue #4) A cold `lock` + `sync` of 50 sources (25 git repositories over a real
+     `git http-backend` on 127.0.0.1 and 25 `.tar.gz` archives over HTTP), with `--jobs 1`
+     and with the default, next to the SDK's `Plugin.fetch` over the same 25 git
+     repositories.
   3. (issue #3) `berth plugins show --json` for a lock of 50 plugins (the conformance
      samples repeated under new names), next to the OpenHands SDK's `load_plugins` on the
      same 50 folders in a fresh Python process. The SDK is installed into a cached venv
@@ -229,6 +233,73 @@ def bench_show(berth, scratch, sdk_python, runs, sdk_runs):
     return berth_times, sdk_times, sdk_inner
 
 
+class Servers:
+    """`fixtures/git_http_server.py` over the repositories and a plain HTTP server over
+    the archives, both on 127.0.0.1, stopped on exit."""
+
+    def __init__(self, repos_root: Path, archives_root: Path):
+        self.git = subprocess.Popen(
+            [sys.executable, str(ROOT / "fixtures" / "git_http_server.py"), str(repos_root)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+        self.git_port = int(self.git.stdout.readline())
+        self.files = subprocess.Popen(
+            [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", str(archives_root)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+        line = self.files.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N ..."
+        self.files_port = int(line.split(" port ")[1].split()[0])
+
+    def close(self):
+        for p in (self.git, self.files):
+            p.kill()
+            p.wait()
+
+
+def bench_mixed(berth, scratch, repos, sdk_python, runs):
+    archives = scratch / "archives"
+    archives.mkdir()
+    for repo in repos[50:75]:
+        subprocess.run(
+            ["tar", "-czf", str(archives / f"{repo.stem}.tar.gz"), "--exclude=.git", "-C", str(repo.parent), repo.name],
+            check=True,
+        )
+    servers = Servers(scratch / "repos", archives)
+    try:
+        git_sources = [f"http://127.0.0.1:{servers.git_port}/{r.name}" for r in repos[:25]]
+        archive_sources = [f"http://127.0.0.1:{servers.files_port}/{r.stem}.tar.gz" for r in repos[50:75]]
+        work = scratch / "mixed"
+        work.mkdir()
+        (work / "plugins.toml").write_text(
+            "".join(f'[[plugin]]\nsource = "{s}"\n\n' for s in git_sources + archive_sources)
+        )
+        store = scratch / "mixed-store"
+
+        def reset():
+            shutil.rmtree(store, ignore_errors=True)
+            (work / "plugins.lock").unlink(missing_ok=True)
+
+        env = {"BERTH_STORE": str(store)}
+        default = [[berth, "plugins", "lock", "-q"], [berth, "plugins", "sync", "-q"]]
+        one = [[berth, "plugins", "lock", "-q", "-j", "1"], [berth, "plugins", "sync", "-q", "-j", "1"]]
+        berth_times, berth_j1, sdk_times, sdk_inner = [], [], [], []
+        for _ in range(runs):
+            berth_times.append(timed(default, cwd=work, env=env, before=reset))
+            berth_j1.append(timed(one, cwd=work, env=env, before=reset))
+            if sdk_python:
+                cache = scratch / "sdk-cache"
+                shutil.rmtree(cache, ignore_errors=True)
+                cmd = [sdk_python, str(ROOT / "bench" / "sdk_fetch_plugins.py"), str(cache), *git_sources]
+                sdk_env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", OPENHANDS_SUPPRESS_BANNER="1")
+                start = time.perf_counter()
+                out = subprocess.run(cmd, env=sdk_env, check=True, capture_output=True, text=True).stdout
+                sdk_times.append(time.perf_counter() - start)
+                sdk_inner.append(json.loads(out.strip().splitlines()[-1])["fetch_seconds"])
+        return berth_times, berth_j1, (sdk_times or None), (sdk_inner or None)
+    finally:
+        servers.close()
+
+
 def machine():
     cpu = "unknown CPU"
     try:
@@ -265,8 +336,10 @@ def main():
         uv = bench_uv(scratch, args.noop_runs)
         print("cold lock + sync ...", file=sys.stderr)
         cold, cold_j1, clone = bench_cold(args.berth, scratch, repos, args.cold_runs)
-        print("plugin set of 50 plugins ...", file=sys.stderr)
         sdk_python = ensure_sdk(args.sdk_python)
+        print("cold lock + sync of 50 sources over HTTP ...", file=sys.stderr)
+        mixed, mixed_j1, sdk_fetch, sdk_fetch_inner = bench_mixed(args.berth, scratch, repos, sdk_python, args.cold_runs)
+        print("plugin set of 50 plugins ...", file=sys.stderr)
         show, sdk, sdk_inner = bench_show(args.berth, scratch, sdk_python, args.show_runs, args.sdk_runs)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -290,6 +363,18 @@ def main():
         f"| {median_ms(cold_j1):.0f} ms | {median_ms(clone):.0f} ms (`git clone --depth 1` loop) "
         f"| {median_ms(clone) / median_ms(cold_j1):.2f}x faster | |"
     )
+    print(
+        f"| cold `lock` + `sync`, 50 sources over HTTP (25 git, 25 archives), default jobs (median of {len(mixed)}) "
+        f"| {median_ms(mixed):.0f} ms | {median_ms(mixed_j1):.0f} ms (berth `--jobs 1`) "
+        f"| {median_ms(mixed_j1) / median_ms(mixed):.2f}x faster | |"
+    )
+    if sdk_fetch:
+        print(
+            f"| same 25 git sources: SDK `Plugin.fetch` one by one (median of {len(sdk_fetch)}) "
+            f"| {median_ms(mixed):.0f} ms (all 50, berth) | {median_ms(sdk_fetch):.0f} ms with start-up, "
+            f"{median_ms(sdk_fetch_inner):.0f} ms in-process (25 git only) "
+            f"| {median_ms(sdk_fetch_inner) / median_ms(mixed):.2f}x (in-process) | |"
+        )
     sdk_cell = f"{median_ms(sdk):.0f} ms (SDK `load_plugins`, median of {len(sdk)}, with start-up)" if sdk else "n/a (SDK not installable)"
     sdk_ratio = f"{median_ms(sdk) / median_ms(show):.0f}x faster" if sdk else "n/a"
     print(
