@@ -77,6 +77,67 @@ pub enum Command {
     /// Run the locked plugin set's hooks
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Hooks(HooksArgs),
+
+    /// Serve conversations that keep exactly their locked plugin set
+    ///
+    /// Each conversation gets one lockfile, resolved when it starts and kept in the data
+    /// folder; its plugin set is built from that lock and the shared store, so after a
+    /// restart it is byte-for-byte the same even if upstream moved or vanished. By default
+    /// only https sources on github.com, gitlab.com and bitbucket.org are fetched.
+    #[command(after_help = "Examples:\n  \
+        berth serve --addr 0.0.0.0:8000 --api-key \"$KEY\"\n  \
+        berth serve --allow-host git.example.com --data-dir /var/lib/berth\n  \
+        berth serve --offline        # serve restored conversations, never fetch")]
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on (port 0 picks a free one)
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8000",
+        env = "BERTH_ADDR"
+    )]
+    pub addr: std::net::SocketAddr,
+
+    /// Where conversations are kept [default: $XDG_DATA_HOME/berth, else ~/.local/share/berth]
+    #[arg(long, value_name = "DIR", env = "BERTH_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// Require this key on every route but /health (`X-Session-API-Key` or `Authorization: Bearer`)
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "BERTH_API_KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+
+    /// A host https sources may come from (repeatable; replaces the default list)
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
+
+    /// Also admit local folders, file:// URLs and plain http:// URLs on any host
+    #[arg(long)]
+    pub allow_local_sources: bool,
+
+    /// Never fetch: serve conversations from the store as it is
+    #[arg(long)]
+    pub offline: bool,
+
+    /// Seconds a conversation's plugins may take to lock and fetch before 504
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    pub fetch_timeout: u64,
+
+    /// How many plugins one request fetches at once
+    #[arg(short, long, value_name = "N", default_value_t = 8)]
+    pub jobs: usize,
+
+    /// Refuse plugin sets with more skills than this
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_skills: usize,
 }
 
 #[derive(Debug, Args)]

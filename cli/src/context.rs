@@ -123,6 +123,7 @@ impl Context {
             base_dir: base_dir.to_owned(),
             home_dir: self.home_dir.clone(),
             archive_limits: self.archive_limits,
+            shared: None,
         }
     }
 
@@ -241,7 +242,7 @@ fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
-fn default_store_root(home: Option<&Path>) -> Result<PathBuf> {
+pub fn default_store_root(home: Option<&Path>) -> Result<PathBuf> {
     if let Some(dir) = std::env::var_os("BERTH_STORE").filter(|d| !d.is_empty()) {
         return Ok(PathBuf::from(dir));
     }

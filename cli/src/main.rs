@@ -23,7 +23,7 @@ fn main() -> ExitCode {
     } else {
         Verbosity::Normal
     };
-    init_tracing(cli.verbose);
+    init_tracing(cli.verbose, matches!(cli.command, Command::Serve(_)));
     let printer = Printer::new(verbosity);
     match run(&cli, printer) {
         Ok(()) => ExitCode::SUCCESS,
@@ -65,6 +65,7 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
             let ctx = Context::new(cli, &args.project, printer)?;
             commands::run::run(&ctx, args)
         }
+        Command::Serve(args) => commands::serve::run(cli, args, printer),
         Command::Hooks(hooks) => {
             let ctx = Context::new(cli, &hooks.project, printer)?;
             match &hooks.command {
@@ -75,17 +76,24 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
 }
 
 /// Library diagnostics (`tracing`) go to stderr: `-v` shows berth's debug messages,
-/// `-vv` everyone's; `BERTH_LOG` overrides with a filter such as `berth_resolver=trace`.
-fn init_tracing(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "warn,berth=debug,berth_resolver=debug,berth_store=debug",
+/// `-vv` everyone's; `berth serve` logs requests at `info`. `BERTH_LOG` overrides with a
+/// filter such as `berth_resolver=trace`.
+fn init_tracing(verbose: u8, serving: bool) {
+    let default = match (verbose, serving) {
+        // A server logs its requests and the conversations it starts.
+        (0, true) => "info",
+        (0, false) => "warn",
+        (1, _) => "info,berth=debug,berth_resolver=debug,berth_store=debug,berth_server=debug",
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("BERTH_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none(),
+        )
         .with_writer(std::io::stderr)
         .without_time()
         .with_target(false)

@@ -23,8 +23,8 @@ pub use error::{EntryError, ResolveError};
 pub use extract::ArchiveLimits;
 pub use meta::plugin_name_from_manifest;
 pub use ops::{
-    LocalCheck, LocalRelock, LockOptions, LockOutcome, SyncOutcome, Upgrade, VerifyOutcome,
-    VerifyStatus, lock_plugins, sync_plugins, verify_plugins,
+    LocalCheck, LocalRelock, LockOptions, LockOutcome, SharedResolutions, SyncOutcome, Upgrade,
+    VerifyOutcome, VerifyStatus, lock_plugins, sync_plugins, verify_plugins,
 };
 
 /// Whether the network may be used.
@@ -51,6 +51,8 @@ pub struct Settings {
     pub home_dir: Option<PathBuf>,
     /// How large an archive may be.
     pub archive_limits: ArchiveLimits,
+    /// Resolutions shared with other lock runs of this process (the server sets this).
+    pub shared: Option<SharedResolutions>,
 }
 
 /// The default `github:` base URL.

@@ -3,8 +3,9 @@
 //! the first.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use berth_lockfile_schema::{
     Lock, LockedPlugin, Manifest, Pin, PluginRequest, Sha256Hash, Source, SourceKind,
@@ -262,11 +263,10 @@ struct Ctx<'a> {
     store: &'a Store,
     settings: &'a Settings,
     reporter: &'a dyn Reporter,
-    /// What this run already resolved, per git cache and ref (`""`: the default branch),
-    /// so entries on one repository share one ref listing and one fetch.
-    resolved: Mutex<HashMap<(String, String), ObjectId>>,
-    /// Tags listed by this run, per git cache.
-    tags: Mutex<HashMap<String, Vec<(String, ObjectId)>>>,
+    /// Resolutions made since this run started (by it, or by a concurrent run sharing
+    /// them): entries on one repository share one ref listing and one fetch.
+    memo: SharedResolutions,
+    started: Instant,
 }
 
 impl<'a> Ctx<'a> {
@@ -275,9 +275,48 @@ impl<'a> Ctx<'a> {
             store,
             settings,
             reporter,
-            resolved: Mutex::default(),
-            tags: Mutex::default(),
+            memo: settings.shared.clone().unwrap_or_default(),
+            started: Instant::now(),
         }
+    }
+}
+
+/// Ref resolutions and tag listings, keyed by git cache, shared by the lock runs of one
+/// process. A run only reuses what was resolved after it started, which is as fresh as
+/// resolving again: concurrent runs (a server starting many conversations) then share one
+/// listing and one fetch per repository, and a later run still sees upstream's changes.
+#[derive(Debug, Clone, Default)]
+pub struct SharedResolutions {
+    refs: Arc<Mutex<HashMap<RefKey, (Instant, ObjectId)>>>,
+    tags: Arc<Mutex<HashMap<String, (Instant, TagList)>>>,
+}
+
+/// A git cache and a ref in it (`""`: the default branch).
+type RefKey = (String, String);
+/// Tag names and the commits they point to.
+type TagList = Vec<(String, ObjectId)>;
+
+impl SharedResolutions {
+    fn rev(&self, key: &(String, String), since: Instant) -> Option<ObjectId> {
+        lock_ignoring_poison(&self.refs)
+            .get(key)
+            .filter(|(at, _)| *at >= since)
+            .map(|(_, id)| *id)
+    }
+
+    fn remember_rev(&self, key: (String, String), id: ObjectId) {
+        lock_ignoring_poison(&self.refs).insert(key, (Instant::now(), id));
+    }
+
+    fn tags(&self, cache: &str, since: Instant) -> Option<Vec<(String, ObjectId)>> {
+        lock_ignoring_poison(&self.tags)
+            .get(cache)
+            .filter(|(at, _)| *at >= since)
+            .map(|(_, tags)| tags.clone())
+    }
+
+    fn remember_tags(&self, cache: &str, tags: Vec<(String, ObjectId)>) {
+        lock_ignoring_poison(&self.tags).insert(cache.to_owned(), (Instant::now(), tags));
     }
 }
 
@@ -359,7 +398,7 @@ impl Ctx<'_> {
             .map(|tag| format!("refs/tags/{tag}"))
             .or_else(|| request.git_ref.clone());
         let memo_key = (cache.clone(), wanted.clone().unwrap_or_default());
-        let memo = lock_ignoring_poison(&self.resolved).get(&memo_key).copied();
+        let memo = self.memo.rev(&memo_key, self.started);
         let rev = match wanted.as_deref() {
             _ if memo.is_some() => memo.expect("checked"),
             Some(r) if is_full_commit_id(r) => {
@@ -389,7 +428,7 @@ impl Ctx<'_> {
                 }
             }
         };
-        lock_ignoring_poison(&self.resolved).insert(memo_key, rev);
+        self.memo.remember_rev(memo_key, rev);
         let tree = db.plugin_tree(rev, request.subdir())?;
         let fallback = request
             .subdir()
@@ -425,13 +464,13 @@ impl Ctx<'_> {
     ) -> Result<String, ResolveError> {
         let req = semver::VersionReq::parse(range)
             .map_err(|e| ResolveError::Unsupported(format!("`version = \"{range}\"`: {e}")))?;
-        let cached = lock_ignoring_poison(&self.tags).get(cache).cloned();
+        let cached = self.memo.tags(cache, self.started);
         let tags = match (cached, self.settings.network) {
             (Some(tags), _) => tags,
             (None, Network::Online) => db.list_tags(remote)?,
             (None, Network::Offline) => db.local_tags(),
         };
-        lock_ignoring_poison(&self.tags).insert(cache.to_owned(), tags.clone());
+        self.memo.remember_tags(cache, tags.clone());
         crate::semver_tags::pick(&req, tags.iter().map(|(t, _)| t.as_str())).map_err(|nearest| {
             ResolveError::NoMatchingVersion {
                 url: remote.shown_url.clone(),

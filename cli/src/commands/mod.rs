@@ -5,6 +5,7 @@ pub mod hooks;
 pub mod list;
 pub mod lock;
 pub mod run;
+pub mod serve;
 pub mod show;
 pub mod sync;
 pub mod verify;

@@ -1,0 +1,87 @@
+//! `berth serve`
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use berth_server::{AppState, Config, DEFAULT_ALLOWED_HOSTS, Policy};
+use berth_store::Store;
+
+use crate::args::{Cli, ServeArgs};
+use crate::printer::Printer;
+
+pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let store_root = match &cli.store {
+        Some(dir) => dir.clone(),
+        None => crate::context::default_store_root(home.as_deref())?,
+    };
+    let data_dir = match &args.data_dir {
+        Some(dir) => dir.clone(),
+        None => match (
+            std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()),
+            &home,
+        ) {
+            (Some(dir), _) => PathBuf::from(dir).join("berth"),
+            (None, Some(home)) => home.join(".local/share/berth"),
+            (None, None) => bail!("cannot find a data folder: pass `--data-dir DIR`"),
+        },
+    };
+    let allowed_hosts = if args.allow_hosts.is_empty() {
+        DEFAULT_ALLOWED_HOSTS
+            .iter()
+            .map(|h| (*h).to_owned())
+            .collect()
+    } else {
+        args.allow_hosts.clone()
+    };
+    let github_url = std::env::var("BERTH_GITHUB_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| berth_resolver::DEFAULT_GITHUB_URL.to_owned());
+    let config = Config {
+        data_dir: data_dir.clone(),
+        store: Store::new(store_root),
+        api_key: args.api_key.clone().filter(|k| !k.is_empty()),
+        policy: Policy {
+            allowed_hosts,
+            allow_local: args.allow_local_sources,
+            github_url,
+        },
+        offline: args.offline,
+        fetch_timeout: Duration::from_secs(args.fetch_timeout.max(1)),
+        jobs: args.jobs.max(1),
+        home_dir: home,
+        max_skills: args.max_skills,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("could not start the async runtime")?;
+    runtime.block_on(async {
+        let started = std::time::Instant::now();
+        let (state, report) = tokio::task::spawn_blocking(move || AppState::open(config))
+            .await
+            .context("restoring conversations")?
+            .with_context(|| format!("could not open the data folder `{}`", data_dir.display()))?;
+        let listener = berth_server::bind(args.addr)
+            .await
+            .with_context(|| format!("could not listen on `{}`", args.addr))?;
+        let addr = listener.local_addr().context("reading the bound address")?;
+        printer.status(
+            "Restored",
+            &format!(
+                "{} conversations ({} with plugins to fetch again) in {:.2}s",
+                report.conversations,
+                report.incomplete,
+                started.elapsed().as_secs_f64()
+            ),
+        );
+        printer.status("Listening", &format!("on http://{addr}"));
+        berth_server::serve(state, listener)
+            .await
+            .context("serving")
+    })
+}

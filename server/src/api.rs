@@ -1,0 +1,147 @@
+//! The request and response bodies, and the JSON extractor whose rejections use the
+//! server's error shape.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::error::AppError;
+
+/// The largest request body accepted.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// The most plugins one conversation may have.
+pub const MAX_PLUGINS: usize = 64;
+
+/// One plugin, with the OpenHands `PluginSource` fields.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PluginSourceBody {
+    /// `github:OWNER/REPO[/PATH]`, an https git or archive URL, or (when the server allows
+    /// local sources) a path or `file://` URL.
+    pub source: String,
+    /// A branch, tag or full commit.
+    #[serde(default, rename = "ref")]
+    pub git_ref: Option<String>,
+    /// The plugin's folder inside the repository or archive.
+    #[serde(default)]
+    pub repo_path: Option<String>,
+}
+
+/// Start a conversation from plugin sources (locked now) or from a lockfile.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateConversation {
+    /// The plugins, in merge order. Give this or `lockfile`.
+    #[serde(default)]
+    pub plugins: Option<Vec<PluginSourceBody>>,
+    /// The text of a `plugins.lock`. Give this or `plugins`.
+    #[serde(default)]
+    pub lockfile: Option<String>,
+    /// Anything the caller wants kept with the conversation.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Option<serde_json::Value>,
+}
+
+/// A locked plugin, as `berth plugins list --json` shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LockedPluginBody {
+    pub name: String,
+    pub source: String,
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repo_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rev: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive_hash: Option<String>,
+    pub hash: String,
+}
+
+/// The answer to a new conversation. `plugin_set` holds exactly the bytes
+/// `GET /api/conversations/{id}/plugin_set` (and `berth plugins show --json`) returns.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct ConversationCreated {
+    #[schema(value_type = String, format = Uuid)]
+    pub id: uuid::Uuid,
+    /// The conversation's `plugins.lock`.
+    pub lockfile: String,
+    pub plugins: Vec<LockedPluginBody>,
+    /// The merged plugin set (SPEC section 5).
+    #[schema(value_type = Object)]
+    pub plugin_set: serde_json::Value,
+}
+
+/// A conversation in the list.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ConversationSummary {
+    #[schema(value_type = String, format = Uuid)]
+    pub id: uuid::Uuid,
+    /// Seconds since the Unix epoch.
+    pub created_at: u64,
+    /// The plugins' names, in lock order.
+    pub plugins: Vec<String>,
+}
+
+/// `GET /api/conversations`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConversationList {
+    pub conversations: Vec<ConversationSummary>,
+}
+
+/// `GET /api/conversations/{id}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConversationDetail {
+    #[schema(value_type = String, format = Uuid)]
+    pub id: uuid::Uuid,
+    pub created_at: u64,
+    #[schema(value_type = Object)]
+    pub metadata: serde_json::Value,
+    pub plugins: Vec<LockedPluginBody>,
+}
+
+/// `GET /health`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    pub status: String,
+    pub conversations: usize,
+}
+
+/// `Json<T>`, but a rejection answers in the server's error shape: 413 past the body
+/// limit, 400 for anything else.
+#[derive(Debug)]
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(value)) => Ok(Self(value)),
+            Err(rejection) => Err(match &rejection {
+                JsonRejection::BytesRejection(_)
+                    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE =>
+                {
+                    AppError::new(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "too_large",
+                        format!("the request body is larger than {} bytes", MAX_BODY_BYTES),
+                    )
+                }
+                _ => AppError::bad_request(rejection.body_text()),
+            }),
+        }
+    }
+}

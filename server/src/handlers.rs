@@ -1,0 +1,446 @@
+//! The route handlers. Anything that touches git, the network or many files runs on a
+//! blocking thread.
+
+use axum::extract::{Path, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use berth_lockfile_schema::{Lock, LockedPluginWire, Manifest, PluginRequest, parse_lock};
+use berth_resolver::{LocalRelock, LockOptions, Reporter, Upgrade, lock_plugins};
+use berth_runtime::{BuildOptions, build_plugin_set};
+use utoipa::OpenApi;
+use uuid::Uuid;
+
+use crate::AppState;
+use crate::api::{
+    ApiJson, ConversationCreated, ConversationDetail, ConversationList, ConversationSummary,
+    CreateConversation, Health, LockedPluginBody, MAX_PLUGINS, PluginSourceBody,
+};
+use crate::conversations::Meta;
+use crate::error::{AppError, ErrorBody, ErrorDetail};
+
+/// The OpenAPI description, generated from the handlers and their types.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "berth", description = "Conversations that keep exactly their locked plugin set."),
+    paths(health, create, list, get_one, lockfile, plugin_set, delete),
+    components(schemas(
+        CreateConversation, PluginSourceBody, ConversationCreated, ConversationList,
+        ConversationSummary, ConversationDetail, LockedPluginBody, Health, ErrorBody, ErrorDetail
+    )),
+    modifiers(&ApiKeyScheme),
+    security(("api_key" = []), ("bearer" = []))
+)]
+#[derive(Debug)]
+pub struct ApiDoc;
+
+struct ApiKeyScheme;
+
+impl utoipa::Modify for ApiKeyScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{
+            ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme,
+        };
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-Session-API-Key"))),
+        );
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// Logs the resolver's progress instead of printing it.
+#[derive(Debug)]
+pub(crate) struct LogReporter;
+
+impl Reporter for LogReporter {
+    fn status(&self, verb: &str, message: &str) {
+        tracing::info!("{verb} {message}");
+    }
+    fn warn(&self, message: &str) {
+        tracing::warn!("{message}");
+    }
+}
+
+/// Every route but `/health` needs the API key when one is set.
+pub async fn require_key(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let Some(expected) = state.config().api_key.as_deref() else {
+        return next.run(request).await;
+    };
+    let headers = request.headers();
+    let given = headers
+        .get("x-session-api-key")
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| {
+            headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+        });
+    match given {
+        Some(key) if constant_time_eq(key.as_bytes(), expected.as_bytes()) => {
+            next.run(request).await
+        }
+        _ => AppError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid API key is required (X-Session-API-Key or Authorization: Bearer)",
+        )
+        .into_response(),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+pub async fn not_found() -> AppError {
+    AppError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
+}
+
+/// Liveness.
+#[utoipa::path(get, path = "/health", security(()), responses((status = 200, body = Health)))]
+pub async fn health(State(state): State<AppState>) -> axum::Json<Health> {
+    axum::Json(Health {
+        status: "ok".into(),
+        conversations: state.inner.conversations.len(),
+    })
+}
+
+/// The API description.
+pub async fn openapi() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        ApiDoc::openapi().to_pretty_json().unwrap_or_default(),
+    )
+        .into_response()
+}
+
+/// Starts a conversation: locks the plugins (or takes the lockfile), fetches what the store
+/// lacks, stores the conversation's lockfile, and answers with its plugin set.
+#[utoipa::path(
+    post,
+    path = "/api/conversations",
+    request_body = CreateConversation,
+    responses(
+        (status = 201, description = "created", body = ConversationCreated),
+        (status = 400, description = "bad source, `repo_path` leaving the repository, invalid lockfile", body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "source host not allowed or local sources disabled", body = ErrorBody),
+        (status = 413, description = "body over 1 MiB", body = ErrorBody),
+        (status = 422, description = "plugin invalid or hash mismatch", body = ErrorBody),
+        (status = 502, description = "upstream fetch failed", body = ErrorBody),
+        (status = 504, description = "upstream timed out", body = ErrorBody),
+    )
+)]
+pub async fn create(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<CreateConversation>,
+) -> Result<Response, AppError> {
+    let request = Prepared::from_body(&state, body)?;
+    let timeout = state.config().fetch_timeout;
+    let work_state = state.clone();
+    let work = tokio::task::spawn_blocking(move || work_state.start(request));
+    let (meta, lock, lock_text, set_json) = match tokio::time::timeout(timeout, work).await {
+        Err(_) => {
+            return Err(AppError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "upstream_timeout",
+                format!(
+                    "locking and fetching the plugins took longer than {} s",
+                    timeout.as_secs()
+                ),
+            ));
+        }
+        Ok(joined) => joined.map_err(AppError::internal)??,
+    };
+    // The plugin set is spliced in as the runtime's exact bytes.
+    let head = serde_json::json!({
+        "id": meta.id,
+        "lockfile": lock_text,
+        "plugins": locked_plugins(&lock),
+    });
+    let head = serde_json::to_string(&head).map_err(AppError::internal)?;
+    let body = format!(
+        "{},\"plugin_set\":{}}}",
+        &head[..head.len() - 1],
+        set_json.trim_end()
+    );
+    Ok((
+        StatusCode::CREATED,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response())
+}
+
+/// A validated request, before anything is fetched.
+pub(crate) struct Prepared {
+    manifest: Option<Manifest>,
+    lock: Option<Lock>,
+    metadata: serde_json::Value,
+}
+
+impl Prepared {
+    fn from_body(state: &AppState, body: CreateConversation) -> Result<Self, AppError> {
+        let policy = &state.config().policy;
+        let metadata = body.metadata.unwrap_or(serde_json::Value::Null);
+        match (body.plugins, body.lockfile) {
+            (Some(plugins), None) => {
+                if plugins.len() > MAX_PLUGINS {
+                    return Err(AppError::bad_request(format!(
+                        "{} plugins requested; a conversation may have at most {MAX_PLUGINS}",
+                        plugins.len()
+                    )));
+                }
+                let mut requests = Vec::with_capacity(plugins.len());
+                for (i, p) in plugins.iter().enumerate() {
+                    let request = PluginRequest::new(
+                        &p.source,
+                        p.git_ref.as_deref(),
+                        None,
+                        p.repo_path.as_deref(),
+                    )
+                    .map_err(|m| AppError::bad_request(format!("plugins[{i}]: {m}")))?;
+                    policy.check(&p.source, request.parsed_source())?;
+                    requests.push(request);
+                }
+                Ok(Self {
+                    manifest: Some(Manifest { plugins: requests }),
+                    lock: None,
+                    metadata,
+                })
+            }
+            (None, Some(text)) => {
+                let lock = parse_lock("lockfile", &text)
+                    .map_err(|e| AppError::bad_request(e.to_string()))?;
+                if lock.plugins.len() > MAX_PLUGINS {
+                    return Err(AppError::bad_request(format!(
+                        "the lockfile has {} plugins; a conversation may have at most {MAX_PLUGINS}",
+                        lock.plugins.len()
+                    )));
+                }
+                for plugin in &lock.plugins {
+                    let source = berth_lockfile_schema::Source::parse(&plugin.source)
+                        .map_err(|e| AppError::bad_request(e.message))?;
+                    policy.check(&plugin.source, &source)?;
+                }
+                Ok(Self {
+                    manifest: None,
+                    lock: Some(lock),
+                    metadata,
+                })
+            }
+            _ => Err(AppError::bad_request("give either `plugins` or `lockfile`")),
+        }
+    }
+}
+
+impl AppState {
+    /// Locks (when given plugins), syncs, builds the set and stores the conversation.
+    fn start(&self, request: Prepared) -> Result<(Meta, Lock, String, String), AppError> {
+        let config = self.config();
+        let settings = self.settings();
+        let lock = match (request.lock, &request.manifest) {
+            (Some(lock), _) => lock,
+            (None, Some(manifest)) => {
+                let options = LockOptions {
+                    upgrade: Upgrade::Nothing,
+                    manifest_label: "plugins".into(),
+                    local: LocalRelock::Rehash,
+                };
+                lock_plugins(
+                    &config.store,
+                    &settings,
+                    &LogReporter,
+                    manifest,
+                    None,
+                    &options,
+                )
+                .map_err(|errors| AppError::from_entries(&errors))?
+                .lock
+            }
+            (None, None) => unreachable!("a prepared request has plugins or a lock"),
+        };
+        self.sync(&lock)
+            .map_err(|errors| AppError::from_entries(&errors))?;
+        let set = build_plugin_set(
+            &config.store,
+            &lock,
+            &BuildOptions {
+                max_skills: Some(config.max_skills),
+            },
+        )
+        .map_err(|e| AppError::from_runtime(&e))?;
+        let meta = Meta {
+            id: Uuid::new_v4(),
+            created_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            metadata: request.metadata,
+        };
+        let lock_text = lock.to_toml();
+        self.inner
+            .conversations
+            .create(&meta, &lock, &lock_text)
+            .map_err(AppError::internal)?;
+        tracing::info!(
+            "conversation {} started with {} plugins",
+            meta.id,
+            lock.plugins.len()
+        );
+        Ok((meta, lock, lock_text, set.to_json()))
+    }
+}
+
+fn locked_plugins(lock: &Lock) -> Vec<LockedPluginBody> {
+    lock.plugins
+        .iter()
+        .map(|p| {
+            let w = LockedPluginWire::from(p);
+            LockedPluginBody {
+                name: w.name,
+                source: w.source,
+                git_ref: w.git_ref,
+                repo_path: w.repo_path,
+                url: w.url,
+                rev: w.rev,
+                archive_hash: w.archive_hash,
+                hash: w.hash,
+            }
+        })
+        .collect()
+}
+
+/// Any id that is not a conversation of this server is a 404, malformed or not.
+fn conversation_id(state: &AppState, raw: &str) -> Result<Uuid, AppError> {
+    match Uuid::parse_str(raw) {
+        Ok(id) if state.inner.conversations.contains(id) => Ok(id),
+        _ => Err(AppError::not_found()),
+    }
+}
+
+async fn load(state: &AppState, raw: &str) -> Result<crate::conversations::Stored, AppError> {
+    let id = conversation_id(state, raw)?;
+    let state = state.clone();
+    tokio::task::spawn_blocking(move || state.inner.conversations.get(id))
+        .await
+        .map_err(AppError::internal)?
+        .map_err(AppError::internal)?
+        .ok_or_else(AppError::not_found)
+}
+
+/// The conversations, oldest first.
+#[utoipa::path(get, path = "/api/conversations", responses((status = 200, body = ConversationList), (status = 401, body = ErrorBody)))]
+pub async fn list(State(state): State<AppState>) -> axum::Json<ConversationList> {
+    let mut conversations = state.inner.conversations.list();
+    conversations.sort_by_key(|c| (c.created_at, c.id));
+    axum::Json(ConversationList { conversations })
+}
+
+/// A conversation's metadata and locked plugins.
+#[utoipa::path(
+    get,
+    path = "/api/conversations/{id}",
+    params(("id" = String, Path, description = "the conversation's id")),
+    responses((status = 200, body = ConversationDetail), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody))
+)]
+pub async fn get_one(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<ConversationDetail>, AppError> {
+    let stored = load(&state, &id).await?;
+    Ok(axum::Json(ConversationDetail {
+        id: stored.meta.id,
+        created_at: stored.meta.created_at,
+        metadata: stored.meta.metadata,
+        plugins: locked_plugins(&stored.lock),
+    }))
+}
+
+/// A conversation's `plugins.lock`.
+#[utoipa::path(
+    get,
+    path = "/api/conversations/{id}/lockfile",
+    params(("id" = String, Path, description = "the conversation's id")),
+    responses((status = 200, content_type = "application/toml", body = String), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody))
+)]
+pub async fn lockfile(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, AppError> {
+    let stored = load(&state, &id).await?;
+    Ok((
+        [(header::CONTENT_TYPE, "application/toml")],
+        stored.lock_text,
+    )
+        .into_response())
+}
+
+/// A conversation's merged plugin set, built from its lock and the store only (fetching
+/// exactly the locked content again if the store lost it and the server is online).
+#[utoipa::path(
+    get,
+    path = "/api/conversations/{id}/plugin_set",
+    params(("id" = String, Path, description = "the conversation's id")),
+    responses(
+        (status = 200, description = "the plugin set (SPEC section 5)", body = Object),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 502, body = ErrorBody), (status = 503, description = "plugins missing from the store and the server is offline", body = ErrorBody)
+    )
+)]
+pub async fn plugin_set(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, AppError> {
+    let stored = load(&state, &id).await?;
+    let work_state = state.clone();
+    let json = tokio::task::spawn_blocking(move || {
+        let config = work_state.config();
+        let options = BuildOptions {
+            max_skills: Some(config.max_skills),
+        };
+        match build_plugin_set(&config.store, &stored.lock, &options) {
+            Ok(set) => Ok(set.to_json()),
+            Err(berth_runtime::RuntimeError::NotSynced { .. }) if !config.offline => {
+                work_state
+                    .sync(&stored.lock)
+                    .map_err(|e| AppError::from_entries(&e))?;
+                build_plugin_set(&config.store, &stored.lock, &options)
+                    .map(|set| set.to_json())
+                    .map_err(|e| AppError::from_runtime(&e))
+            }
+            Err(e) => Err(AppError::from_runtime(&e)),
+        }
+    })
+    .await
+    .map_err(AppError::internal)??;
+    Ok(([(header::CONTENT_TYPE, "application/json")], json).into_response())
+}
+
+/// Removes a conversation; its store entries become collectable.
+#[utoipa::path(
+    delete,
+    path = "/api/conversations/{id}",
+    params(("id" = String, Path, description = "the conversation's id")),
+    responses((status = 204, description = "removed"), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody))
+)]
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, AppError> {
+    let id = conversation_id(&state, &id)?;
+    let removed = tokio::task::spawn_blocking(move || state.inner.conversations.delete(id))
+        .await
+        .map_err(AppError::internal)?
+        .map_err(AppError::internal)?;
+    if removed {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(AppError::not_found())
+    }
+}

@@ -1,0 +1,244 @@
+//! berth's server: one lockfile per conversation, resolved once when the conversation
+//! starts and served from the store ever after, so a conversation gets exactly its plugins
+//! back after a restart, even when upstream moved or vanished.
+//!
+//! `app(state)` is the axum router; handlers run the resolver and the runtime on blocking
+//! threads. Plugin sets are the runtime's bytes, the same `berth plugins show --json`
+//! prints. The server never expands environment variables from client input, and never
+//! fetches when started with `--offline`.
+
+mod api;
+mod conversations;
+mod error;
+mod handlers;
+mod policy;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use berth_resolver::{Network, Settings, SharedResolutions};
+use berth_store::Store;
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+
+pub use api::{MAX_BODY_BYTES, MAX_PLUGINS};
+pub use error::{AppError, ErrorBody};
+pub use handlers::ApiDoc;
+pub use policy::{DEFAULT_ALLOWED_HOSTS, Policy};
+
+use conversations::Conversations;
+
+/// How the server runs, from `berth serve`'s flags and environment.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where conversations are kept.
+    pub data_dir: PathBuf,
+    /// The shared plugin store.
+    pub store: Store,
+    /// When set, every route but `/health` needs it.
+    pub api_key: Option<String>,
+    /// Which sources may be fetched.
+    pub policy: Policy,
+    /// Never fetch: serve what the store has.
+    pub offline: bool,
+    /// How long locking and fetching a conversation's plugins may take.
+    pub fetch_timeout: Duration,
+    /// How many plugins one request fetches at once.
+    pub jobs: usize,
+    /// For `~/.netrc` and `~/` sources.
+    pub home_dir: Option<PathBuf>,
+    /// The skill limit of plugin sets.
+    pub max_skills: usize,
+}
+
+/// The state every handler shares: cheap to clone.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: Config,
+    conversations: Conversations,
+    shared: SharedResolutions,
+}
+
+/// What opening the data folder found.
+#[derive(Debug, Clone, Default)]
+pub struct RestoreReport {
+    /// Conversations restored.
+    pub conversations: usize,
+    /// Conversations with store entries missing (fetched again in the background unless
+    /// offline).
+    pub incomplete: usize,
+}
+
+impl AppState {
+    /// Opens the data folder: lists every conversation and checks that its store entries
+    /// are present.
+    pub fn open(config: Config) -> std::io::Result<(Self, RestoreReport)> {
+        let (conversations, stored) = Conversations::open(&config.data_dir)?;
+        let mut missing_entries = std::collections::HashMap::new();
+        let mut report = RestoreReport {
+            conversations: stored.len(),
+            incomplete: 0,
+        };
+        for conversation in &stored {
+            let mut complete = true;
+            for plugin in &conversation.lock.plugins {
+                let present = *missing_entries
+                    .entry((plugin.hash, plugin.name.clone()))
+                    .or_insert_with(|| config.store.lookup(&plugin.hash, &plugin.name).is_some());
+                complete &= present;
+            }
+            if !complete {
+                report.incomplete += 1;
+            }
+        }
+        let state = Self {
+            inner: Arc::new(Inner {
+                config,
+                conversations,
+                shared: SharedResolutions::default(),
+            }),
+        };
+        if report.incomplete > 0 {
+            if state.inner.config.offline {
+                tracing::warn!(
+                    "{} conversations have plugins missing from the store; offline, so they answer 503 until the store is synced",
+                    report.incomplete
+                );
+            } else {
+                let locks: Vec<_> = stored
+                    .into_iter()
+                    .filter(|s| {
+                        s.lock
+                            .plugins
+                            .iter()
+                            .any(|p| state.inner.config.store.lookup(&p.hash, &p.name).is_none())
+                    })
+                    .map(|s| s.lock)
+                    .collect();
+                let background = state.clone();
+                std::thread::spawn(move || {
+                    for lock in locks {
+                        if let Err(errors) = background.sync(&lock) {
+                            for e in errors {
+                                tracing::warn!("restoring a conversation's plugins: {e}");
+                            }
+                        }
+                    }
+                });
+            }
+        }
+        Ok((state, report))
+    }
+
+    fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Resolver settings for this server.
+    fn settings(&self) -> Settings {
+        let config = self.config();
+        Settings {
+            github_url: config.policy.github_url.clone(),
+            network: if config.offline {
+                Network::Offline
+            } else {
+                Network::Online
+            },
+            jobs: config.jobs,
+            base_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            home_dir: config.home_dir.clone(),
+            archive_limits: Default::default(),
+            shared: Some(self.inner.shared.clone()),
+        }
+    }
+
+    /// Makes every entry of `lock` present (fetching exactly the locked commits).
+    fn sync(
+        &self,
+        lock: &berth_lockfile_schema::Lock,
+    ) -> Result<(), Vec<berth_resolver::EntryError>> {
+        berth_resolver::sync_plugins(
+            &self.config().store,
+            &self.settings(),
+            &handlers::LogReporter,
+            lock,
+            None,
+            berth_resolver::LocalCheck::TrustStore,
+        )
+        .map(|_| ())
+    }
+}
+
+/// The router of SPEC section 7.
+pub fn app(state: AppState) -> Router {
+    let api = Router::new()
+        .route(
+            "/api/conversations",
+            get(handlers::list).post(handlers::create),
+        )
+        .route(
+            "/api/conversations/{id}",
+            get(handlers::get_one).delete(handlers::delete),
+        )
+        .route("/api/conversations/{id}/lockfile", get(handlers::lockfile))
+        .route(
+            "/api/conversations/{id}/plugin_set",
+            get(handlers::plugin_set),
+        )
+        .route("/openapi.json", get(handlers::openapi))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            handlers::require_key,
+        ));
+    Router::new()
+        .route("/health", get(handlers::health))
+        .merge(api)
+        .fallback(handlers::not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(DefaultMakeSpan::new().level(tracing::Level::INFO))
+                .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
+        )
+        .with_state(state)
+}
+
+/// Serves on `addr` until SIGINT or SIGTERM, then finishes the requests in flight.
+pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+}
+
+/// Binds `addr` (port 0 picks a free port).
+pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}

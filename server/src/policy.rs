@@ -1,0 +1,129 @@
+//! Which sources a server may fetch: https on allowed hosts by default; local folders,
+//! `file://` and plain `http://` only when the operator allows local sources.
+
+use berth_lockfile_schema::Source;
+
+use crate::error::AppError;
+
+/// The default hosts sources may come from.
+pub const DEFAULT_ALLOWED_HOSTS: [&str; 3] = ["github.com", "gitlab.com", "bitbucket.org"];
+
+/// The operator's rules for sources.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Hosts https sources may use.
+    pub allowed_hosts: Vec<String>,
+    /// Admit local folders, `file://`, and `http://` on any host.
+    pub allow_local: bool,
+    /// Where `github:` sources point.
+    pub github_url: String,
+}
+
+impl Policy {
+    /// Checks one source as a client sent it (`source` as written).
+    pub fn check(&self, written: &str, source: &Source) -> Result<(), AppError> {
+        if written.contains("${") {
+            return Err(AppError::bad_request(format!(
+                "source `{}`: `${{VAR}}` is not expanded in sources sent to the server; give the server credentials through its ~/.netrc or git credential helpers",
+                berth_lockfile_schema::redact(written).text
+            )));
+        }
+        if berth_lockfile_schema::redact(written).removed_secret {
+            return Err(AppError::bad_request(
+                "a source with a credential written in it is refused; give the server credentials through its ~/.netrc or git credential helpers",
+            ));
+        }
+        let url = match source {
+            Source::Local { path } => {
+                return if self.allow_local {
+                    Ok(())
+                } else {
+                    Err(AppError::forbidden(format!(
+                        "local source `{path}` refused: this server does not allow local sources"
+                    )))
+                };
+            }
+            Source::GitHub { owner, repo, .. } => {
+                format!(
+                    "{}/{owner}/{repo}.git",
+                    self.github_url.trim_end_matches('/')
+                )
+            }
+            Source::Git { url } | Source::Archive { url } => url.clone(),
+        };
+        let (scheme, rest) = url.split_once("://").unwrap_or(("ssh", url.as_str()));
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let host_port = authority.rsplit('@').next().unwrap_or(authority);
+        let host = if let Some(v6) = host_port.strip_prefix('[') {
+            v6.split(']').next().unwrap_or("")
+        } else {
+            host_port.rsplit_once(':').map_or(host_port, |(h, _)| h)
+        }
+        .to_ascii_lowercase();
+        match scheme {
+            "https"
+                if self
+                    .allowed_hosts
+                    .iter()
+                    .any(|h| h.eq_ignore_ascii_case(&host)) =>
+            {
+                Ok(())
+            }
+            "https" => Err(AppError::forbidden(format!(
+                "source host `{host}` is not allowed (allowed: {})",
+                self.allowed_hosts.join(", ")
+            ))),
+            "http" | "file" if self.allow_local => Ok(()),
+            "file" => Err(AppError::forbidden(format!(
+                "`file://` source `{url}` refused: this server does not allow local sources"
+            ))),
+            other => Err(AppError::forbidden(format!(
+                "`{other}` sources are refused; this server fetches https sources on allowed hosts"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(allow_local: bool) -> Policy {
+        Policy {
+            allowed_hosts: DEFAULT_ALLOWED_HOSTS
+                .iter()
+                .map(|h| (*h).to_owned())
+                .collect(),
+            allow_local,
+            github_url: "https://github.com".into(),
+        }
+    }
+
+    fn check(p: &Policy, source: &str) -> Result<(), u16> {
+        let parsed = Source::parse(source).expect("valid");
+        p.check(source, &parsed).map_err(|e| e.status.as_u16())
+    }
+
+    #[test]
+    fn defaults_admit_https_on_allowed_hosts_only() {
+        let p = policy(false);
+        assert_eq!(check(&p, "github:acme/tools"), Ok(()));
+        assert_eq!(check(&p, "https://gitlab.com/g/r.git"), Ok(()));
+        assert_eq!(check(&p, "https://evil.example/r.git"), Err(403));
+        assert_eq!(check(&p, "http://github.com/r.git"), Err(403));
+        assert_eq!(check(&p, "file:///srv/r"), Err(403));
+        assert_eq!(check(&p, "./plugin"), Err(403));
+        assert_eq!(check(&p, "git@github.com:o/r.git"), Err(403));
+        assert_eq!(check(&p, "https://github.com/${TOKEN}/r"), Err(400));
+        assert_eq!(check(&p, "https://u:pw@github.com/o/r"), Err(400));
+    }
+
+    #[test]
+    fn local_sources_when_allowed() {
+        let p = policy(true);
+        assert_eq!(check(&p, "./plugin"), Ok(()));
+        assert_eq!(check(&p, "file:///srv/r"), Ok(()));
+        assert_eq!(check(&p, "http://127.0.0.1:9/r.git"), Ok(()));
+        assert_eq!(check(&p, "https://evil.example/r.git"), Err(403));
+    }
+}
