@@ -150,7 +150,17 @@ impl GitHttpServer {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
-            .filter(|l| !l.starts_with("INFLIGHT"))
+            .filter(|l| !l.starts_with("INFLIGHT") && !l.starts_with("FETCH"))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The repositories (paths) a pack was requested from, one entry per pack request.
+    pub fn fetches(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.strip_prefix("FETCH "))
             .map(str::to_owned)
             .collect()
     }

@@ -1,0 +1,313 @@
+//! `berth serve` on a real socket (issue #5): conversations restore byte-for-byte after a
+//! restart even when upstream moved or vanished; concurrent starts share fetches; refusals.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use common::{GitHttpServer, TestContext, copy_tree, fixtures, list_dir};
+use serde_json::{Value, json};
+
+/// A running `berth serve`, stopped with SIGTERM on drop.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    fn start(ctx: &TestContext, data: &Path, args: &[&str], env: &[(&str, String)]) -> Self {
+        let mut cmd = ctx.berth();
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+            .arg(data)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start berth serve");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let base = loop {
+            let line = lines
+                .next()
+                .expect("berth serve printed its address")
+                .expect("line");
+            if let Some(addr) = line.split("Listening on ").nth(1) {
+                break addr.trim().to_owned();
+            }
+        };
+        // Keep draining the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Self { child, base }
+    }
+
+    fn client() -> reqwest::blocking::Client {
+        reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(120))
+            .build()
+            .expect("client")
+    }
+
+    fn post(&self, body: &Value) -> (u16, String) {
+        let response = Self::client()
+            .post(format!("{}/api/conversations", self.base))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .expect("POST");
+        (response.status().as_u16(), response.text().expect("body"))
+    }
+
+    fn get(&self, path: &str) -> (u16, String) {
+        let response = Self::client()
+            .get(format!("{}{path}", self.base))
+            .send()
+            .expect("GET");
+        (response.status().as_u16(), response.text().expect("body"))
+    }
+
+    /// SIGTERM and wait: the graceful way an operator restarts it.
+    fn stop(mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let status = self.child.wait().expect("wait");
+        assert!(
+            status.success(),
+            "berth serve exits cleanly on SIGTERM: {status:?}"
+        );
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn created_id(status: u16, body: &str) -> String {
+    assert_eq!(status, 201, "{body}");
+    serde_json::from_str::<Value>(body).expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+#[test]
+fn conversations_restore_byte_for_byte_after_upstream_moves_and_vanishes() {
+    let ctx = TestContext::new();
+    let review = ctx.repo("review");
+    review.copy_fixture("review", "");
+    review.commit("one");
+    review.tag("v1");
+    let lint = ctx.repo("lint");
+    lint.copy_fixture("lint", "");
+    lint.commit("lint");
+    copy_tree(
+        &fixtures().join("plugins/house-rules"),
+        &ctx.work.join("house-rules"),
+    );
+    // A lockfile made by the CLI, for the second way to start a conversation.
+    ctx.write_manifest(
+        "[[plugin]]\nsource = \"./house-rules\"\n\n[[plugin]]\nsource = \"github:acme/lint\"\n",
+    );
+    ctx.ok(&["plugins", "lock"]);
+    let lockfile = ctx.lock_text().replace(
+        "./house-rules",
+        &ctx.work.join("house-rules").display().to_string(),
+    );
+    let data = ctx.root.join("data");
+    let server = Server::start(&ctx, &data, &["--allow-local-sources"], &[]);
+    let (status, body) = server.post(&json!({"plugins": [
+        {"source": "github:acme/review", "ref": "v1"},
+        {"source": "github:acme/lint"}
+    ], "metadata": {"user": "ada"}}));
+    let first = created_id(status, &body);
+    let (status, body) = server.post(&json!({"lockfile": lockfile}));
+    let second = created_id(status, &body);
+    let before: Vec<String> = [&first, &second]
+        .iter()
+        .map(|id| {
+            let (status, set) = server.get(&format!("/api/conversations/{id}/plugin_set"));
+            assert_eq!(status, 200, "{set}");
+            set
+        })
+        .collect();
+    let (_, lock_before) = server.get(&format!("/api/conversations/{first}/lockfile"));
+    server.stop();
+
+    // Upstream moves the tag and loses a repository entirely.
+    review.write("later.md", "later\n");
+    review.commit("two");
+    review.git(&["tag", "-f", "v1"]);
+    std::fs::remove_dir_all(&lint.path).expect("delete the lint repository");
+
+    let offline = Server::start(&ctx, &data, &["--offline", "--allow-local-sources"], &[]);
+    for (id, expected) in [&first, &second].iter().zip(&before) {
+        let (status, set) = offline.get(&format!("/api/conversations/{id}/plugin_set"));
+        assert_eq!(status, 200, "{set}");
+        assert_eq!(
+            &set, expected,
+            "conversation {id} answers byte-for-byte as before"
+        );
+    }
+    let (_, lock_after) = offline.get(&format!("/api/conversations/{first}/lockfile"));
+    assert_eq!(lock_after, lock_before);
+    let (_, listed) = offline.get("/api/conversations");
+    let listed: Value = serde_json::from_str(&listed).expect("JSON");
+    assert_eq!(listed["conversations"].as_array().expect("list").len(), 2);
+    let (_, detail) = offline.get(&format!("/api/conversations/{first}"));
+    assert_eq!(
+        serde_json::from_str::<Value>(&detail).expect("JSON")["metadata"],
+        json!({"user": "ada"})
+    );
+    offline.stop();
+
+    // Online, a store entry that went missing is fetched again at exactly the locked commit.
+    let review_entry = list_dir(&ctx.store.join("store-v1"))
+        .into_iter()
+        .find(|e| e.ends_with("-review"))
+        .expect("review entry");
+    berth_store::remove_tree(&ctx.store.join("store-v1").join(&review_entry))
+        .expect("remove entry");
+    let online = Server::start(&ctx, &data, &["--allow-local-sources"], &[]);
+    let (status, set) = online.get(&format!("/api/conversations/{first}/plugin_set"));
+    assert_eq!(status, 200, "{set}");
+    assert_eq!(
+        set, before[0],
+        "refetched at the locked commit, not the moved tag"
+    );
+    online.stop();
+}
+
+#[test]
+fn two_hundred_concurrent_starts_fetch_each_plugin_once() {
+    let ctx = TestContext::new();
+    for i in 0..10 {
+        let repo = ctx.repo(&format!("p{i}"));
+        repo.copy_fixture("lint", "");
+        repo.write(".plugin/plugin.json", &format!("{{\"name\": \"p{i}\"}}"));
+        repo.commit("plugin");
+    }
+    let git = GitHttpServer::start(&ctx.upstream, &ctx.root.join("http.log"), &[]);
+    let data = ctx.root.join("data");
+    let server = Server::start(
+        &ctx,
+        &data,
+        &["--allow-local-sources", "--jobs", "3"],
+        &[("BERTH_GITHUB_URL", git.url())],
+    );
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..200)
+            .map(|i| {
+                let server = &server;
+                scope.spawn(move || {
+                    let plugins: Vec<Value> = [i % 10, (i + 3) % 10, (i + 7) % 10]
+                        .iter()
+                        .map(|p| json!({"source": format!("github:acme/p{p}")}))
+                        .collect();
+                    server.post(&json!({"plugins": plugins})).0
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("client thread"))
+            .collect()
+    });
+    assert!(
+        statuses.iter().all(|s| *s == 201),
+        "every start answered 201: {statuses:?}"
+    );
+    let (_, listed) = server.get("/api/conversations");
+    assert_eq!(
+        serde_json::from_str::<Value>(&listed).expect("JSON")["conversations"]
+            .as_array()
+            .expect("list")
+            .len(),
+        200
+    );
+    let mut fetches = git.fetches();
+    fetches.sort();
+    let expected: Vec<String> = (0..10)
+        .map(|i| format!("/acme/p{i}.git/git-upload-pack"))
+        .collect();
+    assert_eq!(
+        fetches, expected,
+        "each plugin's repository served exactly one pack"
+    );
+    // The store verifies: every entry hashes to its name.
+    let entries = list_dir(&ctx.store.join("store-v1"));
+    assert_eq!(entries.len(), 10);
+    for entry in entries {
+        let actual =
+            berth_store::hash_path(&ctx.store.join("store-v1").join(&entry)).expect("hash");
+        assert!(entry.starts_with(&actual.to_nix32()), "{entry} is intact");
+    }
+    server.stop();
+}
+
+#[test]
+fn refusals_on_a_real_socket_write_nothing() {
+    let ctx = TestContext::new();
+    let data = ctx.root.join("data");
+    let server = Server::start(&ctx, &data, &[], &[("BERTH_API_KEY", "k3y".into())]);
+    let client = Server::client();
+    let post = |key: Option<&str>, body: String| {
+        let mut request = client
+            .post(format!("{}/api/conversations", server.base))
+            .header("content-type", "application/json");
+        if let Some(key) = key {
+            request = request.header("x-session-api-key", key);
+        }
+        let response = request.body(body).send().expect("POST");
+        let status = response.status().as_u16();
+        let body: Value =
+            serde_json::from_str(&response.text().expect("text")).expect("error JSON");
+        (
+            status,
+            body["error"]["code"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        )
+    };
+    let ok_body = json!({"plugins": [{"source": "github:acme/tools"}]}).to_string();
+    assert_eq!(
+        post(None, ok_body.clone()),
+        (401, "unauthorized".to_owned())
+    );
+    assert_eq!(post(Some("wrong"), ok_body).0, 401);
+    assert_eq!(
+        post(
+            Some("k3y"),
+            json!({"plugins": [{"source": "github:acme/tools", "repo_path": "../.."}]}).to_string()
+        )
+        .0,
+        400
+    );
+    assert_eq!(
+        post(
+            Some("k3y"),
+            json!({"plugins": [{"source": "file:///etc"}]}).to_string()
+        )
+        .0,
+        403
+    );
+    let huge = json!({"plugins": [], "metadata": "x".repeat(2 * 1024 * 1024)}).to_string();
+    assert_eq!(post(Some("k3y"), huge), (413, "too_large".to_owned()));
+    assert!(
+        list_dir(&data.join("conversations")).is_empty(),
+        "nothing written"
+    );
+    let (status, _) = server.get("/health");
+    assert_eq!(status, 200, "health needs no key");
+    server.stop();
+}
