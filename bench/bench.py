@@ -12,6 +12,10 @@ Figures:
      `git http-backend` on 127.0.0.1 and 25 `.tar.gz` archives over HTTP), with `--jobs 1`
      and with the default, next to the SDK's `Plugin.fetch` over the same 25 git
      repositories.
+  5. (issue #5) `berth serve` with the store warm: `POST /api/conversations` with a
+     10-plugin lockfile and `GET .../plugin_set`, requests per second and p50/p99 latency
+     at 64 concurrent clients (`wrk`, installed from Debian if missing); and the time from
+     starting the server to listening with 10,000 stored conversations (median of 5).
   3. (issue #3) `berth plugins show --json` for a lock of 50 plugins (the conformance
      samples repeated under new names), next to the OpenHands SDK's `load_plugins` on the
      same 50 folders in a fresh Python process. The SDK is installed into a cached venv
@@ -28,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -300,6 +305,107 @@ def bench_mixed(berth, scratch, repos, sdk_python, runs):
         servers.close()
 
 
+def ensure_wrk():
+    if shutil.which("wrk"):
+        return "wrk"
+    try:
+        run(["apt-get", "install", "-y", "-q", "wrk"])
+    except (subprocess.CalledProcessError, OSError):
+        return None
+    return shutil.which("wrk")
+
+
+def parse_wrk(text):
+    """Requests/s, p50 and p99 in ms from `wrk --latency` output."""
+    def ms(value):
+        for unit, scale in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
+            if value.endswith(unit):
+                return float(value[: -len(unit)]) * scale
+        return float(value)
+    rps = p50 = p99 = None
+    for line in text.splitlines():
+        parts = line.split()
+        if line.startswith("Requests/sec:"):
+            rps = float(parts[1])
+        elif len(parts) == 2 and parts[0] == "50%":
+            p50 = ms(parts[1])
+        elif len(parts) == 2 and parts[0] == "99%":
+            p99 = ms(parts[1])
+    return rps, p50, p99
+
+
+class BerthServer:
+    def __init__(self, berth, data, store, extra=()):
+        self.proc = subprocess.Popen(
+            [berth, "--store", str(store), "serve", "--addr", "127.0.0.1:0", "--data-dir", str(data),
+             "--allow-local-sources", *extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, BERTH_LOG="warn"),
+        )
+        for line in self.proc.stderr:
+            if "Listening on " in line:
+                self.base = line.split("Listening on ")[1].strip()
+                break
+        threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def bench_server(berth, scratch, runs):
+    import urllib.request
+    wrk = ensure_wrk()
+    work = scratch / "server"
+    work.mkdir()
+    dirs = make_sample_copies(work / "plugins", 10)
+    (work / "plugins.toml").write_text("".join(f'[[plugin]]\nsource = "{d}"\n\n' for d in dirs))
+    store = scratch / "server-store"
+    run([berth, "--store", str(store), "plugins", "sync", "-q", "--manifest", str(work / "plugins.toml")])
+    lockfile = (work / "plugins.lock").read_text()
+    body = json.dumps({"lockfile": lockfile})
+    data = scratch / "server-data"
+    server = BerthServer(berth, data, store)
+    results = {}
+    try:
+        request = urllib.request.Request(f"{server.base}/api/conversations", data=body.encode(),
+                                         headers={"content-type": "application/json"}, method="POST")
+        conversation = json.loads(urllib.request.urlopen(request).read())["id"]
+        if wrk:
+            script = work / "post.lua"
+            script.write_text(
+                'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
+                f"wrk.body = {json.dumps(body)}\n"
+            )
+            for name, url, extra in (
+                ("post", f"{server.base}/api/conversations", ["-s", str(script)]),
+                ("get", f"{server.base}/api/conversations/{conversation}/plugin_set", []),
+            ):
+                out = subprocess.run([wrk, "-t2", "-c64", "-d10s", "--latency", *extra, url],
+                                     check=True, capture_output=True, text=True).stdout
+                results[name] = parse_wrk(out)
+    finally:
+        server.stop()
+    # 10,000 stored conversations, written in the on-disk format the server keeps.
+    big = scratch / "server-10k"
+    conversations = big / "conversations"
+    conversations.mkdir(parents=True)
+    import uuid
+    for i in range(10_000):
+        cid = str(uuid.uuid4())
+        d = conversations / cid
+        d.mkdir()
+        (d / "plugins.lock").write_text(lockfile)
+        (d / "meta.json").write_text(json.dumps({"id": cid, "created_at": 1_700_000_000 + i, "metadata": None}))
+    starts = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        server = BerthServer(berth, big, store, extra=["--offline"])
+        starts.append(time.perf_counter() - start)
+        server.stop()
+    return results, starts
+
+
 def machine():
     cpu = "unknown CPU"
     try:
@@ -314,79 +420,106 @@ def machine():
     return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.system()} {platform.release()}, {git}"
 
 
+SECTIONS = ("noop", "cold", "http", "server", "show")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--berth", required=True, help="the berth binary (release build)")
+    parser.add_argument("--only", action="append", choices=SECTIONS, help="run only these figures (repeatable)")
     parser.add_argument("--noop-runs", type=int, default=20)
     parser.add_argument("--cold-runs", type=int, default=5)
     parser.add_argument("--show-runs", type=int, default=20)
     parser.add_argument("--sdk-runs", type=int, default=5)
     parser.add_argument("--sdk-python", help="a Python with openhands-sdk 1.58.2 installed")
     args = parser.parse_args()
+    wanted = set(args.only or SECTIONS)
     base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
     scratch = Path(tempfile.mkdtemp(prefix="berth-bench-", dir=base))
+    rows = []
     try:
-        print(f"building 100 git repositories in {scratch} ...", file=sys.stderr)
         repos = [scratch / "repos" / f"plugin-{i}.git" for i in range(100)]
-        for i, repo in enumerate(repos):
-            make_repo(repo, i)
-        print("no-op sync ...", file=sys.stderr)
-        noop = bench_noop(args.berth, scratch, repos, args.noop_runs)
-        print("uv no-op sync ...", file=sys.stderr)
-        uv = bench_uv(scratch, args.noop_runs)
-        print("cold lock + sync ...", file=sys.stderr)
-        cold, cold_j1, clone = bench_cold(args.berth, scratch, repos, args.cold_runs)
-        sdk_python = ensure_sdk(args.sdk_python)
-        print("cold lock + sync of 50 sources over HTTP ...", file=sys.stderr)
-        mixed, mixed_j1, sdk_fetch, sdk_fetch_inner = bench_mixed(args.berth, scratch, repos, sdk_python, args.cold_runs)
-        print("plugin set of 50 plugins ...", file=sys.stderr)
-        show, sdk, sdk_inner = bench_show(args.berth, scratch, sdk_python, args.show_runs, args.sdk_runs)
+        if wanted & {"noop", "cold", "http"}:
+            print(f"building 100 git repositories in {scratch} ...", file=sys.stderr)
+            for i, repo in enumerate(repos):
+                make_repo(repo, i)
+        sdk_python = ensure_sdk(args.sdk_python) if wanted & {"http", "show"} else None
+        if "noop" in wanted:
+            print("no-op sync ...", file=sys.stderr)
+            noop = bench_noop(args.berth, scratch, repos, args.noop_runs)
+            print("uv no-op sync ...", file=sys.stderr)
+            uv = bench_uv(scratch, args.noop_runs)
+            uv_cell = f"{median_ms(uv):.1f} ms (uv no-op sync, 12 packages)" if uv else "n/a (uv not installable)"
+            uv_ratio = f"{median_ms(uv) / median_ms(noop):.1f}x faster" if uv else "n/a"
+            rows.append(
+                f"| no-op `sync --frozen --offline`, 100 plugins (median of {len(noop)}) "
+                f"| {median_ms(noop):.1f} ms | {uv_cell} | {uv_ratio} | < 25 ms |"
+            )
+        if "cold" in wanted:
+            print("cold lock + sync ...", file=sys.stderr)
+            cold, cold_j1, clone = bench_cold(args.berth, scratch, repos, args.cold_runs)
+            rows.append(
+                f"| cold `lock` + `sync`, 50 git repos (median of {len(cold)}) "
+                f"| {median_ms(cold):.0f} ms | {median_ms(clone):.0f} ms (`git clone --depth 1` loop) "
+                f"| {median_ms(clone) / median_ms(cold):.2f}x faster | faster than the loop |"
+            )
+            rows.append(
+                f"| same, `--jobs 1` (median of {len(cold_j1)}) "
+                f"| {median_ms(cold_j1):.0f} ms | {median_ms(clone):.0f} ms (`git clone --depth 1` loop) "
+                f"| {median_ms(clone) / median_ms(cold_j1):.2f}x faster | |"
+            )
+        if "http" in wanted:
+            print("cold lock + sync of 50 sources over HTTP ...", file=sys.stderr)
+            mixed, mixed_j1, sdk_fetch, sdk_fetch_inner = bench_mixed(args.berth, scratch, repos, sdk_python, args.cold_runs)
+            rows.append(
+                f"| cold `lock` + `sync`, 50 sources over HTTP (25 git, 25 archives), default jobs (median of {len(mixed)}) "
+                f"| {median_ms(mixed):.0f} ms | {median_ms(mixed_j1):.0f} ms (berth `--jobs 1`) "
+                f"| {median_ms(mixed_j1) / median_ms(mixed):.2f}x faster | |"
+            )
+            if sdk_fetch:
+                rows.append(
+                    f"| same 25 git sources: SDK `Plugin.fetch` one by one (median of {len(sdk_fetch)}) "
+                    f"| {median_ms(mixed):.0f} ms (all 50, berth) | {median_ms(sdk_fetch):.0f} ms with start-up, "
+                    f"{median_ms(sdk_fetch_inner):.0f} ms in-process (25 git only) "
+                    f"| {median_ms(sdk_fetch_inner) / median_ms(mixed):.2f}x (in-process) | |"
+                )
+        if "server" in wanted:
+            print("server ...", file=sys.stderr)
+            server_results, server_starts = bench_server(args.berth, scratch, 5)
+            for name, label in (("post", "`POST /api/conversations`, 10-plugin lockfile"), ("get", "`GET .../plugin_set`, 10 plugins")):
+                if name in server_results:
+                    rps, p50, p99 = server_results[name]
+                    rows.append(
+                        f"| {label}, 64 clients, 10 s (`wrk`) | {rps:.0f} req/s, p50 {p50:.1f} ms, p99 {p99:.1f} ms "
+                        f"| | | p99 < 20 ms |"
+                    )
+            rows.append(
+                f"| `berth serve` start to listening, 10,000 conversations (median of {len(server_starts)}) "
+                f"| {median_ms(server_starts):.0f} ms | | | < 2 s |"
+            )
+        if "show" in wanted:
+            print("plugin set of 50 plugins ...", file=sys.stderr)
+            show, sdk, sdk_inner = bench_show(args.berth, scratch, sdk_python, args.show_runs, args.sdk_runs)
+            sdk_cell = f"{median_ms(sdk):.0f} ms (SDK `load_plugins`, median of {len(sdk)}, with start-up)" if sdk else "n/a (SDK not installable)"
+            sdk_ratio = f"{median_ms(sdk) / median_ms(show):.0f}x faster" if sdk else "n/a"
+            rows.append(
+                f"| `plugins show --json`, 50 plugins (median of {len(show)}) "
+                f"| {median_ms(show):.1f} ms | {sdk_cell} | {sdk_ratio} | at least 10x faster |"
+            )
+            if sdk_inner:
+                rows.append(
+                    f"| same, the SDK's `load_plugins` call alone, in-process (median of {len(sdk_inner)}) "
+                    f"| {median_ms(show):.1f} ms | {median_ms(sdk_inner):.0f} ms | "
+                    f"{median_ms(sdk_inner) / median_ms(show):.1f}x faster | |"
+                )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
     print(f"Machine: {machine()}\n")
     print("| figure | berth | comparison | ratio | goal |")
     print("|---|---|---|---|---|")
-    uv_cell = f"{median_ms(uv):.1f} ms (uv no-op sync, 12 packages)" if uv else "n/a (uv not installable)"
-    uv_ratio = f"{median_ms(uv) / median_ms(noop):.1f}x faster" if uv else "n/a"
-    print(
-        f"| no-op `sync --frozen --offline`, 100 plugins (median of {len(noop)}) "
-        f"| {median_ms(noop):.1f} ms | {uv_cell} | {uv_ratio} | < 25 ms |"
-    )
-    print(
-        f"| cold `lock` + `sync`, 50 git repos (median of {len(cold)}) "
-        f"| {median_ms(cold):.0f} ms | {median_ms(clone):.0f} ms (`git clone --depth 1` loop) "
-        f"| {median_ms(clone) / median_ms(cold):.2f}x faster | faster than the loop |"
-    )
-    print(
-        f"| same, `--jobs 1` (median of {len(cold_j1)}) "
-        f"| {median_ms(cold_j1):.0f} ms | {median_ms(clone):.0f} ms (`git clone --depth 1` loop) "
-        f"| {median_ms(clone) / median_ms(cold_j1):.2f}x faster | |"
-    )
-    print(
-        f"| cold `lock` + `sync`, 50 sources over HTTP (25 git, 25 archives), default jobs (median of {len(mixed)}) "
-        f"| {median_ms(mixed):.0f} ms | {median_ms(mixed_j1):.0f} ms (berth `--jobs 1`) "
-        f"| {median_ms(mixed_j1) / median_ms(mixed):.2f}x faster | |"
-    )
-    if sdk_fetch:
-        print(
-            f"| same 25 git sources: SDK `Plugin.fetch` one by one (median of {len(sdk_fetch)}) "
-            f"| {median_ms(mixed):.0f} ms (all 50, berth) | {median_ms(sdk_fetch):.0f} ms with start-up, "
-            f"{median_ms(sdk_fetch_inner):.0f} ms in-process (25 git only) "
-            f"| {median_ms(sdk_fetch_inner) / median_ms(mixed):.2f}x (in-process) | |"
-        )
-    sdk_cell = f"{median_ms(sdk):.0f} ms (SDK `load_plugins`, median of {len(sdk)}, with start-up)" if sdk else "n/a (SDK not installable)"
-    sdk_ratio = f"{median_ms(sdk) / median_ms(show):.0f}x faster" if sdk else "n/a"
-    print(
-        f"| `plugins show --json`, 50 plugins (median of {len(show)}) "
-        f"| {median_ms(show):.1f} ms | {sdk_cell} | {sdk_ratio} | at least 10x faster |"
-    )
-    if sdk_inner:
-        print(
-            f"| same, the SDK's `load_plugins` call alone, in-process (median of {len(sdk_inner)}) "
-            f"| {median_ms(show):.1f} ms | {median_ms(sdk_inner):.0f} ms | "
-            f"{median_ms(sdk_inner) / median_ms(show):.1f}x faster | |"
-        )
+    for row in rows:
+        print(row)
 
 
 if __name__ == "__main__":

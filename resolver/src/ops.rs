@@ -173,6 +173,18 @@ pub fn sync_plugins(
     manifest: Option<&Manifest>,
     local: LocalCheck,
 ) -> Result<SyncOutcome, Vec<EntryError>> {
+    // The common case, a store that already has everything: no threads, no clean-up.
+    let present: Option<Vec<StoreEntry>> = lock
+        .plugins
+        .iter()
+        .map(|p| match (&p.pin, local) {
+            (Pin::Local { .. }, LocalCheck::Rehash) => None,
+            _ => store.lookup(&p.hash, &p.name),
+        })
+        .collect();
+    if let Some(entries) = present {
+        return Ok(SyncOutcome { entries, added: 0 });
+    }
     let ctx = Ctx::new(store, settings, reporter);
     // Staging folders of syncs that were killed would otherwise pile up in `tmp/`.
     if let Err(e) = store.clean_tmp() {

@@ -1,9 +1,9 @@
 //! Conversations on disk: `<data-dir>/conversations/<id>/{plugins.lock,meta.json}`, created
 //! in a staging folder and renamed into place, and an in-memory index of them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use berth_lockfile_schema::{Lock, parse_lock};
 use serde::{Deserialize, Serialize};
@@ -24,7 +24,22 @@ pub struct Meta {
 #[derive(Debug)]
 pub struct Conversations {
     root: PathBuf,
-    index: RwLock<BTreeMap<Uuid, ConversationSummary>>,
+    index: RwLock<BTreeMap<Uuid, Indexed>>,
+}
+
+/// What the index keeps of a conversation: enough to answer every read but the metadata
+/// without touching the disk. Conversations with the same lock share one copy of it.
+#[derive(Debug, Clone)]
+pub struct Indexed {
+    pub summary: ConversationSummary,
+    pub lock: Arc<LockedText>,
+}
+
+/// A lock and its exact text.
+#[derive(Debug)]
+pub struct LockedText {
+    pub lock: Lock,
+    pub text: String,
 }
 
 /// One conversation as read back from disk.
@@ -86,9 +101,27 @@ impl Conversations {
                 .flat_map(|h| h.join().unwrap_or_default())
                 .collect()
         });
+        let mut shared: HashMap<&str, Arc<LockedText>> = HashMap::new();
         let index = loaded
             .iter()
-            .map(|s| (s.meta.id, summary(&s.meta, &s.lock)))
+            .map(|s| {
+                let lock = shared
+                    .entry(s.lock_text.as_str())
+                    .or_insert_with(|| {
+                        Arc::new(LockedText {
+                            lock: s.lock.clone(),
+                            text: s.lock_text.clone(),
+                        })
+                    })
+                    .clone();
+                (
+                    s.meta.id,
+                    Indexed {
+                        summary: summary(&s.meta, &s.lock),
+                        lock,
+                    },
+                )
+            })
             .collect();
         Ok((
             Self {
@@ -101,7 +134,8 @@ impl Conversations {
 
     /// Saves a new conversation atomically: written in a staging folder, `meta.json` last,
     /// then renamed to its id.
-    pub fn create(&self, meta: &Meta, lock: &Lock, lock_text: &str) -> std::io::Result<()> {
+    pub fn create(&self, meta: &Meta, lock: Arc<LockedText>) -> std::io::Result<()> {
+        let lock_text = lock.text.as_str();
         let tmp = self.root.join(format!(".tmp-{}", meta.id));
         fs_err::create_dir_all(&tmp)?;
         write_synced(&tmp.join("plugins.lock"), lock_text.as_bytes())?;
@@ -111,8 +145,23 @@ impl Conversations {
         self.index
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(meta.id, summary(meta, lock));
+            .insert(
+                meta.id,
+                Indexed {
+                    summary: summary(meta, &lock.lock),
+                    lock,
+                },
+            );
         Ok(())
+    }
+
+    /// A conversation's lock, from memory.
+    pub fn lock(&self, id: Uuid) -> Option<Arc<LockedText>> {
+        self.index
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&id)
+            .map(|e| e.lock.clone())
     }
 
     /// Reads one conversation, if it exists.
@@ -135,7 +184,7 @@ impl Conversations {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .values()
-            .cloned()
+            .map(|e| e.summary.clone())
             .collect()
     }
 

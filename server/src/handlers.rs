@@ -7,7 +7,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use berth_lockfile_schema::{Lock, LockedPluginWire, Manifest, PluginRequest, parse_lock};
 use berth_resolver::{LocalRelock, LockOptions, Reporter, Upgrade, lock_plugins};
-use berth_runtime::{BuildOptions, build_plugin_set};
 use utoipa::OpenApi;
 use uuid::Uuid;
 
@@ -16,7 +15,9 @@ use crate::api::{
     ApiJson, ConversationCreated, ConversationDetail, ConversationList, ConversationSummary,
     CreateConversation, Health, LockedPluginBody, MAX_PLUGINS, PluginSourceBody,
 };
-use crate::conversations::Meta;
+use std::sync::Arc;
+
+use crate::conversations::{LockedText, Meta};
 use crate::error::{AppError, ErrorBody, ErrorDetail};
 
 /// The OpenAPI description, generated from the handlers and their types.
@@ -145,7 +146,7 @@ pub async fn create(
     let timeout = state.config().fetch_timeout;
     let work_state = state.clone();
     let work = tokio::task::spawn_blocking(move || work_state.start(request));
-    let (meta, lock, lock_text, set_json) = match tokio::time::timeout(timeout, work).await {
+    let (meta, locked, set_json) = match tokio::time::timeout(timeout, work).await {
         Err(_) => {
             return Err(AppError::new(
                 StatusCode::GATEWAY_TIMEOUT,
@@ -161,8 +162,8 @@ pub async fn create(
     // The plugin set is spliced in as the runtime's exact bytes.
     let head = serde_json::json!({
         "id": meta.id,
-        "lockfile": lock_text,
-        "plugins": locked_plugins(&lock),
+        "lockfile": locked.text,
+        "plugins": locked_plugins(&locked.lock),
     });
     let head = serde_json::to_string(&head).map_err(AppError::internal)?;
     let body = format!(
@@ -242,7 +243,7 @@ impl Prepared {
 
 impl AppState {
     /// Locks (when given plugins), syncs, builds the set and stores the conversation.
-    fn start(&self, request: Prepared) -> Result<(Meta, Lock, String, String), AppError> {
+    fn start(&self, request: Prepared) -> Result<(Meta, Arc<LockedText>, Arc<str>), AppError> {
         let config = self.config();
         let settings = self.settings();
         let lock = match (request.lock, &request.manifest) {
@@ -268,14 +269,11 @@ impl AppState {
         };
         self.sync(&lock)
             .map_err(|errors| AppError::from_entries(&errors))?;
-        let set = build_plugin_set(
-            &config.store,
-            &lock,
-            &BuildOptions {
-                max_skills: Some(config.max_skills),
-            },
-        )
-        .map_err(|e| AppError::from_runtime(&e))?;
+        let locked = Arc::new(LockedText {
+            text: lock.to_toml(),
+            lock,
+        });
+        let set = self.build_set(&locked)?;
         let meta = Meta {
             id: Uuid::new_v4(),
             created_at: std::time::SystemTime::now()
@@ -283,17 +281,16 @@ impl AppState {
                 .map_or(0, |d| d.as_secs()),
             metadata: request.metadata,
         };
-        let lock_text = lock.to_toml();
         self.inner
             .conversations
-            .create(&meta, &lock, &lock_text)
+            .create(&meta, locked.clone())
             .map_err(AppError::internal)?;
         tracing::info!(
             "conversation {} started with {} plugins",
             meta.id,
-            lock.plugins.len()
+            locked.lock.plugins.len()
         );
-        Ok((meta, lock, lock_text, set.to_json()))
+        Ok((meta, locked, set))
     }
 }
 
@@ -397,29 +394,23 @@ pub async fn plugin_set(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, AppError> {
-    let stored = load(&state, &id).await?;
-    let work_state = state.clone();
-    let json = tokio::task::spawn_blocking(move || {
-        let config = work_state.config();
-        let options = BuildOptions {
-            max_skills: Some(config.max_skills),
-        };
-        match build_plugin_set(&config.store, &stored.lock, &options) {
-            Ok(set) => Ok(set.to_json()),
-            Err(berth_runtime::RuntimeError::NotSynced { .. }) if !config.offline => {
-                work_state
-                    .sync(&stored.lock)
-                    .map_err(|e| AppError::from_entries(&e))?;
-                build_plugin_set(&config.store, &stored.lock, &options)
-                    .map(|set| set.to_json())
-                    .map_err(|e| AppError::from_runtime(&e))
-            }
-            Err(e) => Err(AppError::from_runtime(&e)),
-        }
-    })
-    .await
-    .map_err(AppError::internal)??;
-    Ok(([(header::CONTENT_TYPE, "application/json")], json).into_response())
+    let id = conversation_id(&state, &id)?;
+    let locked = state
+        .inner
+        .conversations
+        .lock(id)
+        .ok_or_else(AppError::not_found)?;
+    let json = match state.cached_set(&locked) {
+        Some(json) => json,
+        None => tokio::task::spawn_blocking(move || state.build_set(&locked))
+            .await
+            .map_err(AppError::internal)??,
+    };
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        json.to_string(),
+    )
+        .into_response())
 }
 
 /// Removes a conversation; its store entries become collectable.

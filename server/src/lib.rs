@@ -66,7 +66,13 @@ struct Inner {
     config: Config,
     conversations: Conversations,
     shared: SharedResolutions,
+    /// Plugin sets by lock text. A set is a function of its lock and the (immutable) store
+    /// entries it names, so the bytes can be reused while those entries are present.
+    sets: std::sync::Mutex<std::collections::HashMap<String, Arc<str>>>,
 }
+
+/// How many distinct plugin sets are kept in memory.
+const SET_CACHE_ENTRIES: usize = 4096;
 
 /// What opening the data folder found.
 #[derive(Debug, Clone, Default)]
@@ -105,6 +111,7 @@ impl AppState {
                 config,
                 conversations,
                 shared: SharedResolutions::default(),
+                sets: Default::default(),
             }),
         };
         if report.incomplete > 0 {
@@ -159,6 +166,57 @@ impl AppState {
             archive_limits: Default::default(),
             shared: Some(self.inner.shared.clone()),
         }
+    }
+
+    /// The plugin set of `lock` as the runtime's JSON bytes, from the cache when every
+    /// entry it names is still in the store.
+    fn cached_set(&self, lock: &conversations::LockedText) -> Option<Arc<str>> {
+        let cached = self
+            .inner
+            .sets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&lock.text)
+            .cloned()?;
+        let store = &self.config().store;
+        lock.lock
+            .plugins
+            .iter()
+            .all(|p| store.lookup(&p.hash, &p.name).is_some())
+            .then_some(cached)
+    }
+
+    /// Builds the plugin set of `lock` from the store (fetching exactly the locked content
+    /// again when an entry is missing and the server is online), and caches its bytes.
+    fn build_set(&self, lock: &conversations::LockedText) -> Result<Arc<str>, AppError> {
+        if let Some(json) = self.cached_set(lock) {
+            return Ok(json);
+        }
+        let config = self.config();
+        let options = berth_runtime::BuildOptions {
+            max_skills: Some(config.max_skills),
+        };
+        let set = match berth_runtime::build_plugin_set(&config.store, &lock.lock, &options) {
+            Ok(set) => set,
+            Err(berth_runtime::RuntimeError::NotSynced { .. }) if !config.offline => {
+                self.sync(&lock.lock)
+                    .map_err(|e| AppError::from_entries(&e))?;
+                berth_runtime::build_plugin_set(&config.store, &lock.lock, &options)
+                    .map_err(|e| AppError::from_runtime(&e))?
+            }
+            Err(e) => return Err(AppError::from_runtime(&e)),
+        };
+        let json: Arc<str> = set.to_json().into();
+        let mut sets = self
+            .inner
+            .sets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if sets.len() >= SET_CACHE_ENTRIES {
+            sets.clear();
+        }
+        sets.insert(lock.text.clone(), json.clone());
+        Ok(json)
     }
 
     /// Makes every entry of `lock` present (fetching exactly the locked commits).
