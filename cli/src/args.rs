@@ -78,6 +78,10 @@ pub enum Command {
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Hooks(HooksArgs),
 
+    /// Check and clean the store
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Store(StoreArgs),
+
     /// Serve conversations that keep exactly their locked plugin set
     ///
     /// Each conversation gets one lockfile, resolved when it starts and kept in the data
@@ -89,6 +93,52 @@ pub enum Command {
         berth serve --allow-host git.example.com --data-dir /var/lib/berth\n  \
         berth serve --offline        # serve restored conversations, never fetch")]
     Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    #[command(subcommand)]
+    pub command: StoreCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Re-hash every store entry; exit 1 if any no longer matches its name
+    Verify(StoreVerifyArgs),
+
+    /// Remove store entries and caches that no registered lockfile or conversation uses
+    ///
+    /// Roots are the lockfiles berth has locked or synced and the data folders of `berth
+    /// serve` (links under `<store>/roots/`, like Nix's indirect roots): a lockfile deleted
+    /// or moved stops holding its entries. gc waits for running syncs and servers starting
+    /// conversations, and they wait for it.
+    Gc(GcArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StoreVerifyArgs {
+    /// Remove the entries that are corrupt (a later sync fetches them again)
+    #[arg(long)]
+    pub repair: bool,
+
+    /// Print the result as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+
+    /// How many entries to hash at once [default: the number of cores]
+    #[arg(short, long, value_name = "N")]
+    pub jobs: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Say what would be removed, remove nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print what was freed as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -210,10 +210,27 @@ impl Context {
         })?)
     }
 
-    /// Replaces the lockfile atomically: written beside it, then renamed over it.
+    /// Replaces the lockfile atomically: written beside it, then renamed over it. The
+    /// lockfile becomes a root of the store (`berth store gc` keeps what it names).
     pub fn write_lock(&self, text: &str) -> Result<()> {
         write_atomically(&self.lock_path, text.as_bytes())
-            .with_context(|| format!("could not write `{}`", self.lock_label()))
+            .with_context(|| format!("could not write `{}`", self.lock_label()))?;
+        self.register_root()
+    }
+
+    /// Registers the lockfile as a store root.
+    pub fn register_root(&self) -> Result<()> {
+        self.store
+            .register_root(&self.lock_path)
+            .with_context(|| format!("could not register `{}` as a store root", self.lock_label()))
+    }
+
+    /// Holds the store for this command: `berth store gc` waits until it is done.
+    pub fn hold_store(&self) -> Result<berth_store::SharedUse> {
+        Ok(self.store.shared_use(|| {
+            self.printer
+                .status("Waiting", "for a running `berth store gc` to finish");
+        })?)
     }
 }
 

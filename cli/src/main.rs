@@ -66,6 +66,7 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
             commands::run::run(&ctx, args)
         }
         Command::Serve(args) => commands::serve::run(cli, args, printer),
+        Command::Store(store) => commands::store::run(cli, store, printer),
         Command::Hooks(hooks) => {
             let ctx = Context::new(cli, &hooks.project, printer)?;
             match &hooks.command {

@@ -13,8 +13,7 @@ use crate::error::ResolveError;
 use crate::extract::{ArchiveFormat, ArchiveLimits, extract, find_escaping_link};
 use crate::{Reporter, netrc};
 
-/// Where downloaded archives are cached, by their sha256, under the store root.
-pub(crate) const ARCHIVES_DIR: &str = "archives-v1";
+use berth_store::ARCHIVES_DIR;
 
 /// One archive URL as the resolver uses it.
 #[derive(Debug, Clone)]

@@ -55,6 +55,12 @@ pub struct Settings {
     pub shared: Option<SharedResolutions>,
 }
 
+/// The name of the git cache (under `git-v1/db/`) of a git URL as a lock records it, so
+/// `gc` can tell which caches a lock still uses.
+pub fn git_cache_name(url: &str) -> String {
+    url::cache_dir_name(url)
+}
+
 /// The default `github:` base URL.
 pub const DEFAULT_GITHUB_URL: &str = "https://github.com";
 

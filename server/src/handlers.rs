@@ -245,6 +245,8 @@ impl AppState {
     /// Locks (when given plugins), syncs, builds the set and stores the conversation.
     fn start(&self, request: Prepared) -> Result<(Meta, Arc<LockedText>, Arc<str>), AppError> {
         let config = self.config();
+        // From resolving to the conversation on disk, gc must not remove what it uses.
+        let _hold = self.hold_store()?;
         let settings = self.settings();
         let lock = match (request.lock, &request.manifest) {
             (Some(lock), _) => lock,

@@ -89,6 +89,11 @@ impl AppState {
     /// are present.
     pub fn open(config: Config) -> std::io::Result<(Self, RestoreReport)> {
         let (conversations, stored) = Conversations::open(&config.data_dir)?;
+        // Every conversation's lock is a root of the store: `berth store gc` keeps them.
+        config
+            .store
+            .register_root(&config.data_dir)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
         let mut missing_entries = std::collections::HashMap::new();
         let mut report = RestoreReport {
             conversations: stored.len(),
@@ -192,6 +197,7 @@ impl AppState {
         if let Some(json) = self.cached_set(lock) {
             return Ok(json);
         }
+        let _hold = self.hold_store()?;
         let config = self.config();
         let options = berth_runtime::BuildOptions {
             max_skills: Some(config.max_skills),
@@ -217,6 +223,14 @@ impl AppState {
         }
         sets.insert(lock.text.clone(), json.clone());
         Ok(json)
+    }
+
+    /// Holds the store so `berth store gc` waits until this conversation is on disk.
+    fn hold_store(&self) -> Result<berth_store::SharedUse, AppError> {
+        self.config()
+            .store
+            .shared_use(|| tracing::info!("waiting for a running `berth store gc`"))
+            .map_err(AppError::internal)
     }
 
     /// Makes every entry of `lock` present (fetching exactly the locked commits).

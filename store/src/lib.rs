@@ -5,11 +5,13 @@
 //! This crate knows nothing of sources or the network: it hashes, stages, verifies, renames
 //! and locks. The resolver fills it; the runtime reads it.
 
+mod gc;
 mod lock;
 pub mod nar;
 mod store;
 
-pub use lock::FileLock;
+pub use gc::{ARCHIVES_DIR, EntryStatus, Freed, Live, ROOTS_DIR, RUN_DIR, Root, disk_usage};
+pub use lock::{FileLock, SharedUse};
 pub use nar::{Exclude, NarError, NarWriter, Sha256Sink, hash_path, hash_path_excluding};
 pub use store::{
     ENTRIES_DIR, GIT_DIR, LOCKS_DIR, Staging, Store, StoreEntry, StoreError, TMP_DIR, copy_tree,

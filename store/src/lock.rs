@@ -151,3 +151,78 @@ mod tests {
         });
     }
 }
+
+/// A shared hold on a store, taken by everything that adds entries or relies on them
+/// (`lock`, `sync`, a server starting a conversation); `gc` takes the same lock exclusively
+/// and so never removes an entry a running sync is about to use. Threads of one process
+/// share one `flock`: the first opens it, the last closes it.
+#[derive(Debug)]
+pub struct SharedUse {
+    path: PathBuf,
+}
+
+/// Open shared holds per lock path in this process, with their counts.
+static SHARED: Mutex<Option<std::collections::HashMap<PathBuf, (usize, File)>>> = Mutex::new(None);
+
+impl SharedUse {
+    /// Takes a shared hold on `path`; calls `on_wait` if an exclusive holder (a `gc`)
+    /// makes it wait.
+    pub fn acquire(path: &Path, on_wait: impl FnOnce()) -> std::io::Result<Self> {
+        let mut holds = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        let holds = holds.get_or_insert_with(Default::default);
+        if let Some((count, _)) = holds.get_mut(path) {
+            *count += 1;
+        } else {
+            let file = open(path)?;
+            match file.try_lock_shared() {
+                Ok(()) => {}
+                Err(TryLockError::WouldBlock) => {
+                    on_wait();
+                    file.lock_shared().map_err(|e| annotate(e, path))?;
+                }
+                Err(TryLockError::Error(e)) => return Err(annotate(e, path)),
+            }
+            holds.insert(path.to_owned(), (1, file));
+        }
+        Ok(Self {
+            path: path.to_owned(),
+        })
+    }
+}
+
+impl Drop for SharedUse {
+    fn drop(&mut self) {
+        let mut holds = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(holds) = holds.as_mut()
+            && let Some((count, _)) = holds.get_mut(&self.path)
+        {
+            *count -= 1;
+            if *count == 0 {
+                holds.remove(&self.path);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod shared_tests {
+    use super::*;
+
+    #[test]
+    fn shared_holds_exclude_an_exclusive_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("gc.lock");
+        let a = SharedUse::acquire(&path, || panic!("no exclusive holder")).expect("shared");
+        let b = SharedUse::acquire(&path, || panic!("shares with itself")).expect("shared");
+        // Another process's exclusive attempt is simulated with a fresh descriptor.
+        let other = open(&path).expect("open");
+        assert!(matches!(other.try_lock(), Err(TryLockError::WouldBlock)));
+        drop(a);
+        assert!(
+            matches!(other.try_lock(), Err(TryLockError::WouldBlock)),
+            "still held by b"
+        );
+        drop(b);
+        assert!(other.try_lock().is_ok(), "free once every hold is gone");
+    }
+}

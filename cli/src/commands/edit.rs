@@ -34,6 +34,7 @@ fn reparse(ctx: &Context, text: &str) -> Result<Manifest> {
 }
 
 pub fn add(ctx: &Context, args: &AddArgs) -> Result<()> {
+    let _hold = ctx.hold_store()?;
     // The request must be valid on its own before the manifest is touched.
     PluginRequest::new(
         &args.source,
@@ -120,6 +121,7 @@ fn append(doc: &mut DocumentMut, mut table: Table) -> Result<()> {
 }
 
 pub fn remove(ctx: &Context, args: &RemoveArgs) -> Result<()> {
+    let _hold = ctx.hold_store()?;
     let _guard = ctx.guard_lockfile()?;
     let (_, mut doc) = load(ctx)?;
     let manifest = ctx.read_manifest()?;
@@ -189,6 +191,7 @@ pub fn remove(ctx: &Context, args: &RemoveArgs) -> Result<()> {
 }
 
 pub fn update(ctx: &Context, args: &UpdateArgs) -> Result<()> {
+    let _hold = ctx.hold_store()?;
     let _guard = ctx.guard_lockfile()?;
     let manifest = ctx.read_manifest()?;
     let previous = ctx.read_lock_to_replace()?;

@@ -9,6 +9,7 @@ use crate::args::LockArgs;
 use crate::context::{Context, Failure};
 
 pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
+    let _hold = ctx.hold_store()?;
     let manifest = ctx.read_manifest()?;
     let _guard = if args.check {
         None

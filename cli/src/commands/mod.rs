@@ -7,6 +7,7 @@ pub mod lock;
 pub mod run;
 pub mod serve;
 pub mod show;
+pub mod store;
 pub mod sync;
 pub mod verify;
 

@@ -10,9 +10,7 @@ use sha2::Digest as _;
 use crate::args::RunArgs;
 use crate::context::{Context, write_atomically};
 
-/// Where `berth run` keeps plugin-set files, under the store root. Named by their sha256,
-/// so the same set is one file however often it runs, and never half-written.
-const RUN_DIR: &str = "run-v1";
+use berth_store::RUN_DIR;
 
 pub fn run(ctx: &Context, args: &RunArgs) -> Result<()> {
     let lock = ctx.runtime_lock(args.frozen)?;

@@ -24,6 +24,7 @@ enum Mode {
 }
 
 pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
+    let _hold = ctx.hold_store()?;
     let started = Instant::now();
     let mode = match (args.locked, args.frozen) {
         (_, true) => Mode::Frozen,
@@ -72,6 +73,7 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
         local,
     )
     .map_err(|errors| Failure::from_entries("could not sync", errors))?;
+    ctx.register_root()?;
     ctx.printer.status(
         "Synced",
         &format!(

@@ -1,0 +1,222 @@
+//! `berth store verify` and `berth store gc`
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use berth_lockfile_schema::{Lock, Pin, parse_lock};
+use berth_store::{EntryStatus, Live, Store, entry_name};
+use serde_json::json;
+
+use crate::args::{Cli, GcArgs, StoreArgs, StoreCommand, StoreVerifyArgs};
+use crate::context::{Exit, default_store_root};
+use crate::printer::Printer;
+
+pub fn run(cli: &Cli, args: &StoreArgs, printer: Printer) -> Result<()> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let root = match &cli.store {
+        Some(dir) => dir.clone(),
+        None => default_store_root(home.as_deref())?,
+    };
+    let store = Store::new(root);
+    match &args.command {
+        StoreCommand::Verify(args) => verify(&store, args, &printer),
+        StoreCommand::Gc(args) => gc(&store, args, &printer),
+    }
+}
+
+fn verify(store: &Store, args: &StoreVerifyArgs, printer: &Printer) -> Result<()> {
+    // A gc removing entries mid-check would look like damage: wait for it.
+    let _hold = store.shared_use(|| printer.status("Waiting", "for a running `berth store gc`"))?;
+    let names = store.entry_names()?;
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .clamp(1, names.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<(usize, EntryStatus)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(name) = names.get(i) else { break };
+                        done.push((i, store.check_entry(name)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_default())
+            .collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    let mut bad = 0;
+    let mut rows = Vec::new();
+    for (i, status) in &results {
+        let name = &names[*i];
+        let (state, detail) = match status {
+            EntryStatus::Intact => ("intact", None),
+            EntryStatus::Corrupt { actual } => {
+                bad += 1;
+                printer.error(&format!(
+                    "store entry `{name}` is corrupt: it hashes to `{actual}`"
+                ));
+                ("corrupt", Some(actual.clone()))
+            }
+            EntryStatus::Unreadable(why) => {
+                bad += 1;
+                printer.error(&format!("store entry `{name}` cannot be checked: {why}"));
+                ("unreadable", Some(why.clone()))
+            }
+        };
+        let removed = state != "intact" && args.repair;
+        if removed {
+            store.remove_entry(name)?;
+            printer.status(
+                "Removed",
+                &format!("{name} (a later `berth plugins sync` fetches it again)"),
+            );
+        }
+        rows.push(json!({"entry": name, "status": state, "detail": detail, "removed": removed}));
+    }
+    if args.json {
+        let mut text = serde_json::to_string_pretty(&json!({"ok": bad == 0, "entries": rows}))?;
+        text.push('\n');
+        printer.data(&text);
+    }
+    if bad == 0 {
+        printer.status("Verified", &format!("{} store entries", results.len()));
+        return Ok(());
+    }
+    if !args.repair {
+        printer.note("run `berth store verify --repair` to remove them, then `berth plugins sync`");
+    }
+    Err(Exit(1).into())
+}
+
+fn gc(store: &Store, args: &GcArgs, printer: &Printer) -> Result<()> {
+    let _lock = store.gc_lock(|| {
+        printer.status(
+            "Waiting",
+            "for running syncs and servers to finish with the store",
+        )
+    })?;
+    let mut live = Live::default();
+    let mut roots = 0;
+    for root in store.roots()? {
+        if !root.target.exists() {
+            printer.status(
+                "Forgetting",
+                &format!("root `{}` (it is gone)", root.target.display()),
+            );
+            if !args.dry_run {
+                store.remove_root(&root)?;
+            }
+            continue;
+        }
+        roots += 1;
+        if root.target.is_dir() {
+            for lock in server_locks(&root.target)? {
+                add_live(&mut live, &lock);
+            }
+        } else {
+            let lock = read_lock(&root.target).with_context(|| {
+                format!(
+                    "root `{}` is not a readable lockfile; fix it, or remove the link `{}` to stop it holding anything",
+                    root.target.display(),
+                    root.link.display()
+                )
+            })?;
+            add_live(&mut live, &lock);
+        }
+    }
+    let freed = store.collect_garbage(&live, args.dry_run)?;
+    let verb = if args.dry_run {
+        "Would remove"
+    } else {
+        "Removed"
+    };
+    for item in &freed {
+        printer.status(verb, &format!("{} ({})", item.path, size(item.bytes)));
+    }
+    let total: u64 = freed.iter().map(|f| f.bytes).sum();
+    if args.json {
+        let items: Vec<_> = freed
+            .iter()
+            .map(|f| json!({"path": f.path, "bytes": f.bytes}))
+            .collect();
+        let doc = json!({"dry_run": args.dry_run, "roots": roots, "freed": items, "bytes": total});
+        let mut text = serde_json::to_string_pretty(&doc)?;
+        text.push('\n');
+        printer.data(&text);
+    }
+    printer.status(
+        if args.dry_run { "Would free" } else { "Freed" },
+        &format!(
+            "{} in {} items ({} roots kept {} entries)",
+            size(total),
+            freed.len(),
+            roots,
+            live.entries.len()
+        ),
+    );
+    Ok(())
+}
+
+fn read_lock(path: &Path) -> Result<Lock> {
+    let text = fs_err::read_to_string(path)?;
+    Ok(parse_lock(&path.display().to_string(), &text)?)
+}
+
+/// The locks of a `berth serve` data folder's conversations.
+fn server_locks(data_dir: &Path) -> Result<Vec<Lock>> {
+    let dir = data_dir.join("conversations");
+    let mut locks = Vec::new();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(locks);
+    };
+    for entry in entries {
+        let path = entry?.path().join("plugins.lock");
+        if path.is_file() {
+            locks.push(
+                read_lock(&path)
+                    .with_context(|| format!("conversation lock `{}`", path.display()))?,
+            );
+        }
+    }
+    Ok(locks)
+}
+
+fn add_live(live: &mut Live, lock: &Lock) {
+    for plugin in &lock.plugins {
+        live.entries.insert(format!(
+            "{}-{}",
+            plugin.hash.to_nix32(),
+            entry_name(&plugin.name)
+        ));
+        match &plugin.pin {
+            Pin::Git { url, .. } => {
+                live.git_caches.insert(berth_resolver::git_cache_name(url));
+            }
+            Pin::Archive { archive_hash, .. } => {
+                live.archives.insert(archive_hash.to_nix32());
+            }
+            Pin::Local { .. } => {}
+        }
+    }
+}
+
+fn size(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+    } else if bytes >= 1 << 10 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{bytes} B")
+    }
+}
