@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::lock::{FileLock, SharedUse};
-use crate::store::{ENTRIES_DIR, GIT_DIR, LOCKS_DIR, Store, StoreError, remove_tree};
+use crate::store::{ENTRIES_DIR, GIT_DIR, LOCKS_DIR, Store, StoreError};
 
 /// Where roots are registered, under the store root.
 pub const ROOTS_DIR: &str = "roots";
@@ -131,7 +131,7 @@ impl Store {
         let mut consider = |relative: String, path: PathBuf| -> Result<(), StoreError> {
             let bytes = disk_usage(&path);
             if !dry_run {
-                remove_tree(&path)?;
+                self.remove_atomically(&path)?;
             }
             freed.push(Freed {
                 path: relative,
@@ -214,7 +214,23 @@ impl Store {
 
     /// Removes an entry (`store verify --repair`).
     pub fn remove_entry(&self, name: &str) -> Result<(), StoreError> {
-        Ok(remove_tree(&self.root().join(ENTRIES_DIR).join(name))?)
+        self.remove_atomically(&self.root().join(ENTRIES_DIR).join(name))
+    }
+
+    /// Removes a tree so that an interruption never leaves part of it in place: it is first
+    /// renamed into `tmp/` (one atomic step), then deleted there. A process killed in
+    /// between leaves only a folder in `tmp/`, which the next sync cleans.
+    fn remove_atomically(&self, path: &Path) -> Result<(), StoreError> {
+        let trash = self.stage()?;
+        let target = trash.path().join("trash");
+        // Moving a folder to a new parent needs write permission on it (for `..`).
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+            use std::os::unix::fs::PermissionsExt;
+            fs_err::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
+        }
+        fs_err::rename(path, &target)?;
+        drop(trash);
+        Ok(())
     }
 }
 
