@@ -495,7 +495,7 @@ source = "./plugins/house-rules"
         assert!(!parsed.warnings[0].message.contains("secret"));
         assert_eq!(
             parsed.manifest.plugins[0].display_source(),
-            "https://u@h/r.git"
+            "https://h/r.git"
         );
     }
 }

@@ -246,12 +246,16 @@ pub fn redact(text: &str) -> Redacted {
         None => (userinfo, None),
     };
     let is_var = |s: &str| is_env_reference(s);
+    let keep_password = password.is_none_or(is_var);
     let keep_user = match password {
-        // With a password, the user name is an account name (`oauth2`, `x-access-token`).
+        // Over http(s) a lone user name is the token (`https://ghp_x@github.com/...`), so
+        // removing a literal password must take the user too: `https://oauth2@host`, left
+        // behind, would read as a token and a second redaction would change it again.
+        Some(_) if web => keep_password || is_var(user) || user.is_empty(),
+        // Over ssh the user is an account (`git`), never the secret.
         Some(_) => true,
         None => !web || is_var(user) || user.is_empty(),
     };
-    let keep_password = password.is_none_or(is_var);
     if keep_user && keep_password {
         return unchanged();
     }
@@ -360,7 +364,7 @@ mod tests {
     #[test]
     fn redacts_literal_credentials_and_keeps_variables() {
         let r = redact("https://oauth2:TOKEN@gitlab.com/g/r");
-        assert_eq!(r.text, "https://oauth2@gitlab.com/g/r");
+        assert_eq!(r.text, "https://gitlab.com/g/r");
         assert!(r.removed_secret);
         assert_eq!(
             redact("https://ghp_secret@github.com/o/r").text,
@@ -375,6 +379,15 @@ mod tests {
             redact("ssh://git:pw@host/r").text,
             "ssh://git@host/r",
             "an ssh password is a secret"
+        );
+        // Found by tests/fuzz.rs: redaction must be idempotent.
+        let once = redact("https://a:000aAa@a.aa").text;
+        assert_eq!(once, "https://a.aa");
+        assert_eq!(redact(&once).text, once);
+        assert_eq!(
+            redact("https://${U}:pw@h/r").text,
+            "https://${U}@h/r",
+            "a variable user is kept"
         );
     }
 }

@@ -8,7 +8,7 @@
 
 mod archive;
 mod error;
-mod extract;
+pub mod extract;
 mod git;
 mod local;
 mod meta;

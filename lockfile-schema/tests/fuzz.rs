@@ -1,0 +1,153 @@
+//! Property tests (bounded fuzzing) of the parsers: no input makes them panic, and the
+//! canonical lock writer round-trips. `PROPTEST_CASES=100000` runs them longer.
+
+use berth_lockfile_schema::{
+    Lock, LockedPlugin, Pin, Sha256Hash, Source, parse_lock, parse_manifest, redact,
+};
+use proptest::prelude::*;
+
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(512),
+        ..ProptestConfig::default()
+    }
+}
+
+/// TOML-ish text: fragments of real manifests and locks glued at random.
+fn tomlish() -> impl Strategy<Value = String> {
+    let fragments = prop::sample::select(vec![
+        "[[plugin]]\n",
+        "source = ",
+        "ref = ",
+        "version = ",
+        "repo_path = ",
+        "hash = ",
+        "name = ",
+        "\"github:acme/tools\"",
+        "\"./local\"",
+        "\"https://h/x.tar.gz\"",
+        "\"^1.2\"",
+        "\"../..\"",
+        "\"sha256-pQpattmS9VmO3ZIQUFn66az8GSmB4IvYhTTCFn6SUmo=\"",
+        "version = 1\n",
+        "version = 99\n",
+        "rev = \"0123456789abcdef0123456789abcdef01234567\"\n",
+        "url = \"file:///x\"\n",
+        "\n",
+        "[",
+        "]",
+        "\"",
+        "'",
+        "{",
+        "}",
+        "= ",
+        "# comment\n",
+        "plugin = [{ source = \"./a\" }]\n",
+        "é",
+        "\u{0}",
+    ]);
+    prop::collection::vec(fragments, 0..30).prop_map(|parts| parts.concat())
+}
+
+fn hash() -> impl Strategy<Value = Sha256Hash> {
+    prop::array::uniform32(any::<u8>()).prop_map(Sha256Hash::from_bytes)
+}
+
+fn text() -> impl Strategy<Value = String> {
+    "[a-zA-Z0-9 ._/\"\\\\\u{e9}\u{1}\n-]{1,20}"
+}
+
+fn locked_plugin() -> impl Strategy<Value = LockedPlugin> {
+    let name = "[a-zA-Z0-9._ -]{1,12}".prop_filter("valid names", |n| {
+        berth_lockfile_schema::is_valid_plugin_name(n)
+    });
+    let pin = prop_oneof![
+        (text(), prop::array::uniform20(any::<u8>())).prop_map(|(url, rev)| (
+            "github:acme/tools".to_owned(),
+            Pin::Git {
+                url,
+                rev: rev.iter().map(|b| format!("{b:02x}")).collect()
+            }
+        )),
+        (text(), hash()).prop_map(|(url, archive_hash)| (
+            "https://h/x.tar.gz".to_owned(),
+            Pin::Archive { url, archive_hash }
+        )),
+        text().prop_map(|path| ("./local".to_owned(), Pin::Local { path })),
+    ];
+    (
+        name,
+        pin,
+        hash(),
+        prop::option::of("[a-z0-9.]{1,8}"),
+        prop::option::of("[a-z]{1,6}(/[a-z]{1,6})?"),
+    )
+        .prop_map(|(name, (source, pin), hash, git_ref, repo_path)| {
+            let is_git = matches!(pin, Pin::Git { .. });
+            let is_local = matches!(pin, Pin::Local { .. });
+            LockedPlugin {
+                name,
+                source,
+                git_ref: git_ref.filter(|_| is_git),
+                version: None,
+                resolved_ref: None,
+                repo_path: repo_path.filter(|_| !is_local),
+                pin,
+                hash,
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn manifest_parser_never_panics(text in tomlish()) {
+        if let Err(e) = parse_manifest("plugins.toml", &text) {
+            prop_assert!(e.line >= 1 && e.column >= 1);
+        }
+    }
+
+    #[test]
+    fn manifest_parser_never_panics_on_any_string(text in ".{0,200}") {
+        let _ = parse_manifest("plugins.toml", &text);
+    }
+
+    #[test]
+    fn lock_parser_never_panics(text in tomlish()) {
+        let _ = parse_lock("plugins.lock", &text);
+    }
+
+    #[test]
+    fn the_lock_writer_round_trips(plugins in prop::collection::vec(locked_plugin(), 0..6)) {
+        let lock = Lock { plugins };
+        let text = lock.to_toml();
+        prop_assert_eq!(parse_lock("plugins.lock", &text), Ok(lock.clone()));
+        prop_assert_eq!(text.clone(), lock.to_toml(), "deterministic");
+        prop_assert!(text.ends_with('\n') && !text.contains('\r'));
+    }
+
+    #[test]
+    fn source_parsing_never_panics(text in ".{0,120}") {
+        let _ = Source::parse(&text);
+    }
+
+    #[test]
+    fn redaction_removes_passwords_and_is_idempotent(
+        scheme in prop::sample::select(vec!["https", "http", "ssh", "git+https", "file"]),
+        user in "[a-z0-9]{1,8}",
+        password in "[A-Za-z0-9]{6,16}",
+        host in "[a-z]{1,8}\\.[a-z]{2,3}",
+        path in "(/[a-z0-9]{1,6}){0,3}",
+    ) {
+        let url = format!("{scheme}://{user}:{password}@{host}{path}");
+        let once = redact(&url);
+        let secret = format!(":{password}@");
+        prop_assert!(!once.text.contains(&secret));
+        prop_assert!(once.removed_secret);
+        prop_assert_eq!(redact(&once.text).text, once.text.clone());
+    }
+}
