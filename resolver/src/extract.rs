@@ -387,38 +387,56 @@ impl Extractor {
 
 /// A symlink inside `dir` whose target leaves `dir`, if any (checked again after a
 /// `repo_path` narrows the plugin to a sub-folder of the archive).
+///
+/// Each link is followed as the kernel would, one component at a time, so a link that
+/// stays inside on paper but passes through another link (`l2 -> d/l1/..` with
+/// `d/l1 -> ..`) is caught. A link that dangles part way is judged on its own.
 pub fn find_escaping_link(dir: &Path) -> std::io::Result<Option<PathBuf>> {
-    fn walk(root: &Path, dir: &Path, depth: usize) -> std::io::Result<Option<PathBuf>> {
+    fn walk(root: &Path, dir: &Path) -> std::io::Result<Option<PathBuf>> {
         for entry in fs_err::read_dir(dir)? {
             let entry = entry?;
             let path = entry.path();
             let kind = entry.file_type()?;
             if kind.is_symlink() {
-                let target = fs_err::read_link(&path)?;
-                let mut level = depth as i64;
-                let mut escapes = target.is_absolute();
-                for part in target.components() {
-                    match part {
-                        Component::ParentDir => level -= 1,
-                        Component::Normal(_) => level += 1,
-                        _ => {}
-                    }
-                    if level < 0 {
-                        escapes = true;
-                    }
-                }
-                if escapes {
+                if leaves(root, dir, &fs_err::read_link(&path)?) {
                     return Ok(Some(path.strip_prefix(root).unwrap_or(&path).to_owned()));
                 }
             } else if kind.is_dir()
-                && let Some(found) = walk(root, &path, depth + 1)?
+                && let Some(found) = walk(root, &path)?
             {
                 return Ok(Some(found));
             }
         }
         Ok(None)
     }
-    walk(dir, dir, 0)
+    /// Whether `target`, read from folder `from` (canonical, inside `root`), leads out.
+    fn leaves(root: &Path, from: &Path, target: &Path) -> bool {
+        if target.is_absolute() {
+            return true;
+        }
+        let mut current = from.to_owned();
+        for part in target.components() {
+            match part {
+                Component::ParentDir => {
+                    current.pop();
+                }
+                Component::Normal(name) => current.push(name),
+                _ => {}
+            }
+            if !current.starts_with(root) {
+                return true;
+            }
+            match std::fs::canonicalize(&current) {
+                Ok(real) if !real.starts_with(root) => return true,
+                Ok(real) => current = real,
+                // Dangling from here on (or a loop): nothing further is reached.
+                Err(_) => return false,
+            }
+        }
+        false
+    }
+    let root = fs_err::canonicalize(dir)?;
+    walk(&root, &root)
 }
 
 #[cfg(test)]

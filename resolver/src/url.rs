@@ -166,7 +166,7 @@ mod tests {
                 "failed (url http://a:s3cret@h/x) and https://b:pw@k/y; token s3cret",
                 &secrets
             ),
-            "failed (url http://a@h/x) and https://b@k/y; token ***"
+            "failed (url http://h/x) and https://k/y; token ***"
         );
         assert_eq!(userinfo("https://u:p@h/r"), Some(("u", Some("p"))));
         assert_eq!(userinfo("https://h/r"), None);
