@@ -109,8 +109,9 @@ pub(crate) fn download(
         && len > limits.max_bytes
     {
         return Err(fail(format!(
-            "the archive is {len} bytes, more than the limit of {} MiB; raise it with `BERTH_ARCHIVE_MAX_BYTES`",
-            limits.max_bytes / (1024 * 1024)
+            "the archive is {}, more than the limit of {}; raise it with `BERTH_ARCHIVE_MAX_BYTES`",
+            berth_store::format_size(len),
+            berth_store::format_size(limits.max_bytes)
         )));
     }
     let task = reporter.task("Downloading", &source.shown_url, expected_len);
@@ -131,8 +132,8 @@ pub(crate) fn download(
         total += n as u64;
         if total > limits.max_bytes {
             return Err(fail(format!(
-                "the archive is larger than the limit of {} MiB; stopped downloading (raise it with `BERTH_ARCHIVE_MAX_BYTES`)",
-                limits.max_bytes / (1024 * 1024)
+                "the archive is larger than the limit of {}; stopped downloading (raise it with `BERTH_ARCHIVE_MAX_BYTES`)",
+                berth_store::format_size(limits.max_bytes)
             )));
         }
         file.write_all(&buffer[..n])?;

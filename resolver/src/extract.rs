@@ -314,8 +314,8 @@ impl Extractor {
     ) -> Result<(), ExtractError> {
         let too_big = |limit: u64| {
             ExtractError::TooBig(format!(
-                "the archive unpacks to more than {} MiB (at `{name}`); raise the limit with `BERTH_ARCHIVE_MAX_BYTES`",
-                limit / (1024 * 1024)
+                "the archive unpacks to more than {} (at `{name}`); raise the limit with `BERTH_ARCHIVE_MAX_BYTES`",
+                berth_store::format_size(limit)
             ))
         };
         if self.bytes.saturating_add(declared) > self.limits.max_bytes {

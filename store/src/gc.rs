@@ -250,6 +250,17 @@ fn list(dir: &Path) -> Result<Vec<String>, StoreError> {
     Ok(names)
 }
 
+/// `bytes` for people: `512 B`, `64.0 KiB`, `256.0 MiB`.
+pub fn format_size(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+    } else if bytes >= 1 << 10 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
 /// Bytes of the regular files under `path` (symlinks not followed).
 pub fn disk_usage(path: &Path) -> u64 {
     let Ok(meta) = std::fs::symlink_metadata(path) else {

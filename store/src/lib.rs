@@ -10,7 +10,9 @@ mod lock;
 pub mod nar;
 mod store;
 
-pub use gc::{ARCHIVES_DIR, EntryStatus, Freed, Live, ROOTS_DIR, RUN_DIR, Root, disk_usage};
+pub use gc::{
+    ARCHIVES_DIR, EntryStatus, Freed, Live, ROOTS_DIR, RUN_DIR, Root, disk_usage, format_size,
+};
 pub use lock::{FileLock, SharedUse};
 pub use nar::{Exclude, NarError, NarWriter, Sha256Sink, hash_path, hash_path_excluding};
 pub use store::{

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use berth_lockfile_schema::{Lock, Pin, parse_lock};
-use berth_store::{EntryStatus, Live, Store, entry_name};
+use berth_store::{EntryStatus, Live, Store, entry_name, format_size};
 use serde_json::json;
 
 use crate::args::{Cli, GcArgs, StoreArgs, StoreCommand, StoreVerifyArgs};
@@ -142,7 +142,10 @@ fn gc(store: &Store, args: &GcArgs, printer: &Printer) -> Result<()> {
         "Removed"
     };
     for item in &freed {
-        printer.status(verb, &format!("{} ({})", item.path, size(item.bytes)));
+        printer.status(
+            verb,
+            &format!("{} ({})", item.path, format_size(item.bytes)),
+        );
     }
     let total: u64 = freed.iter().map(|f| f.bytes).sum();
     if args.json {
@@ -159,7 +162,7 @@ fn gc(store: &Store, args: &GcArgs, printer: &Printer) -> Result<()> {
         if args.dry_run { "Would free" } else { "Freed" },
         &format!(
             "{} in {} items ({} roots kept {} entries)",
-            size(total),
+            format_size(total),
             freed.len(),
             roots,
             live.entries.len()
@@ -208,15 +211,5 @@ fn add_live(live: &mut Live, lock: &Lock) {
             }
             Pin::Local { .. } => {}
         }
-    }
-}
-
-fn size(bytes: u64) -> String {
-    if bytes >= 1 << 20 {
-        format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
-    } else if bytes >= 1 << 10 {
-        format!("{:.1} KiB", bytes as f64 / 1024.0)
-    } else {
-        format!("{bytes} B")
     }
 }
