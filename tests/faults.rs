@@ -145,16 +145,20 @@ fn killed_syncs_and_gcs_never_leave_a_corrupt_store() {
     assert_eq!(list_dir(&ctx.store.join("store-v1")).len(), 4);
 }
 
-/// Mounts a tmpfs of `size` at `dir` (root only); `None` when this machine cannot.
+/// Mounts a tmpfs of `size` at `dir` (root only); `None` when this machine cannot, unless
+/// `BERTH_REQUIRE_TMPFS` is set (CI sets it, so a skipped test cannot pass unnoticed).
 fn tmpfs(dir: &Path, options: &str) -> Option<Mount> {
     std::fs::create_dir_all(dir).expect("mkdir");
-    let status = std::process::Command::new("mount")
+    let mounted = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", options, "tmpfs"])
         .arg(dir)
         .stderr(Stdio::null())
         .status()
-        .ok()?;
-    status.success().then(|| Mount(dir.to_owned()))
+        .is_ok_and(|s| s.success());
+    if !mounted && std::env::var_os("BERTH_REQUIRE_TMPFS").is_some() {
+        panic!("BERTH_REQUIRE_TMPFS is set but mounting a tmpfs failed (run as root)");
+    }
+    mounted.then(|| Mount(dir.to_owned()))
 }
 
 struct Mount(std::path::PathBuf);
