@@ -68,7 +68,9 @@ pub enum Command {
     /// Builds the merged plugin set from the lock and the store alone, writes it to a file
     /// and runs CMD with `BERTH_PLUGIN_SET` (that file, the JSON of `berth plugins show
     /// --json`) and `BERTH_PLUGIN_PATHS` (the plugins' store folders, `:`-separated, in lock
-    /// order). berth then becomes CMD: its exit status is CMD's.
+    /// order). With an `[agent]` in the lock, CMD also runs in the agent's environment
+    /// (`VIRTUAL_ENV`, its `bin/` first on `PATH`) with `BERTH_AGENT_ENTRY_POINT` (`name =
+    /// module:attr`). berth then becomes CMD: its exit status is CMD's.
     #[command(after_help = "Examples:\n  \
         berth run -- my-agent --task review\n  \
         berth run --frozen -- sh -c 'jq .skills[].name \"$BERTH_PLUGIN_SET\"'")]
@@ -77,6 +79,10 @@ pub enum Command {
     /// Run the locked plugin set's hooks
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Hooks(HooksArgs),
+
+    /// Run the locked custom agent package (the manifest's `[agent]`), offline
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Agent(AgentArgs),
 
     /// Check and clean the store
     #[command(subcommand_required = true, arg_required_else_help = true)]
@@ -188,6 +194,16 @@ pub struct ServeArgs {
     /// Refuse plugin sets with more skills than this
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub max_skills: usize,
+
+    /// The Python package index for conversations' `agent` packages (`${VAR}` is expanded
+    /// from the server's environment)
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "BERTH_INDEX_URL",
+        default_value = berth_resolver::DEFAULT_INDEX_URL
+    )]
+    pub index_url: String,
 }
 
 #[derive(Debug, Args)]
@@ -206,6 +222,41 @@ pub struct RunArgs {
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    pub project: ProjectArgs,
+
+    #[command(subcommand)]
+    pub command: AgentCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Call the locked agent's entry point in its environment, built offline from the store
+    ///
+    /// The environment is made from the locked wheels alone (uv in hash-checking mode, no
+    /// index, no build, no other dependencies) the first time and shared by every
+    /// conversation with the same lock. A small launcher loads exactly the locked entry
+    /// point of the `openhands.agents` group and calls it with `sys.argv` set to the entry
+    /// point's name and ARGS; an int result is the exit status, any other is printed.
+    #[command(after_help = "Examples:\n  \
+        berth agent exec\n  \
+        berth agent exec -- --task review")]
+    Exec(AgentExecArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentExecArgs {
+    /// Use the lockfile as it is; without this, a manifest next to it must agree with it
+    #[arg(long)]
+    pub frozen: bool,
+
+    /// Arguments for the agent's entry point
+    #[arg(last = true, value_name = "ARG")]
+    pub args: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]
@@ -312,6 +363,17 @@ pub struct ProjectArgs {
         help_heading = "Project options"
     )]
     pub jobs: Option<usize>,
+
+    /// The Python package index for the `[agent]` package (may hold `${VAR}` credentials)
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "BERTH_INDEX_URL",
+        default_value = berth_resolver::DEFAULT_INDEX_URL,
+        help_heading = "Project options"
+    )]
+    pub index_url: String,
 }
 
 #[derive(Debug, Subcommand)]

@@ -29,6 +29,7 @@ pub struct Context {
     pub github_url: String,
     pub home_dir: Option<PathBuf>,
     pub archive_limits: ArchiveLimits,
+    pub index_url: String,
 }
 
 /// A failure with follow-up lines: the `error:` line, then one line per detail.
@@ -102,6 +103,7 @@ impl Context {
             jobs: project.jobs.unwrap_or(DEFAULT_JOBS).max(1),
             github_url,
             home_dir,
+            index_url: project.index_url.clone(),
         })
     }
 
@@ -123,6 +125,7 @@ impl Context {
             base_dir: base_dir.to_owned(),
             home_dir: self.home_dir.clone(),
             archive_limits: self.archive_limits,
+            index_url: self.index_url.clone(),
             shared: None,
         }
     }

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::{Cli, Command, HooksCommand, PluginsCommand};
+use crate::args::{AgentCommand, Cli, Command, HooksCommand, PluginsCommand};
 use crate::context::{Context, Exit, Failure};
 use crate::printer::{Printer, Verbosity};
 
@@ -67,6 +67,12 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
         }
         Command::Serve(args) => commands::serve::run(cli, args, printer),
         Command::Store(store) => commands::store::run(cli, store, printer),
+        Command::Agent(agent) => {
+            let ctx = Context::new(cli, &agent.project, printer)?;
+            match &agent.command {
+                AgentCommand::Exec(args) => commands::agent::exec(&ctx, args),
+            }
+        }
         Command::Hooks(hooks) => {
             let ctx = Context::new(cli, &hooks.project, printer)?;
             match &hooks.command {

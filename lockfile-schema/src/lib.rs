@@ -5,12 +5,17 @@
 //! lockfile text. It never touches the filesystem or the network, so every other crate can
 //! depend on it, and it is the only crate that defines an on-disk format.
 
+mod agent;
 mod diagnostic;
 mod hash;
 mod lock;
 mod manifest;
 mod source;
 
+pub use agent::{
+    AGENT_ENTRY_POINT_GROUP, AgentOrigin, AgentRequest, EntryPoint, LockedAgent, LockedAgentWire,
+    LockedWheel, LockedWheelWire, normalize_package_name,
+};
 pub use diagnostic::{Diagnostic, line_column};
 pub use hash::{HashParseError, Sha256Hash, nix32};
 pub use lock::{

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::agent::{LockedAgent, LockedAgentWire};
 use crate::diagnostic::Diagnostic;
 use crate::hash::Sha256Hash;
 use crate::manifest::{Manifest, PluginRequest, is_valid_plugin_name};
@@ -32,6 +33,9 @@ pub struct LockFileWire {
     /// One entry per manifest entry, in manifest order (merge order).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plugin: Vec<LockedPluginWire>,
+    /// The custom agent package, if the manifest has an `[agent]` table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<LockedAgentWire>,
 }
 
 /// One `[[plugin]]` entry of the lockfile.
@@ -86,6 +90,8 @@ pub struct LockedPluginWire {
 pub struct Lock {
     /// The entries, in manifest order.
     pub plugins: Vec<LockedPlugin>,
+    /// The custom agent package (SPEC section 8).
+    pub agent: Option<LockedAgent>,
 }
 
 /// One validated lock entry.
@@ -174,6 +180,14 @@ pub enum LockError {
         /// What is wrong.
         message: String,
     },
+    /// Well-formed TOML with a bad value in `[agent]`.
+    #[error("{file}: `[agent]`: {message}; run `berth plugins lock` to regenerate the lockfile")]
+    InvalidAgent {
+        /// The lockfile.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 /// Parses and validates `plugins.lock`. `file` is the path to name in messages.
@@ -224,7 +238,15 @@ pub fn parse_lock(file: &str, text: &str) -> Result<Lock, LockError> {
             })
         })
         .collect::<Result<_, _>>()?;
-    Ok(Lock { plugins })
+    let agent = wire
+        .agent
+        .map(LockedAgent::try_from)
+        .transpose()
+        .map_err(|message| LockError::InvalidAgent {
+            file: file.to_owned(),
+            message,
+        })?;
+    Ok(Lock { plugins, agent })
 }
 
 impl TryFrom<LockedPluginWire> for LockedPlugin {
@@ -369,6 +391,9 @@ impl Lock {
                 }
             }
         }
+        if let Some(agent) = &self.agent {
+            agent.write_toml(&mut out);
+        }
         out
     }
 
@@ -394,6 +419,24 @@ impl Lock {
                 index: i + 1,
                 name: locked.name.clone(),
             });
+        }
+        match (&manifest.agent, &self.agent) {
+            (None, None) => {}
+            (Some(request), None) => out.push(Staleness::AgentAdded {
+                source: request.display_source(),
+            }),
+            (None, Some(locked)) => out.push(Staleness::AgentRemoved {
+                package: locked.package.clone(),
+            }),
+            (Some(request), Some(locked)) => {
+                let what = locked.differences(request);
+                if !what.is_empty() {
+                    out.push(Staleness::AgentChanged {
+                        package: locked.package.clone(),
+                        what,
+                    });
+                }
+            }
         }
         out
     }
@@ -425,6 +468,23 @@ pub enum Staleness {
         /// The locked plugin's name.
         name: String,
     },
+    /// The manifest has an `[agent]` the lock lacks.
+    AgentAdded {
+        /// Its source, credentials removed.
+        source: String,
+    },
+    /// The locked agent no longer matches the manifest's `[agent]`.
+    AgentChanged {
+        /// The locked package.
+        package: String,
+        /// The fields that differ.
+        what: Vec<String>,
+    },
+    /// The lock has an agent the manifest no longer asks for.
+    AgentRemoved {
+        /// The locked package.
+        package: String,
+    },
 }
 
 impl std::fmt::Display for Staleness {
@@ -440,6 +500,18 @@ impl std::fmt::Display for Staleness {
                 write!(
                     f,
                     "entry {index} (`{name}`) is locked but no longer in the manifest"
+                )
+            }
+            Staleness::AgentAdded { source } => {
+                write!(f, "`[agent]` (`{source}`) is not in the lock")
+            }
+            Staleness::AgentChanged { package, what } => {
+                write!(f, "`[agent]` (`{package}`): {}", what.join(", "))
+            }
+            Staleness::AgentRemoved { package } => {
+                write!(
+                    f,
+                    "agent `{package}` is locked but the manifest has no `[agent]`"
                 )
             }
         }
@@ -569,6 +641,7 @@ mod tests {
                     .expect("valid"),
                 },
             ],
+            agent: None,
         }
     }
 

@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use toml_edit::{Item, Key, TableLike, Value};
 
+use crate::agent::AgentRequest;
 use crate::diagnostic::Diagnostic;
 use crate::hash::Sha256Hash;
 use crate::source::{Source, SourceKind, normalize_repo_path, redact};
@@ -13,6 +14,8 @@ use crate::source::{Source, SourceKind, normalize_repo_path, redact};
 pub struct Manifest {
     /// The `[[plugin]]` entries, in file order (which is merge order).
     pub plugins: Vec<PluginRequest>,
+    /// The `[agent]` table: a custom agent package (SPEC section 8).
+    pub agent: Option<AgentRequest>,
 }
 
 /// A manifest and the warnings found while reading it.
@@ -194,6 +197,8 @@ const PLUGIN_KEYS: [&str; 7] = [
     "name",
 ];
 
+const AGENT_KEYS: [&str; 4] = ["source", "ref", "entry_point", "python"];
+
 /// Parses `plugins.toml`. `file` is the path to name in messages.
 pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnostic> {
     let doc = toml_edit::Document::parse(text).map_err(|e| {
@@ -211,6 +216,7 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnost
         warnings: Vec::new(),
     };
     let mut plugins = Vec::new();
+    let mut agent = None;
     for (key, item) in doc.iter() {
         match key {
             "plugin" => {
@@ -218,18 +224,26 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnost
                     plugins.push(reader.plugin(table, span)?);
                 }
             }
-            "agent" => reader.warn(
-                doc.as_table().key(key).and_then(Key::span),
-                "`[agent]` (custom agent packages) is not supported by this version of berth; it is ignored".into(),
-            ),
+            "agent" => {
+                let Some(table) = item.as_table_like() else {
+                    return Err(reader.error(
+                        item.span(),
+                        format!(
+                            "`agent` must be a table (`[agent]`), found a {}",
+                            item.type_name()
+                        ),
+                    ));
+                };
+                agent = Some(reader.agent(table, item.span())?);
+            }
             other => reader.warn(
                 doc.as_table().key(other).and_then(Key::span),
-                format!("unknown key `{other}` is ignored (expected `[[plugin]]` tables)"),
+                format!("unknown key `{other}` is ignored (expected `[[plugin]]` tables and an optional `[agent]`)"),
             ),
         }
     }
     Ok(ParsedManifest {
-        manifest: Manifest { plugins },
+        manifest: Manifest { plugins, agent },
         warnings: reader.warnings,
     })
 }
@@ -337,6 +351,53 @@ impl<'a> Reader<'a> {
             .validate()
             .map_err(|(field, message)| self.error(value_span(table, field).or(span), message))?;
         Ok(request)
+    }
+
+    fn agent(
+        &mut self,
+        table: &dyn TableLike,
+        span: Option<Range<usize>>,
+    ) -> Result<AgentRequest, Diagnostic> {
+        for (key, _) in table.iter() {
+            if !AGENT_KEYS.contains(&key) {
+                let hint = AGENT_KEYS
+                    .iter()
+                    .find(|known| known.replace('_', "-") == key || similar(known, key))
+                    .map(|known| format!("; did you mean `{known}`?"))
+                    .unwrap_or_default();
+                self.warn(
+                    table.key(key).and_then(Key::span),
+                    format!("unknown key `{key}` in `[agent]` is ignored{hint}"),
+                );
+            }
+        }
+        let Some((source_key, source_item)) = table.get_key_value("source") else {
+            return Err(self.error(span, "`[agent]` has no `source`".into()));
+        };
+        let source = self.string(table, "source")?.unwrap_or_default();
+        let redacted = redact(&source);
+        if redacted.removed_secret {
+            self.warn(
+                source_item.span(),
+                format!(
+                    "source `{}` has a credential written in it; it is left out of everything berth writes and prints. Put it in an environment variable and write `${{VAR}}` instead",
+                    redacted.text
+                ),
+            );
+        }
+        let line =
+            crate::diagnostic::line_column(self.text, source_key.span().map_or(0, |s| s.start)).0;
+        let git_ref = self.string(table, "ref")?;
+        let entry_point = self.string(table, "entry_point")?;
+        let python = self.string(table, "python")?;
+        AgentRequest::new(
+            &source,
+            git_ref.as_deref(),
+            entry_point.as_deref(),
+            python.as_deref(),
+        )
+        .map(|r| r.at_line(line))
+        .map_err(|(field, message)| self.error(value_span(table, field).or(span), message))
     }
 
     fn sri(&self, table: &dyn TableLike, key: &str) -> Result<Option<Sha256Hash>, Diagnostic> {

@@ -123,7 +123,7 @@ proptest! {
 
     #[test]
     fn the_lock_writer_round_trips(plugins in prop::collection::vec(locked_plugin(), 0..6)) {
-        let lock = Lock { plugins };
+        let lock = Lock { plugins, agent: None };
         let text = lock.to_toml();
         prop_assert_eq!(parse_lock("plugins.lock", &text), Ok(lock.clone()));
         prop_assert_eq!(text.clone(), lock.to_toml(), "deterministic");

@@ -170,6 +170,24 @@ pub enum ResolveError {
     /// A source kind this version cannot fetch yet.
     #[error("{0}")]
     Unsupported(String),
+    /// The custom agent package could not be resolved, built or read.
+    #[error("{0}")]
+    Agent(String),
+    /// uv or Python could not be found or run for the agent package.
+    #[error(transparent)]
+    AgentEnv(#[from] berth_runtime::AgentError),
+    /// A wheel's bytes are not the ones the lock names.
+    #[error("wheel `{file}` ({url}): sha256 mismatch: expected `{expected}`, got `{actual}`")]
+    WheelMismatch {
+        /// The wheel's file name.
+        file: String,
+        /// Where it came from, credentials removed.
+        url: String,
+        /// What the lock says (hex).
+        expected: String,
+        /// What the bytes hash to (hex).
+        actual: String,
+    },
     /// Hashing failed.
     #[error(transparent)]
     Nar(#[from] NarError),

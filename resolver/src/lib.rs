@@ -6,6 +6,7 @@
 //! working copy. Everything it adds to the store goes through [`berth_store::Store::commit`],
 //! so an entry is complete and verified or absent.
 
+mod agent;
 mod archive;
 mod error;
 pub mod extract;
@@ -19,12 +20,13 @@ mod url;
 
 use std::path::PathBuf;
 
+pub use agent::{AgentVerifyOutcome, AgentVerifyStatus, DEFAULT_INDEX_URL, SOURCE_DATE_EPOCH};
 pub use error::{EntryError, ResolveError};
 pub use extract::ArchiveLimits;
 pub use meta::plugin_name_from_manifest;
 pub use ops::{
     LocalCheck, LocalRelock, LockOptions, LockOutcome, SharedResolutions, SyncOutcome, Upgrade,
-    VerifyOutcome, VerifyStatus, lock_plugins, sync_plugins, verify_plugins,
+    VerifyOutcome, VerifyStatus, lock_plugins, sync_plugins, verify_agent, verify_plugins,
 };
 
 /// Whether the network may be used.
@@ -51,6 +53,9 @@ pub struct Settings {
     pub home_dir: Option<PathBuf>,
     /// How large an archive may be.
     pub archive_limits: ArchiveLimits,
+    /// The package index for the `[agent]` package (`--index-url`, `$BERTH_INDEX_URL`);
+    /// may hold `${VAR}` credentials.
+    pub index_url: String,
     /// Resolutions shared with other lock runs of this process (the server sets this).
     pub shared: Option<SharedResolutions>,
 }

@@ -11,7 +11,7 @@ use berth_lockfile_schema::{
     Lock, LockedPlugin, Manifest, Pin, PluginRequest, Sha256Hash, Source, SourceKind,
     is_full_commit_id, redact,
 };
-use berth_store::{Store, StoreEntry};
+use berth_store::{Staging, Store, StoreEntry};
 use gix::ObjectId;
 
 use crate::archive::{self, ArchiveSource};
@@ -80,7 +80,12 @@ pub fn lock_plugins(
     if let Upgrade::Plugins(names) = &options.upgrade {
         let unknown: Vec<EntryError> = names
             .iter()
-            .filter(|n| !previous.is_some_and(|l| l.plugins.iter().any(|p| &p.name == *n)))
+            .filter(|n| {
+                !previous.is_some_and(|l| {
+                    l.plugins.iter().any(|p| &p.name == *n)
+                        || l.agent.as_ref().is_some_and(|a| &a.package == *n)
+                })
+            })
             .map(|n| EntryError {
                 label: format!("`--upgrade-plugin {n}`"),
                 error: Box::new(ResolveError::UnknownPlugin { name: n.clone() }),
@@ -135,12 +140,47 @@ pub fn lock_plugins(
             error: Box::new(error),
         })
     });
-    let (plugins, errors) = split(results);
+    let (plugins, mut errors) = split(results);
+    let agent = match &manifest.agent {
+        None => None,
+        Some(request) => {
+            let kept = previous
+                .and_then(|l| l.agent.as_ref())
+                .filter(|a| a.satisfies(request))
+                .filter(|a| match &options.upgrade {
+                    Upgrade::Nothing => true,
+                    Upgrade::All => false,
+                    Upgrade::Plugins(names) => !names.contains(&a.package),
+                });
+            match kept {
+                Some(agent) => Some(agent.clone()),
+                None if !errors.is_empty() => None,
+                None => {
+                    resolved.fetch_add(1, Ordering::Relaxed);
+                    match ctx.lock_agent(request) {
+                        Ok(agent) => Some(agent),
+                        Err(error) => {
+                            errors.push(EntryError {
+                                label: format!(
+                                    "{}:{}: `[agent]` `{}`",
+                                    options.manifest_label,
+                                    request.line,
+                                    request.display_source()
+                                ),
+                                error: Box::new(error),
+                            });
+                            None
+                        }
+                    }
+                }
+            }
+        }
+    };
     if !errors.is_empty() {
         return Err(errors);
     }
     Ok(LockOutcome {
-        lock: Lock { plugins },
+        lock: Lock { plugins, agent },
         resolved: resolved.into_inner(),
     })
 }
@@ -182,7 +222,17 @@ pub fn sync_plugins(
             _ => store.lookup(&p.hash, &p.name),
         })
         .collect();
-    if let Some(entries) = present {
+    let agent_present = lock.agent.as_ref().is_none_or(|a| {
+        a.tree
+            .as_ref()
+            .is_none_or(|t| store.lookup(&t.hash, &t.name).is_some())
+            && a.wheels
+                .iter()
+                .all(|w| store.wheel(&w.sha256, &w.file).is_some())
+    });
+    if let Some(entries) = present
+        && agent_present
+    {
         return Ok(SyncOutcome { entries, added: 0 });
     }
     let ctx = Ctx::new(store, settings, reporter);
@@ -201,7 +251,18 @@ pub fn sync_plugins(
                 error: Box::new(error),
             })
     });
-    let (entries, errors) = split(results);
+    let (entries, mut errors) = split(results);
+    if let Some(agent) = &lock.agent {
+        let request = manifest
+            .and_then(|m| m.agent.as_ref())
+            .filter(|r| agent.satisfies(r));
+        if let Err(error) = ctx.sync_agent(agent, request, &added) {
+            errors.push(EntryError {
+                label: format!("agent `{}`", agent.package),
+                error: Box::new(error),
+            });
+        }
+    }
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -263,6 +324,25 @@ pub fn verify_plugins(
     })
 }
 
+/// Fetches the locked agent's source tree and wheels afresh, bypassing the store, and
+/// compares each with the lock. Empty when the lock has no agent.
+pub fn verify_agent(
+    store: &Store,
+    settings: &Settings,
+    reporter: &dyn Reporter,
+    lock: &Lock,
+    manifest: Option<&Manifest>,
+) -> Vec<crate::AgentVerifyOutcome> {
+    let Some(agent) = &lock.agent else {
+        return Vec::new();
+    };
+    let ctx = Ctx::new(store, settings, reporter);
+    let request = manifest
+        .and_then(|m| m.agent.as_ref())
+        .filter(|r| agent.satisfies(r));
+    ctx.verify_agent(agent, request)
+}
+
 fn entry_label(manifest: &str, request: &PluginRequest) -> String {
     format!(
         "{manifest}:{}: `{}`",
@@ -271,10 +351,10 @@ fn entry_label(manifest: &str, request: &PluginRequest) -> String {
     )
 }
 
-struct Ctx<'a> {
-    store: &'a Store,
-    settings: &'a Settings,
-    reporter: &'a dyn Reporter,
+pub(crate) struct Ctx<'a> {
+    pub(crate) store: &'a Store,
+    pub(crate) settings: &'a Settings,
+    pub(crate) reporter: &'a dyn Reporter,
     /// Resolutions made since this run started (by it, or by a concurrent run sharing
     /// them): entries on one repository share one ref listing and one fetch.
     memo: SharedResolutions,
@@ -282,7 +362,11 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    fn new(store: &'a Store, settings: &'a Settings, reporter: &'a dyn Reporter) -> Self {
+    pub(crate) fn new(
+        store: &'a Store,
+        settings: &'a Settings,
+        reporter: &'a dyn Reporter,
+    ) -> Self {
         Self {
             store,
             settings,
@@ -333,7 +417,7 @@ impl SharedResolutions {
 }
 
 impl Ctx<'_> {
-    fn lock_new(&self, request: &PluginRequest) -> Result<LockedPlugin, ResolveError> {
+    pub(crate) fn lock_new(&self, request: &PluginRequest) -> Result<LockedPlugin, ResolveError> {
         match request.parsed_source().kind() {
             SourceKind::Local => self.lock_local(request, None),
             SourceKind::Git => self.lock_git(request),
@@ -551,14 +635,14 @@ impl Ctx<'_> {
         })
     }
 
-    /// Unpacks a locked archive into the store: from the download cache when it holds the
-    /// locked bytes, else downloaded again and checked against `archive_hash`.
-    fn add_archive(
+    /// Unpacks a locked archive into a staging folder: from the download cache when it
+    /// holds the locked bytes, else downloaded again and checked against `archive_hash`.
+    fn stage_archive(
         &self,
         locked: &LockedPlugin,
         request: Option<&PluginRequest>,
         archive_hash: &Sha256Hash,
-    ) -> Result<StoreEntry, ResolveError> {
+    ) -> Result<Staging, ResolveError> {
         let source = self.archive_source(&Self::source_of(locked, request)?)?;
         let limits = self.settings.archive_limits;
         let cached = archive::cached(self.store, archive_hash, source.format)
@@ -566,9 +650,7 @@ impl Ctx<'_> {
         let subdir = archive_subdir(locked);
         if let Some(file) = cached {
             let unpacked = archive::unpack(self.store, &source, &file, subdir.as_deref(), limits)?;
-            return Ok(self
-                .store
-                .commit(unpacked.staging, &locked.name, Some(&locked.hash))?);
+            return Ok(unpacked.staging);
         }
         self.require_network(|| format!("plugin `{}` (`{}`)", locked.name, source.shown_url))?;
         let (download, file, actual) = archive::download(
@@ -586,12 +668,9 @@ impl Ctx<'_> {
             });
         }
         let unpacked = archive::unpack(self.store, &source, &file, subdir.as_deref(), limits)?;
-        let entry = self
-            .store
-            .commit(unpacked.staging, &locked.name, Some(&locked.hash))?;
         archive::keep(self.store, &file, &actual, source.format)?;
         drop(download);
-        Ok(entry)
+        Ok(unpacked.staging)
     }
 
     fn warn_submodules(&self, name: &str, skipped: &[String]) {
@@ -602,14 +681,17 @@ impl Ctx<'_> {
         }
     }
 
-    fn require_network(&self, what: impl FnOnce() -> String) -> Result<(), ResolveError> {
+    pub(crate) fn require_network(
+        &self,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), ResolveError> {
         match self.settings.network {
             Network::Online => Ok(()),
             Network::Offline => Err(ResolveError::Offline { what: what() }),
         }
     }
 
-    fn sync_one(
+    pub(crate) fn sync_one(
         &self,
         locked: &LockedPlugin,
         request: Option<&PluginRequest>,
@@ -649,8 +731,11 @@ impl Ctx<'_> {
                 self.store
                     .add_dir(&dir, &locked.name, Some(&locked.hash), LOCAL_EXCLUDE)?
             }
-            Pin::Git { rev, .. } => self.add_git(locked, request, rev)?,
-            Pin::Archive { archive_hash, .. } => self.add_archive(locked, request, archive_hash)?,
+            Pin::Git { .. } | Pin::Archive { .. } => {
+                let staging = self.stage_tree(locked, request)?;
+                self.store
+                    .commit(staging, &locked.name, Some(&locked.hash))?
+            }
         };
         added.fetch_add(1, Ordering::Relaxed);
         self.reporter.status(
@@ -672,12 +757,31 @@ impl Ctx<'_> {
         }
     }
 
-    fn add_git(
+    /// Exports a locked git or archive entry's tree into a new staging folder (not yet
+    /// checked against the lock: [`Store::commit`] does that).
+    pub(crate) fn stage_tree(
+        &self,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+    ) -> Result<Staging, ResolveError> {
+        match &locked.pin {
+            Pin::Git { rev, .. } => self.stage_git(locked, request, rev),
+            Pin::Archive { archive_hash, .. } => self.stage_archive(locked, request, archive_hash),
+            Pin::Local { path } => {
+                let dir = existing_dir(&local_dir(path, self.settings))?;
+                let staging = self.store.stage()?;
+                berth_store::copy_tree(&dir, staging.path(), LOCAL_EXCLUDE)?;
+                Ok(staging)
+            }
+        }
+    }
+
+    fn stage_git(
         &self,
         locked: &LockedPlugin,
         request: Option<&PluginRequest>,
         rev: &str,
-    ) -> Result<StoreEntry, ResolveError> {
+    ) -> Result<Staging, ResolveError> {
         let source = Self::source_of(locked, request)?;
         let (remote, cache) = self.remote(&source)?;
         let id = ObjectId::from_hex(rev.as_bytes()).expect("lock revs are validated");
@@ -698,12 +802,10 @@ impl Ctx<'_> {
             db.finish()?;
             self.warn_submodules(&locked.name, &skipped);
         }
-        Ok(self
-            .store
-            .commit(staging, &locked.name, Some(&locked.hash))?)
+        Ok(staging)
     }
 
-    fn fresh_hash(
+    pub(crate) fn fresh_hash(
         &self,
         locked: &LockedPlugin,
         request: Option<&PluginRequest>,

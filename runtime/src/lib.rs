@@ -7,6 +7,7 @@
 //! (a test checks `cargo tree -p berth-runtime`), and a missing store entry is an error
 //! that says to run `berth plugins sync`.
 
+pub mod agent_env;
 mod agents;
 mod error;
 mod expand;
@@ -21,6 +22,7 @@ mod root;
 mod set;
 pub mod skills;
 
+pub use agent_env::{AgentEnv, AgentError, Python, UV_VERSION, Uv};
 pub use agents::Agent;
 pub use error::RuntimeError;
 pub use expand::{ROOT_VARIABLES, expand_roots};

@@ -394,6 +394,7 @@ proptest! {
         let store = Store::new(scratch.path().join("store"));
         let lock = Lock {
             plugins: vec![add_plugin(&store, "alpha", &first), add_plugin(&store, "beta", &second)],
+            agent: None,
         };
         match build_plugin_set(&store, &lock, &BuildOptions::default()) {
             Ok(set) => {

@@ -211,7 +211,10 @@ impl Prepared {
                     requests.push(request);
                 }
                 Ok(Self {
-                    manifest: Some(Manifest { plugins: requests }),
+                    manifest: Some(Manifest {
+                        plugins: requests,
+                        agent: None,
+                    }),
                     lock: None,
                     metadata,
                 })

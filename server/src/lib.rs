@@ -53,6 +53,8 @@ pub struct Config {
     pub home_dir: Option<PathBuf>,
     /// The skill limit of plugin sets.
     pub max_skills: usize,
+    /// The Python package index for conversations' `agent` packages.
+    pub index_url: String,
 }
 
 /// The state every handler shares: cheap to clone.
@@ -169,6 +171,7 @@ impl AppState {
             base_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             home_dir: config.home_dir.clone(),
             archive_limits: Default::default(),
+            index_url: config.index_url.clone(),
             shared: Some(self.inner.shared.clone()),
         }
     }

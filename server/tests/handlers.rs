@@ -52,6 +52,7 @@ fn fixture_with(allow_local: bool, timeout: Duration) -> Fixture {
         jobs: 4,
         home_dir: Some(root.join("home")),
         max_skills: 100,
+        index_url: berth_resolver::DEFAULT_INDEX_URL.into(),
     };
     let (state, _) = AppState::open(config).expect("open");
     Fixture {

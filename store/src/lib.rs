@@ -9,6 +9,7 @@ mod gc;
 mod lock;
 pub mod nar;
 mod store;
+mod wheels;
 
 pub use gc::{
     ARCHIVES_DIR, EntryStatus, Freed, Live, ROOTS_DIR, RUN_DIR, Root, disk_usage, format_size,
@@ -19,3 +20,4 @@ pub use store::{
     ENTRIES_DIR, GIT_DIR, LOCKS_DIR, Staging, Store, StoreEntry, StoreError, TMP_DIR, copy_tree,
     entry_name, remove_tree,
 };
+pub use wheels::{ENVS_DIR, WHEELS_DIR, WheelMismatch, hex, sha256_file};

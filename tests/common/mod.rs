@@ -185,6 +185,9 @@ impl Drop for GitHttpServer {
 
 /// A small HTTP/1.1 file server on 127.0.0.1 for archive tests: serves `root`, can cut a
 /// file's body short (a truncated download), can demand basic auth, and logs requests.
+/// A path ending in `/` serves that folder's `index.html` (so it can serve the PEP 503
+/// index [`build_agent_index`] writes); `.html` goes out as `text/html`, the rest as
+/// `application/octet-stream`.
 pub struct FileServer {
     pub port: u16,
     pub root: PathBuf,
@@ -253,14 +256,29 @@ impl FileServer {
                         let _ = stream.write_all(b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"x\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
                         return;
                     }
-                    let file =
-                        root.join(path.trim_start_matches('/').split('?').next().unwrap_or(""));
+                    let rel = path
+                        .trim_start_matches('/')
+                        .split(['?', '#'])
+                        .next()
+                        .unwrap_or("");
+                    let mut file = root.join(rel);
+                    if rel.is_empty() || rel.ends_with('/') {
+                        file.push("index.html");
+                    }
+                    let content_type = if file
+                        .extension()
+                        .is_some_and(|e| e.eq_ignore_ascii_case("html"))
+                    {
+                        "text/html"
+                    } else {
+                        "application/octet-stream"
+                    };
                     let Ok(body) = std::fs::read(&file) else {
                         let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
                         return;
                     };
                     let head = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                         body.len()
                     );
                     let _ = stream.write_all(head.as_bytes());
@@ -310,6 +328,27 @@ impl Drop for FileServer {
             let _ = handle.join();
         }
     }
+}
+
+/// Builds the agent packages of `fixtures/agents/` into a PEP 503 index under `out` (wheels in `out/files/`).
+/// With `deps` > 0 it also generates `bench-agent` 1.0.0, which depends on
+/// `bench-dep-01`..`bench-dep-NN`. Needs `python3` >= 3.11 (stdlib only, no network).
+pub fn build_agent_index(out: &Path, deps: usize) {
+    let mut cmd = Command::new("python3");
+    cmd.arg(fixtures().join("agents/build_index.py")).arg(out);
+    if deps > 0 {
+        cmd.arg("--deps").arg(deps.to_string());
+    }
+    let output = cmd
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fixtures/agents/build_index.py (needs python3 >= 3.11)");
+    assert!(
+        output.status.success(),
+        "build_index.py {} failed:\n{}",
+        out.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// A `.tar.gz` of `dir` with its files under `prefix/` (no prefix: at the top).

@@ -1,5 +1,6 @@
 //! One module per command: each turns its arguments into settings and calls the libraries.
 
+pub mod agent;
 pub mod edit;
 pub mod hooks;
 pub mod list;

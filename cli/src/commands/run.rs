@@ -43,10 +43,14 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<()> {
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
     let (program, rest) = args.command.split_first().expect("clap requires a command");
-    let error = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(rest)
         .env("BERTH_PLUGIN_SET", &path)
-        .env("BERTH_PLUGIN_PATHS", paths.join(":"))
-        .exec();
+        .env("BERTH_PLUGIN_PATHS", paths.join(":"));
+    if let Some(agent) = &lock.agent {
+        super::agent::env(ctx, agent)?.activate(&mut command);
+    }
+    let error = command.exec();
     Err(error).with_context(|| format!("could not run `{}`", program.to_string_lossy()))
 }

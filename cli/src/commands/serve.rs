@@ -55,6 +55,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         jobs: args.jobs.max(1),
         home_dir: home,
         max_skills: args.max_skills,
+        index_url: args.index_url.clone(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

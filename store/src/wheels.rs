@@ -1,0 +1,176 @@
+//! Wheels of custom agent packages and the environments built from them (SPEC section 8).
+//!
+//! - `wheels-v1/<sha256 hex>/<file name>`: one wheel, read-only, present only if its bytes
+//!   hash to the folder's name. Staged in `tmp/`, checked, then renamed into place.
+//! - `envs-v1/<key>-<package>/`: a Python environment built offline from locked wheels;
+//!   `<key>` digests the wheels, the entry point and the interpreter. Built in `tmp/` and
+//!   renamed into place, so a present environment is complete.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::store::{Staging, Store, StoreError};
+
+/// Where wheels live, under the store root.
+pub const WHEELS_DIR: &str = "wheels-v1";
+/// Where agent environments live, under the store root.
+pub const ENVS_DIR: &str = "envs-v1";
+
+/// A wheel's bytes did not hash to what the lock says.
+#[derive(Debug, thiserror::Error)]
+#[error("wheel `{file}` hashes to sha256 `{actual}`, but the lock says `{expected}`")]
+pub struct WheelMismatch {
+    /// The wheel's file name.
+    pub file: String,
+    /// What the lock says (hex).
+    pub expected: String,
+    /// What the bytes hash to (hex).
+    pub actual: String,
+}
+
+/// The sha256 of a file, lower-case hex.
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let mut file = fs_err::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Store {
+    /// Where the wheel `file` with sha256 `sha256` lives (whether or not it is there).
+    pub fn wheel_path(&self, sha256: &str, file: &str) -> PathBuf {
+        self.root().join(WHEELS_DIR).join(sha256).join(file)
+    }
+
+    /// The wheel, if the store has it.
+    pub fn wheel(&self, sha256: &str, file: &str) -> Option<PathBuf> {
+        let path = self.wheel_path(sha256, file);
+        path.is_file().then_some(path)
+    }
+
+    /// Adds the wheel staged as `staging/<file>` if its bytes hash to `sha256`; on a
+    /// mismatch nothing is added and the error names both hashes.
+    pub fn add_wheel(
+        &self,
+        staging: Staging,
+        file: &str,
+        sha256: &str,
+    ) -> Result<Result<PathBuf, WheelMismatch>, StoreError> {
+        let staged = staging.path().join(file);
+        let actual = sha256_file(&staged)?;
+        if actual != sha256 {
+            return Ok(Err(WheelMismatch {
+                file: file.to_owned(),
+                expected: sha256.to_owned(),
+                actual,
+            }));
+        }
+        if let Some(path) = self.wheel(sha256, file) {
+            return Ok(Ok(path));
+        }
+        // Only the wheel goes in: anything else a builder left beside it stays in staging.
+        for entry in fs_err::read_dir(staging.path())? {
+            let entry = entry?;
+            if entry.file_name() != file {
+                crate::remove_tree(&entry.path())?;
+            }
+        }
+        set_read_only(&staged)?;
+        let dest = self.root().join(WHEELS_DIR).join(sha256);
+        match staging.persist_to(&dest) {
+            Ok(()) => {}
+            Err(_) if self.wheel(sha256, file).is_some() => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(Ok(self.wheel_path(sha256, file)))
+    }
+
+    /// Where the environment `<key>-<package>` lives (whether or not it is there).
+    pub fn env_path(&self, key: &str, package: &str) -> PathBuf {
+        self.root()
+            .join(ENVS_DIR)
+            .join(format!("{key}-{}", crate::entry_name(package)))
+    }
+
+    /// Every wheel in the store, as `(sha256, file)`.
+    pub fn wheels(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let mut out = Vec::new();
+        let dir = self.root().join(WHEELS_DIR);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(e.into()),
+        };
+        for entry in entries {
+            let entry = entry?;
+            let sha = entry.file_name().to_string_lossy().into_owned();
+            for file in fs_err::read_dir(entry.path())? {
+                out.push((
+                    sha.clone(),
+                    file?.file_name().to_string_lossy().into_owned(),
+                ));
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+fn set_read_only(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs_err::set_permissions(path, std::fs::Permissions::from_mode(0o444))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wheel_is_added_only_with_its_hash() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::new(dir.path().join("store"));
+        let staging = store.stage().expect("stage");
+        std::fs::write(staging.path().join("a-1-py3-none-any.whl"), b"wheel").expect("write");
+        let wrong = "0".repeat(64);
+        let mismatch = store
+            .add_wheel(staging, "a-1-py3-none-any.whl", &wrong)
+            .expect("io")
+            .expect_err("mismatch");
+        assert_eq!(mismatch.expected, wrong);
+        assert_eq!(
+            mismatch.actual,
+            hex(&Sha256::digest(b"wheel")),
+            "names what it got"
+        );
+        assert!(store.wheels().expect("list").is_empty());
+
+        let staging = store.stage().expect("stage");
+        std::fs::write(staging.path().join("a-1-py3-none-any.whl"), b"wheel").expect("write");
+        std::fs::write(staging.path().join("build.log"), b"noise").expect("write");
+        let sha = hex(&Sha256::digest(b"wheel"));
+        let path = store
+            .add_wheel(staging, "a-1-py3-none-any.whl", &sha)
+            .expect("io")
+            .expect("added");
+        assert_eq!(std::fs::read(&path).expect("read"), b"wheel");
+        assert_eq!(
+            store.wheels().expect("list"),
+            vec![(sha.clone(), "a-1-py3-none-any.whl".to_owned())]
+        );
+        assert!(store.wheel(&sha, "a-1-py3-none-any.whl").is_some());
+    }
+}
