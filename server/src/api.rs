@@ -31,6 +31,36 @@ pub struct PluginSourceBody {
     pub repo_path: Option<String>,
 }
 
+/// The conversation's custom agent package (SPEC section 8), as the manifest's `[agent]`.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSourceBody {
+    /// `name==1.0.0` (from the server's index), `git+https://…` or an https `.zip` URL.
+    pub source: String,
+    /// A branch, tag or full commit (`git+` sources).
+    #[serde(default, rename = "ref")]
+    pub git_ref: Option<String>,
+    /// Which name of the package's `openhands.agents` entry points to use.
+    #[serde(default)]
+    pub entry_point: Option<String>,
+    /// A Python version requirement.
+    #[serde(default)]
+    pub python: Option<String>,
+}
+
+/// The locked agent package of a conversation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LockedAgentBody {
+    pub package: String,
+    pub version: String,
+    pub source: String,
+    /// `name = module:attr`.
+    pub entry_point: String,
+    pub python_version: String,
+    /// How many wheels its closure has.
+    pub wheels: usize,
+}
+
 /// Start a conversation from plugin sources (locked now) or from a lockfile.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -41,6 +71,10 @@ pub struct CreateConversation {
     /// The text of a `plugins.lock`. Give this or `plugins`.
     #[serde(default)]
     pub lockfile: Option<String>,
+    /// A custom agent package, locked with the plugins (only with `plugins`: a lockfile
+    /// carries its own `[agent]`).
+    #[serde(default)]
+    pub agent: Option<AgentSourceBody>,
     /// Anything the caller wants kept with the conversation.
     #[serde(default)]
     #[schema(value_type = Object)]
@@ -75,6 +109,8 @@ pub struct ConversationCreated {
     /// The conversation's `plugins.lock`.
     pub lockfile: String,
     pub plugins: Vec<LockedPluginBody>,
+    /// The locked agent package, if any.
+    pub agent: Option<LockedAgentBody>,
     /// The merged plugin set (SPEC section 5).
     #[schema(value_type = Object)]
     pub plugin_set: serde_json::Value,
@@ -106,6 +142,8 @@ pub struct ConversationDetail {
     #[schema(value_type = Object)]
     pub metadata: serde_json::Value,
     pub plugins: Vec<LockedPluginBody>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<LockedAgentBody>,
 }
 
 /// `GET /health`.

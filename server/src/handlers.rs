@@ -5,15 +5,18 @@ use axum::extract::{Path, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use berth_lockfile_schema::{Lock, LockedPluginWire, Manifest, PluginRequest, parse_lock};
+use berth_lockfile_schema::{
+    AgentOrigin, AgentRequest, Lock, LockedPluginWire, Manifest, PluginRequest, parse_lock,
+};
 use berth_resolver::{LocalRelock, LockOptions, Reporter, Upgrade, lock_plugins};
 use utoipa::OpenApi;
 use uuid::Uuid;
 
 use crate::AppState;
 use crate::api::{
-    ApiJson, ConversationCreated, ConversationDetail, ConversationList, ConversationSummary,
-    CreateConversation, Health, LockedPluginBody, MAX_PLUGINS, PluginSourceBody,
+    AgentSourceBody, ApiJson, ConversationCreated, ConversationDetail, ConversationList,
+    ConversationSummary, CreateConversation, Health, LockedAgentBody, LockedPluginBody,
+    MAX_PLUGINS, PluginSourceBody,
 };
 use std::sync::Arc;
 
@@ -27,7 +30,8 @@ use crate::error::{AppError, ErrorBody, ErrorDetail};
     paths(health, create, list, get_one, lockfile, plugin_set, delete),
     components(schemas(
         CreateConversation, PluginSourceBody, ConversationCreated, ConversationList,
-        ConversationSummary, ConversationDetail, LockedPluginBody, Health, ErrorBody, ErrorDetail
+        ConversationSummary, ConversationDetail, LockedPluginBody, AgentSourceBody, LockedAgentBody,
+        Health, ErrorBody, ErrorDetail
     )),
     modifiers(&ApiKeyScheme),
     security(("api_key" = []), ("bearer" = []))
@@ -164,6 +168,7 @@ pub async fn create(
         "id": meta.id,
         "lockfile": locked.text,
         "plugins": locked_plugins(&locked.lock),
+        "agent": locked_agent(&locked.lock),
     });
     let head = serde_json::to_string(&head).map_err(AppError::internal)?;
     let body = format!(
@@ -179,6 +184,21 @@ pub async fn create(
         .into_response())
 }
 
+/// The source policy for an agent package: a git or archive source is a plugin source; a
+/// requirement comes from the server's own index, and is only checked for credentials.
+fn check_agent_source(
+    policy: &crate::policy::Policy,
+    written: &str,
+    origin: &AgentOrigin,
+) -> Result<(), AppError> {
+    match origin {
+        AgentOrigin::Tree(request) => policy
+            .check(written, request.parsed_source())
+            .map_err(|e| AppError::new(e.status, e.code, format!("agent: {}", e.message))),
+        AgentOrigin::Index { .. } => policy.check_literal(written),
+    }
+}
+
 /// A validated request, before anything is fetched.
 pub(crate) struct Prepared {
     manifest: Option<Manifest>,
@@ -190,6 +210,11 @@ impl Prepared {
     fn from_body(state: &AppState, body: CreateConversation) -> Result<Self, AppError> {
         let policy = &state.config().policy;
         let metadata = body.metadata.unwrap_or(serde_json::Value::Null);
+        if body.agent.is_some() && body.lockfile.is_some() {
+            return Err(AppError::bad_request(
+                "`agent` goes with `plugins`; a lockfile carries its own `[agent]`",
+            ));
+        }
         match (body.plugins, body.lockfile) {
             (Some(plugins), None) => {
                 if plugins.len() > MAX_PLUGINS {
@@ -210,10 +235,24 @@ impl Prepared {
                     policy.check(&p.source, request.parsed_source())?;
                     requests.push(request);
                 }
+                let agent = match &body.agent {
+                    None => None,
+                    Some(a) => {
+                        let request = AgentRequest::new(
+                            &a.source,
+                            a.git_ref.as_deref(),
+                            a.entry_point.as_deref(),
+                            a.python.as_deref(),
+                        )
+                        .map_err(|(_, m)| AppError::bad_request(format!("agent: {m}")))?;
+                        check_agent_source(policy, &a.source, request.origin())?;
+                        Some(request)
+                    }
+                };
                 Ok(Self {
                     manifest: Some(Manifest {
                         plugins: requests,
-                        agent: None,
+                        agent,
                     }),
                     lock: None,
                     metadata,
@@ -232,6 +271,12 @@ impl Prepared {
                     let source = berth_lockfile_schema::Source::parse(&plugin.source)
                         .map_err(|e| AppError::bad_request(e.message))?;
                     policy.check(&plugin.source, &source)?;
+                }
+                if let Some(agent) = &lock.agent {
+                    let request =
+                        AgentRequest::new(&agent.source, agent.git_ref.as_deref(), None, None)
+                            .map_err(|(_, m)| AppError::bad_request(format!("agent: {m}")))?;
+                    check_agent_source(policy, &agent.source, request.origin())?;
                 }
                 Ok(Self {
                     manifest: None,
@@ -299,6 +344,17 @@ impl AppState {
     }
 }
 
+fn locked_agent(lock: &Lock) -> Option<LockedAgentBody> {
+    lock.agent.as_ref().map(|a| LockedAgentBody {
+        package: a.package.clone(),
+        version: a.version.clone(),
+        source: a.source.clone(),
+        entry_point: a.entry_point.to_string(),
+        python_version: a.python_version.clone(),
+        wheels: a.wheels.len(),
+    })
+}
+
 fn locked_plugins(lock: &Lock) -> Vec<LockedPluginBody> {
     lock.plugins
         .iter()
@@ -361,6 +417,7 @@ pub async fn get_one(
         created_at: stored.meta.created_at,
         metadata: stored.meta.metadata,
         plugins: locked_plugins(&stored.lock),
+        agent: locked_agent(&stored.lock),
     }))
 }
 

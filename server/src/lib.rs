@@ -103,11 +103,20 @@ impl AppState {
         };
         for conversation in &stored {
             let mut complete = true;
-            for plugin in &conversation.lock.plugins {
+            let agent_tree = conversation
+                .lock
+                .agent
+                .as_ref()
+                .and_then(|a| a.tree.as_ref());
+            for plugin in conversation.lock.plugins.iter().chain(agent_tree) {
                 let present = *missing_entries
                     .entry((plugin.hash, plugin.name.clone()))
                     .or_insert_with(|| config.store.lookup(&plugin.hash, &plugin.name).is_some());
                 complete &= present;
+            }
+            if let Some(agent) = &conversation.lock.agent {
+                complete &=
+                    berth_runtime::agent_env::missing_wheels(&config.store, agent).is_empty();
             }
             if !complete {
                 report.incomplete += 1;
@@ -131,10 +140,15 @@ impl AppState {
                 let locks: Vec<_> = stored
                     .into_iter()
                     .filter(|s| {
+                        let store = &state.inner.config.store;
                         s.lock
                             .plugins
                             .iter()
-                            .any(|p| state.inner.config.store.lookup(&p.hash, &p.name).is_none())
+                            .chain(s.lock.agent.as_ref().and_then(|a| a.tree.as_ref()))
+                            .any(|p| store.lookup(&p.hash, &p.name).is_none())
+                            || s.lock.agent.as_ref().is_some_and(|a| {
+                                !berth_runtime::agent_env::missing_wheels(store, a).is_empty()
+                            })
                     })
                     .map(|s| s.lock)
                     .collect();

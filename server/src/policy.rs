@@ -22,6 +22,12 @@ pub struct Policy {
 impl Policy {
     /// Checks one source as a client sent it (`source` as written).
     pub fn check(&self, written: &str, source: &Source) -> Result<(), AppError> {
+        self.check_literal(written)?;
+        self.check_host(source)
+    }
+
+    /// Refuses `${VAR}` and credentials written in a source.
+    pub fn check_literal(&self, written: &str) -> Result<(), AppError> {
         if written.contains("${") {
             return Err(AppError::bad_request(format!(
                 "source `{}`: `${{VAR}}` is not expanded in sources sent to the server; give the server credentials through its ~/.netrc or git credential helpers",
@@ -33,6 +39,10 @@ impl Policy {
                 "a source with a credential written in it is refused; give the server credentials through its ~/.netrc or git credential helpers",
             ));
         }
+        Ok(())
+    }
+
+    fn check_host(&self, source: &Source) -> Result<(), AppError> {
         let url = match source {
             Source::Local { path } => {
                 return if self.allow_local {

@@ -36,6 +36,10 @@ pub struct Live {
     pub git_caches: HashSet<String>,
     /// nix32 of the archive hashes.
     pub archives: HashSet<String>,
+    /// sha256 (hex) of agent wheels.
+    pub wheels: HashSet<String>,
+    /// Agent environment folder names (under `envs-v1/`).
+    pub envs: HashSet<String>,
 }
 
 /// One thing `gc` removed (or would remove).
@@ -168,6 +172,18 @@ impl Store {
                 consider(format!("{ARCHIVES_DIR}/{name}"), archives.join(&name))?;
             }
         }
+        let wheels = self.root().join(crate::WHEELS_DIR);
+        for name in list(&wheels)? {
+            if !live.wheels.contains(&name) {
+                consider(format!("{}/{name}", crate::WHEELS_DIR), wheels.join(&name))?;
+            }
+        }
+        let envs = self.root().join(crate::ENVS_DIR);
+        for name in list(&envs)? {
+            if !live.envs.contains(&name) {
+                consider(format!("{}/{name}", crate::ENVS_DIR), envs.join(&name))?;
+            }
+        }
         let runs = self.root().join(RUN_DIR);
         for name in list(&runs)? {
             let path = runs.join(&name);
@@ -210,6 +226,20 @@ impl Store {
             },
             Err(e) => EntryStatus::Unreadable(e.to_string()),
         }
+    }
+
+    /// Re-hashes the wheel `wheels-v1/<sha256>/<file>` and compares with its folder's name.
+    pub fn check_wheel(&self, sha256: &str, file: &str) -> EntryStatus {
+        match crate::sha256_file(&self.wheel_path(sha256, file)) {
+            Ok(actual) if actual == sha256 => EntryStatus::Intact,
+            Ok(actual) => EntryStatus::Corrupt { actual },
+            Err(e) => EntryStatus::Unreadable(e.to_string()),
+        }
+    }
+
+    /// Removes a wheel (`store verify --repair`).
+    pub fn remove_wheel(&self, sha256: &str) -> Result<(), StoreError> {
+        self.remove_atomically(&self.root().join(crate::WHEELS_DIR).join(sha256))
     }
 
     /// Removes an entry (`store verify --repair`).

@@ -600,3 +600,79 @@ pub fn lock_field(lock: &str, index: usize, key: &str) -> Option<String> {
         .as_str()
         .map(str::to_owned)
 }
+
+/// A running `berth serve` started from `cmd` (which must hold `serve --addr 127.0.0.1:0`),
+/// killed on drop.
+pub struct ServeProcess {
+    child: std::process::Child,
+    pub base: String,
+}
+
+impl ServeProcess {
+    pub fn start(mut cmd: Command) -> Self {
+        use std::io::BufRead;
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start berth serve");
+        let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let base = loop {
+            let line = lines
+                .next()
+                .expect("berth serve printed its address")
+                .expect("line");
+            if let Some(addr) = line.split("Listening on ").nth(1) {
+                break addr.trim().to_owned();
+            }
+        };
+        // Keep draining the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Self { child, base }
+    }
+
+    fn client() -> reqwest::blocking::Client {
+        reqwest::blocking::Client::builder()
+            .timeout(std::time::Duration::from_secs(120))
+            .build()
+            .expect("client")
+    }
+
+    pub fn post(&self, body: &serde_json::Value) -> (u16, String) {
+        let response = Self::client()
+            .post(format!("{}/api/conversations", self.base))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .expect("POST");
+        (response.status().as_u16(), response.text().expect("body"))
+    }
+
+    pub fn get(&self, path: &str) -> (u16, String) {
+        let response = Self::client()
+            .get(format!("{}{path}", self.base))
+            .send()
+            .expect("GET");
+        (response.status().as_u16(), response.text().expect("body"))
+    }
+
+    /// SIGTERM and wait: the graceful way an operator restarts it.
+    pub fn stop(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let status = self.child.wait().expect("wait");
+        assert!(
+            status.success(),
+            "berth serve exits cleanly on SIGTERM: {status:?}"
+        );
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -28,7 +28,25 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
                 value
             })
             .collect();
-        let mut text = serde_json::to_string_pretty(&json!({ "plugins": plugins }))?;
+        let agent = lock.agent.as_ref().map(|a| {
+            json!({
+                "package": a.package,
+                "version": a.version,
+                "source": a.source,
+                "entry_point": a.entry_point.to_string(),
+                "python_version": a.python_version,
+                "wheels": a.wheels.iter().map(|w| json!({
+                    "name": w.name,
+                    "version": w.version,
+                    "file": w.file,
+                    "url": w.url,
+                    "sha256": w.sha256,
+                    "synced": ctx.store.wheel(&w.sha256, &w.file).is_some(),
+                })).collect::<Vec<_>>(),
+            })
+        });
+        let mut text =
+            serde_json::to_string_pretty(&json!({ "plugins": plugins, "agent": agent }))?;
         text.push('\n');
         ctx.printer.data(&text);
         return Ok(());
@@ -51,6 +69,20 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
             [p.name.clone(), pinned, p.source.clone(), present.to_owned()]
         })
         .collect();
+    let mut rows = rows;
+    if let Some(agent) = &lock.agent {
+        let missing = berth_runtime::agent_env::missing_wheels(&ctx.store, agent).len();
+        rows.push([
+            format!("agent {}", agent.package),
+            format!("{} ({} wheels)", agent.version, agent.wheels.len()),
+            agent.source.clone(),
+            if missing == 0 {
+                "synced".to_owned()
+            } else {
+                format!("not synced ({missing} wheels missing)")
+            },
+        ]);
+    }
     let width = |col: usize| {
         rows.iter()
             .map(|r| r[col].chars().count())

@@ -117,7 +117,7 @@ fn write_outcome(ctx: &Context, previous: Option<&(Lock, String)>, lock: &Lock) 
         "Locked",
         &format!(
             "{} in `{}`{}",
-            super::plugins(lock.plugins.len()),
+            super::contents(lock),
             ctx.lock_label(),
             if unchanged { " (unchanged)" } else { "" }
         ),

@@ -23,6 +23,19 @@ pub fn plugins(n: usize) -> String {
     }
 }
 
+/// What a lock holds, for summary lines: `3 plugins`, `1 plugin and agent `x` 1.0.0`.
+pub fn contents(lock: &Lock) -> String {
+    match &lock.agent {
+        None => plugins(lock.plugins.len()),
+        Some(agent) => format!(
+            "{} and agent `{}` {}",
+            plugins(lock.plugins.len()),
+            agent.package,
+            agent.version
+        ),
+    }
+}
+
 /// The short form of a pin for status lines: a commit's first 12 digits or a hash.
 pub fn short_pin(plugin: &LockedPlugin) -> String {
     match &plugin.pin {

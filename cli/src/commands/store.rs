@@ -29,7 +29,21 @@ pub fn run(cli: &Cli, args: &StoreArgs, printer: Printer) -> Result<()> {
 fn verify(store: &Store, args: &StoreVerifyArgs, printer: &Printer) -> Result<()> {
     // A gc removing entries mid-check would look like damage: wait for it.
     let _hold = store.shared_use(|| printer.status("Waiting", "for a running `berth store gc`"))?;
-    let names = store.entry_names()?;
+    let mut names = store.entry_names()?;
+    let wheel_prefix = format!("{}/", berth_store::WHEELS_DIR);
+    names.extend(
+        store
+            .wheels()?
+            .into_iter()
+            .map(|(sha, file)| format!("{wheel_prefix}{sha}/{file}")),
+    );
+    let check = |name: &str| match name
+        .strip_prefix(&wheel_prefix)
+        .and_then(|rest| rest.split_once('/'))
+    {
+        Some((sha, file)) => store.check_wheel(sha, file),
+        None => store.check_entry(name),
+    };
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
@@ -43,7 +57,7 @@ fn verify(store: &Store, args: &StoreVerifyArgs, printer: &Printer) -> Result<()
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(name) = names.get(i) else { break };
-                        done.push((i, store.check_entry(name)));
+                        done.push((i, check(name)));
                     }
                     done
                 })
@@ -76,7 +90,13 @@ fn verify(store: &Store, args: &StoreVerifyArgs, printer: &Printer) -> Result<()
         };
         let removed = state != "intact" && args.repair;
         if removed {
-            store.remove_entry(name)?;
+            match name
+                .strip_prefix(&wheel_prefix)
+                .and_then(|rest| rest.split_once('/'))
+            {
+                Some((sha, _)) => store.remove_wheel(sha)?,
+                None => store.remove_entry(name)?,
+            }
             printer.status(
                 "Removed",
                 &format!("{name} (a later `berth plugins sync` fetches it again)"),
@@ -135,6 +155,7 @@ fn gc(store: &Store, args: &GcArgs, printer: &Printer) -> Result<()> {
             add_live(&mut live, &lock);
         }
     }
+    live_envs(store, &mut live);
     let freed = store.collect_garbage(&live, args.dry_run)?;
     let verb = if args.dry_run {
         "Would remove"
@@ -195,8 +216,36 @@ fn server_locks(data_dir: &Path) -> Result<Vec<Lock>> {
     Ok(locks)
 }
 
+/// An agent environment is kept while every wheel it was built from is live: some root's
+/// lock can still use it (its name also digests the interpreter, which gc cannot see).
+fn live_envs(store: &Store, live: &mut Live) {
+    let dir = store.root().join(berth_store::ENVS_DIR);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let marker = entry.path().join(berth_runtime::agent_env::ENV_MARKER);
+        let wheels: Option<Vec<String>> = std::fs::read_to_string(&marker)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| serde_json::from_value(v["wheels"].clone()).ok());
+        if let Some(wheels) = wheels
+            && !wheels.is_empty()
+            && wheels.iter().all(|w| live.wheels.contains(w))
+        {
+            live.envs
+                .insert(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+}
+
 fn add_live(live: &mut Live, lock: &Lock) {
-    for plugin in &lock.plugins {
+    if let Some(agent) = &lock.agent {
+        live.wheels
+            .extend(agent.wheels.iter().map(|w| w.sha256.clone()));
+    }
+    let tree = lock.agent.as_ref().and_then(|a| a.tree.as_ref());
+    for plugin in lock.plugins.iter().chain(tree) {
         live.entries.insert(format!(
             "{}-{}",
             plugin.hash.to_nix32(),

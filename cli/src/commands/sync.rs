@@ -78,7 +78,7 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
         "Synced",
         &format!(
             "{} ({} added) in {:.2}s",
-            super::plugins(outcome.entries.len()),
+            super::contents(&lock),
             outcome.added,
             started.elapsed().as_secs_f64()
         ),

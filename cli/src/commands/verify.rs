@@ -1,7 +1,7 @@
 //! `berth plugins verify`
 
 use anyhow::Result;
-use berth_resolver::{Network, VerifyStatus, verify_plugins};
+use berth_resolver::{AgentVerifyStatus, Network, VerifyStatus, verify_agent, verify_plugins};
 use serde_json::json;
 
 use crate::args::VerifyArgs;
@@ -15,9 +15,17 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
     } else {
         None
     };
+    let settings = ctx.settings(Network::Online);
     let outcomes = verify_plugins(
         &ctx.store,
-        &ctx.settings(Network::Online),
+        &settings,
+        &ctx.printer,
+        &lock,
+        manifest.as_ref(),
+    );
+    let agent_outcomes = verify_agent(
+        &ctx.store,
+        &settings,
         &ctx.printer,
         &lock,
         manifest.as_ref(),
@@ -53,8 +61,43 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
             "error": error,
         }));
     }
+    let mut agent_rows = Vec::new();
+    if let Some(agent) = &lock.agent {
+        for outcome in &agent_outcomes {
+            let (status, actual, error) = match &outcome.status {
+                AgentVerifyStatus::Ok => {
+                    ctx.printer.status(
+                        "Verified",
+                        &format!(
+                            "agent `{}`: {} {}",
+                            agent.package, outcome.what, outcome.expected
+                        ),
+                    );
+                    ("ok", Some(outcome.expected.clone()), None)
+                }
+                AgentVerifyStatus::Mismatch { actual } => {
+                    problems.push(format!(
+                        "agent `{}`: {}: hash mismatch: expected `{}`, got `{actual}`",
+                        agent.package, outcome.what, outcome.expected
+                    ));
+                    ("mismatch", Some(actual.clone()), None)
+                }
+                AgentVerifyStatus::Failed(e) => {
+                    problems.push(format!("agent `{}`: {}: {e}", agent.package, outcome.what));
+                    ("error", None, Some(e.to_string()))
+                }
+            };
+            agent_rows.push(json!({
+                "what": outcome.what,
+                "status": status,
+                "expected": outcome.expected,
+                "actual": actual,
+                "error": error,
+            }));
+        }
+    }
     if args.json {
-        let doc = json!({ "ok": problems.is_empty(), "plugins": rows });
+        let doc = json!({ "ok": problems.is_empty(), "plugins": rows, "agent": agent_rows });
         let mut text = serde_json::to_string_pretty(&doc)?;
         text.push('\n');
         ctx.printer.data(&text);
@@ -63,11 +106,7 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
         0 => {
             ctx.printer.status(
                 "Verified",
-                &format!(
-                    "{} match `{}`",
-                    super::plugins(outcomes.len()),
-                    ctx.lock_label()
-                ),
+                &format!("{} match `{}`", super::contents(&lock), ctx.lock_label()),
             );
             Ok(())
         }
@@ -77,7 +116,7 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
         }
         .into()),
         n => Err(Failure {
-            message: format!("{n} plugins do not match `{}`", ctx.lock_label()),
+            message: format!("{n} artifacts do not match `{}`", ctx.lock_label()),
             notes: problems,
         }
         .into()),
