@@ -16,6 +16,14 @@ Figures:
      10-plugin lockfile and `GET .../plugin_set`, requests per second and p50/p99 latency
      at 64 concurrent clients (`wrk`, installed from Debian if missing); and the time from
      starting the server to listening with 10,000 stored conversations (median of 5).
+  6. (issue #7) A ready environment for a locked agent package with 10 dependencies (11
+     wheels built from fixtures/agents by build_index.py --deps 10, served by Python's
+     http.server on 127.0.0.1): cold (empty store and uv cache: `sync --frozen` then
+     `agent exec --frozen`), from a store that has the wheels but no environment, and
+     warm (a new conversation on the same lock: the environment is reused), next to
+     `python -m venv` + `pip install --no-cache-dir --require-hashes` of the same pinned
+     requirements from the same index, then calling the entry point. uv 0.13.9 comes from
+     BERTH_UV or is installed into ~/.cache/berth-bench/uv-0.13.9.
   3. (issue #3) `berth plugins show --json` for a lock of 50 plugins (the conformance
      samples repeated under new names), next to the OpenHands SDK's `load_plugins` on the
      same 50 folders in a fresh Python process. The SDK is installed into a cached venv
@@ -406,6 +414,92 @@ def bench_server(berth, scratch, runs):
     return results, starts
 
 
+UV_VERSION = "0.13.9"
+
+
+def ensure_uv():
+    given = os.environ.get("BERTH_UV")
+    if given:
+        return given
+    venv = Path.home() / ".cache" / "berth-bench" / f"uv-{UV_VERSION}"
+    uv = venv / "bin" / "uv"
+    if not uv.exists():
+        run([sys.executable, "-m", "venv", str(venv)])
+        run([str(venv / "bin" / "pip"), "install", "-q", f"uv=={UV_VERSION}"])
+    return str(uv)
+
+
+def bench_agent(berth, scratch, runs):
+    """Cold, wheels-only and warm agent environments next to pip into a fresh venv."""
+    import tomllib
+
+    index = scratch / "agent-index"
+    run([sys.executable, str(ROOT / "fixtures" / "agents" / "build_index.py"), str(index), "--deps", "10"])
+    port_probe = __import__("socket").socket()
+    port_probe.bind(("127.0.0.1", 0))
+    port = port_probe.getsockname()[1]
+    port_probe.close()
+    http = subprocess.Popen(
+        [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port), "--directory", str(index)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(0.5)
+        index_url = f"http://127.0.0.1:{port}/simple"
+        work = scratch / "agent-project"
+        work.mkdir()
+        (work / "plugins.toml").write_text('[agent]\nsource = "bench-agent==1.0.0"\n')
+        store = scratch / "agent-store"
+        uv_cache = scratch / "agent-uv-cache"
+        env = {
+            "BERTH_UV": ensure_uv(),
+            "BERTH_INDEX_URL": index_url,
+            "BERTH_STORE": str(store),
+            "UV_CACHE_DIR": str(uv_cache),
+        }
+        run([berth, "plugins", "lock", "-q"], cwd=work, env=env)
+        lock = tomllib.loads((work / "plugins.lock").read_text())
+        wheels = lock["agent"]["wheel"]
+        reqs = scratch / "agent-requirements.txt"
+        reqs.write_text("".join(f"{w['name']}=={w['version']} --hash=sha256:{w['sha256']}\n" for w in wheels))
+        ready = [[berth, "plugins", "sync", "--frozen", "-q"], [berth, "agent", "exec", "--frozen", "-q"]]
+
+        def empty():
+            shutil.rmtree(store, ignore_errors=True)
+            shutil.rmtree(uv_cache, ignore_errors=True)
+
+        def no_env():
+            shutil.rmtree(store / "envs-v1", ignore_errors=True)
+            shutil.rmtree(uv_cache, ignore_errors=True)
+
+        venv = scratch / "pip-venv"
+        call = (
+            "from importlib.metadata import entry_points; "
+            "[ep.load()() for ep in entry_points(group='openhands.agents')]"
+        )
+
+        def pip_fresh():
+            shutil.rmtree(venv, ignore_errors=True)
+
+        pip_cmds = [
+            [sys.executable, "-m", "venv", str(venv)],
+            [str(venv / "bin" / "pip"), "install", "-q", "--no-cache-dir", "--disable-pip-version-check",
+             "--index-url", index_url, "--only-binary", ":all:", "--require-hashes", "-r", str(reqs)],
+            [str(venv / "bin" / "python"), "-c", call],
+        ]
+        cold, wheels_only, warm, pip = [], [], [], []
+        for _ in range(runs):  # interleaved, so drift hits both sides alike
+            cold.append(timed(ready, cwd=work, env=env, before=empty))
+            wheels_only.append(timed(ready, cwd=work, env=env, before=no_env))
+            warm.append(timed(ready, cwd=work, env=env))
+            pip.append(timed(pip_cmds, cwd=work, before=pip_fresh))
+        return cold, wheels_only, warm, pip, len(wheels)
+    finally:
+        http.terminate()
+        http.wait()
+
+
 def machine():
     cpu = "unknown CPU"
     try:
@@ -420,7 +514,7 @@ def machine():
     return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.system()} {platform.release()}, {git}"
 
 
-SECTIONS = ("noop", "cold", "http", "server", "show")
+SECTIONS = ("noop", "cold", "http", "server", "show", "agent")
 
 
 def main():
@@ -511,6 +605,19 @@ def main():
                     f"| same, the SDK's `load_plugins` call alone, in-process (median of {len(sdk_inner)}) "
                     f"| {median_ms(show):.1f} ms | {median_ms(sdk_inner):.0f} ms | "
                     f"{median_ms(sdk_inner) / median_ms(show):.1f}x faster | |"
+                )
+        if "agent" in wanted:
+            print("agent environment ...", file=sys.stderr)
+            cold, wheels_only, warm, pip, count = bench_agent(args.berth, scratch, args.cold_runs)
+            pip_cell = f"{median_ms(pip):.0f} ms (`venv` + `pip install --require-hashes`, no cache)"
+            for label, samples in (
+                (f"agent env ready, {count} wheels, cold: empty store and uv cache, `sync` + `agent exec`", cold),
+                ("same, wheels in the store, no environment yet", wheels_only),
+                ("same, warm: a new conversation on the same lock reuses the environment", warm),
+            ):
+                rows.append(
+                    f"| {label} (median of {len(samples)}) | {median_ms(samples):.0f} ms | {pip_cell} "
+                    f"| {median_ms(pip) / median_ms(samples):.1f}x faster | |"
                 )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
