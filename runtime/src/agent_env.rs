@@ -246,15 +246,14 @@ pub struct AgentEnv {
 /// The file an environment carries to say what it was built from.
 pub const ENV_MARKER: &str = "berth-env.json";
 
-/// The content address of the environment for `agent` on `python`.
-pub fn env_key(agent: &LockedAgent, python: &Python) -> String {
+/// The content address of the environment for `agent`: its wheels, its entry point, the
+/// Python version it was locked for and uv's version. Which interpreter of that version
+/// built it is not part of the key (a venv is tied to its base interpreter; an environment
+/// whose interpreter is gone is rebuilt).
+pub fn env_key(agent: &LockedAgent) -> String {
     let mut hasher = Sha256::new();
     hasher.update(b"berth-agent-env-v1\n");
-    hasher.update(format!(
-        "python {} {}\n",
-        python.version,
-        python.path.display()
-    ));
+    hasher.update(format!("python {}\n", agent.python_version));
     hasher.update(format!("uv {UV_VERSION}\n"));
     hasher.update(format!("entry_point {}\n", agent.entry_point));
     let mut wheels: Vec<&str> = agent.wheels.iter().map(|w| w.sha256.as_str()).collect();
@@ -276,11 +275,16 @@ pub fn missing_wheels(store: &Store, agent: &LockedAgent) -> Vec<String> {
 }
 
 /// Finds or builds (offline, from the store alone) the environment of the locked agent.
-pub fn ensure_env(store: &Store, uv: &Uv, agent: &LockedAgent) -> Result<AgentEnv, AgentError> {
-    let python = uv.find_python(Some(&agent.python_version))?;
-    let key = env_key(agent, &python);
+///
+/// A ready environment is used without running uv; building one needs the pinned uv and
+/// an interpreter of the locked Python version.
+pub fn ensure_env(store: &Store, agent: &LockedAgent) -> Result<AgentEnv, AgentError> {
+    let key = env_key(agent);
     let path = store.env_path(&key, &agent.package);
-    let ready = |path: &Path| path.join(ENV_MARKER).is_file();
+    // Complete (the marker is written last) and its base interpreter still there.
+    let ready = |path: &Path| {
+        path.join(ENV_MARKER).is_file() && std::fs::canonicalize(path.join("bin/python")).is_ok()
+    };
     let done = |created| AgentEnv {
         path: path.clone(),
         entry_point: agent.entry_point.clone(),
@@ -300,6 +304,13 @@ pub fn ensure_env(store: &Store, uv: &Uv, agent: &LockedAgent) -> Result<AgentEn
     if ready(&path) {
         return Ok(done(false));
     }
+    if path.exists() {
+        // Its interpreter is gone: move it aside in one step, then build afresh.
+        let trash = store.stage()?;
+        fs_err::rename(&path, trash.path().join("old"))?;
+    }
+    let uv = Uv::find()?;
+    let python = uv.find_python(Some(&agent.python_version))?;
     let env = store.stage()?;
     let work = store.stage()?;
     let links = work.path().join("wheels");

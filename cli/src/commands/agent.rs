@@ -4,7 +4,6 @@ use std::os::unix::process::CommandExt;
 
 use anyhow::{Context as _, Result, bail};
 use berth_lockfile_schema::LockedAgent;
-use berth_runtime::Uv;
 use berth_runtime::agent_env::{AgentEnv, ensure_env};
 
 use crate::args::AgentExecArgs;
@@ -12,8 +11,7 @@ use crate::context::Context;
 
 /// The locked agent's environment, built offline from the store if it is not there yet.
 pub fn env(ctx: &Context, agent: &LockedAgent) -> Result<AgentEnv> {
-    let uv = Uv::find()?;
-    let env = ensure_env(&ctx.store, &uv, agent)?;
+    let env = ensure_env(&ctx.store, agent)?;
     if env.created {
         ctx.printer.status(
             "Created",
