@@ -488,13 +488,18 @@ def bench_agent(berth, scratch, runs):
              "--index-url", index_url, "--only-binary", ":all:", "--require-hashes", "-r", str(reqs)],
             [str(venv / "bin" / "python"), "-c", call],
         ]
-        cold, wheels_only, warm, pip = [], [], [], []
+        def pip_venv_only():
+            pip_fresh()
+            run(pip_cmds[0])
+
+        cold, wheels_only, warm, pip, pip_install = [], [], [], [], []
         for _ in range(runs):  # interleaved, so drift hits both sides alike
             cold.append(timed(ready, cwd=work, env=env, before=empty))
             wheels_only.append(timed(ready, cwd=work, env=env, before=no_env))
             warm.append(timed(ready, cwd=work, env=env))
             pip.append(timed(pip_cmds, cwd=work, before=pip_fresh))
-        return cold, wheels_only, warm, pip, len(wheels)
+            pip_install.append(timed(pip_cmds[1:], cwd=work, before=pip_venv_only))
+        return cold, wheels_only, warm, pip, pip_install, len(wheels)
     finally:
         http.terminate()
         http.wait()
@@ -608,7 +613,7 @@ def main():
                 )
         if "agent" in wanted:
             print("agent environment ...", file=sys.stderr)
-            cold, wheels_only, warm, pip, count = bench_agent(args.berth, scratch, args.cold_runs)
+            cold, wheels_only, warm, pip, pip_install, count = bench_agent(args.berth, scratch, args.cold_runs)
             pip_cell = f"{median_ms(pip):.0f} ms (`venv` + `pip install --require-hashes`, no cache)"
             for label, samples in (
                 (f"agent env ready, {count} wheels, cold: empty store and uv cache, `sync` + `agent exec`", cold),
@@ -619,6 +624,11 @@ def main():
                     f"| {label} (median of {len(samples)}) | {median_ms(samples):.0f} ms | {pip_cell} "
                     f"| {median_ms(pip) / median_ms(samples):.1f}x faster | |"
                 )
+            rows.append(
+                f"| same cold run, next to `pip install` alone into an existing venv (median of {len(pip_install)}) "
+                f"| {median_ms(cold):.0f} ms | {median_ms(pip_install):.0f} ms (`pip install --require-hashes` + call, no cache) "
+                f"| {median_ms(pip_install) / median_ms(cold):.1f}x faster | |"
+            )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -498,3 +498,67 @@ fn the_server_locks_a_conversations_agent_and_restores_it_offline() {
         run.stdout
     );
 }
+
+#[test]
+fn index_credentials_come_from_the_environment_and_are_never_written() {
+    if !have_uv() {
+        return;
+    }
+    let agents = Agents::new();
+    let private = FileServer::start(&agents.served(), Some("agent:s3cret-token"));
+    let index = format!(
+        "http://agent:${{IDX_TOKEN}}@127.0.0.1:{}/simple",
+        private.port
+    );
+    let project = agents.project(
+        "private",
+        "source = \"my-custom-agent==1.0.0\"\nentry_point = \"my-agent\"\n",
+    );
+    let berth = |store: &str, args: &[&str], token: Option<&str>| {
+        let mut cmd = agents.ctx.berth();
+        cmd.current_dir(&project)
+            .env("BERTH_INDEX_URL", &index)
+            .env("BERTH_STORE", agents.ctx.root.join(store))
+            .args(args);
+        match token {
+            Some(t) => cmd.env("IDX_TOKEN", t),
+            None => cmd.env_remove("IDX_TOKEN"),
+        };
+        common::Run::from(cmd.output().expect("run"))
+    };
+    let unset = berth("s1", &["plugins", "lock"], None);
+    assert_eq!(unset.code, 1, "{}", unset.stderr);
+    assert!(unset.stderr.contains("IDX_TOKEN"), "{}", unset.stderr);
+    assert!(!project.join("plugins.lock").exists());
+
+    let locked = ok(
+        berth("s1", &["plugins", "sync"], Some("s3cret-token")),
+        "sync",
+    );
+    let text = std::fs::read_to_string(project.join("plugins.lock")).expect("lock");
+    assert!(!text.contains("s3cret"), "no secret in the lock:\n{text}");
+    assert!(!locked.stderr.contains("s3cret"), "{}", locked.stderr);
+    let lock = read_lock(&project);
+    let url = wheel_of(&lock, "agent-helper")["url"]
+        .as_str()
+        .expect("url")
+        .to_owned();
+    assert!(
+        url.starts_with(&format!("http://127.0.0.1:{}/files/", private.port)),
+        "{url}"
+    );
+    // A fresh store fetches the wheels with the index's credentials again.
+    ok(
+        berth("s2", &["plugins", "sync", "--frozen"], Some("s3cret-token")),
+        "fresh sync",
+    );
+    assert_eq!(list_dir(&agents.ctx.root.join("s2/wheels-v1")).len(), 2);
+    let wrong = berth("s3", &["plugins", "sync", "--frozen"], Some("wr0ng-t0ken"));
+    assert_eq!(wrong.code, 1, "{}", wrong.stderr);
+    assert!(wrong.stderr.contains("401"), "{}", wrong.stderr);
+    assert!(!wrong.stderr.contains("wr0ng-t0ken"), "{}", wrong.stderr);
+    assert!(
+        private.requests().iter().all(|r| r.contains("auth=true")),
+        "every request to the private index carried credentials"
+    );
+}
