@@ -200,6 +200,14 @@ fn the_three_source_forms_lock_sync_and_run_with_the_index_gone() {
             "{}",
             synced.stderr
         );
+        let shown = ok(agents.berth(&project, &["plugins", "show"]), "show");
+        assert!(
+            shown
+                .stdout
+                .contains("my-custom-agent 1.0.0  my-agent = my_custom_agent.agent:create"),
+            "{}",
+            shown.stdout
+        );
         let listed = ok(
             agents.berth(&project, &["plugins", "list", "--json"]),
             "list",

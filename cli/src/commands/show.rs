@@ -17,7 +17,19 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
     if args.json {
         ctx.printer.data(&set.to_json());
     } else {
-        ctx.printer.data(&summary(&set));
+        let mut text = summary(&set);
+        if let Some(agent) = &lock.agent {
+            let _ = writeln!(
+                text,
+                "\nAgent package\n  {} {}  {}  ({} wheels, Python {}; `berth agent exec` runs it)",
+                agent.package,
+                agent.version,
+                agent.entry_point,
+                agent.wheels.len(),
+                agent.python_version
+            );
+        }
+        ctx.printer.data(&text);
     }
     Ok(())
 }
