@@ -569,4 +569,49 @@ fn index_credentials_come_from_the_environment_and_are_never_written() {
         private.requests().iter().all(|r| r.contains("auth=true")),
         "every request to the private index carried credentials"
     );
+    // A password written in the URL works, with a warning, and is never written either.
+    std::fs::remove_file(project.join("plugins.lock")).expect("rm lock");
+    let literal = {
+        let mut cmd = agents.ctx.berth();
+        cmd.current_dir(&project)
+            .env(
+                "BERTH_INDEX_URL",
+                format!(
+                    "http://agent:s3cret-token@127.0.0.1:{}/simple",
+                    private.port
+                ),
+            )
+            .env("BERTH_STORE", agents.ctx.root.join("s4"))
+            .args(["plugins", "lock"]);
+        common::Run::from(cmd.output().expect("run"))
+    };
+    assert_eq!(literal.code, 0, "{}", literal.stderr);
+    assert!(
+        literal.stderr.contains("credential written in it"),
+        "{}",
+        literal.stderr
+    );
+    assert!(!literal.stderr.contains("s3cret"), "{}", literal.stderr);
+    let text = std::fs::read_to_string(project.join("plugins.lock")).expect("lock");
+    assert!(!text.contains("s3cret"), "{text}");
+    // Credentials never go over plain http to another machine.
+    std::fs::remove_file(project.join("plugins.lock")).expect("rm lock");
+    let remote = {
+        let mut cmd = agents.ctx.berth();
+        cmd.current_dir(&project)
+            .env(
+                "BERTH_INDEX_URL",
+                "http://agent:${IDX_TOKEN}@index.example.invalid/simple",
+            )
+            .env("IDX_TOKEN", "s3cret-token")
+            .args(["plugins", "lock"]);
+        common::Run::from(cmd.output().expect("run"))
+    };
+    assert_eq!(remote.code, 1, "{}", remote.stderr);
+    assert!(
+        remote.stderr.contains("over plain http"),
+        "{}",
+        remote.stderr
+    );
+    assert!(!remote.stderr.contains("s3cret"), "{}", remote.stderr);
 }

@@ -104,6 +104,18 @@ impl Ctx<'_> {
     fn index(&self) -> Result<Index, ResolveError> {
         let raw = self.settings.index_url.trim_end_matches('/').to_owned();
         let expanded = expand_url(&raw)?;
+        // The same rules as plugin sources: credentials go over plain http only to this
+        // machine, and a password written in the URL is never repeated.
+        if let Ok(url) = reqwest::Url::parse(&expanded.url)
+            && url.scheme() == "http"
+            && (!url.username().is_empty() || url.password().is_some())
+            && !crate::git::is_loopback(url.host_str().unwrap_or_default())
+        {
+            return Err(ResolveError::Fetch {
+                url: redact(&raw).text,
+                message: "refusing to send index credentials over plain http to another machine; use https".into(),
+            });
+        }
         Ok(Index {
             url: expanded.url,
             shown: redact(&raw).text,
@@ -117,6 +129,12 @@ impl Ctx<'_> {
         let uv = Uv::find()?;
         let python = uv.find_python(request.python.as_deref())?;
         let index = self.index()?;
+        if redact(&self.settings.index_url).removed_secret {
+            self.reporter.warn(&format!(
+                "the index URL `{}` has a credential written in it; it is left out of everything berth writes and prints. Put it in an environment variable and write `${{VAR}}` instead",
+                index.shown
+            ));
+        }
         let work = self.store.stage()?;
         let shown_source = request.display_source();
         self.reporter.status(
@@ -637,9 +655,29 @@ fn entry_points_of(text: &str, group: &str) -> Vec<EntryPoint> {
     out
 }
 
+/// The wheel's file name: the URL's last path segment, percent-decoded (`1.0%2Blocal`).
 fn file_of_url(url: &str) -> String {
     let path = url.split(['#', '?']).next().unwrap_or(url);
-    path.rsplit('/').next().unwrap_or(path).to_owned()
+    let segment = path.rsplit('/').next().unwrap_or(path).as_bytes();
+    let mut out = Vec::with_capacity(segment.len());
+    let mut i = 0;
+    while i < segment.len() {
+        let hex = segment
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (segment[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn file_of_path(path: &Path) -> String {
@@ -683,6 +721,10 @@ mod tests {
         assert_eq!(
             file_of_url("http://h/files/a-1-py3-none-any.whl#sha256=00"),
             "a-1-py3-none-any.whl"
+        );
+        assert_eq!(
+            file_of_url("https://h/a-1.0%2Blocal-py3-none-any.whl"),
+            "a-1.0+local-py3-none-any.whl"
         );
     }
 }
