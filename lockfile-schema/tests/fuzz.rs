@@ -2,7 +2,8 @@
 //! canonical lock writer round-trips. `PROPTEST_CASES=100000` runs them longer.
 
 use berth_lockfile_schema::{
-    Lock, LockedPlugin, Pin, Sha256Hash, Source, parse_lock, parse_manifest, redact,
+    AgentRequest, EntryPoint, Lock, LockedAgent, LockedPlugin, LockedWheel, Pin, Sha256Hash,
+    Source, normalize_package_name, parse_lock, parse_manifest, redact,
 };
 use proptest::prelude::*;
 
@@ -46,6 +47,20 @@ fn tomlish() -> impl Strategy<Value = String> {
         "= ",
         "# comment\n",
         "plugin = [{ source = \"./a\" }]\n",
+        "[agent]\n",
+        "[[agent.wheel]]\n",
+        "package = ",
+        "entry_point = ",
+        "python = ",
+        "python_version = ",
+        "file = ",
+        "sha256 = ",
+        "\"my-agent==1.0\"",
+        "\"git+https://h/a.git\"",
+        "\"a = b.c:d\"",
+        "\"3.11\"",
+        "\"a-1-py3-none-any.whl\"",
+        "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"",
         "é",
         "\u{0}",
     ]);
@@ -101,6 +116,54 @@ fn locked_plugin() -> impl Strategy<Value = LockedPlugin> {
         })
 }
 
+/// A locked index agent with a random closure (git and archive trees are plugin pins,
+/// covered above).
+fn locked_agent() -> impl Strategy<Value = LockedAgent> {
+    let wheel = (
+        "[a-z][a-z0-9_.-]{0,8}[a-z0-9]",
+        "[0-9]{1,2}\\.[0-9]{1,2}(\\.[0-9a-z+]{1,4})?",
+        prop::array::uniform32(any::<u8>()),
+        text(),
+    )
+        .prop_map(|(name, version, sha, url)| LockedWheel {
+            file: format!("{}-{version}-py3-none-any.whl", name.replace('-', "_")),
+            name: normalize_package_name(&name),
+            version,
+            url: Some(url),
+            sha256: sha.iter().map(|b| format!("{b:02x}")).collect(),
+        });
+    (
+        "[a-z][a-z0-9-]{0,8}[a-z0-9]",
+        prop::collection::vec(wheel, 0..5),
+        "[a-z][a-z0-9-]{0,6}",
+        prop::option::of(">=3\\.[0-9]{1,2}"),
+    )
+        .prop_map(|(package, mut wheels, entry, python)| {
+            let package = normalize_package_name(&package);
+            wheels.push(LockedWheel {
+                name: package.clone(),
+                version: "1.0".into(),
+                file: format!("{}-1.0-py3-none-any.whl", package.replace('-', "_")),
+                url: Some(format!("https://h/{package}.whl")),
+                sha256: "ab".repeat(32),
+            });
+            let request =
+                AgentRequest::new(&format!("{package}==1.0"), None, None, python.as_deref());
+            assert!(request.is_ok(), "{package}: {request:?}");
+            LockedAgent {
+                source: format!("{package}==1.0"),
+                git_ref: None,
+                python,
+                package,
+                version: "1.0".into(),
+                entry_point: EntryPoint::parse(&format!("{entry} = mod.sub:attr")).expect("valid"),
+                python_version: "3.11".into(),
+                tree: None,
+                wheels,
+            }
+        })
+}
+
 proptest! {
     #![proptest_config(config())]
 
@@ -128,6 +191,28 @@ proptest! {
         prop_assert_eq!(parse_lock("plugins.lock", &text), Ok(lock.clone()));
         prop_assert_eq!(text.clone(), lock.to_toml(), "deterministic");
         prop_assert!(text.ends_with('\n') && !text.contains('\r'));
+    }
+
+    #[test]
+    fn the_lock_writer_round_trips_an_agent(
+        plugins in prop::collection::vec(locked_plugin(), 0..2),
+        agent in locked_agent(),
+    ) {
+        let lock = Lock { plugins, agent: Some(agent) };
+        let text = lock.to_toml();
+        prop_assert_eq!(parse_lock("plugins.lock", &text), Ok(lock.clone()));
+        prop_assert_eq!(text, lock.to_toml(), "deterministic");
+    }
+
+    #[test]
+    fn agent_requests_never_panic(
+        source in ".{0,60}",
+        entry in prop::option::of(".{0,20}"),
+        python in prop::option::of(".{0,12}"),
+    ) {
+        if let Ok(request) = AgentRequest::new(&source, None, entry.as_deref(), python.as_deref()) {
+            prop_assert!(!request.display_source().is_empty());
+        }
     }
 
     #[test]
