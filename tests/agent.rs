@@ -615,3 +615,48 @@ fn index_credentials_come_from_the_environment_and_are_never_written() {
     );
     assert!(!remote.stderr.contains("s3cret"), "{}", remote.stderr);
 }
+
+#[test]
+fn concurrent_conversations_build_one_environment_once() {
+    if !have_uv() {
+        return;
+    }
+    let agents = Agents::new();
+    let project = agents.project(
+        "p",
+        "source = \"my-custom-agent==1.0.0\"\nentry_point = \"other-agent\"\n",
+    );
+    ok(agents.berth(&project, &["plugins", "sync"]), "sync");
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            agents
+                .ctx
+                .berth()
+                .current_dir(&project)
+                .args(["agent", "exec"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    let runs: Vec<common::Run> = children
+        .into_iter()
+        .map(|c| common::Run::from(c.wait_with_output().expect("wait")))
+        .collect();
+    for run in &runs {
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(run.stdout, "other-agent called\n");
+    }
+    let created = runs.iter().filter(|r| r.stderr.contains("Created")).count();
+    assert_eq!(
+        created, 1,
+        "one process built the environment, the others waited for it"
+    );
+    assert_eq!(list_dir(&agents.ctx.store.join("envs-v1")).len(), 1);
+    let leftovers: Vec<String> = list_dir(&agents.ctx.store.join("tmp"))
+        .into_iter()
+        .filter(|f| !f.ends_with(".lock"))
+        .collect();
+    assert!(leftovers.is_empty(), "no staging left: {leftovers:?}");
+}
