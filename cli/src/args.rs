@@ -383,7 +383,9 @@ pub enum PluginsCommand {
     /// Entries that are new or whose request changed (`source`, `ref`, `version`,
     /// `repo_path`, `hash`, `name`) are resolved to an exact commit and content hash; every
     /// other entry keeps its pin, so with an unchanged manifest nothing is fetched and the
-    /// lockfile stays byte-identical. Local folders are re-hashed every time.
+    /// lockfile stays byte-identical. Local folders are re-hashed every time. An `[agent]`
+    /// package is resolved with uv (0.13.9, from `$BERTH_UV` or PATH) against
+    /// `--index-url`, and every wheel of its closure is locked by sha256.
     #[command(after_help = "Examples:\n  \
         berth plugins lock                         # pin new and changed entries\n  \
         berth plugins lock --upgrade               # move every branch and tag\n  \
@@ -394,7 +396,8 @@ pub enum PluginsCommand {
     /// Make every locked plugin present in the store, verified
     ///
     /// Locks first if the lockfile is missing or out of date (unless `--locked` or
-    /// `--frozen`). Every store entry is checked against the lock's hash before it is added.
+    /// `--frozen`). Every store entry, and every wheel of a locked `[agent]`, is checked
+    /// against the lock's hash before it is added.
     /// Local folders are re-hashed; one that changed since it was locked stops the sync
     /// until `berth plugins lock` records the change.
     #[command(after_help = "Examples:\n  \
