@@ -223,18 +223,26 @@ impl Ctx<'_> {
                             "uv's resolution of `{shown_source}` does not hold `{package}` itself"
                         ))
                     })?;
-                // Read before it is stored: a package that is no agent leaves nothing behind.
-                let (staging, path) = self.fetch_wheel(&own, &index)?;
-                let meta = read_wheel_meta(&path)?;
+                let meta = match self.store.wheel(&own.sha256, &own.file) {
+                    Some(stored) => read_wheel_meta(&stored)?,
+                    None => {
+                        // Read before it is stored: a package that is no agent leaves
+                        // nothing behind.
+                        let (staging, path) = self.fetch_wheel(&own, &index)?;
+                        let meta = read_wheel_meta(&path)?;
+                        choose_entry_point(&package, &meta.entry_points, request)?;
+                        self.store
+                            .add_wheel(staging, &own.file, &own.sha256)?
+                            .map_err(|m| ResolveError::WheelMismatch {
+                                file: m.file,
+                                url: own.url.clone().unwrap_or_default(),
+                                expected: m.expected,
+                                actual: m.actual,
+                            })?;
+                        meta
+                    }
+                };
                 let entry_point = choose_entry_point(&package, &meta.entry_points, request)?;
-                self.store
-                    .add_wheel(staging, &own.file, &own.sha256)?
-                    .map_err(|m| ResolveError::WheelMismatch {
-                        file: m.file,
-                        url: own.url.clone().unwrap_or_default(),
-                        expected: m.expected,
-                        actual: m.actual,
-                    })?;
                 (entry_point, None, version.unwrap_or(meta.version))
             }
         };

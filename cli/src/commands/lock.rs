@@ -82,7 +82,7 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
                 &format!(
                     "`{}` is up to date ({})",
                     ctx.lock_label(),
-                    super::plugins(outcome.lock.plugins.len())
+                    super::contents(&outcome.lock)
                 ),
             );
             return Ok(());

@@ -89,5 +89,32 @@ pub fn describe_changes(old: Option<&Lock>, new: &Lock) -> Vec<Change> {
             text: plugin.name.clone(),
         });
     }
+    match (old.and_then(|l| l.agent.as_ref()), &new.agent) {
+        (Some(before), Some(after)) if before == after => {}
+        (Some(before), Some(after)) => changes.push(Change {
+            verb: "Updating",
+            text: format!(
+                "agent {} {} ({}) -> {} {} ({})",
+                before.package,
+                before.version,
+                before.entry_point,
+                after.package,
+                after.version,
+                after.entry_point
+            ),
+        }),
+        (None, Some(after)) => changes.push(Change {
+            verb: "Adding",
+            text: format!(
+                "agent {} {} ({})",
+                after.package, after.version, after.entry_point
+            ),
+        }),
+        (Some(before), None) => changes.push(Change {
+            verb: "Removing",
+            text: format!("agent {}", before.package),
+        }),
+        (None, None) => {}
+    }
     changes
 }
