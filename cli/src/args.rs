@@ -9,7 +9,9 @@ use clap::{Args, Parser, Subcommand};
 /// berth pins agent plugins (skills, commands, hooks, MCP servers) the way Nix pins flake
 /// inputs: `plugins.toml` says where plugins come from, `berth plugins lock` pins each to an
 /// exact commit and content hash in `plugins.lock`, and `berth plugins sync` fills a
-/// content-addressed store that the agent runtime reads offline.
+/// content-addressed store that the agent runtime reads offline. An `[agent]` table may also
+/// pin one custom agent package (a Python package, resolved with uv), which `berth agent
+/// exec` runs offline from the store.
 ///
 /// Typical use:
 ///
