@@ -364,6 +364,7 @@ pub fn ensure_env(store: &Store, agent: &LockedAgent) -> Result<AgentEnv, AgentE
                 ":all:",
                 "--link-mode",
                 "copy",
+                "--compile-bytecode",
             ])
             .arg("--python")
             .arg(env.path().join("bin/python"))
