@@ -659,4 +659,16 @@ fn concurrent_conversations_build_one_environment_once() {
         .filter(|f| !f.ends_with(".lock"))
         .collect();
     assert!(leftovers.is_empty(), "no staging left: {leftovers:?}");
+    // An environment whose base interpreter is gone is rebuilt, not used.
+    let env = agents
+        .ctx
+        .store
+        .join("envs-v1")
+        .join(&list_dir(&agents.ctx.store.join("envs-v1"))[0]);
+    std::fs::remove_file(env.join("bin/python")).expect("rm python");
+    std::os::unix::fs::symlink("/nonexistent/python3", env.join("bin/python")).expect("link");
+    let run = ok(agents.berth(&project, &["agent", "exec"]), "exec after");
+    assert_eq!(run.stdout, "other-agent called\n");
+    assert!(run.stderr.contains("Created"), "{}", run.stderr);
+    assert!(std::fs::canonicalize(env.join("bin/python")).is_ok());
 }
