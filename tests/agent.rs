@@ -480,10 +480,21 @@ fn the_server_locks_a_conversations_agent_and_restores_it_offline() {
     let (status, _) =
         server.post(&json!({"lockfile": "version = 1\n", "agent": {"source": "a==1"}}));
     assert_eq!(status, 400);
+    // A version the index lacks is the client's problem (422); an index that is down is
+    // upstream's (502, below).
+    let (status, body) =
+        server.post(&json!({"plugins": [], "agent": {"source": "my-custom-agent==9.9.9"}}));
+    assert_eq!(status, 422, "{body}");
     server.stop();
 
-    // Upstream is gone; the restarted server, offline, still has the conversation's agent.
+    // Upstream is gone: a new conversation's agent cannot be resolved, and the restarted
+    // server, offline, still has the first conversation's agent.
     drop(agents.server.take());
+    let server = serve(false);
+    let (status, body) =
+        server.post(&json!({"plugins": [], "agent": {"source": "my-custom-agent==1.0.0"}}));
+    assert_eq!(status, 502, "{body}");
+    server.stop();
     let server = serve(true);
     let (status, detail) = server.get(&format!("/api/conversations/{id}"));
     assert_eq!(status, 200, "{detail}");

@@ -352,7 +352,19 @@ impl Ctx<'_> {
             &mut cmd,
             &format!("resolving `{shown}` against `{}` with uv", index.shown),
         )
-        .map_err(|e| agent_error(scrub(&e.to_string(), &index.secrets)))?;
+        .map_err(|e| {
+            let message = scrub(&e.to_string(), &index.secrets);
+            // The index could not be reached (an upstream failure, 502 in the server), as
+            // opposed to a resolution that has no answer (no such version: 422).
+            if message.contains("Failed to fetch") || message.contains("Request failed after") {
+                ResolveError::Fetch {
+                    url: index.shown.clone(),
+                    message,
+                }
+            } else {
+                agent_error(message)
+            }
+        })?;
         let text = fs_err::read_to_string(&output)?;
         let lock: Pylock = toml::from_str(&text)
             .map_err(|e| agent_error(format!("uv wrote a pylock.toml berth cannot read: {e}")))?;
