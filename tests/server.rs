@@ -3,47 +3,30 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use common::{GitHttpServer, TestContext, copy_tree, fixtures, list_dir};
+use common::{GitHttpServer, ServeProcess, TestContext, copy_tree, fixtures, list_dir};
 use serde_json::{Value, json};
 
-/// A running `berth serve`, stopped with SIGTERM on drop.
-struct Server {
-    child: Child,
-    base: String,
-}
+/// A running `berth serve` on a free port with this context's store.
+struct Server;
 
 impl Server {
-    fn start(ctx: &TestContext, data: &Path, args: &[&str], env: &[(&str, String)]) -> Self {
+    fn start(
+        ctx: &TestContext,
+        data: &Path,
+        args: &[&str],
+        env: &[(&str, String)],
+    ) -> ServeProcess {
         let mut cmd = ctx.berth();
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd
-            .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+        cmd.args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
             .arg(data)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start berth serve");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let base = loop {
-            let line = lines
-                .next()
-                .expect("berth serve printed its address")
-                .expect("line");
-            if let Some(addr) = line.split("Listening on ").nth(1) {
-                break addr.trim().to_owned();
-            }
-        };
-        // Keep draining the log so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Self { child, base }
+            .args(args);
+        ServeProcess::start(cmd)
     }
 
     fn client() -> reqwest::blocking::Client {
@@ -51,44 +34,6 @@ impl Server {
             .timeout(Duration::from_secs(120))
             .build()
             .expect("client")
-    }
-
-    fn post(&self, body: &Value) -> (u16, String) {
-        let response = Self::client()
-            .post(format!("{}/api/conversations", self.base))
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .expect("POST");
-        (response.status().as_u16(), response.text().expect("body"))
-    }
-
-    fn get(&self, path: &str) -> (u16, String) {
-        let response = Self::client()
-            .get(format!("{}{path}", self.base))
-            .send()
-            .expect("GET");
-        (response.status().as_u16(), response.text().expect("body"))
-    }
-
-    /// SIGTERM and wait: the graceful way an operator restarts it.
-    fn stop(mut self) {
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let status = self.child.wait().expect("wait");
-        assert!(
-            status.success(),
-            "berth serve exits cleanly on SIGTERM: {status:?}"
-        );
-        std::mem::forget(self);
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
