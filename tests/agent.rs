@@ -683,3 +683,53 @@ fn concurrent_conversations_build_one_environment_once() {
     assert!(run.stderr.contains("Created"), "{}", run.stderr);
     assert!(std::fs::canonicalize(env.join("bin/python")).is_ok());
 }
+
+#[test]
+fn an_index_without_hash_fragments_still_locks_every_wheel_by_sha256() {
+    if !have_uv() {
+        return;
+    }
+    let agents = Agents::new();
+    let simple = agents.served().join("simple");
+    for project in list_dir(&simple) {
+        let page = simple.join(project).join("index.html");
+        if let Ok(html) = std::fs::read_to_string(&page) {
+            let stripped = strip_hash_fragments(&html);
+            std::fs::write(&page, stripped).expect("write page");
+        }
+    }
+    let project = agents.project(
+        "p",
+        "source = \"my-custom-agent==1.0.0\"\nentry_point = \"my-agent\"\n",
+    );
+    ok(agents.berth(&project, &["plugins", "sync"]), "sync");
+    let lock = read_lock(&project);
+    for wheel in lock["agent"]["wheel"].as_array().expect("wheels") {
+        let file = agents
+            .served()
+            .join("files")
+            .join(wheel["file"].as_str().expect("file"));
+        assert_eq!(
+            wheel["sha256"].as_str(),
+            Some(berth_store::sha256_file(&file).expect("hash").as_str()),
+            "{wheel}"
+        );
+    }
+}
+
+/// Removes every `#sha256=…` fragment from a simple-index page.
+fn strip_hash_fragments(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(at) = rest.find("#sha256=") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "#sha256=".len()..];
+        let end = after
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(after.len());
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    assert!(!out.contains("sha256"), "{out}");
+    out
+}
