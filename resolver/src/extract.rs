@@ -378,8 +378,19 @@ impl Extractor {
             ));
         }
         let source = self.root.join(target);
+        // A hard link becomes a copy (a NAR has no hard links), so its bytes count: else a
+        // small archive of many links to one large file would unpack far past the limit.
+        let size = fs_err::metadata(&source)?.len();
+        if self.bytes.saturating_add(size) > self.limits.max_bytes {
+            return Err(ExtractError::TooBig(format!(
+                "the archive unpacks to more than {} (at `{name}`, a hard link to `{}`); raise the limit with `BERTH_ARCHIVE_MAX_BYTES`",
+                berth_store::format_size(self.limits.max_bytes),
+                target.display()
+            )));
+        }
         let path = self.target(name, rel)?;
         fs_err::copy(&source, &path)?;
+        self.bytes += size;
         self.files.push(rel.to_owned());
         Ok(())
     }

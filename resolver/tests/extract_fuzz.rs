@@ -327,3 +327,41 @@ fn a_link_through_a_link_out_is_caught() {
         Some(PathBuf::from("l2"))
     );
 }
+
+/// Found by `hostile_tars_stay_inside` with 100,000 cases (kept as its regression test): a
+/// hard link is unpacked as a copy, but its bytes were not counted, so a small archive of
+/// many links to one large file unpacked far past `max_bytes`.
+#[test]
+fn hard_links_count_towards_the_size_limit() {
+    let mut entries = vec![Entry {
+        name: "big".into(),
+        kind: Kind::File {
+            executable: false,
+            size: 200,
+        },
+    }];
+    for i in 0..5 {
+        entries.push(Entry {
+            name: format!("copy{i}"),
+            kind: Kind::HardLink("big".into()),
+        });
+    }
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let archive = scratch.path().join("a.tar");
+    std::fs::write(&archive, tar_bytes(&entries, false)).expect("write");
+    let dest = scratch.path().join("dest");
+    std::fs::create_dir(&dest).expect("mkdir");
+    let error = extract(&archive, ArchiveFormat::Tar, &dest, LIMITS)
+        .expect_err("over the limit")
+        .to_string();
+    assert!(error.contains("a hard link to `big`"), "{error}");
+    let mut paths = Vec::new();
+    walk(&dest, &mut paths);
+    let total: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::symlink_metadata(p).ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum();
+    assert!(total <= LIMITS.max_bytes, "{total} bytes unpacked");
+}
