@@ -21,7 +21,7 @@ use berth_store::Staging;
 use serde::Deserialize;
 
 use crate::Network;
-use crate::archive::{self, ArchiveSource};
+use crate::archive::ArchiveSource;
 use crate::error::ResolveError;
 use crate::extract::ArchiveFormat;
 use crate::ops::{Ctx, LocalCheck};
@@ -421,13 +421,7 @@ impl Ctx<'_> {
             format: ArchiveFormat::Zip,
             secrets: index.secrets.clone(),
         };
-        let (staging, file, _) = archive::download(
-            self.store,
-            &source,
-            self.settings.archive_limits,
-            self.settings.home_dir.as_deref(),
-            self.reporter,
-        )?;
+        let (staging, file, _) = self.download(&source)?;
         let path = staging.path().join(&wheel.file);
         fs_err::rename(&file, &path)?;
         Ok((staging, path))

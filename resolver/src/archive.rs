@@ -177,13 +177,6 @@ pub(crate) fn keep(
     Ok(path)
 }
 
-/// The sha256 of a file.
-pub(crate) fn file_hash(path: &Path) -> Result<Sha256Hash, ResolveError> {
-    let mut sink = Sha256Sink::default();
-    std::io::copy(&mut fs_err::File::open(path)?, &mut sink)?;
-    Ok(sink.finish())
-}
-
 /// Unpacks `archive` and narrows it to the plugin folder: the single top-level folder is
 /// stripped, then `subdir` (a `repo_path`) is applied. Links leaving the plugin are refused.
 pub(crate) fn unpack(

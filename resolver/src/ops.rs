@@ -3,6 +3,7 @@
 //! the first.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -593,13 +594,7 @@ impl Ctx<'_> {
         let source = self.archive_source(request.parsed_source())?;
         self.require_network(|| format!("`{}`", source.shown_url))?;
         let limits = self.settings.archive_limits;
-        let (download, file, archive_hash) = archive::download(
-            self.store,
-            &source,
-            limits,
-            self.settings.home_dir.as_deref(),
-            self.reporter,
-        )?;
+        let (download, file, archive_hash) = self.download(&source)?;
         if let Some(expected) = request.archive_hash
             && expected != archive_hash
         {
@@ -646,31 +641,51 @@ impl Ctx<'_> {
         let source = self.archive_source(&Self::source_of(locked, request)?)?;
         let limits = self.settings.archive_limits;
         let cached = archive::cached(self.store, archive_hash, source.format)
-            .filter(|path| archive::file_hash(path).is_ok_and(|h| h == *archive_hash));
+            .filter(|path| berth_store::hash_file(path).is_ok_and(|h| h == *archive_hash));
         let subdir = archive_subdir(locked);
         if let Some(file) = cached {
             let unpacked = archive::unpack(self.store, &source, &file, subdir.as_deref(), limits)?;
             return Ok(unpacked.staging);
         }
         self.require_network(|| format!("plugin `{}` (`{}`)", locked.name, source.shown_url))?;
-        let (download, file, actual) = archive::download(
+        let (download, file) = self.download_expecting(&source, &locked.name, archive_hash)?;
+        let unpacked = archive::unpack(self.store, &source, &file, subdir.as_deref(), limits)?;
+        archive::keep(self.store, &file, archive_hash, source.format)?;
+        drop(download);
+        Ok(unpacked.staging)
+    }
+
+    /// Downloads `source` into a new staging folder with this run's limits and credentials
+    /// (see [`archive::download`]).
+    pub(crate) fn download(
+        &self,
+        source: &ArchiveSource,
+    ) -> Result<(Staging, PathBuf, Sha256Hash), ResolveError> {
+        archive::download(
             self.store,
-            &source,
-            limits,
+            source,
+            self.settings.archive_limits,
             self.settings.home_dir.as_deref(),
             self.reporter,
-        )?;
-        if actual != *archive_hash {
+        )
+    }
+
+    /// Downloads an archive that must hash to `expected`; a mismatch names `name`.
+    fn download_expecting(
+        &self,
+        source: &ArchiveSource,
+        name: &str,
+        expected: &Sha256Hash,
+    ) -> Result<(Staging, PathBuf), ResolveError> {
+        let (staging, file, actual) = self.download(source)?;
+        if actual != *expected {
             return Err(ResolveError::ArchiveHashMismatch {
-                name: locked.name.clone(),
-                expected: *archive_hash,
+                name: name.to_owned(),
+                expected: *expected,
                 actual,
             });
         }
-        let unpacked = archive::unpack(self.store, &source, &file, subdir.as_deref(), limits)?;
-        archive::keep(self.store, &file, &actual, source.format)?;
-        drop(download);
-        Ok(unpacked.staging)
+        Ok((staging, file))
     }
 
     fn warn_submodules(&self, name: &str, skipped: &[String]) {
@@ -831,27 +846,14 @@ impl Ctx<'_> {
                 // A fresh download, not the cache: verify must see what the server sends now.
                 let source = self.archive_source(&Self::source_of(locked, request)?)?;
                 self.require_network(|| format!("`{}`", source.shown_url))?;
-                let limits = self.settings.archive_limits;
-                let (_download, file, actual) = archive::download(
-                    self.store,
-                    &source,
-                    limits,
-                    self.settings.home_dir.as_deref(),
-                    self.reporter,
-                )?;
-                if actual != *archive_hash {
-                    return Err(ResolveError::ArchiveHashMismatch {
-                        name: locked.name.clone(),
-                        expected: *archive_hash,
-                        actual,
-                    });
-                }
+                let (_download, file) =
+                    self.download_expecting(&source, &locked.name, archive_hash)?;
                 let unpacked = archive::unpack(
                     self.store,
                     &source,
                     &file,
                     archive_subdir(locked).as_deref(),
-                    limits,
+                    self.settings.archive_limits,
                 )?;
                 Ok(berth_store::hash_path(unpacked.staging.path())?)
             }

@@ -261,7 +261,9 @@ pub fn env_key(agent: &LockedAgent) -> String {
     for sha in wheels {
         hasher.update(format!("wheel {sha}\n"));
     }
-    berth_store::hex(&hasher.finalize()[..16])
+    let mut key = berth_lockfile_schema::Sha256Hash::from_bytes(hasher.finalize().into()).to_hex();
+    key.truncate(32);
+    key
 }
 
 /// The locked wheels missing from the store.

@@ -20,4 +20,4 @@ pub use store::{
     ENTRIES_DIR, GIT_DIR, LOCKS_DIR, Staging, Store, StoreEntry, StoreError, TMP_DIR, copy_tree,
     entry_name, remove_tree,
 };
-pub use wheels::{ENVS_DIR, WHEELS_DIR, WheelMismatch, hex, sha256_file};
+pub use wheels::{ENVS_DIR, WHEELS_DIR, WheelMismatch, hash_file, sha256_file};

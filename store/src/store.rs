@@ -339,7 +339,7 @@ fn make_read_only(root: &Path, include_root: bool) -> std::io::Result<()> {
     Ok(())
 }
 
-fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+pub(crate) fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
     fs_err::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }
 

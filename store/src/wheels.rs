@@ -6,11 +6,11 @@
 //!   `<key>` digests the wheels, the entry point and the interpreter. Built in `tmp/` and
 //!   renamed into place, so a present environment is complete.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use berth_lockfile_schema::Sha256Hash;
 
+use crate::nar::Sha256Sink;
 use crate::store::{Staging, Store, StoreError};
 
 /// Where wheels live, under the store root.
@@ -30,24 +30,16 @@ pub struct WheelMismatch {
     pub actual: String,
 }
 
-/// The sha256 of a file, lower-case hex.
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = fs_err::File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hex(&hasher.finalize()))
+/// The sha256 of a file's bytes.
+pub fn hash_file(path: &Path) -> std::io::Result<Sha256Hash> {
+    let mut sink = Sha256Sink::default();
+    std::io::copy(&mut fs_err::File::open(path)?, &mut sink)?;
+    Ok(sink.finish())
 }
 
-/// Lower-case hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// The sha256 of a file's bytes, lower-case hex (pip's `--hash=sha256:` form).
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    Ok(hash_file(path)?.to_hex())
 }
 
 impl Store {
@@ -89,7 +81,7 @@ impl Store {
                 crate::remove_tree(&entry.path())?;
             }
         }
-        set_read_only(&staged)?;
+        crate::store::set_mode(&staged, 0o444)?;
         let dest = self.root().join(WHEELS_DIR).join(sha256);
         match staging.persist_to(&dest) {
             Ok(()) => {}
@@ -130,14 +122,14 @@ impl Store {
     }
 }
 
-fn set_read_only(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    fs_err::set_permissions(path, std::fs::Permissions::from_mode(0o444))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
+
+    fn hex(bytes: &[u8]) -> String {
+        Sha256Hash::from_bytes(bytes.try_into().expect("32 bytes")).to_hex()
+    }
 
     #[test]
     fn a_wheel_is_added_only_with_its_hash() {
