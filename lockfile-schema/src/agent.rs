@@ -11,8 +11,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::hash::Sha256Hash;
-use crate::lock::{LockedPlugin, LockedPluginWire, Pin, toml_string};
+use crate::lock::{LockedPlugin, LockedPluginWire, differ, write_fields};
 use crate::manifest::PluginRequest;
 use crate::source::{Source, SourceKind, redact};
 
@@ -307,20 +306,20 @@ impl LockedAgent {
     /// The ways this entry differs from `request`, for messages.
     pub fn differences(&self, r: &AgentRequest) -> Vec<String> {
         let mut what = Vec::new();
-        let mut field = |name: &str, locked: Option<&str>, wanted: Option<&str>| {
-            if locked != wanted {
-                let show =
-                    |v: Option<&str>| v.map_or_else(|| "absent".into(), |v| format!("`{v}`"));
-                what.push(format!(
-                    "`{name}` is {} in the manifest but {} in the lock",
-                    show(wanted),
-                    show(locked)
-                ));
-            }
-        };
-        field("source", Some(&self.source), Some(&r.display_source()));
-        field("ref", self.git_ref.as_deref(), r.git_ref.as_deref());
-        field("python", self.python.as_deref(), r.python.as_deref());
+        let source = r.display_source();
+        differ(&mut what, "source", Some(&self.source), Some(&source));
+        differ(
+            &mut what,
+            "ref",
+            self.git_ref.as_deref(),
+            r.git_ref.as_deref(),
+        );
+        differ(
+            &mut what,
+            "python",
+            self.python.as_deref(),
+            r.python.as_deref(),
+        );
         if let Some(name) = &r.entry_point
             && *name != self.entry_point.name
         {
@@ -330,11 +329,6 @@ impl LockedAgent {
             ));
         }
         what
-    }
-
-    /// The wheel built from the agent's own source tree (git and archive sources).
-    pub fn built_wheel(&self) -> Option<&LockedWheel> {
-        self.wheels.iter().find(|w| w.url.is_none())
     }
 }
 
@@ -497,15 +491,13 @@ impl TryFrom<LockedAgentWire> for LockedAgent {
         if !wheels.iter().any(|wh| wh.name == w.package) {
             return Err(format!("no wheel of the package `{}` itself", w.package));
         }
-        if let Some(python_version) = Some(&w.python_version)
-            && !python_version.split_once('.').is_some_and(|(a, b)| {
-                !a.is_empty()
-                    && !b.is_empty()
-                    && a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit())
-            })
-        {
+        let major_minor = w.python_version.split_once('.').is_some_and(|(a, b)| {
+            !a.is_empty() && !b.is_empty() && a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit())
+        });
+        if !major_minor {
             return Err(format!(
-                "`python_version = \"{python_version}\"` is not `major.minor`"
+                "`python_version = \"{}\"` is not `major.minor`",
+                w.python_version
             ));
         }
         Ok(LockedAgent {
@@ -525,60 +517,40 @@ impl TryFrom<LockedAgentWire> for LockedAgent {
 impl LockedAgent {
     /// The canonical `[agent]` text of the lockfile (with its leading blank line).
     pub(crate) fn write_toml(&self, out: &mut String) {
-        use std::fmt::Write as _;
         out.push_str("\n[agent]\n");
-        let (url, rev, archive_hash, hash) = match &self.tree {
-            Some(tree) => {
-                let (url, rev, archive_hash) = match &tree.pin {
-                    Pin::Git { url, rev } => (Some(url.clone()), Some(rev.clone()), None),
-                    Pin::Archive { url, archive_hash } => {
-                        (Some(url.clone()), None, Some(archive_hash.to_sri()))
-                    }
-                    Pin::Local { .. } => (None, None, None),
-                };
-                (url, rev, archive_hash, Some(tree.hash.to_sri()))
-            }
-            None => (None, None, None, None),
-        };
+        // A git or archive source is pinned as a plugin entry is: reuse its wire form.
+        let tree = self.tree.as_ref().map(LockedPluginWire::from);
+        let pin = |f: fn(&LockedPluginWire) -> Option<&String>| tree.as_ref().and_then(f);
         let entry_point = self.entry_point.to_string();
-        let fields: [(&str, Option<&String>); 11] = [
-            ("source", Some(&self.source)),
-            ("ref", self.git_ref.as_ref()),
-            ("python", self.python.as_ref()),
-            ("package", Some(&self.package)),
-            ("version", Some(&self.version)),
-            ("entry_point", Some(&entry_point)),
-            ("python_version", Some(&self.python_version)),
-            ("url", url.as_ref()),
-            ("rev", rev.as_ref()),
-            ("archive_hash", archive_hash.as_ref()),
-            ("hash", hash.as_ref()),
-        ];
-        for (key, value) in fields {
-            if let Some(value) = value {
-                let _ = writeln!(out, "{key} = {}", toml_string(value));
-            }
-        }
+        write_fields(
+            out,
+            &[
+                ("source", Some(&self.source)),
+                ("ref", self.git_ref.as_ref()),
+                ("python", self.python.as_ref()),
+                ("package", Some(&self.package)),
+                ("version", Some(&self.version)),
+                ("entry_point", Some(&entry_point)),
+                ("python_version", Some(&self.python_version)),
+                ("url", pin(|t| t.url.as_ref())),
+                ("rev", pin(|t| t.rev.as_ref())),
+                ("archive_hash", pin(|t| t.archive_hash.as_ref())),
+                ("hash", pin(|t| Some(&t.hash))),
+            ],
+        );
         for wheel in &self.wheels {
             out.push_str("\n[[agent.wheel]]\n");
-            let fields: [(&str, Option<&String>); 5] = [
-                ("name", Some(&wheel.name)),
-                ("version", Some(&wheel.version)),
-                ("file", Some(&wheel.file)),
-                ("url", wheel.url.as_ref()),
-                ("sha256", Some(&wheel.sha256)),
-            ];
-            for (key, value) in fields {
-                if let Some(value) = value {
-                    let _ = writeln!(out, "{key} = {}", toml_string(value));
-                }
-            }
+            write_fields(
+                out,
+                &[
+                    ("name", Some(&wheel.name)),
+                    ("version", Some(&wheel.version)),
+                    ("file", Some(&wheel.file)),
+                    ("url", wheel.url.as_ref()),
+                    ("sha256", Some(&wheel.sha256)),
+                ],
+            );
         }
-    }
-
-    /// The source tree's NAR hash, for git and archive sources.
-    pub fn tree_hash(&self) -> Option<&Sha256Hash> {
-        self.tree.as_ref().map(|t| &t.hash)
     }
 }
 
@@ -693,13 +665,11 @@ sha256 = "0000000000000000000000000000000000000000000000000000000000000002"
         let lock = crate::parse_lock("plugins.lock", LOCK).expect("valid lock");
         let agent = lock.agent.as_ref().expect("agent");
         assert_eq!(agent.entry_point.name, "my-agent");
-        assert_eq!(
-            agent.built_wheel().map(|w| w.name.as_str()),
-            Some("my-custom-agent")
-        );
+        let built = agent.wheels.iter().find(|w| w.url.is_none());
+        assert_eq!(built.map(|w| w.name.as_str()), Some("my-custom-agent"));
         assert!(matches!(
             agent.tree.as_ref().map(|t| &t.pin),
-            Some(Pin::Git { .. })
+            Some(crate::Pin::Git { .. })
         ));
         assert_eq!(lock.to_toml(), LOCK);
     }

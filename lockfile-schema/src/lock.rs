@@ -385,11 +385,7 @@ impl Lock {
                 ("path", w.path.as_ref()),
                 ("hash", Some(&w.hash)),
             ];
-            for (key, value) in fields {
-                if let Some(value) = value {
-                    let _ = writeln!(out, "{key} = {}", toml_string(value));
-                }
-            }
+            write_fields(&mut out, &fields);
         }
         if let Some(agent) = &self.agent {
             agent.write_toml(&mut out);
@@ -527,19 +523,22 @@ impl LockedPlugin {
 
     fn differences(&self, r: &PluginRequest) -> Vec<String> {
         let mut what = Vec::new();
-        let mut field = |name: &str, locked: Option<&str>, wanted: Option<&str>| {
-            if locked != wanted {
-                what.push(format!(
-                    "`{name}` is {} in the manifest but {} in the lock",
-                    show(wanted),
-                    show(locked)
-                ));
-            }
-        };
-        field("source", Some(&self.source), Some(&redact(&r.source).text));
-        field("ref", self.git_ref.as_deref(), r.git_ref.as_deref());
-        field("version", self.version.as_deref(), r.version.as_deref());
-        field(
+        let source = redact(&r.source).text;
+        differ(&mut what, "source", Some(&self.source), Some(&source));
+        differ(
+            &mut what,
+            "ref",
+            self.git_ref.as_deref(),
+            r.git_ref.as_deref(),
+        );
+        differ(
+            &mut what,
+            "version",
+            self.version.as_deref(),
+            r.version.as_deref(),
+        );
+        differ(
+            &mut what,
             "repo_path",
             self.repo_path.as_deref(),
             r.repo_path.as_deref(),
@@ -578,6 +577,31 @@ impl LockedPlugin {
 
 fn show(value: Option<&str>) -> String {
     value.map_or_else(|| "absent".to_owned(), |v| format!("`{v}`"))
+}
+
+/// Records that the request field `name` differs between manifest and lock.
+pub(crate) fn differ(
+    what: &mut Vec<String>,
+    name: &str,
+    locked: Option<&str>,
+    wanted: Option<&str>,
+) {
+    if locked != wanted {
+        what.push(format!(
+            "`{name}` is {} in the manifest but {} in the lock",
+            show(wanted),
+            show(locked)
+        ));
+    }
+}
+
+/// Writes `key = "value"` lines in the given order, leaving out absent values.
+pub(crate) fn write_fields(out: &mut String, fields: &[(&str, Option<&String>)]) {
+    for (key, value) in fields {
+        if let Some(value) = value {
+            let _ = writeln!(out, "{key} = {}", toml_string(value));
+        }
+    }
 }
 
 /// A TOML basic string with every character that needs it escaped.

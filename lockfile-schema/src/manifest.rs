@@ -302,39 +302,11 @@ impl<'a> Reader<'a> {
         table: &dyn TableLike,
         span: Option<Range<usize>>,
     ) -> Result<PluginRequest, Diagnostic> {
-        for (key, _) in table.iter() {
-            if !PLUGIN_KEYS.contains(&key) {
-                let hint = PLUGIN_KEYS
-                    .iter()
-                    .find(|known| known.replace('_', "-") == key || similar(known, key))
-                    .map(|known| format!("; did you mean `{known}`?"))
-                    .unwrap_or_default();
-                self.warn(
-                    table.key(key).and_then(Key::span),
-                    format!("unknown key `{key}` in `[[plugin]]` is ignored{hint}"),
-                );
-            }
-        }
-        let Some((source_key, source_item)) = table.get_key_value("source") else {
-            return Err(self.error(span, "`[[plugin]]` entry has no `source`".into()));
-        };
-        let source = self.string(table, "source")?.unwrap_or_default();
-        let parsed =
-            Source::parse(&source).map_err(|e| self.error(source_item.span(), e.message))?;
-        let redacted = redact(&source);
-        if redacted.removed_secret {
-            self.warn(
-                source_item.span(),
-                format!(
-                    "source `{}` has a credential written in it; it is left out of everything berth writes and prints. Put it in an environment variable and write `${{VAR}}` instead",
-                    redacted.text
-                ),
-            );
-        }
+        let (source, source_span, line) =
+            self.source(table, span.clone(), &PLUGIN_KEYS, "`[[plugin]]`", "entry ")?;
+        let parsed = Source::parse(&source).map_err(|e| self.error(source_span, e.message))?;
         let hash = self.sri(table, "hash")?;
         let archive_hash = self.sri(table, "archive_hash")?;
-        let line =
-            crate::diagnostic::line_column(self.text, source_key.span().map_or(0, |s| s.start)).0;
         let mut request = PluginRequest {
             source,
             git_ref: self.string(table, "ref")?,
@@ -358,21 +330,46 @@ impl<'a> Reader<'a> {
         table: &dyn TableLike,
         span: Option<Range<usize>>,
     ) -> Result<AgentRequest, Diagnostic> {
+        let (source, _, line) = self.source(table, span.clone(), &AGENT_KEYS, "`[agent]`", "")?;
+        let git_ref = self.string(table, "ref")?;
+        let entry_point = self.string(table, "entry_point")?;
+        let python = self.string(table, "python")?;
+        AgentRequest::new(
+            &source,
+            git_ref.as_deref(),
+            entry_point.as_deref(),
+            python.as_deref(),
+        )
+        .map(|r| r.at_line(line))
+        .map_err(|(field, message)| self.error(value_span(table, field).or(span), message))
+    }
+
+    /// What `[[plugin]]` and `[agent]` read alike: warnings for unknown keys (with a "did
+    /// you mean") and for a credential written in `source`, then `source` itself, its span
+    /// and its line.
+    fn source(
+        &mut self,
+        table: &dyn TableLike,
+        span: Option<Range<usize>>,
+        known: &[&str],
+        section: &str,
+        entry: &str,
+    ) -> Result<(String, Option<Range<usize>>, usize), Diagnostic> {
         for (key, _) in table.iter() {
-            if !AGENT_KEYS.contains(&key) {
-                let hint = AGENT_KEYS
+            if !known.contains(&key) {
+                let hint = known
                     .iter()
                     .find(|known| known.replace('_', "-") == key || similar(known, key))
                     .map(|known| format!("; did you mean `{known}`?"))
                     .unwrap_or_default();
                 self.warn(
                     table.key(key).and_then(Key::span),
-                    format!("unknown key `{key}` in `[agent]` is ignored{hint}"),
+                    format!("unknown key `{key}` in {section} is ignored{hint}"),
                 );
             }
         }
         let Some((source_key, source_item)) = table.get_key_value("source") else {
-            return Err(self.error(span, "`[agent]` has no `source`".into()));
+            return Err(self.error(span, format!("{section} {entry}has no `source`")));
         };
         let source = self.string(table, "source")?.unwrap_or_default();
         let redacted = redact(&source);
@@ -387,17 +384,7 @@ impl<'a> Reader<'a> {
         }
         let line =
             crate::diagnostic::line_column(self.text, source_key.span().map_or(0, |s| s.start)).0;
-        let git_ref = self.string(table, "ref")?;
-        let entry_point = self.string(table, "entry_point")?;
-        let python = self.string(table, "python")?;
-        AgentRequest::new(
-            &source,
-            git_ref.as_deref(),
-            entry_point.as_deref(),
-            python.as_deref(),
-        )
-        .map(|r| r.at_line(line))
-        .map_err(|(field, message)| self.error(value_span(table, field).or(span), message))
+        Ok((source, source_item.span(), line))
     }
 
     fn sri(&self, table: &dyn TableLike, key: &str) -> Result<Option<Sha256Hash>, Diagnostic> {
