@@ -223,14 +223,10 @@ pub fn sync_plugins(
             _ => store.lookup(&p.hash, &p.name),
         })
         .collect();
-    let agent_present = lock.agent.as_ref().is_none_or(|a| {
-        a.tree
-            .as_ref()
-            .is_none_or(|t| store.lookup(&t.hash, &t.name).is_some())
-            && a.wheels
-                .iter()
-                .all(|w| store.wheel(&w.sha256, &w.file).is_some())
-    });
+    let agent_present = lock
+        .agent
+        .as_ref()
+        .is_none_or(|a| berth_runtime::agent_env::agent_in_store(store, a));
     if let Some(entries) = present
         && agent_present
     {

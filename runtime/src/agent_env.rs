@@ -276,6 +276,16 @@ pub fn missing_wheels(store: &Store, agent: &LockedAgent) -> Vec<String> {
         .collect()
 }
 
+/// Whether the store holds everything the locked agent needs: its source tree (git and
+/// archive sources) and every wheel.
+pub fn agent_in_store(store: &Store, agent: &LockedAgent) -> bool {
+    agent
+        .tree
+        .as_ref()
+        .is_none_or(|t| store.lookup(&t.hash, &t.name).is_some())
+        && missing_wheels(store, agent).is_empty()
+}
+
 /// Finds or builds (offline, from the store alone) the environment of the locked agent.
 ///
 /// A ready environment is used without running uv; building one needs the pinned uv and

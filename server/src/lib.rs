@@ -97,31 +97,28 @@ impl AppState {
             .register_root(&config.data_dir)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         let mut missing_entries = std::collections::HashMap::new();
-        let mut report = RestoreReport {
-            conversations: stored.len(),
-            incomplete: 0,
-        };
-        for conversation in &stored {
-            let mut complete = true;
-            let agent_tree = conversation
-                .lock
-                .agent
-                .as_ref()
-                .and_then(|a| a.tree.as_ref());
-            for plugin in conversation.lock.plugins.iter().chain(agent_tree) {
-                let present = *missing_entries
+        let conversations_count = stored.len();
+        // The locks of conversations whose plugins or agent the store lacks: found once here,
+        // fetched again in the background below when online.
+        let mut incomplete = Vec::new();
+        for conversation in stored {
+            let plugins_present = conversation.lock.plugins.iter().all(|plugin| {
+                *missing_entries
                     .entry((plugin.hash, plugin.name.clone()))
-                    .or_insert_with(|| config.store.lookup(&plugin.hash, &plugin.name).is_some());
-                complete &= present;
-            }
-            if let Some(agent) = &conversation.lock.agent {
-                complete &=
-                    berth_runtime::agent_env::missing_wheels(&config.store, agent).is_empty();
-            }
-            if !complete {
-                report.incomplete += 1;
+                    .or_insert_with(|| config.store.lookup(&plugin.hash, &plugin.name).is_some())
+            });
+            let agent_present =
+                conversation.lock.agent.as_ref().is_none_or(|agent| {
+                    berth_runtime::agent_env::agent_in_store(&config.store, agent)
+                });
+            if !(plugins_present && agent_present) {
+                incomplete.push(conversation.lock);
             }
         }
+        let report = RestoreReport {
+            conversations: conversations_count,
+            incomplete: incomplete.len(),
+        };
         let state = Self {
             inner: Arc::new(Inner {
                 config,
@@ -137,21 +134,7 @@ impl AppState {
                     report.incomplete
                 );
             } else {
-                let locks: Vec<_> = stored
-                    .into_iter()
-                    .filter(|s| {
-                        let store = &state.inner.config.store;
-                        s.lock
-                            .plugins
-                            .iter()
-                            .chain(s.lock.agent.as_ref().and_then(|a| a.tree.as_ref()))
-                            .any(|p| store.lookup(&p.hash, &p.name).is_none())
-                            || s.lock.agent.as_ref().is_some_and(|a| {
-                                !berth_runtime::agent_env::missing_wheels(store, a).is_empty()
-                            })
-                    })
-                    .map(|s| s.lock)
-                    .collect();
+                let locks = incomplete;
                 let background = state.clone();
                 std::thread::spawn(move || {
                     for lock in locks {
