@@ -3,7 +3,8 @@
 //! - `wheels-v1/<sha256 hex>/<file name>`: one wheel, read-only, present only if its bytes
 //!   hash to the folder's name. Staged in `tmp/`, checked, then renamed into place.
 //! - `envs-v1/<key>-<package>/`: a Python environment built offline from locked wheels;
-//!   `<key>` digests the wheels, the entry point and the interpreter. Built in `tmp/` and
+//!   `<key>` digests the wheels, the entry point, uv's and the locked Python's version
+//!   (see `berth_runtime::agent_env::env_key`). Built in `tmp/` and
 //!   renamed into place, so a present environment is complete.
 
 use std::path::{Path, PathBuf};
