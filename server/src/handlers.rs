@@ -164,12 +164,15 @@ pub async fn create(
         Ok(joined) => joined.map_err(AppError::internal)??,
     };
     // The plugin set is spliced in as the runtime's exact bytes.
-    let head = serde_json::json!({
+    let mut head = serde_json::json!({
         "id": meta.id,
         "lockfile": locked.text,
         "plugins": locked_plugins(&locked.lock),
-        "agent": locked_agent(&locked.lock),
     });
+    // `agent` only when the conversation has one: SPEC section 7's answer is unchanged.
+    if let Some(agent) = locked_agent(&locked.lock) {
+        head["agent"] = serde_json::to_value(agent).map_err(AppError::internal)?;
+    }
     let head = serde_json::to_string(&head).map_err(AppError::internal)?;
     let body = format!(
         "{},\"plugin_set\":{}}}",

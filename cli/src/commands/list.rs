@@ -45,8 +45,12 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
                 })).collect::<Vec<_>>(),
             })
         });
-        let mut text =
-            serde_json::to_string_pretty(&json!({ "plugins": plugins, "agent": agent }))?;
+        // `agent` only when the lock has one: the SPEC's shape is `{"plugins": [...]}`.
+        let mut doc = json!({ "plugins": plugins });
+        if let Some(agent) = agent {
+            doc["agent"] = agent;
+        }
+        let mut text = serde_json::to_string_pretty(&doc)?;
         text.push('\n');
         ctx.printer.data(&text);
         return Ok(());

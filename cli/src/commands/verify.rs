@@ -97,7 +97,10 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
         }
     }
     if args.json {
-        let doc = json!({ "ok": problems.is_empty(), "plugins": rows, "agent": agent_rows });
+        let mut doc = json!({ "ok": problems.is_empty(), "plugins": rows });
+        if lock.agent.is_some() {
+            doc["agent"] = json!(agent_rows);
+        }
         let mut text = serde_json::to_string_pretty(&doc)?;
         text.push('\n');
         ctx.printer.data(&text);
