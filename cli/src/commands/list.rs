@@ -1,7 +1,4 @@
 //! `berth plugins list`
-
-use std::fmt::Write as _;
-
 use anyhow::Result;
 use berth_lockfile_schema::{LockedPluginWire, Pin};
 use serde_json::json;
@@ -55,7 +52,7 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
         ctx.printer.data(&text);
         return Ok(());
     }
-    let rows: Vec<[String; 4]> = lock
+    let mut rows: Vec<[String; 4]> = lock
         .plugins
         .iter()
         .map(|p| {
@@ -73,7 +70,6 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
             [p.name.clone(), pinned, p.source.clone(), present.to_owned()]
         })
         .collect();
-    let mut rows = rows;
     if let Some(agent) = &lock.agent {
         let missing = berth_runtime::agent_env::missing_wheels(&ctx.store, agent).len();
         rows.push([
@@ -87,17 +83,8 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
             },
         ]);
     }
-    let width = |col: usize| {
-        rows.iter()
-            .map(|r| r[col].chars().count())
-            .max()
-            .unwrap_or(0)
-    };
-    let (w0, w1, w2) = (width(0), width(1), width(2));
     let mut text = String::new();
-    for [name, pinned, source, present] in &rows {
-        let _ = writeln!(text, "{name:<w0$}  {pinned:<w1$}  {source:<w2$}  {present}");
-    }
+    super::table(&mut text, &rows, "");
     ctx.printer.data(&text);
     Ok(())
 }

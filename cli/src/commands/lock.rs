@@ -58,31 +58,24 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
     } else {
         Network::Online
     };
-    let options = LockOptions {
-        upgrade,
-        manifest_label: ctx.manifest_label(),
-        local: LocalRelock::Rehash,
-    };
-    let outcome = lock_plugins(
-        &ctx.store,
-        &ctx.settings(network),
-        &ctx.printer,
+    let lock = resolve_with(
+        ctx,
         &manifest,
         previous.as_ref().map(|(l, _)| l),
-        &options,
-    )
-    .map_err(|errors| Failure::from_entries("could not lock", errors))?;
+        upgrade,
+        network,
+    )?;
     if args.check {
-        let text = outcome.lock.to_toml();
+        let text = lock.to_toml();
         let unchanged = previous.as_ref().is_some_and(|(_, old)| *old == text);
-        let changes = describe_changes(previous.as_ref().map(|(l, _)| l), &outcome.lock);
+        let changes = describe_changes(previous.as_ref().map(|(l, _)| l), &lock);
         if unchanged {
             ctx.printer.status(
                 "Checked",
                 &format!(
                     "`{}` is up to date ({})",
                     ctx.lock_label(),
-                    super::contents(&outcome.lock)
+                    super::contents(&lock)
                 ),
             );
             return Ok(());
@@ -100,7 +93,7 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
         }
         .into());
     }
-    write_outcome(ctx, previous.as_ref(), &outcome.lock)
+    write_outcome(ctx, previous.as_ref(), &lock)
 }
 
 /// Prints what changed and writes the new lock, unless its bytes are the same.
@@ -145,6 +138,16 @@ pub fn resolve(
     previous: Option<&Lock>,
     upgrade: Upgrade,
 ) -> Result<Lock> {
+    resolve_with(ctx, manifest, previous, upgrade, Network::Online)
+}
+
+fn resolve_with(
+    ctx: &Context,
+    manifest: &Manifest,
+    previous: Option<&Lock>,
+    upgrade: Upgrade,
+    network: Network,
+) -> Result<Lock> {
     let options = LockOptions {
         upgrade,
         manifest_label: ctx.manifest_label(),
@@ -152,7 +155,7 @@ pub fn resolve(
     };
     let outcome = lock_plugins(
         &ctx.store,
-        &ctx.settings(Network::Online),
+        &ctx.settings(network),
         &ctx.printer,
         manifest,
         previous,

@@ -36,6 +36,23 @@ pub fn contents(lock: &Lock) -> String {
     }
 }
 
+/// Four columns, each padded to its widest cell, one row a line after `indent` (trailing
+/// spaces trimmed).
+pub fn table(out: &mut String, rows: &[[String; 4]], indent: &str) {
+    use std::fmt::Write as _;
+    let width = |col: usize| {
+        rows.iter()
+            .map(|r| r[col].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    for [a, b, c, d] in rows {
+        let line = format!("{indent}{a:<w0$}  {b:<w1$}  {c:<w2$}  {d}");
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+}
+
 /// The short form of a pin for status lines: a commit's first 12 digits or a hash.
 pub fn short_pin(plugin: &LockedPlugin) -> String {
     match &plugin.pin {

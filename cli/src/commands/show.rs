@@ -50,7 +50,7 @@ fn summary(set: &PluginSet) -> String {
             ]
         })
         .collect();
-    table(&mut out, &rows);
+    super::table(&mut out, &rows, "  ");
     let _ = writeln!(out, "\nSkills ({})", set.skills.len());
     let rows: Vec<[String; 4]> = set
         .skills
@@ -71,7 +71,7 @@ fn summary(set: &PluginSet) -> String {
             ]
         })
         .collect();
-    table(&mut out, &rows);
+    super::table(&mut out, &rows, "  ");
     let _ = writeln!(out, "\nMCP servers ({})", set.mcp_servers.len());
     let rows: Vec<[String; 4]> = set
         .mcp_servers
@@ -88,7 +88,7 @@ fn summary(set: &PluginSet) -> String {
             [name.clone(), plugin.clone(), s.transport.clone(), target]
         })
         .collect();
-    table(&mut out, &rows);
+    super::table(&mut out, &rows, "  ");
     let count: usize = set.hooks.iter().map(|(_, m)| m.len()).sum();
     let _ = writeln!(out, "\nHooks ({count})");
     let rows: Vec<[String; 4]> = set
@@ -107,7 +107,7 @@ fn summary(set: &PluginSet) -> String {
             })
         })
         .collect();
-    table(&mut out, &rows);
+    super::table(&mut out, &rows, "  ");
     if !set.agents.is_empty() {
         let _ = writeln!(out, "\nAgents ({})", set.agents.len());
         let rows: Vec<[String; 4]> = set
@@ -122,7 +122,7 @@ fn summary(set: &PluginSet) -> String {
                 ]
             })
             .collect();
-        table(&mut out, &rows);
+        super::table(&mut out, &rows, "  ");
     }
     if !set.warnings.is_empty() {
         let _ = writeln!(out, "\nWarnings ({})", set.warnings.len());
@@ -139,19 +139,5 @@ fn first_line(text: &str) -> String {
         format!("{}…", line.chars().take(71).collect::<String>())
     } else {
         line.to_owned()
-    }
-}
-
-fn table(out: &mut String, rows: &[[String; 4]]) {
-    let width = |col: usize| {
-        rows.iter()
-            .map(|r| r[col].chars().count())
-            .max()
-            .unwrap_or(0)
-    };
-    let (w0, w1, w2) = (width(0), width(1), width(2));
-    for [a, b, c, d] in rows {
-        let line = format!("  {a:<w0$}  {b:<w1$}  {c:<w2$}  {d}");
-        let _ = writeln!(out, "{}", line.trim_end());
     }
 }
