@@ -1,4 +1,5 @@
 //! `berth plugins list`
+
 use anyhow::Result;
 use berth_lockfile_schema::{LockedPluginWire, Pin};
 use serde_json::json;
