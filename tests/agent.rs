@@ -340,6 +340,33 @@ fn a_wheel_changed_on_the_index_after_locking_is_caught() {
     );
     // The store the lock was synced into still verifies: it holds the locked bytes.
     ok(agents.berth(&project, &["store", "verify"]), "store verify");
+    // A wheel corrupted in the store is found by `store verify`, removed by `--repair`.
+    let stored = agents
+        .ctx
+        .store
+        .join("wheels-v1")
+        .join(&expected)
+        .join("agent_helper-0.3.0-py3-none-any.whl");
+    std::fs::set_permissions(&stored, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .expect("chmod");
+    std::fs::write(&stored, b"rot").expect("corrupt");
+    let verify = agents.berth(&project, &["store", "verify"]);
+    assert_eq!(verify.code, 1, "{}", verify.stderr);
+    assert!(
+        verify
+            .stderr
+            .contains(&format!("wheels-v1/{expected}/agent_helper")),
+        "{}",
+        verify.stderr
+    );
+    let repair = agents.berth(&project, &["store", "verify", "--repair"]);
+    assert_eq!(repair.code, 1, "it was corrupt: {}", repair.stderr);
+    assert!(repair.stderr.contains("Removed"), "{}", repair.stderr);
+    assert!(!agents.ctx.store.join("wheels-v1").join(&expected).exists());
+    ok(
+        agents.berth(&project, &["store", "verify"]),
+        "clean after repair",
+    );
 }
 
 #[test]

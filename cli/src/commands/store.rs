@@ -29,25 +29,17 @@ pub fn run(cli: &Cli, args: &StoreArgs, printer: Printer) -> Result<()> {
 fn verify(store: &Store, args: &StoreVerifyArgs, printer: &Printer) -> Result<()> {
     // A gc removing entries mid-check would look like damage: wait for it.
     let _hold = store.shared_use(|| printer.status("Waiting", "for a running `berth store gc`"))?;
-    let mut names = store.entry_names()?;
-    let wheel_prefix = format!("{}/", berth_store::WHEELS_DIR);
-    names.extend(
+    let mut items: Vec<Item> = store.entry_names()?.into_iter().map(Item::Entry).collect();
+    items.extend(
         store
             .wheels()?
             .into_iter()
-            .map(|(sha, file)| format!("{wheel_prefix}{sha}/{file}")),
+            .map(|(sha256, file)| Item::Wheel { sha256, file }),
     );
-    let check = |name: &str| match name
-        .strip_prefix(&wheel_prefix)
-        .and_then(|rest| rest.split_once('/'))
-    {
-        Some((sha, file)) => store.check_wheel(sha, file),
-        None => store.check_entry(name),
-    };
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
-        .clamp(1, names.len().max(1));
+        .clamp(1, items.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut results: Vec<(usize, EntryStatus)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..jobs)
@@ -56,8 +48,8 @@ fn verify(store: &Store, args: &StoreVerifyArgs, printer: &Printer) -> Result<()
                     let mut done = Vec::new();
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(name) = names.get(i) else { break };
-                        done.push((i, check(name)));
+                        let Some(item) = items.get(i) else { break };
+                        done.push((i, item.check(store)));
                     }
                     done
                 })
@@ -72,7 +64,8 @@ fn verify(store: &Store, args: &StoreVerifyArgs, printer: &Printer) -> Result<()
     let mut bad = 0;
     let mut rows = Vec::new();
     for (i, status) in &results {
-        let name = &names[*i];
+        let item = &items[*i];
+        let name = item.to_string();
         let (state, detail) = match status {
             EntryStatus::Intact => ("intact", None),
             EntryStatus::Corrupt { actual } => {
@@ -90,13 +83,7 @@ fn verify(store: &Store, args: &StoreVerifyArgs, printer: &Printer) -> Result<()
         };
         let removed = state != "intact" && args.repair;
         if removed {
-            match name
-                .strip_prefix(&wheel_prefix)
-                .and_then(|rest| rest.split_once('/'))
-            {
-                Some((sha, _)) => store.remove_wheel(sha)?,
-                None => store.remove_entry(name)?,
-            }
+            item.remove(store)?;
             printer.status(
                 "Removed",
                 &format!("{name} (a later `berth plugins sync` fetches it again)"),
@@ -117,6 +104,40 @@ fn verify(store: &Store, args: &StoreVerifyArgs, printer: &Printer) -> Result<()
         printer.note("run `berth store verify --repair` to remove them, then `berth plugins sync`");
     }
     Err(Exit(1).into())
+}
+
+/// What `store verify` re-hashes: plugin entries (`store-v1/`) and agent wheels.
+enum Item {
+    Entry(String),
+    Wheel { sha256: String, file: String },
+}
+
+impl Item {
+    fn check(&self, store: &Store) -> EntryStatus {
+        match self {
+            Item::Entry(name) => store.check_entry(name),
+            Item::Wheel { sha256, file } => store.check_wheel(sha256, file),
+        }
+    }
+
+    fn remove(&self, store: &Store) -> Result<(), berth_store::StoreError> {
+        match self {
+            Item::Entry(name) => store.remove_entry(name),
+            Item::Wheel { sha256, .. } => store.remove_wheel(sha256),
+        }
+    }
+}
+
+/// How messages and `--json` name an item: the entry's name, or the wheel's path.
+impl std::fmt::Display for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Item::Entry(name) => f.write_str(name),
+            Item::Wheel { sha256, file } => {
+                write!(f, "{}/{sha256}/{file}", berth_store::WHEELS_DIR)
+            }
+        }
+    }
 }
 
 fn gc(store: &Store, args: &GcArgs, printer: &Printer) -> Result<()> {
