@@ -200,16 +200,15 @@ impl Ctx<'_> {
         let (entry_point, tree, version) = match built {
             Some((mut tree, wheel, meta)) => {
                 let entry_point = choose_entry_point(&package, &meta.entry_points, request)?;
-                let sha256 = berth_store::sha256_file(&wheel)?;
-                let file = file_of_path(&wheel);
-                self.keep_wheel(&wheel, &file, &sha256)?;
-                wheels.push(LockedWheel {
+                let own = LockedWheel {
                     name: package.clone(),
                     version: meta.version.clone(),
-                    file,
+                    file: file_of_path(&wheel),
                     url: None,
-                    sha256,
-                });
+                    sha256: berth_store::sha256_file(&wheel)?,
+                };
+                self.keep_wheel(&wheel, &own)?;
+                wheels.push(own);
                 tree.name = package.clone();
                 (entry_point, Some(tree), meta.version)
             }
@@ -228,17 +227,10 @@ impl Ctx<'_> {
                     None => {
                         // Read before it is stored: a package that is no agent leaves
                         // nothing behind.
-                        let (staging, path) = self.fetch_wheel(&own, &index)?;
+                        let (staging, path, _) = self.fetch_wheel(&own, &index)?;
                         let meta = read_wheel_meta(&path)?;
                         choose_entry_point(&package, &meta.entry_points, request)?;
-                        self.store
-                            .add_wheel(staging, &own.file, &own.sha256)?
-                            .map_err(|m| ResolveError::WheelMismatch {
-                                file: m.file,
-                                url: own.url.clone().unwrap_or_default(),
-                                expected: m.expected,
-                                actual: m.actual,
-                            })?;
+                        self.store_wheel(staging, &own, own.url.as_deref().unwrap_or_default())?;
                         meta
                     }
                 };
@@ -392,27 +384,35 @@ impl Ctx<'_> {
 
     /// Downloads a locked wheel into the store, checking its sha256; returns its path.
     fn download_wheel(&self, wheel: &LockedWheel, index: &Index) -> Result<PathBuf, ResolveError> {
-        let shown = wheel.url.clone().unwrap_or_default();
-        let (staging, path) = self.fetch_wheel(wheel, index)?;
-        let stored = self
-            .store
+        let (staging, _, _) = self.fetch_wheel(wheel, index)?;
+        self.store_wheel(staging, wheel, wheel.url.as_deref().unwrap_or_default())
+    }
+
+    /// Adds the wheel staged as `<staging>/<file>` if it hashes to the lock's sha256; a
+    /// mismatch names where the bytes came `from`.
+    fn store_wheel(
+        &self,
+        staging: Staging,
+        wheel: &LockedWheel,
+        from: &str,
+    ) -> Result<PathBuf, ResolveError> {
+        self.store
             .add_wheel(staging, &wheel.file, &wheel.sha256)?
             .map_err(|m| ResolveError::WheelMismatch {
                 file: m.file,
-                url: shown,
+                url: from.to_owned(),
                 expected: m.expected,
                 actual: m.actual,
-            })?;
-        drop(path);
-        Ok(stored)
+            })
     }
 
-    /// Downloads a wheel into a new staging folder as `<staging>/<file>`.
+    /// Downloads a wheel into a new staging folder as `<staging>/<file>`, with the sha256
+    /// (hex) of its bytes.
     fn fetch_wheel(
         &self,
         wheel: &LockedWheel,
         index: &Index,
-    ) -> Result<(Staging, PathBuf), ResolveError> {
+    ) -> Result<(Staging, PathBuf, String), ResolveError> {
         let shown = wheel.url.clone().unwrap_or_default();
         self.require_network(|| format!("wheel `{}` (`{shown}`)", wheel.file))?;
         let source = ArchiveSource {
@@ -421,24 +421,17 @@ impl Ctx<'_> {
             format: ArchiveFormat::Zip,
             secrets: index.secrets.clone(),
         };
-        let (staging, file, _) = self.download(&source)?;
+        let (staging, file, sha256) = self.download(&source)?;
         let path = staging.path().join(&wheel.file);
         fs_err::rename(&file, &path)?;
-        Ok((staging, path))
+        Ok((staging, path, sha256.to_hex()))
     }
 
-    /// Puts a wheel berth built into the store.
-    fn keep_wheel(&self, wheel: &Path, file: &str, sha256: &str) -> Result<(), ResolveError> {
+    /// Puts a wheel berth built at `path` into the store.
+    fn keep_wheel(&self, path: &Path, wheel: &LockedWheel) -> Result<(), ResolveError> {
         let staging = self.store.stage()?;
-        fs_err::copy(wheel, staging.path().join(file))?;
-        self.store
-            .add_wheel(staging, file, sha256)?
-            .map_err(|m| ResolveError::WheelMismatch {
-                file: m.file,
-                url: "built by berth".into(),
-                expected: m.expected,
-                actual: m.actual,
-            })?;
+        fs_err::copy(path, staging.path().join(&wheel.file))?;
+        self.store_wheel(staging, wheel, "built by berth")?;
         Ok(())
     }
 
@@ -498,7 +491,7 @@ impl Ctx<'_> {
                             actual: sha256,
                         });
                     }
-                    self.keep_wheel(&built, &wheel.file, &wheel.sha256)?;
+                    self.keep_wheel(&built, wheel)?;
                 }
                 (None, None) => unreachable!(
                     "a built wheel belongs to a tree source (checked by the lock parser)"
@@ -548,11 +541,8 @@ impl Ctx<'_> {
         };
         for wheel in agent.wheels.iter().filter(|w| w.url.is_some()) {
             let status = match self.fetch_wheel(wheel, &index) {
-                Ok((_staging, path)) => match berth_store::sha256_file(&path) {
-                    Ok(actual) if actual == wheel.sha256 => AgentVerifyStatus::Ok,
-                    Ok(actual) => AgentVerifyStatus::Mismatch { actual },
-                    Err(e) => AgentVerifyStatus::Failed(e.into()),
-                },
+                Ok((_, _, actual)) if actual == wheel.sha256 => AgentVerifyStatus::Ok,
+                Ok((_, _, actual)) => AgentVerifyStatus::Mismatch { actual },
                 Err(e) => AgentVerifyStatus::Failed(e),
             };
             out.push(AgentVerifyOutcome {
