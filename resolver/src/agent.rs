@@ -104,18 +104,9 @@ impl Ctx<'_> {
     fn index(&self) -> Result<Index, ResolveError> {
         let raw = self.settings.index_url.trim_end_matches('/').to_owned();
         let expanded = expand_url(&raw)?;
-        // The same rules as plugin sources: credentials go over plain http only to this
-        // machine, and a password written in the URL is never repeated.
-        if let Ok(url) = reqwest::Url::parse(&expanded.url)
-            && url.scheme() == "http"
-            && (!url.username().is_empty() || url.password().is_some())
-            && !crate::git::is_loopback(url.host_str().unwrap_or_default())
-        {
-            return Err(ResolveError::Fetch {
-                url: redact(&raw).text,
-                message: "refusing to send index credentials over plain http to another machine; use https".into(),
-            });
-        }
+        // The same rule as plugin sources: a password goes over plain http only to this
+        // machine.
+        crate::url::refuse_plain_http_password(&raw, &expanded.url)?;
         Ok(Index {
             url: expanded.url,
             shown: redact(&raw).text,

@@ -454,21 +454,7 @@ impl Ctx<'_> {
     fn remote(&self, source: &Source) -> Result<(Remote, String), ResolveError> {
         let raw = git_url(source, &self.settings.github_url).expect("only called for git sources");
         let expanded = expand_url(&raw)?;
-        if raw.starts_with("http://")
-            && crate::url::userinfo(&expanded.url).is_some_and(|(_, p)| p.is_some())
-            && let Some(host) = raw["http://".len()..]
-                .split(['/', '?'])
-                .next()
-                .and_then(|a| a.rsplit('@').next())
-            && !crate::git::is_loopback(host.rsplit_once(':').map_or(host, |(h, _)| h))
-        {
-            return Err(ResolveError::Fetch {
-                url: redact(&raw).text,
-                message:
-                    "refusing to send a password over plain http to another machine; use https"
-                        .into(),
-            });
-        }
+        crate::url::refuse_plain_http_password(&raw, &expanded.url)?;
         let remote = Remote {
             fetch_url: expanded.url,
             shown_url: redact(&raw).text,

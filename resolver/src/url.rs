@@ -66,6 +66,27 @@ pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
     result
 }
 
+/// Credentials go over plain http only to this machine: an error for an `http://` URL
+/// `raw` whose expansion carries a password for another host. Git remotes and the agent
+/// index share this rule; archive downloads check it as they send the request.
+pub(crate) fn refuse_plain_http_password(raw: &str, expanded: &str) -> Result<(), ResolveError> {
+    if raw.starts_with("http://")
+        && userinfo(expanded).is_some_and(|(_, p)| p.is_some())
+        && let Some(host) = raw["http://".len()..]
+            .split(['/', '?'])
+            .next()
+            .and_then(|a| a.rsplit('@').next())
+        && !crate::git::is_loopback(host.rsplit_once(':').map_or(host, |(h, _)| h))
+    {
+        return Err(ResolveError::Fetch {
+            url: redact(raw).text,
+            message: "refusing to send a password over plain http to another machine; use https"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
 /// The user and password of a URL's authority, if it has userinfo.
 pub(crate) fn userinfo(url: &str) -> Option<(&str, Option<&str>)> {
     let rest = &url[url.find("://")? + 3..];
