@@ -613,10 +613,10 @@ def main():
                 )
         if "agent" in wanted:
             print("agent environment ...", file=sys.stderr)
-            cold, wheels_only, warm, pip, pip_install, count = bench_agent(args.berth, scratch, args.cold_runs)
+            agent_cold, wheels_only, warm, pip, pip_install, count = bench_agent(args.berth, scratch, args.cold_runs)
             pip_cell = f"{median_ms(pip):.0f} ms (`venv` + `pip install --require-hashes`, no cache)"
             for label, samples in (
-                (f"agent env ready, {count} wheels, cold: empty store and uv cache, `sync` + `agent exec`", cold),
+                (f"agent env ready, {count} wheels, cold: empty store and uv cache, `sync` + `agent exec`", agent_cold),
                 ("same, wheels in the store, no environment yet", wheels_only),
                 ("same, warm: a new conversation on the same lock reuses the environment", warm),
             ):
@@ -626,8 +626,8 @@ def main():
                 )
             rows.append(
                 f"| same cold run, next to `pip install` alone into an existing venv (median of {len(pip_install)}) "
-                f"| {median_ms(cold):.0f} ms | {median_ms(pip_install):.0f} ms (`pip install --require-hashes` + call, no cache) "
-                f"| {median_ms(pip_install) / median_ms(cold):.1f}x faster | |"
+                f"| {median_ms(agent_cold):.0f} ms | {median_ms(pip_install):.0f} ms (`pip install --require-hashes` + call, no cache) "
+                f"| {median_ms(pip_install) / median_ms(agent_cold):.1f}x faster | |"
             )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
