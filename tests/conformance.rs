@@ -46,6 +46,10 @@ fn placeholders(ctx: &TestContext, set: &str) -> Value {
         let data = ctx.store.join("plugin-data-v1").join(entry);
         text = text.replace(&data.display().to_string(), &format!("<plugin-data#{i}>"));
         text = text.replace(path, &format!("<plugin#{i}>"));
+        // Hooks and MCP servers see the plugin through the set's view (a link named after
+        // it); the oracle names that folder the same way.
+        let root = plugin["root"].as_str().expect("root");
+        text = text.replace(root, &format!("<plugin#{i}>"));
     }
     serde_json::from_str(&text).expect("still JSON")
 }
@@ -53,31 +57,184 @@ fn placeholders(ctx: &TestContext, set: &str) -> Value {
 /// What the agent does at conversation start: fill `${VAR}` / `${VAR:-default}` in
 /// non-literal servers from its secrets (berth leaves them in the set).
 fn filled(server: &Value, secrets: &Map<String, Value>) -> Value {
-    let strings = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|s| s.as_str().expect("string").to_owned())
-                    .collect()
-            })
-            .unwrap_or_default()
+    let parsed = McpServer::from_json(server).expect("a server of the set");
+    parsed
+        .with_variables(|name| secrets.get(name).and_then(Value::as_str).map(str::to_owned))
+        .to_json()
+}
+
+/// The SDK's value with the plugin-root variables it leaves in place expanded to plugin
+/// `index`'s placeholder, as berth expands them (a deliberate difference, README).
+fn with_roots(sdk: &Value, index: usize) -> Value {
+    let mut text = sdk.to_string();
+    for var in ["${CLAUDE_PLUGIN_ROOT}", "${PLUGIN_ROOT}", "${SKILL_ROOT}"] {
+        text = text.replace(var, &format!("<plugin#{index}>"));
+    }
+    serde_json::from_str(&text).expect("still JSON")
+}
+
+/// One server of berth's set (after filling) against the SDK's dump of the same server,
+/// field by field: everything the SDK's `MCPServer` keeps.
+fn check_server(context: &str, mine: &Value, sdk: &Value) {
+    for key in [
+        "command",
+        "url",
+        "cwd",
+        "description",
+        "icon",
+        "timeout",
+        "sse_read_timeout",
+        "keep_alive",
+        "auth",
+    ] {
+        assert_eq!(
+            mine[key],
+            sdk.get(key).cloned().unwrap_or(Value::Null),
+            "{context}.{key}"
+        );
+    }
+    for key in ["args", "env", "headers"] {
+        let sdk_value = sdk
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| if key == "args" { json!([]) } else { json!({}) });
+        assert_eq!(mine[key], sdk_value, "{context}.{key}");
+    }
+    assert_eq!(
+        mine["enabled"],
+        sdk.get("enabled").cloned().unwrap_or(json!(true)),
+        "{context}.enabled"
+    );
+    if let Some(transport) = sdk.get("transport") {
+        assert_eq!(&mine["type"], transport, "{context} transport");
+    }
+}
+
+/// Sub-agents of berth's set against the SDK's `AgentDefinition`s of the same plugin.
+fn check_agents(context: &str, ours: &Value, theirs: &Value) {
+    let ours = ours.as_array().expect("agents");
+    let theirs = theirs.as_array().expect("agents");
+    let names = |list: &[Value]| -> Vec<Value> { list.iter().map(|a| a["name"].clone()).collect() };
+    assert_eq!(names(ours), names(theirs), "{context}: agent names");
+    for (mine, sdk) in ours.iter().zip(theirs) {
+        let name = sdk["name"].as_str().expect("name");
+        let field = |key: &str| sdk.get(key).cloned().unwrap_or(Value::Null);
+        for key in [
+            "description",
+            "model",
+            "color",
+            "tools",
+            "skills",
+            "permission_mode",
+            "max_iteration_per_run",
+            "max_budget_per_run",
+            "profile_store_dir",
+            "condenser",
+            "when_to_use_examples",
+            "metadata",
+        ] {
+            assert_eq!(mine[key], field(key), "{context}: agent {name}.{key}");
+        }
+        assert_eq!(
+            mine["content"], sdk["system_prompt"],
+            "{context}: agent {name} system prompt"
+        );
+        assert_eq!(
+            format!("<plugin#0>/{}", mine["source"].as_str().expect("source")),
+            sdk["source"].as_str().expect("source"),
+            "{context}: agent {name} source"
+        );
+        match sdk.get("mcp_config") {
+            None => assert!(
+                mine["mcp_servers"].is_null(),
+                "{context}: agent {name} servers"
+            ),
+            Some(servers) => {
+                let servers = servers.as_object().expect("servers");
+                let names: Vec<&String> = servers.keys().collect();
+                let mine_names: Vec<&String> = mine["mcp_servers"]
+                    .as_object()
+                    .expect("servers")
+                    .keys()
+                    .collect();
+                assert_eq!(mine_names, names, "{context}: agent {name} server names");
+                for (server, theirs) in servers {
+                    check_server(
+                        &format!("{context}: agent {name} server {server}"),
+                        &mine["mcp_servers"][server],
+                        &with_roots(theirs, 0),
+                    );
+                }
+            }
+        }
+        match sdk.get("hooks") {
+            None => assert!(mine["hooks"].is_null(), "{context}: agent {name} hooks"),
+            Some(hooks) => {
+                for (event, matchers) in hooks.as_object().expect("events") {
+                    let matchers = matchers.as_array().expect("matchers");
+                    let mine = mine["hooks"][event].as_array().cloned().unwrap_or_default();
+                    assert_eq!(
+                        mine.len(),
+                        matchers.len(),
+                        "{context}: agent {name} {event}"
+                    );
+                    for (m, s) in mine.iter().zip(matchers) {
+                        assert_eq!(
+                            m["matcher"], s["matcher"],
+                            "{context}: agent {name} {event}"
+                        );
+                        for (h, sh) in m["hooks"]
+                            .as_array()
+                            .expect("hooks")
+                            .iter()
+                            .zip(s["hooks"].as_array().expect("hooks"))
+                        {
+                            for key in ["type", "command", "timeout"] {
+                                assert_eq!(
+                                    h[key], sh[key],
+                                    "{context}: agent {name} {event} {key}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Descriptions are equal, except that a cut one names the plugin-relative file in its
+/// notice where the SDK names the absolute path (a deliberate difference, README): the
+/// same notice, the same 1024 characters, head and tail taken from the same text.
+fn same_description(mine: &Value, sdk: &Value, context: &str) {
+    const NOTICE: &str = "<response clipped><NOTE>Due to the max output limit, only part of the full description is shown. You can view the complete skill content at ";
+    let (Some(mine), Some(sdk)) = (mine.as_str(), sdk.as_str()) else {
+        return assert_eq!(mine, sdk, "{context}");
     };
-    let parsed = McpServer {
-        transport: server["type"].as_str().expect("type").to_owned(),
-        command: server["command"].as_str().map(str::to_owned),
-        args: strings(&server["args"]),
-        env: server["env"].as_object().cloned().unwrap_or_default(),
-        cwd: server["cwd"].as_str().map(str::to_owned),
-        url: server["url"].as_str().map(str::to_owned),
-        headers: server["headers"].as_object().cloned().unwrap_or_default(),
-        literal: server["literal"].as_bool().expect("literal"),
+    if !sdk.contains(NOTICE) {
+        return assert_eq!(mine, sdk, "{context}");
+    }
+    assert_eq!(mine.chars().count(), 1024, "{context}: cut to the limit");
+    let split = |text: &str| -> (String, String, String) {
+        let (head, rest) = text.split_once(NOTICE).expect("a notice");
+        let (path, tail) = rest.split_once(".</NOTE>").expect("a notice end");
+        (head.to_owned(), path.to_owned(), tail.to_owned())
     };
-    let out =
-        parsed.with_variables(|name| secrets.get(name).and_then(Value::as_str).map(str::to_owned));
-    json!({
-        "command": out.command, "args": out.args, "env": out.env, "cwd": out.cwd,
-        "url": out.url, "headers": out.headers, "transport": out.transport,
-    })
+    let (my_head, my_path, my_tail) = split(mine);
+    let (sdk_head, sdk_path, sdk_tail) = split(sdk);
+    assert_eq!(
+        format!("<plugin#0>/{my_path}"),
+        sdk_path,
+        "{context}: notice"
+    );
+    assert!(
+        sdk_head.starts_with(&my_head) || my_head.starts_with(&sdk_head),
+        "{context}: head"
+    );
+    assert!(
+        sdk_tail.ends_with(&my_tail) || my_tail.ends_with(&sdk_tail),
+        "{context}: tail"
+    );
 }
 
 fn check_merged(ctx: &TestContext, order: &[&str], expected_file: &str, secrets: &[(&str, &str)]) {
@@ -109,9 +266,10 @@ fn check_merged(ctx: &TestContext, order: &[&str], expected_file: &str, secrets:
         .zip(theirs["skills"].as_array().expect("skills"))
     {
         let name = sdk["name"].as_str().expect("name");
-        assert_eq!(
-            mine["description"], sdk["description"],
-            "{expected_file}: description of {name}"
+        same_description(
+            &mine["description"],
+            &sdk["description"],
+            &format!("{expected_file}: description of {name}"),
         );
         assert_eq!(
             mine["triggers"], sdk["trigger_keywords"],
@@ -169,27 +327,14 @@ fn check_merged(ctx: &TestContext, order: &[&str], expected_file: &str, secrets:
     );
     for (name, sdk) in theirs["mcp_config"].as_object().expect("mcp") {
         let mine = filled(&servers[name], &secrets);
-        for key in ["command", "url", "cwd"] {
-            assert_eq!(
-                mine[key],
-                sdk.get(key).cloned().unwrap_or(Value::Null),
-                "{expected_file}: {name}.{key}"
-            );
-        }
-        for key in ["args", "env", "headers"] {
-            let sdk_value = sdk
-                .get(key)
-                .cloned()
-                .unwrap_or_else(|| if key == "args" { json!([]) } else { json!({}) });
-            assert_eq!(mine[key], sdk_value, "{expected_file}: {name}.{key}");
-        }
-        let transport = sdk
-            .get("transport")
-            .and_then(Value::as_str)
-            .unwrap_or("stdio");
-        assert_eq!(
-            mine["transport"], transport,
-            "{expected_file}: {name} transport"
+        let plugin_index = order
+            .iter()
+            .position(|p| *p == servers[name]["plugin"].as_str().expect("plugin"))
+            .expect("known plugin");
+        check_server(
+            &format!("{expected_file}: {name}"),
+            &mine,
+            &with_roots(sdk, plugin_index),
         );
         assert_eq!(
             servers[name]["literal"], sdk["_literal_values"],
@@ -198,7 +343,8 @@ fn check_merged(ctx: &TestContext, order: &[&str], expected_file: &str, secrets:
     }
 
     // Hooks: events, matchers, and each hook's type, command, timeout and async flag.
-    for (event, sdk_matchers) in theirs["hooks"].as_object().expect("hooks") {
+    let no_hooks = Map::new();
+    for (event, sdk_matchers) in theirs["hooks"].as_object().unwrap_or(&no_hooks) {
         let mine = ours["hooks"][event]
             .as_array()
             .unwrap_or_else(|| panic!("{expected_file}: event {event} missing"));
@@ -246,11 +392,18 @@ fn check_merged(ctx: &TestContext, order: &[&str], expected_file: &str, secrets:
         theirs["raw_fold"]["agent_names_in_registration_order"],
         "{expected_file}: agents"
     );
+    if let [_] = order {
+        check_agents(
+            expected_file,
+            &ours["agents"],
+            &expected(expected_file)["plugins"][0]["agents"],
+        );
+    }
 }
 
 #[test]
 fn each_sample_alone_matches_the_reference() {
-    for sample in ["alpha", "beta", "gamma"] {
+    for sample in ["alpha", "beta", "gamma", "delta", "epsilon"] {
         let ctx = TestContext::new();
         check_merged(&ctx, &[sample], &format!("{sample}.json"), &[]);
     }
@@ -276,6 +429,96 @@ fn merged_in_both_orders_matches_the_reference() {
         &["gamma", "beta", "alpha"],
         "gamma+beta+alpha.secrets.json",
         &[("API_TOKEN", "from-secret"), ("BETA_TOKEN", "b")],
+    );
+}
+
+#[test]
+fn servers_keep_every_field_and_drop_empty_values_like_the_reference() {
+    // `delta` holds servers with every field the SDK keeps, `enabled: false`, empty `env`
+    // and header values, `${VAR:-}` defaults that fill to nothing, and agents with every
+    // front-matter field; with secrets, the filled servers must equal the SDK's.
+    let ctx = TestContext::new();
+    check_merged(
+        &ctx,
+        &["delta"],
+        "delta.secrets.json",
+        &[("API_TOKEN", "tok"), ("AUTH_TOKEN", "t0k")],
+    );
+    let set: Value =
+        serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("JSON");
+    assert_eq!(set["mcp_servers"]["off"]["enabled"], false);
+    // Empty values never reach the set, so no agent sends `Authorization: ""`.
+    assert_eq!(
+        set["mcp_servers"]["off"]["headers"],
+        json!({"X-Empty-Default": "${NOT_SET:-}", "X-Kept": "v"})
+    );
+    let warnings = set["warnings"].as_array().expect("warnings");
+    let has = |needles: &[&str]| {
+        warnings
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|w| needles.iter().all(|n| w.contains(n)))
+    };
+    assert!(
+        has(&[
+            "plugin `delta`",
+            "`long-desc`",
+            "skills/long-desc/SKILL.md",
+            "truncated from 1408 to 1024"
+        ]),
+        "{warnings:?}"
+    );
+    assert!(
+        has(&[
+            "plugin `delta`",
+            "agents/bad-iterations.md",
+            "greater than 0"
+        ]),
+        "{warnings:?}"
+    );
+    assert!(
+        has(&["plugin `delta`", "agents/bad-mode.md", "`sometimes`"]),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn files_that_leave_the_plugin_are_skipped_with_a_warning_like_the_reference() {
+    // `epsilon` has skills and an agent that are symlinks leaving the plugin (a folder, a
+    // file, an absolute path) and a `.mcp.json` with a byte-order mark: the SDK skips
+    // each; so does berth, and the rest of the plugin loads.
+    let ctx = TestContext::new();
+    check_merged(&ctx, &["epsilon"], "epsilon.json", &[]);
+    let set: Value =
+        serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("JSON");
+    let warnings: Vec<&str> = set["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for file in [
+        "skills/leak-dir",
+        "skills/leak-file.md",
+        "skills/absolute.md",
+        "agents/leak.md",
+    ] {
+        assert!(
+            warnings.iter().any(|w| w.contains("plugin `epsilon`")
+                && w.contains(&format!("`{file}`"))
+                && w.contains("is a symlink that leaves the plugin's folder")),
+            "{file}: {warnings:?}"
+        );
+    }
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("`.mcp.json`") && w.contains("byte-order mark")),
+        "{warnings:?}"
+    );
+    assert!(
+        !warnings.iter().any(|w| w.contains("a file")),
+        "{warnings:?}"
     );
 }
 

@@ -3,7 +3,8 @@
 //! project, its archives are served from 127.0.0.1 (`{SERVER}` in its files), its `setup`
 //! commands run, and then its `run` command must exit with `exit`, print every `stderr`
 //! and `stdout` fragment, and leave the project's files and the store exactly as they
-//! were (lock files under `locks/` and an empty `tmp/` aside). A failure must be one
+//! were (lock files under `locks/`, the views of `views-v1/` (links derived from
+//! entries) and an empty `tmp/` aside). A failure must be one
 //! `error:` line. See `fixtures/bad-input/README.md`.
 
 mod common;
@@ -102,7 +103,10 @@ fn run_case(name: &str) -> Result<(), String> {
     for rel in strings(&case, "huge") {
         let path = ctx.work.join(rel);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(&path, vec![b'#'; 9 * 1024 * 1024]).expect("huge file");
+        // One byte over the runtime's limit, sparse: the size is what is checked.
+        let file = std::fs::File::create(&path).expect("huge file");
+        file.set_len(berth_runtime::MAX_FILE_BYTES + 1)
+            .expect("huge file");
     }
     for rel in strings(&case, "fifo") {
         let status = std::process::Command::new("mkfifo")
@@ -140,7 +144,7 @@ fn run_case(name: &str) -> Result<(), String> {
     }
 
     let work_before = snapshot(&ctx.work, &[]);
-    let store_before = snapshot(&ctx.store, &["locks"]);
+    let store_before = snapshot(&ctx.store, &["locks", "views-v1"]);
     let args = strings(&case, "run");
     let run = berth(&args);
     let exit = case
@@ -174,7 +178,7 @@ fn run_case(name: &str) -> Result<(), String> {
             diff(&work_before, &work_after)
         ));
     }
-    let store_after = snapshot(&ctx.store, &["locks"]);
+    let store_after = snapshot(&ctx.store, &["locks", "views-v1"]);
     if store_after != store_before {
         problems.push(format!(
             "store changed: {}",

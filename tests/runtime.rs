@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 
 use common::{TestContext, copy_tree, fixtures};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// The three conformance samples as local plugins plus the `review` fixture from git.
 fn project(ctx: &TestContext) {
@@ -45,6 +45,8 @@ fn without_paths(text: &str, store: &Path) -> String {
             &format!("<data#{i}>"),
         );
         text = text.replace(path, &format!("<path#{i}>"));
+        let root = plugin["root"].as_str().expect("root");
+        text = text.replace(root, &format!("<root#{i}>"));
     }
     text
 }
@@ -97,7 +99,8 @@ fn show_json_is_the_same_in_every_store_and_every_run() {
     let review = &doc["plugins"][3];
     assert_eq!(review["name"], "review");
     assert!(review["rev"].as_str().is_some_and(|r| r.len() == 40));
-    // `${CLAUDE_PLUGIN_ROOT}` in a hook command points at the plugin's store path.
+    // `${CLAUDE_PLUGIN_ROOT}` in a hook command points at the plugin's root: its link in
+    // the set's view, named after it.
     let guard = doc["hooks"]["pre_tool_use"]
         .as_array()
         .expect("pre_tool_use")
@@ -108,7 +111,7 @@ fn show_json_is_the_same_in_every_store_and_every_run() {
         guard["hooks"][0]["command"].as_str().expect("command"),
         format!(
             "{}/scripts/guard.sh",
-            review["path"].as_str().expect("path")
+            review["root"].as_str().expect("root")
         )
     );
     // The readable summary names plugins, skills, servers and hooks.
@@ -158,11 +161,20 @@ fn run_passes_the_set_offline_without_the_manifest() {
         "`berth run` passes the same set"
     );
     let doc: Value = serde_json::from_str(&shown).expect("JSON");
+    // Each plugin is seen at a path that ends in its name and leads to its store entry.
     let expected: Vec<&str> = doc["plugins"]
         .as_array()
         .expect("plugins")
         .iter()
-        .map(|p| p["path"].as_str().expect("path"))
+        .map(|p| {
+            let root = p["root"].as_str().expect("root");
+            assert!(root.ends_with(&format!("/{}", p["name"].as_str().expect("name"))));
+            assert_eq!(
+                std::fs::canonicalize(root).expect("the root resolves"),
+                std::fs::canonicalize(p["path"].as_str().expect("path")).expect("entry")
+            );
+            root
+        })
         .collect();
     assert_eq!(
         std::fs::read_to_string(ctx.work.join("paths")).expect("paths"),
@@ -215,30 +227,78 @@ fn run_refuses_a_stale_lock_unless_frozen_and_a_missing_store_entry() {
 }
 
 #[test]
-fn a_skill_linking_outside_the_plugin_is_refused() {
+fn a_skill_linking_outside_the_plugin_is_skipped_with_a_warning() {
+    // As the SDK does: that one file is skipped, never read through, and named in the
+    // set's warnings; the rest of the plugin (and of the lock) loads.
     let ctx = TestContext::new();
     let plugin = ctx.work.join("sneaky");
     std::fs::create_dir_all(plugin.join("skills")).expect("mkdir");
     std::fs::write(plugin.join("skills/fine.md"), "fine\n").expect("write");
     std::os::unix::fs::symlink("/etc/passwd", plugin.join("skills/passwords.md")).expect("symlink");
-    ctx.write_manifest("[[plugin]]\nsource = \"./sneaky\"\n");
+    let other = ctx.work.join("other");
+    std::fs::create_dir_all(other.join("skills")).expect("mkdir");
+    std::fs::write(other.join("skills/other.md"), "other\n").expect("write");
+    ctx.write_manifest("[[plugin]]\nsource = \"./sneaky\"\n\n[[plugin]]\nsource = \"./other\"\n");
     ctx.ok(&["plugins", "sync"]);
-    for args in [
-        &["plugins", "show", "--json"][..],
-        &["run", "--", "true"][..],
-        &["hooks", "run", "stop"][..],
-    ] {
-        let run = ctx.run(args);
-        assert_eq!(run.code, 1, "{args:?}: {}", run.stdout);
-        assert!(run.stdout.is_empty(), "{args:?}: {}", run.stdout);
-        let error = run.errors()[0];
-        assert!(
-            error.contains("`sneaky`")
-                && error.contains("skills/passwords.md")
-                && error.contains("leaves the plugin"),
-            "{args:?}: {error}"
-        );
-    }
+    let passwd = std::fs::read_to_string("/etc/passwd").expect("passwd");
+    let secret_line = passwd.lines().next().expect("a line");
+    let shown = ctx.ok(&["plugins", "show", "--json"]);
+    let set: Value = serde_json::from_str(&shown.stdout).expect("JSON");
+    let names: Vec<&str> = set["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .map(|s| s["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["fine", "other"]);
+    assert!(!shown.stdout.contains(secret_line));
+    assert_eq!(
+        set["warnings"],
+        json!([
+            "plugin `sneaky`: skipped `skills/passwords.md`: it is a symlink that leaves the plugin's folder; berth never reads through it"
+        ])
+    );
+    let text = ctx.ok(&["plugins", "show"]);
+    assert!(
+        text.stdout.contains("skills/passwords.md"),
+        "{}",
+        text.stdout
+    );
+    ctx.ok(&["run", "--", "true"]);
+    ctx.ok(&["hooks", "run", "stop"]);
+}
+
+#[test]
+fn a_hook_finds_its_own_package_by_the_plugins_name() {
+    // A real pattern: the hook puts the parent of CLAUDE_PLUGIN_ROOT on sys.path and
+    // imports the plugin's own package by the plugin's name. The root hooks see is a link
+    // named after the plugin, so that works while the store stays content-addressed.
+    let ctx = TestContext::new();
+    let plugin = ctx.work.join("hookguard");
+    std::fs::create_dir_all(plugin.join("hooks")).expect("mkdir");
+    std::fs::create_dir_all(plugin.join("core")).expect("mkdir");
+    std::fs::write(plugin.join("__init__.py"), "").expect("write");
+    std::fs::write(plugin.join("core/__init__.py"), "").expect("write");
+    std::fs::write(
+        plugin.join("core/rules.py"),
+        "REASON = 'blocked by hookguard.core'\n",
+    )
+    .expect("write");
+    std::fs::write(
+        plugin.join("hooks/pre.py"),
+        "import os, sys\nroot = os.environ['CLAUDE_PLUGIN_ROOT']\nsys.path.insert(0, os.path.dirname(root))\nfrom hookguard.core.rules import REASON\nprint(REASON, file=sys.stderr)\nsys.exit(2)\n",
+    )
+    .expect("write");
+    std::fs::write(
+        plugin.join("hooks/hooks.json"),
+        r#"{"hooks": {"PreToolUse": [{"hooks": [{"command": "python3 ${CLAUDE_PLUGIN_ROOT}/hooks/pre.py"}]}]}}"#,
+    )
+    .expect("write");
+    ctx.write_manifest("[[plugin]]\nsource = \"./hookguard\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    let (code, report) = hooks(&ctx, &["pre_tool_use", "--tool-name", "terminal"]);
+    assert_eq!(code, 2, "{report:#}");
+    assert_eq!(report["reason"], "blocked by hookguard.core", "{report:#}");
 }
 
 /// A plugin whose hooks cover every case the contract names.
@@ -334,13 +394,20 @@ fn a_blocking_hook_blocks_with_its_stderr_and_sees_the_contract() {
         env.contains(&format!("OPENHANDS_PROJECT_DIR={}", ctx.work.display())),
         "{env}"
     );
+    // Hooks see the plugin at a path ending in its name, leading to its store entry.
     let store_entries = ctx.store_entries();
+    let root = env
+        .lines()
+        .find_map(|l| l.strip_prefix("CLAUDE_PLUGIN_ROOT="))
+        .expect("CLAUDE_PLUGIN_ROOT");
+    assert!(root.ends_with("/guards"), "{env}");
     assert!(
-        env.contains(&format!(
-            "CLAUDE_PLUGIN_ROOT={}",
-            ctx.store.join("store-v1").join(&store_entries[0]).display()
-        )),
+        root.starts_with(&ctx.store.join("views-v1").display().to_string()),
         "{env}"
+    );
+    assert_eq!(
+        std::fs::canonicalize(root).expect("resolves"),
+        std::fs::canonicalize(ctx.store.join("store-v1").join(&store_entries[0])).expect("entry")
     );
     // A harmless command passes.
     std::fs::write(&input, r#"{"tool_input": {"command": "ls"}}"#).expect("write");
@@ -413,7 +480,7 @@ fn a_matcher_that_does_not_match_runs_nothing() {
     hook_project(&ctx);
     let (code, report) = hooks(&ctx, &["pre_tool_use", "--tool-name", "terminal2"]);
     assert_eq!(code, 0);
-    assert_eq!(report["hooks"], serde_json::json!([]));
+    assert_eq!(report["hooks"], json!([]));
     assert!(!ctx.work.join("event.json").exists(), "no hook ran");
     // Events without a tool run only `*` matchers, and pass on additional context.
     let (code, report) = hooks(&ctx, &["session_start", "--session-id", "s"]);

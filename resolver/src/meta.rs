@@ -61,7 +61,7 @@ mod tests {
         let err = name(&[(".plugin/plugin.json", "{nope")], "dir").expect_err("bad json");
         assert!(
             err.to_string()
-                .starts_with(".plugin/plugin.json: invalid JSON"),
+                .starts_with(".plugin/plugin.json: invalid JSON ("),
             "{err}"
         );
         let err =

@@ -1,10 +1,13 @@
-//! Sub-agent definitions (`agents/*.md`).
+//! Sub-agent definitions (`agents/*.md`), loaded field by field as the OpenHands SDK's
+//! `AgentDefinition.load` loads them.
 
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
 use crate::error::RuntimeError;
-use crate::frontmatter;
+use crate::frontmatter::{self, py_strip};
+use crate::hooks::{HookMatcher, hooks_from_value, matchers_to_json};
 use crate::manifest::Format;
+use crate::mcp::{McpServer, agent_servers};
 use crate::pystr::py_str;
 use crate::root::PluginRoot;
 
@@ -17,16 +20,59 @@ pub struct Agent {
     pub description: String,
     /// `model` (default `inherit`).
     pub model: String,
+    /// `color`.
+    pub color: Option<String>,
     /// `tools`.
     pub tools: Vec<String>,
-    /// The system prompt: the file's body.
+    /// `skills`: skill names (a comma-separated string or a list).
+    pub skills: Vec<String>,
+    /// `permission_mode`, lower-cased; `None` inherits the parent's policy.
+    pub permission_mode: Option<String>,
+    /// `max_iteration_per_run` (positive).
+    pub max_iteration_per_run: Option<u64>,
+    /// `max_budget_per_run` in USD (positive).
+    pub max_budget_per_run: Option<f64>,
+    /// `mcp_servers` (or `mcp_config`); `None` when the file gives none.
+    pub mcp_servers: Option<Vec<(String, McpServer)>>,
+    /// `hooks`, per event; `None` when the file gives none.
+    pub hooks: Option<Vec<(&'static str, Vec<HookMatcher>)>>,
+    /// `profile_store_dir`.
+    pub profile_store_dir: Option<String>,
+    /// `condenser`: `None` for the default, else the SDK's condenser spec
+    /// (`{"kind": "NoOpCondenser"}` for `none`/`off`/`false`).
+    pub condenser: Option<Map<String, Value>>,
+    /// The `<example>` blocks of the description, trimmed.
+    pub when_to_use_examples: Vec<String>,
+    /// Every other front-matter key, as written.
+    pub metadata: Map<String, Value>,
+    /// The system prompt: the file's body, trimmed.
     pub content: String,
+    /// The file, relative to the plugin folder.
+    pub source: String,
 }
 
-const PERMISSION_MODES: [&str; 3] = ["always_confirm", "never_confirm", "confirm_risky"];
+/// The front-matter keys the SDK reads into fields; the rest go to `metadata`.
+const KNOWN_FIELDS: [&str; 14] = [
+    "name",
+    "description",
+    "model",
+    "color",
+    "tools",
+    "skills",
+    "max_iteration_per_run",
+    "max_budget_per_run",
+    "hooks",
+    "profile_store_dir",
+    "mcp_config",
+    "mcp_servers",
+    "permission_mode",
+    "condenser",
+];
+
+const PERMISSION_MODES: [&str; 3] = ["always_confirm", "confirm_risky", "never_confirm"];
 
 /// Loads `agents/*.md` (Claude Code) or `dev.openhands/agents/*.md` (Agent Plugins), by file
-/// name. A file that cannot be read is skipped with a warning.
+/// name. A file the SDK would not load is skipped with a warning naming it and why.
 pub fn load_agents(
     root: &PluginRoot,
     format: Format,
@@ -61,38 +107,295 @@ pub fn load_agents(
             }
             Err(e) => return Err(e),
         };
-        let doc = match frontmatter::parse(&text) {
-            Ok(doc) => doc,
-            Err(why) => {
-                skip(why);
-                continue;
+        let stem = &entry[..entry.len() - 3];
+        let mut dropped = Vec::new();
+        match agent_from_text(
+            &text,
+            stem,
+            &rel,
+            &root.exposed().to_string_lossy(),
+            &mut dropped,
+        ) {
+            Ok(agent) => {
+                for why in dropped {
+                    skip(why);
+                }
+                agents.push(agent);
             }
-        };
-        let meta = &doc.meta;
-        if let Some(mode) = meta.get("permission_mode").filter(|v| !v.is_null()) {
-            let mode = py_str(mode).to_lowercase();
-            if !PERMISSION_MODES.contains(&mode.as_str()) {
-                skip(format!(
-                    "`permission_mode` `{mode}` is not one of {}",
-                    PERMISSION_MODES.join(", ")
-                ));
-                continue;
-            }
+            Err(why) => skip(why),
         }
-        let stem = entry[..entry.len() - 3].to_owned();
-        agents.push(Agent {
-            name: meta.get("name").map_or(stem, py_str),
-            description: meta.get("description").map_or_else(String::new, py_str),
-            model: meta
-                .get("model")
-                .map_or_else(|| "inherit".to_owned(), py_str),
-            tools: match meta.get("tools") {
-                Some(Value::Array(items)) => items.iter().map(py_str).collect(),
-                Some(Value::Null) | None => Vec::new(),
-                Some(other) => vec![py_str(other)],
-            },
-            content: doc.content,
-        });
     }
     Ok(agents)
+}
+
+/// One agent file's text as the SDK reads it. `root` is where plugin-root variables in its
+/// MCP servers and hooks point; hook entries that are dropped are described in `dropped`.
+fn agent_from_text(
+    text: &str,
+    stem: &str,
+    rel: &str,
+    root: &str,
+    dropped: &mut Vec<String>,
+) -> Result<Agent, String> {
+    let doc = frontmatter::parse(text)?;
+    let fm = &doc.meta;
+    let string_or = |key: &str, default: &str| fm.get(key).map_or(default.to_owned(), py_str);
+    let description = string_or("description", "");
+    let permission_mode = match fm.get("permission_mode") {
+        None | Some(Value::Null) => None,
+        Some(raw) => {
+            let mode = py_strip(&py_str(raw)).to_lowercase();
+            if !PERMISSION_MODES.contains(&mode.as_str()) {
+                return Err(format!(
+                    "`permission_mode` `{}` is not one of {}",
+                    py_str(raw),
+                    PERMISSION_MODES.join(", ")
+                ));
+            }
+            Some(mode)
+        }
+    };
+    let max_iteration_per_run = match fm.get("max_iteration_per_run") {
+        Some(Value::String(s)) => Some(py_int(s).ok_or(format!(
+            "`max_iteration_per_run` `{s}` is not a whole number"
+        ))?),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.as_i64().or(Some(i64::MAX)),
+        Some(Value::Bool(b)) => Some(i64::from(*b)),
+        _ => None,
+    };
+    let max_iteration_per_run = match max_iteration_per_run {
+        Some(n) if n <= 0 => {
+            return Err(format!(
+                "`max_iteration_per_run` must be greater than 0, not {n}"
+            ));
+        }
+        other => other.map(|n| n.unsigned_abs()),
+    };
+    let max_budget_per_run = match fm.get("max_budget_per_run") {
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(Value::String(s)) => {
+            Some(py_float(s).ok_or(format!("`max_budget_per_run` `{s}` is not a number"))?)
+        }
+        _ => None,
+    };
+    let max_budget_per_run = match max_budget_per_run {
+        Some(x) if x.is_nan() || x <= 0.0 => {
+            return Err(format!(
+                "`max_budget_per_run` must be greater than 0, not {x}"
+            ));
+        }
+        // Infinity is no budget; JSON cannot write it, and the SDK's dump writes null.
+        Some(x) if x.is_infinite() => None,
+        other => other,
+    };
+    let mcp_servers = match fm.get("mcp_config").or_else(|| fm.get("mcp_servers")) {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(agent_servers(value, root)?),
+    };
+    let profile_store_dir = match fm.get("profile_store_dir") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err("`profile_store_dir` must be a string".into()),
+    };
+    let hooks = match fm.get("hooks") {
+        Some(value @ Value::Object(_)) => {
+            let mut warn = |why: String| dropped.push(format!("`hooks`: {why}"));
+            Some(hooks_from_value(value.clone(), root, &mut warn))
+        }
+        _ => None,
+    };
+    Ok(Agent {
+        name: string_or("name", stem),
+        model: string_or("model", "inherit"),
+        color: fm.get("color").filter(|v| !v.is_null()).map(py_str),
+        tools: match fm.get("tools") {
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(items)) => items.iter().map(py_str).collect(),
+            _ => Vec::new(),
+        },
+        skills: match fm.get("skills") {
+            Some(Value::String(s)) => s
+                .split(',')
+                .map(|part| py_strip(part).to_owned())
+                .filter(|part| !part.is_empty())
+                .collect(),
+            Some(Value::Array(items)) => items.iter().map(py_str).collect(),
+            _ => Vec::new(),
+        },
+        permission_mode,
+        max_iteration_per_run,
+        max_budget_per_run,
+        mcp_servers,
+        hooks,
+        profile_store_dir,
+        condenser: condenser(fm.get("condenser"))?,
+        when_to_use_examples: examples(&description),
+        metadata: fm
+            .iter()
+            .filter(|(k, _)| !KNOWN_FIELDS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        description,
+        content: py_strip(&doc.content).to_owned(),
+        source: rel.to_owned(),
+    })
+}
+
+/// The SDK's `condenser` rules: absent, `default` or `true` keep the default; `none`,
+/// `off`, `false` and the like turn condensation off; a mapping is a condenser spec.
+fn condenser(value: Option<&Value>) -> Result<Option<Map<String, Value>>, String> {
+    let off = || {
+        json!({"kind": "NoOpCondenser"})
+            .as_object()
+            .cloned()
+            .map(Some)
+            .ok_or_else(|| "unreachable".to_owned())
+    };
+    match value {
+        None | Some(Value::Null) | Some(Value::Bool(true)) => Ok(None),
+        Some(Value::Bool(false)) => off(),
+        Some(Value::String(s)) => match py_strip(s).to_lowercase().as_str() {
+            "" | "default" | "inherit" => Ok(None),
+            "none" | "off" | "false" | "no" | "disable" | "disabled" => off(),
+            _ => Err(format!(
+                "`condenser` `{s}` is not `default`, `none` or a condenser mapping"
+            )),
+        },
+        Some(Value::Object(map)) if map.get("kind").is_some_and(Value::is_string) => {
+            Ok(Some(map.clone()))
+        }
+        Some(_) => Err("`condenser` must be `default`, `none` or a mapping with a `kind`".into()),
+    }
+}
+
+/// The trimmed, non-empty `<example>…</example>` blocks of a description (any case,
+/// across lines), as the SDK extracts them.
+fn examples(description: &str) -> Vec<String> {
+    static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    PATTERN
+        .get_or_init(|| regex::Regex::new(r"(?is)<example>(.*?)</example>").expect("valid regex"))
+        .captures_iter(description)
+        .map(|c| py_strip(&c[1]).to_owned())
+        .filter(|e| !e.is_empty())
+        .collect()
+}
+
+/// Python's `int(text)`: surrounding whitespace, a sign, digits with single underscores.
+fn py_int(text: &str) -> Option<i64> {
+    let t = py_strip(text);
+    let (sign, digits) = match t.as_bytes().first() {
+        Some(b'-') => (-1, &t[1..]),
+        Some(b'+') => (1, &t[1..]),
+        _ => (1, t),
+    };
+    let valid = !digits.is_empty()
+        && !digits.starts_with('_')
+        && !digits.ends_with('_')
+        && !digits.contains("__")
+        && digits.chars().all(|c| c.is_ascii_digit() || c == '_');
+    if !valid {
+        return None;
+    }
+    digits
+        .replace('_', "")
+        .parse::<i64>()
+        .ok()
+        .map(|n| sign * n)
+}
+
+/// Python's `float(text)`: what Rust parses, plus surrounding whitespace, `inf`/`nan` in
+/// any case and underscores between digits.
+fn py_float(text: &str) -> Option<f64> {
+    let t = py_strip(text);
+    if t.contains("__") || t.starts_with('_') || t.ends_with('_') {
+        return None;
+    }
+    t.replace('_', "").parse::<f64>().ok()
+}
+
+impl Agent {
+    /// The agent as the plugin set writes it (without `plugin`).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "name": self.name,
+            "description": self.description,
+            "content": self.content,
+            "model": self.model,
+            "color": self.color,
+            "tools": self.tools,
+            "skills": self.skills,
+            "permission_mode": self.permission_mode,
+            "max_iteration_per_run": self.max_iteration_per_run,
+            "max_budget_per_run": self.max_budget_per_run,
+            "mcp_servers": self.mcp_servers.as_ref().map(|servers| {
+                servers
+                    .iter()
+                    .map(|(name, s)| (name.clone(), s.to_json()))
+                    .collect::<Map<String, Value>>()
+            }),
+            "hooks": self.hooks.as_ref().map(|events| {
+                events
+                    .iter()
+                    .map(|(event, matchers)| ((*event).to_owned(), matchers_to_json(matchers.iter().map(|m| (m, None)))))
+                    .collect::<Map<String, Value>>()
+            }),
+            "profile_store_dir": self.profile_store_dir,
+            "condenser": self.condenser,
+            "when_to_use_examples": self.when_to_use_examples,
+            "metadata": self.metadata,
+            "source": self.source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(text: &str) -> Result<Agent, String> {
+        agent_from_text(text, "stem", "agents/stem.md", "/root", &mut Vec::new())
+    }
+
+    #[test]
+    fn python_numbers() {
+        assert_eq!(py_int(" +7 "), Some(7));
+        assert_eq!(py_int("1_000"), Some(1000));
+        assert_eq!(py_int("7.0"), None);
+        assert_eq!(py_int("1__0"), None);
+        assert_eq!(py_float(" 0.5 "), Some(0.5));
+        assert_eq!(py_float("1e3"), Some(1000.0));
+        assert!(py_float("inf").is_some_and(f64::is_infinite));
+        assert_eq!(py_float("x"), None);
+    }
+
+    #[test]
+    fn fields_follow_the_sdk() {
+        let a = agent(
+            "---\ndescription: 'Use <EXAMPLE> a\n</example> and <example> </example>'\ntools: 5\nskills: ' x, ,y'\npermission_mode: ' Never_Confirm '\nmax_iteration_per_run: '3'\ncondenser: off\nmaxTurns: 4\n---\n\n  Prompt.  \n",
+        )
+        .expect("valid");
+        assert_eq!(a.name, "stem");
+        assert_eq!(a.when_to_use_examples, ["a"]);
+        assert!(a.tools.is_empty());
+        assert_eq!(a.skills, ["x", "y"]);
+        assert_eq!(a.permission_mode.as_deref(), Some("never_confirm"));
+        assert_eq!(a.max_iteration_per_run, Some(3));
+        assert_eq!(
+            a.condenser,
+            json!({"kind": "NoOpCondenser"}).as_object().cloned()
+        );
+        assert_eq!(
+            a.metadata,
+            json!({"maxTurns": 4}).as_object().cloned().expect("map")
+        );
+        assert_eq!(a.content, "Prompt.");
+        assert!(agent("---\nmax_iteration_per_run: 0\n---\n").is_err());
+        assert!(agent("---\nmax_iteration_per_run: x\n---\n").is_err());
+        assert!(agent("---\nmax_budget_per_run: -1\n---\n").is_err());
+        assert!(agent("---\ncondenser: sometimes\n---\n").is_err());
+        assert!(agent("---\nmcp_servers: [a]\n---\n").is_err());
+        assert!(agent("---\nprofile_store_dir: 3\n---\n").is_err());
+        let float_iterations = agent("---\nmax_iteration_per_run: 2.5\n---\n").expect("valid");
+        assert_eq!(float_iterations.max_iteration_per_run, None);
+    }
 }

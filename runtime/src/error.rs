@@ -11,28 +11,6 @@ pub enum RuntimeError {
         /// Where its entry would be.
         path: std::path::PathBuf,
     },
-    /// A file reached through a symlink that leaves the plugin's store path.
-    #[error(
-        "plugin `{plugin}`: `{file}` is a symlink that leaves the plugin's folder; refusing to read it"
-    )]
-    SymlinkEscape {
-        /// The plugin.
-        plugin: String,
-        /// The file, relative to the plugin folder.
-        file: String,
-    },
-    /// A file too large to be a plugin file.
-    #[error(
-        "plugin `{plugin}`: `{file}` is {bytes} bytes, more than the 8 MiB a plugin file may have"
-    )]
-    FileTooLarge {
-        /// The plugin.
-        plugin: String,
-        /// The file.
-        file: String,
-        /// Its size.
-        bytes: u64,
-    },
     /// A text file that is not UTF-8.
     #[error("plugin `{plugin}`: `{file}` is not UTF-8 text")]
     NotUtf8 {

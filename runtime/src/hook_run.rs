@@ -97,7 +97,7 @@ pub fn run_hooks(set: &PluginSet, event: &HookEvent) -> HookOutcome {
             .plugins
             .iter()
             .find(|p| p.locked.name == *plugin)
-            .map(|p| p.path.to_string_lossy().into_owned())
+            .map(|p| p.root.to_string_lossy().into_owned())
             .unwrap_or_default();
         for hook in &matcher.hooks {
             let mut result = json!({

@@ -99,6 +99,37 @@ pub fn matches(matcher: &str, tool_name: Option<&str>) -> bool {
     matcher == tool
 }
 
+/// Matchers as the plugin set writes them, each with its plugin when given.
+pub fn matchers_to_json<'a>(
+    matchers: impl Iterator<Item = (&'a HookMatcher, Option<&'a str>)>,
+) -> Value {
+    Value::Array(
+        matchers
+            .map(|(m, plugin)| {
+                let hooks: Vec<Value> = m
+                    .hooks
+                    .iter()
+                    .map(|h| {
+                        serde_json::json!({
+                            "type": h.kind,
+                            "command": h.command,
+                            "timeout": h.timeout,
+                            "async": h.is_async,
+                            "name": h.name,
+                            "prompt": h.prompt,
+                        })
+                    })
+                    .collect();
+                let mut entry = serde_json::json!({ "matcher": m.matcher, "hooks": hooks });
+                if let Some(plugin) = plugin {
+                    entry["plugin"] = Value::String(plugin.to_owned());
+                }
+                entry
+            })
+            .collect(),
+    )
+}
+
 /// Loads a plugin's hooks file. Where the SDK drops the whole file for one unknown event
 /// or one invalid entry, berth drops that event or entry and records a warning.
 pub fn load_hooks(
@@ -116,16 +147,31 @@ pub fn load_hooks(
     let plugin = root.plugin();
     let mut warn =
         |message: String| warnings.push(format!("plugin `{plugin}`: `{file}`: {message}"));
-    let value: Value = match serde_json::from_str(&text) {
+    let value: Value = match crate::json::parse(&text) {
         Ok(value) => value,
-        Err(e) => {
-            warn(format!("invalid JSON ({e}); no hooks loaded from it"));
+        Err(why) => {
+            warn(format!("{why}; no hooks loaded from it"));
             return Ok(Vec::new());
         }
     };
+    Ok(hooks_from_value(
+        value,
+        &root.exposed().to_string_lossy(),
+        &mut warn,
+    ))
+}
+
+/// The events of a hooks document (`{"hooks": {...}}` or the events alone), with
+/// plugin-root variables in commands expanded to `root`. What is invalid is dropped
+/// entry by entry, each with a message to `warn`.
+pub(crate) fn hooks_from_value(
+    value: Value,
+    root: &str,
+    warn: &mut dyn FnMut(String),
+) -> Vec<(&'static str, Vec<HookMatcher>)> {
     let Value::Object(mut top) = value else {
         warn("must hold a JSON object; no hooks loaded from it".into());
-        return Ok(Vec::new());
+        return Vec::new();
     };
     if let Some(inner) = top.remove("hooks") {
         if !top.is_empty() {
@@ -143,7 +189,7 @@ pub fn load_hooks(
             Value::Object(map) => top = map,
             _ => {
                 warn("`hooks` must be an object; no hooks loaded from it".into());
-                return Ok(Vec::new());
+                return Vec::new();
             }
         }
     }
@@ -180,11 +226,11 @@ pub fn load_hooks(
         }
         events.push((event, matchers));
     }
-    Ok(events)
+    events
 }
 
 /// One matcher entry; returns it and the reasons hooks inside it were dropped.
-fn matcher_from(entry: Value, root: &PluginRoot) -> Result<(HookMatcher, Vec<String>), String> {
+fn matcher_from(entry: Value, root: &str) -> Result<(HookMatcher, Vec<String>), String> {
     let Value::Object(map) = entry else {
         return Err("must be an object".into());
     };
@@ -215,7 +261,7 @@ fn matcher_from(entry: Value, root: &PluginRoot) -> Result<(HookMatcher, Vec<Str
     ))
 }
 
-fn definition_from(hook: Value, root: &PluginRoot) -> Result<HookDefinition, String> {
+fn definition_from(hook: Value, root: &str) -> Result<HookDefinition, String> {
     let Value::Object(map) = hook else {
         return Err("must be an object".into());
     };
@@ -262,7 +308,7 @@ fn definition_from(hook: Value, root: &PluginRoot) -> Result<HookDefinition, Str
         _ => {}
     }
     Ok(HookDefinition {
-        command: expand_roots(&command, &root.path().to_string_lossy()),
+        command: expand_roots(&command, root),
         kind,
         timeout,
         is_async,

@@ -14,6 +14,7 @@ mod expand;
 pub mod frontmatter;
 pub mod hook_run;
 pub mod hooks;
+mod json;
 pub mod manifest;
 pub mod mcp;
 pub mod process;

@@ -116,13 +116,12 @@ pub fn read_manifest(
 }
 
 fn parse_json(bytes: &[u8], allow_bom: bool) -> Result<Value, String> {
-    let bytes = if allow_bom {
-        bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes)
-    } else {
-        bytes
-    };
     let text = std::str::from_utf8(bytes).map_err(|_| "is not UTF-8".to_owned())?;
-    serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))
+    if allow_bom {
+        crate::json::parse_allowing_bom(text)
+    } else {
+        crate::json::parse(text)
+    }
 }
 
 fn string_field(

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use crate::error::RuntimeError;
 use crate::expand::expand_roots;
 use crate::manifest::Format;
+use crate::pystr::lax_bool;
 use crate::root::PluginRoot;
 
 /// The `$schema` an Agent Plugins `mcp.json` must name.
@@ -32,7 +33,7 @@ const CLIENT_HEADERS: [&str; 15] = [
     "proxy-authorization",
 ];
 
-/// One MCP server.
+/// One MCP server, with every field the OpenHands SDK's `MCPServer` keeps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpServer {
     /// `stdio`, `http`, `streamable-http` or `sse`.
@@ -41,22 +42,61 @@ pub struct McpServer {
     pub command: Option<String>,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Its environment.
+    /// Its environment; empty values are dropped, as the SDK drops empty secrets.
     pub env: Map<String, Value>,
     /// Its working folder.
     pub cwd: Option<String>,
     /// The endpoint (remote transports).
     pub url: Option<String>,
-    /// Request headers (remote transports).
+    /// Request headers (remote transports); empty values are dropped like `env`'s.
     pub headers: Map<String, Value>,
+    /// `description`.
+    pub description: Option<String>,
+    /// `icon`.
+    pub icon: Option<String>,
+    /// `timeout`, in seconds.
+    pub timeout: Option<f64>,
+    /// `sse_read_timeout`, in seconds.
+    pub sse_read_timeout: Option<f64>,
+    /// `keep_alive`.
+    pub keep_alive: Option<bool>,
+    /// `auth`: the SDK's credential object (`{"strategy": ...}`), from agent definitions.
+    pub auth: Option<Map<String, Value>>,
+    /// `enabled` (default true): a disabled server stays in the set but the agent must
+    /// not start it.
+    pub enabled: bool,
     /// Agent Plugins servers are literal: the agent must not expand `${VAR}`s in them.
     pub literal: bool,
 }
 
+/// The credential strategies the SDK's `auth` field takes.
+const AUTH_STRATEGIES: [&str; 6] = ["none", "api_key", "bearer", "basic", "header", "oauth2"];
+
 impl McpServer {
+    fn new(transport: String) -> Self {
+        Self {
+            transport,
+            command: None,
+            args: Vec::new(),
+            env: Map::new(),
+            cwd: None,
+            url: None,
+            headers: Map::new(),
+            description: None,
+            icon: None,
+            timeout: None,
+            sse_read_timeout: None,
+            keep_alive: None,
+            auth: None,
+            enabled: true,
+            literal: false,
+        }
+    }
+
     /// The server with `${NAME}` and `${NAME:-default}` filled in the way the OpenHands SDK
     /// does when a conversation starts (`expand_mcp_servers`): from `lookup` (its secrets,
-    /// then its environment), else the default, else left as written. Literal (Agent
+    /// then its environment), else the default, else left as written. An `env` or header
+    /// value left empty is then dropped, as the SDK drops empty secrets. Literal (Agent
     /// Plugins) servers are returned unchanged. berth's plugin set leaves these variables
     /// in place, since secrets belong to the agent, not to the lock.
     pub fn with_variables(&self, lookup: impl Fn(&str) -> Option<String>) -> McpServer {
@@ -64,16 +104,9 @@ impl McpServer {
             return self.clone();
         }
         let fill = |text: &str| fill_variables(text, &lookup);
+        let fill_value = |v: &Value| fill_json(v, &fill);
         let fill_map = |map: &Map<String, Value>| -> Map<String, Value> {
-            map.iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        v.as_str()
-                            .map_or_else(|| v.clone(), |t| Value::String(fill(t))),
-                    )
-                })
-                .collect()
+            secret_map(map.iter().map(|(k, v)| (k.clone(), fill_value(v))))
         };
         McpServer {
             transport: self.transport.clone(),
@@ -83,8 +116,119 @@ impl McpServer {
             cwd: self.cwd.as_deref().map(fill),
             url: self.url.as_deref().map(fill),
             headers: fill_map(&self.headers),
+            description: self.description.as_deref().map(fill),
+            icon: self.icon.as_deref().map(fill),
+            timeout: self.timeout,
+            sse_read_timeout: self.sse_read_timeout,
+            keep_alive: self.keep_alive,
+            auth: self.auth.as_ref().map(|auth| {
+                let filled = fill_json(&Value::Object(auth.clone()), &fill);
+                clean_auth(filled.as_object().cloned().unwrap_or_default())
+            }),
+            enabled: self.enabled,
             literal: false,
         }
+    }
+
+    /// The server as the plugin set writes it (`mcp_servers.<name>`, without `plugin`).
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "command": self.command,
+            "args": self.args,
+            "env": self.env,
+            "url": self.url,
+            "type": self.transport,
+            "cwd": self.cwd,
+            "headers": self.headers,
+            "description": self.description,
+            "icon": self.icon,
+            "timeout": self.timeout,
+            "sse_read_timeout": self.sse_read_timeout,
+            "keep_alive": self.keep_alive,
+            "auth": self.auth,
+            "enabled": self.enabled,
+            "literal": self.literal,
+        })
+    }
+
+    /// A server read back from the plugin set's JSON (what [`McpServer::to_json`] wrote),
+    /// for an agent that fills its variables from the set.
+    pub fn from_json(value: &Value) -> Result<McpServer, String> {
+        let map = value.as_object().ok_or("an MCP server must be an object")?;
+        let text = |key: &str| map.get(key).and_then(Value::as_str).map(str::to_owned);
+        let strings = |key: &str| -> Vec<String> {
+            map.get(key)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let object = |key: &str| map.get(key).and_then(Value::as_object).cloned();
+        Ok(McpServer {
+            transport: text("type").ok_or("an MCP server needs a `type`")?,
+            command: text("command"),
+            args: strings("args"),
+            env: object("env").unwrap_or_default(),
+            cwd: text("cwd"),
+            url: text("url"),
+            headers: object("headers").unwrap_or_default(),
+            description: text("description"),
+            icon: text("icon"),
+            timeout: map.get("timeout").and_then(Value::as_f64),
+            sse_read_timeout: map.get("sse_read_timeout").and_then(Value::as_f64),
+            keep_alive: map.get("keep_alive").and_then(Value::as_bool),
+            auth: object("auth"),
+            enabled: map.get("enabled").and_then(Value::as_bool).unwrap_or(true),
+            literal: map.get("literal").and_then(Value::as_bool).unwrap_or(false),
+        })
+    }
+}
+
+/// Whether the SDK keeps a secret value (`env`, `headers`, credentials): not empty, not
+/// only whitespace, not its redaction placeholder.
+fn kept_secret(value: &str) -> bool {
+    !value.trim().is_empty() && value != "**********"
+}
+
+/// A map of secret strings without the values the SDK drops.
+fn secret_map(entries: impl Iterator<Item = (String, Value)>) -> Map<String, Value> {
+    entries
+        .filter(|(_, v)| v.as_str().is_none_or(kept_secret))
+        .collect()
+}
+
+/// A credential object without the secrets the SDK drops.
+fn clean_auth(mut auth: Map<String, Value>) -> Map<String, Value> {
+    for key in ["value", "password"] {
+        if auth
+            .get(key)
+            .and_then(Value::as_str)
+            .is_some_and(|v| !kept_secret(v))
+        {
+            auth.remove(key);
+        }
+    }
+    if let Some(Value::Object(headers)) = auth.get("headers") {
+        let kept = secret_map(headers.clone().into_iter());
+        auth.insert("headers".into(), Value::Object(kept));
+    }
+    auth
+}
+
+fn fill_json(value: &Value, fill: &impl Fn(&str) -> String) -> Value {
+    match value {
+        Value::String(s) => Value::String(fill(s)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| fill_json(v, fill)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), fill_json(v, fill)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -128,10 +272,10 @@ fn claude_code(
     let plugin = root.plugin();
     let mut warn =
         |message: String| warnings.push(format!("plugin `{plugin}`: `{file}`: {message}"));
-    let value: Value = match serde_json::from_str(&text) {
-        Ok(value) => expand_value(value, &root.path().to_string_lossy()),
-        Err(e) => {
-            warn(format!("invalid JSON ({e}); no MCP servers loaded from it"));
+    let value: Value = match crate::json::parse(&text) {
+        Ok(value) => expand_value(value, &root.exposed().to_string_lossy()),
+        Err(why) => {
+            warn(format!("{why}; no MCP servers loaded from it"));
             return Ok(Vec::new());
         }
     };
@@ -150,12 +294,44 @@ fn claude_code(
     };
     let mut out = Vec::new();
     for (name, server) in servers {
-        match claude_server(&server) {
+        // `auth` in a `.mcp.json` is FastMCP's string form, which the SDK's own model
+        // refuses (the SDK then drops the whole file); berth drops that server.
+        let result = match server.get("auth") {
+            Some(auth) if !auth.is_null() => Err(
+                "`auth` is not supported in `.mcp.json` (the OpenHands SDK refuses it); put the credential in `headers`, e.g. `\"Authorization\": \"Bearer ${TOKEN}\"`".to_owned(),
+            ),
+            _ => claude_server(&server),
+        };
+        match result {
             Ok(server) => out.push((name, server)),
             Err(why) => warn(format!("MCP server `{name}` ignored: {why}")),
         }
     }
     Ok(out)
+}
+
+/// The servers of a sub-agent's `mcp_servers` (or `mcp_config`) front matter, read as the
+/// SDK's `coerce_mcp_config` reads them (a `{"mcpServers": {...}}` wrapper is accepted);
+/// plugin-root variables are expanded as in `.mcp.json`. One invalid server fails the
+/// whole map, as it fails the SDK's agent.
+pub(crate) fn agent_servers(value: &Value, root: &str) -> Result<Vec<(String, McpServer)>, String> {
+    let servers = match value {
+        Value::Object(map) => match map.get("mcpServers") {
+            Some(Value::Null) => return Ok(Vec::new()),
+            Some(Value::Object(inner)) => inner,
+            Some(_) => return Err("`mcpServers` must be a mapping".into()),
+            None => map,
+        },
+        _ => return Err("`mcp_servers` must be a mapping of server names to configs".into()),
+    };
+    servers
+        .iter()
+        .map(|(name, server)| {
+            claude_server(&expand_value(server.clone(), root))
+                .map(|s| (name.clone(), s))
+                .map_err(|why| format!("MCP server `{name}`: {why}"))
+        })
+        .collect()
 }
 
 fn expand_value(value: Value, root: &str) -> Value {
@@ -210,6 +386,41 @@ fn optional_string(map: &Map<String, Value>, key: &str) -> Result<Option<String>
     }
 }
 
+/// A string field that may be empty (pydantic's plain `str`).
+fn any_string(map: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("`{key}` must be a string")),
+    }
+}
+
+/// Pydantic's lax float: numbers, booleans and numeric strings. A value JSON cannot
+/// write (infinite, NaN) is taken as unset, as the SDK's JSON dump writes it.
+fn lax_float(map: &Map<String, Value>, key: &str) -> Result<Option<f64>, String> {
+    let number = match map.get(key) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(Value::Bool(b)) => Some(if *b { 1.0 } else { 0.0 }),
+        Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
+        Some(_) => None,
+    };
+    match number {
+        Some(n) if n.is_finite() => Ok(Some(n)),
+        Some(_) => Ok(None),
+        None => Err(format!("`{key}` must be a number of seconds")),
+    }
+}
+
+fn optional_bool(map: &Map<String, Value>, key: &str) -> Result<Option<bool>, String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => lax_bool(v)
+            .map(Some)
+            .ok_or(format!("`{key}` must be true or false")),
+    }
+}
+
 fn claude_server(server: &Value) -> Result<McpServer, String> {
     let Value::Object(map) = server else {
         return Err("must be an object".into());
@@ -249,15 +460,45 @@ fn claude_server(server: &Value) -> Result<McpServer, String> {
     if transport != "stdio" && url.is_none() {
         return Err(format!("a {transport} server needs a `url`"));
     }
+    let headers = secret_map(string_map(map.get("headers"), "headers")?.into_iter());
+    let auth = match map.get("auth") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(auth)) => {
+            let strategy = auth.get("strategy").and_then(Value::as_str).unwrap_or("");
+            if !AUTH_STRATEGIES.contains(&strategy) {
+                return Err(format!(
+                    "`auth.strategy` must be one of {}",
+                    AUTH_STRATEGIES.join(", ")
+                ));
+            }
+            if headers
+                .keys()
+                .any(|k| k.eq_ignore_ascii_case("authorization"))
+            {
+                return Err("`auth` cannot be combined with an `Authorization` header".into());
+            }
+            Some(clean_auth(auth.clone()))
+        }
+        Some(_) => return Err("`auth` must be an object with a `strategy`".into()),
+    };
     Ok(McpServer {
         args: string_list(map.get("args"), "args")?,
-        env: string_map(map.get("env"), "env")?,
-        cwd: optional_string(map, "cwd")?,
-        headers: string_map(map.get("headers"), "headers")?,
-        transport,
+        env: secret_map(string_map(map.get("env"), "env")?.into_iter()),
+        cwd: any_string(map, "cwd")?,
+        headers,
+        description: any_string(map, "description")?,
+        icon: any_string(map, "icon")?,
+        timeout: lax_float(map, "timeout")?,
+        sse_read_timeout: lax_float(map, "sse_read_timeout")?,
+        keep_alive: optional_bool(map, "keep_alive")?,
+        auth,
+        enabled: match map.get("enabled") {
+            None => true,
+            Some(v) => lax_bool(v).ok_or("`enabled` must be true or false")?,
+        },
         command,
         url,
-        literal: false,
+        ..McpServer::new(transport)
     })
 }
 
@@ -273,15 +514,14 @@ fn agent_plugins(
     let plugin = root.plugin();
     let mut warn =
         |message: String| warnings.push(format!("plugin `{plugin}`: `{file}`: {message}"));
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let document = match serde_json::from_str::<Value>(text) {
+    let document = match crate::json::parse_allowing_bom(&text) {
         Ok(Value::Object(map)) => map,
         Ok(_) => {
             warn("must hold a JSON object; MCP disabled for this plugin".into());
             return Ok(Vec::new());
         }
-        Err(e) => {
-            warn(format!("invalid JSON ({e}); MCP disabled for this plugin"));
+        Err(why) => {
+            warn(format!("{why}; MCP disabled for this plugin"));
             return Ok(Vec::new());
         }
     };
@@ -305,7 +545,7 @@ fn agent_plugins(
         return Ok(Vec::new());
     };
     let ctx = ApContext {
-        root: root.path(),
+        root: root.exposed(),
         data: data_dir,
     };
     let mut out = Vec::new();
@@ -428,14 +668,12 @@ impl ApContext<'_> {
             }
         };
         Ok(McpServer {
-            transport: "stdio".into(),
             command: Some(command),
             args,
-            env,
+            env: secret_map(env.into_iter()),
             cwd: Some(cwd.to_string_lossy().into_owned()),
-            url: None,
-            headers: Map::new(),
             literal: true,
+            ..McpServer::new("stdio".into())
         })
     }
 
@@ -475,14 +713,10 @@ impl ApContext<'_> {
         }
         Ok((
             McpServer {
-                transport: "streamable-http".into(),
-                command: None,
-                args: Vec::new(),
-                env: Map::new(),
-                cwd: None,
                 url: Some(url),
-                headers,
+                headers: secret_map(headers.into_iter()),
                 literal: true,
+                ..McpServer::new("streamable-http".into())
             },
             dropped,
         ))
@@ -574,6 +808,47 @@ mod tests {
         let filled = server.with_variables(|name| (name == "C").then(|| "from-secret".to_owned()));
         assert_eq!(filled.args, ["a-default", "${B}", "from-secret", "$D"]);
         assert_eq!(filled.env["T"], "${B}");
+    }
+
+    #[test]
+    fn every_sdk_field_is_kept_and_empty_secrets_dropped() {
+        let server = claude_server(&serde_json::json!({
+            "command": "node",
+            "env": {"KEEP": "x", "EMPTY": "", "BLANK": " ", "LATER": "${UNSET:-}"},
+            "timeout": "20", "sse_read_timeout": 1, "keep_alive": "yes",
+            "description": "d", "icon": "i", "enabled": "off", "cwd": "",
+            "unknown": 1
+        }))
+        .expect("valid");
+        assert_eq!(server.timeout, Some(20.0));
+        assert_eq!(server.sse_read_timeout, Some(1.0));
+        assert_eq!(server.keep_alive, Some(true));
+        assert!(!server.enabled);
+        assert_eq!(server.cwd.as_deref(), Some(""));
+        assert_eq!(server.env.keys().collect::<Vec<_>>(), ["KEEP", "LATER"]);
+        let filled = server.with_variables(|_| None);
+        assert_eq!(filled.env.keys().collect::<Vec<_>>(), ["KEEP"]);
+        assert_eq!(
+            McpServer::from_json(&server.to_json()).expect("back"),
+            server
+        );
+        assert!(claude_server(&serde_json::json!({"command": "x", "enabled": null})).is_err());
+        assert!(claude_server(&serde_json::json!({"command": "x", "keep_alive": 2})).is_err());
+        assert!(claude_server(&serde_json::json!({"command": "x", "description": 5})).is_err());
+        let authed = claude_server(&serde_json::json!({
+            "url": "https://x", "auth": {"strategy": "bearer", "value": ""}
+        }))
+        .expect("valid");
+        assert_eq!(
+            authed.auth,
+            serde_json::json!({"strategy": "bearer"})
+                .as_object()
+                .cloned()
+        );
+        assert!(
+            claude_server(&serde_json::json!({"url": "https://x", "auth": {"strategy": "x"}}))
+                .is_err()
+        );
     }
 
     #[test]

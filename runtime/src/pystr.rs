@@ -50,6 +50,24 @@ fn py_repr(value: &Value) -> String {
     }
 }
 
+/// Pydantic's lax booleans.
+pub(crate) fn lax_bool(value: &Value) -> Option<bool> {
+    match value {
+        Value::Bool(b) => Some(*b),
+        Value::Number(n) => match n.as_f64() {
+            Some(0.0) => Some(false),
+            Some(1.0) => Some(true),
+            _ => None,
+        },
+        Value::String(s) => match s.to_lowercase().as_str() {
+            "true" | "yes" | "on" | "1" | "t" | "y" => Some(true),
+            "false" | "no" | "off" | "0" | "f" | "n" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

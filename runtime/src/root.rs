@@ -4,31 +4,99 @@ use std::path::{Path, PathBuf};
 
 use crate::error::RuntimeError;
 
-/// Files larger than this are refused: plugin files are text an agent reads, and a
-/// hostile plugin must not make the runtime read gigabytes.
-pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+/// Files larger than this are skipped with a warning: plugin files are text an agent
+/// reads, and a hostile plugin must not make the runtime read gigabytes. Real plugins
+/// carry skills of several MiB (the SDK loads a 9 MiB one), so the bound sits well above.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// A plugin's folder in the store. Every read resolves symlinks and checks the result is
-/// still inside the folder; a link that leaves it is an error naming the file.
-#[derive(Debug, Clone)]
+/// still inside the folder. What cannot be read safely (a symlink that leaves the folder,
+/// a file over [`MAX_FILE_BYTES`]) is skipped, as the SDK skips it, and noted once per path
+/// in [`PluginRoot::take_skipped`] so the set's `warnings` name plugin and file.
+#[derive(Debug)]
 pub struct PluginRoot {
     plugin: String,
     root: PathBuf,
+    exposed: PathBuf,
+    skipped: std::sync::Mutex<Vec<(String, String)>>,
+}
+
+/// What a path inside the plugin turns out to be.
+enum Resolved {
+    /// It exists, at this real path inside the plugin.
+    Inside(PathBuf),
+    /// Nothing is there (or a link inside the plugin dangles).
+    Absent,
+    /// A symlink on the way leads out of the plugin.
+    Escapes,
 }
 
 impl PluginRoot {
-    /// `path` is the store entry of plugin `plugin`.
+    /// `path` is the store entry of plugin `plugin`; hooks and MCP servers see it at
+    /// `path` too (see [`PluginRoot::exposed_at`]).
     pub fn new(plugin: &str, path: &Path) -> Result<Self, RuntimeError> {
         let root = fs_err::canonicalize(path)?;
         Ok(Self {
             plugin: plugin.to_owned(),
+            exposed: root.clone(),
             root,
+            skipped: std::sync::Mutex::new(Vec::new()),
         })
     }
 
-    /// The plugin's folder (canonical).
+    /// The same plugin, shown to hooks and MCP servers at `exposed` (a link named after
+    /// the plugin that leads to this folder) instead of its store path.
+    pub fn exposed_at(mut self, exposed: PathBuf) -> Self {
+        self.exposed = exposed;
+        self
+    }
+
+    /// The plugin's folder (canonical): where berth reads it.
     pub fn path(&self) -> &Path {
         &self.root
+    }
+
+    /// Where hooks, MCP servers and commands see the plugin (`${CLAUDE_PLUGIN_ROOT}`).
+    pub fn exposed(&self) -> &Path {
+        &self.exposed
+    }
+
+    /// The paths skipped so far, each with why, in the order met; clears the list.
+    pub fn take_skipped(&self) -> Vec<String> {
+        let mut skipped = self
+            .skipped
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::mem::take(&mut *skipped)
+            .into_iter()
+            .map(|(file, why)| format!("plugin `{}`: skipped `{file}`: {why}", self.plugin))
+            .collect()
+    }
+
+    fn skip(&self, file: &str, why: String) {
+        let mut skipped = self
+            .skipped
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !skipped.iter().any(|(f, _)| f == file) {
+            skipped.push((file.to_owned(), why));
+        }
+    }
+
+    /// `resolve`, with a link that leaves the plugin noted as skipped and taken as absent.
+    fn resolve_or_skip(&self, rel: &str) -> Result<Option<PathBuf>, RuntimeError> {
+        match self.resolve(rel)? {
+            Resolved::Inside(path) => Ok(Some(path)),
+            Resolved::Absent => Ok(None),
+            Resolved::Escapes => {
+                self.skip(
+                    rel,
+                    "it is a symlink that leaves the plugin's folder; berth never reads through it"
+                        .to_owned(),
+                );
+                Ok(None)
+            }
+        }
     }
 
     /// The plugin's name, for messages.
@@ -36,10 +104,9 @@ impl PluginRoot {
         &self.plugin
     }
 
-    /// Where `rel` really is, if it exists; an error if it resolves outside the plugin.
-    /// Walks the components with `lstat`; only a path with a symlink in it pays for a full
-    /// `canonicalize`.
-    fn resolve(&self, rel: &str) -> Result<Option<PathBuf>, RuntimeError> {
+    /// Where `rel` really is. Walks the components with `lstat`; only a path with a
+    /// symlink in it pays for a full `canonicalize`.
+    fn resolve(&self, rel: &str) -> Result<Resolved, RuntimeError> {
         let mut current = self.root.clone();
         for part in Path::new(rel).components() {
             match part {
@@ -57,7 +124,7 @@ impl PluginRoot {
                                 std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
                             ) =>
                         {
-                            return Ok(None);
+                            return Ok(Resolved::Absent);
                         }
                         Err(e) => {
                             return Err(fs_err::symlink_metadata(&current)
@@ -68,10 +135,10 @@ impl PluginRoot {
                 _ => return self.resolve_through_links(rel),
             }
         }
-        Ok(Some(current))
+        Ok(Resolved::Inside(current))
     }
 
-    fn resolve_through_links(&self, rel: &str) -> Result<Option<PathBuf>, RuntimeError> {
+    fn resolve_through_links(&self, rel: &str) -> Result<Resolved, RuntimeError> {
         let joined = self.root.join(rel);
         let real = match std::fs::canonicalize(&joined) {
             Ok(real) => real,
@@ -85,32 +152,27 @@ impl PluginRoot {
                 if let Ok(target) = std::fs::read_link(&joined) {
                     let target = joined.parent().map_or(target.clone(), |p| p.join(&target));
                     if !normalized(&target).starts_with(&self.root) {
-                        return Err(self.escape(rel));
+                        return Ok(Resolved::Escapes);
                     }
                 }
-                return Ok(None);
+                return Ok(Resolved::Absent);
             }
             Err(e) => {
                 return Err(fs_err::canonicalize(&joined).map_or_else(Into::into, |_| e.into()));
             }
         };
         if real.starts_with(&self.root) {
-            Ok(Some(real))
+            Ok(Resolved::Inside(real))
         } else {
-            Err(self.escape(rel))
+            Ok(Resolved::Escapes)
         }
     }
 
-    fn escape(&self, rel: &str) -> RuntimeError {
-        RuntimeError::SymlinkEscape {
-            plugin: self.plugin.clone(),
-            file: rel.to_owned(),
-        }
-    }
-
-    /// The text of the file at `rel`, or `None` if there is none.
+    /// The text of the file at `rel`, or `None` if there is none or it is skipped (a
+    /// symlink leaving the plugin, a file over [`MAX_FILE_BYTES`]; see
+    /// [`PluginRoot::take_skipped`]).
     pub fn read_text(&self, rel: &str) -> Result<Option<String>, RuntimeError> {
-        let Some(real) = self.resolve(rel)? else {
+        let Some(real) = self.resolve_or_skip(rel)? else {
             return Ok(None);
         };
         let meta = fs_err::metadata(&real)?;
@@ -118,11 +180,15 @@ impl PluginRoot {
             return Ok(None);
         }
         if meta.len() > MAX_FILE_BYTES {
-            return Err(RuntimeError::FileTooLarge {
-                plugin: self.plugin.clone(),
-                file: rel.to_owned(),
-                bytes: meta.len(),
-            });
+            self.skip(
+                rel,
+                format!(
+                    "it is {} bytes, more than the {} MiB a plugin file may have",
+                    meta.len(),
+                    MAX_FILE_BYTES / (1024 * 1024)
+                ),
+            );
+            return Ok(None);
         }
         let bytes = fs_err::read(&real)?;
         String::from_utf8(bytes)
@@ -138,19 +204,19 @@ impl PluginRoot {
         Ok(std::fs::symlink_metadata(self.root.join(rel)).is_ok())
     }
 
-    /// Whether `rel` is a folder inside the plugin.
+    /// Whether `rel` is a folder inside the plugin (a link leaving it is skipped).
     pub fn is_dir(&self, rel: &str) -> Result<bool, RuntimeError> {
-        Ok(self.resolve(rel)?.is_some_and(|p| p.is_dir()))
+        Ok(self.resolve_or_skip(rel)?.is_some_and(|p| p.is_dir()))
     }
 
-    /// Whether `rel` is a file inside the plugin.
+    /// Whether `rel` is a file inside the plugin (a link leaving it is skipped).
     pub fn is_file(&self, rel: &str) -> Result<bool, RuntimeError> {
-        Ok(self.resolve(rel)?.is_some_and(|p| p.is_file()))
+        Ok(self.resolve_or_skip(rel)?.is_some_and(|p| p.is_file()))
     }
 
-    /// The names in folder `rel`, sorted; empty if it does not exist.
+    /// The names in folder `rel`, sorted; empty if it does not exist or leaves the plugin.
     pub fn list(&self, rel: &str) -> Result<Vec<String>, RuntimeError> {
-        let Some(real) = self.resolve(rel)? else {
+        let Some(real) = self.resolve_or_skip(rel)? else {
             return Ok(Vec::new());
         };
         if !real.is_dir() {
@@ -201,11 +267,34 @@ mod tests {
             root.read_text("skills/link.md").expect("read").as_deref(),
             Some("inside")
         );
-        let err = root.read_text("escape.md").expect_err("escape");
-        assert!(err.to_string().contains("`escape.md`"), "{err}");
-        assert!(root.read_text("dangling-out.md").is_err());
+        assert_eq!(root.read_text("escape.md").expect("skipped"), None);
+        assert_eq!(root.read_text("dangling-out.md").expect("skipped"), None);
         assert_eq!(root.read_text("dangling-in.md").expect("absent"), None);
         assert_eq!(root.read_text("missing.md").expect("absent"), None);
         assert_eq!(root.list("skills").expect("list"), ["a", "link.md"]);
+        // Read twice, noted once; the message calls it a symlink, never a file.
+        assert_eq!(root.read_text("escape.md").expect("skipped"), None);
+        let skipped = root.take_skipped();
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert!(
+            skipped[0].contains("plugin `p`: skipped `escape.md`: it is a symlink that leaves"),
+            "{skipped:?}"
+        );
+        assert!(skipped[1].contains("`dangling-out.md`"), "{skipped:?}");
+        assert!(root.take_skipped().is_empty());
+    }
+
+    #[test]
+    fn files_over_the_limit_are_skipped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let big = std::fs::File::create(dir.path().join("big.md")).expect("create");
+        big.set_len(MAX_FILE_BYTES + 1).expect("grow");
+        let root = PluginRoot::new("p", dir.path()).expect("root");
+        assert_eq!(root.read_text("big.md").expect("skipped"), None);
+        let skipped = root.take_skipped();
+        assert!(
+            skipped[0].contains("`big.md`: it is 16777217 bytes"),
+            "{skipped:?}"
+        );
     }
 }

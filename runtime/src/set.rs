@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::agents::{Agent, load_agents};
 use crate::error::RuntimeError;
-use crate::hooks::{EVENTS, HookMatcher, load_hooks};
+use crate::hooks::{EVENTS, HookMatcher, load_hooks, matchers_to_json};
 use crate::manifest::{PluginManifest, read_manifest};
 use crate::mcp::{McpServer, load_mcp};
 use crate::root::PluginRoot;
@@ -41,6 +41,9 @@ pub struct PluginInfo {
     pub manifest: PluginManifest,
     /// Its store entry.
     pub path: PathBuf,
+    /// Where hooks, MCP servers and commands see it: a link named after the plugin, in the
+    /// set's view, that leads to `path` (`path` itself if the view could not be made).
+    pub root: PathBuf,
     /// Its writable data folder.
     pub data_dir: PathBuf,
 }
@@ -77,6 +80,7 @@ pub fn build_plugin_set(
         agents: Vec::new(),
         warnings: Vec::new(),
     };
+    let mut entries = Vec::with_capacity(lock.plugins.len());
     for locked in &lock.plugins {
         let Some(entry) = store.lookup(&locked.hash, &locked.name) else {
             return Err(RuntimeError::NotSynced {
@@ -84,8 +88,27 @@ pub fn build_plugin_set(
                 path: store.entry_path(&locked.hash, &locked.name),
             });
         };
-        let root = PluginRoot::new(&locked.name, &entry.path)?;
-        let data_dir = plugin_data_dir(store, &entry.path);
+        entries.push(entry.path);
+    }
+    let named: Vec<(&str, &Path)> = lock
+        .plugins
+        .iter()
+        .zip(&entries)
+        .map(|(l, e)| (l.name.as_str(), e.as_path()))
+        .collect();
+    let roots = match store.plugin_view(&named) {
+        Ok(view) => view.paths,
+        Err(e) => {
+            set.warnings.push(format!(
+                "could not make the plugin view in `{}` ({e}); plugins see their store paths, which do not end in their names",
+                store.root().join(berth_store::VIEWS_DIR).display()
+            ));
+            entries.clone()
+        }
+    };
+    for ((locked, entry), exposed) in lock.plugins.iter().zip(entries).zip(roots) {
+        let root = PluginRoot::new(&locked.name, &entry)?.exposed_at(exposed.clone());
+        let data_dir = plugin_data_dir(store, &entry);
         let mut warnings = Vec::new();
         let manifest = read_manifest(
             |rel| match root.read_text(rel) {
@@ -111,6 +134,7 @@ pub fn build_plugin_set(
         let hooks = load_hooks(&root, manifest.format, &mut warnings)?;
         let servers = load_mcp(&root, manifest.format, &data_dir, &mut warnings)?;
         let agents = load_agents(&root, manifest.format, &mut warnings)?;
+        set.warnings.extend(root.take_skipped());
         set.warnings.append(&mut warnings);
 
         for skill in skills
@@ -176,7 +200,8 @@ pub fn build_plugin_set(
         set.plugins.push(PluginInfo {
             locked: locked.clone(),
             manifest,
-            path: entry.path,
+            path: entry,
+            root: exposed,
             data_dir,
         });
     }
@@ -212,6 +237,7 @@ impl PluginSet {
                     "rev": rev,
                     "hash": p.locked.hash.to_sri(),
                     "path": p.path.to_string_lossy(),
+                    "root": p.root.to_string_lossy(),
                     "format": p.manifest.format.as_str(),
                     "entry_command": p.manifest.entry_command.as_ref().map(|c| format!("/{}:{c}", p.locked.name)),
                 })
@@ -242,57 +268,24 @@ impl PluginSet {
             .collect();
         let mut servers = Map::new();
         for (name, s, plugin) in &self.mcp_servers {
-            servers.insert(
-                name.clone(),
-                json!({
-                    "command": s.command,
-                    "args": s.args,
-                    "env": s.env,
-                    "url": s.url,
-                    "type": s.transport,
-                    "plugin": plugin,
-                    "cwd": s.cwd,
-                    "headers": s.headers,
-                    "literal": s.literal,
-                }),
-            );
+            let mut server = s.to_json();
+            server["plugin"] = Value::String(plugin.clone());
+            servers.insert(name.clone(), server);
         }
         let mut hooks = Map::new();
         for (event, matchers) in &self.hooks {
-            let entries: Vec<Value> = matchers
-                .iter()
-                .map(|(m, plugin)| {
-                    let defs: Vec<Value> = m
-                        .hooks
-                        .iter()
-                        .map(|h| {
-                            json!({
-                                "type": h.kind,
-                                "command": h.command,
-                                "timeout": h.timeout,
-                                "async": h.is_async,
-                                "name": h.name,
-                                "prompt": h.prompt,
-                            })
-                        })
-                        .collect();
-                    json!({ "matcher": m.matcher, "hooks": defs, "plugin": plugin })
-                })
-                .collect();
-            hooks.insert((*event).to_owned(), Value::Array(entries));
+            hooks.insert(
+                (*event).to_owned(),
+                matchers_to_json(matchers.iter().map(|(m, p)| (m, Some(p.as_str())))),
+            );
         }
         let agents: Vec<Value> = self
             .agents
             .iter()
             .map(|(a, plugin)| {
-                json!({
-                    "name": a.name,
-                    "description": a.description,
-                    "content": a.content,
-                    "plugin": plugin,
-                    "model": a.model,
-                    "tools": a.tools,
-                })
+                let mut agent = a.to_json();
+                agent["plugin"] = Value::String(plugin.clone());
+                agent
             })
             .collect();
         json!({
@@ -313,8 +306,9 @@ impl PluginSet {
         text
     }
 
-    /// The plugins' store paths, in lock order.
-    pub fn plugin_paths(&self) -> Vec<&Path> {
-        self.plugins.iter().map(|p| p.path.as_path()).collect()
+    /// Where each plugin is seen (its link in the set's view, ending in its name), in
+    /// lock order.
+    pub fn plugin_roots(&self) -> Vec<&Path> {
+        self.plugins.iter().map(|p| p.root.as_path()).collect()
     }
 }

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::error::RuntimeError;
 use crate::frontmatter::{self, py_strip};
 use crate::manifest::Format;
-use crate::pystr::py_str;
+use crate::pystr::{lax_bool, py_str};
 use crate::root::PluginRoot;
 
 /// The longest description kept whole; longer ones are cut in the middle, as the SDK does.
@@ -223,7 +223,12 @@ fn load_skill_file(
         relative.strip_suffix(".md").unwrap_or(relative).to_owned()
     };
     match skill_from_text(&text, &default_name, rel, is_skill_md) {
-        Ok(skill) => Ok(Some(skill)),
+        Ok((skill, description_chars)) => {
+            if let Some(note) = truncation_note(description_chars, &skill.name, rel) {
+                warnings.push(format!("plugin `{}`: {note}", root.plugin()));
+            }
+            Ok(Some(skill))
+        }
         Err(why) => {
             warnings.push(format!(
                 "plugin `{}`: skipped skill `{rel}`: {why}",
@@ -239,7 +244,7 @@ fn skill_from_text(
     default_name: &str,
     rel: &str,
     is_skill_md: bool,
-) -> Result<Skill, String> {
+) -> Result<(Skill, usize), String> {
     let doc = frontmatter::parse(text)?;
     let meta = &doc.meta;
     let name = meta
@@ -314,18 +319,22 @@ fn skill_from_text(
             Some(Value::Null) | None => Vec::new(),
             Some(_) => return Err("inputs must be a list".into()),
         };
-        for input in &list {
-            let valid = input.as_object().is_some_and(|o| {
-                o.get("name").is_some_and(Value::is_string)
-                    && o.get("description").is_some_and(Value::is_string)
-            });
-            if !valid {
-                return Err(format!(
+        // The SDK's `InputMetadata` keeps `name` and `description` and ignores the rest.
+        let list = list
+            .iter()
+            .map(|input| match input.as_object() {
+                Some(o)
+                    if o.get("name").is_some_and(Value::is_string)
+                        && o.get("description").is_some_and(Value::is_string) =>
+                {
+                    Ok(serde_json::json!({"name": o["name"], "description": o["description"]}))
+                }
+                _ => Err(format!(
                     "each input needs a string `name` and `description`, not `{}`",
                     py_str(input)
-                ));
-            }
-        }
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let asks = !list.is_empty() || has_variable(&content);
         const ASK: &str = "\n\nIf the user didn't provide any of these variables, ask the user to provide them first before the agent can proceed with the task.";
         if asks && !content.is_empty() && !content.contains(ASK) {
@@ -345,8 +354,9 @@ fn skill_from_text(
     } else {
         "knowledge"
     };
-    Ok(Skill {
-        description: description.map(|d| truncate_description(&d, &name, rel)),
+    let description_chars = description.as_ref().map_or(0, |d| d.chars().count());
+    let skill = Skill {
+        description: description.map(|d| truncate_description(&d, rel)),
         name,
         content,
         trigger,
@@ -364,7 +374,8 @@ fn skill_from_text(
         disable_model_invocation,
         source: rel.to_owned(),
         kind,
-    })
+    };
+    Ok((skill, description_chars))
 }
 
 /// `${name}` placeholders mark a task skill as needing input.
@@ -390,36 +401,24 @@ fn parse_paths(value: Option<&Value>) -> Result<Option<Vec<String>>, String> {
     Ok((!cleaned.is_empty()).then_some(cleaned))
 }
 
-/// Pydantic's lax booleans.
-fn lax_bool(value: &Value) -> Option<bool> {
-    match value {
-        Value::Bool(b) => Some(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(0) => Some(false),
-            Some(1) => Some(true),
-            _ => None,
-        },
-        Value::String(s) => match s.to_lowercase().as_str() {
-            "true" | "yes" | "on" | "1" | "t" | "y" => Some(true),
-            "false" | "no" | "off" | "0" | "f" | "n" => Some(false),
-            _ => None,
-        },
-        _ => None,
-    }
+/// The warning the SDK logs when it cuts a description of `chars` characters, naming
+/// skill and file.
+fn truncation_note(chars: usize, name: &str, source: &str) -> Option<String> {
+    (chars > MAX_DESCRIPTION_CHARS).then(|| {
+        format!(
+            "skill `{name}` (`{source}`): description truncated from {chars} to {MAX_DESCRIPTION_CHARS} characters"
+        )
+    })
 }
 
 /// Cuts a description over the limit in the middle, as the SDK does, with a notice that
 /// points at the skill. The SDK names the absolute path; berth names `plugin-relative`
 /// source so the plugin set is the same in every store.
-pub fn truncate_description(description: &str, name: &str, source: &str) -> String {
+pub fn truncate_description(description: &str, source: &str) -> String {
     let chars: Vec<char> = description.chars().collect();
     if chars.len() <= MAX_DESCRIPTION_CHARS {
         return description.to_owned();
     }
-    tracing::debug!(
-        "skill `{name}`: description truncated from {} characters",
-        chars.len()
-    );
     let notice = format!(
         "<response clipped><NOTE>Due to the max output limit, only part of the full description is shown. You can view the complete skill content at {source}.</NOTE>"
     );
@@ -516,9 +515,14 @@ pub fn load_commands(
             _ => Vec::new(),
         };
         let stem = entry[..entry.len() - 3].to_owned();
+        let description = meta.get("description").map_or_else(String::new, py_str);
+        let skill_name = format!("{}:{stem}", root.plugin());
+        if let Some(note) = truncation_note(description.chars().count(), &skill_name, &rel) {
+            warnings.push(format!("plugin `{}`: {note}", root.plugin()));
+        }
         commands.push(Command {
             name: stem,
-            description: meta.get("description").map_or_else(String::new, py_str),
+            description,
             argument_hint,
             allowed_tools,
             content: doc.content,
@@ -549,7 +553,7 @@ impl Command {
             self.description.clone()
         };
         Skill {
-            description: Some(truncate_description(&description, &name, &self.source)),
+            description: Some(truncate_description(&description, &self.source)),
             triggers: vec![format!("/{name}")],
             name,
             content,
@@ -598,11 +602,11 @@ mod tests {
     #[test]
     fn long_descriptions_are_cut_in_the_middle() {
         let long = "x".repeat(1500);
-        let cut = truncate_description(&long, "s", "skills/s/SKILL.md");
+        let cut = truncate_description(&long, "skills/s/SKILL.md");
         assert_eq!(cut.chars().count(), MAX_DESCRIPTION_CHARS);
         assert!(cut.contains("skills/s/SKILL.md"));
         let exact = "y".repeat(1024);
-        assert_eq!(truncate_description(&exact, "s", "x"), exact);
+        assert_eq!(truncate_description(&exact, "x"), exact);
     }
 
     #[test]
@@ -613,7 +617,8 @@ mod tests {
             "skills/dir/SKILL.md",
             true,
         )
-        .expect("valid");
+        .expect("valid")
+        .0;
         assert_eq!(skill.name, "t");
         assert_eq!(skill.trigger, TriggerKind::Task);
         assert_eq!(skill.triggers, ["/t"]);
@@ -635,7 +640,8 @@ mod tests {
             "skills/p.md",
             false,
         )
-        .expect("valid");
+        .expect("valid")
+        .0;
         assert_eq!(path.trigger, TriggerKind::Path);
         assert_eq!(path.paths, Some(vec!["src/**".into(), "Cargo.toml".into()]));
         assert!(path.triggers.is_empty() && path.disable_model_invocation);

@@ -184,6 +184,13 @@ impl Store {
                 consider(format!("{}/{name}", crate::ENVS_DIR), envs.join(&name))?;
             }
         }
+        // A view is only links; it goes when an entry it leads to goes.
+        let views = self.root().join(crate::VIEWS_DIR);
+        for name in list(&views)? {
+            if !Store::view_is_live(&views.join(&name), &live.entries) {
+                consider(format!("{}/{name}", crate::VIEWS_DIR), views.join(&name))?;
+            }
+        }
         let runs = self.root().join(RUN_DIR);
         for name in list(&runs)? {
             let path = runs.join(&name);

@@ -9,6 +9,7 @@ mod gc;
 mod lock;
 pub mod nar;
 mod store;
+mod views;
 mod wheels;
 
 pub use gc::{
@@ -20,4 +21,5 @@ pub use store::{
     ENTRIES_DIR, GIT_DIR, LOCKS_DIR, Staging, Store, StoreEntry, StoreError, TMP_DIR, copy_tree,
     entry_name, remove_tree,
 };
+pub use views::{PluginView, VIEWS_DIR};
 pub use wheels::{ENVS_DIR, WHEELS_DIR, WheelMismatch, hash_file, sha256_file};

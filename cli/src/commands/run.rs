@@ -38,7 +38,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<()> {
         }
     }
     let paths: Vec<String> = set
-        .plugin_paths()
+        .plugin_roots()
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
