@@ -52,6 +52,32 @@ fn gc_keeps_what_roots_use_and_forgets_gone_roots() {
     project(&ctx, &ctx.root.join("b"), &[1, 2]);
     project(&ctx, &ctx.root.join("c"), &[3]);
     assert_eq!(ctx.store_entries().len(), 4);
+    // Showing a set makes its view (links named after the plugins); c's view leads to p3.
+    let views = |ctx: &TestContext| -> Vec<String> {
+        std::fs::read_dir(ctx.store.join("views-v1"))
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let show = |dir: &str| {
+        let out = ctx
+            .berth()
+            .current_dir(ctx.root.join(dir))
+            .args(["plugins", "show", "--json"])
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    show("a");
+    show("c");
+    assert_eq!(views(&ctx).len(), 2);
     // Project c is deleted: its lock no longer holds p3.
     std::fs::remove_dir_all(ctx.root.join("c")).expect("rm c");
     let dry = ctx.ok(&["store", "gc", "--dry-run"]);
@@ -86,6 +112,11 @@ fn gc_keeps_what_roots_use_and_forgets_gone_roots() {
         assert!(entry_of(&ctx, kept).is_some(), "{kept} is used by a root");
     }
     assert!(entry_of(&ctx, "p3").is_none());
+    assert!(
+        freed.iter().any(|p| p.starts_with("views-v1/")),
+        "c's view goes with p3: {freed:?}"
+    );
+    assert_eq!(views(&ctx).len(), 1, "a's view stays");
     // What remains still syncs offline, and a second gc frees nothing.
     for dir in ["a", "b"] {
         let out = ctx
