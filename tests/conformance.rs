@@ -447,6 +447,13 @@ fn servers_keep_every_field_and_drop_empty_values_like_the_reference() {
     let set: Value =
         serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("JSON");
     assert_eq!(set["mcp_servers"]["off"]["enabled"], false);
+    let summary = ctx.ok(&["plugins", "show"]).stdout;
+    assert!(
+        summary
+            .lines()
+            .any(|l| l.contains("off") && l.contains("(disabled)")),
+        "{summary}"
+    );
     // Empty values never reach the set, so no agent sends `Authorization: ""`.
     assert_eq!(
         set["mcp_servers"]["off"]["headers"],

@@ -85,7 +85,12 @@ fn summary(set: &PluginSet) -> String {
                 (None, Some(url)) => url.clone(),
                 (None, None) => String::new(),
             };
-            [name.clone(), plugin.clone(), s.transport.clone(), target]
+            let transport = if s.enabled {
+                s.transport.clone()
+            } else {
+                format!("{} (disabled)", s.transport)
+            };
+            [name.clone(), plugin.clone(), transport, target]
         })
         .collect();
     super::table(&mut out, &rows, "  ");
