@@ -355,6 +355,11 @@ fn check_merged(ctx: &TestContext, order: &[&str], expected_file: &str, secrets:
             "{expected_file}: {event} matchers"
         );
         for (m, s) in mine.iter().zip(sdk_matchers) {
+            let plugin_index = order
+                .iter()
+                .position(|p| *p == m["plugin"].as_str().expect("plugin"))
+                .expect("known plugin");
+            let s = &with_roots(s, plugin_index);
             assert_eq!(
                 m["matcher"], s["matcher"],
                 "{expected_file}: {event} matcher"
@@ -369,11 +374,31 @@ fn check_merged(ctx: &TestContext, order: &[&str], expected_file: &str, secrets:
             assert_eq!(
                 hooks(
                     &m["hooks"],
-                    &["type", "command", "timeout", "async", "name", "prompt"]
+                    &[
+                        "type",
+                        "command",
+                        "timeout",
+                        "async",
+                        "name",
+                        "prompt",
+                        "system_prompt",
+                        "tools",
+                        "max_iterations"
+                    ]
                 ),
                 hooks(
                     &s["hooks"],
-                    &["type", "command", "timeout", "async", "name", "prompt"]
+                    &[
+                        "type",
+                        "command",
+                        "timeout",
+                        "async",
+                        "name",
+                        "prompt",
+                        "system_prompt",
+                        "tools",
+                        "max_iterations"
+                    ]
                 ),
                 "{expected_file}: {event} hooks"
             );

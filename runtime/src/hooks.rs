@@ -45,7 +45,16 @@ pub struct HookDefinition {
     pub name: Option<String>,
     /// `prompt` (prompt hooks).
     pub prompt: Option<String>,
+    /// `system_prompt` (agent hooks).
+    pub system_prompt: Option<String>,
+    /// `tools` an agent hook may use.
+    pub tools: Vec<String>,
+    /// `max_iterations` of an agent hook (default 3).
+    pub max_iterations: u64,
 }
+
+/// The default `max_iterations` of an agent hook, as in the SDK.
+pub const DEFAULT_MAX_ITERATIONS: u64 = 3;
 
 /// `PreToolUse`, `preToolUse` or `pre_tool_use` as the snake_case event, if it is one.
 pub fn event_name(key: &str) -> Option<&'static str> {
@@ -117,6 +126,9 @@ pub fn matchers_to_json<'a>(
                             "async": h.is_async,
                             "name": h.name,
                             "prompt": h.prompt,
+                            "system_prompt": h.system_prompt,
+                            "tools": h.tools,
+                            "max_iterations": h.max_iterations,
                         })
                     })
                     .collect();
@@ -280,16 +292,38 @@ fn definition_from(hook: Value, root: &str) -> Result<HookDefinition, String> {
     }
     let command = text("command")?.unwrap_or_default();
     let prompt = text("prompt")?;
-    let timeout = match map.get("timeout") {
-        None | Some(Value::Null) => DEFAULT_TIMEOUT_SECS,
-        Some(Value::Number(n)) => n
-            .as_u64()
-            .ok_or(format!("`timeout` `{n}` must be a whole number of seconds"))?,
-        Some(Value::String(s)) => s
-            .trim()
-            .parse()
-            .map_err(|_| format!("`timeout` `{s}` must be a whole number of seconds"))?,
-        Some(other) => return Err(format!("`timeout` must be a number, not `{other}`")),
+    // Pydantic's lax int: whole numbers, also as strings or as floats without a fraction.
+    let whole = |key: &str, default: u64| -> Result<u64, String> {
+        match map.get(key) {
+            None => Ok(default),
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .or_else(|| {
+                    n.as_f64()
+                        .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                        .map(|f| f as u64)
+                })
+                .ok_or(format!("`{key}` `{n}` must be a whole number")),
+            Some(Value::String(s)) => s
+                .trim()
+                .parse()
+                .map_err(|_| format!("`{key}` `{s}` must be a whole number")),
+            Some(other) => Err(format!("`{key}` must be a number, not `{other}`")),
+        }
+    };
+    let timeout = whole("timeout", DEFAULT_TIMEOUT_SECS)?;
+    let max_iterations = whole("max_iterations", DEFAULT_MAX_ITERATIONS)?;
+    let tools = match map.get("tools") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|t| {
+                t.as_str()
+                    .map(str::to_owned)
+                    .ok_or("`tools` must hold strings only")
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => return Err(format!("`tools` must be a list, not `{other}`")),
     };
     let is_async = match map.get("async").or_else(|| map.get("async_")) {
         None | Some(Value::Null) => false,
@@ -314,6 +348,9 @@ fn definition_from(hook: Value, root: &str) -> Result<HookDefinition, String> {
         is_async,
         name: text("name")?,
         prompt,
+        system_prompt: text("system_prompt")?,
+        tools,
+        max_iterations,
     })
 }
 
