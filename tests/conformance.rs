@@ -63,6 +63,19 @@ fn filled(server: &Value, secrets: &Map<String, Value>) -> Value {
         .to_json()
 }
 
+/// What the SDK keeps of each hook, compared field by field.
+const HOOK_KEYS: &[&str] = &[
+    "type",
+    "command",
+    "timeout",
+    "async",
+    "name",
+    "prompt",
+    "system_prompt",
+    "tools",
+    "max_iterations",
+];
+
 /// The SDK's value with the plugin-root variables it leaves in place expanded to plugin
 /// `index`'s placeholder, as berth expands them (a deliberate difference, README).
 fn with_roots(sdk: &Value, index: usize) -> Value {
@@ -372,34 +385,8 @@ fn check_merged(ctx: &TestContext, order: &[&str], expected_file: &str, secrets:
                     .collect()
             };
             assert_eq!(
-                hooks(
-                    &m["hooks"],
-                    &[
-                        "type",
-                        "command",
-                        "timeout",
-                        "async",
-                        "name",
-                        "prompt",
-                        "system_prompt",
-                        "tools",
-                        "max_iterations"
-                    ]
-                ),
-                hooks(
-                    &s["hooks"],
-                    &[
-                        "type",
-                        "command",
-                        "timeout",
-                        "async",
-                        "name",
-                        "prompt",
-                        "system_prompt",
-                        "tools",
-                        "max_iterations"
-                    ]
-                ),
+                hooks(&m["hooks"], HOOK_KEYS),
+                hooks(&s["hooks"], HOOK_KEYS),
                 "{expected_file}: {event} hooks"
             );
         }

@@ -62,21 +62,8 @@ fn gc_keeps_what_roots_use_and_forgets_gone_roots() {
             })
             .unwrap_or_default()
     };
-    let show = |dir: &str| {
-        let out = ctx
-            .berth()
-            .current_dir(ctx.root.join(dir))
-            .args(["plugins", "show", "--json"])
-            .output()
-            .expect("run");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    show("a");
-    show("c");
+    ctx.ok_in(&ctx.root.join("a"), &["plugins", "show", "--json"]);
+    ctx.ok_in(&ctx.root.join("c"), &["plugins", "show", "--json"]);
     assert_eq!(views(&ctx).len(), 2);
     // Project c is deleted: its lock no longer holds p3.
     std::fs::remove_dir_all(ctx.root.join("c")).expect("rm c");

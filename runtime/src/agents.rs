@@ -245,11 +245,9 @@ fn agent_from_text(
 /// `off`, `false` and the like turn condensation off; a mapping is a condenser spec.
 fn condenser(value: Option<&Value>) -> Result<Option<Map<String, Value>>, String> {
     let off = || {
-        json!({"kind": "NoOpCondenser"})
-            .as_object()
-            .cloned()
-            .map(Some)
-            .ok_or_else(|| "unreachable".to_owned())
+        let mut spec = Map::new();
+        spec.insert("kind".into(), json!("NoOpCondenser"));
+        Ok(Some(spec))
     };
     match value {
         None | Some(Value::Null) | Some(Value::Bool(true)) => Ok(None),

@@ -78,6 +78,25 @@ impl TestContext {
         run
     }
 
+    /// Runs `berth ARGS` in folder `dir` and fails the test unless it succeeds.
+    pub fn ok_in(&self, dir: &Path, args: &[&str]) -> Run {
+        let run = Run::from(
+            self.berth()
+                .current_dir(dir)
+                .args(args)
+                .output()
+                .expect("run berth"),
+        );
+        assert_eq!(
+            run.code,
+            0,
+            "berth {args:?} in {} failed:\n{}",
+            dir.display(),
+            run.stderr
+        );
+        run
+    }
+
     pub fn write_manifest(&self, text: &str) {
         std::fs::write(self.work.join("plugins.toml"), text).expect("write manifest");
     }
