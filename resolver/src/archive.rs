@@ -11,6 +11,7 @@ use berth_store::{Sha256Sink, Staging, Store};
 
 use crate::error::ResolveError;
 use crate::extract::{ArchiveFormat, ArchiveLimits, extract, find_escaping_link};
+use crate::tree_path::{DiskTree, NoFolder, resolve_dir};
 use crate::{Reporter, netrc};
 
 use berth_store::ARCHIVES_DIR;
@@ -178,7 +179,8 @@ pub(crate) fn keep(
 }
 
 /// Unpacks `archive` and narrows it to the plugin folder: the single top-level folder is
-/// stripped, then `subdir` (a `repo_path`) is applied. Links leaving the plugin are refused.
+/// stripped, then `subdir` (a `repo_path`, whose symlinks are followed within the archive)
+/// is applied. Links leaving the plugin are refused.
 pub(crate) fn unpack(
     store: &Store,
     source: &ArchiveSource,
@@ -202,22 +204,24 @@ pub(crate) fn unpack(
         _ => (out.clone(), archive_stem(&source.shown_url)),
     };
     if let Some(subdir) = subdir {
-        let candidate = root.join(subdir);
-        match std::fs::symlink_metadata(&candidate) {
-            Ok(meta) if meta.is_dir() => {}
-            Ok(_) => {
-                return Err(refuse(format!(
-                    "`repo_path` `{subdir}` is not a folder in the archive"
-                )));
+        // A `repo_path` that is (or passes through) a symlink to a folder of the archive is
+        // followed, as for git; the plugin is the folder it leads to, named after it.
+        let view = DiskTree { root: root.clone() };
+        match resolve_dir(&view, subdir)? {
+            Ok(found) => {
+                if let Some(last) = found.real_path.rsplit('/').next().filter(|n| !n.is_empty()) {
+                    folder_name = last.to_owned();
+                }
+                root = found.dir;
             }
-            Err(_) => {
-                return Err(refuse(format!(
-                    "`repo_path` `{subdir}` does not exist in the archive"
-                )));
+            Err(no) => {
+                let why = no.describe(subdir, "archive");
+                return Err(refuse(match no {
+                    NoFolder::Link { .. } => format!("`repo_path` `{subdir}` {why}"),
+                    _ => format!("`repo_path` `{subdir}` {why} in the archive"),
+                }));
             }
         }
-        folder_name = subdir.rsplit('/').next().unwrap_or(subdir).to_owned();
-        root = candidate;
     }
     if let Some(link) = find_escaping_link(&root)? {
         return Err(refuse(format!(

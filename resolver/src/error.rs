@@ -54,8 +54,9 @@ pub enum ResolveError {
         repo_path: String,
         /// The commit.
         rev: String,
-        /// "does not exist", "is a file, not a folder", ...
-        why: &'static str,
+        /// "does not exist", "goes through `a/b`, a symlink to `..`, which leaves the
+        /// repository", ...
+        why: String,
     },
     /// The git tree holds something that cannot be written safely.
     #[error("commit `{rev}` has an unsafe path `{path}`; refusing to export it")]

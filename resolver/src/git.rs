@@ -19,6 +19,7 @@ use gix::remote::ref_map;
 
 use crate::Reporter;
 use crate::error::ResolveError;
+use crate::tree_path::{self, Node};
 
 /// What to resolve on the remote.
 #[derive(Debug, Clone)]
@@ -432,12 +433,14 @@ impl GitDb {
         }
     }
 
-    /// The tree of `commit`, or of its `subdir` folder.
+    /// The tree of `commit`, or of its `subdir` folder, and that folder's path with every
+    /// symlink resolved (`""`: the whole repository). A `subdir` that is, or passes through,
+    /// a symlink to a folder of the repository is followed, as the OpenHands SDK follows it.
     pub(crate) fn plugin_tree(
         &self,
         commit: ObjectId,
         subdir: Option<&str>,
-    ) -> Result<ObjectId, ResolveError> {
+    ) -> Result<(ObjectId, String), ResolveError> {
         let cache_error = |e: gix::Error| ResolveError::Cache {
             path: self.path.clone(),
             message: error_chain(&e),
@@ -445,22 +448,25 @@ impl GitDb {
         let commit_obj = self.repo.find_commit(commit).map_err(cache_error)?;
         let tree = commit_obj.tree().map_err(cache_error)?;
         let Some(subdir) = subdir else {
-            return Ok(tree.id);
+            return Ok((tree.id, String::new()));
         };
-        let repo_path = |why| ResolveError::RepoPath {
-            repo_path: subdir.to_owned(),
-            rev: commit.to_string(),
-            why,
+        let view = GitTree {
+            db: self,
+            root: tree.id,
         };
-        let entry = tree
-            .lookup_entry_by_path(subdir)
-            .map_err(cache_error)?
-            .ok_or_else(|| repo_path("does not exist"))?;
-        match entry.mode().kind() {
-            EntryKind::Tree => Ok(entry.object_id()),
-            EntryKind::Commit => Err(repo_path("is a git submodule, which berth does not fetch")),
-            _ => Err(repo_path("is a file, not a folder")),
+        match tree_path::resolve_dir(&view, subdir)? {
+            Ok(found) => Ok((found.dir, found.real_path)),
+            Err(no) => Err(ResolveError::RepoPath {
+                repo_path: subdir.to_owned(),
+                rev: commit.to_string(),
+                why: no.describe(subdir, "repository"),
+            }),
         }
+    }
+
+    /// A tree of this database as a [`tree_path::Tree`], to follow symlinks in.
+    pub(crate) fn tree_view(&self, root: ObjectId) -> GitTree<'_> {
+        GitTree { db: self, root }
     }
 
     /// A regular file at `rel` inside `tree`, or `None`.
@@ -490,30 +496,47 @@ impl GitDb {
         Ok(Some(blob.data.clone()))
     }
 
-    /// The NAR hash of a tree, computed from git objects without writing files, and the
-    /// submodules left out of it (the export leaves them out too).
-    pub(crate) fn nar_hash(
-        &self,
-        tree: ObjectId,
-        rev: ObjectId,
-    ) -> Result<(Sha256Hash, Vec<String>), ResolveError> {
+    /// The NAR hash of a tree, computed from git objects without writing files, with the
+    /// submodules left out of it (the export leaves them out too) and the files the
+    /// runtime will skip.
+    pub(crate) fn nar_hash(&self, tree: ObjectId, rev: ObjectId) -> Result<TreeHash, ResolveError> {
         let mut sink = Sha256Sink::default();
-        let skipped = {
+        let mut found = crate::skipped::Found::default();
+        let submodules = {
             let mut nar = NarWriter::new(BufWriter::with_capacity(64 * 1024, &mut sink))?;
-            let skipped = self.walk(tree, rev, &[], &mut |event| match event {
+            // The path of the entry being written, for the skipped files.
+            let mut path: Vec<Vec<u8>> = Vec::new();
+            let shown = |path: &[Vec<u8>]| String::from_utf8_lossy(&path.join(&b'/')).into_owned();
+            let submodules = self.walk(tree, rev, &[], &mut |event| match event {
                 Event::Dir(_) => nar.begin_directory(),
                 Event::EndDir => nar.end_directory(),
-                Event::Entry(name) => nar.entry(name),
-                Event::EndEntry => nar.end_entry(),
+                Event::Entry(name) => {
+                    path.push(name.to_vec());
+                    nar.entry(name)
+                }
+                Event::EndEntry => {
+                    path.pop();
+                    nar.end_entry()
+                }
                 Event::File {
                     executable, data, ..
-                } => nar.file(executable, data.len() as u64, &mut &data[..]),
-                Event::Symlink { target, .. } => nar.symlink(target),
+                } => {
+                    found.file(&shown(&path), data.len() as u64);
+                    nar.file(executable, data.len() as u64, &mut &data[..])
+                }
+                Event::Symlink { target, .. } => {
+                    found.link(shown(&path), target);
+                    nar.symlink(target)
+                }
             })?;
             nar.finish()?.flush()?;
-            skipped
+            submodules
         };
-        Ok((sink.finish(), skipped))
+        Ok(TreeHash {
+            hash: sink.finish(),
+            submodules,
+            skipped: found.judge(&self.tree_view(tree))?,
+        })
     }
 
     /// Writes a tree into `dest` (an empty staging folder): folders, files with their
@@ -620,6 +643,54 @@ impl GitDb {
         }
         visit(Event::EndDir)?;
         Ok(skipped)
+    }
+}
+
+/// A git tree's NAR hash and what hashing it found.
+pub(crate) struct TreeHash {
+    pub hash: Sha256Hash,
+    /// Submodules, hashed as empty folders (berth does not fetch them).
+    pub submodules: Vec<String>,
+    /// Files the runtime will skip.
+    pub skipped: Vec<crate::skipped::Skipped>,
+}
+
+/// A git tree seen through [`tree_path::Tree`]: folders are tree ids, symlinks are blobs
+/// (mode 120000) whose content is the target.
+pub(crate) struct GitTree<'a> {
+    db: &'a GitDb,
+    root: ObjectId,
+}
+
+impl tree_path::Tree for GitTree<'_> {
+    type Dir = ObjectId;
+
+    fn root(&self) -> ObjectId {
+        self.root
+    }
+
+    fn child(&self, dir: &ObjectId, name: &[u8]) -> Result<Node<ObjectId>, ResolveError> {
+        let cache_error = |e: gix::Error| ResolveError::Cache {
+            path: self.db.path.clone(),
+            message: error_chain(&e),
+        };
+        let tree = self.db.repo.find_tree(*dir).map_err(cache_error)?;
+        let Some(entry) = tree.find_entry(name) else {
+            return Ok(Node::Missing);
+        };
+        Ok(match entry.mode().kind() {
+            EntryKind::Tree => Node::Dir(entry.object_id()),
+            EntryKind::Blob | EntryKind::BlobExecutable => Node::File,
+            EntryKind::Commit => Node::Submodule,
+            EntryKind::Link => {
+                let blob = self
+                    .db
+                    .repo
+                    .find_blob(entry.object_id())
+                    .map_err(cache_error)?;
+                Node::Link(blob.data.clone())
+            }
+        })
     }
 }
 

@@ -16,6 +16,8 @@ mod meta;
 mod netrc;
 mod ops;
 mod semver_tags;
+mod skipped;
+mod tree_path;
 mod url;
 
 use std::path::PathBuf;

@@ -10,7 +10,9 @@ use crate::error::ResolveError;
 use crate::meta::plugin_name_from_manifest;
 
 /// A local folder's top-level `.git` is not part of the plugin (SPEC section 3).
-pub(crate) const LOCAL_EXCLUDE: Exclude<'static> = Exclude::top_level(&[".git"]);
+pub(crate) const LOCAL_EXCLUDED: &[&str] = &[".git"];
+/// [`LOCAL_EXCLUDED`] as the store's hashing and copying take it.
+pub(crate) const LOCAL_EXCLUDE: Exclude<'static> = Exclude::top_level(LOCAL_EXCLUDED);
 
 /// The folder a local source names: `~/` from the home folder, relative paths from the
 /// manifest's folder.
@@ -39,9 +41,14 @@ pub(crate) fn local_dir(written: &str, settings: &Settings) -> PathBuf {
 
 /// Checks the folder exists and returns its canonical path.
 pub(crate) fn existing_dir(path: &Path) -> Result<PathBuf, ResolveError> {
+    // A link to a folder is fine; a bad one is named as a symlink, never as a file.
+    let link = std::fs::read_link(path).ok();
     let why = |why: &str| ResolveError::LocalPath {
         path: path.to_owned(),
-        why: why.to_owned(),
+        why: match &link {
+            Some(target) => format!("is a symlink to `{}`, which {why}", target.display()),
+            None => why.to_owned(),
+        },
     };
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => {}

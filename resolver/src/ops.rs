@@ -19,8 +19,9 @@ use crate::archive::{self, ArchiveSource};
 use crate::error::{EntryError, ResolveError};
 use crate::extract::ArchiveFormat;
 use crate::git::{GitDb, Remote, Want};
-use crate::local::{LOCAL_EXCLUDE, existing_dir, local_dir, name_and_hash};
+use crate::local::{LOCAL_EXCLUDE, LOCAL_EXCLUDED, existing_dir, local_dir, name_and_hash};
 use crate::meta::plugin_name_from_manifest;
+use crate::skipped::Skipped;
 use crate::url::{cache_dir_name, expand_url, git_url, repo_name};
 use crate::{Network, Reporter, Settings};
 
@@ -130,12 +131,22 @@ pub fn lock_plugins(
             (Some(locked), SourceKind::Local) if options.local == LocalRelock::Rehash => {
                 ctx.lock_local(request, Some(locked))
             }
-            (Some(locked), _) => Ok(locked.clone()),
+            (Some(locked), _) => Ok(Resolved {
+                plugin: locked.clone(),
+                skipped: Vec::new(),
+            }),
             (None, _) => {
                 resolved.fetch_add(1, Ordering::Relaxed);
-                ctx.lock_new(request)
+                ctx.resolve_new(request)
             }
-        };
+        }
+        .map(|resolved| {
+            // Only what this run resolved: a kept pin was warned about when it was locked.
+            for skipped in &resolved.skipped {
+                ctx.reporter.warn(&skipped.message(&resolved.plugin.name));
+            }
+            resolved.plugin
+        });
         result.map_err(|error| EntryError {
             label: label(),
             error: Box::new(error),
@@ -290,12 +301,17 @@ pub enum VerifyStatus {
         /// The hash found.
         actual: Sha256Hash,
     },
-    /// It could not be fetched or hashed.
-    Failed(ResolveError),
+    /// It could not be fetched or hashed (shared: plugins of one commit share a fetch, and
+    /// so its failure).
+    Failed(Arc<ResolveError>),
 }
 
 /// Fetches every locked plugin afresh from its source, bypassing the store and the git
 /// cache, and compares its hash with the lock.
+///
+/// Git plugins are fetched the way `lock` fetches them, once per repository: one throw-away
+/// repository per remote for this run, each distinct commit fetched into it once (the
+/// remotes in parallel), then every plugin of that commit hashed from its objects.
 pub fn verify_plugins(
     store: &Store,
     settings: &Settings,
@@ -304,11 +320,37 @@ pub fn verify_plugins(
     manifest: Option<&Manifest>,
 ) -> Vec<VerifyOutcome> {
     let ctx = Ctx::new(store, settings, reporter);
+    let requests: Vec<Option<&PluginRequest>> = lock
+        .plugins
+        .iter()
+        .enumerate()
+        .map(|(i, locked)| {
+            manifest
+                .and_then(|m| m.plugins.get(i))
+                .filter(|r| locked.satisfies(r))
+        })
+        .collect();
+    let mut remotes: Vec<FreshRemote> = Vec::new();
+    let plans: Vec<Plan> = lock
+        .plugins
+        .iter()
+        .zip(&requests)
+        .map(|(locked, request)| match &locked.pin {
+            Pin::Git { .. } => match ctx.fresh_want(locked, *request) {
+                Ok(want) => FreshRemote::plan(&mut remotes, want),
+                Err(e) => Plan::Failed(Arc::new(e)),
+            },
+            Pin::Local { .. } | Pin::Archive { .. } => Plan::Other,
+        })
+        .collect();
+    let fetched = run_parallel(&remotes, settings.jobs, |_, remote| ctx.fetch_fresh(remote));
     run_parallel(&lock.plugins, settings.jobs, |i, locked| {
-        let request = manifest
-            .and_then(|m| m.plugins.get(i))
-            .filter(|r| locked.satisfies(r));
-        let status = match ctx.fresh_hash(locked, request) {
+        let hashed = match &plans[i] {
+            Plan::Other => ctx.fresh_hash(locked, requests[i]).map_err(Arc::new),
+            Plan::Failed(e) => Err(e.clone()),
+            Plan::Git { remote, id, subdir } => fetched[*remote].hash(*id, subdir.as_deref()),
+        };
+        let status = match hashed {
             Ok(actual) if actual == locked.hash => VerifyStatus::Ok,
             Ok(actual) => VerifyStatus::Mismatch { actual },
             Err(e) => VerifyStatus::Failed(e),
@@ -319,6 +361,98 @@ pub fn verify_plugins(
             status,
         }
     })
+}
+
+/// How `verify` gets a locked plugin.
+enum Plan {
+    /// A local folder or an archive: on its own.
+    Other,
+    /// A git plugin: commit `id` of `remotes[remote]`, then the `subdir` folder of it.
+    Git {
+        remote: usize,
+        id: ObjectId,
+        subdir: Option<String>,
+    },
+    /// A git plugin whose remote could not even be named (an unset `${VAR}`, offline).
+    Failed(Arc<ResolveError>),
+}
+
+/// A locked git plugin, as `verify` fetches it.
+struct FreshWant {
+    remote: Remote,
+    id: ObjectId,
+    subdir: Option<String>,
+    hint: Option<String>,
+}
+
+/// One remote and the distinct commits `verify` needs from it (each with a ref to fall
+/// back on when the server will not send a commit by id).
+struct FreshRemote {
+    remote: Remote,
+    commits: Vec<(ObjectId, Option<String>)>,
+}
+
+impl FreshRemote {
+    /// Adds `want` to the remote it names (a new one the first time) and returns the plan
+    /// to hash it from there.
+    fn plan(remotes: &mut Vec<FreshRemote>, want: FreshWant) -> Plan {
+        let index = match remotes
+            .iter()
+            .position(|r| r.remote.fetch_url == want.remote.fetch_url)
+        {
+            Some(index) => index,
+            None => {
+                remotes.push(FreshRemote {
+                    remote: want.remote,
+                    commits: Vec::new(),
+                });
+                remotes.len() - 1
+            }
+        };
+        let commits = &mut remotes[index].commits;
+        match commits.iter_mut().find(|(id, _)| *id == want.id) {
+            Some((_, hint)) => {
+                if hint.is_none() {
+                    *hint = want.hint;
+                }
+            }
+            None => commits.push((want.id, want.hint)),
+        }
+        Plan::Git {
+            remote: index,
+            id: want.id,
+            subdir: want.subdir,
+        }
+    }
+}
+
+/// A remote's throw-away repository after `verify` fetched into it.
+struct FreshRepo {
+    /// Holds the repository; removed when `verify` is done.
+    staging: Result<Staging, Arc<ResolveError>>,
+    /// Whether each commit arrived.
+    commits: HashMap<ObjectId, Result<(), Arc<ResolveError>>>,
+}
+
+impl FreshRepo {
+    fn dir(staging: &Staging) -> PathBuf {
+        staging.path().join("repo")
+    }
+
+    /// The NAR hash of the `subdir` folder of commit `id`, from this repository's objects.
+    fn hash(&self, id: ObjectId, subdir: Option<&str>) -> Result<Sha256Hash, Arc<ResolveError>> {
+        let staging = self.staging.as_ref().map_err(Arc::clone)?;
+        if let Some(Err(e)) = self.commits.get(&id) {
+            return Err(e.clone());
+        }
+        let hash = || -> Result<Sha256Hash, ResolveError> {
+            // Each worker opens the repository for itself (a gix repository is per thread).
+            let db = GitDb::temporary(&Self::dir(staging))?;
+            let (tree, _) = db.plugin_tree(id, subdir)?;
+            Ok(db.nar_hash(tree, id)?.hash)
+        };
+        hash().map_err(Arc::new)
+    }
 }
 
 /// Fetches the locked agent's source tree and wheels afresh, bypassing the store, and
@@ -413,8 +547,19 @@ impl SharedResolutions {
     }
 }
 
+/// A plugin `lock` resolved, and the files in it the runtime will skip.
+struct Resolved {
+    plugin: LockedPlugin,
+    skipped: Vec<Skipped>,
+}
+
 impl Ctx<'_> {
+    /// Pins a request afresh (for the agent's source tree too).
     pub(crate) fn lock_new(&self, request: &PluginRequest) -> Result<LockedPlugin, ResolveError> {
+        self.resolve_new(request).map(|r| r.plugin)
+    }
+
+    fn resolve_new(&self, request: &PluginRequest) -> Result<Resolved, ResolveError> {
         match request.parsed_source().kind() {
             SourceKind::Local => self.lock_local(request, None),
             SourceKind::Git => self.lock_git(request),
@@ -422,11 +567,13 @@ impl Ctx<'_> {
         }
     }
 
+    /// Hashes a local folder; the files the runtime will skip are looked for only when it is
+    /// new or changed.
     fn lock_local(
         &self,
         request: &PluginRequest,
         previous: Option<&LockedPlugin>,
-    ) -> Result<LockedPlugin, ResolveError> {
+    ) -> Result<Resolved, ResolveError> {
         let Source::Local { path } = request.parsed_source() else {
             unreachable!("only called for local sources");
         };
@@ -439,15 +586,23 @@ impl Ctx<'_> {
                 &format!("`{name}` ({path}): its content changed"),
             );
         }
-        Ok(LockedPlugin {
-            name,
-            source: request.display_source(),
-            git_ref: None,
-            version: None,
-            resolved_ref: None,
-            repo_path: None,
-            pin: Pin::Local { path: path.clone() },
-            hash,
+        let skipped = if previous.is_some_and(|p| p.hash == hash) {
+            Vec::new()
+        } else {
+            crate::skipped::scan_dir(&dir, LOCAL_EXCLUDED)?
+        };
+        Ok(Resolved {
+            plugin: LockedPlugin {
+                name,
+                source: request.display_source(),
+                git_ref: None,
+                version: None,
+                resolved_ref: None,
+                repo_path: None,
+                pin: Pin::Local { path: path.clone() },
+                hash,
+            },
+            skipped,
         })
     }
 
@@ -464,7 +619,7 @@ impl Ctx<'_> {
         Ok((remote, cache_dir_name(&raw)))
     }
 
-    fn lock_git(&self, request: &PluginRequest) -> Result<LockedPlugin, ResolveError> {
+    fn lock_git(&self, request: &PluginRequest) -> Result<Resolved, ResolveError> {
         let (remote, cache) = self.remote(request.parsed_source())?;
         let db = GitDb::open(self.store, &cache, &remote.shown_url, self.reporter)?;
         // A `version` range becomes the tag it picks, then resolves like `ref = "<tag>"`.
@@ -508,28 +663,34 @@ impl Ctx<'_> {
             }
         };
         self.memo.remember_rev(memo_key, rev);
-        let tree = db.plugin_tree(rev, request.subdir())?;
-        let fallback = request
-            .subdir()
-            .and_then(|s| s.rsplit('/').next())
+        // A `repo_path` that is a symlink is followed: the plugin is the folder it leads to,
+        // named after that folder when it has no manifest (as the SDK names it).
+        let (tree, real_path) = db.plugin_tree(rev, request.subdir())?;
+        let fallback = real_path
+            .rsplit('/')
+            .next()
+            .filter(|n| !n.is_empty())
             .map_or_else(|| repo_name(&remote.shown_url), str::to_owned);
         let name = plugin_name_from_manifest(|rel| db.read_file(tree, rel), &fallback)?;
-        let (hash, skipped) = db.nar_hash(tree, rev)?;
+        let hashed = db.nar_hash(tree, rev)?;
         db.finish()?;
-        self.warn_submodules(&name, &skipped);
-        check_pins(request, &name, &hash)?;
-        Ok(LockedPlugin {
-            name,
-            source: request.display_source(),
-            git_ref: request.git_ref.clone(),
-            version: request.version.clone(),
-            resolved_ref,
-            repo_path: request.repo_path.clone(),
-            pin: Pin::Git {
-                url: remote.shown_url,
-                rev: rev.to_string(),
+        self.warn_submodules(&name, &hashed.submodules);
+        check_pins(request, &name, &hashed.hash)?;
+        Ok(Resolved {
+            plugin: LockedPlugin {
+                name,
+                source: request.display_source(),
+                git_ref: request.git_ref.clone(),
+                version: request.version.clone(),
+                resolved_ref,
+                repo_path: request.repo_path.clone(),
+                pin: Pin::Git {
+                    url: remote.shown_url,
+                    rev: rev.to_string(),
+                },
+                hash: hashed.hash,
             },
-            hash,
+            skipped: hashed.skipped,
         })
     }
 
@@ -572,7 +733,7 @@ impl Ctx<'_> {
         })
     }
 
-    fn lock_archive(&self, request: &PluginRequest) -> Result<LockedPlugin, ResolveError> {
+    fn lock_archive(&self, request: &PluginRequest) -> Result<Resolved, ResolveError> {
         let source = self.archive_source(request.parsed_source())?;
         self.require_network(|| format!("`{}`", source.shown_url))?;
         let limits = self.settings.archive_limits;
@@ -597,18 +758,22 @@ impl Ctx<'_> {
         )?;
         let hash = berth_store::hash_path(dir)?;
         check_pins(request, &name, &hash)?;
-        Ok(LockedPlugin {
-            name,
-            source: request.display_source(),
-            git_ref: None,
-            version: None,
-            resolved_ref: None,
-            repo_path: request.repo_path.clone(),
-            pin: Pin::Archive {
-                url: source.shown_url,
-                archive_hash,
+        let skipped = crate::skipped::scan_dir(dir, &[])?;
+        Ok(Resolved {
+            plugin: LockedPlugin {
+                name,
+                source: request.display_source(),
+                git_ref: None,
+                version: None,
+                resolved_ref: None,
+                repo_path: request.repo_path.clone(),
+                pin: Pin::Archive {
+                    url: source.shown_url,
+                    archive_hash,
+                },
+                hash,
             },
-            hash,
+            skipped,
         })
     }
 
@@ -794,7 +959,7 @@ impl Ctx<'_> {
                 })?;
                 db.fetch_commit(&remote, id, hint_ref(locked), self.reporter)?;
             }
-            let tree = db.plugin_tree(id, subdir_of(locked, &source).as_deref())?;
+            let (tree, _) = db.plugin_tree(id, subdir_of(locked, &source).as_deref())?;
             let skipped = db.export(tree, id, staging.path())?;
             db.finish()?;
             self.warn_submodules(&locked.name, &skipped);
@@ -802,6 +967,50 @@ impl Ctx<'_> {
         Ok(staging)
     }
 
+    /// What `verify` fetches for a locked git plugin: its remote, commit and folder.
+    fn fresh_want(
+        &self,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+    ) -> Result<FreshWant, ResolveError> {
+        let Pin::Git { rev, .. } = &locked.pin else {
+            unreachable!("only called for git pins");
+        };
+        let source = Self::source_of(locked, request)?;
+        let (remote, _) = self.remote(&source)?;
+        self.require_network(|| format!("`{}`", remote.shown_url))?;
+        Ok(FreshWant {
+            remote,
+            id: ObjectId::from_hex(rev.as_bytes()).expect("lock revs are validated"),
+            subdir: subdir_of(locked, &source),
+            hint: hint_ref(locked).map(str::to_owned),
+        })
+    }
+
+    /// Fetches a remote's commits into a new throw-away repository: `verify` must not trust
+    /// anything already cached. Each commit is fetched once (or not at all when an earlier
+    /// fetch of this run brought it).
+    fn fetch_fresh(&self, fresh: &FreshRemote) -> FreshRepo {
+        let mut commits = HashMap::new();
+        let staging = self.store.stage().map_err(|e| Arc::new(e.into()));
+        let db = staging
+            .as_ref()
+            .map_err(Arc::clone)
+            .and_then(|s| GitDb::temporary(&FreshRepo::dir(s)).map_err(Arc::new));
+        for (id, hint) in &fresh.commits {
+            let fetched = match &db {
+                Err(e) => Err(e.clone()),
+                Ok(db) if db.has_commit(*id) => Ok(()),
+                Ok(db) => db
+                    .fetch_commit(&fresh.remote, *id, hint.as_deref(), self.reporter)
+                    .map_err(Arc::new),
+            };
+            commits.insert(*id, fetched);
+        }
+        FreshRepo { staging, commits }
+    }
+
+    /// Fetches one locked entry afresh, bypassing the store and the git cache, and hashes it.
     pub(crate) fn fresh_hash(
         &self,
         locked: &LockedPlugin,
@@ -812,17 +1021,14 @@ impl Ctx<'_> {
                 let dir = existing_dir(&local_dir(path, self.settings))?;
                 Ok(name_and_hash(&dir)?.1)
             }
-            Pin::Git { rev, .. } => {
-                let source = Self::source_of(locked, request)?;
-                let (remote, _) = self.remote(&source)?;
-                self.require_network(|| format!("`{}`", remote.shown_url))?;
-                let id = ObjectId::from_hex(rev.as_bytes()).expect("lock revs are validated");
+            Pin::Git { .. } => {
+                let want = self.fresh_want(locked, request)?;
                 // A throw-away repository: verify must not trust anything already cached.
                 let staging = self.store.stage()?;
-                let db = GitDb::temporary(&staging.path().join("repo"))?;
-                db.fetch_commit(&remote, id, hint_ref(locked), self.reporter)?;
-                let tree = db.plugin_tree(id, subdir_of(locked, &source).as_deref())?;
-                Ok(db.nar_hash(tree, id)?.0)
+                let db = GitDb::temporary(&FreshRepo::dir(&staging))?;
+                db.fetch_commit(&want.remote, want.id, want.hint.as_deref(), self.reporter)?;
+                let (tree, _) = db.plugin_tree(want.id, want.subdir.as_deref())?;
+                Ok(db.nar_hash(tree, want.id)?.hash)
             }
             Pin::Archive { archive_hash, .. } => {
                 // A fresh download, not the cache: verify must see what the server sends now.
