@@ -129,7 +129,8 @@ fn extract_tar(reader: impl Read, out: &mut Extractor) -> Result<(), ExtractErro
         let rel = safe_relative(&name)?;
         if kind.is_dir() {
             out.dir(&name, &rel)?;
-        } else if kind.is_file() || kind.is_contiguous() {
+        } else if kind.is_file() || kind.is_contiguous() || kind.is_gnu_sparse() {
+            // A GNU sparse file (`tar -S`) is a regular file whose holes the reader fills.
             let executable = entry.header().mode().map_err(damaged)? & 0o100 != 0;
             let size = entry.size();
             out.file(&name, &rel, executable, size, &mut entry)?;
@@ -518,6 +519,41 @@ mod tests {
             let err = unpack(&tar_with(&entries)).expect_err(needle);
             assert!(err.to_string().contains(needle), "{needle}: {err}");
         }
+    }
+
+    #[test]
+    fn gnu_sparse_files_unpack_as_regular_files() {
+        // Written by GNU tar itself (`tar -S`), as a plugin author's machine would.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("src");
+        fs_err::create_dir(&src).expect("mkdir");
+        let file = std::fs::File::create(src.join("sparse.bin")).expect("create");
+        file.set_len(1 << 20).expect("grow");
+        std::io::Write::write_all(&mut &file, b"head").expect("write");
+        drop(file);
+        let archive = dir.path().join("a.tar");
+        let status = std::process::Command::new("tar")
+            .args(["--format=gnu", "-S", "-cf"])
+            .arg(&archive)
+            .arg("-C")
+            .arg(&src)
+            .arg("sparse.bin")
+            .status()
+            .expect("GNU tar runs");
+        assert!(status.success());
+        let dest = dir.path().join("out");
+        fs_err::create_dir(&dest).expect("mkdir");
+        extract(
+            &archive,
+            ArchiveFormat::Tar,
+            &dest,
+            ArchiveLimits::default(),
+        )
+        .expect("unpacks");
+        let bytes = fs_err::read(dest.join("sparse.bin")).expect("read");
+        assert_eq!(bytes.len(), 1 << 20);
+        assert_eq!(&bytes[..4], b"head");
+        assert!(bytes[4..].iter().all(|b| *b == 0));
     }
 
     #[test]
