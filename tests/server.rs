@@ -256,3 +256,131 @@ fn refusals_on_a_real_socket_write_nothing() {
     assert_eq!(status, 200, "health needs no key");
     server.stop();
 }
+
+/// A plugin folder with `kib` KiB of bytes that do not compress, as a `.tar.gz` in `dir`.
+fn noisy_archive(dir: &Path, name: &str, kib: usize) {
+    let plugin = dir.join("src").join(name);
+    std::fs::create_dir_all(plugin.join("skills/big")).expect("mkdir");
+    std::fs::write(
+        plugin.join("skills/big/SKILL.md"),
+        "---\ndescription: big\n---\nBig.\n",
+    )
+    .expect("write");
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let noise: Vec<u8> = (0..kib * 1024)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 56) as u8
+        })
+        .collect();
+    std::fs::write(plugin.join("noise.bin"), noise).expect("write");
+    std::fs::write(
+        dir.join(format!("{name}.tar.gz")),
+        common::tar_gz(&plugin, name),
+    )
+    .expect("write archive");
+}
+
+#[test]
+fn a_request_past_its_deadline_stops_fetching_and_stores_nothing() {
+    let ctx = TestContext::new();
+    let served = ctx.root.join("served");
+    noisy_archive(&served, "slow", 60);
+    let files = common::FileServer::start(&served, None);
+    // 60 KiB at 1 KiB per 50 ms: about 3 s, past the 1 s deadline.
+    files.slow("slow.tar.gz");
+    let data = ctx.root.join("data");
+    let server = Server::start(
+        &ctx,
+        &data,
+        &["--allow-local-sources", "--fetch-timeout", "1"],
+        &[],
+    );
+    let started = std::time::Instant::now();
+    let (status, body) = server.post(&json!({"plugins": [{"source": files.url("slow.tar.gz")}]}));
+    assert_eq!(status, 504, "{body}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "answered at the deadline"
+    );
+    // The download stops: berth hangs up instead of reading the rest.
+    let hung_up = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        files.requests().iter().any(|r| r == "HANGUP /slow.tar.gz")
+    });
+    assert!(hung_up, "{:?}", files.requests());
+    // Past the time the whole download would have taken, nothing was stored.
+    std::thread::sleep(Duration::from_millis(3500).saturating_sub(started.elapsed()));
+    assert!(
+        !files.requests().iter().any(|r| r == "SENT /slow.tar.gz"),
+        "{:?}",
+        files.requests()
+    );
+    let (_, listed) = server.get("/api/conversations");
+    assert_eq!(
+        serde_json::from_str::<Value>(&listed).expect("JSON")["conversations"],
+        json!([])
+    );
+    assert!(list_dir(&data.join("conversations")).is_empty());
+    assert!(ctx.store_entries().is_empty(), "{:?}", ctx.store_entries());
+    server.stop();
+}
+
+#[test]
+fn the_server_honours_the_archive_size_limit() {
+    let ctx = TestContext::new();
+    let served = ctx.root.join("served");
+    noisy_archive(&served, "big", 64);
+    let files = common::FileServer::start(&served, None);
+    let data = ctx.root.join("data");
+    let server = Server::start(
+        &ctx,
+        &data,
+        &["--allow-local-sources"],
+        &[("BERTH_ARCHIVE_MAX_BYTES", "16K".into())],
+    );
+    let (status, body) = server.post(&json!({"plugins": [{"source": files.url("big.tar.gz")}]}));
+    assert!(status == 422 || status == 502, "{status} {body}");
+    assert!(body.contains("BERTH_ARCHIVE_MAX_BYTES"), "{body}");
+    assert!(list_dir(&data.join("conversations")).is_empty());
+    assert!(ctx.store_entries().is_empty());
+    // The same archive is accepted by a server with the default limit.
+    let roomy_data = ctx.root.join("roomy");
+    let roomy = Server::start(&ctx, &roomy_data, &["--allow-local-sources"], &[]);
+    let (status, body) = roomy.post(&json!({"plugins": [{"source": files.url("big.tar.gz")}]}));
+    assert_eq!(status, 201, "{body}");
+    server.stop();
+    roomy.stop();
+}
+
+#[test]
+fn a_git_fetch_past_its_deadline_is_not_made() {
+    // Each request to the git server takes 700 ms: listing the refs already passes the
+    // 1 s deadline, so berth must not go on to fetch the pack.
+    let ctx = TestContext::new();
+    let repo = ctx.repo("slow");
+    repo.copy_fixture("lint", "");
+    repo.commit("plugin");
+    let git = GitHttpServer::start(
+        &ctx.upstream,
+        &ctx.root.join("http.log"),
+        &["--delay-ms", "700"],
+    );
+    let data = ctx.root.join("data");
+    let server = Server::start(
+        &ctx,
+        &data,
+        &["--allow-local-sources", "--fetch-timeout", "1"],
+        &[("BERTH_GITHUB_URL", git.url())],
+    );
+    let (status, body) = server.post(&json!({"plugins": [{"source": "github:acme/slow"}]}));
+    assert_eq!(status, 504, "{body}");
+    // Long enough for the listing to end and a fetch to have been made and stored.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(git.fetches().is_empty(), "{:?}", git.requests());
+    assert!(list_dir(&data.join("conversations")).is_empty());
+    assert!(ctx.store_entries().is_empty());
+    server.stop();
+}

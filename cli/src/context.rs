@@ -86,12 +86,7 @@ impl Context {
             .ok()
             .filter(|u| !u.is_empty())
             .unwrap_or_else(|| DEFAULT_GITHUB_URL.to_owned());
-        let defaults = ArchiveLimits::default();
-        let archive_limits = ArchiveLimits {
-            max_bytes: size_from_env("BERTH_ARCHIVE_MAX_BYTES")?.unwrap_or(defaults.max_bytes),
-            max_entries: size_from_env("BERTH_ARCHIVE_MAX_ENTRIES")?
-                .unwrap_or(defaults.max_entries),
-        };
+        let archive_limits = ArchiveLimits::from_env()?;
         Ok(Self {
             archive_limits,
             printer,
@@ -127,6 +122,7 @@ impl Context {
             archive_limits: self.archive_limits,
             index_url: self.index_url.clone(),
             shared: None,
+            cancel: Default::default(),
         }
     }
 
@@ -238,23 +234,6 @@ impl Context {
 }
 
 /// A size from the environment: a number with an optional `K`, `M` or `G` (powers of 1024).
-fn size_from_env(name: &str) -> Result<Option<u64>> {
-    let Ok(text) = std::env::var(name) else {
-        return Ok(None);
-    };
-    let text = text.trim();
-    let (digits, scale) = match text.char_indices().last() {
-        Some((i, c)) if c.eq_ignore_ascii_case(&'k') => (&text[..i], 1u64 << 10),
-        Some((i, c)) if c.eq_ignore_ascii_case(&'m') => (&text[..i], 1 << 20),
-        Some((i, c)) if c.eq_ignore_ascii_case(&'g') => (&text[..i], 1 << 30),
-        _ => (text, 1),
-    };
-    match digits.trim().parse::<u64>() {
-        Ok(n) => Ok(Some(n.saturating_mul(scale))),
-        Err(_) => bail!("`{name}={text}` is not a size; write a number such as `512M` or `20000`"),
-    }
-}
-
 fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_owned(),

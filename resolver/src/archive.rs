@@ -59,6 +59,7 @@ pub(crate) fn download(
     limits: ArchiveLimits,
     home: Option<&Path>,
     reporter: &dyn Reporter,
+    cancel: &crate::Cancel,
 ) -> Result<(Staging, PathBuf, Sha256Hash), ResolveError> {
     let fail = |message: String| ResolveError::Download {
         url: source.shown_url.clone(),
@@ -121,6 +122,7 @@ pub(crate) fn download(
     let mut buffer = vec![0u8; 64 * 1024];
     let mut total: u64 = 0;
     loop {
+        cancel.check()?;
         let n = body.read(&mut buffer).map_err(|e| match expected_len {
             Some(len) if total < len => fail(format!(
                 "the download is truncated: got {total} of {len} bytes ({e})"

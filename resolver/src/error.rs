@@ -120,6 +120,9 @@ pub enum ResolveError {
         /// What is wrong.
         message: String,
     },
+    /// The caller cancelled the work (a deadline passed) before it was done.
+    #[error("cancelled: the work was stopped before it finished (a deadline passed)")]
+    Cancelled,
     /// `${VAR}` in a source names an unset variable.
     #[error("environment variable `{name}` used in the source is not set; export it and try again")]
     MissingEnv {

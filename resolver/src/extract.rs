@@ -24,6 +24,51 @@ impl Default for ArchiveLimits {
     }
 }
 
+/// A limit variable that does not hold a size.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{name}={value}` is not a size; write a number such as `512M` or `20000`")]
+pub struct LimitsError {
+    /// The variable.
+    pub name: &'static str,
+    /// What it holds.
+    pub value: String,
+}
+
+impl ArchiveLimits {
+    /// The limits from `BERTH_ARCHIVE_MAX_BYTES` and `BERTH_ARCHIVE_MAX_ENTRIES` (a number,
+    /// optionally with `K`, `M` or `G`), each defaulting when unset. The CLI and the server
+    /// read them the same way.
+    pub fn from_env() -> Result<Self, LimitsError> {
+        let defaults = Self::default();
+        Ok(Self {
+            max_bytes: size_from_env("BERTH_ARCHIVE_MAX_BYTES")?.unwrap_or(defaults.max_bytes),
+            max_entries: size_from_env("BERTH_ARCHIVE_MAX_ENTRIES")?
+                .unwrap_or(defaults.max_entries),
+        })
+    }
+}
+
+fn size_from_env(name: &'static str) -> Result<Option<u64>, LimitsError> {
+    let Ok(text) = std::env::var(name) else {
+        return Ok(None);
+    };
+    let text = text.trim();
+    let (digits, scale) = match text.char_indices().last() {
+        Some((i, c)) if c.eq_ignore_ascii_case(&'k') => (&text[..i], 1u64 << 10),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'m') => (&text[..i], 1 << 20),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'g') => (&text[..i], 1 << 30),
+        _ => (text, 1),
+    };
+    digits
+        .trim()
+        .parse::<u64>()
+        .map(|n| Some(n.saturating_mul(scale)))
+        .map_err(|_| LimitsError {
+            name,
+            value: text.to_owned(),
+        })
+}
+
 /// The archive formats, by the URL's suffix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArchiveFormat {

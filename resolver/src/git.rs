@@ -5,7 +5,6 @@
 use std::io::{BufWriter, Write as _};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 
 use berth_lockfile_schema::Sha256Hash;
 use berth_store::{FileLock, NarWriter, Sha256Sink, Staging, Store};
@@ -51,9 +50,20 @@ pub(crate) struct Remote {
     pub secrets: Vec<String>,
     /// For `~/.netrc`.
     pub home: Option<PathBuf>,
+    /// Stops a fetch that is receiving a pack (gix's interrupt flag).
+    pub cancel: crate::Cancel,
 }
 
 impl Remote {
+    /// `error`, unless the fetch failed because it was cancelled.
+    fn cancelled_or(&self, error: ResolveError) -> ResolveError {
+        if self.cancel.is_cancelled() {
+            ResolveError::Cancelled
+        } else {
+            error
+        }
+    }
+
     /// Connects for fetching, with berth's credentials: the URL's own, then `~/.netrc`,
     /// then the git credential helpers of the user's configuration. Credentials go over
     /// plain `http://` only to this machine.
@@ -253,6 +263,8 @@ impl GitDb {
                 })?;
             return Ok(commit);
         }
+        // The ref listing may have taken a while: stop here if the caller gave up.
+        remote.cancel.check()?;
         let _task = reporter.task(
             "Fetching",
             &format!("{} at {}", remote.shown_url, short(commit)),
@@ -260,8 +272,8 @@ impl GitDb {
         );
         prepare
             .with_shallow(Shallow::DepthAtRemote(1.try_into().expect("1 is not zero")))
-            .receive(gix::progress::Discard, &AtomicBool::new(false))
-            .map_err(fetch_error)?;
+            .receive(gix::progress::Discard, remote.cancel.flag())
+            .map_err(|e| remote.cancelled_or(fetch_error(e)))?;
         self.refresh_after_fetch(commit, remote)
     }
 
@@ -406,13 +418,15 @@ impl GitDb {
             .with_fetch_tags(Tags::None)
             .with_refspecs(specs.iter().map(String::as_str), Direction::Fetch)
             .map_err(fetch_error)?;
-        remote
+        let prepare = remote
             .connect(&gix_remote)?
             .prepare_fetch(gix::progress::Discard, ref_map::Options::default())
-            .map_err(fetch_error)?
-            .with_shallow(shallow)
-            .receive(gix::progress::Discard, &AtomicBool::new(false))
             .map_err(fetch_error)?;
+        remote.cancel.check()?;
+        prepare
+            .with_shallow(shallow)
+            .receive(gix::progress::Discard, remote.cancel.flag())
+            .map_err(|e| remote.cancelled_or(fetch_error(e)))?;
         Ok(())
     }
 

@@ -21,10 +21,12 @@ mod tree_path;
 mod url;
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use agent::{AgentVerifyOutcome, AgentVerifyStatus, DEFAULT_INDEX_URL, SOURCE_DATE_EPOCH};
 pub use error::{EntryError, ResolveError};
-pub use extract::ArchiveLimits;
+pub use extract::{ArchiveLimits, LimitsError};
 pub use meta::plugin_name_from_manifest;
 pub use ops::{
     LocalCheck, LocalRelock, LockOptions, LockOutcome, SharedResolutions, SyncOutcome, Upgrade,
@@ -60,6 +62,45 @@ pub struct Settings {
     pub index_url: String,
     /// Resolutions shared with other lock runs of this process (the server sets this).
     pub shared: Option<SharedResolutions>,
+    /// Raised when the caller no longer wants the result (the server's deadline passed):
+    /// fetches and downloads stop at their next step with [`ResolveError::Cancelled`].
+    pub cancel: Cancel,
+}
+
+/// A flag that stops the resolver's work: checked before every network step, between the
+/// chunks of a download, and by gix while it receives a pack (its interrupt flag).
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// A flag nobody has raised yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks the work to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`Cancel::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// An error once cancelled.
+    pub(crate) fn check(&self) -> Result<(), ResolveError> {
+        if self.is_cancelled() {
+            Err(ResolveError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The flag itself, for gix's interrupt parameter.
+    pub(crate) fn flag(&self) -> &AtomicBool {
+        &self.0
+    }
 }
 
 /// The name of the git cache (under `git-v1/db/`) of a git URL as a lock records it, so

@@ -615,6 +615,7 @@ impl Ctx<'_> {
             shown_url: redact(&raw).text,
             secrets: expanded.secrets,
             home: self.settings.home_dir.clone(),
+            cancel: self.settings.cancel.clone(),
         };
         Ok((remote, cache_dir_name(&raw)))
     }
@@ -814,6 +815,7 @@ impl Ctx<'_> {
             self.settings.archive_limits,
             self.settings.home_dir.as_deref(),
             self.reporter,
+            &self.settings.cancel,
         )
     }
 
@@ -847,6 +849,7 @@ impl Ctx<'_> {
         &self,
         what: impl FnOnce() -> String,
     ) -> Result<(), ResolveError> {
+        self.settings.cancel.check()?;
         match self.settings.network {
             Network::Online => Ok(()),
             Network::Offline => Err(ResolveError::Offline { what: what() }),

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use berth_lockfile_schema::{
     AgentOrigin, AgentRequest, Lock, LockedPluginWire, Manifest, PluginRequest, parse_lock,
 };
-use berth_resolver::{LocalRelock, LockOptions, Reporter, Upgrade, lock_plugins};
+use berth_resolver::{Cancel, LocalRelock, LockOptions, Reporter, Upgrade, lock_plugins};
 use utoipa::OpenApi;
 use uuid::Uuid;
 
@@ -149,19 +149,31 @@ pub async fn create(
     let request = Prepared::from_body(&state, body)?;
     let timeout = state.config().fetch_timeout;
     let work_state = state.clone();
-    let work = tokio::task::spawn_blocking(move || work_state.start(request));
-    let (meta, locked, set_json) = match tokio::time::timeout(timeout, work).await {
-        Err(_) => {
-            return Err(AppError::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                "upstream_timeout",
-                format!(
-                    "locking and fetching the plugins took longer than {} s",
-                    timeout.as_secs()
-                ),
-            ));
-        }
+    let deadline = Deadline::default();
+    let work_deadline = deadline.clone();
+    let mut work = tokio::task::spawn_blocking(move || work_state.start(request, &work_deadline));
+    let (meta, locked, set_json) = match tokio::time::timeout(timeout, &mut work).await {
         Ok(joined) => joined.map_err(AppError::internal)??,
+        Err(_) => {
+            // Stop the fetches, and make sure no conversation the client will never hear
+            // of is stored: either the work has not stored it yet (it now never will), or
+            // it already has, and the client gets it after all.
+            let abandoning = deadline.clone();
+            let abandoned = tokio::task::spawn_blocking(move || abandoning.abandon())
+                .await
+                .map_err(AppError::internal)?;
+            if abandoned {
+                return Err(AppError::new(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    "upstream_timeout",
+                    format!(
+                        "locking and fetching the plugins took longer than {} s",
+                        timeout.as_secs()
+                    ),
+                ));
+            }
+            work.await.map_err(AppError::internal)??
+        }
     };
     // The plugin set is spliced in as the runtime's exact bytes.
     let mut head = serde_json::json!({
@@ -294,11 +306,15 @@ impl Prepared {
 
 impl AppState {
     /// Locks (when given plugins), syncs, builds the set and stores the conversation.
-    fn start(&self, request: Prepared) -> Result<(Meta, Arc<LockedText>, Arc<str>), AppError> {
+    fn start(
+        &self,
+        request: Prepared,
+        deadline: &Deadline,
+    ) -> Result<(Meta, Arc<LockedText>, Arc<str>), AppError> {
         let config = self.config();
         // From resolving to the conversation on disk, gc must not remove what it uses.
         let _hold = self.hold_store()?;
-        let settings = self.settings();
+        let settings = self.settings(&deadline.cancel);
         let lock = match (request.lock, &request.manifest) {
             (Some(lock), _) => lock,
             (None, Some(manifest)) => {
@@ -320,7 +336,7 @@ impl AppState {
             }
             (None, None) => unreachable!("a prepared request has plugins or a lock"),
         };
-        self.sync(&lock)
+        self.sync(&lock, &deadline.cancel)
             .map_err(|errors| AppError::from_entries(&errors))?;
         let locked = Arc::new(LockedText {
             text: lock.to_toml(),
@@ -334,16 +350,69 @@ impl AppState {
                 .map_or(0, |d| d.as_secs()),
             metadata: request.metadata,
         };
-        self.inner
-            .conversations
-            .create(&meta, locked.clone())
-            .map_err(AppError::internal)?;
+        deadline.commit(|| {
+            self.inner
+                .conversations
+                .create(&meta, locked.clone())
+                .map_err(AppError::internal)
+        })?;
         tracing::info!(
             "conversation {} started with {} plugins",
             meta.id,
             locked.lock.plugins.len()
         );
         Ok((meta, locked, set))
+    }
+}
+
+/// A request's deadline as its worker sees it: the resolver's cancel flag, and whether the
+/// client still waits. Storing the conversation and giving up on it exclude each other, so
+/// a client that was answered 504 never has a conversation stored for it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Deadline {
+    cancel: Cancel,
+    phase: Arc<std::sync::Mutex<Phase>>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Phase {
+    #[default]
+    Working,
+    Abandoned,
+    Committed,
+}
+
+impl Deadline {
+    fn phase(&self) -> std::sync::MutexGuard<'_, Phase> {
+        self.phase
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The handler gives up: stops the work, and says whether it was in time (`false`:
+    /// the conversation is already stored, and the handler answers with it).
+    fn abandon(&self) -> bool {
+        self.cancel.cancel();
+        let mut phase = self.phase();
+        if *phase == Phase::Working {
+            *phase = Phase::Abandoned;
+        }
+        *phase == Phase::Abandoned
+    }
+
+    /// Runs `store` unless the handler gave up, holding off `abandon` meanwhile.
+    fn commit<T>(&self, store: impl FnOnce() -> Result<T, AppError>) -> Result<T, AppError> {
+        let mut phase = self.phase();
+        if *phase == Phase::Abandoned {
+            return Err(AppError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "upstream_timeout",
+                "the request's deadline passed; nothing was stored",
+            ));
+        }
+        let stored = store()?;
+        *phase = Phase::Committed;
+        Ok(stored)
     }
 }
 

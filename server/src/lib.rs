@@ -55,6 +55,8 @@ pub struct Config {
     pub max_skills: usize,
     /// The Python package index for conversations' `agent` packages.
     pub index_url: String,
+    /// How large an archive may be (`BERTH_ARCHIVE_MAX_BYTES`, `BERTH_ARCHIVE_MAX_ENTRIES`).
+    pub archive_limits: berth_resolver::ArchiveLimits,
 }
 
 /// The state every handler shares: cheap to clone.
@@ -138,7 +140,8 @@ impl AppState {
                 let background = state.clone();
                 std::thread::spawn(move || {
                     for lock in locks {
-                        if let Err(errors) = background.sync(&lock) {
+                        if let Err(errors) = background.sync(&lock, &berth_resolver::Cancel::new())
+                        {
                             for e in errors {
                                 tracing::warn!("restoring a conversation's plugins: {e}");
                             }
@@ -154,8 +157,8 @@ impl AppState {
         &self.inner.config
     }
 
-    /// Resolver settings for this server.
-    fn settings(&self) -> Settings {
+    /// Resolver settings for this server; `cancel` stops the work (a request's deadline).
+    fn settings(&self, cancel: &berth_resolver::Cancel) -> Settings {
         let config = self.config();
         Settings {
             github_url: config.policy.github_url.clone(),
@@ -167,9 +170,10 @@ impl AppState {
             jobs: config.jobs,
             base_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             home_dir: config.home_dir.clone(),
-            archive_limits: Default::default(),
+            archive_limits: config.archive_limits,
             index_url: config.index_url.clone(),
             shared: Some(self.inner.shared.clone()),
+            cancel: cancel.clone(),
         }
     }
 
@@ -205,7 +209,7 @@ impl AppState {
         let set = match berth_runtime::build_plugin_set(&config.store, &lock.lock, &options) {
             Ok(set) => set,
             Err(berth_runtime::RuntimeError::NotSynced { .. }) if !config.offline => {
-                self.sync(&lock.lock)
+                self.sync(&lock.lock, &berth_resolver::Cancel::new())
                     .map_err(|e| AppError::from_entries(&e))?;
                 berth_runtime::build_plugin_set(&config.store, &lock.lock, &options)
                     .map_err(|e| AppError::from_runtime(&e))?
@@ -237,10 +241,11 @@ impl AppState {
     fn sync(
         &self,
         lock: &berth_lockfile_schema::Lock,
+        cancel: &berth_resolver::Cancel,
     ) -> Result<(), Vec<berth_resolver::EntryError>> {
         berth_resolver::sync_plugins(
             &self.config().store,
-            &self.settings(),
+            &self.settings(cancel),
             &handlers::LogReporter,
             lock,
             None,

@@ -53,6 +53,7 @@ fn fixture_with(allow_local: bool, timeout: Duration) -> Fixture {
         home_dir: Some(root.join("home")),
         max_skills: 100,
         index_url: berth_resolver::DEFAULT_INDEX_URL.into(),
+        archive_limits: Default::default(),
     };
     let (state, _) = AppState::open(config).expect("open");
     Fixture {

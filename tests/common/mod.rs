@@ -212,6 +212,7 @@ pub struct FileServer {
     pub root: PathBuf,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     truncated: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    slow: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
@@ -225,6 +226,7 @@ impl FileServer {
         let port = listener.local_addr().expect("addr").port();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let truncated: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+        let slow: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
         let log: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
         let expected_auth = auth.map(|a| {
             use base64::Engine as _;
@@ -233,10 +235,11 @@ impl FileServer {
                 base64::engine::general_purpose::STANDARD.encode(a)
             )
         });
-        let (root_dir, stop2, truncated2, log2) = (
+        let (root_dir, stop2, truncated2, slow2, log2) = (
             root.to_owned(),
             stop.clone(),
             truncated.clone(),
+            slow.clone(),
             log.clone(),
         );
         let handle = std::thread::spawn(move || {
@@ -245,9 +248,10 @@ impl FileServer {
                     break;
                 }
                 let Ok(mut stream) = stream else { continue };
-                let (root, truncated, log, expected_auth) = (
+                let (root, truncated, slow, log, expected_auth) = (
                     root_dir.clone(),
                     truncated2.clone(),
+                    slow2.clone(),
                     log2.clone(),
                     expected_auth.clone(),
                 );
@@ -307,7 +311,23 @@ impl FileServer {
                     } else {
                         &body[..]
                     };
-                    let _ = stream.write_all(send);
+                    if slow.lock().expect("lock").contains(&path) {
+                        // A trickle: 1 KiB every 50 ms, until the client hangs up.
+                        for chunk in send.chunks(1024) {
+                            if stream
+                                .write_all(chunk)
+                                .and_then(|()| stream.flush())
+                                .is_err()
+                            {
+                                log.lock().expect("log").push(format!("HANGUP {path}"));
+                                return;
+                            }
+                            std::thread::sleep(std::time::Duration::from_millis(50));
+                        }
+                        log.lock().expect("log").push(format!("SENT {path}"));
+                    } else {
+                        let _ = stream.write_all(send);
+                    }
                     let _ = stream.flush();
                 });
             }
@@ -317,9 +337,16 @@ impl FileServer {
             root: root.to_owned(),
             stop,
             truncated,
+            slow,
             log,
             handle: Some(handle),
         }
+    }
+
+    /// Sends `path`'s body slowly from now on (1 KiB every 50 ms), logging `HANGUP /path`
+    /// if the client stops reading and `SENT /path` if it took it all.
+    pub fn slow(&self, path: &str) {
+        self.slow.lock().expect("lock").push(format!("/{path}"));
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -56,6 +56,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         home_dir: home,
         max_skills: args.max_skills,
         index_url: args.index_url.clone(),
+        archive_limits: berth_resolver::ArchiveLimits::from_env()?,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
