@@ -217,3 +217,35 @@ fn plain_http_credentials_are_not_sent_to_other_machines() {
     );
     assert!(!stderr.contains(SECRET));
 }
+
+#[test]
+fn netrc_credentials_never_follow_a_redirect_to_another_host() {
+    let ctx = TestContext::new();
+    let plugin = ctx.root.join("plugin");
+    std::fs::create_dir_all(plugin.join("skills")).expect("mkdir");
+    std::fs::write(plugin.join("skills/s.md"), "skill\n").expect("write");
+    let first = ctx.root.join("first");
+    let second = ctx.root.join("second");
+    std::fs::create_dir_all(&first).expect("mkdir");
+    std::fs::create_dir_all(&second).expect("mkdir");
+    std::fs::write(second.join("p.tar.gz"), common::tar_gz(&plugin, "p")).expect("write");
+    let origin = FileServer::start(&first, None);
+    let elsewhere = FileServer::start(&second, None);
+    // `localhost` is another host than `127.0.0.1` for the client, though it is this machine.
+    origin.redirect(
+        "p.tar.gz",
+        &format!("http://localhost:{}/p.tar.gz", elsewhere.port),
+    );
+    std::fs::write(
+        ctx.home.join(".netrc"),
+        "machine 127.0.0.1 login alice password s3cret\n",
+    )
+    .expect("netrc");
+    ctx.write_manifest(&format!(
+        "[[plugin]]\nsource = \"{}\"\n",
+        origin.url("p.tar.gz")
+    ));
+    ctx.ok(&["plugins", "lock"]);
+    assert_eq!(origin.requests(), ["GET /p.tar.gz auth=true"]);
+    assert_eq!(elsewhere.requests(), ["GET /p.tar.gz auth=false"]);
+}

@@ -384,3 +384,54 @@ fn a_git_fetch_past_its_deadline_is_not_made() {
     assert!(ctx.store_entries().is_empty());
     server.stop();
 }
+
+#[test]
+fn redirects_must_stay_within_the_source_policy() {
+    // Local sources are on, so plain http to this machine is allowed, and https only to
+    // the default hosts: a redirect to any other https host is refused before berth
+    // connects to it, for an archive and for git over http.
+    let ctx = TestContext::new();
+    let served = ctx.root.join("served");
+    noisy_archive(&served, "real", 1);
+    let files = common::FileServer::start(&served, None);
+    files.redirect("moved.tar.gz", &files.url("real.tar.gz"));
+    // The refused target is on this machine too (127.0.0.9, nothing listening), so even
+    // a berth that followed the redirect would send nothing off the machine.
+    files.redirect("away.tar.gz", "https://127.0.0.9:9/x.tar.gz");
+    files.redirect(
+        "acme/tools.git/info/refs?service=git-upload-pack",
+        "https://127.0.0.9:9/acme/tools.git/info/refs?service=git-upload-pack",
+    );
+    let data = ctx.root.join("data");
+    let server = Server::start(&ctx, &data, &["--allow-local-sources"], &[]);
+    for source in [files.url("away.tar.gz"), files.url("acme/tools.git")] {
+        let (status, body) = server.post(&json!({"plugins": [{"source": source}]}));
+        assert_eq!(status, 403, "{source}: {body}");
+        assert!(body.contains("127.0.0.9"), "{body}");
+    }
+    assert!(list_dir(&data.join("conversations")).is_empty());
+    assert!(ctx.store_entries().is_empty());
+    // A redirect the policy allows is followed.
+    let (status, body) = server.post(&json!({"plugins": [{"source": files.url("moved.tar.gz")}]}));
+    assert_eq!(status, 201, "{body}");
+    server.stop();
+}
+
+#[test]
+fn a_backslash_cannot_smuggle_a_host_past_the_policy() {
+    // `\` ends the authority for the HTTP client, so the host is `127.0.0.9` (this
+    // machine, nothing listening: a berth that let it through sends nothing off it).
+    let ctx = TestContext::new();
+    let data = ctx.root.join("data");
+    let server = Server::start(&ctx, &data, &[], &[]);
+    for source in [
+        "https://127.0.0.9:9\\@github.com/x.tar.gz",
+        "https://127.0.0.9:9\\@github.com/acme/tools.git",
+    ] {
+        let (status, body) = server.post(&json!({"plugins": [{"source": source}]}));
+        assert_eq!(status, 403, "{source}: {body}");
+        assert!(body.contains("127.0.0.9"), "{body}");
+    }
+    assert!(list_dir(&data.join("conversations")).is_empty());
+    server.stop();
+}

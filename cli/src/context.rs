@@ -123,6 +123,7 @@ impl Context {
             index_url: self.index_url.clone(),
             shared: None,
             cancel: Default::default(),
+            policy: None,
         }
     }
 

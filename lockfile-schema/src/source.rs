@@ -231,16 +231,26 @@ pub fn redact(text: &str) -> Redacted {
         return unchanged();
     };
     let authority_start = scheme_end + 3;
+    let scheme = &text[..scheme_end];
+    let web = scheme.ends_with("http") || scheme.ends_with("https");
+    // Where the authority ends is where the HTTP client (the `url` crate, WHATWG rules)
+    // ends it: for web and file URLs a backslash ends it too, so in
+    // `https://evil.example\@github.com/` the host is `evil.example` and nothing is a
+    // credential.
+    let special = web || scheme.ends_with("file") || scheme.ends_with("ftp");
+    let ends: &[char] = if special {
+        &['/', '?', '#', '\\']
+    } else {
+        &['/', '?', '#']
+    };
     let authority_end = text[authority_start..]
-        .find(['/', '?', '#'])
+        .find(ends)
         .map_or(text.len(), |i| authority_start + i);
     let authority = &text[authority_start..authority_end];
     let Some(at) = authority.rfind('@') else {
         return unchanged();
     };
     let userinfo = &authority[..at];
-    let scheme = &text[..scheme_end];
-    let web = scheme.ends_with("http") || scheme.ends_with("https");
     let (user, password) = match userinfo.split_once(':') {
         Some((u, p)) => (u, Some(p)),
         None => (userinfo, None),
@@ -298,6 +308,19 @@ mod tests {
         Source::parse(s)
             .unwrap_or_else(|e| panic!("{s}: {e}"))
             .kind()
+    }
+
+    #[test]
+    fn a_backslash_ends_a_web_authority_as_the_http_client_ends_it() {
+        // The host is `evil.example`: nothing before `\\` is userinfo, so nothing is a
+        // credential and the text stays as written.
+        let text = "https://evil.example\\@github.com/x.tar.gz";
+        let redacted = redact(text);
+        assert_eq!(redacted.text, text);
+        assert!(!redacted.removed_secret);
+        assert_eq!(redact("https://u:p@h\\x").text, "https://h\\x");
+        // For other schemes a backslash is an ordinary character.
+        assert!(redact("ssh://a\\b:pw@h/x").removed_secret);
     }
 
     #[test]

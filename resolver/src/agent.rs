@@ -25,7 +25,7 @@ use crate::archive::ArchiveSource;
 use crate::error::ResolveError;
 use crate::extract::ArchiveFormat;
 use crate::ops::{Ctx, LocalCheck};
-use crate::url::{expand_url, scrub};
+use crate::url::SourceUrl;
 
 /// The package index used when neither `--index-url` nor `BERTH_INDEX_URL` says otherwise.
 pub const DEFAULT_INDEX_URL: &str = "https://pypi.org/simple";
@@ -36,9 +36,7 @@ pub const SOURCE_DATE_EPOCH: &str = "315532800";
 
 /// The index, as uv is given it and as berth shows it.
 struct Index {
-    url: String,
-    shown: String,
-    secrets: Vec<String>,
+    url: SourceUrl,
 }
 
 /// What a wheel says about itself.
@@ -103,15 +101,11 @@ fn agent_error(message: String) -> ResolveError {
 impl Ctx<'_> {
     fn index(&self) -> Result<Index, ResolveError> {
         let raw = self.settings.index_url.trim_end_matches('/').to_owned();
-        let expanded = expand_url(&raw)?;
+        let url = SourceUrl::new(&raw)?;
         // The same rule as plugin sources: a password goes over plain http only to this
         // machine.
-        crate::url::refuse_plain_http_password(&raw, &expanded.url)?;
-        Ok(Index {
-            url: expanded.url,
-            shown: redact(&raw).text,
-            secrets: expanded.secrets,
-        })
+        crate::url::refuse_plain_http_password(&url)?;
+        Ok(Index { url })
     }
 
     /// Resolves `[agent]` into a locked package, entry point and wheel closure.
@@ -123,7 +117,7 @@ impl Ctx<'_> {
         if redact(&self.settings.index_url).removed_secret {
             self.reporter.warn(&format!(
                 "the index URL `{}` has a credential written in it; it is left out of everything berth writes and prints. Put it in an environment variable and write `${{VAR}}` instead",
-                index.shown
+                index.url.shown
             ));
         }
         let work = self.store.stage()?;
@@ -272,7 +266,7 @@ impl Ctx<'_> {
             .arg("--python")
             .arg(&python.path)
             .arg("--index-url")
-            .arg(&index.url)
+            .arg(&index.url.fetch)
             .arg("--out-dir")
             .arg(&out)
             .arg(&src)
@@ -281,7 +275,7 @@ impl Ctx<'_> {
             cmd.arg("--offline");
         }
         uv.run(&mut cmd, "building the agent package with `uv build`")
-            .map_err(|e| agent_error(scrub(&e.to_string(), &index.secrets)))?;
+            .map_err(|e| agent_error(index.url.scrub(&e.to_string())))?;
         let wheels: Vec<PathBuf> = fs_err::read_dir(&out)?
             .filter_map(Result::ok)
             .map(|e| e.path())
@@ -321,7 +315,7 @@ impl Ctx<'_> {
         .arg("--python")
         .arg(&python.path)
         .arg("--index-url")
-        .arg(&index.url)
+        .arg(&index.url.fetch)
         .arg("--output-file")
         .arg(&output)
         .arg(&input);
@@ -333,15 +327,15 @@ impl Ctx<'_> {
         };
         uv.run(
             &mut cmd,
-            &format!("resolving `{shown}` against `{}` with uv", index.shown),
+            &format!("resolving `{shown}` against `{}` with uv", index.url.shown),
         )
         .map_err(|e| {
-            let message = scrub(&e.to_string(), &index.secrets);
+            let message = index.url.scrub(&e.to_string());
             // The index could not be reached (an upstream failure, 502 in the server), as
             // opposed to a resolution that has no answer (no such version: 422).
             if message.contains("Failed to fetch") || message.contains("Request failed after") {
                 ResolveError::Fetch {
-                    url: index.shown.clone(),
+                    url: index.url.shown.clone(),
                     message,
                 }
             } else {
@@ -352,25 +346,6 @@ impl Ctx<'_> {
         let lock: Pylock = toml::from_str(&text)
             .map_err(|e| agent_error(format!("uv wrote a pylock.toml berth cannot read: {e}")))?;
         Ok(lock.packages)
-    }
-
-    /// The URL to fetch a locked wheel from: its locked URL, with the index's credentials
-    /// when it is on the index's host.
-    fn wheel_fetch_url(&self, shown: &str, index: &Index) -> String {
-        let (Ok(mut url), Ok(idx)) = (reqwest::Url::parse(shown), reqwest::Url::parse(&index.url))
-        else {
-            return shown.to_owned();
-        };
-        if url.username().is_empty()
-            && !idx.username().is_empty()
-            && url.scheme() == idx.scheme()
-            && url.host_str() == idx.host_str()
-            && url.port_or_known_default() == idx.port_or_known_default()
-        {
-            let _ = url.set_username(idx.username());
-            let _ = url.set_password(idx.password());
-        }
-        url.to_string()
     }
 
     /// Downloads a locked wheel into the store, checking its sha256; returns its path.
@@ -407,10 +382,8 @@ impl Ctx<'_> {
         let shown = wheel.url.clone().unwrap_or_default();
         self.require_network(|| format!("wheel `{}` (`{shown}`)", wheel.file))?;
         let source = ArchiveSource {
-            fetch_url: self.wheel_fetch_url(&shown, index),
-            shown_url: shown,
+            url: index.url.for_file_on_index(&shown),
             format: ArchiveFormat::Zip,
-            secrets: index.secrets.clone(),
         };
         let (staging, file, sha256) = self.download(&source)?;
         let path = staging.path().join(&wheel.file);

@@ -3,7 +3,7 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use berth_lockfile_schema::Sha256Hash;
@@ -12,20 +12,17 @@ use berth_store::{Sha256Sink, Staging, Store};
 use crate::error::ResolveError;
 use crate::extract::{ArchiveFormat, ArchiveLimits, extract, find_escaping_link};
 use crate::tree_path::{DiskTree, NoFolder, resolve_dir};
-use crate::{Reporter, netrc};
+use crate::url::{self, FetchPolicy, SourceUrl};
+use crate::{Reporter, auth};
 
 use berth_store::ARCHIVES_DIR;
 
 /// One archive URL as the resolver uses it.
 #[derive(Debug, Clone)]
 pub(crate) struct ArchiveSource {
-    /// With `${VAR}`s expanded: what is requested.
-    pub fetch_url: String,
-    /// Without credentials: what is shown and locked.
-    pub shown_url: String,
+    /// The URL: fetched, shown and scrubbed through one value.
+    pub url: SourceUrl,
     pub format: ArchiveFormat,
-    /// Values that must never appear in a message.
-    pub secrets: Vec<String>,
 }
 
 /// A plugin unpacked from an archive into a staging folder, ready to hash or commit.
@@ -36,17 +33,18 @@ pub(crate) struct Unpacked {
     pub folder_name: String,
 }
 
+/// berth's HTTP client settings (user agent, timeouts), shared by every client it makes.
+pub(crate) fn client_builder() -> reqwest::blocking::ClientBuilder {
+    reqwest::blocking::Client::builder()
+        .user_agent(concat!("berth/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(30))
+        .timeout(None)
+}
+
 fn client() -> Result<&'static reqwest::blocking::Client, String> {
     static CLIENT: OnceLock<Result<reqwest::blocking::Client, String>> = OnceLock::new();
     CLIENT
-        .get_or_init(|| {
-            reqwest::blocking::Client::builder()
-                .user_agent(concat!("berth/", env!("CARGO_PKG_VERSION")))
-                .connect_timeout(Duration::from_secs(30))
-                .timeout(None)
-                .build()
-                .map_err(|e| e.to_string())
-        })
+        .get_or_init(|| client_builder().build().map_err(|e| e.to_string()))
         .as_ref()
         .map_err(Clone::clone)
 }
@@ -60,41 +58,61 @@ pub(crate) fn download(
     home: Option<&Path>,
     reporter: &dyn Reporter,
     cancel: &crate::Cancel,
+    policy: Option<&Arc<FetchPolicy>>,
 ) -> Result<(Staging, PathBuf, Sha256Hash), ResolveError> {
     let fail = |message: String| ResolveError::Download {
-        url: source.shown_url.clone(),
-        message: crate::url::scrub(&message, &source.secrets),
+        url: source.url.shown.clone(),
+        message: source.url.scrub(&message),
+    };
+    let refused = |why: String| ResolveError::Refused {
+        url: source.url.shown.clone(),
+        why: source.url.scrub(&why),
     };
     let staging = store.stage()?;
     let file_path = staging
         .path()
         .join(format!("download.{}", source.format.suffix()));
+    if let (Some(policy), Some(url)) = (policy, source.url.parsed()) {
+        policy.check(url).map_err(refused)?;
+    }
     let (mut body, expected_len): (Box<dyn Read>, Option<u64>) = if let Some(path) =
-        source.fetch_url.strip_prefix("file://")
+        source.url.fetch.strip_prefix("file://")
     {
         let file = fs_err::File::open(path).map_err(|e| fail(e.to_string()))?;
         let len = file.metadata().map_err(|e| fail(e.to_string()))?.len();
         (Box::new(file), Some(len))
     } else {
-        let mut request = client().map_err(fail)?.get(&source.fetch_url);
-        let url = reqwest::Url::parse(&source.fetch_url).map_err(|e| fail(e.to_string()))?;
+        let url = source
+            .url
+            .parsed()
+            .ok_or_else(|| fail("not an http(s) URL".into()))?;
+        let client = match policy {
+            Some(policy) => policy.client(),
+            None => client(),
+        }
+        .map_err(fail)?;
         let host = url.host_str().unwrap_or_default().to_owned();
-        // Credentials go over plain http only to this machine.
-        let may_send = url.scheme() == "https" || crate::git::is_loopback(&host);
+        let may_send = auth::may_send_password(url.scheme(), &host);
+        let mut request = client.get(url.as_str());
         if !url.username().is_empty() && !may_send {
             return Err(fail(
                 "refusing to send credentials over plain http to another machine; use https".into(),
             ));
         }
+        // Basic auth from `~/.netrc` goes to this host only: reqwest drops it when a
+        // redirect leads elsewhere.
         if url.username().is_empty()
             && may_send
-            && let Some((login, password)) = netrc::lookup(&host, home)
+            && let Some((login, password)) = auth::netrc(&host, home)
         {
             request = request.basic_auth(login, Some(password));
         }
         let response = request
             .send()
-            .map_err(|e| fail(e.without_url().to_string()))?;
+            .map_err(|e| match url::redirect_refusal(&e) {
+                Some(why) => refused(why),
+                None => fail(e.without_url().to_string()),
+            })?;
         let status = response.status();
         if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
             return Err(fail(format!(
@@ -116,7 +134,7 @@ pub(crate) fn download(
             berth_store::format_size(limits.max_bytes)
         )));
     }
-    let task = reporter.task("Downloading", &source.shown_url, expected_len);
+    let task = reporter.task("Downloading", &source.url.shown, expected_len);
     let mut file = fs_err::File::create(&file_path)?;
     let mut sink = Sha256Sink::default();
     let mut buffer = vec![0u8; 64 * 1024];
@@ -191,7 +209,7 @@ pub(crate) fn unpack(
     limits: ArchiveLimits,
 ) -> Result<Unpacked, ResolveError> {
     let refuse = |message: String| ResolveError::Archive {
-        url: source.shown_url.clone(),
+        url: source.url.shown.clone(),
         message,
     };
     let work = store.stage()?;
@@ -203,7 +221,7 @@ pub(crate) fn unpack(
         [only] if only.file_type()?.is_dir() => {
             (only.path(), only.file_name().to_string_lossy().into_owned())
         }
-        _ => (out.clone(), archive_stem(&source.shown_url)),
+        _ => (out.clone(), archive_stem(&source.url.shown)),
     };
     if let Some(subdir) = subdir {
         // A `repo_path` that is (or passes through) a symlink to a folder of the archive is

@@ -120,6 +120,14 @@ pub enum ResolveError {
         /// What is wrong.
         message: String,
     },
+    /// The source policy refused a URL on the way (a redirect, say).
+    #[error("`{url}`: {why}")]
+    Refused {
+        /// The source, redacted.
+        url: String,
+        /// What the policy said.
+        why: String,
+    },
     /// The caller cancelled the work (a deadline passed) before it was done.
     #[error("cancelled: the work was stopped before it finished (a deadline passed)")]
     Cancelled,

@@ -44,10 +44,10 @@ pub(crate) struct GitDb {
 /// URL to show (credentials removed).
 #[derive(Debug, Clone)]
 pub(crate) struct Remote {
-    pub fetch_url: String,
-    pub shown_url: String,
-    /// Values that must never appear in a message (expanded `${VAR}`s, passwords).
-    pub secrets: Vec<String>,
+    /// The URL: fetched, shown and scrubbed through one value.
+    pub url: crate::url::SourceUrl,
+    /// The server's source policy, if any: redirects must stay within it.
+    pub policy: Option<std::sync::Arc<crate::url::FetchPolicy>>,
     /// For `~/.netrc`.
     pub home: Option<PathBuf>,
     /// Stops a fetch that is receiving a pack (gix's interrupt flag).
@@ -55,6 +55,47 @@ pub(crate) struct Remote {
 }
 
 impl Remote {
+    /// Under a source policy, asks the remote for its refs once over the policy's HTTP
+    /// client, which checks every redirect: a redirect the policy refuses is refused
+    /// before git connects, and so is any other, since the URL git fetches must be the
+    /// one the policy checked (give the server the URL the redirect leads to).
+    fn check_redirects(&self) -> Result<(), ResolveError> {
+        let (Some(policy), Some(url)) = (&self.policy, self.url.parsed()) else {
+            return Ok(());
+        };
+        if !matches!(url.scheme(), "http" | "https") {
+            return Ok(());
+        }
+        let refused = |why: String| ResolveError::Refused {
+            url: self.url.shown.clone(),
+            why: self.url.scrub(&why),
+        };
+        let client = policy.client().map_err(&refused)?;
+        let probe = url::Url::parse(&format!(
+            "{}/info/refs?service=git-upload-pack",
+            url.as_str().trim_end_matches('/')
+        ))
+        .map_err(|e| refused(e.to_string()))?;
+        let response = match client.get(probe.as_str()).send() {
+            Ok(response) => response,
+            Err(e) => {
+                return match crate::url::redirect_refusal(&e) {
+                    Some(why) => Err(refused(why)),
+                    // Not a policy matter: git reports the failure in its own words.
+                    None => Ok(()),
+                };
+            }
+        };
+        if *response.url() != probe {
+            return Err(refused(format!(
+                "the server redirects to `{}`; this server fetches git only from the URL it was given, so give that URL instead",
+                crate::url::scrub(response.url().as_str(), &self.url.secrets)
+                    .trim_end_matches("/info/refs?service=git-upload-pack")
+            )));
+        }
+        Ok(())
+    }
+
     /// `error`, unless the fetch failed because it was cancelled.
     fn cancelled_or(&self, error: ResolveError) -> ResolveError {
         if self.cancel.is_cancelled() {
@@ -79,12 +120,13 @@ impl Remote {
         >,
         ResolveError,
     > {
+        self.check_redirects()?;
         let connection = remote
             .connect(Direction::Fetch)
             .map_err(|e| fetch_error(self, &e))?;
         let mut fallback = connection.configured_credentials_for_current_url();
         let home = self.home.clone();
-        let fetch_url = self.fetch_url.clone();
+        let own = self.url.credentials();
         Ok(connection.with_credentials(move |action| {
             if let gix::credentials::helper::Action::Get(ctx) = &action {
                 // The transport may pass only a URL; split it to learn protocol and host.
@@ -95,14 +137,13 @@ impl Remote {
                 let protocol = ctx.protocol.as_deref().unwrap_or_default();
                 let host_port = ctx.host.as_deref().unwrap_or_default();
                 let host = host_port.rsplit_once(':').map_or(host_port, |(h, _)| h);
-                if protocol == "http" && !is_loopback(host) {
+                if !crate::auth::may_send_password(protocol, host) {
                     // Never send a password in clear text across a network.
                     return Ok(None);
                 }
-                let from_url = crate::url::userinfo(&fetch_url)
-                    .and_then(|(user, password)| password.map(|p| (user.to_owned(), p.to_owned())));
-                if let Some((username, password)) =
-                    from_url.or_else(|| crate::netrc::lookup(host, home.as_deref()))
+                if let Some((username, password)) = own
+                    .clone()
+                    .or_else(|| crate::auth::netrc(host, home.as_deref()))
                 {
                     return Ok(Some(gix::credentials::protocol::Outcome {
                         identity: gix::sec::identity::Account {
@@ -117,12 +158,6 @@ impl Remote {
             fallback(action)
         }))
     }
-}
-
-/// `localhost`, `127.x.x.x` or `::1`.
-pub(crate) fn is_loopback(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host == "localhost" || host == "::1" || host.starts_with("127.")
 }
 
 impl GitDb {
@@ -229,7 +264,7 @@ impl GitDb {
         let fetch_error = |e: gix::Error| fetch_error(remote, &e);
         let gix_remote = self
             .repo
-            .remote_at(remote.fetch_url.as_str())
+            .remote_at(remote.url.fetch.as_str())
             .map_err(fetch_error)?
             .with_fetch_tags(Tags::None)
             .with_refspecs(specs.iter().map(String::as_str), Direction::Fetch)
@@ -267,7 +302,7 @@ impl GitDb {
         remote.cancel.check()?;
         let _task = reporter.task(
             "Fetching",
-            &format!("{} at {}", remote.shown_url, short(commit)),
+            &format!("{} at {}", remote.url.shown, short(commit)),
             None,
         );
         prepare
@@ -286,7 +321,7 @@ impl GitDb {
         let fetch_error = |e: gix::Error| fetch_error(remote, &e);
         let gix_remote = self
             .repo
-            .remote_at(remote.fetch_url.as_str())
+            .remote_at(remote.url.fetch.as_str())
             .map_err(fetch_error)?
             .with_fetch_tags(Tags::None)
             .with_refspecs(["+refs/tags/*:refs/tags/*"], Direction::Fetch)
@@ -363,7 +398,7 @@ impl GitDb {
     ) -> Result<(), ResolveError> {
         let _task = reporter.task(
             "Fetching",
-            &format!("{} at {}", remote.shown_url, short(id)),
+            &format!("{} at {}", remote.url.shown, short(id)),
             None,
         );
         let by_id = self.fetch_specs(
@@ -397,7 +432,7 @@ impl GitDb {
         match second {
             // Every branch and tag was fetched and the commit is not among them.
             Ok(()) => Err(ResolveError::CommitNotFound {
-                url: remote.shown_url.clone(),
+                url: remote.url.shown.clone(),
                 rev: id.to_string(),
             }),
             Err(e) => Err(e),
@@ -413,7 +448,7 @@ impl GitDb {
         let fetch_error = |e: gix::Error| fetch_error(remote, &e);
         let gix_remote = self
             .repo
-            .remote_at(remote.fetch_url.as_str())
+            .remote_at(remote.url.fetch.as_str())
             .map_err(fetch_error)?
             .with_fetch_tags(Tags::None)
             .with_refspecs(specs.iter().map(String::as_str), Direction::Fetch)
@@ -441,7 +476,7 @@ impl GitDb {
             Ok(commit)
         } else {
             Err(ResolveError::CommitNotFound {
-                url: remote.shown_url.clone(),
+                url: remote.url.shown.clone(),
                 rev: commit.to_string(),
             })
         }
@@ -767,7 +802,7 @@ fn pick(
         Want::DefaultBranch => match lookup("HEAD") {
             Some(Some(commit)) => Ok(("HEAD".to_owned(), commit)),
             _ => Err(ResolveError::EmptyRepository {
-                url: remote.shown_url.clone(),
+                url: remote.url.shown.clone(),
             }),
         },
         Want::Named(name) => {
@@ -782,14 +817,14 @@ fn pick(
             {
                 reporter.warn(&format!(
                     "`{}` has both a branch and a tag named `{name}`; using the branch (write `refs/tags/{name}` to use the tag)",
-                    remote.shown_url
+                    remote.url.shown
                 ));
             }
             match (branch.flatten(), tag.flatten()) {
                 (Some(commit), _) => Ok((branch_ref, commit)),
                 (None, Some(commit)) => Ok((tag_ref, commit)),
                 (None, None) => Err(ResolveError::RefNotFound {
-                    url: remote.shown_url.clone(),
+                    url: remote.url.shown.clone(),
                     git_ref: name.clone(),
                 }),
             }
@@ -829,8 +864,8 @@ fn remove_stale_lock_files(dir: &Path) {
 
 fn fetch_error(remote: &Remote, e: &gix::Error) -> ResolveError {
     ResolveError::Fetch {
-        url: remote.shown_url.clone(),
-        message: crate::url::scrub(&error_chain(e), &remote.secrets),
+        url: remote.url.shown.clone(),
+        message: remote.url.scrub(&error_chain(e)),
     }
 }
 

@@ -8,12 +8,12 @@
 
 mod agent;
 mod archive;
+mod auth;
 mod error;
 pub mod extract;
 mod git;
 mod local;
 mod meta;
-mod netrc;
 mod ops;
 mod semver_tags;
 mod skipped;
@@ -32,6 +32,7 @@ pub use ops::{
     LocalCheck, LocalRelock, LockOptions, LockOutcome, SharedResolutions, SyncOutcome, Upgrade,
     VerifyOutcome, VerifyStatus, lock_plugins, sync_plugins, verify_agent, verify_plugins,
 };
+pub use url::{FetchPolicy, SourceUrl};
 
 /// Whether the network may be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,9 @@ pub struct Settings {
     /// Raised when the caller no longer wants the result (the server's deadline passed):
     /// fetches and downloads stop at their next step with [`ResolveError::Cancelled`].
     pub cancel: Cancel,
+    /// The server's source policy, checked again at every redirect; `None` (the CLI):
+    /// the user's own sources go where they lead.
+    pub policy: Option<Arc<FetchPolicy>>,
 }
 
 /// A flag that stops the resolver's work: checked before every network step, between the

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use berth_lockfile_schema::{
     Lock, LockedPlugin, Manifest, Pin, PluginRequest, Sha256Hash, Source, SourceKind,
-    is_full_commit_id, redact,
+    is_full_commit_id,
 };
 use berth_store::{Staging, Store, StoreEntry};
 use gix::ObjectId;
@@ -22,7 +22,7 @@ use crate::git::{GitDb, Remote, Want};
 use crate::local::{LOCAL_EXCLUDE, LOCAL_EXCLUDED, existing_dir, local_dir, name_and_hash};
 use crate::meta::plugin_name_from_manifest;
 use crate::skipped::Skipped;
-use crate::url::{cache_dir_name, expand_url, git_url, repo_name};
+use crate::url::{SourceUrl, cache_dir_name, git_url, repo_name};
 use crate::{Network, Reporter, Settings};
 
 /// Which locked pins `lock` may move.
@@ -398,7 +398,7 @@ impl FreshRemote {
     fn plan(remotes: &mut Vec<FreshRemote>, want: FreshWant) -> Plan {
         let index = match remotes
             .iter()
-            .position(|r| r.remote.fetch_url == want.remote.fetch_url)
+            .position(|r| r.remote.url.fetch == want.remote.url.fetch)
         {
             Some(index) => index,
             None => {
@@ -608,12 +608,17 @@ impl Ctx<'_> {
 
     fn remote(&self, source: &Source) -> Result<(Remote, String), ResolveError> {
         let raw = git_url(source, &self.settings.github_url).expect("only called for git sources");
-        let expanded = expand_url(&raw)?;
-        crate::url::refuse_plain_http_password(&raw, &expanded.url)?;
+        let url = SourceUrl::new(&raw)?;
+        crate::url::refuse_plain_http_password(&url)?;
+        if let (Some(policy), Some(parsed)) = (&self.settings.policy, url.parsed()) {
+            policy.check(parsed).map_err(|why| ResolveError::Refused {
+                url: url.shown.clone(),
+                why,
+            })?;
+        }
         let remote = Remote {
-            fetch_url: expanded.url,
-            shown_url: redact(&raw).text,
-            secrets: expanded.secrets,
+            url,
+            policy: self.settings.policy.clone(),
             home: self.settings.home_dir.clone(),
             cancel: self.settings.cancel.clone(),
         };
@@ -622,7 +627,7 @@ impl Ctx<'_> {
 
     fn lock_git(&self, request: &PluginRequest) -> Result<Resolved, ResolveError> {
         let (remote, cache) = self.remote(request.parsed_source())?;
-        let db = GitDb::open(self.store, &cache, &remote.shown_url, self.reporter)?;
+        let db = GitDb::open(self.store, &cache, &remote.url.shown, self.reporter)?;
         // A `version` range becomes the tag it picks, then resolves like `ref = "<tag>"`.
         let resolved_ref = match &request.version {
             Some(range) => Some(self.pick_tag(&db, &remote, &cache, range)?),
@@ -639,7 +644,7 @@ impl Ctx<'_> {
             Some(r) if is_full_commit_id(r) => {
                 let id = ObjectId::from_hex(r.as_bytes()).expect("checked to be 40 hex digits");
                 if !db.has_commit(id) {
-                    self.require_network(|| format!("commit `{r}` of `{}`", remote.shown_url))?;
+                    self.require_network(|| format!("commit `{r}` of `{}`", remote.url.shown))?;
                     db.fetch_commit(&remote, id, None, self.reporter)?;
                 }
                 id
@@ -656,7 +661,7 @@ impl Ctx<'_> {
                                     other.map_or("the default branch".to_owned(), |r| format!(
                                         "`{r}`"
                                     )),
-                                    remote.shown_url
+                                    remote.url.shown
                                 ),
                             })?
                     }
@@ -671,7 +676,7 @@ impl Ctx<'_> {
             .rsplit('/')
             .next()
             .filter(|n| !n.is_empty())
-            .map_or_else(|| repo_name(&remote.shown_url), str::to_owned);
+            .map_or_else(|| repo_name(&remote.url.shown), str::to_owned);
         let name = plugin_name_from_manifest(|rel| db.read_file(tree, rel), &fallback)?;
         let hashed = db.nar_hash(tree, rev)?;
         db.finish()?;
@@ -686,7 +691,7 @@ impl Ctx<'_> {
                 resolved_ref,
                 repo_path: request.repo_path.clone(),
                 pin: Pin::Git {
-                    url: remote.shown_url,
+                    url: remote.url.shown,
                     rev: rev.to_string(),
                 },
                 hash: hashed.hash,
@@ -714,7 +719,7 @@ impl Ctx<'_> {
         self.memo.remember_tags(cache, tags.clone());
         crate::semver_tags::pick(&req, tags.iter().map(|(t, _)| t.as_str())).map_err(|nearest| {
             ResolveError::NoMatchingVersion {
-                url: remote.shown_url.clone(),
+                url: remote.url.shown.clone(),
                 range: range.to_owned(),
                 nearest,
             }
@@ -725,25 +730,22 @@ impl Ctx<'_> {
         let Source::Archive { url } = source else {
             unreachable!("only called for archive sources");
         };
-        let expanded = expand_url(url)?;
         Ok(ArchiveSource {
-            fetch_url: expanded.url,
-            shown_url: redact(url).text,
+            url: SourceUrl::new(url)?,
             format: ArchiveFormat::from_url(url).expect("archive sources have an archive suffix"),
-            secrets: expanded.secrets,
         })
     }
 
     fn lock_archive(&self, request: &PluginRequest) -> Result<Resolved, ResolveError> {
         let source = self.archive_source(request.parsed_source())?;
-        self.require_network(|| format!("`{}`", source.shown_url))?;
+        self.require_network(|| format!("`{}`", source.url.shown))?;
         let limits = self.settings.archive_limits;
         let (download, file, archive_hash) = self.download(&source)?;
         if let Some(expected) = request.archive_hash
             && expected != archive_hash
         {
             return Err(ResolveError::ArchiveHashMismatch {
-                name: source.shown_url.clone(),
+                name: source.url.shown.clone(),
                 expected,
                 actual: archive_hash,
             });
@@ -769,7 +771,7 @@ impl Ctx<'_> {
                 resolved_ref: None,
                 repo_path: request.repo_path.clone(),
                 pin: Pin::Archive {
-                    url: source.shown_url,
+                    url: source.url.shown,
                     archive_hash,
                 },
                 hash,
@@ -795,7 +797,7 @@ impl Ctx<'_> {
             let unpacked = archive::unpack(self.store, &source, &file, subdir.as_deref(), limits)?;
             return Ok(unpacked.staging);
         }
-        self.require_network(|| format!("plugin `{}` (`{}`)", locked.name, source.shown_url))?;
+        self.require_network(|| format!("plugin `{}` (`{}`)", locked.name, source.url.shown))?;
         let (download, file) = self.download_expecting(&source, &locked.name, archive_hash)?;
         let unpacked = archive::unpack(self.store, &source, &file, subdir.as_deref(), limits)?;
         archive::keep(self.store, &file, archive_hash, source.format)?;
@@ -816,6 +818,7 @@ impl Ctx<'_> {
             self.settings.home_dir.as_deref(),
             self.reporter,
             &self.settings.cancel,
+            self.settings.policy.as_ref(),
         )
     }
 
@@ -952,12 +955,12 @@ impl Ctx<'_> {
         let id = ObjectId::from_hex(rev.as_bytes()).expect("lock revs are validated");
         let staging = self.store.stage()?;
         {
-            let db = GitDb::open(self.store, &cache, &remote.shown_url, self.reporter)?;
+            let db = GitDb::open(self.store, &cache, &remote.url.shown, self.reporter)?;
             if !db.has_commit(id) {
                 self.require_network(|| {
                     format!(
                         "plugin `{}` (commit `{rev}` of `{}`)",
-                        locked.name, remote.shown_url
+                        locked.name, remote.url.shown
                     )
                 })?;
                 db.fetch_commit(&remote, id, hint_ref(locked), self.reporter)?;
@@ -981,7 +984,7 @@ impl Ctx<'_> {
         };
         let source = Self::source_of(locked, request)?;
         let (remote, _) = self.remote(&source)?;
-        self.require_network(|| format!("`{}`", remote.shown_url))?;
+        self.require_network(|| format!("`{}`", remote.url.shown))?;
         Ok(FreshWant {
             remote,
             id: ObjectId::from_hex(rev.as_bytes()).expect("lock revs are validated"),
@@ -1036,7 +1039,7 @@ impl Ctx<'_> {
             Pin::Archive { archive_hash, .. } => {
                 // A fresh download, not the cache: verify must see what the server sends now.
                 let source = self.archive_source(&Self::source_of(locked, request)?)?;
-                self.require_network(|| format!("`{}`", source.shown_url))?;
+                self.require_network(|| format!("`{}`", source.url.shown))?;
                 let (_download, file) =
                     self.download_expecting(&source, &locked.name, archive_hash)?;
                 let unpacked = archive::unpack(

@@ -17,29 +17,231 @@ pub(crate) fn git_url(source: &Source, github_url: &str) -> Option<String> {
     }
 }
 
-/// A URL with its `${VAR}`s expanded, and the secrets in it that must never be printed:
-/// the expanded values and any password (or, on http(s), token-as-user) it carries.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Expanded {
-    pub url: String,
+/// A source URL, parsed once: the text as written (`${VAR}` kept, never shown), the URL
+/// that is fetched (variables expanded, normalised by the `url` crate, the same value the
+/// HTTP client and the policy read), the redacted text every message shows, and the
+/// secrets that must never appear anywhere. Its `Display` is the redacted text, as uv's
+/// `DisplaySafeUrl`. scp-like git addresses (`git@host:path`) are kept as written.
+#[derive(Clone)]
+pub struct SourceUrl {
+    /// What is fetched.
+    pub fetch: String,
+    /// Without credentials: what is shown and locked.
+    pub shown: String,
+    /// Values that must never appear in a message (expanded `${VAR}`s, passwords, tokens).
     pub secrets: Vec<String>,
+    parsed: Option<url::Url>,
 }
 
-/// Expands a source URL and collects its secrets.
-pub(crate) fn expand_url(text: &str) -> Result<Expanded, ResolveError> {
-    let url = expand_env(text)?;
-    let mut secrets: Vec<String> = env_references(text)
-        .filter_map(|name| std::env::var(name).ok())
-        .filter(|v| !v.is_empty())
-        .collect();
-    if let Some((user, password)) = userinfo(&url) {
-        match password {
-            Some(password) if !password.is_empty() => secrets.push(password.to_owned()),
-            None if url.starts_with("http") && !user.is_empty() => secrets.push(user.to_owned()),
-            _ => {}
+impl std::fmt::Debug for SourceUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SourceUrl").field(&self.shown).finish()
+    }
+}
+
+impl std::fmt::Display for SourceUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl SourceUrl {
+    /// Expands `written`'s `${VAR}`s and parses the result. A URL the `url` crate cannot
+    /// parse is an error naming it (redacted); an scp-like address is kept as it is.
+    pub fn new(written: &str) -> Result<Self, ResolveError> {
+        let shown = redact(written).text;
+        let expanded = expand_env(written)?;
+        let mut secrets: Vec<String> = env_references(written)
+            .filter_map(|name| std::env::var(name).ok())
+            .filter(|v| !v.is_empty())
+            .collect();
+        if !expanded.contains("://") {
+            if let Some((user, password)) = userinfo(&expanded) {
+                secrets.extend(password.map(str::to_owned).filter(|p| !p.is_empty()));
+                let _ = user;
+            }
+            return Ok(Self {
+                fetch: expanded,
+                shown,
+                secrets,
+                parsed: None,
+            });
+        }
+        let parsed = url::Url::parse(&expanded).map_err(|e| ResolveError::Fetch {
+            url: shown.clone(),
+            message: format!("not a valid URL ({e})"),
+        })?;
+        let decode = |text: &str| {
+            url::form_urlencoded::parse(format!("x={text}").as_bytes())
+                .next()
+                .map_or_else(|| text.to_owned(), |(_, v)| v.into_owned())
+        };
+        let http = matches!(parsed.scheme(), "http" | "https");
+        if let Some(password) = parsed.password().filter(|p| !p.is_empty()) {
+            secrets.push(password.to_owned());
+            secrets.push(decode(password));
+        } else if http && !parsed.username().is_empty() {
+            // A lone user name over http(s) is read as a token.
+            secrets.push(parsed.username().to_owned());
+            secrets.push(decode(parsed.username()));
+        }
+        secrets.retain(|s| !s.is_empty());
+        secrets.sort();
+        secrets.dedup();
+        Ok(Self {
+            fetch: parsed.as_str().to_owned(),
+            shown,
+            secrets,
+            parsed: Some(parsed),
+        })
+    }
+
+    /// The parsed URL (`None` for an scp-like address).
+    pub fn parsed(&self) -> Option<&url::Url> {
+        self.parsed.as_ref()
+    }
+
+    /// `message` with this URL's secrets and every URL's credentials removed.
+    pub fn scrub(&self, message: &str) -> String {
+        scrub(message, &self.secrets)
+    }
+
+    /// A file the index lists (a wheel's URL, without credentials), to be fetched with this
+    /// index's credentials when it is on the index's host (scheme, host and port equal),
+    /// and without them anywhere else.
+    pub(crate) fn for_file_on_index(&self, file: &str) -> SourceUrl {
+        let mut fetch = url::Url::parse(file).ok();
+        if let (Some(url), Some(index)) = (fetch.as_mut(), self.parsed.as_ref())
+            && url.username().is_empty()
+            && !index.username().is_empty()
+            && url.scheme() == index.scheme()
+            && url.host_str() == index.host_str()
+            && url.port_or_known_default() == index.port_or_known_default()
+        {
+            let _ = url.set_username(index.username());
+            let _ = url.set_password(index.password());
+        }
+        SourceUrl {
+            fetch: fetch
+                .as_ref()
+                .map_or_else(|| file.to_owned(), |u| u.as_str().to_owned()),
+            shown: redact(file).text,
+            secrets: self.secrets.clone(),
+            parsed: fetch,
         }
     }
-    Ok(Expanded { url, secrets })
+
+    /// The user name and password the URL itself carries, decoded.
+    pub fn credentials(&self) -> Option<(String, String)> {
+        let url = self.parsed.as_ref()?;
+        let password = url.password().filter(|p| !p.is_empty())?;
+        let decode = |text: &str| {
+            url::form_urlencoded::parse(format!("x={text}").as_bytes())
+                .next()
+                .map_or_else(|| text.to_owned(), |(_, v)| v.into_owned())
+        };
+        Some((decode(url.username()), decode(password)))
+    }
+}
+
+/// Which URLs a fetch may reach: the server's source policy, applied to the URL a source
+/// names and to every redirect on the way (archives, wheels and git over http alike).
+#[derive(Debug)]
+pub struct FetchPolicy {
+    /// Hosts `https` URLs may name.
+    pub allowed_hosts: Vec<String>,
+    /// Also `http://` and `file://` on any host (trusted setups).
+    pub allow_local: bool,
+    client: std::sync::OnceLock<Result<reqwest::blocking::Client, String>>,
+}
+
+impl FetchPolicy {
+    /// The policy of `allowed_hosts` (https), plus plain http and `file://` anywhere when
+    /// `allow_local`.
+    pub fn new(allowed_hosts: Vec<String>, allow_local: bool) -> Self {
+        Self {
+            allowed_hosts,
+            allow_local,
+            client: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Why `url` may not be fetched, if it may not.
+    pub fn check(&self, url: &url::Url) -> Result<(), String> {
+        let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        match url.scheme() {
+            "https"
+                if self
+                    .allowed_hosts
+                    .iter()
+                    .any(|h| h.eq_ignore_ascii_case(host)) =>
+            {
+                Ok(())
+            }
+            "https" => Err(format!(
+                "host `{host}` is not allowed (allowed: {})",
+                self.allowed_hosts.join(", ")
+            )),
+            "http" | "file" if self.allow_local => Ok(()),
+            "file" => Err(format!(
+                "`file://` URL `{}` refused: this server does not allow local sources",
+                redact(url.as_str()).text
+            )),
+            other => Err(format!(
+                "`{other}` URLs are refused; this server fetches https URLs on allowed hosts"
+            )),
+        }
+    }
+
+    /// An HTTP client that checks every redirect against this policy before following it
+    /// (made once per policy).
+    pub(crate) fn client(
+        self: &std::sync::Arc<Self>,
+    ) -> Result<&reqwest::blocking::Client, String> {
+        let policy = self.clone();
+        self.client
+            .get_or_init(move || {
+                crate::archive::client_builder()
+                    .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                        if attempt.previous().len() >= 10 {
+                            return attempt.error("more than 10 redirects");
+                        }
+                        match policy.check(attempt.url()) {
+                            Ok(()) => attempt.follow(),
+                            Err(why) => attempt.error(RedirectRefused(why)),
+                        }
+                    }))
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+/// A redirect the policy refused, found in a reqwest error's source chain.
+#[derive(Debug)]
+pub(crate) struct RedirectRefused(pub String);
+
+impl std::fmt::Display for RedirectRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "redirect refused: {}", self.0)
+    }
+}
+
+impl std::error::Error for RedirectRefused {}
+
+/// The policy's refusal inside a reqwest error, if that is why it failed.
+pub(crate) fn redirect_refusal(error: &reqwest::Error) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(e) = source {
+        if let Some(refused) = e.downcast_ref::<RedirectRefused>() {
+            return Some(refused.0.clone());
+        }
+        source = e.source();
+    }
+    None
 }
 
 /// `text` with every secret replaced by `***` and every URL's credentials removed.
@@ -67,19 +269,15 @@ pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
 }
 
 /// Credentials go over plain http only to this machine: an error for an `http://` URL
-/// `raw` whose expansion carries a password for another host. Git remotes and the agent
-/// index share this rule; archive downloads check it as they send the request.
-pub(crate) fn refuse_plain_http_password(raw: &str, expanded: &str) -> Result<(), ResolveError> {
-    if raw.starts_with("http://")
-        && userinfo(expanded).is_some_and(|(_, p)| p.is_some())
-        && let Some(host) = raw["http://".len()..]
-            .split(['/', '?'])
-            .next()
-            .and_then(|a| a.rsplit('@').next())
-        && !crate::git::is_loopback(host.rsplit_once(':').map_or(host, |(h, _)| h))
+/// whose expansion carries a password for another host. Git remotes and the agent index
+/// share this rule; archive downloads check it as they send the request.
+pub(crate) fn refuse_plain_http_password(url: &SourceUrl) -> Result<(), ResolveError> {
+    if let Some(parsed) = url.parsed()
+        && parsed.password().is_some_and(|p| !p.is_empty())
+        && !crate::auth::may_send_password(parsed.scheme(), parsed.host_str().unwrap_or_default())
     {
         return Err(ResolveError::Fetch {
-            url: redact(raw).text,
+            url: url.shown.clone(),
             message: "refusing to send a password over plain http to another machine; use https"
                 .into(),
         });

@@ -84,6 +84,7 @@ impl AppError {
             | ResolveError::Offline { .. } => {
                 Self::new(StatusCode::BAD_GATEWAY, "upstream_failed", message)
             }
+            ResolveError::Refused { .. } => Self::forbidden(message),
             ResolveError::MissingEnv { .. } | ResolveError::Unsupported(_) => {
                 Self::bad_request(message)
             }

@@ -70,6 +70,8 @@ struct Inner {
     config: Config,
     conversations: Conversations,
     shared: SharedResolutions,
+    /// The source policy as the resolver applies it to every redirect (with its client).
+    fetch_policy: Arc<berth_resolver::FetchPolicy>,
     /// Plugin sets by lock text. A set is a function of its lock and the (immutable) store
     /// entries it names, so the bytes can be reused while those entries are present.
     sets: std::sync::Mutex<std::collections::HashMap<String, Arc<str>>>,
@@ -123,6 +125,7 @@ impl AppState {
         };
         let state = Self {
             inner: Arc::new(Inner {
+                fetch_policy: Arc::new(config.policy.fetch_policy()),
                 config,
                 conversations,
                 shared: SharedResolutions::default(),
@@ -174,6 +177,7 @@ impl AppState {
             index_url: config.index_url.clone(),
             shared: Some(self.inner.shared.clone()),
             cancel: cancel.clone(),
+            policy: Some(self.inner.fetch_policy.clone()),
         }
     }
 

@@ -2,6 +2,7 @@
 //! `file://` and plain `http://` only when the operator allows local sources.
 
 use berth_lockfile_schema::Source;
+use berth_resolver::{FetchPolicy, SourceUrl};
 
 use crate::error::AppError;
 
@@ -42,6 +43,14 @@ impl Policy {
         Ok(())
     }
 
+    /// The rules as the resolver applies them to every URL and redirect it fetches.
+    pub fn fetch_policy(&self) -> FetchPolicy {
+        FetchPolicy::new(self.allowed_hosts.clone(), self.allow_local)
+    }
+
+    /// Checks the host the source will really be fetched from: the URL is parsed once,
+    /// by the same parser the HTTP clients use, so `https://evil.example\@github.com/`
+    /// is checked as `evil.example`, where it would go.
     fn check_host(&self, source: &Source) -> Result<(), AppError> {
         let url = match source {
             Source::Local { path } => {
@@ -61,36 +70,15 @@ impl Policy {
             }
             Source::Git { url } | Source::Archive { url } => url.clone(),
         };
-        let (scheme, rest) = url.split_once("://").unwrap_or(("ssh", url.as_str()));
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-        let host_port = authority.rsplit('@').next().unwrap_or(authority);
-        let host = if let Some(v6) = host_port.strip_prefix('[') {
-            v6.split(']').next().unwrap_or("")
-        } else {
-            host_port.rsplit_once(':').map_or(host_port, |(h, _)| h)
-        }
-        .to_ascii_lowercase();
-        match scheme {
-            "https"
-                if self
-                    .allowed_hosts
-                    .iter()
-                    .any(|h| h.eq_ignore_ascii_case(&host)) =>
-            {
-                Ok(())
-            }
-            "https" => Err(AppError::forbidden(format!(
-                "source host `{host}` is not allowed (allowed: {})",
-                self.allowed_hosts.join(", ")
-            ))),
-            "http" | "file" if self.allow_local => Ok(()),
-            "file" => Err(AppError::forbidden(format!(
-                "`file://` source `{url}` refused: this server does not allow local sources"
-            ))),
-            other => Err(AppError::forbidden(format!(
-                "`{other}` sources are refused; this server fetches https sources on allowed hosts"
-            ))),
-        }
+        let parsed = SourceUrl::new(&url).map_err(|e| AppError::bad_request(e.to_string()))?;
+        let Some(parsed) = parsed.parsed() else {
+            return Err(AppError::forbidden(
+                "`ssh` sources are refused; this server fetches https sources on allowed hosts",
+            ));
+        };
+        self.fetch_policy()
+            .check(parsed)
+            .map_err(|why| AppError::forbidden(format!("source refused: {why}")))
     }
 }
 
@@ -126,6 +114,16 @@ mod tests {
         assert_eq!(check(&p, "git@github.com:o/r.git"), Err(403));
         assert_eq!(check(&p, "https://github.com/${TOKEN}/r"), Err(400));
         assert_eq!(check(&p, "https://u:pw@github.com/o/r"), Err(400));
+        // The host is read as the HTTP client reads it: a backslash ends the authority.
+        assert_eq!(
+            check(&p, "https://evil.example\\@github.com/x.tar.gz"),
+            Err(403)
+        );
+        assert_eq!(
+            check(&p, "https://evil.example\\@github.com/o/r.git"),
+            Err(403)
+        );
+        assert_eq!(check(&p, "https://GitHub.com/o/r.git"), Ok(()));
     }
 
     #[test]

@@ -213,6 +213,7 @@ pub struct FileServer {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     truncated: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     slow: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    redirects: std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
     log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
@@ -227,6 +228,7 @@ impl FileServer {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let truncated: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
         let slow: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+        let redirects: std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>> = Default::default();
         let log: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
         let expected_auth = auth.map(|a| {
             use base64::Engine as _;
@@ -235,11 +237,12 @@ impl FileServer {
                 base64::engine::general_purpose::STANDARD.encode(a)
             )
         });
-        let (root_dir, stop2, truncated2, slow2, log2) = (
+        let (root_dir, stop2, truncated2, slow2, redirects2, log2) = (
             root.to_owned(),
             stop.clone(),
             truncated.clone(),
             slow.clone(),
+            redirects.clone(),
             log.clone(),
         );
         let handle = std::thread::spawn(move || {
@@ -248,10 +251,11 @@ impl FileServer {
                     break;
                 }
                 let Ok(mut stream) = stream else { continue };
-                let (root, truncated, slow, log, expected_auth) = (
+                let (root, truncated, slow, redirects, log, expected_auth) = (
                     root_dir.clone(),
                     truncated2.clone(),
                     slow2.clone(),
+                    redirects2.clone(),
                     log2.clone(),
                     expected_auth.clone(),
                 );
@@ -275,6 +279,16 @@ impl FileServer {
                     log.lock()
                         .expect("log")
                         .push(format!("GET {path} auth={}", authorization.is_some()));
+                    let location = redirects
+                        .lock()
+                        .expect("lock")
+                        .iter()
+                        .find(|(from, _)| *from == path)
+                        .map(|(_, to)| to.clone());
+                    if let Some(location) = location {
+                        let _ = stream.write_all(format!("HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").as_bytes());
+                        return;
+                    }
                     if expected_auth.is_some() && authorization != expected_auth {
                         let _ = stream.write_all(b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"x\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
                         return;
@@ -338,9 +352,18 @@ impl FileServer {
             stop,
             truncated,
             slow,
+            redirects,
             log,
             handle: Some(handle),
         }
+    }
+
+    /// Answers `path` (with its query, if any) with `302 Location: location` from now on.
+    pub fn redirect(&self, path: &str, location: &str) {
+        self.redirects
+            .lock()
+            .expect("lock")
+            .push((format!("/{path}"), location.to_owned()));
     }
 
     /// Sends `path`'s body slowly from now on (1 KiB every 50 ms), logging `HANGUP /path`
