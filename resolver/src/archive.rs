@@ -64,6 +64,10 @@ pub(crate) fn download(
         url: source.url.shown.clone(),
         message: source.url.scrub(&message),
     };
+    let timed_out = |message: String| ResolveError::Timeout {
+        url: source.url.shown.clone(),
+        message: source.url.scrub(&message),
+    };
     let refused = |why: String| ResolveError::Refused {
         url: source.url.shown.clone(),
         why: source.url.scrub(&why),
@@ -145,6 +149,9 @@ pub(crate) fn download(
             Some(len) if total < len => fail(format!(
                 "the download is truncated: got {total} of {len} bytes ({e})"
             )),
+            _ if e.kind() == std::io::ErrorKind::TimedOut => {
+                timed_out(format!("the download stalled: {e}"))
+            }
             _ => fail(format!("the download broke off: {e}")),
         })?;
         if n == 0 {

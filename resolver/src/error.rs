@@ -128,6 +128,14 @@ pub enum ResolveError {
         /// What the policy said.
         why: String,
     },
+    /// The remote or download did not answer in time.
+    #[error("`{url}` timed out: {message}")]
+    Timeout {
+        /// The remote or URL, credentials removed.
+        url: String,
+        /// What timed out.
+        message: String,
+    },
     /// The caller cancelled the work (a deadline passed) before it was done.
     #[error("cancelled: the work was stopped before it finished (a deadline passed)")]
     Cancelled,
@@ -211,6 +219,71 @@ pub enum ResolveError {
     Io(#[from] std::io::Error),
 }
 
+/// What kind of failure an error is, for callers that answer differently by kind (the
+/// server's HTTP statuses) without reading messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request itself is wrong (an unset `${VAR}`, a source berth cannot fetch).
+    InvalidInput,
+    /// The source policy refused a URL.
+    Refused,
+    /// The upstream failed or is out of reach (offline).
+    Upstream,
+    /// The upstream did not answer in time, or the caller's deadline passed.
+    Timeout,
+    /// The plugin is invalid or not what the lock says (hashes, names, paths, archives).
+    Integrity,
+    /// berth's own files (store, caches) failed.
+    Internal,
+}
+
+impl ResolveError {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::MissingEnv { .. } | Self::Unsupported(_) => ErrorKind::InvalidInput,
+            Self::Refused { .. } => ErrorKind::Refused,
+            Self::Fetch { .. } | Self::Download { .. } | Self::Offline { .. } => {
+                ErrorKind::Upstream
+            }
+            Self::Timeout { .. } | Self::Cancelled => ErrorKind::Timeout,
+            Self::Io(_) | Self::Store(_) | Self::Cache { .. } => ErrorKind::Internal,
+            Self::RefNotFound { .. }
+            | Self::EmptyRepository { .. }
+            | Self::CommitNotFound { .. }
+            | Self::RepoPath { .. }
+            | Self::UnsafeTree { .. }
+            | Self::LocalPath { .. }
+            | Self::LocalChanged { .. }
+            | Self::HashMismatch { .. }
+            | Self::NameMismatch { .. }
+            | Self::PluginManifest { .. }
+            | Self::Archive { .. }
+            | Self::ArchiveHashMismatch { .. }
+            | Self::NoMatchingVersion { .. }
+            | Self::UnknownPlugin { .. }
+            | Self::Agent(_)
+            | Self::AgentEnv(_)
+            | Self::WheelMismatch { .. }
+            | Self::Nar(_) => ErrorKind::Integrity,
+        }
+    }
+}
+
+/// Whether an error's causes include an I/O time-out.
+pub(crate) fn is_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
 impl From<StoreError> for ResolveError {
     fn from(e: StoreError) -> Self {
         match e {
@@ -251,5 +324,41 @@ fn nearest_hint(nearest: &[String]) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("fetching failed")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn time_outs_are_found_in_the_causes_and_kinds_need_no_message() {
+        let timed_out = Outer(std::io::Error::new(std::io::ErrorKind::TimedOut, "slow"));
+        assert!(is_timeout(&timed_out));
+        let refused = Outer(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "no",
+        ));
+        assert!(!is_timeout(&refused));
+        // The kind comes from the variant, not from words in a message.
+        let fetch = ResolveError::Fetch {
+            url: "u".into(),
+            message: "timed out while timing out".into(),
+        };
+        assert_eq!(fetch.kind(), ErrorKind::Upstream);
+        let timeout = ResolveError::Timeout {
+            url: "u".into(),
+            message: "slow".into(),
+        };
+        assert_eq!(timeout.kind(), ErrorKind::Timeout);
+        assert_eq!(ResolveError::Cancelled.kind(), ErrorKind::Timeout);
+        assert_eq!(
+            ResolveError::MissingEnv { name: "X".into() }.kind(),
+            ErrorKind::InvalidInput
+        );
     }
 }

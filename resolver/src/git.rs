@@ -863,9 +863,12 @@ fn remove_stale_lock_files(dir: &Path) {
 }
 
 fn fetch_error(remote: &Remote, e: &gix::Error) -> ResolveError {
-    ResolveError::Fetch {
-        url: remote.url.shown.clone(),
-        message: remote.url.scrub(&error_chain(e)),
+    let url = remote.url.shown.clone();
+    let message = remote.url.scrub(&error_chain(e));
+    if e.iter_errors().any(crate::error::is_timeout) {
+        ResolveError::Timeout { url, message }
+    } else {
+        ResolveError::Fetch { url, message }
     }
 }
 

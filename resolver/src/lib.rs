@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use agent::{AgentVerifyOutcome, AgentVerifyStatus, DEFAULT_INDEX_URL, SOURCE_DATE_EPOCH};
-pub use error::{EntryError, ResolveError};
+pub use error::{EntryError, ErrorKind, ResolveError};
 pub use extract::{ArchiveLimits, LimitsError};
 pub use meta::plugin_name_from_manifest;
 pub use ops::{

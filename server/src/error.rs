@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use berth_resolver::{EntryError, ResolveError};
+use berth_resolver::{EntryError, ErrorKind};
 use berth_runtime::RuntimeError;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -72,26 +72,17 @@ impl AppError {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join("; ");
-        match first.error.as_ref() {
-            ResolveError::Fetch { message: m, .. } | ResolveError::Download { message: m, .. }
-                if m.to_lowercase().contains("timed out")
-                    || m.to_lowercase().contains("timeout") =>
-            {
+        match first.error.kind() {
+            ErrorKind::Timeout => {
                 Self::new(StatusCode::GATEWAY_TIMEOUT, "upstream_timeout", message)
             }
-            ResolveError::Fetch { .. }
-            | ResolveError::Download { .. }
-            | ResolveError::Offline { .. } => {
-                Self::new(StatusCode::BAD_GATEWAY, "upstream_failed", message)
+            ErrorKind::Upstream => Self::new(StatusCode::BAD_GATEWAY, "upstream_failed", message),
+            ErrorKind::Refused => Self::forbidden(message),
+            ErrorKind::InvalidInput => Self::bad_request(message),
+            ErrorKind::Internal => Self::internal(message),
+            ErrorKind::Integrity => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_plugin", message)
             }
-            ResolveError::Refused { .. } => Self::forbidden(message),
-            ResolveError::MissingEnv { .. } | ResolveError::Unsupported(_) => {
-                Self::bad_request(message)
-            }
-            ResolveError::Io(_) | ResolveError::Store(_) | ResolveError::Cache { .. } => {
-                Self::internal(message)
-            }
-            _ => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_plugin", message),
         }
     }
 
@@ -124,5 +115,48 @@ impl IntoResponse for AppError {
             },
         };
         (self.status, Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_resolver::ResolveError;
+
+    fn status_of(error: ResolveError) -> u16 {
+        AppError::from_entries(&[EntryError {
+            label: "plugins:0".into(),
+            error: Box::new(error),
+        }])
+        .status
+        .as_u16()
+    }
+
+    #[test]
+    fn statuses_follow_the_error_kind() {
+        let timeout = ResolveError::Timeout {
+            url: "u".into(),
+            message: "slow".into(),
+        };
+        assert_eq!(status_of(timeout), 504);
+        // A fetch error that merely mentions a time-out is still an upstream failure.
+        let fetch = ResolveError::Fetch {
+            url: "u".into(),
+            message: "timed out".into(),
+        };
+        assert_eq!(status_of(fetch), 502);
+        let refused = ResolveError::Refused {
+            url: "u".into(),
+            why: "no".into(),
+        };
+        assert_eq!(status_of(refused), 403);
+        assert_eq!(
+            status_of(ResolveError::MissingEnv { name: "X".into() }),
+            400
+        );
+        assert_eq!(
+            status_of(ResolveError::UnknownPlugin { name: "x".into() }),
+            422
+        );
     }
 }

@@ -40,27 +40,7 @@ fn verify(store: &Store, args: &StoreVerifyArgs, printer: &Printer) -> Result<()
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
         .clamp(1, items.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<(usize, EntryStatus)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..jobs)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        done.push((i, item.check(store)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_default())
-            .collect()
-    });
-    results.sort_by_key(|(i, _)| *i);
+    let results = check_all(&items, jobs, |item| item.check(store));
     let mut bad = 0;
     let mut rows = Vec::new();
     for (i, status) in &results {
@@ -213,6 +193,62 @@ fn gc(store: &Store, args: &GcArgs, printer: &Printer) -> Result<()> {
     Ok(())
 }
 
+/// Checks every item on up to `jobs` threads, in order. A check that panics is that
+/// item's failure (`Unreadable`), never a silent pass: every item gets a status.
+fn check_all<T: Sync>(
+    items: &[T],
+    jobs: usize,
+    check: impl Fn(&T) -> EntryStatus + Sync,
+) -> Vec<(usize, EntryStatus)> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let check_one = |item: &T| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(item))).unwrap_or_else(
+            |panic| {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                EntryStatus::Unreadable(format!("checking it failed unexpectedly ({why})"))
+            },
+        )
+    };
+    let mut results: Vec<(usize, EntryStatus)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs.clamp(1, items.len().max(1)))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        done.push((i, check_one(item)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_default())
+            .collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    // Belt and braces: an item no worker reported (a worker that died outside a check)
+    // is a failure too.
+    let mut all = Vec::with_capacity(items.len());
+    let mut reported = results.into_iter().peekable();
+    for i in 0..items.len() {
+        match reported.next_if(|(j, _)| *j == i) {
+            Some(result) => all.push(result),
+            None => all.push((
+                i,
+                EntryStatus::Unreadable("it was not checked (a verify worker failed)".into()),
+            )),
+        }
+    }
+    all
+}
+
 fn read_lock(path: &Path) -> Result<Lock> {
     let text = fs_err::read_to_string(path)?;
     Ok(parse_lock(&path.display().to_string(), &text)?)
@@ -280,6 +316,33 @@ fn add_live(live: &mut Live, lock: &Lock) {
                 live.archives.insert(archive_hash.to_nix32());
             }
             Pin::Local { .. } => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_that_panics_fails_its_item_and_no_other() {
+        let items: Vec<u32> = (0..20).collect();
+        let results = check_all(&items, 4, |i| {
+            if *i == 7 {
+                panic!("boom on seven");
+            }
+            EntryStatus::Intact
+        });
+        assert_eq!(results.len(), 20);
+        for (i, status) in &results {
+            if *i == 7 {
+                assert!(
+                    matches!(status, EntryStatus::Unreadable(why) if why.contains("boom on seven")),
+                    "{status:?}"
+                );
+            } else {
+                assert_eq!(*status, EntryStatus::Intact);
+            }
         }
     }
 }
