@@ -19,8 +19,8 @@ pub use agent::{
 pub use diagnostic::{Diagnostic, line_column};
 pub use hash::{HashParseError, Sha256Hash, nix32};
 pub use lock::{
-    LOCK_HEADER, LOCK_VERSION, Lock, LockError, LockFileWire, LockedPlugin, LockedPluginWire, Pin,
-    Staleness, is_full_commit_id, parse_lock, toml_string,
+    CommitId, LOCK_HEADER, LOCK_VERSION, Lock, LockError, LockFileWire, LockedPlugin,
+    LockedPluginWire, Pin, Staleness, is_full_commit_id, parse_lock, toml_string,
 };
 pub use manifest::{Manifest, ParsedManifest, PluginRequest, is_valid_plugin_name, parse_manifest};
 pub use source::{Redacted, Source, SourceError, SourceKind, normalize_repo_path, redact};

@@ -122,8 +122,8 @@ pub enum Pin {
     Git {
         /// The URL fetched, credentials removed.
         url: String,
-        /// The full commit id, 40 hex digits.
-        rev: String,
+        /// The full commit id.
+        rev: CommitId,
     },
     /// A downloaded archive.
     Archive {
@@ -281,9 +281,9 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
                     ("path", w.path.is_some()),
                 ])?;
                 let rev = w.rev.ok_or_else(|| missing("rev"))?;
-                if !is_full_commit_id(&rev) {
+                let Some(rev) = CommitId::parse(&rev) else {
                     return Err(format!("`rev = \"{rev}\"` is not a full 40-hex commit id"));
-                }
+                };
                 Pin::Git {
                     url: w.url.ok_or_else(|| missing("url"))?,
                     rev,
@@ -337,10 +337,60 @@ pub fn is_full_commit_id(s: &str) -> bool {
     s.len() == 40 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
+/// A full git commit id (SHA-1), valid from construction: 40 lower-case hex digits, so
+/// code that holds one never re-checks or `expect`s it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CommitId(String);
+
+impl CommitId {
+    /// `text` if it is 40 lower-case hex digits.
+    pub fn parse(text: &str) -> Option<Self> {
+        is_full_commit_id(text).then(|| Self(text.to_owned()))
+    }
+
+    /// The id of these 20 bytes.
+    pub fn from_bytes(bytes: [u8; 20]) -> Self {
+        Self(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// Its 20 bytes.
+    pub fn to_bytes(&self) -> [u8; 20] {
+        let mut out = [0u8; 20];
+        for (i, byte) in out.iter_mut().enumerate() {
+            let digit = |c: u8| match c {
+                b'0'..=b'9' => c - b'0',
+                _ => c - b'a' + 10,
+            };
+            let pair = &self.0.as_bytes()[2 * i..2 * i + 2];
+            *byte = digit(pair[0]) << 4 | digit(pair[1]);
+        }
+        out
+    }
+
+    /// The 40 hex digits.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for CommitId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for CommitId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 impl From<&LockedPlugin> for LockedPluginWire {
     fn from(p: &LockedPlugin) -> Self {
         let (url, rev, archive_hash, path) = match &p.pin {
-            Pin::Git { url, rev } => (Some(url.clone()), Some(rev.clone()), None, None),
+            Pin::Git { url, rev } => (Some(url.clone()), Some(rev.to_string()), None, None),
             Pin::Archive { url, archive_hash } => {
                 (Some(url.clone()), None, Some(archive_hash.to_sri()), None)
             }
@@ -642,7 +692,8 @@ mod tests {
                     repo_path: Some("plugins/review".into()),
                     pin: Pin::Git {
                         url: "https://github.com/acme/review-tools.git".into(),
-                        rev: "3ad07f06c4b1d6a1f7e0d7f2a9c1b4e5d6f7a8b9".into(),
+                        rev: CommitId::parse("3ad07f06c4b1d6a1f7e0d7f2a9c1b4e5d6f7a8b9")
+                            .expect("valid"),
                     },
                     hash: Sha256Hash::from_sri(
                         "sha256-pQpattmS9VmO3ZIQUFn66az8GSmB4IvYhTTCFn6SUmo=",
@@ -667,6 +718,16 @@ mod tests {
             ],
             agent: None,
         }
+    }
+
+    #[test]
+    fn commit_ids_are_valid_from_construction() {
+        let id = CommitId::parse("3ad07f06c4b1d6a1f7e0d7f2a9c1b4e5d6f7a8b9").expect("valid");
+        assert_eq!(CommitId::from_bytes(id.to_bytes()), id);
+        assert_eq!(id.to_bytes()[0], 0x3a);
+        assert!(CommitId::parse("3AD07F06C4B1D6A1F7E0D7F2A9C1B4E5D6F7A8B9").is_none());
+        assert!(CommitId::parse("3ad07f0").is_none());
+        assert!(CommitId::parse("zad07f06c4b1d6a1f7e0d7f2a9c1b4e5d6f7a8b9").is_none());
     }
 
     #[test]

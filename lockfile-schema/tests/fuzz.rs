@@ -84,7 +84,7 @@ fn locked_plugin() -> impl Strategy<Value = LockedPlugin> {
             "github:acme/tools".to_owned(),
             Pin::Git {
                 url,
-                rev: rev.iter().map(|b| format!("{b:02x}")).collect()
+                rev: berth_lockfile_schema::CommitId::from_bytes(rev)
             }
         )),
         (text(), hash()).prop_map(|(url, archive_hash)| (

@@ -10,7 +10,6 @@ use std::time::Instant;
 
 use berth_lockfile_schema::{
     Lock, LockedPlugin, Manifest, Pin, PluginRequest, Sha256Hash, Source, SourceKind,
-    is_full_commit_id,
 };
 use berth_store::{Staging, Store, StoreEntry};
 use gix::ObjectId;
@@ -641,8 +640,8 @@ impl Ctx<'_> {
         let memo = self.memo.rev(&memo_key, self.started);
         let rev = match wanted.as_deref() {
             _ if memo.is_some() => memo.expect("checked"),
-            Some(r) if is_full_commit_id(r) => {
-                let id = ObjectId::from_hex(r.as_bytes()).expect("checked to be 40 hex digits");
+            Some(r) if let Some(commit) = berth_lockfile_schema::CommitId::parse(r) => {
+                let id = ObjectId::from(commit.to_bytes());
                 if !db.has_commit(id) {
                     self.require_network(|| format!("commit `{r}` of `{}`", remote.url.shown))?;
                     db.fetch_commit(&remote, id, None, self.reporter)?;
@@ -692,7 +691,7 @@ impl Ctx<'_> {
                 repo_path: request.repo_path.clone(),
                 pin: Pin::Git {
                     url: remote.url.shown,
-                    rev: rev.to_string(),
+                    rev: commit_id(rev),
                 },
                 hash: hashed.hash,
             },
@@ -948,11 +947,11 @@ impl Ctx<'_> {
         &self,
         locked: &LockedPlugin,
         request: Option<&PluginRequest>,
-        rev: &str,
+        rev: &berth_lockfile_schema::CommitId,
     ) -> Result<Staging, ResolveError> {
         let source = Self::source_of(locked, request)?;
         let (remote, cache) = self.remote(&source)?;
-        let id = ObjectId::from_hex(rev.as_bytes()).expect("lock revs are validated");
+        let id = ObjectId::from(rev.to_bytes());
         let staging = self.store.stage()?;
         {
             let db = GitDb::open(self.store, &cache, &remote.url.shown, self.reporter)?;
@@ -987,7 +986,7 @@ impl Ctx<'_> {
         self.require_network(|| format!("`{}`", remote.url.shown))?;
         Ok(FreshWant {
             remote,
-            id: ObjectId::from_hex(rev.as_bytes()).expect("lock revs are validated"),
+            id: ObjectId::from(rev.to_bytes()),
             subdir: subdir_of(locked, &source),
             hint: hint_ref(locked).map(str::to_owned),
         })
@@ -1097,6 +1096,13 @@ fn check_pins(request: &PluginRequest, name: &str, hash: &Sha256Hash) -> Result<
         });
     }
     Ok(())
+}
+
+/// The lock's commit id of a git object id.
+fn commit_id(id: ObjectId) -> berth_lockfile_schema::CommitId {
+    let mut bytes = [0u8; 20];
+    bytes.copy_from_slice(id.as_bytes());
+    berth_lockfile_schema::CommitId::from_bytes(bytes)
 }
 
 fn lock_ignoring_poison<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -226,7 +226,7 @@ impl PluginSet {
             .iter()
             .map(|p| {
                 let rev = match &p.locked.pin {
-                    Pin::Git { rev, .. } => Some(rev.clone()),
+                    Pin::Git { rev, .. } => Some(rev.to_string()),
                     _ => None,
                 };
                 json!({
