@@ -23,7 +23,9 @@ pub use lock::{
     LockedPluginWire, Pin, Staleness, is_full_commit_id, parse_lock, toml_string,
 };
 pub use manifest::{Manifest, ParsedManifest, PluginRequest, is_valid_plugin_name, parse_manifest};
-pub use source::{Redacted, Source, SourceError, SourceKind, normalize_repo_path, redact};
+pub use source::{
+    ArchiveFormat, Redacted, Source, SourceError, SourceKind, normalize_repo_path, redact,
+};
 
 /// The JSON Schema of `plugins.lock`, generated from [`LockFileWire`].
 pub fn lock_json_schema() -> String {

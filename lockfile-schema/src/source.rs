@@ -23,6 +23,8 @@ pub enum Source {
     Archive {
         /// The URL as written (credentials included: never print it, use [`redact`]).
         url: String,
+        /// The format its suffix names.
+        format: ArchiveFormat,
     },
     /// A local directory, relative to the manifest's folder unless absolute or `~/`.
     Local {
@@ -61,7 +63,6 @@ pub struct SourceError {
 }
 
 const URL_SCHEMES: [&str; 5] = ["https://", "http://", "git://", "ssh://", "file://"];
-const ARCHIVE_SUFFIXES: [&str; 4] = [".zip", ".tar.gz", ".tgz", ".tar"];
 
 impl Source {
     /// Parses a manifest `source` string per SPEC section 1.
@@ -88,8 +89,11 @@ impl Source {
             ));
         }
         if URL_SCHEMES.iter().any(|s| text.starts_with(s)) {
-            if url_path_is_archive(text) {
-                return Ok(Source::Archive { url: text.into() });
+            if let Some(format) = ArchiveFormat::from_url(text) {
+                return Ok(Source::Archive {
+                    url: text.into(),
+                    format,
+                });
             }
             return Ok(Source::Git { url: text.into() });
         }
@@ -158,10 +162,41 @@ fn parse_github(rest: &str, shown: &str) -> Result<Source, SourceError> {
     })
 }
 
-fn url_path_is_archive(url: &str) -> bool {
-    let end = url.find(['?', '#']).unwrap_or(url.len());
-    let path = url[..end].to_ascii_lowercase();
-    ARCHIVE_SUFFIXES.iter().any(|s| path.ends_with(s))
+/// The archive formats, by the URL's suffix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchiveFormat {
+    /// `.zip`
+    Zip,
+    /// `.tar.gz`, `.tgz`
+    TarGz,
+    /// `.tar`
+    Tar,
+}
+
+impl ArchiveFormat {
+    /// The format a URL's path names, if any (the query and fragment aside).
+    pub fn from_url(url: &str) -> Option<Self> {
+        let end = url.find(['?', '#']).unwrap_or(url.len());
+        let path = url[..end].to_ascii_lowercase();
+        if path.ends_with(".zip") {
+            Some(Self::Zip)
+        } else if path.ends_with(".tar.gz") || path.ends_with(".tgz") {
+            Some(Self::TarGz)
+        } else if path.ends_with(".tar") {
+            Some(Self::Tar)
+        } else {
+            None
+        }
+    }
+
+    /// The suffix cached downloads keep.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Self::Zip => "zip",
+            Self::TarGz => "tar.gz",
+            Self::Tar => "tar",
+        }
+    }
 }
 
 fn is_local_path(text: &str) -> bool {

@@ -69,42 +69,7 @@ fn size_from_env(name: &'static str) -> Result<Option<u64>, LimitsError> {
         })
 }
 
-/// The archive formats, by the URL's suffix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArchiveFormat {
-    /// `.zip`
-    Zip,
-    /// `.tar.gz`, `.tgz`
-    TarGz,
-    /// `.tar`
-    Tar,
-}
-
-impl ArchiveFormat {
-    /// The format a URL's path names, if any.
-    pub fn from_url(url: &str) -> Option<Self> {
-        let end = url.find(['?', '#']).unwrap_or(url.len());
-        let path = url[..end].to_ascii_lowercase();
-        if path.ends_with(".zip") {
-            Some(Self::Zip)
-        } else if path.ends_with(".tar.gz") || path.ends_with(".tgz") {
-            Some(Self::TarGz)
-        } else if path.ends_with(".tar") {
-            Some(Self::Tar)
-        } else {
-            None
-        }
-    }
-
-    /// The suffix cached downloads keep.
-    pub fn suffix(self) -> &'static str {
-        match self {
-            Self::Zip => "zip",
-            Self::TarGz => "tar.gz",
-            Self::Tar => "tar",
-        }
-    }
-}
+pub use berth_lockfile_schema::ArchiveFormat;
 
 /// Why an archive was refused.
 #[derive(Debug, thiserror::Error)]

@@ -16,7 +16,6 @@ use gix::ObjectId;
 
 use crate::archive::{self, ArchiveSource};
 use crate::error::{EntryError, ResolveError};
-use crate::extract::ArchiveFormat;
 use crate::git::{GitDb, Remote, Want};
 use crate::local::{LOCAL_EXCLUDE, LOCAL_EXCLUDED, existing_dir, local_dir, name_and_hash};
 use crate::meta::plugin_name_from_manifest;
@@ -726,12 +725,12 @@ impl Ctx<'_> {
     }
 
     fn archive_source(&self, source: &Source) -> Result<ArchiveSource, ResolveError> {
-        let Source::Archive { url } = source else {
+        let Source::Archive { url, format } = source else {
             unreachable!("only called for archive sources");
         };
         Ok(ArchiveSource {
             url: SourceUrl::new(url)?,
-            format: ArchiveFormat::from_url(url).expect("archive sources have an archive suffix"),
+            format: *format,
         })
     }
 

@@ -68,7 +68,7 @@ impl Policy {
                     self.github_url.trim_end_matches('/')
                 )
             }
-            Source::Git { url } | Source::Archive { url } => url.clone(),
+            Source::Git { url } | Source::Archive { url, .. } => url.clone(),
         };
         let parsed = SourceUrl::new(&url).map_err(|e| AppError::bad_request(e.to_string()))?;
         let Some(parsed) = parsed.parsed() else {
