@@ -637,9 +637,9 @@ impl Ctx<'_> {
             .or_else(|| request.git_ref.clone());
         let memo_key = (cache.clone(), wanted.clone().unwrap_or_default());
         let memo = self.memo.rev(&memo_key, self.started);
-        let rev = match wanted.as_deref() {
-            _ if memo.is_some() => memo.expect("checked"),
-            Some(r) if let Some(commit) = berth_lockfile_schema::CommitId::parse(r) => {
+        let rev = match (memo, wanted.as_deref()) {
+            (Some(id), _) => id,
+            (None, Some(r)) if let Some(commit) = berth_lockfile_schema::CommitId::parse(r) => {
                 let id = ObjectId::from(commit.to_bytes());
                 if !db.has_commit(id) {
                     self.require_network(|| format!("commit `{r}` of `{}`", remote.url.shown))?;
@@ -647,7 +647,7 @@ impl Ctx<'_> {
                 }
                 id
             }
-            other => {
+            (None, other) => {
                 let want = other.map_or(Want::DefaultBranch, |r| Want::Named(r.to_owned()));
                 match self.settings.network {
                     Network::Online => db.resolve(&remote, &want, self.reporter)?,
