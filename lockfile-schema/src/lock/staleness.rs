@@ -1,0 +1,208 @@
+//! Whether a lock is up to date with a manifest, and how it differs.
+
+use super::{Lock, LockedPlugin, Pin};
+use crate::manifest::{Manifest, PluginRequest};
+use crate::source::redact;
+
+impl Lock {
+    /// How this lock differs from what `manifest` asks for. Empty means up to date.
+    pub fn staleness(&self, manifest: &Manifest) -> Vec<Staleness> {
+        let mut out = Vec::new();
+        for (i, request) in manifest.plugins.iter().enumerate() {
+            match self.plugins.get(i) {
+                Some(locked) if locked.satisfies(request) => {}
+                Some(locked) => out.push(Staleness::Changed {
+                    index: i + 1,
+                    name: locked.name.clone(),
+                    what: locked.differences(request),
+                }),
+                None => out.push(Staleness::Added {
+                    index: i + 1,
+                    source: request.display_source(),
+                }),
+            }
+        }
+        for (i, locked) in self.plugins.iter().enumerate().skip(manifest.plugins.len()) {
+            out.push(Staleness::Removed {
+                index: i + 1,
+                name: locked.name.clone(),
+            });
+        }
+        match (&manifest.agent, &self.agent) {
+            (None, None) => {}
+            (Some(request), None) => out.push(Staleness::AgentAdded {
+                source: request.display_source(),
+            }),
+            (None, Some(locked)) => out.push(Staleness::AgentRemoved {
+                package: locked.package.clone(),
+            }),
+            (Some(request), Some(locked)) => {
+                let what = locked.differences(request);
+                if !what.is_empty() {
+                    out.push(Staleness::AgentChanged {
+                        package: locked.package.clone(),
+                        what,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One way a lock is out of date.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Staleness {
+    /// A manifest entry has no lock entry.
+    Added {
+        /// 1-based manifest entry.
+        index: usize,
+        /// Its source, credentials removed.
+        source: String,
+    },
+    /// A lock entry no longer matches its manifest entry.
+    Changed {
+        /// 1-based entry.
+        index: usize,
+        /// The locked plugin's name.
+        name: String,
+        /// The fields that differ.
+        what: Vec<String>,
+    },
+    /// A lock entry has no manifest entry.
+    Removed {
+        /// 1-based lock entry.
+        index: usize,
+        /// The locked plugin's name.
+        name: String,
+    },
+    /// The manifest has an `[agent]` the lock lacks.
+    AgentAdded {
+        /// Its source, credentials removed.
+        source: String,
+    },
+    /// The locked agent no longer matches the manifest's `[agent]`.
+    AgentChanged {
+        /// The locked package.
+        package: String,
+        /// The fields that differ.
+        what: Vec<String>,
+    },
+    /// The lock has an agent the manifest no longer asks for.
+    AgentRemoved {
+        /// The locked package.
+        package: String,
+    },
+}
+
+impl std::fmt::Display for Staleness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Staleness::Added { index, source } => {
+                write!(f, "entry {index} (`{source}`) is not in the lock")
+            }
+            Staleness::Changed { index, name, what } => {
+                write!(f, "entry {index} (`{name}`): {}", what.join(", "))
+            }
+            Staleness::Removed { index, name } => {
+                write!(
+                    f,
+                    "entry {index} (`{name}`) is locked but no longer in the manifest"
+                )
+            }
+            Staleness::AgentAdded { source } => {
+                write!(f, "`[agent]` (`{source}`) is not in the lock")
+            }
+            Staleness::AgentChanged { package, what } => {
+                write!(f, "`[agent]` (`{package}`): {}", what.join(", "))
+            }
+            Staleness::AgentRemoved { package } => {
+                write!(
+                    f,
+                    "agent `{package}` is locked but the manifest has no `[agent]`"
+                )
+            }
+        }
+    }
+}
+
+impl LockedPlugin {
+    /// Whether this entry is what `request` asks for: equal request fields, and the
+    /// manifest's `hash` and `name`, where given, equal to the locked ones.
+    pub fn satisfies(&self, request: &PluginRequest) -> bool {
+        self.differences(request).is_empty()
+    }
+
+    fn differences(&self, r: &PluginRequest) -> Vec<String> {
+        let mut what = Vec::new();
+        let source = redact(&r.source).text;
+        differ(&mut what, "source", Some(&self.source), Some(&source));
+        differ(
+            &mut what,
+            "ref",
+            self.git_ref.as_deref(),
+            r.git_ref.as_deref(),
+        );
+        differ(
+            &mut what,
+            "version",
+            self.version.as_deref(),
+            r.version.as_deref(),
+        );
+        differ(
+            &mut what,
+            "repo_path",
+            self.repo_path.as_deref(),
+            r.repo_path.as_deref(),
+        );
+        if let Some(hash) = &r.hash
+            && *hash != self.hash
+        {
+            what.push(format!(
+                "`hash` is `{hash}` in the manifest but `{}` in the lock",
+                self.hash
+            ));
+        }
+        if let Some(pinned) = &r.archive_hash {
+            let locked = match &self.pin {
+                Pin::Archive { archive_hash, .. } => Some(archive_hash),
+                _ => None,
+            };
+            if locked != Some(pinned) {
+                what.push(format!(
+                    "`archive_hash` is `{pinned}` in the manifest but {} in the lock",
+                    locked.map_or_else(|| "absent".to_owned(), |h| format!("`{h}`"))
+                ));
+            }
+        }
+        if let Some(name) = &r.name
+            && *name != self.name
+        {
+            what.push(format!(
+                "`name` is `{name}` in the manifest but `{}` in the lock",
+                self.name
+            ));
+        }
+        what
+    }
+}
+
+fn show(value: Option<&str>) -> String {
+    value.map_or_else(|| "absent".to_owned(), |v| format!("`{v}`"))
+}
+
+/// Records that the request field `name` differs between manifest and lock.
+pub(crate) fn differ(
+    what: &mut Vec<String>,
+    name: &str,
+    locked: Option<&str>,
+    wanted: Option<&str>,
+) {
+    if locked != wanted {
+        what.push(format!(
+            "`{name}` is {} in the manifest but {} in the lock",
+            show(wanted),
+            show(locked)
+        ));
+    }
+}

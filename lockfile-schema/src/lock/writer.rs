@@ -1,0 +1,67 @@
+//! The canonical writer: fixed key order, manifest order, `\n`, one trailing newline.
+
+use std::fmt::Write as _;
+
+use super::{LOCK_HEADER, LOCK_VERSION, Lock, LockedPluginWire};
+
+impl Lock {
+    /// The canonical text of SPEC section 2: fixed key order, manifest order, `\n` line ends,
+    /// one trailing newline. Equal locks give equal bytes.
+    pub fn to_toml(&self) -> String {
+        let mut out = String::with_capacity(256 + self.plugins.len() * 320);
+        out.push_str(LOCK_HEADER);
+        let _ = writeln!(out, "version = {LOCK_VERSION}");
+        for plugin in &self.plugins {
+            let w = LockedPluginWire::from(plugin);
+            out.push_str("\n[[plugin]]\n");
+            let fields: [(&str, Option<&String>); 11] = [
+                ("name", Some(&w.name)),
+                ("source", Some(&w.source)),
+                ("ref", w.git_ref.as_ref()),
+                ("version", w.version.as_ref()),
+                ("resolved_ref", w.resolved_ref.as_ref()),
+                ("repo_path", w.repo_path.as_ref()),
+                ("url", w.url.as_ref()),
+                ("rev", w.rev.as_ref()),
+                ("archive_hash", w.archive_hash.as_ref()),
+                ("path", w.path.as_ref()),
+                ("hash", Some(&w.hash)),
+            ];
+            write_fields(&mut out, &fields);
+        }
+        if let Some(agent) = &self.agent {
+            agent.write_toml(&mut out);
+        }
+        out
+    }
+}
+
+/// Writes `key = "value"` lines in the given order, leaving out absent values.
+pub(crate) fn write_fields(out: &mut String, fields: &[(&str, Option<&String>)]) {
+    for (key, value) in fields {
+        if let Some(value) = value {
+            let _ = writeln!(out, "{key} = {}", toml_string(value));
+        }
+    }
+}
+
+/// A TOML basic string with every character that needs it escaped.
+pub fn toml_string(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04X}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
