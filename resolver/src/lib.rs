@@ -17,6 +17,7 @@ mod meta;
 mod ops;
 mod semver_tags;
 mod skipped;
+mod sources;
 mod tree_path;
 mod url;
 

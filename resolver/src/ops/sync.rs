@@ -1,0 +1,150 @@
+//! `sync`: make every locked plugin present in the store, verified.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use berth_lockfile_schema::{Lock, LockedPlugin, Manifest, Pin, PluginRequest};
+use berth_store::{Store, StoreEntry};
+
+use super::*;
+use crate::error::{EntryError, ResolveError};
+use crate::local::{LOCAL_EXCLUDE, existing_dir, local_dir, name_and_hash};
+use crate::{Reporter, Settings};
+
+/// How `sync` treats local folders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalCheck {
+    /// Re-hash each local folder and fail if it no longer matches the lock.
+    Rehash,
+    /// Trust the store copy when there is one (`--frozen`).
+    TrustStore,
+}
+
+/// What `sync` did.
+#[derive(Debug, Clone)]
+pub struct SyncOutcome {
+    /// The store entry of every locked plugin, in lock order.
+    pub entries: Vec<StoreEntry>,
+    /// How many entries were added to the store by this run.
+    pub added: usize,
+}
+
+/// Makes every locked plugin present in the store, verified against the lock. `manifest`
+/// (when the caller read one) supplies sources with credentials the lock leaves out.
+pub fn sync_plugins(
+    store: &Store,
+    settings: &Settings,
+    reporter: &dyn Reporter,
+    lock: &Lock,
+    manifest: Option<&Manifest>,
+    local: LocalCheck,
+) -> Result<SyncOutcome, Vec<EntryError>> {
+    // The common case, a store that already has everything: no threads, no clean-up.
+    let present: Option<Vec<StoreEntry>> = lock
+        .plugins
+        .iter()
+        .map(|p| match (&p.pin, local) {
+            (Pin::Local { .. }, LocalCheck::Rehash) => None,
+            _ => store.lookup(&p.hash, &p.name),
+        })
+        .collect();
+    let agent_present = lock
+        .agent
+        .as_ref()
+        .is_none_or(|a| berth_runtime::agent_env::agent_in_store(store, a));
+    if let Some(entries) = present
+        && agent_present
+    {
+        return Ok(SyncOutcome { entries, added: 0 });
+    }
+    let ctx = Ctx::new(store, settings, reporter);
+    // Staging folders of syncs that were killed would otherwise pile up in `tmp/`.
+    if let Err(e) = store.clean_tmp() {
+        reporter.warn(&format!("could not clean the store's `tmp/`: {e}"));
+    }
+    let added = AtomicUsize::new(0);
+    let results = run_parallel(&lock.plugins, settings.jobs, |i, locked| {
+        let request = manifest
+            .and_then(|m| m.plugins.get(i))
+            .filter(|r| locked.satisfies(r));
+        ctx.sync_one(locked, request, local, &added)
+            .map_err(|error| EntryError {
+                label: format!("plugin `{}`", locked.name),
+                error: Box::new(error),
+            })
+    });
+    let (entries, mut errors) = split(results);
+    if let Some(agent) = &lock.agent {
+        let request = manifest
+            .and_then(|m| m.agent.as_ref())
+            .filter(|r| agent.satisfies(r));
+        if let Err(error) = ctx.sync_agent(agent, request, &added) {
+            errors.push(EntryError {
+                label: format!("agent `{}`", agent.package),
+                error: Box::new(error),
+            });
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(SyncOutcome {
+        entries,
+        added: added.into_inner(),
+    })
+}
+
+impl Ctx<'_> {
+    pub(crate) fn sync_one(
+        &self,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+        local: LocalCheck,
+        added: &AtomicUsize,
+    ) -> Result<StoreEntry, ResolveError> {
+        if let (Pin::Local { path }, LocalCheck::Rehash) = (&locked.pin, local) {
+            let dir = existing_dir(&local_dir(path, self.settings))?;
+            let (_, actual) = name_and_hash(&dir)?;
+            if actual != locked.hash {
+                return Err(ResolveError::LocalChanged {
+                    name: locked.name.clone(),
+                    path: path.clone(),
+                    expected: locked.hash,
+                    actual,
+                });
+            }
+        }
+        if let Some(entry) = self.store.lookup(&locked.hash, &locked.name) {
+            return Ok(entry);
+        }
+        // One process materialises an entry; others wait and then find it present.
+        let _guard = self
+            .store
+            .lock(&format!("entry-{}", locked.hash.to_nix32()), || {
+                self.reporter.status(
+                    "Waiting",
+                    &format!("for another berth adding `{}`", locked.name),
+                );
+            })?;
+        if let Some(entry) = self.store.lookup(&locked.hash, &locked.name) {
+            return Ok(entry);
+        }
+        let entry = match &locked.pin {
+            Pin::Local { path } => {
+                let dir = existing_dir(&local_dir(path, self.settings))?;
+                self.store
+                    .add_dir(&dir, &locked.name, Some(&locked.hash), LOCAL_EXCLUDE)?
+            }
+            Pin::Git { .. } | Pin::Archive { .. } => {
+                let staging = self.stage_tree(locked, request)?;
+                self.store
+                    .commit(staging, &locked.name, Some(&locked.hash))?
+            }
+        };
+        added.fetch_add(1, Ordering::Relaxed);
+        self.reporter.status(
+            "Added",
+            &format!("{} {}", locked.name, entry.path.display()),
+        );
+        Ok(entry)
+    }
+}

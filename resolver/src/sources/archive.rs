@@ -1,0 +1,141 @@
+//! Archive sources: downloaded while hashed, unpacked safely, narrowed to the plugin.
+
+use std::path::PathBuf;
+
+use berth_lockfile_schema::{LockedPlugin, Pin, PluginRequest, Sha256Hash, Source};
+use berth_store::Staging;
+
+use super::PluginSource;
+use crate::archive::{self, ArchiveSource};
+use crate::error::ResolveError;
+use crate::meta::plugin_name_from_manifest;
+use crate::ops::*;
+use crate::url::SourceUrl;
+
+impl Ctx<'_> {
+    pub(crate) fn archive_source(&self, source: &Source) -> Result<ArchiveSource, ResolveError> {
+        let Source::Archive { url, format } = source else {
+            unreachable!("only called for archive sources");
+        };
+        Ok(ArchiveSource {
+            url: SourceUrl::new(url)?,
+            format: *format,
+        })
+    }
+
+    pub(crate) fn lock_archive(&self, request: &PluginRequest) -> Result<Resolved, ResolveError> {
+        let source = self.archive_source(request.parsed_source())?;
+        self.require_network(|| format!("`{}`", source.url.shown))?;
+        let limits = self.settings.archive_limits;
+        let (download, file, archive_hash) = self.download(&source)?;
+        if let Some(expected) = request.archive_hash
+            && expected != archive_hash
+        {
+            return Err(ResolveError::ArchiveHashMismatch {
+                name: source.url.shown.clone(),
+                expected,
+                actual: archive_hash,
+            });
+        }
+        let unpacked = archive::unpack(self.store, &source, &file, request.subdir(), limits)?;
+        // Only an archive that unpacked cleanly is kept for `sync`.
+        archive::keep(self.store, &file, &archive_hash, source.format)?;
+        drop(download);
+        let dir = unpacked.staging.path();
+        let name = plugin_name_from_manifest(
+            |rel| crate::local::read_regular_file(dir, rel),
+            &unpacked.folder_name,
+        )?;
+        let hash = berth_store::hash_path(dir)?;
+        check_pins(request, &name, &hash)?;
+        let skipped = crate::skipped::scan_dir(dir, &[])?;
+        Ok(Resolved {
+            plugin: LockedPlugin {
+                name,
+                source: request.display_source(),
+                git_ref: None,
+                version: None,
+                resolved_ref: None,
+                repo_path: request.repo_path.clone(),
+                pin: Pin::Archive {
+                    url: source.url.shown,
+                    archive_hash,
+                },
+                hash,
+            },
+            skipped,
+        })
+    }
+
+    /// Unpacks a locked archive into a staging folder: from the download cache when it
+    /// holds the locked bytes, else downloaded again and checked against `archive_hash`.
+    pub(crate) fn stage_archive(
+        &self,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+        archive_hash: &Sha256Hash,
+    ) -> Result<Staging, ResolveError> {
+        let source = self.archive_source(&Self::source_of(locked, request)?)?;
+        let limits = self.settings.archive_limits;
+        let cached = archive::cached(self.store, archive_hash, source.format)
+            .filter(|path| berth_store::hash_file(path).is_ok_and(|h| h == *archive_hash));
+        let subdir = archive_subdir(locked);
+        if let Some(file) = cached {
+            let unpacked = archive::unpack(self.store, &source, &file, subdir.as_deref(), limits)?;
+            return Ok(unpacked.staging);
+        }
+        self.require_network(|| format!("plugin `{}` (`{}`)", locked.name, source.url.shown))?;
+        let (download, file) = self.download_expecting(&source, &locked.name, archive_hash)?;
+        let unpacked = archive::unpack(self.store, &source, &file, subdir.as_deref(), limits)?;
+        archive::keep(self.store, &file, archive_hash, source.format)?;
+        drop(download);
+        Ok(unpacked.staging)
+    }
+
+    /// Downloads an archive that must hash to `expected`; a mismatch names `name`.
+    pub(crate) fn download_expecting(
+        &self,
+        source: &ArchiveSource,
+        name: &str,
+        expected: &Sha256Hash,
+    ) -> Result<(Staging, PathBuf), ResolveError> {
+        let (staging, file, actual) = self.download(source)?;
+        if actual != *expected {
+            return Err(ResolveError::ArchiveHashMismatch {
+                name: name.to_owned(),
+                expected: *expected,
+                actual,
+            });
+        }
+        Ok((staging, file))
+    }
+}
+
+/// Downloadable archives.
+pub(crate) struct Archive;
+
+impl PluginSource for Archive {
+    fn lock(
+        &self,
+        ctx: &Ctx<'_>,
+        request: &PluginRequest,
+        _previous: Option<&LockedPlugin>,
+    ) -> Result<Resolved, ResolveError> {
+        ctx.lock_archive(request)
+    }
+
+    fn stage(
+        &self,
+        ctx: &Ctx<'_>,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+    ) -> Result<Staging, ResolveError> {
+        let Pin::Archive { archive_hash, .. } = &locked.pin else {
+            return Err(ResolveError::Unsupported(format!(
+                "plugin `{}` is not locked to an archive",
+                locked.name
+            )));
+        };
+        ctx.stage_archive(locked, request, archive_hash)
+    }
+}

@@ -1,0 +1,202 @@
+//! Git sources: a ref or version range resolved to a commit, its tree hashed from git
+//! objects and exported into staging.
+
+use berth_lockfile_schema::{LockedPlugin, Pin, PluginRequest, Source};
+use berth_store::Staging;
+use gix::ObjectId;
+
+use super::PluginSource;
+use crate::Network;
+use crate::error::ResolveError;
+use crate::git::{GitDb, Remote, Want};
+use crate::meta::plugin_name_from_manifest;
+use crate::ops::*;
+use crate::url::{SourceUrl, cache_dir_name, git_url, repo_name};
+
+impl Ctx<'_> {
+    pub(crate) fn remote(&self, source: &Source) -> Result<(Remote, String), ResolveError> {
+        let raw = git_url(source, &self.settings.github_url).expect("only called for git sources");
+        let url = SourceUrl::new(&raw)?;
+        crate::url::refuse_plain_http_password(&url)?;
+        if let (Some(policy), Some(parsed)) = (&self.settings.policy, url.parsed()) {
+            policy.check(parsed).map_err(|why| ResolveError::Refused {
+                url: url.shown.clone(),
+                why,
+            })?;
+        }
+        let remote = Remote {
+            url,
+            policy: self.settings.policy.clone(),
+            home: self.settings.home_dir.clone(),
+            cancel: self.settings.cancel.clone(),
+        };
+        Ok((remote, cache_dir_name(&raw)))
+    }
+
+    pub(crate) fn lock_git(&self, request: &PluginRequest) -> Result<Resolved, ResolveError> {
+        let (remote, cache) = self.remote(request.parsed_source())?;
+        let db = GitDb::open(self.store, &cache, &remote.url.shown, self.reporter)?;
+        // A `version` range becomes the tag it picks, then resolves like `ref = "<tag>"`.
+        let resolved_ref = match &request.version {
+            Some(range) => Some(self.pick_tag(&db, &remote, &cache, range)?),
+            None => None,
+        };
+        let wanted = resolved_ref
+            .as_ref()
+            .map(|tag| format!("refs/tags/{tag}"))
+            .or_else(|| request.git_ref.clone());
+        let memo_key = (cache.clone(), wanted.clone().unwrap_or_default());
+        let memo = self.memo.rev(&memo_key, self.started);
+        let rev = match (memo, wanted.as_deref()) {
+            (Some(id), _) => id,
+            (None, Some(r)) if let Some(commit) = berth_lockfile_schema::CommitId::parse(r) => {
+                let id = ObjectId::from(commit.to_bytes());
+                if !db.has_commit(id) {
+                    self.require_network(|| format!("commit `{r}` of `{}`", remote.url.shown))?;
+                    db.fetch_commit(&remote, id, None, self.reporter)?;
+                }
+                id
+            }
+            (None, other) => {
+                let want = other.map_or(Want::DefaultBranch, |r| Want::Named(r.to_owned()));
+                match self.settings.network {
+                    Network::Online => db.resolve(&remote, &want, self.reporter)?,
+                    Network::Offline => {
+                        db.resolve_offline(&want)
+                            .ok_or_else(|| ResolveError::Offline {
+                                what: format!(
+                                    "{} of `{}`",
+                                    other.map_or("the default branch".to_owned(), |r| format!(
+                                        "`{r}`"
+                                    )),
+                                    remote.url.shown
+                                ),
+                            })?
+                    }
+                }
+            }
+        };
+        self.memo.remember_rev(memo_key, rev);
+        // A `repo_path` that is a symlink is followed: the plugin is the folder it leads to,
+        // named after that folder when it has no manifest (as the SDK names it).
+        let (tree, real_path) = db.plugin_tree(rev, request.subdir())?;
+        let fallback = real_path
+            .rsplit('/')
+            .next()
+            .filter(|n| !n.is_empty())
+            .map_or_else(|| repo_name(&remote.url.shown), str::to_owned);
+        let name = plugin_name_from_manifest(|rel| db.read_file(tree, rel), &fallback)?;
+        let hashed = db.nar_hash(tree, rev)?;
+        db.finish()?;
+        self.warn_submodules(&name, &hashed.submodules);
+        check_pins(request, &name, &hashed.hash)?;
+        Ok(Resolved {
+            plugin: LockedPlugin {
+                name,
+                source: request.display_source(),
+                git_ref: request.git_ref.clone(),
+                version: request.version.clone(),
+                resolved_ref,
+                repo_path: request.repo_path.clone(),
+                pin: Pin::Git {
+                    url: remote.url.shown,
+                    rev: commit_id(rev),
+                },
+                hash: hashed.hash,
+            },
+            skipped: hashed.skipped,
+        })
+    }
+
+    /// The tag a `version` range picks: among the remote's tags, or offline the cache's.
+    pub(crate) fn pick_tag(
+        &self,
+        db: &GitDb,
+        remote: &Remote,
+        cache: &str,
+        range: &str,
+    ) -> Result<String, ResolveError> {
+        let req = semver::VersionReq::parse(range)
+            .map_err(|e| ResolveError::Unsupported(format!("`version = \"{range}\"`: {e}")))?;
+        let cached = self.memo.tags(cache, self.started);
+        let tags = match (cached, self.settings.network) {
+            (Some(tags), _) => tags,
+            (None, Network::Online) => db.list_tags(remote)?,
+            (None, Network::Offline) => db.local_tags(),
+        };
+        self.memo.remember_tags(cache, tags.clone());
+        crate::semver_tags::pick(&req, tags.iter().map(|(t, _)| t.as_str())).map_err(|nearest| {
+            ResolveError::NoMatchingVersion {
+                url: remote.url.shown.clone(),
+                range: range.to_owned(),
+                nearest,
+            }
+        })
+    }
+
+    pub(crate) fn stage_git(
+        &self,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+        rev: &berth_lockfile_schema::CommitId,
+    ) -> Result<Staging, ResolveError> {
+        let source = Self::source_of(locked, request)?;
+        let (remote, cache) = self.remote(&source)?;
+        let id = ObjectId::from(rev.to_bytes());
+        let staging = self.store.stage()?;
+        {
+            let db = GitDb::open(self.store, &cache, &remote.url.shown, self.reporter)?;
+            if !db.has_commit(id) {
+                self.require_network(|| {
+                    format!(
+                        "plugin `{}` (commit `{rev}` of `{}`)",
+                        locked.name, remote.url.shown
+                    )
+                })?;
+                db.fetch_commit(&remote, id, hint_ref(locked), self.reporter)?;
+            }
+            let (tree, _) = db.plugin_tree(id, subdir_of(locked, &source).as_deref())?;
+            let skipped = db.export(tree, id, staging.path())?;
+            db.finish()?;
+            self.warn_submodules(&locked.name, &skipped);
+        }
+        Ok(staging)
+    }
+
+    pub(crate) fn warn_submodules(&self, name: &str, skipped: &[String]) {
+        for path in skipped {
+            self.reporter.warn(&format!(
+                "`{name}`: skipped git submodule `{path}` (berth does not fetch submodules)"
+            ));
+        }
+    }
+}
+
+/// Git repositories.
+pub(crate) struct Git;
+
+impl PluginSource for Git {
+    fn lock(
+        &self,
+        ctx: &Ctx<'_>,
+        request: &PluginRequest,
+        _previous: Option<&LockedPlugin>,
+    ) -> Result<Resolved, ResolveError> {
+        ctx.lock_git(request)
+    }
+
+    fn stage(
+        &self,
+        ctx: &Ctx<'_>,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+    ) -> Result<Staging, ResolveError> {
+        let Pin::Git { rev, .. } = &locked.pin else {
+            return Err(ResolveError::Unsupported(format!(
+                "plugin `{}` is not locked to a git commit",
+                locked.name
+            )));
+        };
+        ctx.stage_git(locked, request, rev)
+    }
+}

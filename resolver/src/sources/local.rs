@@ -1,0 +1,83 @@
+//! Local folders: re-hashed by every lock, copied into staging by sync.
+
+use berth_lockfile_schema::{LockedPlugin, Pin, PluginRequest, Source};
+
+use berth_store::Staging;
+
+use super::PluginSource;
+use crate::error::ResolveError;
+use crate::local::{LOCAL_EXCLUDE, LOCAL_EXCLUDED, existing_dir, local_dir, name_and_hash};
+use crate::ops::*;
+
+impl Ctx<'_> {
+    /// Hashes a local folder; the files the runtime will skip are looked for only when it is
+    /// new or changed.
+    pub(crate) fn lock_local(
+        &self,
+        request: &PluginRequest,
+        previous: Option<&LockedPlugin>,
+    ) -> Result<Resolved, ResolveError> {
+        let Source::Local { path } = request.parsed_source() else {
+            unreachable!("only called for local sources");
+        };
+        let dir = existing_dir(&local_dir(path, self.settings))?;
+        let (name, hash) = name_and_hash(&dir)?;
+        check_pins(request, &name, &hash)?;
+        if previous.is_some_and(|p| p.hash != hash) {
+            self.reporter.status(
+                "Updating",
+                &format!("`{name}` ({path}): its content changed"),
+            );
+        }
+        let skipped = if previous.is_some_and(|p| p.hash == hash) {
+            Vec::new()
+        } else {
+            crate::skipped::scan_dir(&dir, LOCAL_EXCLUDED)?
+        };
+        Ok(Resolved {
+            plugin: LockedPlugin {
+                name,
+                source: request.display_source(),
+                git_ref: None,
+                version: None,
+                resolved_ref: None,
+                repo_path: None,
+                pin: Pin::Local { path: path.clone() },
+                hash,
+            },
+            skipped,
+        })
+    }
+}
+
+/// Local folders.
+pub(crate) struct Local;
+
+impl PluginSource for Local {
+    fn lock(
+        &self,
+        ctx: &Ctx<'_>,
+        request: &PluginRequest,
+        previous: Option<&LockedPlugin>,
+    ) -> Result<Resolved, ResolveError> {
+        ctx.lock_local(request, previous)
+    }
+
+    fn stage(
+        &self,
+        ctx: &Ctx<'_>,
+        locked: &LockedPlugin,
+        _request: Option<&PluginRequest>,
+    ) -> Result<Staging, ResolveError> {
+        let Pin::Local { path } = &locked.pin else {
+            return Err(ResolveError::Unsupported(format!(
+                "plugin `{}` is not locked to a local folder",
+                locked.name
+            )));
+        };
+        let dir = existing_dir(&local_dir(path, ctx.settings))?;
+        let staging = ctx.store.stage()?;
+        berth_store::copy_tree(&dir, staging.path(), LOCAL_EXCLUDE)?;
+        Ok(staging)
+    }
+}

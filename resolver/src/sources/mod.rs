@@ -1,0 +1,43 @@
+//! The source kinds, each in its own module: how a request of that kind is pinned and how
+//! a pin is put into staging. `lock`, `sync` and `verify` (in `ops/`) loop over entries
+//! and reach a kind only through these.
+
+mod archive;
+mod git;
+mod local;
+
+use berth_lockfile_schema::{LockedPlugin, PluginRequest, SourceKind};
+use berth_store::Staging;
+
+use crate::error::ResolveError;
+use crate::ops::{Ctx, Resolved};
+
+/// One kind of source, as Cargo's `Source`: pin a request, put a pin into staging.
+pub(crate) trait PluginSource: Sync {
+    /// Resolves `request` to an exact pin and hashes it. `previous` is the entry's lock
+    /// from before, when the caller re-checks one (a local folder, say).
+    fn lock(
+        &self,
+        ctx: &Ctx<'_>,
+        request: &PluginRequest,
+        previous: Option<&LockedPlugin>,
+    ) -> Result<Resolved, ResolveError>;
+
+    /// Exports the locked tree into a new staging folder (not yet checked against the
+    /// lock: the store's commit does that).
+    fn stage(
+        &self,
+        ctx: &Ctx<'_>,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+    ) -> Result<Staging, ResolveError>;
+}
+
+/// The source of a kind.
+pub(crate) fn of(kind: SourceKind) -> &'static dyn PluginSource {
+    match kind {
+        SourceKind::Git => &git::Git,
+        SourceKind::Archive => &archive::Archive,
+        SourceKind::Local => &local::Local,
+    }
+}
