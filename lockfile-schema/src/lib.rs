@@ -10,6 +10,8 @@ mod diagnostic;
 mod hash;
 mod lock;
 mod manifest;
+pub mod plugin_json;
+pub mod plugin_manifest;
 mod source;
 
 pub use agent::{

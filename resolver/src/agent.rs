@@ -16,8 +16,8 @@ use berth_lockfile_schema::{
     AGENT_ENTRY_POINT_GROUP, AgentOrigin, AgentRequest, EntryPoint, LockedAgent, LockedPlugin,
     LockedWheel, PluginRequest, normalize_package_name, redact,
 };
-use berth_runtime::agent_env::{Python, Uv};
 use berth_store::Staging;
+use berth_uv::{Python, Uv};
 use serde::Deserialize;
 
 use crate::Network;

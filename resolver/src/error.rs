@@ -195,7 +195,7 @@ pub enum ResolveError {
     Agent(String),
     /// uv or Python could not be found or run for the agent package.
     #[error(transparent)]
-    AgentEnv(#[from] berth_runtime::AgentError),
+    Uv(#[from] berth_uv::UvError),
     /// A wheel's bytes are not the ones the lock names.
     #[error("wheel `{file}` ({url}): sha256 mismatch: expected `{expected}`, got `{actual}`")]
     WheelMismatch {
@@ -263,7 +263,7 @@ impl ResolveError {
             | Self::NoMatchingVersion { .. }
             | Self::UnknownPlugin { .. }
             | Self::Agent(_)
-            | Self::AgentEnv(_)
+            | Self::Uv(_)
             | Self::WheelMismatch { .. }
             | Self::Nar(_) => ErrorKind::Integrity,
         }

@@ -12,12 +12,14 @@ pub fn plugin_name_from_manifest(
     read: impl Fn(&str) -> Result<Option<Vec<u8>>, ResolveError>,
     fallback: &str,
 ) -> Result<String, ResolveError> {
-    let manifest =
-        berth_runtime::read_manifest(|rel| read(rel).map_err(|e| e.to_string()), fallback)
-            .map_err(|e| ResolveError::PluginManifest {
-                file: e.file,
-                message: e.message,
-            })?;
+    let manifest = berth_lockfile_schema::plugin_manifest::read_manifest(
+        |rel| read(rel).map_err(|e| e.to_string()),
+        fallback,
+    )
+    .map_err(|e| ResolveError::PluginManifest {
+        file: e.file,
+        message: e.message,
+    })?;
     if is_valid_plugin_name(&manifest.name) {
         Ok(manifest.name)
     } else {

@@ -1,11 +1,11 @@
 //! Files of a plugin that the runtime will skip (a symlink that leaves the plugin's folder,
-//! a file over [`berth_runtime::MAX_FILE_BYTES`]), found when `lock` resolves the plugin so
+//! a file over [`berth_lockfile_schema::plugin_manifest::MAX_FILE_BYTES`]), found when `lock` resolves the plugin so
 //! the user hears of them then, not first at `plugins show`.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use berth_runtime::MAX_FILE_BYTES;
+use berth_lockfile_schema::plugin_manifest::MAX_FILE_BYTES;
 
 use crate::error::ResolveError;
 use crate::tree_path::{DiskTree, Tree, link_leaves};

@@ -9,46 +9,17 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use berth_lockfile_schema::{EntryPoint, LockedAgent};
 use berth_store::{Store, StoreError};
 use sha2::{Digest, Sha256};
 
-/// The uv version berth resolves and installs with.
-pub const UV_VERSION: &str = "0.13.9";
+pub use berth_uv::{Python, UV_VERSION, Uv, UvError, uv_message};
 
 /// Why an agent environment could not be found, built or run.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
-    /// No uv.
-    #[error(
-        "berth needs uv {UV_VERSION} for the `[agent]` package, and none was found ({detail}); install it with `python3 -m pip install uv=={UV_VERSION}` and put it on PATH, or point BERTH_UV at it"
-    )]
-    UvMissing {
-        /// Where berth looked.
-        detail: String,
-    },
-    /// A uv of another version.
-    #[error(
-        "berth needs uv {UV_VERSION}, but `{path}` is uv {found}; install the pinned one with `python3 -m pip install uv=={UV_VERSION}` and point BERTH_UV at it"
-    )]
-    UvVersion {
-        /// The uv found.
-        path: String,
-        /// Its version.
-        found: String,
-    },
-    /// No interpreter satisfies the requirement.
-    #[error(
-        "no Python interpreter matching `{request}` was found ({detail}); install one, or change `python` in `[agent]` and run `berth plugins lock`"
-    )]
-    PythonMissing {
-        /// The requirement.
-        request: String,
-        /// What uv said.
-        detail: String,
-    },
     /// Wheels of the lock are not in the store.
     #[error(
         "agent `{package}`: {count} locked wheel(s) are not in the store ({files}); run `berth plugins sync`",
@@ -61,175 +32,15 @@ pub enum AgentError {
         /// The missing wheel files.
         files: Vec<String>,
     },
-    /// A uv command failed.
-    #[error("{what} failed: {detail}")]
-    Uv {
-        /// What berth was doing.
-        what: String,
-        /// uv's own message.
-        detail: String,
-    },
+    /// uv or an interpreter could not be found or run.
+    #[error(transparent)]
+    Uv(#[from] berth_uv::UvError),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A file operation failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
-}
-
-/// A uv binary of the pinned version.
-#[derive(Debug, Clone)]
-pub struct Uv {
-    /// The executable.
-    pub path: PathBuf,
-}
-
-impl Uv {
-    /// Finds uv: `$BERTH_UV`, else `uv` on `PATH`; it must be [`UV_VERSION`].
-    pub fn find() -> Result<Self, AgentError> {
-        let path = match std::env::var_os("BERTH_UV") {
-            Some(path) if !path.is_empty() => PathBuf::from(path),
-            _ => search_path("uv").ok_or_else(|| AgentError::UvMissing {
-                detail: "BERTH_UV is not set and there is no `uv` on PATH".into(),
-            })?,
-        };
-        let output = Command::new(&path)
-            .arg("--version")
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| AgentError::UvMissing {
-                detail: format!("`{}`: {e}", path.display()),
-            })?;
-        let text = String::from_utf8_lossy(&output.stdout);
-        let found = text.split_whitespace().nth(1).unwrap_or("").to_owned();
-        if found != UV_VERSION {
-            return Err(AgentError::UvVersion {
-                path: path.display().to_string(),
-                found: if found.is_empty() {
-                    "of an unknown version".into()
-                } else {
-                    found
-                },
-            });
-        }
-        Ok(Self { path })
-    }
-
-    /// A uv command that reads no configuration file and never downloads an interpreter.
-    pub fn command(&self) -> Command {
-        let mut cmd = Command::new(&self.path);
-        cmd.env("UV_NO_CONFIG", "1")
-            .env("UV_PYTHON_DOWNLOADS", "never")
-            .env_remove("UV_INDEX_URL")
-            .env_remove("UV_EXTRA_INDEX_URL")
-            .env_remove("UV_INDEX")
-            .env_remove("UV_DEFAULT_INDEX")
-            .env_remove("UV_FIND_LINKS")
-            .env_remove("VIRTUAL_ENV")
-            .env_remove("UV_PROJECT_ENVIRONMENT")
-            .stdin(Stdio::null());
-        cmd
-    }
-
-    /// Runs `cmd`, returning its stdout, or an error with uv's stderr.
-    pub fn run(&self, cmd: &mut Command, what: &str) -> Result<String, AgentError> {
-        let output = cmd.output().map_err(|e| AgentError::Uv {
-            what: what.to_owned(),
-            detail: e.to_string(),
-        })?;
-        if !output.status.success() {
-            return Err(AgentError::Uv {
-                what: what.to_owned(),
-                detail: uv_message(&String::from_utf8_lossy(&output.stderr)),
-            });
-        }
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    }
-
-    /// Finds an interpreter for `request` (`3.11`, `>=3.10`, or `None` for the default),
-    /// among the system's, never downloading one.
-    pub fn find_python(&self, request: Option<&str>) -> Result<Python, AgentError> {
-        let mut cmd = self.command();
-        cmd.args([
-            "python",
-            "find",
-            "--system",
-            "--no-python-downloads",
-            "--offline",
-        ]);
-        if let Some(request) = request {
-            cmd.arg(request);
-        }
-        let shown = request.unwrap_or("the default Python").to_owned();
-        let output = cmd.output().map_err(|e| AgentError::PythonMissing {
-            request: shown.clone(),
-            detail: e.to_string(),
-        })?;
-        if !output.status.success() {
-            return Err(AgentError::PythonMissing {
-                request: shown,
-                detail: uv_message(&String::from_utf8_lossy(&output.stderr)),
-            });
-        }
-        let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
-        let version = Command::new(&path)
-            .args([
-                "-I",
-                "-c",
-                "import sys; print('.'.join(map(str, sys.version_info[:3])))",
-            ])
-            .stdin(Stdio::null())
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-            .ok_or_else(|| AgentError::PythonMissing {
-                request: shown,
-                detail: format!("`{}` did not say its version", path.display()),
-            })?;
-        Ok(Python { path, version })
-    }
-}
-
-/// uv's error text, without its `error: ` prefix and with its lines joined.
-pub fn uv_message(stderr: &str) -> String {
-    let lines: Vec<&str> = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let text = lines.join(" ");
-    text.strip_prefix("error: ")
-        .or_else(|| text.strip_prefix("× "))
-        .unwrap_or(&text)
-        .to_owned()
-}
-
-fn search_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
-}
-
-/// A Python interpreter.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Python {
-    /// Its executable.
-    pub path: PathBuf,
-    /// Its full version (`3.11.7`).
-    pub version: String,
-}
-
-impl Python {
-    /// `major.minor`.
-    pub fn minor_version(&self) -> String {
-        self.version
-            .splitn(3, '.')
-            .take(2)
-            .collect::<Vec<_>>()
-            .join(".")
-    }
 }
 
 /// A ready environment of the locked agent.
@@ -266,26 +77,6 @@ pub fn env_key(agent: &LockedAgent) -> String {
     key
 }
 
-/// The locked wheels missing from the store.
-pub fn missing_wheels(store: &Store, agent: &LockedAgent) -> Vec<String> {
-    agent
-        .wheels
-        .iter()
-        .filter(|w| store.wheel(&w.sha256, &w.file).is_none())
-        .map(|w| w.file.clone())
-        .collect()
-}
-
-/// Whether the store holds everything the locked agent needs: its source tree (git and
-/// archive sources) and every wheel.
-pub fn agent_in_store(store: &Store, agent: &LockedAgent) -> bool {
-    agent
-        .tree
-        .as_ref()
-        .is_none_or(|t| store.lookup(&t.hash, &t.name).is_some())
-        && missing_wheels(store, agent).is_empty()
-}
-
 /// Finds or builds (offline, from the store alone) the environment of the locked agent.
 ///
 /// A ready environment is used without running uv; building one needs the pinned uv and
@@ -305,7 +96,7 @@ pub fn ensure_env(store: &Store, agent: &LockedAgent) -> Result<AgentEnv, AgentE
     if ready(&path) {
         return Ok(done(false));
     }
-    let missing = missing_wheels(store, agent);
+    let missing = store.missing_wheels(agent);
     if !missing.is_empty() {
         return Err(AgentError::MissingWheels {
             package: agent.package.clone(),

@@ -14,8 +14,11 @@ mod expand;
 pub mod frontmatter;
 pub mod hook_run;
 pub mod hooks;
-mod json;
-pub mod manifest;
+use berth_lockfile_schema::plugin_json as json;
+/// Plugin manifests (`plugin.json`), as the plugin format defines them.
+pub mod manifest {
+    pub use berth_lockfile_schema::plugin_manifest::*;
+}
 pub mod mcp;
 pub mod process;
 mod pystr;

@@ -4,10 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::RuntimeError;
 
-/// Files larger than this are skipped with a warning: plugin files are text an agent
-/// reads, and a hostile plugin must not make the runtime read gigabytes. Real plugins
-/// carry skills of several MiB (the SDK loads a 9 MiB one), so the bound sits well above.
-pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+pub use berth_lockfile_schema::plugin_manifest::MAX_FILE_BYTES;
 
 /// A plugin's folder in the store. Every read resolves symlinks and checks the result is
 /// still inside the folder. What cannot be read safely (a symlink that leaves the folder,

@@ -111,10 +111,11 @@ impl AppState {
                     .entry((plugin.hash, plugin.name.clone()))
                     .or_insert_with(|| config.store.lookup(&plugin.hash, &plugin.name).is_some())
             });
-            let agent_present =
-                conversation.lock.agent.as_ref().is_none_or(|agent| {
-                    berth_runtime::agent_env::agent_in_store(&config.store, agent)
-                });
+            let agent_present = conversation
+                .lock
+                .agent
+                .as_ref()
+                .is_none_or(|agent| config.store.has_agent(agent));
             if !(plugins_present && agent_present) {
                 incomplete.push(conversation.lock);
             }

@@ -123,6 +123,29 @@ impl Store {
     }
 }
 
+/// What of a locked agent package the store holds.
+impl Store {
+    /// The locked wheels missing from the store.
+    pub fn missing_wheels(&self, agent: &berth_lockfile_schema::LockedAgent) -> Vec<String> {
+        agent
+            .wheels
+            .iter()
+            .filter(|w| self.wheel(&w.sha256, &w.file).is_none())
+            .map(|w| w.file.clone())
+            .collect()
+    }
+
+    /// Whether the store holds everything the locked agent needs: its source tree (git
+    /// and archive sources) and every wheel.
+    pub fn has_agent(&self, agent: &berth_lockfile_schema::LockedAgent) -> bool {
+        agent
+            .tree
+            .as_ref()
+            .is_none_or(|t| self.lookup(&t.hash, &t.name).is_some())
+            && self.missing_wheels(agent).is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

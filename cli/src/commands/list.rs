@@ -72,7 +72,7 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
         })
         .collect();
     if let Some(agent) = &lock.agent {
-        let missing = berth_runtime::agent_env::missing_wheels(&ctx.store, agent).len();
+        let missing = ctx.store.missing_wheels(agent).len();
         rows.push([
             format!("agent {}", agent.package),
             format!("{} ({} wheels)", agent.version, agent.wheels.len()),

@@ -47,10 +47,7 @@ pub fn sync_plugins(
             _ => store.lookup(&p.hash, &p.name),
         })
         .collect();
-    let agent_present = lock
-        .agent
-        .as_ref()
-        .is_none_or(|a| berth_runtime::agent_env::agent_in_store(store, a));
+    let agent_present = lock.agent.as_ref().is_none_or(|a| store.has_agent(a));
     if let Some(entries) = present
         && agent_present
     {

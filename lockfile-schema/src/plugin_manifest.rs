@@ -3,6 +3,12 @@
 
 use serde_json::{Map, Value};
 
+/// Plugin files larger than this are skipped with a warning (the runtime never reads them,
+/// `lock` names them): plugin files are text an agent reads, and a hostile plugin must not
+/// make berth read gigabytes. Real plugins carry skills of several MiB (the SDK loads a
+/// 9 MiB one), so the bound sits well above.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
 /// The two plugin layouts berth reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -118,9 +124,9 @@ pub fn read_manifest(
 fn parse_json(bytes: &[u8], allow_bom: bool) -> Result<Value, String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "is not UTF-8".to_owned())?;
     if allow_bom {
-        crate::json::parse_allowing_bom(text)
+        crate::plugin_json::parse_allowing_bom(text)
     } else {
-        crate::json::parse(text)
+        crate::plugin_json::parse(text)
     }
 }
 

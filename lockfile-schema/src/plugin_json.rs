@@ -1,4 +1,5 @@
-//! JSON files of a plugin, read with the SDK's rules and explained when they do not parse.
+//! JSON files of a plugin (`plugin.json`, `.mcp.json`, `hooks.json`), read with the OpenHands
+//! SDK's rules and explained when they do not parse.
 
 use serde_json::Value;
 
@@ -8,7 +9,7 @@ const BOM: char = '\u{feff}';
 /// `text` parsed as JSON, or why not. A leading byte-order mark is refused, as Python's
 /// `json` refuses it where the SDK opens the file as `utf-8` (the Claude Code layout), and
 /// the message says so instead of pointing at column 1.
-pub(crate) fn parse(text: &str) -> Result<Value, String> {
+pub fn parse(text: &str) -> Result<Value, String> {
     if text.starts_with(BOM) {
         return Err(
             "starts with a UTF-8 byte-order mark (BOM), which JSON in this file may not have (the OpenHands SDK refuses it too); save the file as UTF-8 without a BOM"
@@ -20,7 +21,7 @@ pub(crate) fn parse(text: &str) -> Result<Value, String> {
 
 /// `text` parsed as JSON, a leading byte-order mark ignored (the Agent Plugins files, which
 /// the SDK reads as `utf-8-sig`).
-pub(crate) fn parse_allowing_bom(text: &str) -> Result<Value, String> {
+pub fn parse_allowing_bom(text: &str) -> Result<Value, String> {
     parse(text.strip_prefix(BOM).unwrap_or(text))
 }
 
