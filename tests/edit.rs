@@ -200,3 +200,55 @@ fn add_creates_a_manifest_when_there_is_none() {
         Some("lint")
     );
 }
+
+/// `add` locks the manifest with the new entry once, learns its name from that lock and
+/// writes that same lock: one ref listing and one fetch of the new repository, nothing for
+/// the entries already locked.
+#[test]
+fn add_resolves_the_new_entry_once() {
+    let ctx = TestContext::new();
+    let tools = ctx.repo("tools");
+    tools.copy_fixture("lint", "");
+    tools.commit("tools");
+    let review = ctx.repo("review");
+    review.copy_fixture("review", "");
+    review.commit("review");
+    let git = common::GitHttpServer::start(&ctx.upstream, &ctx.root.join("http.log"), &[]);
+    let berth = |args: &[&str]| {
+        let out = ctx
+            .berth()
+            .env("BERTH_GITHUB_URL", git.url())
+            .args(args)
+            .output()
+            .expect("run berth");
+        assert!(
+            out.status.success(),
+            "berth {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/tools\"\n");
+    berth(&["plugins", "lock"]);
+    let (requests_before, fetches_before) = (git.requests().len(), git.fetches().len());
+    berth(&["plugins", "add", "github:acme/review", "--ref", "main"]);
+    let requests = git.requests()[requests_before..].to_vec();
+    let fetches = git.fetches()[fetches_before..].to_vec();
+    // Smart HTTP: the ref advertisement (GET), `ls-refs` (POST), then the pack (POST).
+    assert_eq!(
+        requests,
+        [
+            "GET /acme/review.git/info/refs?service=git-upload-pack",
+            "POST /acme/review.git/git-upload-pack",
+            "POST /acme/review.git/git-upload-pack",
+        ],
+        "one listing and one fetch of the new repository"
+    );
+    assert_eq!(fetches, ["/acme/review.git/git-upload-pack"]);
+    assert_eq!(
+        lock_field(&ctx.lock_text(), 1, "name").as_deref(),
+        Some("review")
+    );
+    assert_eq!(lock_field(&ctx.lock_text(), 1, "rev"), Some(review.head()));
+    // The lock written is the manifest's: nothing left to resolve.
+    berth(&["plugins", "lock", "--check"]);
+}

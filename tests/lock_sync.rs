@@ -591,3 +591,75 @@ fn github_sources_over_smart_http() {
     );
     run(&["plugins", "verify"]);
 }
+
+/// `sync`'s modes as both front ends share them (`berth_resolver::lock_and_sync`), worded
+/// after the flag given: `--locked` and `--frozen` need a lock (and `--locked` an up-to-date
+/// one) and never write it; the default locks a stale manifest and writes that lock before
+/// syncing, so a sync that then fails leaves the lock current.
+#[test]
+fn sync_modes_word_their_failures_after_the_flag() {
+    let ctx = TestContext::new();
+    let (_repo, [.., head]) = review_repo(&ctx);
+    copy_tree(
+        &fixtures().join("plugins/house-rules"),
+        &ctx.work.join("rules"),
+    );
+    ctx.write_manifest("[[plugin]]\nsource = \"./rules\"\n");
+    for flag in ["--locked", "--frozen"] {
+        let run = ctx.run(&["plugins", "sync", flag]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert_eq!(
+            run.stderr,
+            format!(
+                "error: `{flag}` was given but there is no lockfile at `plugins.lock`; run `berth plugins lock` to create it\n"
+            )
+        );
+    }
+    assert!(!ctx.lock_path().exists(), "neither mode writes a lock");
+    ctx.ok(&["plugins", "sync"]);
+    let locked = ctx.lock_text();
+
+    // The manifest gains an entry and the local folder changes.
+    ctx.write_manifest(
+        "[[plugin]]\nsource = \"./rules\"\n\n[[plugin]]\nsource = \"github:acme/review\"\n",
+    );
+    std::fs::write(ctx.work.join("rules/skills/new.md"), "new rule\n").expect("edit");
+    let run = ctx.run(&["plugins", "sync", "--locked"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.errors()[0],
+        "error: `--locked` was given but `plugins.lock` is out of date with `plugins.toml`; run `berth plugins lock` to update it"
+    );
+    assert!(
+        run.stderr.contains("\n  "),
+        "a note per stale entry: {}",
+        run.stderr
+    );
+    assert_eq!(ctx.lock_text(), locked, "--locked never writes the lock");
+    // `--frozen` syncs the lock as it is, the local plugin from the store.
+    let frozen = ctx.ok(&["plugins", "sync", "--frozen"]);
+    assert!(
+        frozen.stderr.contains("Synced 1 plugin (0 added)"),
+        "{}",
+        frozen.stderr
+    );
+
+    // The default locks the new entry (keeping the local folder's locked hash), writes the
+    // lock, then the sync finds the folder changed.
+    let run = ctx.run(&["plugins", "sync"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("Adding review"), "{}", run.stderr);
+    assert!(
+        run.errors()[0].contains("`rules`")
+            && run.errors()[0].contains("changed since it was locked"),
+        "{}",
+        run.stderr
+    );
+    let relocked = ctx.lock_text();
+    assert_eq!(lock_field(&relocked, 1, "rev"), Some(head));
+    assert_eq!(
+        lock_field(&relocked, 0, "hash"),
+        lock_field(&locked, 0, "hash"),
+        "the local folder keeps its locked hash"
+    );
+}

@@ -12,6 +12,7 @@ mod auth;
 mod error;
 pub mod extract;
 mod git;
+mod live;
 mod local;
 mod meta;
 mod ops;
@@ -20,6 +21,7 @@ mod skipped;
 mod sources;
 mod tree_path;
 mod url;
+mod workflow;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,12 +30,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub use agent::{AgentVerifyOutcome, AgentVerifyStatus, DEFAULT_INDEX_URL, SOURCE_DATE_EPOCH};
 pub use error::{EntryError, ErrorKind, ResolveError};
 pub use extract::{ArchiveLimits, LimitsError};
+pub use live::mark_live;
 pub use meta::plugin_name_from_manifest;
 pub use ops::{
     LocalCheck, LocalRelock, LockOptions, LockOutcome, SharedResolutions, SyncOutcome, Upgrade,
     VerifyOutcome, VerifyStatus, lock_plugins, sync_plugins, verify_agent, verify_plugins,
 };
 pub use url::{FetchPolicy, SourceUrl};
+pub use workflow::{
+    InMemoryLock, LockAndSyncError, LockMode, Lockfile, Relock, Synced, lock_and_sync,
+};
 
 /// Whether the network may be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

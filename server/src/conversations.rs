@@ -11,6 +11,11 @@ use uuid::Uuid;
 
 use crate::api::ConversationSummary;
 
+/// The folder of a data folder that holds one folder per conversation, named by its id.
+pub const CONVERSATIONS_DIR: &str = "conversations";
+/// A conversation's lock, in its folder.
+pub const LOCK_FILE: &str = "plugins.lock";
+
 /// `meta.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Meta {
@@ -54,7 +59,7 @@ impl Conversations {
     /// The conversations under `data_dir`, read from disk (with their locks, for the caller
     /// to check against the store).
     pub fn open(data_dir: &Path) -> std::io::Result<(Self, Vec<Stored>)> {
-        let root = data_dir.join("conversations");
+        let root = data_dir.join(CONVERSATIONS_DIR);
         fs_err::create_dir_all(&root)?;
         let mut dirs: Vec<(Uuid, PathBuf)> = Vec::new();
         for entry in fs_err::read_dir(&root)? {
@@ -138,7 +143,7 @@ impl Conversations {
         let lock_text = lock.text.as_str();
         let tmp = self.root.join(format!(".tmp-{}", meta.id));
         fs_err::create_dir_all(&tmp)?;
-        write_synced(&tmp.join("plugins.lock"), lock_text.as_bytes())?;
+        write_synced(&tmp.join(LOCK_FILE), lock_text.as_bytes())?;
         let meta_text = serde_json::to_vec_pretty(meta).map_err(std::io::Error::other)?;
         write_synced(&tmp.join("meta.json"), &meta_text)?;
         fs_err::rename(&tmp, self.root.join(meta.id.to_string()))?;
@@ -216,7 +221,7 @@ impl Conversations {
 fn read_one(dir: &Path) -> std::io::Result<Stored> {
     let meta: Meta = serde_json::from_slice(&fs_err::read(dir.join("meta.json"))?)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-    let lock_path = dir.join("plugins.lock");
+    let lock_path = dir.join(LOCK_FILE);
     let lock_text = fs_err::read_to_string(&lock_path)?;
     let lock = parse_lock(&lock_path.display().to_string(), &lock_text)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;

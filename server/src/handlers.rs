@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use berth_lockfile_schema::{
     AgentOrigin, AgentRequest, Lock, LockedPluginWire, Manifest, PluginRequest, parse_lock,
 };
-use berth_resolver::{Cancel, LocalRelock, LockOptions, Reporter, Upgrade, lock_plugins};
+use berth_resolver::{Cancel, InMemoryLock, LockAndSyncError, LockMode, Reporter, lock_and_sync};
 use utoipa::OpenApi;
 use uuid::Uuid;
 
@@ -315,29 +315,29 @@ impl AppState {
         // From resolving to the conversation on disk, gc must not remove what it uses.
         let _hold = self.hold_store()?;
         let settings = self.settings(&deadline.cancel);
-        let lock = match (request.lock, &request.manifest) {
-            (Some(lock), _) => lock,
-            (None, Some(manifest)) => {
-                let options = LockOptions {
-                    upgrade: Upgrade::Nothing,
-                    manifest_label: "plugins".into(),
-                    local: LocalRelock::Rehash,
-                };
-                lock_plugins(
-                    &config.store,
-                    &settings,
-                    &LogReporter,
-                    manifest,
-                    None,
-                    &options,
-                )
-                .map_err(|errors| AppError::from_entries(&errors))?
-                .lock
-            }
-            (None, None) => unreachable!("a prepared request has plugins or a lock"),
+        // Plugins are locked afresh; a lockfile is taken as it is (`--frozen`).
+        let mode = match &request.manifest {
+            Some(manifest) => LockMode::Update {
+                manifest,
+                manifest_label: "plugins",
+            },
+            None => LockMode::Frozen,
         };
-        self.sync(&lock, &deadline.cancel)
-            .map_err(|errors| AppError::from_entries(&errors))?;
+        let lock = lock_and_sync(
+            &config.store,
+            &settings,
+            &LogReporter,
+            mode,
+            &InMemoryLock(request.lock),
+        )
+        .map_err(|e| match e {
+            LockAndSyncError::Lock(errors) | LockAndSyncError::Sync(errors) => {
+                AppError::from_entries(&errors)
+            }
+            LockAndSyncError::Lockfile(never) => match never {},
+            e @ (LockAndSyncError::NoLock | LockAndSyncError::Stale(_)) => AppError::internal(e),
+        })?
+        .lock;
         let locked = Arc::new(LockedText {
             text: lock.to_toml(),
             lock,

@@ -12,6 +12,7 @@ mod conversations;
 mod error;
 mod handlers;
 mod policy;
+mod roots;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -29,6 +30,7 @@ pub use api::{MAX_BODY_BYTES, MAX_PLUGINS};
 pub use error::{AppError, ErrorBody};
 pub use handlers::ApiDoc;
 pub use policy::{DEFAULT_ALLOWED_HOSTS, Policy};
+pub use roots::{LiveRoots, ReadError, RootError, conversation_locks, live_roots};
 
 use conversations::Conversations;
 

@@ -1,17 +1,19 @@
-//! `berth plugins add`, `remove` and `update`: edit the manifest with `toml_edit`, keeping
-//! its comments, order and layout, then lock.
+//! `berth plugins add`, `remove` and `update`: read the manifest, have
+//! `berth_lockfile_schema` edit its text (comments, order and layout kept), write it, then
+//! lock.
 
-use anyhow::{Context as _, Result, bail};
-use berth_lockfile_schema::{Manifest, PluginRequest, parse_manifest};
+use anyhow::{Context as _, Result};
+use berth_lockfile_schema::{
+    Manifest, NewPlugin, PluginRequest, add_plugin, parse_manifest, remove_plugin,
+};
 use berth_resolver::Upgrade;
-use toml_edit::{ArrayOfTables, DocumentMut, Item, Table, value};
 
-use super::lock::{lock_and_write, resolve};
+use super::lock::{lock_and_write, resolve, write_outcome};
 use crate::args::{AddArgs, RemoveArgs, UpdateArgs};
 use crate::context::{Context, Failure, write_atomically};
 
-/// The manifest's text, and its parse; an absent manifest is an empty one.
-fn load(ctx: &Context) -> Result<(String, DocumentMut)> {
+/// The manifest's text; an absent manifest is an empty one.
+fn load(ctx: &Context) -> Result<String> {
     let text = match std::fs::read_to_string(&ctx.manifest_path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -23,14 +25,16 @@ fn load(ctx: &Context) -> Result<(String, DocumentMut)> {
     if !text.is_empty() {
         ctx.read_manifest()?;
     }
-    let doc: DocumentMut = text
-        .parse()
-        .with_context(|| format!("could not parse `{}`", ctx.manifest_label()))?;
-    Ok((text, doc))
+    Ok(text)
 }
 
 fn reparse(ctx: &Context, text: &str) -> Result<Manifest> {
     Ok(parse_manifest(&ctx.manifest_label(), text)?.manifest)
+}
+
+fn write_manifest(ctx: &Context, text: &str) -> Result<()> {
+    write_atomically(&ctx.manifest_path, text.as_bytes())
+        .with_context(|| format!("could not write `{}`", ctx.manifest_label()))
 }
 
 pub fn add(ctx: &Context, args: &AddArgs) -> Result<()> {
@@ -44,23 +48,17 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<()> {
     )
     .map_err(|message| anyhow::anyhow!("{message}"))?;
     let _guard = ctx.guard_lockfile()?;
-    let (_, mut doc) = load(ctx)?;
-    let mut table = Table::new();
-    table["source"] = value(&args.source);
-    if let Some(r) = &args.git_ref {
-        table["ref"] = value(r);
-    }
-    if let Some(v) = &args.version {
-        table["version"] = value(v);
-    }
-    if let Some(p) = &args.repo_path {
-        table["repo_path"] = value(p);
-    }
-    append(&mut doc, table)?;
-    let text = doc.to_string();
+    let entry = NewPlugin {
+        source: &args.source,
+        git_ref: args.git_ref.as_deref(),
+        version: args.version.as_deref(),
+        repo_path: args.repo_path.as_deref(),
+    };
+    let text = add_plugin(&ctx.manifest_label(), &load(ctx)?, &entry)?;
     let manifest = reparse(ctx, &text)?;
     let previous = ctx.read_lock_to_replace()?;
-    // Resolve before writing anything: the new plugin's name is only known once fetched.
+    // Lock before writing anything: the new plugin's name is only known once fetched. This
+    // lock is the one written below, so the new entry is resolved once.
     let lock = resolve(
         ctx,
         &manifest,
@@ -86,44 +84,18 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<()> {
         }
         .into());
     }
-    write_atomically(&ctx.manifest_path, text.as_bytes())
-        .with_context(|| format!("could not write `{}`", ctx.manifest_label()))?;
+    write_manifest(ctx, &text)?;
     ctx.printer.status(
         "Added",
         &format!("`{}` to `{}`", new.name, ctx.manifest_label()),
     );
-    lock_and_write(ctx, &manifest, previous.as_ref(), Upgrade::Nothing)?;
-    Ok(())
-}
-
-/// Appends a `[[plugin]]` table, or an inline table when the manifest writes its plugins
-/// as `plugin = [{...}]`.
-fn append(doc: &mut DocumentMut, mut table: Table) -> Result<()> {
-    match doc.get_mut("plugin") {
-        None => {
-            let mut array = ArrayOfTables::new();
-            table
-                .decor_mut()
-                .set_prefix(if doc.as_table().is_empty() { "" } else { "\n" });
-            array.push(table);
-            doc.insert("plugin", Item::ArrayOfTables(array));
-        }
-        Some(Item::ArrayOfTables(array)) => {
-            table.decor_mut().set_prefix("\n");
-            array.push(table);
-        }
-        Some(Item::Value(toml_edit::Value::Array(array))) => {
-            array.push(table.into_inline_table());
-        }
-        Some(_) => bail!("`plugin` in the manifest is not a list of tables; fix it first"),
-    }
-    Ok(())
+    write_outcome(ctx, previous.as_ref(), &lock)
 }
 
 pub fn remove(ctx: &Context, args: &RemoveArgs) -> Result<()> {
     let _hold = ctx.hold_store()?;
     let _guard = ctx.guard_lockfile()?;
-    let (_, mut doc) = load(ctx)?;
+    let text = load(ctx)?;
     let manifest = ctx.read_manifest()?;
     let previous = ctx.read_lock_to_replace()?;
     // Names come from the lock, made current first (without moving any pin).
@@ -136,54 +108,16 @@ pub fn remove(ctx: &Context, args: &RemoveArgs) -> Result<()> {
             Upgrade::Nothing,
         )?,
     };
-    let doomed: Vec<usize> = lock
-        .plugins
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.name == args.name)
-        .map(|(i, _)| i)
-        .collect();
-    if doomed.is_empty() {
-        let names: Vec<String> = lock
-            .plugins
-            .iter()
-            .map(|p| format!("`{}`", p.name))
-            .collect();
-        bail!(
-            "no plugin named `{}` in `{}`; the plugins are {}",
-            args.name,
-            ctx.manifest_label(),
-            if names.is_empty() {
-                "none".to_owned()
-            } else {
-                names.join(", ")
-            }
-        );
-    }
-    match doc.get_mut("plugin") {
-        Some(Item::ArrayOfTables(array)) => {
-            for i in doomed.iter().rev() {
-                array.remove(*i);
-            }
-        }
-        Some(Item::Value(toml_edit::Value::Array(array))) => {
-            for i in doomed.iter().rev() {
-                array.remove(*i);
-            }
-        }
-        _ => bail!("`plugin` in the manifest is not a list of tables"),
-    }
-    let text = doc.to_string();
-    let manifest = reparse(ctx, &text)?;
-    write_atomically(&ctx.manifest_path, text.as_bytes())
-        .with_context(|| format!("could not write `{}`", ctx.manifest_label()))?;
+    let removal = remove_plugin(&ctx.manifest_label(), &text, &lock, &args.name)?;
+    let manifest = reparse(ctx, &removal.text)?;
+    write_manifest(ctx, &removal.text)?;
     ctx.printer.status(
         "Removed",
         &format!(
             "`{}` from `{}` ({} entries)",
             args.name,
             ctx.manifest_label(),
-            doomed.len()
+            removal.removed
         ),
     );
     lock_and_write(ctx, &manifest, previous.as_ref(), Upgrade::Nothing)?;

@@ -96,8 +96,9 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
     write_outcome(ctx, previous.as_ref(), &lock)
 }
 
-/// Prints what changed and writes the new lock, unless its bytes are the same.
-fn write_outcome(ctx: &Context, previous: Option<&(Lock, String)>, lock: &Lock) -> Result<()> {
+/// Prints what changed and writes the new lock, unless its bytes are the same (`add`
+/// writes the lock it resolved to learn the new plugin's name this way).
+pub fn write_outcome(ctx: &Context, previous: Option<&(Lock, String)>, lock: &Lock) -> Result<()> {
     let text = lock.to_toml();
     let unchanged = previous.is_some_and(|(_, old)| *old == text);
     for change in describe_changes(previous.map(|(l, _)| l), lock) {
@@ -118,8 +119,8 @@ fn write_outcome(ctx: &Context, previous: Option<&(Lock, String)>, lock: &Lock) 
     Ok(())
 }
 
-/// Locks `manifest` (moving the pins `upgrade` names) and writes the lock: what `add`,
-/// `remove` and `update` do after editing the manifest. Returns the new lock.
+/// Locks `manifest` (moving the pins `upgrade` names) and writes the lock: what `remove`
+/// and `update` do after editing the manifest. Returns the new lock.
 pub fn lock_and_write(
     ctx: &Context,
     manifest: &Manifest,

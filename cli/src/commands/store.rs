@@ -1,10 +1,10 @@
 //! `berth store verify` and `berth store gc`
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context as _, Result};
-use berth_lockfile_schema::{Lock, Pin, parse_lock};
-use berth_store::{EntryStatus, Live, Store, entry_name, format_size};
+use anyhow::Result;
+use berth_server::LiveRoots;
+use berth_store::{EntryStatus, Store, format_size};
 use serde_json::json;
 
 use crate::args::{Cli, GcArgs, StoreArgs, StoreCommand, StoreVerifyArgs};
@@ -127,36 +127,17 @@ fn gc(store: &Store, args: &GcArgs, printer: &Printer) -> Result<()> {
             "for running syncs and servers to finish with the store",
         )
     })?;
-    let mut live = Live::default();
-    let mut roots = 0;
-    for root in store.roots()? {
-        if !root.target.exists() {
-            printer.status(
-                "Forgetting",
-                &format!("root `{}` (it is gone)", root.target.display()),
-            );
-            if !args.dry_run {
-                store.remove_root(&root)?;
-            }
-            continue;
-        }
-        roots += 1;
-        if root.target.is_dir() {
-            for lock in server_locks(&root.target)? {
-                add_live(&mut live, &lock);
-            }
-        } else {
-            let lock = read_lock(&root.target).with_context(|| {
-                format!(
-                    "root `{}` is not a readable lockfile; fix it, or remove the link `{}` to stop it holding anything",
-                    root.target.display(),
-                    root.link.display()
-                )
-            })?;
-            add_live(&mut live, &lock);
+    // Which roots keep what (lockfiles, `berth serve` data folders) is the server crate's.
+    let LiveRoots { live, roots, gone } = berth_server::live_roots(store)?;
+    for root in &gone {
+        printer.status(
+            "Forgetting",
+            &format!("root `{}` (it is gone)", root.target.display()),
+        );
+        if !args.dry_run {
+            store.remove_root(root)?;
         }
     }
-    live_envs(store, &mut live);
     let freed = store.collect_garbage(&live, args.dry_run)?;
     let verb = if args.dry_run {
         "Would remove"
@@ -247,77 +228,6 @@ fn check_all<T: Sync>(
         }
     }
     all
-}
-
-fn read_lock(path: &Path) -> Result<Lock> {
-    let text = fs_err::read_to_string(path)?;
-    Ok(parse_lock(&path.display().to_string(), &text)?)
-}
-
-/// The locks of a `berth serve` data folder's conversations.
-fn server_locks(data_dir: &Path) -> Result<Vec<Lock>> {
-    let dir = data_dir.join("conversations");
-    let mut locks = Vec::new();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Ok(locks);
-    };
-    for entry in entries {
-        let path = entry?.path().join("plugins.lock");
-        if path.is_file() {
-            locks.push(
-                read_lock(&path)
-                    .with_context(|| format!("conversation lock `{}`", path.display()))?,
-            );
-        }
-    }
-    Ok(locks)
-}
-
-/// An agent environment is kept while every wheel it was built from is live: some root's
-/// lock can still use it (its name also digests the interpreter, which gc cannot see).
-fn live_envs(store: &Store, live: &mut Live) {
-    let dir = store.root().join(berth_store::ENVS_DIR);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let marker = entry.path().join(berth_runtime::agent_env::ENV_MARKER);
-        let wheels: Option<Vec<String>> = std::fs::read_to_string(&marker)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|v| serde_json::from_value(v["wheels"].clone()).ok());
-        if let Some(wheels) = wheels
-            && !wheels.is_empty()
-            && wheels.iter().all(|w| live.wheels.contains(w))
-        {
-            live.envs
-                .insert(entry.file_name().to_string_lossy().into_owned());
-        }
-    }
-}
-
-fn add_live(live: &mut Live, lock: &Lock) {
-    if let Some(agent) = &lock.agent {
-        live.wheels
-            .extend(agent.wheels.iter().map(|w| w.sha256.clone()));
-    }
-    let tree = lock.agent.as_ref().and_then(|a| a.tree.as_ref());
-    for plugin in lock.plugins.iter().chain(tree) {
-        live.entries.insert(format!(
-            "{}-{}",
-            plugin.hash.to_nix32(),
-            entry_name(&plugin.name)
-        ));
-        match &plugin.pin {
-            Pin::Git { url, .. } => {
-                live.git_caches.insert(berth_resolver::git_cache_name(url));
-            }
-            Pin::Archive { archive_hash, .. } => {
-                live.archives.insert(archive_hash.to_nix32());
-            }
-            Pin::Local { .. } => {}
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,60 @@
+//! What a lock keeps alive in the store, for `berth store gc`: its plugins' entries, the git
+//! caches and archives they are fetched from, and its agent's wheels and source tree. Which
+//! locks are live (the roots) is the caller's to say.
+
+use berth_lockfile_schema::{Lock, Pin};
+use berth_store::{Live, entry_name};
+
+/// Adds everything `lock` uses to `live`.
+pub fn mark_live(live: &mut Live, lock: &Lock) {
+    if let Some(agent) = &lock.agent {
+        live.wheels
+            .extend(agent.wheels.iter().map(|w| w.sha256.clone()));
+    }
+    let tree = lock.agent.as_ref().and_then(|a| a.tree.as_ref());
+    for plugin in lock.plugins.iter().chain(tree) {
+        live.entries.insert(format!(
+            "{}-{}",
+            plugin.hash.to_nix32(),
+            entry_name(&plugin.name)
+        ));
+        match &plugin.pin {
+            Pin::Git { url, .. } => {
+                live.git_caches.insert(crate::git_cache_name(url));
+            }
+            Pin::Archive { archive_hash, .. } => {
+                live.archives.insert(archive_hash.to_nix32());
+            }
+            Pin::Local { .. } => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_lockfile_schema::parse_lock;
+
+    #[test]
+    fn a_lock_marks_its_entries_caches_and_archives() {
+        let text = "version = 1\n\n\
+            [[plugin]]\nname = \"g\"\nsource = \"https://example.com/g.git\"\n\
+            url = \"https://example.com/g.git\"\nrev = \"0123456789abcdef0123456789abcdef01234567\"\n\
+            hash = \"sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\"\n\n\
+            [[plugin]]\nname = \"l\"\nsource = \"./l\"\npath = \"l\"\n\
+            hash = \"sha256-AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\"\n";
+        let lock = parse_lock("test.lock", text).expect("valid lock");
+        let mut live = Live::default();
+        mark_live(&mut live, &lock);
+        assert_eq!(live.entries.len(), 2);
+        for plugin in &lock.plugins {
+            let name = format!("{}-{}", plugin.hash.to_nix32(), plugin.name);
+            assert!(live.entries.contains(&name), "{name}: {live:?}");
+        }
+        assert_eq!(
+            live.git_caches.iter().collect::<Vec<_>>(),
+            [&crate::git_cache_name("https://example.com/g.git")]
+        );
+        assert!(live.archives.is_empty() && live.wheels.is_empty());
+    }
+}
