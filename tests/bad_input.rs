@@ -5,15 +5,17 @@ mod common;
 
 use common::{TestContext, list_dir};
 
-/// Runs `lock` and `sync` on `manifest` and checks the failure contract for both.
-fn assert_refused(ctx: &TestContext, manifest: &str, needles: &[&str]) {
+/// Runs `lock` and `sync` on `manifest` and checks the failure contract for both; returns
+/// the error line, the same for both (with the test's folder as `[TMP]`), to snapshot.
+fn assert_refused(ctx: &TestContext, manifest: &str, needles: &[&str]) -> String {
     ctx.write_manifest(manifest);
+    let mut error = None::<String>;
     for command in ["lock", "sync"] {
         let run = ctx.run(&["plugins", command]);
         assert_eq!(run.code, 1, "{command}: {}", run.stderr);
         // Progress lines (a right-aligned verb) may come first; then one `error:` line and
         // no follow-up detail lines.
-        let lines: Vec<&str> = run.stderr.lines().filter(|l| !is_status(l)).collect();
+        let lines = run.messages();
         assert_eq!(
             lines.len(),
             1,
@@ -21,6 +23,12 @@ fn assert_refused(ctx: &TestContext, manifest: &str, needles: &[&str]) {
             run.stderr
         );
         assert!(lines[0].starts_with("error: "), "{}", lines[0]);
+        let redacted = ctx.redact(lines[0]);
+        assert_eq!(
+            error.get_or_insert_with(|| redacted.clone()),
+            &redacted,
+            "lock and sync say the same"
+        );
         for needle in needles {
             assert!(
                 lines[0].contains(needle),
@@ -45,34 +53,24 @@ fn assert_refused(ctx: &TestContext, manifest: &str, needles: &[&str]) {
                 || list_dir(&ctx.store.join("tmp")).is_empty()
         );
     }
-}
-
-/// A cargo-style status line: a capitalised verb right-aligned to 12 columns.
-fn is_status(line: &str) -> bool {
-    line.len() > 13
-        && line[..12]
-            .trim_start()
-            .chars()
-            .next()
-            .is_some_and(char::is_uppercase)
-        && line[..12].starts_with("   ")
-        && line.as_bytes()[12] == b' '
+    error.expect("two runs")
 }
 
 #[test]
 fn malformed_toml_names_line_and_column() {
     let ctx = TestContext::new();
-    assert_refused(
+    let error = assert_refused(
         &ctx,
         "[[plugin]]\nsource = \"github:acme/x\"\n\n[[plugin]]\nsource = \"./a\nref = 1\n",
         &["plugins.toml:5:", "invalid TOML"],
     );
+    insta::assert_snapshot!("malformed_toml", error);
 }
 
 #[test]
 fn unknown_source_syntax_suggests_a_form() {
     let ctx = TestContext::new();
-    assert_refused(
+    let error = assert_refused(
         &ctx,
         "[[plugin]]\nsource = \"acme/tools\"\n",
         &[
@@ -82,6 +80,13 @@ fn unknown_source_syntax_suggests_a_form() {
             "./acme/tools",
         ],
     );
+    insta::assert_snapshot!("unknown_source_syntax", error);
+    let error = assert_refused(
+        &ctx,
+        "[[plugin]]\nsource = \"svn://127.0.0.1/acme/tools\"\n",
+        &["plugins.toml:2:10", "`svn://127.0.0.1/acme/tools`"],
+    );
+    insta::assert_snapshot!("unknown_source_scheme", error);
 }
 
 #[test]
@@ -97,16 +102,18 @@ fn ref_with_version_is_refused() {
 #[test]
 fn repo_path_leaving_the_repository_is_refused() {
     let ctx = TestContext::new();
-    assert_refused(
+    let error = assert_refused(
         &ctx,
         "[[plugin]]\nsource = \"github:acme/x\"\nrepo_path = \"plugins/../../etc\"\n",
         &["plugins.toml:3:", "`repo_path", "`..`"],
     );
-    assert_refused(
+    insta::assert_snapshot!("repo_path_dot_dot", error);
+    let error = assert_refused(
         &ctx,
         "[[plugin]]\nsource = \"github:acme/x\"\nrepo_path = \"/etc\"\n",
         &["plugins.toml:3:", "absolute"],
     );
+    insta::assert_snapshot!("repo_path_absolute", error);
 }
 
 #[test]
@@ -197,6 +204,8 @@ fn a_lock_from_a_newer_berth_is_refused() {
         "{}",
         run.stderr
     );
+    let messages = ctx.redact(&run.messages().join("\n"));
+    insta::assert_snapshot!("lock_from_a_newer_berth", messages);
     assert_eq!(
         std::fs::read_to_string(ctx.lock_path()).expect("read"),
         "version = 7\n"

@@ -1,9 +1,10 @@
-//! Faults (issue #6): processes killed at random points, a full disk, a read-only store.
-//! After every fault the store verifies and the next sync completes.
+//! Faults (issue #6): processes killed at each named step (`BERTH_FAULT_PAUSE`, see
+//! `berth_store::fault`) and at arbitrary points, a full disk, a read-only store. After
+//! every fault the store verifies and the next sync completes.
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -69,12 +70,140 @@ fn wipe(ctx: &TestContext, plugins: &[usize], caches: bool) {
     }
 }
 
+/// What a kill round runs: which project, after what preparation.
+#[derive(Debug, Clone, Copy)]
+enum Round {
+    /// Project a's entries gone (and, with `caches`, its git caches): sync a.
+    SyncA { caches: bool },
+    /// Project b's entries gone: sync b.
+    SyncB,
+    /// Project b's lockfile parked for a moment: gc has b's entries and caches to remove.
+    Gc,
+    /// Project a's lock without its second plugin, so the sync locks again and rewrites it.
+    Relock,
+}
+
+/// The kills at named steps (`BERTH_FAULT_PAUSE`), each with the round that reaches it.
+const STEP_ROUNDS: &[(&str, Round)] = {
+    use berth_store::fault::*;
+    &[
+        (PERSIST_BEFORE_RENAME, Round::SyncA { caches: true }),
+        (GIT_EXPORT_MID, Round::SyncA { caches: false }),
+        (GIT_EXPORT_MID, Round::SyncA { caches: true }),
+        (COMMIT_BEFORE_RENAME, Round::SyncA { caches: false }),
+        (COMMIT_BEFORE_RENAME, Round::SyncB),
+        (COMMIT_AFTER_RENAME, Round::SyncA { caches: true }),
+        (COMMIT_AFTER_RENAME, Round::SyncB),
+        (GC_VICTIM_IN_TMP, Round::Gc),
+        (FILE_BEFORE_RENAME, Round::Relock),
+    ]
+};
+
+/// The store and the projects after a SIGKILL: the store verifies, a lockfile is whole,
+/// and the next sync completes.
+struct Projects<'a> {
+    ctx: &'a TestContext,
+    a: PathBuf,
+    b: PathBuf,
+}
+
+impl Projects<'_> {
+    /// Prepares `round` and returns the command it runs and the texts a's lockfile may
+    /// have after it (empty: a's lockfile is not touched).
+    fn prepare(&self, round: Round) -> (std::process::Command, Vec<String>) {
+        let b_lock = self.b.join("plugins.lock");
+        let (dir, args, locks): (&Path, &[&str], Vec<String>) = match round {
+            Round::SyncA { caches } => {
+                wipe(self.ctx, &[0, 1], caches);
+                (&self.a, &["plugins", "sync"], Vec::new())
+            }
+            Round::SyncB => {
+                wipe(self.ctx, &[2, 3], false);
+                (&self.b, &["plugins", "sync"], Vec::new())
+            }
+            Round::Gc => {
+                std::fs::rename(&b_lock, self.b.join("plugins.lock.parked")).expect("park");
+                (&self.ctx.work, &["store", "gc"], Vec::new())
+            }
+            Round::Relock => {
+                let path = self.a.join("plugins.lock");
+                let full = std::fs::read_to_string(&path).expect("read lock");
+                // The lock's entries are `[[plugin]]` tables; keep the first only.
+                let second = full
+                    .match_indices("[[plugin]]")
+                    .nth(1)
+                    .expect("two plugins")
+                    .0;
+                let short = full[..second].trim_end().to_owned() + "\n";
+                std::fs::write(&path, &short).expect("write lock");
+                (&self.a, &["plugins", "sync"], vec![short, full])
+            }
+        };
+        let mut cmd = self.ctx.berth();
+        cmd.current_dir(dir).args(args);
+        (cmd, locks)
+    }
+
+    /// What holds after every kill, `what` naming the round in messages: the store
+    /// verifies, a's lockfile is one of `locks` (when given), whole, and the next syncs
+    /// complete and leave no staging behind.
+    fn check_after_kill(&self, what: &str, locks: &[String]) {
+        let verify = self.ctx.run(&["store", "verify"]);
+        assert_eq!(verify.code, 0, "{what}: {}", verify.stderr);
+        if !locks.is_empty() {
+            let now = std::fs::read_to_string(self.a.join("plugins.lock")).expect("read lock");
+            assert!(locks.contains(&now), "{what}: a torn lockfile:\n{now}");
+        }
+        let parked = self.b.join("plugins.lock.parked");
+        if parked.exists() {
+            std::fs::rename(&parked, self.b.join("plugins.lock")).expect("unpark");
+        }
+        for dir in [&self.a, &self.b] {
+            let next = run_in(self.ctx, dir, &["plugins", "sync"]);
+            assert!(
+                next.status.success(),
+                "{what}: the next sync in {}: {}",
+                dir.display(),
+                String::from_utf8_lossy(&next.stderr)
+            );
+        }
+        assert_eq!(
+            list_dir(&self.ctx.store.join("store-v1")).len(),
+            4,
+            "{what}: every entry is back"
+        );
+        // A sync with work to do removes what killed processes left in `tmp/`; a lock file
+        // alone (its folder already renamed into place) may wait for the next such sync,
+        // or for gc, which cleans `tmp/` too and here must keep all four entries.
+        let tmp = self.ctx.store.join("tmp");
+        let folders: Vec<String> = list_dir(&tmp)
+            .into_iter()
+            .filter(|f| !f.ends_with(".lock"))
+            .collect();
+        assert!(
+            folders.is_empty(),
+            "{what}: staging left behind: {folders:?}"
+        );
+        self.ctx.ok(&["store", "gc"]);
+        assert_eq!(
+            list_dir(&self.ctx.store.join("store-v1")).len(),
+            4,
+            "{what}"
+        );
+        assert_eq!(list_dir(&tmp), Vec::<String>::new(), "{what}: after gc");
+    }
+}
+
 #[test]
-fn killed_syncs_and_gcs_never_leave_a_corrupt_store() {
+fn syncs_and_gcs_killed_at_each_step_never_leave_a_corrupt_store() {
     let ctx = TestContext::new();
     setup(&ctx);
-    let (a, b) = (ctx.root.join("a"), ctx.root.join("b"));
-    for dir in [&a, &b] {
+    let projects = Projects {
+        ctx: &ctx,
+        a: ctx.root.join("a"),
+        b: ctx.root.join("b"),
+    };
+    for dir in [&projects.a, &projects.b] {
         let first = run_in(&ctx, dir, &["plugins", "sync"]);
         assert!(
             first.status.success(),
@@ -82,71 +211,53 @@ fn killed_syncs_and_gcs_never_leave_a_corrupt_store() {
             String::from_utf8_lossy(&first.stderr)
         );
     }
-    // Deterministic pseudo-random kill points, 0 to 60 ms: a sync here takes about that long.
+    for step in berth_store::fault::STEPS {
+        assert!(
+            STEP_ROUNDS.iter().any(|(s, _)| s == step),
+            "fault step `{step}` has no kill round here"
+        );
+    }
+    for (step, round) in STEP_ROUNDS {
+        let (mut cmd, locks) = projects.prepare(*round);
+        common::kill_at_step(&mut cmd, step);
+        // Killed before the rename, the old lockfile must be there as it was.
+        let old_lock = &locks[..locks.len().min(1)];
+        projects.check_after_kill(&format!("killed at `{step}` in {round:?}"), old_lock);
+    }
+    // Then kills at arbitrary points (0 to 60 ms in: a sync here takes about that long),
+    // which reach places no step names, such as the middle of a fetch. Whether a round
+    // was interrupted depends on timing, so only the outcome is asserted, never a count.
     let mut seed: u32 = 12345;
-    let mut kills = 0;
-    for round in 0..100 {
+    let rounds = [
+        Round::SyncA { caches: true },
+        Round::SyncB,
+        Round::Gc,
+        Round::SyncA { caches: false },
+        Round::Relock,
+    ];
+    for i in 0..30 {
         seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
         let delay = Duration::from_millis(u64::from(seed >> 16) % 60);
-        let b_lock = b.join("plugins.lock");
-        let parked = b.join("plugins.lock.parked");
-        let (dir, args): (&Path, &[&str]) = match round % 3 {
-            0 => {
-                wipe(&ctx, &[0, 1], round % 2 == 0);
-                (&a, &["plugins", "sync"])
-            }
-            1 => {
-                wipe(&ctx, &[2, 3], round % 2 == 0);
-                (&b, &["plugins", "sync"])
-            }
-            _ => {
-                // b's lockfile is gone for a moment: gc has b's entries and caches to remove.
-                std::fs::rename(&b_lock, &parked).expect("park");
-                (&ctx.work, &["store", "gc"])
-            }
-        };
-        let mut child = ctx
-            .berth()
-            .current_dir(dir)
-            .args(args)
+        let round = rounds[i % rounds.len()];
+        let (mut cmd, locks) = projects.prepare(round);
+        let mut child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn");
         std::thread::sleep(delay);
-        if child.try_wait().expect("poll").is_none() {
-            kills += 1;
-        }
         let _ = child.kill();
         let _ = child.wait();
-        let verify = ctx.run(&["store", "verify"]);
-        assert_eq!(
-            verify.code, 0,
-            "round {round} ({args:?} killed after {delay:?}): {}",
-            verify.stderr
-        );
-        if parked.exists() {
-            std::fs::rename(&parked, &b_lock).expect("unpark");
-        }
-        let next_dir = if dir == ctx.work { &b } else { dir };
-        let next = run_in(&ctx, next_dir, &["plugins", "sync"]);
-        assert!(
-            next.status.success(),
-            "round {round}: {}",
-            String::from_utf8_lossy(&next.stderr)
+        projects.check_after_kill(
+            &format!("round {i}, {round:?} killed after {delay:?}"),
+            &locks,
         );
     }
-    eprintln!("{kills} of 100 rounds were killed mid-work");
-    assert!(
-        kills >= 30,
-        "the loop really interrupted work ({kills} of 100 rounds)"
-    );
     ctx.ok(&["store", "verify"]);
-    assert_eq!(list_dir(&ctx.store.join("store-v1")).len(), 4);
 }
 
-/// Mounts a tmpfs of `size` at `dir` (root only); `None` when this machine cannot, unless
-/// `BERTH_REQUIRE_TMPFS` is set (CI sets it, so a skipped test cannot pass unnoticed).
+/// Mounts a tmpfs with `options` at `dir`; `None` (after [`common::require_or_skip`], which
+/// fails in CI) when this machine cannot, which needs root.
 fn tmpfs(dir: &Path, options: &str) -> Option<Mount> {
     std::fs::create_dir_all(dir).expect("mkdir");
     let mounted = std::process::Command::new("mount")
@@ -155,8 +266,8 @@ fn tmpfs(dir: &Path, options: &str) -> Option<Mount> {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if !mounted && std::env::var_os("BERTH_REQUIRE_TMPFS").is_some() {
-        panic!("BERTH_REQUIRE_TMPFS is set but mounting a tmpfs failed (run as root)");
+    if !mounted {
+        common::require_or_skip("mounting a tmpfs", "run the tests as root");
     }
     mounted.then(|| Mount(dir.to_owned()))
 }
@@ -178,7 +289,6 @@ fn a_full_disk_fails_clearly_and_leaves_no_partial_entry() {
     setup(&ctx);
     let store = ctx.root.join("small-store");
     let Some(_mount) = tmpfs(&store, "size=1500k") else {
-        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
         return;
     };
     let out = ctx
@@ -209,7 +319,6 @@ fn a_read_only_store_fails_clearly() {
     setup(&ctx);
     let store = ctx.root.join("ro-store");
     let Some(_mount) = tmpfs(&store, "size=8m,ro") else {
-        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
         return;
     };
     let out = ctx

@@ -5,7 +5,6 @@ mod common;
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::Duration;
 
 use berth_lockfile_schema::Sha256Hash;
 use common::{TestContext, copy_tree, fixtures, list_dir, lock_field};
@@ -60,6 +59,8 @@ fn a_tampered_hash_is_refused_and_adds_nothing() {
     for needle in ["`lint`", &fake, &real] {
         assert!(errors[0].contains(needle), "{needle} not in {}", errors[0]);
     }
+    let messages = ctx.redact(&sync.messages().join("\n"));
+    insta::assert_snapshot!("hash_mismatch_on_sync", messages);
     assert!(
         !ctx.store_entries().iter().any(|e| e.ends_with("-lint")),
         "no store entry for the tampered plugin: {:?}",
@@ -214,19 +215,24 @@ fn heavy_project(ctx: &TestContext, repos: usize) {
 fn a_killed_sync_leaves_no_partial_entry_and_the_next_one_completes() {
     let ctx = TestContext::new();
     heavy_project(&ctx, 6);
-    // Kill at increasing points: during locking and fetching, exporting, hashing, renaming.
-    for delay_ms in [2, 10, 30, 60, 100, 160, 250, 350, 500, 650, 800] {
-        let mut child = ctx
-            .berth()
-            .args(["plugins", "sync"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn sync");
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        child.kill().expect("SIGKILL");
-        child.wait().expect("reap");
+    // Kill at each step a cold sync passes, in its order (see `berth_store::fault`): a new
+    // git cache fetched while locking, the lockfile written, a tree half exported, an
+    // entry hashed but not renamed, an entry renamed but not yet read-only. Each run gets
+    // further than the one before.
+    use berth_store::fault::*;
+    for step in [
+        PERSIST_BEFORE_RENAME,
+        FILE_BEFORE_RENAME,
+        GIT_EXPORT_MID,
+        COMMIT_BEFORE_RENAME,
+        COMMIT_AFTER_RENAME,
+    ] {
+        common::kill_at_step(ctx.berth().args(["plugins", "sync"]), step);
         assert_store_verified(&ctx.store);
+        if let Ok(text) = std::fs::read_to_string(ctx.lock_path()) {
+            berth_lockfile_schema::parse_lock("plugins.lock", &text)
+                .unwrap_or_else(|e| panic!("killed at `{step}`, a torn lockfile: {e}\n{text}"));
+        }
     }
     ctx.ok(&["plugins", "sync"]);
     assert_eq!(assert_store_verified(&ctx.store), 6);

@@ -132,7 +132,10 @@ fn progress_bars_on_a_terminal_plain_lines_elsewhere() {
         .output()
         .is_err()
     {
-        eprintln!("skipped the terminal half: `script` is not installed");
+        common::require_or_skip(
+            "`script` (for the terminal half)",
+            "install util-linux's `script` (Debian: `bsdutils`)",
+        );
         return;
     }
     let _ = std::fs::remove_file(ctx.lock_path());

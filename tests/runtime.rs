@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{TestContext, copy_tree, fixtures};
+use common::{Run, TestContext, copy_tree, fixtures};
 use serde_json::{Value, json};
 
 /// The three conformance samples as local plugins plus the `review` fixture from git.
@@ -224,6 +224,16 @@ fn run_refuses_a_stale_lock_unless_frozen_and_a_missing_store_entry() {
             && stderr.contains("berth plugins sync"),
         "{stderr}"
     );
+    let show = Run::from(
+        ctx.berth()
+            .env("BERTH_STORE", ctx.root.join("empty-store"))
+            .args(["plugins", "show"])
+            .output()
+            .expect("run"),
+    );
+    assert_eq!(show.code, 1, "{}", show.stderr);
+    let messages = ctx.redact(&show.messages().join("\n"));
+    insta::assert_snapshot!("show_without_store_entry", messages);
 }
 
 #[test]

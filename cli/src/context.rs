@@ -272,6 +272,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let mut file = fs_err::File::create(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
+        berth_store::fault::pause_at(berth_store::fault::FILE_BEFORE_RENAME);
         fs_err::rename(&tmp, path)
     })();
     if result.is_err() {

@@ -609,6 +609,7 @@ impl GitDb {
                     if executable {
                         fs_err::set_permissions(&current, std::fs::Permissions::from_mode(0o755))?;
                     }
+                    berth_store::fault::pause_at(berth_store::fault::GIT_EXPORT_MID);
                 }
                 Event::Symlink { target } => {
                     fs_err::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), &current)?;

@@ -266,6 +266,7 @@ impl Store {
             fs_err::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
         }
         fs_err::rename(path, &target)?;
+        crate::fault::pause_at(crate::fault::GC_VICTIM_IN_TMP);
         drop(trash);
         Ok(())
     }

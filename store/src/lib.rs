@@ -5,6 +5,7 @@
 //! This crate knows nothing of sources or the network: it hashes, stages, verifies, renames
 //! and locks. The resolver fills it; the runtime reads it.
 
+pub mod fault;
 mod gc;
 mod lock;
 pub mod nar;

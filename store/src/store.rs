@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use berth_lockfile_schema::Sha256Hash;
 
+use crate::fault;
 use crate::lock::FileLock;
 use crate::nar::{self, Exclude, NarError};
 
@@ -167,9 +168,11 @@ impl Store {
         }
         make_read_only(&staged, false)?;
         fs_err::create_dir_all(target.parent().expect("entries have a parent"))?;
+        fault::pause_at(fault::COMMIT_BEFORE_RENAME);
         match std::fs::rename(&staged, &target) {
             Ok(()) => {
                 staging.path = None;
+                fault::pause_at(fault::COMMIT_AFTER_RENAME);
             }
             Err(_) if self.lookup(&hash, name).is_some() => {
                 return Ok(StoreEntry { path: target, hash });
@@ -259,6 +262,7 @@ impl Staging {
         if let Some(parent) = dest.parent() {
             fs_err::create_dir_all(parent)?;
         }
+        fault::pause_at(fault::PERSIST_BEFORE_RENAME);
         fs_err::rename(&staged, dest)?;
         self.path = None;
         Ok(())

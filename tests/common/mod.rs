@@ -8,6 +8,50 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+/// Whether this is a CI run (`CI` set, as CI services and `.ci/run` set it): then a test
+/// whose tool or privilege is missing fails instead of skipping.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
+}
+
+/// Called when a test cannot run because `what` is missing: fails the test in CI (see
+/// [`in_ci`]), so a skipped test cannot pass unnoticed there; elsewhere prints
+/// `skipped: ...` with `why` (what to install or set) and the caller returns.
+pub fn require_or_skip(what: &str, why: &str) {
+    assert!(
+        !in_ci(),
+        "{what} is missing, and tests cannot skip in CI (`CI` is set): {why}"
+    );
+    eprintln!("skipped: {what} is missing; {why}");
+}
+
+/// Runs `cmd` (a berth command) with `BERTH_FAULT_PAUSE=step`, waits until it pauses at
+/// that step and kills it with SIGKILL there. Fails the test if berth ends without
+/// reaching the step. Returns what berth printed to stderr before pausing.
+pub fn kill_at_step(cmd: &mut Command, step: &str) -> String {
+    use std::io::BufRead;
+    let mut child = cmd
+        .env(berth_store::fault::ENV, step)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn berth");
+    let marker = format!("{}{step}", berth_store::fault::MARKER);
+    let mut seen = String::new();
+    for line in std::io::BufReader::new(child.stderr.take().expect("stderr")).lines() {
+        let line = line.expect("read berth's stderr");
+        if line == marker {
+            child.kill().expect("SIGKILL");
+            child.wait().expect("reap");
+            return seen;
+        }
+        seen.push_str(&line);
+        seen.push('\n');
+    }
+    let status = child.wait().expect("reap");
+    panic!("berth ended ({status}) without reaching fault step `{step}`:\n{seen}");
+}
+
 /// The `berth` binary under test.
 pub fn berth_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_berth"))
@@ -121,6 +165,12 @@ impl TestContext {
             std::os::unix::fs::symlink(&self.upstream, &acme).expect("acme link");
         }
         GitRepo::init(&self.upstream.join(format!("{name}.git")), &self.home)
+    }
+
+    /// `text` with this context's temporary folder replaced by `[TMP]`, so a snapshot of
+    /// it is the same on every run.
+    pub fn redact(&self, text: &str) -> String {
+        text.replace(&self.root.display().to_string(), "[TMP]")
     }
 
     /// The store's entries (`store-v1/*`), sorted.
@@ -541,6 +591,23 @@ impl Run {
             .filter(|l| l.starts_with("error:"))
             .collect()
     }
+
+    /// stderr without its status lines (which carry timings): the errors, warnings and
+    /// notes a user reads, one per line.
+    pub fn messages(&self) -> Vec<&str> {
+        self.stderr.lines().filter(|l| !is_status(l)).collect()
+    }
+}
+
+/// A cargo-style status line: a capitalised verb right-aligned to 12 columns.
+pub fn is_status(line: &str) -> bool {
+    let Some(verb) = line.get(..12) else {
+        return false;
+    };
+    line.len() > 13
+        && verb.starts_with("   ")
+        && verb.trim_start().starts_with(char::is_uppercase)
+        && line.as_bytes()[12] == b' '
 }
 
 /// A git repository built with the real `git`, with fixed identities and dates so the same
@@ -727,9 +794,11 @@ impl ServeProcess {
 
     /// SIGTERM and wait: the graceful way an operator restarts it.
     pub fn stop(mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_child(&self.child),
+            rustix::process::Signal::TERM,
+        )
+        .expect("SIGTERM berth serve");
         let status = self.child.wait().expect("wait");
         assert!(
             status.success(),
