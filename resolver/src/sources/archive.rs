@@ -131,10 +131,7 @@ impl PluginSource for Archive {
         request: Option<&PluginRequest>,
     ) -> Result<Staging, ResolveError> {
         let Pin::Archive { archive_hash, .. } = &locked.pin else {
-            return Err(ResolveError::Unsupported(format!(
-                "plugin `{}` is not locked to an archive",
-                locked.name
-            )));
+            return Err(super::other_kind(locked));
         };
         ctx.stage_archive(locked, request, archive_hash)
     }

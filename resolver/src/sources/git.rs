@@ -192,10 +192,7 @@ impl PluginSource for Git {
         request: Option<&PluginRequest>,
     ) -> Result<Staging, ResolveError> {
         let Pin::Git { rev, .. } = &locked.pin else {
-            return Err(ResolveError::Unsupported(format!(
-                "plugin `{}` is not locked to a git commit",
-                locked.name
-            )));
+            return Err(super::other_kind(locked));
         };
         ctx.stage_git(locked, request, rev)
     }

@@ -70,10 +70,7 @@ impl PluginSource for Local {
         _request: Option<&PluginRequest>,
     ) -> Result<Staging, ResolveError> {
         let Pin::Local { path } = &locked.pin else {
-            return Err(ResolveError::Unsupported(format!(
-                "plugin `{}` is not locked to a local folder",
-                locked.name
-            )));
+            return Err(super::other_kind(locked));
         };
         let dir = existing_dir(&local_dir(path, ctx.settings))?;
         let staging = ctx.store.stage()?;

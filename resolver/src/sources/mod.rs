@@ -41,3 +41,13 @@ pub(crate) fn of(kind: SourceKind) -> &'static dyn PluginSource {
         SourceKind::Local => &local::Local,
     }
 }
+
+/// The error for a locked entry handed to the source of another kind (a caller's bug: the
+/// kind is chosen from the pin itself).
+fn other_kind(locked: &LockedPlugin) -> ResolveError {
+    ResolveError::Unsupported(format!(
+        "plugin `{}` is locked as a {} source",
+        locked.name,
+        locked.pin.kind()
+    ))
+}
