@@ -1,0 +1,153 @@
+//! A git remote as berth connects to it: its URL, credentials, policy and cancel flag.
+
+use std::path::PathBuf;
+
+use gix::remote::Direction;
+
+use crate::error::ResolveError;
+
+/// One remote as the resolver uses it: the URL to connect to (credentials expanded) and the
+/// URL to show (credentials removed).
+#[derive(Debug, Clone)]
+pub(crate) struct Remote {
+    /// The URL: fetched, shown and scrubbed through one value.
+    pub url: crate::url::SourceUrl,
+    /// The server's source policy, if any: redirects must stay within it.
+    pub policy: Option<std::sync::Arc<crate::url::FetchPolicy>>,
+    /// For `~/.netrc`.
+    pub home: Option<PathBuf>,
+    /// Stops a fetch that is receiving a pack (gix's interrupt flag).
+    pub cancel: crate::Cancel,
+}
+
+impl Remote {
+    /// Under a source policy, asks the remote for its refs once over the policy's HTTP
+    /// client, which checks every redirect: a redirect the policy refuses is refused
+    /// before git connects, and so is any other, since the URL git fetches must be the
+    /// one the policy checked (give the server the URL the redirect leads to).
+    pub(crate) fn check_redirects(&self) -> Result<(), ResolveError> {
+        let (Some(policy), Some(url)) = (&self.policy, self.url.parsed()) else {
+            return Ok(());
+        };
+        if !matches!(url.scheme(), "http" | "https") {
+            return Ok(());
+        }
+        let refused = |why: String| ResolveError::Refused {
+            url: self.url.shown.clone(),
+            why: self.url.scrub(&why),
+        };
+        let client = policy.client().map_err(&refused)?;
+        let probe = url::Url::parse(&format!(
+            "{}/info/refs?service=git-upload-pack",
+            url.as_str().trim_end_matches('/')
+        ))
+        .map_err(|e| refused(e.to_string()))?;
+        let response = match client.get(probe.as_str()).send() {
+            Ok(response) => response,
+            Err(e) => {
+                return match crate::url::redirect_refusal(&e) {
+                    Some(why) => Err(refused(why)),
+                    // Not a policy matter: git reports the failure in its own words.
+                    None => Ok(()),
+                };
+            }
+        };
+        if *response.url() != probe {
+            return Err(refused(format!(
+                "the server redirects to `{}`; this server fetches git only from the URL it was given, so give that URL instead",
+                crate::url::scrub(response.url().as_str(), &self.url.secrets)
+                    .trim_end_matches("/info/refs?service=git-upload-pack")
+            )));
+        }
+        Ok(())
+    }
+
+    /// `error`, unless the fetch failed because it was cancelled.
+    pub(crate) fn cancelled_or(&self, error: ResolveError) -> ResolveError {
+        if self.cancel.is_cancelled() {
+            ResolveError::Cancelled
+        } else {
+            error
+        }
+    }
+
+    /// Connects for fetching, with berth's credentials: the URL's own, then `~/.netrc`,
+    /// then the git credential helpers of the user's configuration. Credentials go over
+    /// plain `http://` only to this machine.
+    pub(crate) fn connect<'r>(
+        &self,
+        remote: &'r gix::Remote<'r>,
+    ) -> Result<
+        gix::remote::Connection<
+            'r,
+            'static,
+            'r,
+            Box<dyn gix::protocol::transport::client::blocking_io::Transport + Send>,
+        >,
+        ResolveError,
+    > {
+        self.check_redirects()?;
+        let connection = remote
+            .connect(Direction::Fetch)
+            .map_err(|e| fetch_error(self, &e))?;
+        let mut fallback = connection.configured_credentials_for_current_url();
+        let home = self.home.clone();
+        let own = self.url.credentials();
+        Ok(connection.with_credentials(move |action| {
+            if let gix::credentials::helper::Action::Get(ctx) = &action {
+                // The transport may pass only a URL; split it to learn protocol and host.
+                let mut ctx = ctx.clone();
+                if ctx.host.is_none() {
+                    let _ = ctx.destructure_url_in_place(false);
+                }
+                let protocol = ctx.protocol.as_deref().unwrap_or_default();
+                let host_port = ctx.host.as_deref().unwrap_or_default();
+                let host = host_port.rsplit_once(':').map_or(host_port, |(h, _)| h);
+                if !crate::auth::may_send_password(protocol, host) {
+                    // Never send a password in clear text across a network.
+                    return Ok(None);
+                }
+                if let Some((username, password)) = own
+                    .clone()
+                    .or_else(|| crate::auth::netrc(host, home.as_deref()))
+                {
+                    return Ok(Some(gix::credentials::protocol::Outcome {
+                        identity: gix::sec::identity::Account {
+                            username,
+                            password,
+                            oauth_refresh_token: None,
+                        },
+                        next: ctx.into(),
+                    }));
+                }
+            }
+            fallback(action)
+        }))
+    }
+}
+
+pub(crate) fn fetch_error(remote: &Remote, e: &gix::Error) -> ResolveError {
+    let url = remote.url.shown.clone();
+    let message = remote.url.scrub(&error_chain(e));
+    if e.iter_errors().any(crate::error::is_timeout) {
+        ResolveError::Timeout { url, message }
+    } else {
+        ResolveError::Fetch { url, message }
+    }
+}
+
+/// The messages of an error and its causes, joined, without repeats.
+pub(crate) fn error_chain(e: &gix::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.iter_errors() {
+        let text = cause.to_string();
+        if !text.is_empty() && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+    }
+    if parts.is_empty() {
+        e.to_string()
+    } else {
+        parts.join(": ")
+    }
+}

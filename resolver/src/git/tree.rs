@@ -1,0 +1,304 @@
+//! Git trees read straight from objects: the plugin folder (symlinks followed), its NAR
+//! hash, the files the runtime will skip, and the export into staging.
+
+use std::io::{BufWriter, Write as _};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use berth_lockfile_schema::Sha256Hash;
+use berth_store::{NarWriter, Sha256Sink};
+use gix::ObjectId;
+use gix::bstr::{BString, ByteSlice};
+use gix::objs::tree::EntryKind;
+
+use crate::error::ResolveError;
+use crate::tree_path::{self, Node};
+
+use super::*;
+
+impl GitDb {
+    /// The tree of `commit`, or of its `subdir` folder, and that folder's path with every
+    /// symlink resolved (`""`: the whole repository). A `subdir` that is, or passes through,
+    /// a symlink to a folder of the repository is followed, as the OpenHands SDK follows it.
+    pub(crate) fn plugin_tree(
+        &self,
+        commit: ObjectId,
+        subdir: Option<&str>,
+    ) -> Result<(ObjectId, String), ResolveError> {
+        let cache_error = |e: gix::Error| ResolveError::Cache {
+            path: self.path.clone(),
+            message: error_chain(&e),
+        };
+        let commit_obj = self.repo.find_commit(commit).map_err(cache_error)?;
+        let tree = commit_obj.tree().map_err(cache_error)?;
+        let Some(subdir) = subdir else {
+            return Ok((tree.id, String::new()));
+        };
+        let view = GitTree {
+            db: self,
+            root: tree.id,
+        };
+        match tree_path::resolve_dir(&view, subdir)? {
+            Ok(found) => Ok((found.dir, found.real_path)),
+            Err(no) => Err(ResolveError::RepoPath {
+                repo_path: subdir.to_owned(),
+                rev: commit.to_string(),
+                why: no.describe(subdir, "repository"),
+            }),
+        }
+    }
+
+    /// A tree of this database as a [`tree_path::Tree`], to follow symlinks in.
+    pub(crate) fn tree_view(&self, root: ObjectId) -> GitTree<'_> {
+        GitTree { db: self, root }
+    }
+
+    /// A regular file at `rel` inside `tree`, or `None`.
+    pub(crate) fn read_file(
+        &self,
+        tree: ObjectId,
+        rel: &str,
+    ) -> Result<Option<Vec<u8>>, ResolveError> {
+        let cache_error = |e: gix::Error| ResolveError::Cache {
+            path: self.path.clone(),
+            message: error_chain(&e),
+        };
+        let tree = self.repo.find_tree(tree).map_err(cache_error)?;
+        let Some(entry) = tree.lookup_entry_by_path(rel).map_err(cache_error)? else {
+            return Ok(None);
+        };
+        if !matches!(
+            entry.mode().kind(),
+            EntryKind::Blob | EntryKind::BlobExecutable
+        ) {
+            return Ok(None);
+        }
+        let blob = self
+            .repo
+            .find_blob(entry.object_id())
+            .map_err(cache_error)?;
+        Ok(Some(blob.data.clone()))
+    }
+
+    /// The NAR hash of a tree, computed from git objects without writing files, with the
+    /// submodules left out of it (the export leaves them out too) and the files the
+    /// runtime will skip.
+    pub(crate) fn nar_hash(&self, tree: ObjectId, rev: ObjectId) -> Result<TreeHash, ResolveError> {
+        let mut sink = Sha256Sink::default();
+        let mut found = crate::skipped::Found::default();
+        let submodules = {
+            let mut nar = NarWriter::new(BufWriter::with_capacity(64 * 1024, &mut sink))?;
+            // The path of the entry being written, for the skipped files.
+            let mut path: Vec<Vec<u8>> = Vec::new();
+            let shown = |path: &[Vec<u8>]| String::from_utf8_lossy(&path.join(&b'/')).into_owned();
+            let submodules = self.walk(tree, rev, &[], &mut |event| match event {
+                Event::Dir(_) => nar.begin_directory(),
+                Event::EndDir => nar.end_directory(),
+                Event::Entry(name) => {
+                    path.push(name.to_vec());
+                    nar.entry(name)
+                }
+                Event::EndEntry => {
+                    path.pop();
+                    nar.end_entry()
+                }
+                Event::File {
+                    executable, data, ..
+                } => {
+                    found.file(&shown(&path), data.len() as u64);
+                    nar.file(executable, data.len() as u64, &mut &data[..])
+                }
+                Event::Symlink { target, .. } => {
+                    found.link(shown(&path), target);
+                    nar.symlink(target)
+                }
+            })?;
+            nar.finish()?.flush()?;
+            submodules
+        };
+        Ok(TreeHash {
+            hash: sink.finish(),
+            submodules,
+            skipped: found.judge(&self.tree_view(tree))?,
+        })
+    }
+
+    /// Writes a tree into `dest` (an empty staging folder): folders, files with their
+    /// execute bit, symlinks. Returns the paths of submodules that were skipped.
+    pub(crate) fn export(
+        &self,
+        tree: ObjectId,
+        rev: ObjectId,
+        dest: &Path,
+    ) -> Result<Vec<String>, ResolveError> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut current = dest.to_owned();
+        self.walk(tree, rev, &[], &mut |event| {
+            match event {
+                Event::Dir(None) | Event::EndEntry => {}
+                Event::Dir(Some(_)) => fs_err::create_dir(&current)?,
+                Event::Entry(name) => current.push(std::ffi::OsStr::from_bytes(name)),
+                Event::EndDir => {}
+                Event::File { executable, data } => {
+                    fs_err::write(&current, data)?;
+                    if executable {
+                        fs_err::set_permissions(&current, std::fs::Permissions::from_mode(0o755))?;
+                    }
+                    berth_store::fault::pause_at(berth_store::fault::GIT_EXPORT_MID);
+                }
+                Event::Symlink { target } => {
+                    fs_err::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), &current)?;
+                }
+            }
+            if matches!(event, Event::EndEntry) {
+                current.pop();
+            }
+            Ok(())
+        })
+    }
+
+    /// Walks a tree depth-first with entries in NAR order (ascending bytes). Returns the
+    /// skipped submodules.
+    fn walk(
+        &self,
+        tree: ObjectId,
+        rev: ObjectId,
+        prefix: &[u8],
+        visit: &mut dyn FnMut(Event<'_>) -> std::io::Result<()>,
+    ) -> Result<Vec<String>, ResolveError> {
+        let cache_error = |e: gix::Error| ResolveError::Cache {
+            path: self.path.clone(),
+            message: error_chain(&e),
+        };
+        let mut skipped = Vec::new();
+        let tree_obj = self.repo.find_tree(tree).map_err(cache_error)?;
+        let decoded = tree_obj.decode().map_err(|e| ResolveError::Cache {
+            path: self.path.clone(),
+            message: e.to_string(),
+        })?;
+        let mut entries: Vec<(BString, EntryKind, ObjectId)> = decoded
+            .entries
+            .iter()
+            .map(|e| (e.filename.to_owned(), e.mode.kind(), e.oid.to_owned()))
+            .collect();
+        drop(decoded);
+        entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        visit(Event::Dir(if prefix.is_empty() { None } else { Some(()) }))?;
+        for (name, kind, oid) in entries {
+            let full = join(prefix, &name);
+            if name.is_empty()
+                || name.as_bytes() == b"."
+                || name.as_bytes() == b".."
+                || name.contains(&b'/')
+                || name.contains(&0)
+            {
+                return Err(ResolveError::UnsafeTree {
+                    rev: rev.to_string(),
+                    path: String::from_utf8_lossy(&full).into_owned(),
+                });
+            }
+            visit(Event::Entry(&name))?;
+            if kind == EntryKind::Commit {
+                // A submodule becomes an empty folder, as `git archive` and a checkout
+                // without submodules leave it (and as Nix's git fetcher hashes it).
+                skipped.push(String::from_utf8_lossy(&full).into_owned());
+                visit(Event::Dir(Some(())))?;
+                visit(Event::EndDir)?;
+                visit(Event::EndEntry)?;
+                continue;
+            }
+            match kind {
+                EntryKind::Tree => {
+                    skipped.extend(self.walk(oid, rev, &full, visit)?);
+                }
+                EntryKind::Blob | EntryKind::BlobExecutable => {
+                    let blob = self.repo.find_blob(oid).map_err(cache_error)?;
+                    visit(Event::File {
+                        executable: kind == EntryKind::BlobExecutable,
+                        data: &blob.data,
+                    })?;
+                }
+                EntryKind::Link => {
+                    let blob = self.repo.find_blob(oid).map_err(cache_error)?;
+                    visit(Event::Symlink { target: &blob.data })?;
+                }
+                EntryKind::Commit => unreachable!("submodules were handled above"),
+            }
+            visit(Event::EndEntry)?;
+        }
+        visit(Event::EndDir)?;
+        Ok(skipped)
+    }
+}
+
+/// A git tree's NAR hash and what hashing it found.
+pub(crate) struct TreeHash {
+    pub hash: Sha256Hash,
+    /// Submodules, hashed as empty folders (berth does not fetch them).
+    pub submodules: Vec<String>,
+    /// Files the runtime will skip.
+    pub skipped: Vec<crate::skipped::Skipped>,
+}
+
+/// A git tree seen through [`tree_path::Tree`]: folders are tree ids, symlinks are blobs
+/// (mode 120000) whose content is the target.
+pub(crate) struct GitTree<'a> {
+    db: &'a GitDb,
+    root: ObjectId,
+}
+
+impl tree_path::Tree for GitTree<'_> {
+    type Dir = ObjectId;
+
+    fn root(&self) -> ObjectId {
+        self.root
+    }
+
+    fn child(&self, dir: &ObjectId, name: &[u8]) -> Result<Node<ObjectId>, ResolveError> {
+        let cache_error = |e: gix::Error| ResolveError::Cache {
+            path: self.db.path.clone(),
+            message: error_chain(&e),
+        };
+        let tree = self.db.repo.find_tree(*dir).map_err(cache_error)?;
+        let Some(entry) = tree.find_entry(name) else {
+            return Ok(Node::Missing);
+        };
+        Ok(match entry.mode().kind() {
+            EntryKind::Tree => Node::Dir(entry.object_id()),
+            EntryKind::Blob | EntryKind::BlobExecutable => Node::File,
+            EntryKind::Commit => Node::Submodule,
+            EntryKind::Link => {
+                let blob = self
+                    .db
+                    .repo
+                    .find_blob(entry.object_id())
+                    .map_err(cache_error)?;
+                Node::Link(blob.data.clone())
+            }
+        })
+    }
+}
+
+enum Event<'a> {
+    /// A folder starts; `None` for the root, which already exists when exporting.
+    Dir(Option<()>),
+    EndDir,
+    Entry(&'a [u8]),
+    EndEntry,
+    File {
+        executable: bool,
+        data: &'a [u8],
+    },
+    Symlink {
+        target: &'a [u8],
+    },
+}
+
+fn join(prefix: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut full = prefix.to_vec();
+    if !full.is_empty() {
+        full.push(b'/');
+    }
+    full.extend_from_slice(name);
+    full
+}
