@@ -9,10 +9,8 @@ use berth_store::{Staging, Store};
 use gix::ObjectId;
 
 use super::*;
-use crate::archive::{self};
 use crate::error::ResolveError;
 use crate::git::{GitDb, Remote};
-use crate::local::{existing_dir, local_dir, name_and_hash};
 use crate::{Reporter, Settings};
 
 /// The result of verifying one plugin.
@@ -114,10 +112,10 @@ pub(crate) enum Plan {
 
 /// A locked git plugin, as `verify` fetches it.
 pub(crate) struct FreshWant {
-    remote: Remote,
-    id: ObjectId,
-    subdir: Option<String>,
-    hint: Option<String>,
+    pub(crate) remote: Remote,
+    pub(crate) id: ObjectId,
+    pub(crate) subdir: Option<String>,
+    pub(crate) hint: Option<String>,
 }
 
 /// One remote and the distinct commits `verify` needs from it (each with a ref to fall
@@ -259,35 +257,6 @@ impl Ctx<'_> {
         locked: &LockedPlugin,
         request: Option<&PluginRequest>,
     ) -> Result<Sha256Hash, ResolveError> {
-        match &locked.pin {
-            Pin::Local { path } => {
-                let dir = existing_dir(&local_dir(path, self.settings))?;
-                Ok(name_and_hash(&dir)?.1)
-            }
-            Pin::Git { .. } => {
-                let want = self.fresh_want(locked, request)?;
-                // A throw-away repository: verify must not trust anything already cached.
-                let staging = self.store.stage()?;
-                let db = GitDb::temporary(&FreshRepo::dir(&staging))?;
-                db.fetch_commit(&want.remote, want.id, want.hint.as_deref(), self.reporter)?;
-                let (tree, _) = db.plugin_tree(want.id, want.subdir.as_deref())?;
-                Ok(db.nar_hash(tree, want.id)?.hash)
-            }
-            Pin::Archive { archive_hash, .. } => {
-                // A fresh download, not the cache: verify must see what the server sends now.
-                let source = self.archive_source(&Self::source_of(locked, request)?)?;
-                self.require_network(|| format!("`{}`", source.url.shown))?;
-                let (_download, file) =
-                    self.download_expecting(&source, &locked.name, archive_hash)?;
-                let unpacked = archive::unpack(
-                    self.store,
-                    &source,
-                    &file,
-                    archive_subdir(locked).as_deref(),
-                    self.settings.archive_limits,
-                )?;
-                Ok(berth_store::hash_path(unpacked.staging.path())?)
-            }
-        }
+        crate::sources::of(locked.pin.kind()).fresh_hash(self, locked, request)
     }
 }

@@ -135,4 +135,27 @@ impl PluginSource for Archive {
         };
         ctx.stage_archive(locked, request, archive_hash)
     }
+
+    fn fresh_hash(
+        &self,
+        ctx: &Ctx<'_>,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+    ) -> Result<berth_lockfile_schema::Sha256Hash, ResolveError> {
+        let Pin::Archive { archive_hash, .. } = &locked.pin else {
+            return Err(super::other_kind(locked));
+        };
+        // A fresh download, not the cache: verify must see what the server sends now.
+        let source = ctx.archive_source(&Ctx::source_of(locked, request)?)?;
+        ctx.require_network(|| format!("`{}`", source.url.shown))?;
+        let (_download, file) = ctx.download_expecting(&source, &locked.name, archive_hash)?;
+        let unpacked = archive::unpack(
+            ctx.store,
+            &source,
+            &file,
+            archive_subdir(locked).as_deref(),
+            ctx.settings.archive_limits,
+        )?;
+        Ok(berth_store::hash_path(unpacked.staging.path())?)
+    }
 }

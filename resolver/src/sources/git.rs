@@ -196,4 +196,19 @@ impl PluginSource for Git {
         };
         ctx.stage_git(locked, request, rev)
     }
+
+    fn fresh_hash(
+        &self,
+        ctx: &Ctx<'_>,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+    ) -> Result<berth_lockfile_schema::Sha256Hash, ResolveError> {
+        let want = ctx.fresh_want(locked, request)?;
+        // A throw-away repository: verify must not trust anything already cached.
+        let staging = ctx.store.stage()?;
+        let db = GitDb::temporary(&staging.path().join("repo"))?;
+        db.fetch_commit(&want.remote, want.id, want.hint.as_deref(), ctx.reporter)?;
+        let (tree, _) = db.plugin_tree(want.id, want.subdir.as_deref())?;
+        Ok(db.nar_hash(tree, want.id)?.hash)
+    }
 }

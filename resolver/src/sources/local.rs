@@ -77,4 +77,17 @@ impl PluginSource for Local {
         berth_store::copy_tree(&dir, staging.path(), LOCAL_EXCLUDE)?;
         Ok(staging)
     }
+
+    fn fresh_hash(
+        &self,
+        ctx: &Ctx<'_>,
+        locked: &LockedPlugin,
+        _request: Option<&PluginRequest>,
+    ) -> Result<berth_lockfile_schema::Sha256Hash, ResolveError> {
+        let Pin::Local { path } = &locked.pin else {
+            return Err(super::other_kind(locked));
+        };
+        let dir = existing_dir(&local_dir(path, ctx.settings))?;
+        Ok(name_and_hash(&dir)?.1)
+    }
 }

@@ -6,7 +6,7 @@ mod archive;
 mod git;
 mod local;
 
-use berth_lockfile_schema::{LockedPlugin, PluginRequest, SourceKind};
+use berth_lockfile_schema::{LockedPlugin, PluginRequest, Sha256Hash, SourceKind};
 use berth_store::Staging;
 
 use crate::error::ResolveError;
@@ -31,6 +31,15 @@ pub(crate) trait PluginSource: Sync {
         locked: &LockedPlugin,
         request: Option<&PluginRequest>,
     ) -> Result<Staging, ResolveError>;
+
+    /// Fetches the locked entry afresh, trusting neither the store nor any cache, and
+    /// hashes it (`verify`; its git entries are batched per remote before this).
+    fn fresh_hash(
+        &self,
+        ctx: &Ctx<'_>,
+        locked: &LockedPlugin,
+        request: Option<&PluginRequest>,
+    ) -> Result<Sha256Hash, ResolveError>;
 }
 
 /// The source of a kind.
