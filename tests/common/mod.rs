@@ -8,22 +8,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-/// Whether this is a CI run (`CI` set, as CI services and `.ci/run` set it): then a test
-/// whose tool or privilege is missing fails instead of skipping.
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
-}
-
-/// Called when a test cannot run because `what` is missing: fails the test in CI (see
-/// [`in_ci`]), so a skipped test cannot pass unnoticed there; elsewhere prints
-/// `skipped: ...` with `why` (what to install or set) and the caller returns.
-pub fn require_or_skip(what: &str, why: &str) {
-    assert!(
-        !in_ci(),
-        "{what} is missing, and tests cannot skip in CI (`CI` is set): {why}"
-    );
-    eprintln!("skipped: {what} is missing; {why}");
-}
+// The CI rule for a missing tool, shared with the store's tests.
+#[path = "skip.rs"]
+mod skip;
+#[allow(unused_imports)] // each test binary uses a part of the harness
+pub use skip::{in_ci, require_or_skip};
 
 /// Runs `cmd` (a berth command) with `BERTH_FAULT_PAUSE=step`, waits until it pauses at
 /// that step and kills it with SIGKILL there. Fails the test if berth ends without

@@ -1,18 +1,6 @@
-//! What the store's integration tests share: the rule for a tool that is missing.
+//! What the store's integration tests share: the workspace's rule for a tool that is
+//! missing (one file, `tests/common/skip.rs`).
 
-/// Whether this is a CI run (`CI` set, as CI services and `.ci/run` set it): then a test
-/// whose tool is missing fails instead of skipping.
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
-}
-
-/// Called when a test cannot run because `what` is missing: fails the test in CI (see
-/// [`in_ci`]), so a skipped test cannot pass unnoticed there; elsewhere prints
-/// `skipped: ...` with `why` (what to install) and the caller goes on without it.
-pub fn require_or_skip(what: &str, why: &str) {
-    assert!(
-        !in_ci(),
-        "{what} is missing, and tests cannot skip in CI (`CI` is set): {why}"
-    );
-    eprintln!("skipped: {what} is missing; {why}");
-}
+#[path = "../../../tests/common/skip.rs"]
+mod skip;
+pub use skip::require_or_skip;
