@@ -118,6 +118,21 @@ impl GitDb {
     }
 
     /// Whether the commit is already here (then it is never fetched again).
+    /// A gix remote at `remote`'s URL fetching `specs` and no tags of its own accord.
+    fn remote_with<'s>(
+        &self,
+        specs: impl IntoIterator<Item = &'s str>,
+        remote: &Remote,
+    ) -> Result<gix::Remote<'_>, ResolveError> {
+        let fetch_error = |e: gix::Error| fetch_error(remote, &e);
+        self.repo
+            .remote_at(remote.url.fetch.as_str())
+            .map_err(fetch_error)?
+            .with_fetch_tags(Tags::None)
+            .with_refspecs(specs, Direction::Fetch)
+            .map_err(fetch_error)
+    }
+
     pub(crate) fn has_commit(&self, id: ObjectId) -> bool {
         matches!(
             self.repo.try_find_header(id),
@@ -142,13 +157,7 @@ impl GitDb {
             ],
         };
         let fetch_error = |e: gix::Error| fetch_error(remote, &e);
-        let gix_remote = self
-            .repo
-            .remote_at(remote.url.fetch.as_str())
-            .map_err(fetch_error)?
-            .with_fetch_tags(Tags::None)
-            .with_refspecs(specs.iter().map(String::as_str), Direction::Fetch)
-            .map_err(fetch_error)?;
+        let gix_remote = self.remote_with(specs.iter().map(String::as_str), remote)?;
         let connection = remote.connect(&gix_remote)?;
         let options = ref_map::Options {
             prefix_from_spec_as_filter_on_remote: true,
@@ -199,13 +208,7 @@ impl GitDb {
         remote: &Remote,
     ) -> Result<Vec<(String, ObjectId)>, ResolveError> {
         let fetch_error = |e: gix::Error| fetch_error(remote, &e);
-        let gix_remote = self
-            .repo
-            .remote_at(remote.url.fetch.as_str())
-            .map_err(fetch_error)?
-            .with_fetch_tags(Tags::None)
-            .with_refspecs(["+refs/tags/*:refs/tags/*"], Direction::Fetch)
-            .map_err(fetch_error)?;
+        let gix_remote = self.remote_with(["+refs/tags/*:refs/tags/*"], remote)?;
         let options = ref_map::Options {
             prefix_from_spec_as_filter_on_remote: true,
             ..Default::default()
@@ -326,13 +329,7 @@ impl GitDb {
         shallow: Shallow,
     ) -> Result<(), ResolveError> {
         let fetch_error = |e: gix::Error| fetch_error(remote, &e);
-        let gix_remote = self
-            .repo
-            .remote_at(remote.url.fetch.as_str())
-            .map_err(fetch_error)?
-            .with_fetch_tags(Tags::None)
-            .with_refspecs(specs.iter().map(String::as_str), Direction::Fetch)
-            .map_err(fetch_error)?;
+        let gix_remote = self.remote_with(specs.iter().map(String::as_str), remote)?;
         let prepare = remote
             .connect(&gix_remote)?
             .prepare_fetch(gix::progress::Discard, ref_map::Options::default())
