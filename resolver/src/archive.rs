@@ -9,10 +9,10 @@ use std::time::Duration;
 use berth_lockfile_schema::Sha256Hash;
 use berth_store::{Sha256Sink, Staging, Store};
 
-use crate::error::ResolveError;
+use crate::error::{ArchiveProblem, DownloadError, ResolveError, Upstream};
 use crate::extract::{ArchiveFormat, ArchiveLimits, extract, find_escaping_link};
-use crate::tree_path::{DiskTree, NoFolder, resolve_dir};
-use crate::url::{self, FetchPolicy, SourceUrl};
+use crate::tree_path::{DiskTree, resolve_dir};
+use crate::url::{self, FetchPolicy, Refusal, SourceUrl};
 use crate::{Reporter, auth};
 
 use berth_store::ARCHIVES_DIR;
@@ -41,10 +41,14 @@ pub(crate) fn client_builder() -> reqwest::blocking::ClientBuilder {
         .timeout(None)
 }
 
-fn client() -> Result<&'static reqwest::blocking::Client, String> {
-    static CLIENT: OnceLock<Result<reqwest::blocking::Client, String>> = OnceLock::new();
+fn client() -> Result<&'static reqwest::blocking::Client, Upstream> {
+    static CLIENT: OnceLock<Result<reqwest::blocking::Client, Upstream>> = OnceLock::new();
     CLIENT
-        .get_or_init(|| client_builder().build().map_err(|e| e.to_string()))
+        .get_or_init(|| {
+            client_builder()
+                .build()
+                .map_err(|e| Upstream::from_text(e.to_string()))
+        })
         .as_ref()
         .map_err(Clone::clone)
 }
@@ -60,17 +64,13 @@ pub(crate) fn download(
     cancel: &crate::Cancel,
     policy: Option<&Arc<FetchPolicy>>,
 ) -> Result<(Staging, PathBuf, Sha256Hash), ResolveError> {
-    let fail = |message: String| ResolveError::Download {
+    let fail = |cause: DownloadError| ResolveError::Download {
         url: source.url.shown.clone(),
-        message: source.url.scrub(&message),
+        cause,
     };
-    let timed_out = |message: String| ResolveError::Timeout {
+    let refused = |why: Refusal| ResolveError::Refused {
         url: source.url.shown.clone(),
-        message: source.url.scrub(&message),
-    };
-    let refused = |why: String| ResolveError::Refused {
-        url: source.url.shown.clone(),
-        why: source.url.scrub(&why),
+        why,
     };
     let staging = store.stage()?;
     let file_path = staging
@@ -82,26 +82,29 @@ pub(crate) fn download(
     let (mut body, expected_len): (Box<dyn Read>, Option<u64>) = if let Some(path) =
         source.url.fetch.strip_prefix("file://")
     {
-        let file = fs_err::File::open(path).map_err(|e| fail(e.to_string()))?;
-        let len = file.metadata().map_err(|e| fail(e.to_string()))?.len();
+        let file = fs_err::File::open(path).map_err(|e| fail(DownloadError::File(e)))?;
+        let len = file
+            .metadata()
+            .map_err(|e| fail(DownloadError::File(e)))?
+            .len();
         (Box::new(file), Some(len))
     } else {
         let url = source
             .url
             .parsed()
-            .ok_or_else(|| fail("not an http(s) URL".into()))?;
+            .ok_or_else(|| fail(DownloadError::NotHttp))?;
         let client = match policy {
             Some(policy) => policy.client(),
             None => client(),
         }
-        .map_err(fail)?;
+        .map_err(|e| fail(DownloadError::Client(e)))?;
         let host = url.host_str().unwrap_or_default().to_owned();
         let may_send = auth::may_send_password(url.scheme(), &host);
         let mut request = client.get(url.as_str());
         if !url.username().is_empty() && !may_send {
-            return Err(fail(
-                "refusing to send credentials over plain http to another machine; use https".into(),
-            ));
+            return Err(ResolveError::PlainHttpCredentials {
+                url: source.url.shown.clone(),
+            });
         }
         // Basic auth from `~/.netrc` goes to this host only: reqwest drops it when a
         // redirect leads elsewhere.
@@ -115,16 +118,17 @@ pub(crate) fn download(
             .send()
             .map_err(|e| match url::redirect_refusal(&e) {
                 Some(why) => refused(why),
-                None => fail(e.without_url().to_string()),
+                None => fail(DownloadError::Client(Upstream::new(
+                    &e.without_url().to_string(),
+                    &source.url,
+                ))),
             })?;
         let status = response.status();
         if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
-            return Err(fail(format!(
-                "the server answered {status}; give credentials as `${{VAR}}` in the URL or in `~/.netrc`"
-            )));
+            return Err(fail(DownloadError::Unauthorized { status }));
         }
         if !status.is_success() {
-            return Err(fail(format!("the server answered {status}")));
+            return Err(fail(DownloadError::Status { status }));
         }
         let len = response.content_length();
         (Box::new(response), len)
@@ -132,11 +136,10 @@ pub(crate) fn download(
     if let Some(len) = expected_len
         && len > limits.max_bytes
     {
-        return Err(fail(format!(
-            "the archive is {}, more than the limit of {}; raise it with `BERTH_ARCHIVE_MAX_BYTES`",
-            berth_store::format_size(len),
-            berth_store::format_size(limits.max_bytes)
-        )));
+        return Err(fail(DownloadError::TooLarge {
+            size: len,
+            limit: limits.max_bytes,
+        }));
     }
     let task = reporter.task("Downloading", &source.url.shown, expected_len);
     let mut file = fs_err::File::create(&file_path)?;
@@ -146,23 +149,25 @@ pub(crate) fn download(
     loop {
         cancel.check()?;
         let n = body.read(&mut buffer).map_err(|e| match expected_len {
-            Some(len) if total < len => fail(format!(
-                "the download is truncated: got {total} of {len} bytes ({e})"
-            )),
-            _ if e.kind() == std::io::ErrorKind::TimedOut => {
-                timed_out(format!("the download stalled: {e}"))
-            }
-            _ => fail(format!("the download broke off: {e}")),
+            Some(len) if total < len => fail(DownloadError::Truncated {
+                got: total,
+                expected: len,
+                cause: Some(e),
+            }),
+            _ if e.kind() == std::io::ErrorKind::TimedOut => ResolveError::Timeout {
+                url: source.url.shown.clone(),
+                cause: Upstream::new(&format!("the download stalled: {e}"), &source.url),
+            },
+            _ => fail(DownloadError::BrokeOff(e)),
         })?;
         if n == 0 {
             break;
         }
         total += n as u64;
         if total > limits.max_bytes {
-            return Err(fail(format!(
-                "the archive is larger than the limit of {}; stopped downloading (raise it with `BERTH_ARCHIVE_MAX_BYTES`)",
-                berth_store::format_size(limits.max_bytes)
-            )));
+            return Err(fail(DownloadError::GrewTooLarge {
+                limit: limits.max_bytes,
+            }));
         }
         file.write_all(&buffer[..n])?;
         sink.write_all(&buffer[..n])?;
@@ -171,9 +176,11 @@ pub(crate) fn download(
     if let Some(len) = expected_len
         && total != len
     {
-        return Err(fail(format!(
-            "the download is truncated: got {total} of {len} bytes"
-        )));
+        return Err(fail(DownloadError::Truncated {
+            got: total,
+            expected: len,
+            cause: None,
+        }));
     }
     file.sync_all()?;
     Ok((staging, file_path, sink.finish()))
@@ -215,14 +222,14 @@ pub(crate) fn unpack(
     subdir: Option<&str>,
     limits: ArchiveLimits,
 ) -> Result<Unpacked, ResolveError> {
-    let refuse = |message: String| ResolveError::Archive {
+    let refuse = |problem: ArchiveProblem| ResolveError::Archive {
         url: source.url.shown.clone(),
-        message,
+        problem,
     };
     let work = store.stage()?;
     let out = work.path().join("x");
     fs_err::create_dir(&out)?;
-    extract(archive, source.format, &out, limits).map_err(|e| refuse(e.to_string()))?;
+    extract(archive, source.format, &out, limits).map_err(|e| refuse(e.into()))?;
     let top: Vec<_> = fs_err::read_dir(&out)?.collect::<Result<_, _>>()?;
     let (mut root, mut folder_name) = match top.as_slice() {
         [only] if only.file_type()?.is_dir() => {
@@ -241,20 +248,16 @@ pub(crate) fn unpack(
                 }
                 root = found.dir;
             }
-            Err(no) => {
-                let why = no.describe(subdir, "archive");
-                return Err(refuse(match no {
-                    NoFolder::Link { .. } => format!("`repo_path` `{subdir}` {why}"),
-                    _ => format!("`repo_path` `{subdir}` {why} in the archive"),
+            Err(problem) => {
+                return Err(refuse(ArchiveProblem::RepoPath {
+                    repo_path: subdir.to_owned(),
+                    problem: Box::new(problem),
                 }));
             }
         }
     }
     if let Some(link) = find_escaping_link(&root)? {
-        return Err(refuse(format!(
-            "`{}` is a symlink that leaves the plugin folder; refusing the archive",
-            link.display()
-        )));
+        return Err(refuse(ArchiveProblem::EscapingLink(link)));
     }
     // The plugin folder becomes a staging folder of its own, ready to hash and commit.
     let plugin = store.stage()?;

@@ -27,8 +27,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+pub use agent::AgentError;
 pub use agent::{AgentVerifyOutcome, AgentVerifyStatus, DEFAULT_INDEX_URL, SOURCE_DATE_EPOCH};
-pub use error::{EntryError, ErrorKind, ResolveError};
+pub use error::{
+    ArchiveProblem, DownloadError, EntryError, ErrorKind, LocalPathProblem, ResolveError, Upstream,
+};
 pub use extract::{ArchiveLimits, LimitsError};
 pub use live::mark_live;
 pub use meta::plugin_name_from_manifest;
@@ -36,7 +39,8 @@ pub use ops::{
     LocalCheck, LocalRelock, LockOptions, LockOutcome, SharedResolutions, SyncOutcome, Upgrade,
     VerifyOutcome, VerifyStatus, lock_plugins, sync_plugins, verify_agent, verify_plugins,
 };
-pub use url::{FetchPolicy, SourceUrl};
+pub use tree_path::{LinkTrouble, NoFolder};
+pub use url::{FetchPolicy, Refusal, SourceUrl};
 pub use workflow::{
     InMemoryLock, LockAndSyncError, LockMode, Lockfile, Relock, Synced, lock_and_sync,
 };

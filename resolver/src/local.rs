@@ -6,7 +6,7 @@ use berth_lockfile_schema::Sha256Hash;
 use berth_store::{Exclude, hash_path_excluding};
 
 use crate::Settings;
-use crate::error::ResolveError;
+use crate::error::{LocalPathProblem, ResolveError};
 use crate::meta::plugin_name_from_manifest;
 
 /// A local folder's top-level `.git` is not part of the plugin (SPEC section 3).
@@ -43,18 +43,18 @@ pub(crate) fn local_dir(written: &str, settings: &Settings) -> PathBuf {
 pub(crate) fn existing_dir(path: &Path) -> Result<PathBuf, ResolveError> {
     // A link to a folder is fine; a bad one is named as a symlink, never as a file.
     let link = std::fs::read_link(path).ok();
-    let why = |why: &str| ResolveError::LocalPath {
+    let refuse = |problem: LocalPathProblem| ResolveError::LocalPath {
         path: path.to_owned(),
-        why: match &link {
-            Some(target) => format!("is a symlink to `{}`, which {why}", target.display()),
-            None => why.to_owned(),
-        },
+        link: link.clone(),
+        problem,
     };
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => {}
-        Ok(_) => return Err(why("is not a folder")),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(why("does not exist")),
-        Err(e) => return Err(why(&e.to_string())),
+        Ok(_) => return Err(refuse(LocalPathProblem::NotAFolder)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(refuse(LocalPathProblem::Missing));
+        }
+        Err(e) => return Err(refuse(LocalPathProblem::Unreadable(e))),
     }
     Ok(fs_err::canonicalize(path)?)
 }

@@ -15,20 +15,13 @@ pub fn plugin_name_from_manifest(
     let manifest = berth_lockfile_schema::plugin_manifest::read_manifest(
         |rel| read(rel).map_err(|e| e.to_string()),
         fallback,
-    )
-    .map_err(|e| ResolveError::PluginManifest {
-        file: e.file,
-        message: e.message,
-    })?;
+    )?;
     if is_valid_plugin_name(&manifest.name) {
         Ok(manifest.name)
     } else {
-        Err(ResolveError::PluginManifest {
+        Err(ResolveError::InvalidPluginName {
             file: manifest.file.unwrap_or("the folder name").to_owned(),
-            message: format!(
-                "`{}` is not a valid plugin name (it must not be empty or hold `/`, `\\` or `:`)",
-                manifest.name
-            ),
+            name: manifest.name,
         })
     }
 }

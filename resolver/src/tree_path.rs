@@ -43,36 +43,53 @@ pub(crate) struct Found<D> {
 
 /// Why a path does not lead to a folder of the tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum NoFolder {
+pub enum NoFolder {
     /// Nothing is at `real` (the path with the links before it resolved).
-    Missing { real: String },
+    Missing {
+        /// The path with the links before it resolved.
+        real: String,
+    },
     /// `real` is a file.
-    File { real: String },
+    File {
+        /// The path with the links before it resolved.
+        real: String,
+    },
     /// `real` is a git submodule.
-    Submodule { real: String },
+    Submodule {
+        /// The path with the links before it resolved.
+        real: String,
+    },
     /// A link on the way is the trouble: it leads out, dangles, loops or ends at a file.
     Link {
         /// The link's own path in the tree (links before it resolved).
         link: String,
         /// Its target, as stored.
         target: String,
+        /// What is wrong with it.
         why: LinkTrouble,
     },
 }
 
 /// What is wrong with a link that a `repo_path` goes through.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum LinkTrouble {
+pub enum LinkTrouble {
+    /// Its target leaves the tree.
     Leaves,
+    /// Its target is an absolute path.
     Absolute,
+    /// Its target does not exist.
     Dangling,
     /// Following it reaches `real`, a file, where a folder is needed.
     File {
+        /// The path it leads to.
         real: String,
     },
+    /// Following it reaches the git submodule `real`.
     Submodule {
+        /// The path it leads to.
         real: String,
     },
+    /// Following it comes back to itself.
     Loop,
 }
 
@@ -80,7 +97,7 @@ impl NoFolder {
     /// Why `repo_path` is refused, as the end of a sentence that starts with "`repo_path`
     /// `PATH`"; `container` is "repository" or "archive". A link is always called a
     /// symlink, never a file.
-    pub(crate) fn describe(&self, repo_path: &str, container: &str) -> String {
+    pub fn describe(&self, repo_path: &str, container: &str) -> String {
         let resolved = |real: &str| {
             if real == repo_path {
                 String::new()

@@ -67,9 +67,9 @@ impl SourceUrl {
                 parsed: None,
             });
         }
-        let parsed = url::Url::parse(&expanded).map_err(|e| ResolveError::Fetch {
+        let parsed = url::Url::parse(&expanded).map_err(|source| ResolveError::InvalidUrl {
             url: shown.clone(),
-            message: format!("not a valid URL ({e})"),
+            source,
         })?;
         let decode = |text: &str| {
             url::form_urlencoded::parse(format!("x={text}").as_bytes())
@@ -152,7 +152,7 @@ pub struct FetchPolicy {
     pub allowed_hosts: Vec<String>,
     /// Also `http://` and `file://` on any host (trusted setups).
     pub allow_local: bool,
-    client: std::sync::OnceLock<Result<reqwest::blocking::Client, String>>,
+    client: std::sync::OnceLock<Result<reqwest::blocking::Client, crate::error::Upstream>>,
 }
 
 impl FetchPolicy {
@@ -167,7 +167,7 @@ impl FetchPolicy {
     }
 
     /// Why `url` may not be fetched, if it may not.
-    pub fn check(&self, url: &url::Url) -> Result<(), String> {
+    pub fn check(&self, url: &url::Url) -> Result<(), Refusal> {
         let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
         let host = host.trim_start_matches('[').trim_end_matches(']');
         match url.scheme() {
@@ -179,18 +179,17 @@ impl FetchPolicy {
             {
                 Ok(())
             }
-            "https" => Err(format!(
-                "host `{host}` is not allowed (allowed: {})",
-                self.allowed_hosts.join(", ")
-            )),
+            "https" => Err(Refusal::Host {
+                host: host.to_owned(),
+                allowed: self.allowed_hosts.clone(),
+            }),
             "http" | "file" if self.allow_local => Ok(()),
-            "file" => Err(format!(
-                "`file://` URL `{}` refused: this server does not allow local sources",
-                redact(url.as_str()).text
-            )),
-            other => Err(format!(
-                "`{other}` URLs are refused; this server fetches https URLs on allowed hosts"
-            )),
+            "file" => Err(Refusal::LocalFile {
+                url: redact(url.as_str()).text,
+            }),
+            other => Err(Refusal::Scheme {
+                scheme: other.to_owned(),
+            }),
         }
     }
 
@@ -198,46 +197,85 @@ impl FetchPolicy {
     /// (made once per policy).
     pub(crate) fn client(
         self: &std::sync::Arc<Self>,
-    ) -> Result<&reqwest::blocking::Client, String> {
+    ) -> Result<&reqwest::blocking::Client, crate::error::Upstream> {
         let policy = self.clone();
         self.client
             .get_or_init(move || {
                 crate::archive::client_builder()
                     .redirect(reqwest::redirect::Policy::custom(move |attempt| {
                         if attempt.previous().len() >= 10 {
-                            return attempt.error("more than 10 redirects");
+                            return attempt.error(Refusal::TooManyRedirects);
                         }
                         match policy.check(attempt.url()) {
                             Ok(()) => attempt.follow(),
-                            Err(why) => attempt.error(RedirectRefused(why)),
+                            Err(why) => {
+                                let to = redact(attempt.url().as_str()).text;
+                                attempt.error(Refusal::Redirect {
+                                    to,
+                                    why: Box::new(why),
+                                })
+                            }
                         }
                     }))
                     .build()
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| crate::error::Upstream::from_text(e.to_string()))
             })
             .as_ref()
             .map_err(Clone::clone)
     }
 }
 
-/// A redirect the policy refused, found in a reqwest error's source chain.
-#[derive(Debug)]
-pub(crate) struct RedirectRefused(pub String);
-
-impl std::fmt::Display for RedirectRefused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "redirect refused: {}", self.0)
-    }
+/// Why the source policy refuses a URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// An https URL on a host that is not allowed.
+    #[error("host `{host}` is not allowed (allowed: {})", .allowed.join(", "))]
+    Host {
+        /// The host, lower-case.
+        host: String,
+        /// The hosts that are.
+        allowed: Vec<String>,
+    },
+    /// A `file://` URL while local sources are off.
+    #[error("`file://` URL `{url}` refused: this server does not allow local sources")]
+    LocalFile {
+        /// The URL, credentials removed.
+        url: String,
+    },
+    /// A scheme other than https (or http and file with local sources on).
+    #[error("`{scheme}` URLs are refused; this server fetches https URLs on allowed hosts")]
+    Scheme {
+        /// The scheme.
+        scheme: String,
+    },
+    /// A redirect to a URL the policy refuses.
+    #[error("redirect refused: {why}")]
+    Redirect {
+        /// Where it led, credentials removed.
+        to: String,
+        /// Why that URL is refused.
+        #[source]
+        why: Box<Refusal>,
+    },
+    /// A git remote that redirects: git must fetch the URL the policy checked.
+    #[error(
+        "the server redirects to `{to}`; this server fetches git only from the URL it was given, so give that URL instead"
+    )]
+    GitRedirect {
+        /// Where it led, credentials removed.
+        to: String,
+    },
+    /// A chain of more than 10 redirects.
+    #[error("more than 10 redirects")]
+    TooManyRedirects,
 }
 
-impl std::error::Error for RedirectRefused {}
-
 /// The policy's refusal inside a reqwest error, if that is why it failed.
-pub(crate) fn redirect_refusal(error: &reqwest::Error) -> Option<String> {
+pub(crate) fn redirect_refusal(error: &reqwest::Error) -> Option<Refusal> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
     while let Some(e) = source {
-        if let Some(refused) = e.downcast_ref::<RedirectRefused>() {
-            return Some(refused.0.clone());
+        if let Some(refused) = e.downcast_ref::<Refusal>() {
+            return Some(refused.clone());
         }
         source = e.source();
     }
@@ -276,10 +314,8 @@ pub(crate) fn refuse_plain_http_password(url: &SourceUrl) -> Result<(), ResolveE
         && parsed.password().is_some_and(|p| !p.is_empty())
         && !crate::auth::may_send_password(parsed.scheme(), parsed.host_str().unwrap_or_default())
     {
-        return Err(ResolveError::Fetch {
+        return Err(ResolveError::PlainHttpCredentials {
             url: url.shown.clone(),
-            message: "refusing to send a password over plain http to another machine; use https"
-                .into(),
         });
     }
     Ok(())

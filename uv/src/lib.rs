@@ -50,6 +50,16 @@ pub enum UvError {
     },
 }
 
+impl UvError {
+    /// Whether uv failed because it could not reach the package index (as opposed to a
+    /// resolution without an answer). uv runs as a program and has no exit code for this,
+    /// so its own words in [`UvError::Failed`] are read here, in this one place.
+    pub fn is_unreachable_index(&self) -> bool {
+        matches!(self, Self::Failed { detail, .. }
+            if detail.contains("Failed to fetch") || detail.contains("Request failed after"))
+    }
+}
+
 /// A uv binary of the pinned version.
 #[derive(Debug, Clone)]
 pub struct Uv {

@@ -7,7 +7,10 @@
 //! `SOURCE_DATE_EPOCH`; a store that lacks that wheel rebuilds it from the locked tree and
 //! checks it against the locked sha256.
 
+mod error;
 mod wheels;
+
+pub use error::{AgentError, WheelProblem};
 
 pub(crate) use wheels::read_wheel_meta;
 use wheels::*;
@@ -16,14 +19,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use berth_lockfile_schema::{
-    AGENT_ENTRY_POINT_GROUP, AgentOrigin, AgentRequest, EntryPoint, LockedAgent, LockedPlugin,
-    LockedWheel, normalize_package_name, redact,
+    AgentOrigin, AgentRequest, EntryPoint, LockedAgent, LockedPlugin, LockedWheel,
+    normalize_package_name, redact,
 };
 use berth_uv::{Python, Uv};
 use serde::Deserialize;
 
 use crate::Network;
-use crate::error::ResolveError;
+use crate::error::{ResolveError, Upstream};
 use crate::ops::Ctx;
 use crate::url::SourceUrl;
 
@@ -94,10 +97,6 @@ pub enum AgentVerifyStatus {
     Failed(ResolveError),
 }
 
-fn agent_error(message: String) -> ResolveError {
-    ResolveError::Agent(message)
-}
-
 impl Ctx<'_> {
     fn index(&self) -> Result<Index, ResolveError> {
         let raw = self.settings.index_url.trim_end_matches('/').to_owned();
@@ -153,21 +152,24 @@ impl Ctx<'_> {
             }
             let pkg_version = p.version.clone().unwrap_or_default();
             if p.wheels.is_empty() {
-                return Err(agent_error(format!(
-                    "`{name}` {pkg_version} has no wheel for Python {} on this platform; berth installs wheels only",
-                    python.minor_version()
-                )));
+                return Err(AgentError::NoWheel {
+                    package: name.clone(),
+                    version: pkg_version,
+                    python: python.minor_version().to_string(),
+                }
+                .into());
             }
             for w in p.wheels {
-                let url = w.url.ok_or_else(|| {
-                    agent_error(format!("uv gave no URL for a wheel of `{name}`"))
+                let url = w.url.ok_or_else(|| AgentError::NoWheelUrl {
+                    package: name.clone(),
                 })?;
-                let sha256 = w.hashes.get("sha256").cloned().ok_or_else(|| {
-                    agent_error(format!(
-                        "the index gave no sha256 for `{}`; berth locks wheels by their hash",
-                        redact(&url).text
-                    ))
-                })?;
+                let sha256 =
+                    w.hashes
+                        .get("sha256")
+                        .cloned()
+                        .ok_or_else(|| AgentError::NoWheelHash {
+                            url: redact(&url).text,
+                        })?;
                 let file = w
                     .name
                     .unwrap_or_else(|| file_of_url(&url))
@@ -202,10 +204,9 @@ impl Ctx<'_> {
                     .iter()
                     .find(|w| w.name == package)
                     .cloned()
-                    .ok_or_else(|| {
-                        agent_error(format!(
-                            "uv's resolution of `{shown_source}` does not hold `{package}` itself"
-                        ))
+                    .ok_or_else(|| AgentError::NotInResolution {
+                        source_shown: shown_source.to_string(),
+                        package: package.clone(),
                     })?;
                 let meta = match self.store.wheel(&own.sha256, &own.file) {
                     Some(stored) => read_wheel_meta(&stored)?,
@@ -275,7 +276,7 @@ impl Ctx<'_> {
             cmd.arg("--offline");
         }
         uv.run(&mut cmd, "building the agent package with `uv build`")
-            .map_err(|e| agent_error(index.url.scrub(&e.to_string())))?;
+            .map_err(|e| AgentError::Uv(Upstream::new(&e.to_string(), &index.url)))?;
         let wheels: Vec<PathBuf> = fs_err::read_dir(&out)?
             .filter_map(Result::ok)
             .map(|e| e.path())
@@ -283,10 +284,10 @@ impl Ctx<'_> {
             .collect();
         match wheels.as_slice() {
             [one] => Ok(one.clone()),
-            _ => Err(agent_error(format!(
-                "`uv build --wheel` made {} wheels, expected one",
-                wheels.len()
-            ))),
+            _ => Err(AgentError::BuildCount {
+                count: wheels.len(),
+            }
+            .into()),
         }
     }
 
@@ -330,21 +331,21 @@ impl Ctx<'_> {
             &format!("resolving `{shown}` against `{}` with uv", index.url.shown),
         )
         .map_err(|e| {
-            let message = index.url.scrub(&e.to_string());
+            let cause = Upstream::new(&e.to_string(), &index.url);
             // The index could not be reached (an upstream failure, 502 in the server), as
-            // opposed to a resolution that has no answer (no such version: 422).
-            if message.contains("Failed to fetch") || message.contains("Request failed after") {
+            // opposed to a resolution that has no answer (no such version: 422). uv runs as
+            // a program, so its own words are all there is to tell them apart by.
+            if e.is_unreachable_index() {
                 ResolveError::Fetch {
                     url: index.url.shown.clone(),
-                    message,
+                    cause,
                 }
             } else {
-                agent_error(message)
+                AgentError::Uv(cause).into()
             }
         })?;
         let text = fs_err::read_to_string(&output)?;
-        let lock: Pylock = toml::from_str(&text)
-            .map_err(|e| agent_error(format!("uv wrote a pylock.toml berth cannot read: {e}")))?;
+        let lock: Pylock = toml::from_str(&text).map_err(AgentError::Pylock)?;
         Ok(lock.packages)
     }
 }
@@ -354,31 +355,27 @@ fn choose_entry_point(
     offered: &[EntryPoint],
     request: &AgentRequest,
 ) -> Result<EntryPoint, ResolveError> {
-    let names = || {
-        offered
-            .iter()
-            .map(|e| format!("`{}`", e.name))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let names = || offered.iter().map(|e| e.name.clone()).collect::<Vec<_>>();
+    let package = package.to_owned();
     match (&request.entry_point, offered) {
-        (_, []) => Err(agent_error(format!(
-            "package `{package}` has no `{AGENT_ENTRY_POINT_GROUP}` entry point, so it is not an agent package; it must declare one (`[project.entry-points.\"{AGENT_ENTRY_POINT_GROUP}\"]` in its pyproject.toml)"
-        ))),
+        (_, []) => Err(AgentError::NoEntryPoint { package }.into()),
         (Some(wanted), _) => offered
             .iter()
             .find(|e| &e.name == wanted)
             .cloned()
             .ok_or_else(|| {
-                agent_error(format!(
-                    "package `{package}` has no `{AGENT_ENTRY_POINT_GROUP}` entry point named `{wanted}`; it offers {}",
-                    names()
-                ))
+                AgentError::NoSuchEntryPoint {
+                    package,
+                    wanted: wanted.clone(),
+                    offered: names(),
+                }
+                .into()
             }),
         (None, [one]) => Ok(one.clone()),
-        (None, _) => Err(agent_error(format!(
-            "package `{package}` offers several `{AGENT_ENTRY_POINT_GROUP}` entry points ({}); choose one with `entry_point` in `[agent]`",
-            names()
-        ))),
+        (None, _) => Err(AgentError::SeveralEntryPoints {
+            package,
+            offered: names(),
+        }
+        .into()),
     }
 }

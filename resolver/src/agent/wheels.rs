@@ -197,14 +197,22 @@ impl Ctx<'_> {
 
 /// Reads `Name`, `Version` and the `openhands.agents` entry points of a wheel.
 pub(crate) fn read_wheel_meta(path: &Path) -> Result<WheelMeta, ResolveError> {
-    let bad = |why: String| agent_error(format!("wheel `{}`: {why}", file_of_path(path)));
+    let bad = |problem: WheelProblem| {
+        ResolveError::from(AgentError::Wheel {
+            file: file_of_path(path),
+            problem,
+        })
+    };
     let file = fs_err::File::open(path)?;
-    let mut zip = zip::ZipArchive::new(file).map_err(|e| bad(format!("not a zip file ({e})")))?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| bad(WheelProblem::NotZip(e)))?;
     let mut metadata = None;
     let mut entry_points = None;
     for i in 0..zip.len() {
-        let mut entry = zip.by_index(i).map_err(|e| bad(e.to_string()))?;
-        let name = entry.name().map_err(|e| bad(e.to_string()))?.into_owned();
+        let mut entry = zip.by_index(i).map_err(|e| bad(WheelProblem::Zip(e)))?;
+        let name = entry
+            .name()
+            .map_err(|e| bad(WheelProblem::Zip(e)))?
+            .into_owned();
         let Some((dir, file)) = name.split_once('/') else {
             continue;
         };
@@ -213,12 +221,15 @@ pub(crate) fn read_wheel_meta(path: &Path) -> Result<WheelMeta, ResolveError> {
         }
         if file == "METADATA" || file == "entry_points.txt" {
             if entry.size() > 4 << 20 {
-                return Err(bad(format!("`{name}` is too large")));
+                return Err(bad(WheelProblem::TooLarge(name)));
             }
             let mut text = String::new();
-            entry
-                .read_to_string(&mut text)
-                .map_err(|e| bad(format!("`{name}`: {e}")))?;
+            entry.read_to_string(&mut text).map_err(|source| {
+                bad(WheelProblem::Read {
+                    entry: name.clone(),
+                    source,
+                })
+            })?;
             if file == "METADATA" {
                 metadata = Some(text);
             } else {
@@ -226,15 +237,15 @@ pub(crate) fn read_wheel_meta(path: &Path) -> Result<WheelMeta, ResolveError> {
             }
         }
     }
-    let metadata = metadata.ok_or_else(|| bad("no `*.dist-info/METADATA`".into()))?;
+    let metadata = metadata.ok_or_else(|| bad(WheelProblem::NoMetadata))?;
     let header = |key: &str| {
         metadata
             .lines()
             .take_while(|l| !l.is_empty())
             .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_owned()))
     };
-    let name = header("Name:").ok_or_else(|| bad("METADATA has no `Name`".into()))?;
-    let version = header("Version:").ok_or_else(|| bad("METADATA has no `Version`".into()))?;
+    let name = header("Name:").ok_or_else(|| bad(WheelProblem::NoHeader("Name")))?;
+    let version = header("Version:").ok_or_else(|| bad(WheelProblem::NoHeader("Version")))?;
     let entry_points = entry_points
         .map(|text| entry_points_of(&text, AGENT_ENTRY_POINT_GROUP))
         .unwrap_or_default();

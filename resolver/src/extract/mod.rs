@@ -2,6 +2,10 @@
 //! written, nothing is ever written through a symlink, and size and entry-count limits stop
 //! a bomb early.
 
+mod error;
+
+pub use error::{ExtractError, UnsafeEntry};
+
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
@@ -71,28 +75,6 @@ fn size_from_env(name: &'static str) -> Result<Option<u64>, LimitsError> {
 
 pub use berth_lockfile_schema::ArchiveFormat;
 
-/// Why an archive was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum ExtractError {
-    /// An entry that would land outside the folder, or a link that points out of it.
-    #[error("entry `{entry}` {why}; refusing to unpack the archive")]
-    Unsafe {
-        /// The entry's path as the archive gives it.
-        entry: String,
-        /// What is wrong with it.
-        why: String,
-    },
-    /// More data or entries than the limits allow.
-    #[error("{0}")]
-    TooBig(String),
-    /// Not a valid archive of its format (truncated, corrupt).
-    #[error("the archive is damaged or truncated: {0}")]
-    Damaged(String),
-    /// Writing the files failed.
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-}
-
 /// Unpacks `archive` (a file of `format`) into the empty folder `dest`.
 pub fn extract(
     archive: &Path,
@@ -120,7 +102,7 @@ pub fn extract(
 
 fn extract_tar(reader: impl Read, out: &mut Extractor) -> Result<(), ExtractError> {
     let mut archive = tar::Archive::new(reader);
-    let damaged = |e: std::io::Error| ExtractError::Damaged(e.to_string());
+    let damaged = |e: std::io::Error| damaged_at(None, e);
     for entry in archive.entries().map_err(damaged)? {
         let mut entry = entry.map_err(damaged)?;
         let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
@@ -148,36 +130,32 @@ fn extract_tar(reader: impl Read, out: &mut Extractor) -> Result<(), ExtractErro
             let target = entry
                 .link_name()
                 .map_err(damaged)?
-                .ok_or_else(|| unsafe_entry(&name, "is a symlink without a target"))?
+                .ok_or_else(|| unsafe_entry(&name, UnsafeEntry::SymlinkWithoutTarget))?
                 .into_owned();
             out.symlink(&name, &rel, &target)?;
         } else if kind.is_hard_link() {
             let target = entry
                 .link_name()
                 .map_err(damaged)?
-                .ok_or_else(|| unsafe_entry(&name, "is a hard link without a target"))?;
+                .ok_or_else(|| unsafe_entry(&name, UnsafeEntry::HardLinkWithoutTarget))?;
             let target = safe_relative(&target.to_string_lossy())
-                .map_err(|_| unsafe_entry(&name, "is a hard link to a file outside the archive"))?;
+                .map_err(|_| unsafe_entry(&name, UnsafeEntry::HardLinkOutside))?;
             out.hard_link(&name, &rel, &target)?;
         } else {
-            return Err(unsafe_entry(
-                &name,
-                "is a device, fifo or other special file",
-            ));
+            return Err(unsafe_entry(&name, UnsafeEntry::Special));
         }
     }
     Ok(())
 }
 
 fn extract_zip(file: fs_err::File, out: &mut Extractor) -> Result<(), ExtractError> {
-    let damaged = |e: zip::result::ZipError| ExtractError::Damaged(e.to_string());
+    let damaged = |e: zip::result::ZipError| damaged_at(None, e);
     let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(damaged)?;
     if archive.len() as u64 > out.limits.max_entries {
-        return Err(ExtractError::TooBig(format!(
-            "the archive has {} entries, more than the limit of {}; raise it with `BERTH_ARCHIVE_MAX_ENTRIES`",
-            archive.len(),
-            out.limits.max_entries
-        )));
+        return Err(ExtractError::TooManyEntries {
+            count: archive.len() as u64,
+            limit: out.limits.max_entries,
+        });
     }
     for i in 0..archive.len() {
         let mut entry = archive.by_index(i).map_err(damaged)?;
@@ -194,17 +172,14 @@ fn extract_zip(file: fs_err::File, out: &mut Extractor) -> Result<(), ExtractErr
             (&mut entry)
                 .take(4096)
                 .read_to_string(&mut target)
-                .map_err(|e| ExtractError::Damaged(e.to_string()))?;
+                .map_err(|e| damaged_at(Some(&name), e))?;
             out.symlink(&name, &rel, Path::new(&target))?;
         } else {
             let mode = entry.unix_mode();
             if let Some(mode) = mode {
                 let kind = mode & 0o170000;
                 if kind != 0 && kind != 0o100000 {
-                    return Err(unsafe_entry(
-                        &name,
-                        "is a device, fifo or other special file",
-                    ));
+                    return Err(unsafe_entry(&name, UnsafeEntry::Special));
                 }
             }
             let executable = mode.is_some_and(|m| m & 0o100 != 0);
@@ -222,17 +197,27 @@ fn is_root(name: &str) -> bool {
         .all(|c| matches!(c, Component::CurDir))
 }
 
-fn unsafe_entry(entry: &str, why: &str) -> ExtractError {
+fn unsafe_entry(entry: &str, why: UnsafeEntry) -> ExtractError {
     ExtractError::Unsafe {
         entry: entry.to_owned(),
-        why: why.to_owned(),
+        why,
+    }
+}
+
+fn damaged_at(
+    entry: Option<&str>,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> ExtractError {
+    ExtractError::Damaged {
+        entry: entry.map(str::to_owned),
+        source: Box::new(source),
     }
 }
 
 /// The entry's path as plain relative components; absolute paths and `..` are refused.
 fn safe_relative(name: &str) -> Result<PathBuf, ExtractError> {
     if name.contains('\0') || name.contains('\\') {
-        return Err(unsafe_entry(name, "has a NUL or backslash in its path"));
+        return Err(unsafe_entry(name, UnsafeEntry::NulOrBackslash));
     }
     let mut out = PathBuf::new();
     for part in Path::new(name).components() {
@@ -240,13 +225,13 @@ fn safe_relative(name: &str) -> Result<PathBuf, ExtractError> {
             Component::Normal(p) => out.push(p),
             Component::CurDir => {}
             Component::RootDir | Component::Prefix(_) => {
-                return Err(unsafe_entry(name, "has an absolute path"));
+                return Err(unsafe_entry(name, UnsafeEntry::Absolute));
             }
-            Component::ParentDir => return Err(unsafe_entry(name, "has `..` in its path")),
+            Component::ParentDir => return Err(unsafe_entry(name, UnsafeEntry::DotDot)),
         }
     }
     if out.as_os_str().is_empty() {
-        return Err(unsafe_entry(name, "has an empty path"));
+        return Err(unsafe_entry(name, UnsafeEntry::Empty));
     }
     Ok(out)
 }
@@ -263,10 +248,10 @@ impl Extractor {
     fn count(&mut self, name: &str) -> Result<(), ExtractError> {
         self.entries += 1;
         if self.entries > self.limits.max_entries {
-            return Err(ExtractError::TooBig(format!(
-                "the archive has more than {} entries (at `{name}`); raise the limit with `BERTH_ARCHIVE_MAX_ENTRIES`",
-                self.limits.max_entries
-            )));
+            return Err(ExtractError::EntryLimit {
+                limit: self.limits.max_entries,
+                at: name.to_owned(),
+            });
         }
         Ok(())
     }
@@ -279,10 +264,10 @@ impl Extractor {
                 current.push(part);
                 match std::fs::symlink_metadata(&current) {
                     Ok(meta) if meta.file_type().is_symlink() => {
-                        return Err(unsafe_entry(name, "would be written through a symlink"));
+                        return Err(unsafe_entry(name, UnsafeEntry::ThroughSymlink));
                     }
                     Ok(meta) if meta.is_dir() => {}
-                    Ok(_) => return Err(unsafe_entry(name, "is inside a path that is a file")),
+                    Ok(_) => return Err(unsafe_entry(name, UnsafeEntry::InsideFile)),
                     Err(_) => fs_err::create_dir(&current)?,
                 }
             }
@@ -295,7 +280,7 @@ impl Extractor {
         let target = parent.join(rel.file_name().expect("a relative path has a last part"));
         if let Ok(meta) = std::fs::symlink_metadata(&target) {
             if meta.is_dir() && !meta.file_type().is_symlink() {
-                return Err(unsafe_entry(name, "would replace a folder"));
+                return Err(unsafe_entry(name, UnsafeEntry::ReplacesFolder));
             }
             fs_err::remove_file(&target)?;
         }
@@ -307,10 +292,7 @@ impl Extractor {
         let path = parent.join(rel.file_name().expect("a relative path has a last part"));
         match std::fs::symlink_metadata(&path) {
             Ok(meta) if meta.is_dir() && !meta.file_type().is_symlink() => Ok(()),
-            Ok(_) => Err(unsafe_entry(
-                name,
-                "is a folder where a file or link already is",
-            )),
+            Ok(_) => Err(unsafe_entry(name, UnsafeEntry::FolderOverFile)),
             Err(_) => Ok(fs_err::create_dir(&path)?),
         }
     }
@@ -323,11 +305,10 @@ impl Extractor {
         declared: u64,
         content: &mut dyn Read,
     ) -> Result<(), ExtractError> {
-        let too_big = |limit: u64| {
-            ExtractError::TooBig(format!(
-                "the archive unpacks to more than {} (at `{name}`); raise the limit with `BERTH_ARCHIVE_MAX_BYTES`",
-                berth_store::format_size(limit)
-            ))
+        let too_big = |limit: u64| ExtractError::SizeLimit {
+            limit,
+            at: name.to_owned(),
+            link_to: None,
         };
         if self.bytes.saturating_add(declared) > self.limits.max_bytes {
             return Err(too_big(self.limits.max_bytes));
@@ -337,7 +318,7 @@ impl Extractor {
         // The declared size may lie: count what is really written, one byte past the limit.
         let allowance = self.limits.max_bytes - self.bytes;
         let written = std::io::copy(&mut content.take(allowance + 1), &mut file)
-            .map_err(|e| ExtractError::Damaged(format!("`{name}`: {e}")))?;
+            .map_err(|e| damaged_at(Some(name), e))?;
         if written > allowance {
             return Err(too_big(self.limits.max_bytes));
         }
@@ -352,7 +333,7 @@ impl Extractor {
         if target.is_absolute() {
             return Err(unsafe_entry(
                 name,
-                &format!("is a symlink to the absolute path `{}`", target.display()),
+                UnsafeEntry::AbsoluteSymlink(target.to_owned()),
             ));
         }
         // Resolve the target lexically from the link's folder: it must stay inside.
@@ -366,10 +347,7 @@ impl Extractor {
             if depth < 0 {
                 return Err(unsafe_entry(
                     name,
-                    &format!(
-                        "is a symlink to `{}`, which leaves the archive",
-                        target.display()
-                    ),
+                    UnsafeEntry::SymlinkLeaves(target.to_owned()),
                 ));
             }
         }
@@ -382,10 +360,7 @@ impl Extractor {
         if !self.files.iter().any(|f| f == target) {
             return Err(unsafe_entry(
                 name,
-                &format!(
-                    "is a hard link to `{}`, which is not a file unpacked before it",
-                    target.display()
-                ),
+                UnsafeEntry::HardLinkNotBefore(target.to_owned()),
             ));
         }
         let source = self.root.join(target);
@@ -393,11 +368,11 @@ impl Extractor {
         // small archive of many links to one large file would unpack far past the limit.
         let size = fs_err::metadata(&source)?.len();
         if self.bytes.saturating_add(size) > self.limits.max_bytes {
-            return Err(ExtractError::TooBig(format!(
-                "the archive unpacks to more than {} (at `{name}`, a hard link to `{}`); raise the limit with `BERTH_ARCHIVE_MAX_BYTES`",
-                berth_store::format_size(self.limits.max_bytes),
-                target.display()
-            )));
+            return Err(ExtractError::SizeLimit {
+                limit: self.limits.max_bytes,
+                at: name.to_owned(),
+                link_to: Some(target.to_owned()),
+            });
         }
         let path = self.target(name, rel)?;
         fs_err::copy(&source, &path)?;

@@ -5,7 +5,7 @@
 mod remote;
 mod tree;
 
-pub(crate) use remote::{Remote, error_chain, fetch_error};
+pub(crate) use remote::{CacheError, Remote, fetch_error};
 
 use std::path::{Path, PathBuf};
 
@@ -57,9 +57,9 @@ impl GitDb {
         })?;
         if !path.join("HEAD").is_file() {
             let staging = store.stage()?;
-            let repo = open_or_init(staging.path()).map_err(|message| ResolveError::Cache {
+            let repo = open_or_init(staging.path()).map_err(|source| ResolveError::Cache {
                 path: staging.path().to_owned(),
-                message,
+                source,
             })?;
             return Ok(Self {
                 repo,
@@ -80,9 +80,9 @@ impl GitDb {
                     path.display()
                 );
                 berth_store::remove_tree(&path)?;
-                open_or_init(&path).map_err(|message| ResolveError::Cache {
+                open_or_init(&path).map_err(|source| ResolveError::Cache {
                     path: path.clone(),
-                    message,
+                    source,
                 })?
             }
         };
@@ -105,9 +105,9 @@ impl GitDb {
     /// A throw-away database in `dir`, a folder no one else uses (for `verify`, which must
     /// not trust the cache).
     pub(crate) fn temporary(dir: &Path) -> Result<Self, ResolveError> {
-        let repo = open_or_init(dir).map_err(|message| ResolveError::Cache {
+        let repo = open_or_init(dir).map_err(|source| ResolveError::Cache {
             path: dir.to_owned(),
-            message,
+            source,
         })?;
         Ok(Self {
             repo,
@@ -183,7 +183,7 @@ impl GitDb {
                 )
                 .map_err(|e| ResolveError::Cache {
                     path: self.path.clone(),
-                    message: error_chain(&e),
+                    source: Box::new(CacheError(e)),
                 })?;
             return Ok(commit);
         }
@@ -425,15 +425,15 @@ fn pick(
     }
 }
 
-fn open_or_init(path: &Path) -> Result<gix::Repository, String> {
+fn open_or_init(path: &Path) -> Result<gix::Repository, Box<dyn std::error::Error + Send + Sync>> {
     let mut repo = if path.join("HEAD").is_file() {
-        gix::open(path).map_err(|e| error_chain(&e))?
+        gix::open(path).map_err(CacheError)?
     } else {
         if path.exists() {
-            berth_store::remove_tree(path).map_err(|e| e.to_string())?;
+            berth_store::remove_tree(path)?;
         }
-        fs_err::create_dir_all(path).map_err(|e| e.to_string())?;
-        gix::init_bare(path).map_err(|e| error_chain(&e))?
+        fs_err::create_dir_all(path)?;
+        gix::init_bare(path).map_err(CacheError)?
     };
     repo.object_cache_size_if_unset(4 * 1024 * 1024);
     Ok(repo)

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use gix::remote::Direction;
 
-use crate::error::ResolveError;
+use crate::error::{ResolveError, Upstream};
+use crate::url::Refusal;
 
 /// One remote as the resolver uses it: the URL to connect to (credentials expanded) and the
 /// URL to show (credentials removed).
@@ -32,16 +33,22 @@ impl Remote {
         if !matches!(url.scheme(), "http" | "https") {
             return Ok(());
         }
-        let refused = |why: String| ResolveError::Refused {
+        let refused = |why: Refusal| ResolveError::Refused {
             url: self.url.shown.clone(),
-            why: self.url.scrub(&why),
+            why,
         };
-        let client = policy.client().map_err(&refused)?;
+        let client = policy.client().map_err(|cause| ResolveError::Fetch {
+            url: self.url.shown.clone(),
+            cause,
+        })?;
         let probe = url::Url::parse(&format!(
             "{}/info/refs?service=git-upload-pack",
             url.as_str().trim_end_matches('/')
         ))
-        .map_err(|e| refused(e.to_string()))?;
+        .map_err(|source| ResolveError::InvalidUrl {
+            url: self.url.shown.clone(),
+            source,
+        })?;
         let response = match client.get(probe.as_str()).send() {
             Ok(response) => response,
             Err(e) => {
@@ -53,11 +60,11 @@ impl Remote {
             }
         };
         if *response.url() != probe {
-            return Err(refused(format!(
-                "the server redirects to `{}`; this server fetches git only from the URL it was given, so give that URL instead",
-                crate::url::scrub(response.url().as_str(), &self.url.secrets)
+            return Err(refused(Refusal::GitRedirect {
+                to: crate::url::scrub(response.url().as_str(), &self.url.secrets)
                     .trim_end_matches("/info/refs?service=git-upload-pack")
-            )));
+                    .to_owned(),
+            }));
         }
         Ok(())
     }
@@ -128,11 +135,27 @@ impl Remote {
 
 pub(crate) fn fetch_error(remote: &Remote, e: &gix::Error) -> ResolveError {
     let url = remote.url.shown.clone();
-    let message = remote.url.scrub(&error_chain(e));
+    let cause = Upstream::new(&error_chain(e), &remote.url);
     if e.iter_errors().any(crate::error::is_timeout) {
-        ResolveError::Timeout { url, message }
+        ResolveError::Timeout { url, cause }
     } else {
-        ResolveError::Fetch { url, message }
+        ResolveError::Fetch { url, cause }
+    }
+}
+
+/// A gix error about the local cache (no credentials in it), shown with its causes.
+#[derive(Debug)]
+pub(crate) struct CacheError(pub gix::Error);
+
+impl std::fmt::Display for CacheError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&error_chain(&self.0))
+    }
+}
+
+impl std::error::Error for CacheError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
     }
 }
 

@@ -27,7 +27,7 @@ impl GitDb {
     ) -> Result<(ObjectId, String), ResolveError> {
         let cache_error = |e: gix::Error| ResolveError::Cache {
             path: self.path.clone(),
-            message: error_chain(&e),
+            source: Box::new(CacheError(e)),
         };
         let commit_obj = self.repo.find_commit(commit).map_err(cache_error)?;
         let tree = commit_obj.tree().map_err(cache_error)?;
@@ -40,10 +40,10 @@ impl GitDb {
         };
         match tree_path::resolve_dir(&view, subdir)? {
             Ok(found) => Ok((found.dir, found.real_path)),
-            Err(no) => Err(ResolveError::RepoPath {
+            Err(problem) => Err(ResolveError::RepoPath {
                 repo_path: subdir.to_owned(),
                 rev: commit.to_string(),
-                why: no.describe(subdir, "repository"),
+                problem: Box::new(problem),
             }),
         }
     }
@@ -61,7 +61,7 @@ impl GitDb {
     ) -> Result<Option<Vec<u8>>, ResolveError> {
         let cache_error = |e: gix::Error| ResolveError::Cache {
             path: self.path.clone(),
-            message: error_chain(&e),
+            source: Box::new(CacheError(e)),
         };
         let tree = self.repo.find_tree(tree).map_err(cache_error)?;
         let Some(entry) = tree.lookup_entry_by_path(rel).map_err(cache_error)? else {
@@ -168,13 +168,13 @@ impl GitDb {
     ) -> Result<Vec<String>, ResolveError> {
         let cache_error = |e: gix::Error| ResolveError::Cache {
             path: self.path.clone(),
-            message: error_chain(&e),
+            source: Box::new(CacheError(e)),
         };
         let mut skipped = Vec::new();
         let tree_obj = self.repo.find_tree(tree).map_err(cache_error)?;
         let decoded = tree_obj.decode().map_err(|e| ResolveError::Cache {
             path: self.path.clone(),
-            message: e.to_string(),
+            source: Box::new(e),
         })?;
         let mut entries: Vec<(BString, EntryKind, ObjectId)> = decoded
             .entries
@@ -257,7 +257,7 @@ impl tree_path::Tree for GitTree<'_> {
     fn child(&self, dir: &ObjectId, name: &[u8]) -> Result<Node<ObjectId>, ResolveError> {
         let cache_error = |e: gix::Error| ResolveError::Cache {
             path: self.db.path.clone(),
-            message: error_chain(&e),
+            source: Box::new(CacheError(e)),
         };
         let tree = self.db.repo.find_tree(*dir).map_err(cache_error)?;
         let Some(entry) = tree.find_entry(name) else {

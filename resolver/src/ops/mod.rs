@@ -150,7 +150,10 @@ impl Ctx<'_> {
     ) -> Result<Source, ResolveError> {
         match request {
             Some(r) => Ok(r.parsed_source().clone()),
-            None => Source::parse(&locked.source).map_err(|e| ResolveError::Unsupported(e.message)),
+            None => Source::parse(&locked.source).map_err(|source| ResolveError::LockedSource {
+                name: locked.name.clone(),
+                source,
+            }),
         }
     }
 

@@ -116,8 +116,11 @@ impl Ctx<'_> {
         cache: &str,
         range: &str,
     ) -> Result<String, ResolveError> {
-        let req = semver::VersionReq::parse(range)
-            .map_err(|e| ResolveError::Unsupported(format!("`version = \"{range}\"`: {e}")))?;
+        let req =
+            semver::VersionReq::parse(range).map_err(|source| ResolveError::VersionRange {
+                range: range.to_owned(),
+                source,
+            })?;
         let cached = self.memo.tags(cache, self.started);
         let tags = match (cached, self.settings.network) {
             (Some(tags), _) => tags,

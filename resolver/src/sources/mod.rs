@@ -54,9 +54,8 @@ pub(crate) fn of(kind: SourceKind) -> &'static dyn PluginSource {
 /// The error for a locked entry handed to the source of another kind (a caller's bug: the
 /// kind is chosen from the pin itself).
 fn other_kind(locked: &LockedPlugin) -> ResolveError {
-    ResolveError::Unsupported(format!(
-        "plugin `{}` is locked as a {} source",
-        locked.name,
-        locked.pin.kind()
-    ))
+    ResolveError::WrongKind {
+        name: locked.name.clone(),
+        kind: locked.pin.kind(),
+    }
 }

@@ -3,19 +3,44 @@
 use std::path::PathBuf;
 
 use berth_lockfile_schema::Sha256Hash;
+use berth_lockfile_schema::plugin_manifest::ManifestError;
 use berth_store::{NarError, StoreError};
+
+mod causes;
+
+pub use causes::{ArchiveProblem, DownloadError, LocalPathProblem, Upstream};
+
+use crate::agent::AgentError;
+use crate::tree_path::NoFolder;
+use crate::url::Refusal;
 
 /// Why one plugin could not be resolved, fetched or verified. Messages name what failed
 /// and say what to do next; URLs in them have their credentials removed.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
-    /// Talking to a git remote failed.
-    #[error("could not fetch from `{url}`: {message}")]
+    /// Talking to a git remote or a package index failed.
+    #[error("could not fetch from `{url}`: {cause}")]
     Fetch {
         /// The remote, credentials removed.
         url: String,
-        /// What went wrong.
-        message: String,
+        /// What the git library or uv said.
+        #[source]
+        cause: Upstream,
+    },
+    /// A source URL that does not parse.
+    #[error("`{url}` is not a valid URL ({source})")]
+    InvalidUrl {
+        /// The URL, credentials removed.
+        url: String,
+        /// What the URL parser said.
+        #[source]
+        source: url::ParseError,
+    },
+    /// A password would go over plain http to another machine.
+    #[error("`{url}`: refusing to send credentials over plain http to another machine; use https")]
+    PlainHttpCredentials {
+        /// The URL, credentials removed.
+        url: String,
     },
     /// No branch or tag of that name.
     #[error("`{url}` has no branch or tag named `{git_ref}`")]
@@ -40,23 +65,23 @@ pub enum ResolveError {
         rev: String,
     },
     /// Reading the local git cache failed.
-    #[error("git cache at `{}`: {message}", path.display())]
+    #[error("git cache at `{}`: {source}", path.display())]
     Cache {
         /// The bare repository.
         path: PathBuf,
-        /// What went wrong.
-        message: String,
+        /// What the git library said (about local files: no credentials in it).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// `repo_path` is not a folder at that commit.
-    #[error("`repo_path` `{repo_path}` {why} at commit `{rev}`")]
+    #[error("`repo_path` `{repo_path}` {} at commit `{rev}`", problem.describe(repo_path, "repository"))]
     RepoPath {
         /// The normalised repo_path.
         repo_path: String,
         /// The commit.
         rev: String,
-        /// "does not exist", "goes through `a/b`, a symlink to `..`, which leaves the
-        /// repository", ...
-        why: String,
+        /// What is there instead of a folder.
+        problem: Box<NoFolder>,
     },
     /// The git tree holds something that cannot be written safely.
     #[error("commit `{rev}` has an unsafe path `{path}`; refusing to export it")]
@@ -73,12 +98,19 @@ pub enum ResolveError {
         what: String,
     },
     /// A local source folder does not exist or is not a folder.
-    #[error("local plugin folder `{}` {why}", path.display())]
+    #[error(
+        "local plugin folder `{}` {}{problem}",
+        path.display(),
+        link.as_ref().map(|t| format!("is a symlink to `{}`, which ", t.display())).unwrap_or_default()
+    )]
     LocalPath {
         /// The resolved path.
         path: PathBuf,
-        /// "does not exist", ...
-        why: String,
+        /// Where the path leads when it is a symlink.
+        link: Option<PathBuf>,
+        /// What is wrong.
+        #[source]
+        problem: LocalPathProblem,
     },
     /// A local source changed since it was locked.
     #[error(
@@ -112,13 +144,18 @@ pub enum ResolveError {
         /// From the plugin.
         actual: String,
     },
-    /// The plugin's manifest (`plugin.json`) is unreadable.
-    #[error("{file}: {message}")]
-    PluginManifest {
-        /// The file, relative to the plugin folder.
+    /// The plugin's manifest (`plugin.json`) is unusable.
+    #[error("{}: {}", .0.file, .0.message)]
+    PluginManifest(#[from] ManifestError),
+    /// The plugin's name (from its manifest or folder) cannot name a plugin.
+    #[error(
+        "{file}: `{name}` is not a valid plugin name (it must not be empty or hold `/`, `\\` or `:`)"
+    )]
+    InvalidPluginName {
+        /// Where the name comes from: the manifest, or "the folder name".
         file: String,
-        /// What is wrong.
-        message: String,
+        /// The name.
+        name: String,
     },
     /// The source policy refused a URL on the way (a redirect, say).
     #[error("`{url}`: {why}")]
@@ -126,15 +163,17 @@ pub enum ResolveError {
         /// The source, redacted.
         url: String,
         /// What the policy said.
-        why: String,
+        #[source]
+        why: Refusal,
     },
     /// The remote or download did not answer in time.
-    #[error("`{url}` timed out: {message}")]
+    #[error("`{url}` timed out: {cause}")]
     Timeout {
         /// The remote or URL, credentials removed.
         url: String,
         /// What timed out.
-        message: String,
+        #[source]
+        cause: Upstream,
     },
     /// The caller cancelled the work (a deadline passed) before it was done.
     #[error("cancelled: the work was stopped before it finished (a deadline passed)")]
@@ -146,20 +185,22 @@ pub enum ResolveError {
         name: String,
     },
     /// Downloading an archive failed.
-    #[error("could not download `{url}`: {message}")]
+    #[error("could not download `{url}`: {cause}")]
     Download {
         /// The URL, credentials removed.
         url: String,
         /// What went wrong.
-        message: String,
+        #[source]
+        cause: DownloadError,
     },
     /// An archive was refused or could not be unpacked.
-    #[error("archive `{url}`: {message}")]
+    #[error("archive `{url}`: {problem}")]
     Archive {
         /// The URL, credentials removed.
         url: String,
         /// What is wrong.
-        message: String,
+        #[source]
+        problem: ArchiveProblem,
     },
     /// The downloaded archive is not the one the lock or manifest names.
     #[error("archive hash mismatch for `{name}`: expected `{expected}`, got `{actual}`")]
@@ -187,12 +228,35 @@ pub enum ResolveError {
         /// The name given.
         name: String,
     },
-    /// A source kind this version cannot fetch yet.
-    #[error("{0}")]
-    Unsupported(String),
+    /// A lock entry's `source` that does not parse.
+    #[error("plugin `{name}`: its locked source {source}")]
+    LockedSource {
+        /// The plugin.
+        name: String,
+        /// What the parser said.
+        #[source]
+        source: berth_lockfile_schema::SourceError,
+    },
+    /// A `version` range that is not a semver requirement.
+    #[error("`version = \"{range}\"`: {source}")]
+    VersionRange {
+        /// The range as written.
+        range: String,
+        /// What the semver parser said.
+        #[source]
+        source: semver::Error,
+    },
+    /// A locked entry was handed to the source of another kind (a bug in berth).
+    #[error("plugin `{name}` is locked as a {kind} source")]
+    WrongKind {
+        /// The plugin.
+        name: String,
+        /// The kind its pin has.
+        kind: berth_lockfile_schema::SourceKind,
+    },
     /// The custom agent package could not be resolved, built or read.
-    #[error("{0}")]
-    Agent(String),
+    #[error(transparent)]
+    Agent(#[from] AgentError),
     /// uv or Python could not be found or run for the agent package.
     #[error(transparent)]
     Uv(#[from] berth_uv::UvError),
@@ -241,13 +305,19 @@ impl ResolveError {
     /// What kind of failure this is.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Self::MissingEnv { .. } | Self::Unsupported(_) => ErrorKind::InvalidInput,
+            Self::MissingEnv { .. }
+            | Self::InvalidUrl { .. }
+            | Self::PlainHttpCredentials { .. }
+            | Self::LockedSource { .. }
+            | Self::VersionRange { .. } => ErrorKind::InvalidInput,
             Self::Refused { .. } => ErrorKind::Refused,
             Self::Fetch { .. } | Self::Download { .. } | Self::Offline { .. } => {
                 ErrorKind::Upstream
             }
             Self::Timeout { .. } | Self::Cancelled => ErrorKind::Timeout,
-            Self::Io(_) | Self::Store(_) | Self::Cache { .. } => ErrorKind::Internal,
+            Self::Io(_) | Self::Store(_) | Self::Cache { .. } | Self::WrongKind { .. } => {
+                ErrorKind::Internal
+            }
             Self::RefNotFound { .. }
             | Self::EmptyRepository { .. }
             | Self::CommitNotFound { .. }
@@ -257,7 +327,8 @@ impl ResolveError {
             | Self::LocalChanged { .. }
             | Self::HashMismatch { .. }
             | Self::NameMismatch { .. }
-            | Self::PluginManifest { .. }
+            | Self::PluginManifest(_)
+            | Self::InvalidPluginName { .. }
             | Self::Archive { .. }
             | Self::ArchiveHashMismatch { .. }
             | Self::NoMatchingVersion { .. }
@@ -347,12 +418,12 @@ mod tests {
         // The kind comes from the variant, not from words in a message.
         let fetch = ResolveError::Fetch {
             url: "u".into(),
-            message: "timed out while timing out".into(),
+            cause: Upstream::from_text("timed out while timing out".into()),
         };
         assert_eq!(fetch.kind(), ErrorKind::Upstream);
         let timeout = ResolveError::Timeout {
             url: "u".into(),
-            message: "slow".into(),
+            cause: Upstream::from_text("slow".into()),
         };
         assert_eq!(timeout.kind(), ErrorKind::Timeout);
         assert_eq!(ResolveError::Cancelled.kind(), ErrorKind::Timeout);

@@ -1,0 +1,137 @@
+//! The causes a `ResolveError` carries: what an upstream said, why a download, an
+//! archive or a local folder failed.
+
+use std::path::PathBuf;
+
+use crate::extract::ExtractError;
+use crate::tree_path::NoFolder;
+use crate::url::SourceUrl;
+
+/// What a library that talks to an upstream (gix, reqwest, uv) said, with every credential
+/// removed. The library's own error is deliberately not kept as a source: its text and its
+/// causes can carry the URL's user, password or an expanded `${VAR}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    text: String,
+}
+
+impl Upstream {
+    /// `text` (a library's message) scrubbed of `url`'s credentials and secrets.
+    pub(crate) fn new(text: &str, url: &SourceUrl) -> Self {
+        Self {
+            text: url.scrub(text),
+        }
+    }
+
+    /// A message that carries no URL (a client that could not be built, say), with any
+    /// URL credentials in it removed all the same.
+    pub fn from_text(text: String) -> Self {
+        Self {
+            text: crate::url::scrub(&text, &[]),
+        }
+    }
+}
+
+impl std::fmt::Display for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for Upstream {}
+
+/// Why a local source folder cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalPathProblem {
+    /// Nothing is there.
+    #[error("does not exist")]
+    Missing,
+    /// A file or something else that is not a folder.
+    #[error("is not a folder")]
+    NotAFolder,
+    /// It could not be looked at.
+    #[error("{0}")]
+    Unreadable(#[source] std::io::Error),
+}
+
+/// Why an archive download failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DownloadError {
+    /// Neither http(s) nor `file://`.
+    #[error("not an http(s) URL")]
+    NotHttp,
+    /// A `file://` archive could not be read.
+    #[error("{0}")]
+    File(#[source] std::io::Error),
+    /// The HTTP client failed (connecting, TLS, a protocol error).
+    #[error("{0}")]
+    Client(#[source] Upstream),
+    /// 401 or 403.
+    #[error(
+        "the server answered {status}; give credentials as `${{VAR}}` in the URL or in `~/.netrc`"
+    )]
+    Unauthorized {
+        /// The HTTP status.
+        status: reqwest::StatusCode,
+    },
+    /// Any other status that is not a success.
+    #[error("the server answered {status}")]
+    Status {
+        /// The HTTP status.
+        status: reqwest::StatusCode,
+    },
+    /// The server announced more than the limit.
+    #[error(
+        "the archive is {}, more than the limit of {}; raise it with `BERTH_ARCHIVE_MAX_BYTES`",
+        berth_store::format_size(*.size),
+        berth_store::format_size(*.limit)
+    )]
+    TooLarge {
+        /// The announced length.
+        size: u64,
+        /// `BERTH_ARCHIVE_MAX_BYTES`.
+        limit: u64,
+    },
+    /// The body grew past the limit.
+    #[error(
+        "the archive is larger than the limit of {}; stopped downloading (raise it with `BERTH_ARCHIVE_MAX_BYTES`)",
+        berth_store::format_size(*.limit)
+    )]
+    GrewTooLarge {
+        /// `BERTH_ARCHIVE_MAX_BYTES`.
+        limit: u64,
+    },
+    /// Fewer bytes than announced.
+    #[error("the download is truncated: got {got} of {expected} bytes{}", .cause.as_ref().map(|e| format!(" ({e})")).unwrap_or_default())]
+    Truncated {
+        /// Bytes received.
+        got: u64,
+        /// Bytes announced.
+        expected: u64,
+        /// The read error that ended it, if one did.
+        #[source]
+        cause: Option<std::io::Error>,
+    },
+    /// Reading the body failed.
+    #[error("the download broke off: {0}")]
+    BrokeOff(#[source] std::io::Error),
+}
+
+/// Why an archive's content was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveProblem {
+    /// Unpacking refused it.
+    #[error(transparent)]
+    Extract(#[from] ExtractError),
+    /// `repo_path` is not a folder of the archive.
+    #[error("`repo_path` `{repo_path}` {}{}", problem.describe(repo_path, "archive"), if matches!(**problem, NoFolder::Link { .. }) { "" } else { " in the archive" })]
+    RepoPath {
+        /// The normalised repo_path.
+        repo_path: String,
+        /// What is there instead of a folder.
+        problem: Box<NoFolder>,
+    },
+    /// A symlink in the plugin folder leads out of it.
+    #[error("`{}` is a symlink that leaves the plugin folder; refusing the archive", .0.display())]
+    EscapingLink(PathBuf),
+}
