@@ -17,7 +17,7 @@ mod source;
 
 pub use agent::{
     AGENT_ENTRY_POINT_GROUP, AgentOrigin, AgentRequest, EntryPoint, LockedAgent, LockedAgentWire,
-    LockedWheel, LockedWheelWire, normalize_package_name,
+    LockedWheel, LockedWheelWire, WheelFile, normalize_package_name,
 };
 pub use diagnostic::{Diagnostic, line_column};
 pub use hash::{HashParseError, Sha256Hash, nix32};

@@ -3,7 +3,7 @@
 
 use berth_lockfile_schema::{
     AgentRequest, EntryPoint, Lock, LockedAgent, LockedPlugin, LockedWheel, Pin, Sha256Hash,
-    Source, normalize_package_name, parse_lock, parse_manifest, redact,
+    Source, WheelFile, normalize_package_name, parse_lock, parse_manifest, redact,
 };
 use proptest::prelude::*;
 
@@ -126,7 +126,11 @@ fn locked_agent() -> impl Strategy<Value = LockedAgent> {
         text(),
     )
         .prop_map(|(name, version, sha, url)| LockedWheel {
-            file: format!("{}-{version}-py3-none-any.whl", name.replace('-', "_")),
+            file: WheelFile::parse(&format!(
+                "{}-{version}-py3-none-any.whl",
+                name.replace('-', "_")
+            ))
+            .expect("a wheel file name"),
             name: normalize_package_name(&name),
             version,
             url: Some(url),
@@ -143,7 +147,11 @@ fn locked_agent() -> impl Strategy<Value = LockedAgent> {
             wheels.push(LockedWheel {
                 name: package.clone(),
                 version: "1.0".into(),
-                file: format!("{}-1.0-py3-none-any.whl", package.replace('-', "_")),
+                file: WheelFile::parse(&format!(
+                    "{}-1.0-py3-none-any.whl",
+                    package.replace('-', "_")
+                ))
+                .expect("a wheel file name"),
                 url: Some(format!("https://h/{package}.whl")),
                 sha256: "ab".repeat(32),
             });

@@ -131,7 +131,7 @@ impl Store {
             .wheels
             .iter()
             .filter(|w| self.wheel(&w.sha256, &w.file).is_none())
-            .map(|w| w.file.clone())
+            .map(|w| w.file.to_string())
             .collect()
     }
 

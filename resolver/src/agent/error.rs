@@ -17,6 +17,12 @@ pub enum AgentError {
         /// `3.12`, say.
         python: String,
     },
+    /// uv names a wheel whose file name is not one.
+    #[error("uv gave `{file}` as a wheel's file name, which is not a wheel file name")]
+    WheelName {
+        /// What uv gave.
+        file: String,
+    },
     /// uv's lock names a wheel without a URL.
     #[error("uv gave no URL for a wheel of `{package}`")]
     NoWheelUrl {

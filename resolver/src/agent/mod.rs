@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use berth_lockfile_schema::{
-    AgentOrigin, AgentRequest, EntryPoint, LockedAgent, LockedPlugin, LockedWheel,
+    AgentOrigin, AgentRequest, EntryPoint, LockedAgent, LockedPlugin, LockedWheel, WheelFile,
     normalize_package_name, redact,
 };
 use berth_uv::{Python, Uv};
@@ -170,11 +170,9 @@ impl Ctx<'_> {
                         .ok_or_else(|| AgentError::NoWheelHash {
                             url: redact(&url).text,
                         })?;
-                let file = w
-                    .name
-                    .unwrap_or_else(|| file_of_url(&url))
-                    .trim()
-                    .to_owned();
+                let file = w.name.unwrap_or_else(|| file_of_url(&url));
+                let file = WheelFile::parse(file.trim())
+                    .ok_or(AgentError::WheelName { file: file.clone() })?;
                 wheels.push(LockedWheel {
                     name: name.clone(),
                     version: pkg_version.clone(),
@@ -190,7 +188,7 @@ impl Ctx<'_> {
                 let own = LockedWheel {
                     name: package.clone(),
                     version: meta.version.clone(),
-                    file: file_of_path(&wheel),
+                    file: wheel_file_of_path(&wheel)?,
                     url: None,
                     sha256: berth_store::sha256_file(&wheel)?,
                 };

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use berth_lockfile_schema::{
     AGENT_ENTRY_POINT_GROUP, AgentOrigin, AgentRequest, EntryPoint, LockedAgent, LockedWheel,
-    PluginRequest,
+    PluginRequest, WheelFile,
 };
 use berth_store::Staging;
 use berth_uv::Uv;
@@ -120,9 +120,9 @@ impl Ctx<'_> {
                     let work = self.store.stage()?;
                     let built = self.build_wheel(&uv, &python, &index, &entry.path, work.path())?;
                     let sha256 = berth_store::sha256_file(&built)?;
-                    if sha256 != wheel.sha256 || file_of_path(&built) != wheel.file {
+                    if sha256 != wheel.sha256 || file_of_path(&built) != wheel.file.as_str() {
                         return Err(ResolveError::WheelMismatch {
-                            file: wheel.file.clone(),
+                            file: wheel.file.to_string(),
                             url: format!(
                                 "rebuilt from the locked source tree as `{}`; its build backend does not build reproducibly, so copy the store from the machine that locked it, or publish the wheel to an index",
                                 file_of_path(&built)
@@ -305,6 +305,12 @@ pub(crate) fn file_of_path(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+/// The file name of a wheel berth built, checked.
+pub(crate) fn wheel_file_of_path(path: &Path) -> Result<WheelFile, ResolveError> {
+    let file = file_of_path(path);
+    WheelFile::parse(&file).ok_or_else(|| AgentError::WheelName { file }.into())
 }
 
 pub(crate) fn make_writable(root: &Path) -> std::io::Result<()> {
