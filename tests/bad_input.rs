@@ -247,3 +247,76 @@ fn usage_errors_exit_2() {
     let run = ctx.run(&["plugins", "frobnicate"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
 }
+
+/// A lock cannot point a local entry at another folder (issue #17): `path` is the folder
+/// its `source` names, or the lock is invalid, whatever the hash says.
+#[test]
+fn a_lock_sending_a_local_entry_elsewhere_is_refused() {
+    let ctx = TestContext::new();
+    let plugin = ctx.work.join("plugins/p1/skills/s");
+    std::fs::create_dir_all(&plugin).expect("mkdir");
+    std::fs::write(
+        plugin.join("SKILL.md"),
+        "---\nname: s\ndescription: d\n---\nbody\n",
+    )
+    .expect("write");
+    // The folder the forged lock points at, with the hash `lock` gives it.
+    let secret = ctx.root.join("secret");
+    std::fs::create_dir_all(&secret).expect("mkdir");
+    std::fs::write(secret.join("id_ed25519"), "PRIVATE KEY\n").expect("write");
+    let other = ctx.root.join("other");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    std::fs::write(
+        other.join("plugins.toml"),
+        format!("[[plugin]]\nsource = \"{}\"\n", secret.display()),
+    )
+    .expect("write");
+    ctx.ok_in(&other, &["plugins", "lock"]);
+    let secret_lock = std::fs::read_to_string(other.join("plugins.lock")).expect("read");
+    let secret_hash = secret_lock
+        .lines()
+        .find_map(|l| l.strip_prefix("hash = "))
+        .expect("a hash")
+        .to_owned();
+
+    ctx.write_manifest("[[plugin]]\nsource = \"./plugins/p1\"\n");
+    ctx.ok(&["plugins", "lock"]);
+    let honest = ctx.lock_text();
+    let forged: String = honest
+        .lines()
+        .map(|l| {
+            if l.starts_with("path = ") {
+                format!("path = \"{}\"", secret.display())
+            } else if l.starts_with("hash = ") {
+                format!("hash = {secret_hash}")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    assert_ne!(forged, honest);
+    std::fs::write(ctx.lock_path(), &forged).expect("write");
+    for args in [
+        &["plugins", "sync", "--frozen"][..],
+        &["plugins", "show"],
+        &["plugins", "verify"],
+        &["run", "--", "true"],
+    ] {
+        let run = ctx.run(args);
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("`p1`") && run.stderr.contains("is not the folder its source"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert!(!run.stdout.contains("PRIVATE KEY"), "{}", run.stdout);
+    }
+    assert!(
+        ctx.store_entries().is_empty(),
+        "nothing was copied: {:?}",
+        ctx.store_entries()
+    );
+    assert_eq!(ctx.lock_text(), forged, "the lock is left as it is");
+}

@@ -137,9 +137,18 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
                     ("version", w.version.is_some()),
                     ("repo_path", w.repo_path.is_some()),
                 ])?;
-                Pin::Local {
-                    path: w.path.ok_or_else(|| missing("path"))?,
+                let path = w.path.ok_or_else(|| missing("path"))?;
+                // The folder is the one the source names, as `lock` writes it: a lock
+                // cannot send a local entry to another folder (`path = "/etc/ssh"`).
+                if let Source::Local { path: named } = &source
+                    && path != *named
+                {
+                    return Err(format!(
+                        "`path = \"{path}\"` is not the folder its source `{}` names",
+                        w.source
+                    ));
                 }
+                Pin::Local { path }
             }
         };
         if w.resolved_ref.is_some() != w.version.is_some() {
