@@ -41,7 +41,7 @@ mod tests {
             [[plugin]]\nname = \"g\"\nsource = \"https://example.com/g.git\"\n\
             url = \"https://example.com/g.git\"\nrev = \"0123456789abcdef0123456789abcdef01234567\"\n\
             hash = \"sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\"\n\n\
-            [[plugin]]\nname = \"l\"\nsource = \"./l\"\npath = \"l\"\n\
+            [[plugin]]\nname = \"l\"\nsource = \"./l\"\npath = \"./l\"\n\
             hash = \"sha256-AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\"\n";
         let lock = parse_lock("test.lock", text).expect("valid lock");
         let mut live = Live::default();

@@ -25,6 +25,30 @@ pub enum NarError {
     /// A file changed size while it was read.
     #[error("`{}` changed while it was being hashed; try again", .0.display())]
     Changed(PathBuf),
+    /// An entry named like git's own folder (see [`is_git_name`]).
+    #[error("`{}` {GIT_NAME_REFUSED}", .0.display())]
+    GitName(PathBuf),
+}
+
+/// Why an entry named like `.git` is refused, after its path.
+pub const GIT_NAME_REFUSED: &str = "is named like git's own folder `.git`, which berth never puts in the store (a git command run in the plugin would obey its config); remove it from the plugin";
+
+/// Whether `name` is one a git checkout would take for its own `.git` folder, in any of
+/// the spellings git itself refuses in a tree (`verify_path` in git's `read-cache.c`):
+/// any case (`.GIT`), NTFS's trailing dots and spaces (`.git.`, `.git `) and alternate
+/// data streams (`.git::$INDEX_ALLOCATION`), the 8.3 short name `git~1`, and HFS+'s
+/// ignored code points inside the name (`.g\u{200c}it`). A plugin never needs such an
+/// entry: a `.git/config` in the store would run its `core.fsmonitor` command on the next
+/// `git status` there.
+pub fn is_git_name(name: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(name);
+    // HFS+ ignores these when it compares names.
+    let ignorable = |c: char| matches!(c, '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{206a}'..='\u{206f}' | '\u{feff}');
+    let folded: String = text.chars().filter(|c| !ignorable(*c)).collect();
+    // NTFS: a stream suffix, then trailing dots and spaces, do not change the name.
+    let base = folded.split(':').next().unwrap_or_default();
+    let base = base.trim_end_matches(['.', ' ']).to_ascii_lowercase();
+    base == ".git" || base == "git~1"
 }
 
 /// Which top-level entries of a folder to leave out of its NAR.
@@ -209,6 +233,9 @@ fn dump_node<W: Write>(
             if exclude.skips(depth, name.as_bytes()) {
                 continue;
             }
+            if is_git_name(name.as_bytes()) {
+                return Err(NarError::GitName(path.join(&name)));
+            }
             nar.entry(name.as_bytes())?;
             dump_node(&path.join(&name), nar, exclude, depth + 1)?;
             nar.end_entry()?;
@@ -297,14 +324,65 @@ mod tests {
         fs_err::write(dir.path().join("a"), "x").expect("write");
         let before = hash_path(dir.path()).expect("hash");
         fs_err::create_dir_all(dir.path().join(".git/objects")).expect("mkdir");
-        fs_err::create_dir_all(dir.path().join("sub/.git")).expect("mkdir");
         let excluded =
             hash_path_excluding(dir.path(), Exclude::top_level(&[".git"])).expect("hash");
-        let nested_only = {
-            fs_err::remove_dir_all(dir.path().join(".git")).expect("rm");
-            hash_path(dir.path()).expect("hash")
-        };
-        assert_eq!(excluded, nested_only, "only the top-level .git is left out");
-        assert_ne!(excluded, before, "a nested .git counts");
+        assert_eq!(excluded, before, "the top-level .git is left out");
+        // A nested one is refused, excluded or not (`git_name_tests`).
+        fs_err::create_dir_all(dir.path().join("sub/.git")).expect("mkdir");
+        assert!(matches!(
+            hash_path_excluding(dir.path(), Exclude::top_level(&[".git"])),
+            Err(NarError::GitName(_))
+        ));
+    }
+}
+
+#[cfg(test)]
+mod git_name_tests {
+    use super::*;
+
+    #[test]
+    fn every_spelling_git_refuses_is_a_git_name() {
+        for name in [
+            ".git",
+            ".GIT",
+            ".Git",
+            ".git.",
+            ".git ",
+            ".git. . ",
+            "git~1",
+            "GIT~1",
+            ".git::$INDEX_ALLOCATION",
+            ".g\u{200c}it",
+            "\u{feff}.git",
+        ] {
+            assert!(is_git_name(name.as_bytes()), "{name:?}");
+        }
+        for name in [
+            ".github",
+            ".gitignore",
+            "git",
+            ".git2",
+            "x.git",
+            ".gitmodules",
+            "git~2",
+        ] {
+            assert!(!is_git_name(name.as_bytes()), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn a_git_folder_at_any_depth_is_refused_but_an_excluded_top_level_one_is_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("p");
+        fs_err::create_dir_all(root.join("skills/s/.GIT")).expect("mkdir");
+        fs_err::write(root.join("skills/s/.GIT/config"), "[core]\n").expect("write");
+        match hash_path(&root) {
+            Err(NarError::GitName(path)) => assert!(path.ends_with("skills/s/.GIT"), "{path:?}"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        fs_err::remove_dir_all(root.join("skills")).expect("rm");
+        fs_err::create_dir_all(root.join(".git")).expect("mkdir");
+        assert!(hash_path(&root).is_err());
+        assert!(hash_path_excluding(&root, Exclude::top_level(&[".git"])).is_ok());
     }
 }

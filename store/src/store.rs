@@ -426,7 +426,7 @@ mod tests {
         let store = Store::new(dir.path().join("store"));
         let wrong = Sha256Hash::from_bytes([7; 32]);
         let err = store
-            .add_dir(&src, "demo", Some(&wrong), Exclude::NOTHING)
+            .add_dir(&src, "demo", Some(&wrong), Exclude::top_level(&[".git"]))
             .expect_err("mismatch");
         assert!(matches!(err, StoreError::HashMismatch { .. }), "{err}");
         assert!(err.to_string().contains(&wrong.to_sri()));

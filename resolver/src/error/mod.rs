@@ -91,6 +91,14 @@ pub enum ResolveError {
         /// The offending path.
         path: String,
     },
+    /// The git tree holds an entry named like `.git` (any spelling git refuses).
+    #[error("commit `{rev}`: `{path}` {}", berth_store::nar::GIT_NAME_REFUSED)]
+    GitName {
+        /// The entry's path in the tree.
+        path: String,
+        /// The commit.
+        rev: String,
+    },
     /// The network is needed but `--offline` was given.
     #[error("{what} is not available offline; run without `--offline` to fetch it")]
     Offline {
@@ -323,6 +331,7 @@ impl ResolveError {
             | Self::CommitNotFound { .. }
             | Self::RepoPath { .. }
             | Self::UnsafeTree { .. }
+            | Self::GitName { .. }
             | Self::LocalPath { .. }
             | Self::LocalChanged { .. }
             | Self::HashMismatch { .. }

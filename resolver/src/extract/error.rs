@@ -76,6 +76,9 @@ pub enum UnsafeEntry {
     /// A hard link to something not unpacked before it as a file.
     #[error("is a hard link to `{}`, which is not a file unpacked before it", .0.display())]
     HardLinkNotBefore(PathBuf),
+    /// A path with a component named like `.git` (any spelling git refuses).
+    #[error("{}", berth_store::nar::GIT_NAME_REFUSED)]
+    GitName,
     /// A device, fifo or socket.
     #[error("is a device, fifo or other special file")]
     Special,

@@ -222,6 +222,9 @@ fn safe_relative(name: &str) -> Result<PathBuf, ExtractError> {
     let mut out = PathBuf::new();
     for part in Path::new(name).components() {
         match part {
+            Component::Normal(p) if berth_store::nar::is_git_name(p.as_encoded_bytes()) => {
+                return Err(unsafe_entry(name, UnsafeEntry::GitName));
+            }
             Component::Normal(p) => out.push(p),
             Component::CurDir => {}
             Component::RootDir | Component::Prefix(_) => {

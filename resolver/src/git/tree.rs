@@ -197,6 +197,13 @@ impl GitDb {
                     path: String::from_utf8_lossy(&full).into_owned(),
                 });
             }
+            // `git clone` refuses such a tree; berth refuses it before anything is written.
+            if berth_store::nar::is_git_name(&name) {
+                return Err(ResolveError::GitName {
+                    path: String::from_utf8_lossy(&full).into_owned(),
+                    rev: rev.to_string(),
+                });
+            }
             visit(Event::Entry(&name))?;
             if kind == EntryKind::Commit {
                 // A submodule becomes an empty folder, as `git archive` and a checkout
