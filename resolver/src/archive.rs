@@ -11,8 +11,9 @@ use berth_store::{Sha256Sink, Staging, Store};
 
 use crate::error::{ArchiveProblem, DownloadError, ResolveError, Upstream};
 use crate::extract::{ArchiveFormat, ArchiveLimits, extract, find_escaping_link};
+use crate::policy::{FetchPolicy, Refusal, refusal_in};
 use crate::tree_path::{DiskTree, resolve_dir};
-use crate::url::{self, FetchPolicy, Refusal, SourceUrl};
+use crate::url::SourceUrl;
 use crate::{Reporter, auth};
 
 use berth_store::ARCHIVES_DIR;
@@ -114,15 +115,13 @@ pub(crate) fn download(
         {
             request = request.basic_auth(login, Some(password));
         }
-        let response = request
-            .send()
-            .map_err(|e| match url::redirect_refusal(&e) {
-                Some(why) => refused(why),
-                None => fail(DownloadError::Client(Upstream::new(
-                    &e.without_url().to_string(),
-                    &source.url,
-                ))),
-            })?;
+        let response = request.send().map_err(|e| match refusal_in(&e) {
+            Some(why) => refused(why),
+            None => fail(DownloadError::Client(Upstream::new(
+                &e.without_url().to_string(),
+                &source.url,
+            ))),
+        })?;
         let status = response.status();
         if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
             return Err(fail(DownloadError::Unauthorized { status }));

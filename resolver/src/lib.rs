@@ -16,6 +16,7 @@ mod live;
 mod local;
 mod meta;
 mod ops;
+mod policy;
 mod semver_tags;
 mod skipped;
 mod sources;
@@ -39,8 +40,9 @@ pub use ops::{
     LocalCheck, LocalRelock, LockOptions, LockOutcome, SharedResolutions, SyncOutcome, Upgrade,
     VerifyOutcome, VerifyStatus, lock_plugins, sync_plugins, verify_agent, verify_plugins,
 };
+pub use policy::{FetchPolicy, Refusal, is_internal};
 pub use tree_path::{LinkTrouble, NoFolder};
-pub use url::{FetchPolicy, Refusal, SourceUrl};
+pub use url::SourceUrl;
 pub use workflow::{
     InMemoryLock, LockAndSyncError, LockMode, Lockfile, Relock, Synced, lock_and_sync,
 };

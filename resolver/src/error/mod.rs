@@ -11,8 +11,8 @@ mod causes;
 pub use causes::{ArchiveProblem, DownloadError, LocalPathProblem, Upstream};
 
 use crate::agent::AgentError;
+use crate::policy::Refusal;
 use crate::tree_path::NoFolder;
-use crate::url::Refusal;
 
 /// Why one plugin could not be resolved, fetched or verified. Messages name what failed
 /// and say what to do next; URLs in them have their credentials removed.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use gix::remote::Direction;
 
 use crate::error::{ResolveError, Upstream};
-use crate::url::Refusal;
+use crate::policy::{Refusal, refusal_in};
 
 /// One remote as the resolver uses it: the URL to connect to (credentials expanded) and the
 /// URL to show (credentials removed).
@@ -14,7 +14,7 @@ pub(crate) struct Remote {
     /// The URL: fetched, shown and scrubbed through one value.
     pub url: crate::url::SourceUrl,
     /// The server's source policy, if any: redirects must stay within it.
-    pub policy: Option<std::sync::Arc<crate::url::FetchPolicy>>,
+    pub policy: Option<std::sync::Arc<crate::policy::FetchPolicy>>,
     /// For `~/.netrc`.
     pub home: Option<PathBuf>,
     /// Stops a fetch that is receiving a pack (gix's interrupt flag).
@@ -52,7 +52,7 @@ impl Remote {
         let response = match client.get(probe.as_str()).send() {
             Ok(response) => response,
             Err(e) => {
-                return match crate::url::redirect_refusal(&e) {
+                return match refusal_in(&e) {
                     Some(why) => Err(refused(why)),
                     // Not a policy matter: git reports the failure in its own words.
                     None => Ok(()),
@@ -67,6 +67,35 @@ impl Remote {
             }));
         }
         Ok(())
+    }
+
+    /// Under a source policy, git over http(s) follows no redirect (the preflight checked
+    /// the URL it fetches) and connects only through the policy's resolver, so a name that
+    /// resolves to an internal address between the preflight and the fetch is refused too.
+    fn policy_transport_options(&self, remote: &gix::Remote<'_>) -> Option<Box<dyn std::any::Any>> {
+        use gix::protocol::transport::client::blocking_io::http;
+        let policy = self.policy.as_ref()?;
+        let url = self
+            .url
+            .parsed()
+            .filter(|u| matches!(u.scheme(), "http" | "https"))?;
+        let mut options = remote
+            .repo()
+            .transport_options(url.as_str(), None)
+            .ok()
+            .flatten()
+            .and_then(|o| o.downcast::<http::Options>().ok())
+            .map_or_else(http::Options::default, |o| *o);
+        options.follow_redirects = http::options::FollowRedirects::None;
+        let resolver = policy.resolver();
+        let backend = http::reqwest::Options {
+            configure_client: Some(Box::new(move |builder| {
+                Ok(builder.dns_resolver(resolver.clone()))
+            })),
+            configure_request: None,
+        };
+        options.backend = Some(std::sync::Arc::new(std::sync::Mutex::new(backend)));
+        Some(Box::new(options))
     }
 
     /// `error`, unless the fetch failed because it was cancelled.
@@ -94,9 +123,12 @@ impl Remote {
         ResolveError,
     > {
         self.check_redirects()?;
-        let connection = remote
+        let mut connection = remote
             .connect(Direction::Fetch)
             .map_err(|e| fetch_error(self, &e))?;
+        if let Some(options) = self.policy_transport_options(remote) {
+            connection = connection.with_transport_options(options);
+        }
         let mut fallback = connection.configured_credentials_for_current_url();
         let home = self.home.clone();
         let own = self.url.credentials();
@@ -135,6 +167,9 @@ impl Remote {
 
 pub(crate) fn fetch_error(remote: &Remote, e: &gix::Error) -> ResolveError {
     let url = remote.url.shown.clone();
+    if let Some(why) = e.iter_errors().find_map(refusal_in) {
+        return ResolveError::Refused { url, why };
+    }
     let cause = Upstream::new(&error_chain(e), &remote.url);
     if e.iter_errors().any(crate::error::is_timeout) {
         ResolveError::Timeout { url, cause }
