@@ -435,3 +435,336 @@ fn a_backslash_cannot_smuggle_a_host_past_the_policy() {
     assert!(list_dir(&data.join("conversations")).is_empty());
     server.stop();
 }
+
+/// A `berth serve` whose log (stderr) the test reads.
+struct LoggedServer {
+    child: std::process::Child,
+    base: String,
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl LoggedServer {
+    fn start(
+        ctx: &TestContext,
+        data: &Path,
+        args: &[&str],
+        env: &[(&str, String)],
+    ) -> LoggedServer {
+        use std::io::BufRead;
+        let mut cmd = ctx.berth();
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+            .arg(data)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("start berth serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (base_tx, base_rx) = std::sync::mpsc::channel();
+        let writer = log.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(addr) = line.split("Listening on ").nth(1) {
+                    let _ = base_tx.send(addr.trim().to_owned());
+                }
+                let mut log = writer.lock().expect("log");
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let base = base_rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("berth serve did not start: {}", log.lock().expect("log")));
+        LoggedServer { child, base, log }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().expect("log").clone()
+    }
+
+    /// Waits until the log holds `needle` (requests are logged as they finish).
+    fn wait_for_log(&self, needle: &str) -> String {
+        for _ in 0..200 {
+            let log = self.log();
+            if log.contains(needle) {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("`{needle}` never reached the log:\n{}", self.log());
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<String>,
+    ) -> (u16, Value) {
+        let mut request = Server::client().request(
+            method.parse().expect("method"),
+            format!("{}{path}", self.base),
+        );
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body);
+        }
+        let response = request.send().expect("request");
+        let status = response.status().as_u16();
+        let text = response.text().expect("body");
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}")),
+        )
+    }
+}
+
+impl Drop for LoggedServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_key_in_a_query_string_never_reaches_the_log() {
+    let ctx = TestContext::new();
+    let data = ctx.root.join("data");
+    let server = LoggedServer::start(&ctx, &data, &[], &[("BERTH_API_KEY", "k3y".into())]);
+    // A client that puts its key (or any secret) in the query string.
+    for path in [
+        "/api/conversations?api_key=SECRET-0451",
+        "/api/conversations/00000000-0000-0000-0000-000000000000/plugin_set?token=SECRET-0451&x=1",
+        "/health?api_key=SECRET-0451",
+    ] {
+        let (status, _) = server.request("GET", path, &[("x-session-api-key", "k3y")], None);
+        assert!(status == 200 || status == 404, "{path}: {status}");
+    }
+    let log = server.wait_for_log("/health");
+    assert!(
+        log.contains("/api/conversations/00000000-0000-0000-0000-000000000000/plugin_set"),
+        "the path is logged:\n{log}"
+    );
+    assert!(log.contains("/api/conversations"), "{log}");
+    assert!(
+        !log.contains("SECRET"),
+        "the query string was logged:\n{log}"
+    );
+    assert!(!log.contains("api_key"), "{log}");
+}
+
+#[test]
+fn without_a_key_requests_for_other_hosts_are_421() {
+    let ctx = TestContext::new();
+    let help = ctx.ok(&["serve", "--help"]);
+    assert!(
+        help.stdout.contains("--allowed-host-header")
+            && help.stdout.contains("BERTH_ALLOWED_HOST_HEADERS"),
+        "{}",
+        help.stdout
+    );
+    let data = ctx.root.join("data");
+    let server = LoggedServer::start(
+        &ctx,
+        &data,
+        &["--allowed-host-header", "berth.internal"],
+        &[],
+    );
+    let port = server.base.rsplit(':').next().expect("port").to_owned();
+    // DNS rebinding: a page at `rebind.example` pointed that name at 127.0.0.1; its
+    // browser sends the name it used.
+    let rebind = format!("rebind.example:{port}");
+    for path in ["/api/conversations", "/health"] {
+        let (status, body) = server.request("GET", path, &[("host", &rebind)], None);
+        assert_eq!(status, 421, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "misdirected_request", "{body}");
+    }
+    let (status, body) = server.request(
+        "POST",
+        "/api/conversations",
+        &[("host", &rebind)],
+        Some(json!({"plugins": [{"source": "github:acme/tools"}]}).to_string()),
+    );
+    assert_eq!(status, 421, "{body}");
+    assert!(list_dir(&data.join("conversations")).is_empty());
+    // The bound address (what the client sends by default), loopback names and the
+    // allowed name are answered.
+    for host in [
+        None,
+        Some(format!("localhost:{port}")),
+        Some(format!("[::1]:{port}")),
+        Some(format!("berth.internal:{port}")),
+    ] {
+        let headers: Vec<(&str, &str)> = host.iter().map(|h| ("host", h.as_str())).collect();
+        let (status, body) = server.request("GET", "/api/conversations", &headers, None);
+        assert_eq!(status, 200, "{host:?}: {body}");
+    }
+    drop(server);
+    // The same names from the environment; and with an API key, `Host` is not checked.
+    let from_env = LoggedServer::start(
+        &ctx,
+        &data,
+        &[],
+        &[(
+            "BERTH_ALLOWED_HOST_HEADERS",
+            "one.internal,two.internal".into(),
+        )],
+    );
+    for (host, expected) in [("two.internal", 200), ("three.internal", 421)] {
+        let (status, body) = from_env.request("GET", "/health", &[("host", host)], None);
+        assert_eq!(status, expected, "{host}: {body}");
+    }
+    drop(from_env);
+    let keyed = LoggedServer::start(&ctx, &data, &[], &[("BERTH_API_KEY", "k3y".into())]);
+    let (status, body) = keyed.request(
+        "GET",
+        "/api/conversations",
+        &[("host", &rebind), ("x-session-api-key", "k3y")],
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+}
+
+/// Mounts a tmpfs of `size` at `dir` (as `tests/faults.rs` does); `None` (after
+/// [`common::require_or_skip`], which fails in CI) when this machine cannot, which needs
+/// root.
+fn tmpfs(dir: &Path, size: &str) -> Option<Mount> {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(dir)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        common::require_or_skip("mounting a tmpfs", "run the tests as root");
+    }
+    mounted.then(|| Mount(dir.to_owned()))
+}
+
+struct Mount(std::path::PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Fills the file system of `dir` with `dir/filler` until it is full.
+fn fill(dir: &Path) -> std::path::PathBuf {
+    use std::io::Write;
+    let path = dir.join("filler");
+    let mut file = std::fs::File::create(&path).expect("create filler");
+    let chunk = vec![0xa5u8; 64 * 1024];
+    loop {
+        if let Err(e) = file.write_all(&chunk).and_then(|()| file.sync_all()) {
+            assert_eq!(e.kind(), std::io::ErrorKind::StorageFull, "{e}");
+            return path;
+        }
+    }
+}
+
+#[test]
+fn a_full_disk_is_507_leaves_no_staging_and_the_next_start_succeeds() {
+    let ctx = TestContext::new();
+    let Some(_data_disk) = tmpfs(&ctx.root.join("data-disk"), "512k") else {
+        return;
+    };
+    let Some(_store_disk) = tmpfs(&ctx.root.join("store-disk"), "2m") else {
+        return;
+    };
+    let data = ctx.root.join("data-disk/data");
+    let store = ctx.root.join("store-disk/store");
+    for name in ["one", "two"] {
+        copy_tree(
+            &fixtures().join("plugins/house-rules"),
+            &ctx.work.join(name),
+        );
+        // Enough bytes that the plugin needs room in the store.
+        std::fs::write(ctx.work.join(name).join("data.bin"), vec![7u8; 200 * 1024]).expect("write");
+    }
+    let source = |name: &str| {
+        json!({"plugins": [{"source": ctx.work.join(name).display().to_string()}]}).to_string()
+    };
+    let server = LoggedServer::start(
+        &ctx,
+        &data,
+        &["--allow-local-sources"],
+        &[("BERTH_STORE", store.display().to_string())],
+    );
+    // What a failed write may leave: a conversation's `.tmp-<id>`, a store staging folder.
+    let staging = |dir: &Path| -> Vec<String> {
+        list_dir(dir)
+            .into_iter()
+            .filter(|f| !f.ends_with(".lock"))
+            .collect()
+    };
+
+    // The data folder's disk is full: the conversation cannot be written.
+    let data_filler = fill(&ctx.root.join("data-disk"));
+    let (status, body) = server.request("POST", "/api/conversations", &[], Some(source("one")));
+    assert_eq!(status, 507, "{body}");
+    assert_eq!(body["error"]["code"], "insufficient_storage", "{body}");
+    assert_eq!(
+        staging(&data.join("conversations")),
+        Vec::<String>::new(),
+        "staging removed at once"
+    );
+    std::fs::remove_file(data_filler).expect("free the data disk");
+
+    // The store's disk is full: the plugin cannot be stored.
+    let store_filler = fill(&ctx.root.join("store-disk"));
+    let (status, body) = server.request("POST", "/api/conversations", &[], Some(source("two")));
+    assert_eq!(status, 507, "{body}");
+    assert_eq!(body["error"]["code"], "insufficient_storage", "{body}");
+    assert_eq!(
+        staging(&store.join("tmp")),
+        Vec::<String>::new(),
+        "store staging removed"
+    );
+    assert!(list_dir(&data.join("conversations")).is_empty());
+    std::fs::remove_file(store_filler).expect("free the store disk");
+
+    // With space back, the same requests succeed, without a restart.
+    let mut ids = Vec::new();
+    for name in ["one", "two"] {
+        let (status, body) = server.request("POST", "/api/conversations", &[], Some(source(name)));
+        assert_eq!(status, 201, "{name}: {body}");
+        ids.push(body["id"].as_str().expect("id").to_owned());
+    }
+    drop(server);
+    // And the server starts again with both conversations.
+    let again = LoggedServer::start(
+        &ctx,
+        &data,
+        &["--allow-local-sources"],
+        &[("BERTH_STORE", store.display().to_string())],
+    );
+    let (status, body) = again.request("GET", "/api/conversations", &[], None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["conversations"].as_array().expect("list").len(),
+        2,
+        "{body}"
+    );
+    for id in ids {
+        let (status, body) = again.request(
+            "GET",
+            &format!("/api/conversations/{id}/plugin_set"),
+            &[],
+            None,
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+}

@@ -173,6 +173,21 @@ pub struct ServeArgs {
     )]
     pub api_key: Option<String>,
 
+    /// Without an API key, also answer requests whose `Host` header is NAME (repeatable;
+    /// `name` for any port, `name:port` for one)
+    ///
+    /// Without an API key the server answers only requests whose `Host` names it: its
+    /// listening address, `localhost`, `127.0.0.1` or `[::1]`, any port. Anything else is
+    /// 421, so a web page cannot reach the server through a name it points at this machine
+    /// (DNS rebinding). With an API key the header is not checked.
+    #[arg(
+        long = "allowed-host-header",
+        value_name = "NAME",
+        env = "BERTH_ALLOWED_HOST_HEADERS",
+        value_delimiter = ','
+    )]
+    pub allowed_host_headers: Vec<String>,
+
     /// A host https sources may come from (repeatable; replaces the default list)
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_hosts: Vec<String>,

@@ -2,8 +2,9 @@
 //! server's error shape.
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -180,6 +181,27 @@ where
                 }
                 _ => AppError::bad_request(rejection.body_text()),
             }),
+        }
+    }
+}
+
+/// The `{id}` of a conversation's route. An id that cannot be read (not UTF-8 once
+/// percent-decoded) is the same 404, in the same error shape, as any other id that names
+/// no conversation; axum's own rejection would be plain text.
+#[derive(Debug)]
+pub struct ConversationPath(pub String);
+
+impl<S> FromRequestParts<S> for ConversationPath
+where
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(id)) => Ok(Self(id)),
+            Err(rejection) if rejection.status().is_client_error() => Err(AppError::not_found()),
+            Err(rejection) => Err(AppError::internal(rejection.body_text())),
         }
     }
 }

@@ -139,14 +139,23 @@ impl Conversations {
 
     /// Saves a new conversation atomically: written in a staging folder, `meta.json` last,
     /// then renamed to its id.
+    /// On failure (a full disk, say) the staging folder is removed at once, so nothing is
+    /// left for the next start to clean.
     pub fn create(&self, meta: &Meta, lock: Arc<LockedText>) -> std::io::Result<()> {
-        let lock_text = lock.text.as_str();
         let tmp = self.root.join(format!(".tmp-{}", meta.id));
-        fs_err::create_dir_all(&tmp)?;
-        write_synced(&tmp.join(LOCK_FILE), lock_text.as_bytes())?;
-        let meta_text = serde_json::to_vec_pretty(meta).map_err(std::io::Error::other)?;
-        write_synced(&tmp.join("meta.json"), &meta_text)?;
-        fs_err::rename(&tmp, self.root.join(meta.id.to_string()))?;
+        let written = Self::write_staged(&tmp, meta, &lock.text)
+            .and_then(|()| fs_err::rename(&tmp, self.root.join(meta.id.to_string())));
+        if let Err(e) = written {
+            if let Err(cleanup) = std::fs::remove_dir_all(&tmp)
+                && cleanup.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(
+                    "could not remove the staging folder `{}`: {cleanup}",
+                    tmp.display()
+                );
+            }
+            return Err(e);
+        }
         self.index
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -158,6 +167,14 @@ impl Conversations {
                 },
             );
         Ok(())
+    }
+
+    /// Writes a conversation's files into `tmp`, `meta.json` last.
+    fn write_staged(tmp: &Path, meta: &Meta, lock_text: &str) -> std::io::Result<()> {
+        fs_err::create_dir_all(tmp)?;
+        write_synced(&tmp.join(LOCK_FILE), lock_text.as_bytes())?;
+        let meta_text = serde_json::to_vec_pretty(meta).map_err(std::io::Error::other)?;
+        write_synced(&tmp.join("meta.json"), &meta_text)
     }
 
     /// A conversation's lock, from memory.

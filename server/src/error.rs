@@ -53,6 +53,37 @@ impl AppError {
         Self::new(StatusCode::FORBIDDEN, "forbidden", message)
     }
 
+    /// A request whose `Host` does not name this server (see `host.rs`).
+    pub fn misdirected(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "misdirected_request",
+            message,
+        )
+    }
+
+    /// The data folder's or the store's disk is full: the operator must free space, and
+    /// the same request succeeds afterwards.
+    pub fn insufficient_storage(error: impl std::fmt::Display) -> Self {
+        // The operator needs the path; the client does not.
+        tracing::error!("the disk of the data folder or the store is full: {error}");
+        Self::new(
+            StatusCode::INSUFFICIENT_STORAGE,
+            "insufficient_storage",
+            "the server's disk is full; try again once its operator has freed space",
+        )
+    }
+
+    /// A failure of the server's own files (data folder, store): 507 when the disk is
+    /// full, else 500.
+    pub fn from_own_files(error: &(dyn std::error::Error + 'static)) -> Self {
+        if is_out_of_space(error) {
+            Self::insufficient_storage(error)
+        } else {
+            Self::internal(error)
+        }
+    }
+
     pub fn internal(error: impl std::fmt::Display) -> Self {
         // Internals go to the log, not to the client.
         tracing::error!("internal error: {error}");
@@ -65,8 +96,12 @@ impl AppError {
 
     /// A failure to lock or sync the conversation's plugins: upstream trouble is 502 (or 504
     /// for timeouts), anything about the plugins themselves 422.
+    /// A full disk is 507, whatever else failed.
     pub fn from_entries(errors: &[EntryError]) -> Self {
         let first = errors.first().expect("at least one error");
+        if let Some(full) = errors.iter().find(|e| is_out_of_space(*e)) {
+            return Self::insufficient_storage(full);
+        }
         let message = errors
             .iter()
             .map(ToString::to_string)
@@ -96,13 +131,80 @@ impl AppError {
                     "plugin `{plugin}` is not in the store and the server may not fetch it now"
                 ),
             ),
-            RuntimeError::Io(e) => Self::internal(e),
+            RuntimeError::Io(e) => Self::from_own_files(e),
             other => Self::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_plugin",
                 other.to_string(),
             ),
         }
+    }
+}
+
+/// Whether `error` or any of its causes says the disk is full (`ENOSPC`, or a quota).
+///
+/// `#[error(transparent)]` variants hand `source()` on to what they wrap, so the I/O
+/// error inside `ResolveError::Io`, `StoreError::Io` and their kin is looked at directly.
+pub(crate) fn is_out_of_space(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if wrapped_io(e).is_some_and(io_out_of_space) {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
+fn io_out_of_space(io: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{QuotaExceeded, StorageFull};
+    matches!(io.kind(), StorageFull | QuotaExceeded)
+        || io.get_ref().is_some_and(|inner| is_out_of_space(inner))
+}
+
+/// The I/O error that `e` is, or wraps transparently.
+fn wrapped_io<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
+    use berth_resolver::ResolveError;
+    use berth_store::{NarError, StoreError};
+    fn of_nar(e: &NarError) -> Option<&std::io::Error> {
+        match e {
+            NarError::Io(io) => Some(io),
+            _ => None,
+        }
+    }
+    fn of_store(e: &StoreError) -> Option<&std::io::Error> {
+        match e {
+            StoreError::Io(io) => Some(io),
+            StoreError::Nar(nar) => of_nar(nar),
+            _ => None,
+        }
+    }
+    if let Some(io) = e.downcast_ref::<std::io::Error>() {
+        return Some(io);
+    }
+    let resolve = e
+        .downcast_ref::<ResolveError>()
+        .or_else(|| e.downcast_ref::<Box<ResolveError>>().map(AsRef::as_ref));
+    if let Some(resolve) = resolve {
+        return match resolve {
+            ResolveError::Io(io) => Some(io),
+            ResolveError::Store(store) => of_store(store),
+            ResolveError::Nar(nar) => of_nar(nar),
+            _ => None,
+        };
+    }
+    if let Some(EntryError { error, .. }) = e.downcast_ref::<EntryError>() {
+        return wrapped_io(error.as_ref());
+    }
+    if let Some(store) = e.downcast_ref::<StoreError>() {
+        return of_store(store);
+    }
+    if let Some(nar) = e.downcast_ref::<NarError>() {
+        return of_nar(nar);
+    }
+    match e.downcast_ref::<RuntimeError>() {
+        Some(RuntimeError::Io(io)) => Some(io),
+        _ => None,
     }
 }
 
@@ -157,6 +259,37 @@ mod tests {
         assert_eq!(
             status_of(ResolveError::UnknownPlugin { name: "x".into() }),
             422
+        );
+    }
+
+    #[test]
+    fn a_full_disk_anywhere_in_the_chain_is_507() {
+        use std::io::{Error, ErrorKind};
+        let full = || Error::from(ErrorKind::StorageFull);
+        assert_eq!(status_of(ResolveError::Io(full())), 507);
+        assert_eq!(
+            status_of(ResolveError::Io(Error::from(ErrorKind::QuotaExceeded))),
+            507
+        );
+        assert_eq!(
+            status_of(ResolveError::Io(Error::from_raw_os_error(28))),
+            507
+        );
+        assert_eq!(
+            status_of(ResolveError::Store(berth_store::StoreError::Io(full()))),
+            507
+        );
+        // Wrapped in another I/O error, as `io::Error::other` and fs-err do.
+        assert_eq!(status_of(ResolveError::Io(Error::other(full()))), 507);
+        assert_eq!(
+            status_of(ResolveError::Io(Error::from(ErrorKind::PermissionDenied))),
+            500
+        );
+        let runtime = RuntimeError::Io(full());
+        assert_eq!(AppError::from_runtime(&runtime).status.as_u16(), 507);
+        assert_eq!(
+            AppError::from_runtime(&runtime).code,
+            "insufficient_storage"
         );
     }
 }

@@ -1,7 +1,7 @@
 //! The route handlers. Anything that touches git, the network or many files runs on a
 //! blocking thread.
 
-use axum::extract::{Path, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -15,8 +15,8 @@ use uuid::Uuid;
 use crate::AppState;
 use crate::api::{
     AgentSourceBody, ApiJson, ConversationCreated, ConversationDetail, ConversationList,
-    ConversationSummary, CreateConversation, Health, LockedAgentBody, LockedPluginBody,
-    MAX_PLUGINS, PluginSourceBody,
+    ConversationPath, ConversationSummary, CreateConversation, Health, LockedAgentBody,
+    LockedPluginBody, MAX_PLUGINS, PluginSourceBody,
 };
 use std::sync::Arc;
 
@@ -107,6 +107,17 @@ pub async fn not_found() -> AppError {
     AppError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
 }
 
+/// A route that exists, called with another method. axum adds the `Allow` header.
+pub async fn method_not_allowed(method: axum::http::Method) -> AppError {
+    AppError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "this route does not answer {method}; the `Allow` header lists the methods it does"
+        ),
+    )
+}
+
 /// Liveness.
 #[utoipa::path(get, path = "/health", security(()), responses((status = 200, body = Health)))]
 pub async fn health(State(state): State<AppState>) -> axum::Json<Health> {
@@ -133,13 +144,14 @@ pub async fn openapi() -> Response {
     request_body = CreateConversation,
     responses(
         (status = 201, description = "created", body = ConversationCreated),
-        (status = 400, description = "bad source, `repo_path` leaving the repository, invalid lockfile", body = ErrorBody),
+        (status = 400, description = "bad source, `repo_path` leaving the repository, invalid lockfile, a field over 4 KiB or with control characters", body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 403, description = "source host not allowed or local sources disabled", body = ErrorBody),
         (status = 413, description = "body over 1 MiB", body = ErrorBody),
         (status = 422, description = "plugin invalid or hash mismatch", body = ErrorBody),
         (status = 502, description = "upstream fetch failed", body = ErrorBody),
         (status = 504, description = "upstream timed out", body = ErrorBody),
+        (status = 507, description = "the server's disk is full", body = ErrorBody),
     )
 )]
 pub async fn create(
@@ -238,6 +250,12 @@ impl Prepared {
                         plugins.len()
                     )));
                 }
+                // Sizes and characters first: nothing is parsed or fetched for a request
+                // that carries a huge or deceptive field.
+                crate::input::check_plugins(&plugins)?;
+                if let Some(agent) = &body.agent {
+                    crate::input::check_agent(agent)?;
+                }
                 let mut requests = Vec::with_capacity(plugins.len());
                 for (i, p) in plugins.iter().enumerate() {
                     let request = PluginRequest::new(
@@ -282,6 +300,7 @@ impl Prepared {
                         lock.plugins.len()
                     )));
                 }
+                crate::input::check_lock(&lock)?;
                 for plugin in &lock.plugins {
                     let source = berth_lockfile_schema::Source::parse(&plugin.source)
                         .map_err(|e| AppError::bad_request(e.message))?;
@@ -354,7 +373,7 @@ impl AppState {
             self.inner
                 .conversations
                 .create(&meta, locked.clone())
-                .map_err(AppError::internal)
+                .map_err(|e| AppError::from_own_files(&e))
         })?;
         tracing::info!(
             "conversation {} started with {} plugins",
@@ -481,7 +500,7 @@ pub async fn list(State(state): State<AppState>) -> axum::Json<ConversationList>
 )]
 pub async fn get_one(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ConversationPath(id): ConversationPath,
 ) -> Result<axum::Json<ConversationDetail>, AppError> {
     let stored = load(&state, &id).await?;
     Ok(axum::Json(ConversationDetail {
@@ -502,7 +521,7 @@ pub async fn get_one(
 )]
 pub async fn lockfile(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ConversationPath(id): ConversationPath,
 ) -> Result<Response, AppError> {
     let stored = load(&state, &id).await?;
     Ok((
@@ -526,7 +545,7 @@ pub async fn lockfile(
 )]
 pub async fn plugin_set(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ConversationPath(id): ConversationPath,
 ) -> Result<Response, AppError> {
     let id = conversation_id(&state, &id)?;
     let locked = state
@@ -556,7 +575,7 @@ pub async fn plugin_set(
 )]
 pub async fn delete(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ConversationPath(id): ConversationPath,
 ) -> Result<StatusCode, AppError> {
     let id = conversation_id(&state, &id)?;
     let removed = tokio::task::spawn_blocking(move || state.inner.conversations.delete(id))

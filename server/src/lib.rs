@@ -11,6 +11,8 @@ mod api;
 mod conversations;
 mod error;
 mod handlers;
+mod host;
+mod input;
 mod policy;
 mod roots;
 
@@ -21,14 +23,16 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::http::Request;
 use axum::routing::get;
 use berth_resolver::{Network, Settings, SharedResolutions};
 use berth_store::Store;
-use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub use api::{MAX_BODY_BYTES, MAX_PLUGINS};
 pub use error::{AppError, ErrorBody};
 pub use handlers::ApiDoc;
+pub use input::MAX_FIELD_BYTES;
 pub use policy::{DEFAULT_ALLOWED_HOSTS, Policy};
 pub use roots::{LiveRoots, ReadError, RootError, conversation_locks, live_roots};
 
@@ -43,6 +47,10 @@ pub struct Config {
     pub store: Store,
     /// When set, every route but `/health` needs it.
     pub api_key: Option<String>,
+    /// Without an API key, the `Host` names answered besides the bound address,
+    /// `localhost`, `127.0.0.1` and `[::1]` (`--allowed-host-header`): `name` for any
+    /// port, `name:port` for one.
+    pub allowed_host_headers: Vec<String>,
     /// Which sources may be fetched.
     pub policy: Policy,
     /// Never fetch: serve what the store has.
@@ -241,7 +249,7 @@ impl AppState {
         self.config()
             .store
             .shared_use(|| tracing::info!("waiting for a running `berth store gc`"))
-            .map_err(AppError::internal)
+            .map_err(|e| AppError::from_own_files(&e))
     }
 
     /// Makes every entry of `lock` present (fetching exactly the locked commits).
@@ -262,8 +270,15 @@ impl AppState {
     }
 }
 
-/// The router of SPEC section 7.
+/// The router of SPEC section 7, for a server whose listening address is not known (the
+/// handler tests): without an API key it answers `localhost`, `127.0.0.1`, `[::1]` and the
+/// `--allowed-host-header` names.
 pub fn app(state: AppState) -> Router {
+    router(state, None)
+}
+
+/// The router, answering `Host` values that name `bound` too.
+fn router(state: AppState, bound: Option<SocketAddr>) -> Router {
     let api = Router::new()
         .route(
             "/api/conversations",
@@ -283,22 +298,49 @@ pub fn app(state: AppState) -> Router {
             state.clone(),
             handlers::require_key,
         ));
-    Router::new()
+    let mut router = Router::new()
         .route("/health", get(handlers::health))
         .merge(api)
         .fallback(handlers::not_found)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .method_not_allowed_fallback(handlers::method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+    // With an API key the key protects every route; without one, only requests that name
+    // this server are answered (DNS rebinding).
+    if state.config().api_key.is_none() {
+        let rule = Arc::new(host::HostRule::new(
+            bound,
+            &state.config().allowed_host_headers,
+        ));
+        router = router.layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                host::check_host(rule.clone(), request, next)
+            },
+        ));
+    }
+    router
         .layer(
             TraceLayer::new_for_http()
-                .make_span_with(DefaultMakeSpan::new().level(tracing::Level::INFO))
+                .make_span_with(request_span)
                 .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
         )
         .with_state(state)
 }
 
+/// The span each request is logged in: method and path, never the query string, which
+/// may carry a key or token a client put there.
+fn request_span<B>(request: &Request<B>) -> tracing::Span {
+    tracing::info_span!(
+        "request",
+        method = %request.method(),
+        path = %request.uri().path(),
+        version = ?request.version(),
+    )
+}
+
 /// Serves on `addr` until SIGINT or SIGTERM, then finishes the requests in flight.
 pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-    axum::serve(listener, app(state))
+    let bound = listener.local_addr()?;
+    axum::serve(listener, router(state, Some(bound)))
         .with_graceful_shutdown(shutdown_signal())
         .await
 }

@@ -164,7 +164,7 @@ fn mark_live_envs(store: &Store, live: &mut Live) {
 mod tests {
     use super::*;
 
-    const LOCK: &str = "version = 1\n\n[[plugin]]\nname = \"p\"\nsource = \"./p\"\npath = \"p\"\nhash = \"sha256-AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\"\n";
+    const LOCK: &str = "version = 1\n\n[[plugin]]\nname = \"p\"\nsource = \"./p\"\npath = \"./p\"\nhash = \"sha256-AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\"\n";
 
     fn conversation(data: &Path, name: &str, lock: &str) {
         let dir = data.join(CONVERSATIONS_DIR).join(name);

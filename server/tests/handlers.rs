@@ -31,6 +31,20 @@ fn plugin(root: &Path, name: &str) -> PathBuf {
 }
 
 fn fixture_with(allow_local: bool, timeout: Duration) -> Fixture {
+    fixture_configured(allow_local, timeout, Some(KEY), &[])
+}
+
+/// A server with no API key, answering the `Host` names `allowed` besides its own.
+fn keyless_fixture(allowed: &[&str]) -> Fixture {
+    fixture_configured(true, Duration::from_secs(60), None, allowed)
+}
+
+fn fixture_configured(
+    allow_local: bool,
+    timeout: Duration,
+    api_key: Option<&str>,
+    allowed_host_headers: &[&str],
+) -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().canonicalize().expect("canonical");
     plugin(&root, "one");
@@ -38,7 +52,11 @@ fn fixture_with(allow_local: bool, timeout: Duration) -> Fixture {
     let config = Config {
         data_dir: root.join("data"),
         store: Store::new(root.join("store")),
-        api_key: Some(KEY.into()),
+        api_key: api_key.map(str::to_owned),
+        allowed_host_headers: allowed_host_headers
+            .iter()
+            .map(|h| (*h).to_owned())
+            .collect(),
         policy: Policy {
             allowed_hosts: DEFAULT_ALLOWED_HOSTS
                 .iter()
@@ -83,11 +101,20 @@ async fn call(f: &Fixture, method: &str, uri: &str, body: Option<Value>) -> (Sta
 }
 
 async fn send(f: &Fixture, request: Request<Body>) -> (StatusCode, Vec<u8>) {
+    let (status, _, bytes) = send_for_headers(f, request).await;
+    (status, bytes)
+}
+
+async fn send_for_headers(
+    f: &Fixture,
+    request: Request<Body>,
+) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
     let response = app(f.state.clone())
         .oneshot(request)
         .await
         .expect("response");
     let status = response.status();
+    let headers = response.headers().clone();
     let bytes = response
         .into_body()
         .collect()
@@ -95,7 +122,7 @@ async fn send(f: &Fixture, request: Request<Body>) -> (StatusCode, Vec<u8>) {
         .expect("body")
         .to_bytes()
         .to_vec();
-    (status, bytes)
+    (status, headers, bytes)
 }
 
 fn json_of(bytes: &[u8]) -> Value {
@@ -519,4 +546,252 @@ async fn upstream_failures_are_502_and_timeouts_504() {
     );
     assert_eq!(error_code(&body), "upstream_timeout");
     assert_eq!(conversations_on_disk(&f), 0);
+}
+
+#[tokio::test]
+async fn without_a_key_only_requests_naming_this_server_are_answered() {
+    // DNS rebinding: a page at `rebind.example` points that name at 127.0.0.1, and the
+    // browser then sends `Host: rebind.example` to this server.
+    let f = keyless_fixture(&["berth.internal", "proxy.example:8443"]);
+    let body = json!({"plugins": sources(&f, &["one"])}).to_string();
+    let post = |host: Option<&str>| {
+        let mut request =
+            Request::post("/api/conversations").header("content-type", "application/json");
+        if let Some(host) = host {
+            request = request.header("host", host);
+        }
+        request.body(Body::from(body.clone())).expect("request")
+    };
+    for host in [
+        Some("rebind.example"),
+        Some("rebind.example:8000"),
+        Some("localhost.rebind.example"),
+        Some("proxy.example:9999"),
+        None,
+    ] {
+        let (status, answer) = send(&f, post(host)).await;
+        assert_eq!(
+            status,
+            StatusCode::MISDIRECTED_REQUEST,
+            "{host:?}: {}",
+            String::from_utf8_lossy(&answer)
+        );
+        assert_eq!(error_code(&answer), "misdirected_request");
+    }
+    for uri in ["/api/conversations", "/health", "/openapi.json", "/nope"] {
+        let request = Request::get(uri)
+            .header("host", "rebind.example")
+            .body(Body::empty())
+            .expect("request");
+        let (status, answer) = send(&f, request).await;
+        assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{uri}");
+        assert_eq!(error_code(&answer), "misdirected_request");
+    }
+    assert_eq!(conversations_on_disk(&f), 0, "nothing written");
+    // The names that mean this machine, and the ones the operator allowed, are answered.
+    for host in [
+        "localhost",
+        "localhost:8000",
+        "127.0.0.1:8000",
+        "[::1]:8000",
+        "berth.internal",
+        "Berth.Internal:80",
+        "proxy.example:8443",
+    ] {
+        let (status, answer) = send(&f, post(Some(host))).await;
+        assert_eq!(
+            status,
+            StatusCode::CREATED,
+            "{host}: {}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    // With an API key, the key protects the server and `Host` is not checked.
+    let keyed = fixture();
+    let request = Request::get("/api/conversations")
+        .header("host", "rebind.example")
+        .header("x-session-api-key", KEY)
+        .body(Body::empty())
+        .expect("request");
+    assert_eq!(send(&keyed, request).await.0, StatusCode::OK);
+}
+
+/// A lockfile of one git plugin whose source and url are `url`, with `git_ref` written
+/// as it is (TOML escapes and all).
+fn git_lock(url: &str, git_ref: Option<&str>) -> String {
+    let git_ref = git_ref.map_or(String::new(), |r| format!("ref = \"{r}\"\n"));
+    format!(
+        "version = 1\n\n[[plugin]]\nname = \"p\"\nsource = \"{url}\"\n{git_ref}url = \"{url}\"\nrev = \"{}\"\nhash = \"sha256-pQpattmS9VmO3ZIQUFn66az8GSmB4IvYhTTCFn6SUmo=\"\n",
+        "0".repeat(40)
+    )
+}
+
+#[tokio::test]
+async fn sources_over_4_kib_are_400_before_any_work() {
+    let f = fixture();
+    let huge = format!("https://github.com/acme/{}.git", "a".repeat(900_000));
+    let huge_ref = "b".repeat(5000);
+    for (body, field) in [
+        (json!({"plugins": [{"source": huge}]}), "plugins[0].source"),
+        (
+            json!({"plugins": [{"source": "github:acme/tools"}, {"source": huge}]}),
+            "plugins[1].source",
+        ),
+        (
+            json!({"plugins": [{"source": "github:acme/tools", "ref": huge_ref}]}),
+            "plugins[0].ref",
+        ),
+        (
+            json!({"plugins": [], "agent": {"source": huge}}),
+            "agent.source",
+        ),
+        (
+            json!({"lockfile": git_lock(&format!("https://github.com/acme/{}.git", "a".repeat(400_000)), None)}),
+            "lockfile: plugin[0].source",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let (status, answer) = call(&f, "POST", "/api/conversations", Some(body)).await;
+        assert_eq!(
+            status,
+            StatusCode::BAD_REQUEST,
+            "{field}: {}",
+            String::from_utf8_lossy(&answer)
+        );
+        assert_eq!(error_code(&answer), "bad_request");
+        let message = json_of(&answer)["error"]["message"]
+            .as_str()
+            .expect("message")
+            .to_owned();
+        assert!(
+            message.contains(&format!("`{field}`")) && message.contains("4096"),
+            "{message}"
+        );
+        assert!(message.len() < 300, "the value is not repeated back");
+        assert!(started.elapsed() < Duration::from_secs(5), "{field}");
+    }
+    // Refused before any work: no git cache, no store entry, no conversation.
+    assert!(!f.root.join("store/git-v1").exists());
+    assert!(!f.root.join("store/store-v1").exists());
+    assert_eq!(conversations_on_disk(&f), 0);
+    // 4096 bytes is still a source (refused here by the host policy, not by its size).
+    let at_limit = format!("https://evil.example/{}", "a".repeat(4096 - 21));
+    assert_eq!(at_limit.len(), berth_server::MAX_FIELD_BYTES);
+    let (status, answer) = call(
+        &f,
+        "POST",
+        "/api/conversations",
+        Some(json!({"plugins": [{"source": at_limit}]})),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+}
+
+#[tokio::test]
+async fn control_and_bidi_characters_in_sources_are_400() {
+    let f = fixture();
+    let one = f.root.join("plugins/one").display().to_string();
+    for c in [
+        '\u{1b}', '\0', '\u{7f}', '\u{85}', '\u{9b}', '\u{202a}', '\u{202e}', '\u{2066}',
+        '\u{2069}', '\u{200e}', '\u{200f}', '\u{61c}',
+    ] {
+        let code = format!("U+{:04X}", u32::from(c));
+        // The terminal escape `ESC ]` (or a bidi override) would reach logs, messages
+        // and the lock.
+        for (body, field) in [
+            (
+                json!({"plugins": [{"source": format!("{one}{c}]0;pwned")}]}),
+                "plugins[0].source",
+            ),
+            (
+                json!({"plugins": [{"source": format!("github:acme/{c}tools")}]}),
+                "plugins[0].source",
+            ),
+            (
+                json!({"plugins": [{"source": "github:acme/tools", "ref": format!("main{c}")}]}),
+                "plugins[0].ref",
+            ),
+            (
+                json!({"plugins": [{"source": "github:acme/tools", "repo_path": format!("a{c}b")}]}),
+                "plugins[0].repo_path",
+            ),
+            (
+                json!({"lockfile": git_lock(
+                    "https://github.com/acme/tools.git",
+                    Some(&format!("main\\u{:04X}", u32::from(c)))
+                )}),
+                "lockfile: plugin[0].ref",
+            ),
+        ] {
+            let (status, answer) = call(&f, "POST", "/api/conversations", Some(body)).await;
+            assert_eq!(
+                status,
+                StatusCode::BAD_REQUEST,
+                "{code} in {field}: {}",
+                String::from_utf8_lossy(&answer)
+            );
+            let message = json_of(&answer)["error"]["message"]
+                .as_str()
+                .expect("message")
+                .to_owned();
+            assert!(
+                message.contains(&code) && message.contains(&format!("`{field}`")),
+                "{code}: {message}"
+            );
+            assert!(!message.contains(c), "the character is not repeated back");
+        }
+    }
+    assert_eq!(conversations_on_disk(&f), 0, "nothing written");
+    assert!(!f.root.join("store/store-v1").exists());
+}
+
+#[tokio::test]
+async fn wrong_methods_and_unreadable_ids_answer_in_the_error_shape() {
+    let f = fixture();
+    for (method, uri, allowed) in [
+        ("PUT", "/api/conversations", "GET,HEAD,POST"),
+        ("DELETE", "/health", "GET,HEAD"),
+        (
+            "PATCH",
+            "/api/conversations/00000000-0000-0000-0000-000000000000",
+            "GET,HEAD,DELETE",
+        ),
+        ("POST", "/openapi.json", "GET,HEAD"),
+    ] {
+        let request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("x-session-api-key", KEY)
+            .body(Body::empty())
+            .expect("request");
+        let (status, headers, answer) = send_for_headers(&f, request).await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {uri}");
+        assert_eq!(error_code(&answer), "method_not_allowed", "{method} {uri}");
+        let allow = headers
+            .get("allow")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .replace(' ', "");
+        let mut allow: Vec<&str> = allow.split(',').collect();
+        let mut expected: Vec<&str> = allowed.split(',').collect();
+        allow.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(allow, expected, "{method} {uri}");
+    }
+    // Ids that are not UTF-8 once percent-decoded: the same 404 as any unknown id.
+    for (method, uri) in [
+        ("GET", "/api/conversations/%FF"),
+        ("DELETE", "/api/conversations/%FF"),
+        ("GET", "/api/conversations/%C3%28/lockfile"),
+        ("GET", "/api/conversations/%80%80/plugin_set"),
+    ] {
+        let (status, answer) = call(&f, method, uri, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {uri}");
+        assert_eq!(error_code(&answer), "not_found", "{method} {uri}");
+    }
 }

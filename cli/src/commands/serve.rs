@@ -45,6 +45,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         data_dir: data_dir.clone(),
         store: Store::new(store_root),
         api_key: args.api_key.clone().filter(|k| !k.is_empty()),
+        allowed_host_headers: args.allowed_host_headers.clone(),
         policy: Policy {
             allowed_hosts,
             allow_local: args.allow_local_sources,
