@@ -13,6 +13,9 @@ pub struct FetchPolicy {
     pub allowed_hosts: Vec<String>,
     /// Also `http://` and `file://` on any host (trusted setups).
     pub allow_local: bool,
+    /// Names the operator pinned to addresses (`--resolve`), trusted as given: they are
+    /// the operator's own mapping, not an answer from DNS.
+    pub pinned: std::collections::HashMap<String, Vec<IpAddr>>,
     client: std::sync::OnceLock<Result<reqwest::blocking::Client, crate::error::Upstream>>,
 }
 
@@ -23,8 +26,15 @@ impl FetchPolicy {
         Self {
             allowed_hosts,
             allow_local,
+            pinned: std::collections::HashMap::new(),
             client: std::sync::OnceLock::new(),
         }
+    }
+
+    /// `self`, with `host` pinned to `addresses` (the operator's `--resolve`).
+    pub fn pin(mut self, host: &str, addresses: Vec<IpAddr>) -> Self {
+        self.pinned.insert(host.to_ascii_lowercase(), addresses);
+        self
     }
 
     /// Why `url` may not be fetched, if it may not: its scheme and host, and the address
@@ -241,6 +251,9 @@ impl PolicyResolver {
         &self,
         host: &str,
     ) -> Result<Vec<SocketAddr>, Box<dyn std::error::Error + Send + Sync>> {
+        if let Some(pinned) = self.policy.pinned.get(&host.to_ascii_lowercase()) {
+            return Ok(pinned.iter().map(|ip| SocketAddr::new(*ip, 0)).collect());
+        }
         let addrs: Vec<SocketAddr> = (host, 0).to_socket_addrs()?.collect();
         for addr in &addrs {
             self.policy.check_address(host, addr.ip())?;

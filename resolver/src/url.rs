@@ -227,9 +227,12 @@ pub(crate) fn cache_dir_name(url: &str) -> String {
     let key = redact(url).text;
     let digest = Sha256::digest(key.as_bytes());
     let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    // The readable part is bounded: the hash is what names the cache, and a file name
+    // (also of the cache's lock file) may not pass 255 bytes.
     let name: String = repo_name(url)
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .take(64)
         .collect();
     format!("{}-{hex}", if name.is_empty() { "repo" } else { &name })
 }
@@ -273,6 +276,12 @@ mod tests {
             cache_dir_name("https://h/p/r.git")
         );
         assert!(cache_dir_name("https://h/o/r.git").starts_with("r-"));
+        let long = format!("https://h/o/{}.git", "x".repeat(900_000));
+        assert!(cache_dir_name(&long).len() < 100);
+        assert_ne!(
+            cache_dir_name(&long),
+            cache_dir_name(&format!("https://h/o/{}y.git", "x".repeat(900_000)))
+        );
     }
 
     #[test]
