@@ -9,10 +9,13 @@ use crate::url::SourceUrl;
 
 /// What a library that talks to an upstream (gix, reqwest, uv) said, with every credential
 /// removed. The library's own error is deliberately not kept as a source: its text and its
-/// causes can carry the URL's user, password or an expanded `${VAR}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// causes can carry the URL's user, password or an expanded `${VAR}`. Only the kind of a
+/// local I/O error among its causes is kept (as a bare `io::Error`, its source), so a full
+/// disk while a pack is written is still a full disk to the caller.
+#[derive(Debug, Clone)]
 pub struct Upstream {
     text: String,
+    io: Option<std::sync::Arc<std::io::Error>>,
 }
 
 impl Upstream {
@@ -20,6 +23,23 @@ impl Upstream {
     pub(crate) fn new(text: &str, url: &SourceUrl) -> Self {
         Self {
             text: url.scrub(text),
+            io: None,
+        }
+    }
+
+    /// `text` with the kind of the first I/O error among `causes` kept.
+    pub(crate) fn with_causes<'a>(
+        text: &str,
+        url: &SourceUrl,
+        causes: impl IntoIterator<Item = &'a (dyn std::error::Error + 'static)>,
+    ) -> Self {
+        let io = causes
+            .into_iter()
+            .find_map(|e| e.downcast_ref::<std::io::Error>())
+            .map(|io| std::sync::Arc::new(std::io::Error::from(io.kind())));
+        Self {
+            io,
+            ..Self::new(text, url)
         }
     }
 
@@ -28,7 +48,13 @@ impl Upstream {
     pub fn from_text(text: String) -> Self {
         Self {
             text: crate::url::scrub(&text, &[]),
+            io: None,
         }
+    }
+
+    /// The kind of the local I/O error among the causes, if there was one.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        self.io.as_ref().map(|io| io.kind())
     }
 }
 
@@ -38,7 +64,13 @@ impl std::fmt::Display for Upstream {
     }
 }
 
-impl std::error::Error for Upstream {}
+impl std::error::Error for Upstream {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.io
+            .as_deref()
+            .map(|io| io as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// Why a local source folder cannot be used.
 #[derive(Debug, thiserror::Error)]

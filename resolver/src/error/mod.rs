@@ -410,10 +410,37 @@ fn nearest_hint(nearest: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::url::SourceUrl;
 
     #[derive(Debug, thiserror::Error)]
     #[error("fetching failed")]
     struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn a_full_disk_under_an_upstream_error_stays_visible_in_the_causes() {
+        let url = SourceUrl::new("https://u:secret@example.com/r.git").expect("url");
+        let disk = Outer(std::io::Error::from(std::io::ErrorKind::StorageFull));
+        let cause = Upstream::with_causes(
+            "writing https://u:secret@example.com/r.git pack failed",
+            &url,
+            [&disk as &(dyn std::error::Error + 'static), &disk.0],
+        );
+        assert_eq!(cause.io_kind(), Some(std::io::ErrorKind::StorageFull));
+        let error = ResolveError::Fetch {
+            url: url.shown.clone(),
+            cause,
+        };
+        assert!(!error.to_string().contains("secret"), "{error}");
+        let mut kinds = Vec::new();
+        let mut current: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+        while let Some(e) = current {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                kinds.push(io.kind());
+            }
+            current = e.source();
+        }
+        assert_eq!(kinds, [std::io::ErrorKind::StorageFull]);
+    }
 
     #[test]
     fn time_outs_are_found_in_the_causes_and_kinds_need_no_message() {

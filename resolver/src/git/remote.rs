@@ -170,7 +170,7 @@ pub(crate) fn fetch_error(remote: &Remote, e: &gix::Error) -> ResolveError {
     if let Some(why) = e.iter_errors().find_map(refusal_in) {
         return ResolveError::Refused { url, why };
     }
-    let cause = Upstream::new(&error_chain(e), &remote.url);
+    let cause = Upstream::with_causes(&error_chain(e), &remote.url, e.iter_errors());
     if e.iter_errors().any(crate::error::is_timeout) {
         ResolveError::Timeout { url, cause }
     } else {
