@@ -795,3 +795,63 @@ async fn wrong_methods_and_unreadable_ids_answer_in_the_error_shape() {
         assert_eq!(error_code(&answer), "not_found", "{method} {uri}");
     }
 }
+
+/// A sent lockfile cannot point a local entry at another folder (issue #17): with local
+/// sources on, `path` must be the folder the entry's `source` names; a forged one is 400
+/// and nothing is written.
+#[tokio::test]
+async fn a_lockfile_sending_a_local_entry_elsewhere_is_400() {
+    let f = fixture();
+    let (status, body) = call(
+        &f,
+        "POST",
+        "/api/conversations",
+        Some(json!({"plugins": sources(&f, &["one"])})),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::CREATED,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let honest = json_of(&body)["lockfile"]
+        .as_str()
+        .expect("lockfile")
+        .to_owned();
+    let secret = plugin(&f.root, "secret");
+    let forged: String = honest
+        .lines()
+        .map(|l| {
+            if l.starts_with("path = ") {
+                format!("path = \"{}\"\n", secret.display())
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    assert_ne!(forged, honest);
+    let before = conversations_on_disk(&f);
+    let (status, body) = call(
+        &f,
+        "POST",
+        "/api/conversations",
+        Some(json!({"lockfile": forged})),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let message = json_of(&body)["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.contains("is not the folder its source"),
+        "{message}"
+    );
+    assert_eq!(conversations_on_disk(&f), before);
+}
