@@ -99,6 +99,7 @@ pub enum Command {
     #[command(after_help = "Examples:\n  \
         berth serve --addr 0.0.0.0:8000 --api-key \"$KEY\"\n  \
         berth serve --allow-host git.example.com --data-dir /var/lib/berth\n  \
+        berth serve --allow-host git.corp.example --resolve git.corp.example=10.0.4.2\n  \
         berth serve --offline        # serve restored conversations, never fetch")]
     Serve(ServeArgs),
 }
@@ -192,9 +193,26 @@ pub struct ServeArgs {
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_hosts: Vec<String>,
 
-    /// Also admit local folders, file:// URLs and plain http:// URLs on any host
+    /// Also admit local folders, file:// URLs and plain http:// URLs on any host, and
+    /// internal addresses (loopback, private, link-local)
     #[arg(long)]
     pub allow_local_sources: bool,
+
+    /// Connect to ADDR for every fetch from HOST (repeatable; as curl's `--resolve`,
+    /// without the port)
+    ///
+    /// Archives, wheels and git over http(s) from HOST go to ADDR instead of where DNS
+    /// points, and ADDR is trusted as given: an internal address (loopback, private,
+    /// link-local), refused when DNS answers it, is used for a pinned name. A pin does not
+    /// allow a host: name it with `--allow-host` unless it is a default one. Pin a name to
+    /// several addresses by repeating it. uv's own queries to `--index-url` do not use pins.
+    #[arg(
+        long = "resolve",
+        value_name = "HOST=ADDR",
+        env = "BERTH_RESOLVE",
+        value_delimiter = ','
+    )]
+    pub resolve: Vec<berth_server::Pin>,
 
     /// Never fetch: serve conversations from the store as it is
     #[arg(long)]

@@ -147,7 +147,7 @@ pub enum Refusal {
         scheme: String,
     },
     /// A redirect to a URL the policy refuses.
-    #[error("redirect refused: {why}")]
+    #[error("redirect to `{to}` refused: {why}")]
     Redirect {
         /// Where it led, credentials removed.
         to: String,

@@ -33,7 +33,7 @@ pub use api::{MAX_BODY_BYTES, MAX_PLUGINS};
 pub use error::{AppError, ErrorBody};
 pub use handlers::ApiDoc;
 pub use input::MAX_FIELD_BYTES;
-pub use policy::{DEFAULT_ALLOWED_HOSTS, Policy};
+pub use policy::{DEFAULT_ALLOWED_HOSTS, Pin, PinError, Policy};
 pub use roots::{LiveRoots, ReadError, RootError, conversation_locks, live_roots};
 
 use conversations::Conversations;

@@ -1,6 +1,8 @@
 //! Which sources a server may fetch: https on allowed hosts by default; local folders,
 //! `file://` and plain `http://` only when the operator allows local sources.
 
+use std::net::IpAddr;
+
 use berth_lockfile_schema::Source;
 use berth_resolver::{FetchPolicy, SourceUrl};
 
@@ -18,6 +20,75 @@ pub struct Policy {
     pub allow_local: bool,
     /// Where `github:` sources point.
     pub github_url: String,
+    /// Host names the operator pinned to addresses (`--resolve`).
+    pub pins: Vec<Pin>,
+}
+
+/// A host name the operator pins to an address (`--resolve HOST=ADDR`, as curl's
+/// `--resolve` without the port): every fetch from that name connects to that address,
+/// which is trusted as given, since it is the operator's own mapping and not an answer
+/// from DNS. A pin does not allow the host; the allowed hosts still decide that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin {
+    /// The host name, lower-case.
+    pub host: String,
+    /// Where it connects.
+    pub address: IpAddr,
+}
+
+/// Why a `--resolve` value is not a pin.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PinError {
+    /// Not `HOST=ADDR`.
+    #[error("`{0}` is not `HOST=ADDR`; write it as `github.com=140.82.112.3`")]
+    Shape(String),
+    /// A host that is not a plain name (a port, a path, a character no name has).
+    #[error(
+        "`{0}` is not a host name; write the name alone, without scheme, port or path (a pin holds for every port)"
+    )]
+    Host(String),
+    /// A host that is an address: fetches from an address never ask DNS.
+    #[error("`{0}` is an address; `--resolve` pins a host name to an address")]
+    HostIsAddress(String),
+    /// An address that is not an IPv4 or IPv6 address.
+    #[error("`{0}` is not an IP address; write `HOST=1.2.3.4` or `HOST=::1`")]
+    Address(String),
+}
+
+impl std::str::FromStr for Pin {
+    type Err = PinError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (host, address) = text
+            .split_once('=')
+            .ok_or_else(|| PinError::Shape(text.to_owned()))?;
+        let (host, address) = (host.trim(), address.trim());
+        if host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_ok()
+        {
+            return Err(PinError::HostIsAddress(host.to_owned()));
+        }
+        if host.is_empty()
+            || !host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+        {
+            return Err(PinError::Host(host.to_owned()));
+        }
+        let address = address
+            .strip_prefix('[')
+            .and_then(|a| a.strip_suffix(']'))
+            .unwrap_or(address)
+            .parse()
+            .map_err(|_| PinError::Address(address.to_owned()))?;
+        Ok(Self {
+            host: host.to_ascii_lowercase(),
+            address,
+        })
+    }
 }
 
 impl Policy {
@@ -44,8 +115,19 @@ impl Policy {
     }
 
     /// The rules as the resolver applies them to every URL and redirect it fetches.
+    /// Every pin of one name applies together: its addresses, in the order given.
     pub fn fetch_policy(&self) -> FetchPolicy {
-        FetchPolicy::new(self.allowed_hosts.clone(), self.allow_local)
+        let mut pinned: Vec<(&str, Vec<IpAddr>)> = Vec::new();
+        for pin in &self.pins {
+            match pinned.iter_mut().find(|(host, _)| *host == pin.host) {
+                Some((_, addresses)) => addresses.push(pin.address),
+                None => pinned.push((&pin.host, vec![pin.address])),
+            }
+        }
+        pinned.into_iter().fold(
+            FetchPolicy::new(self.allowed_hosts.clone(), self.allow_local),
+            |policy, (host, addresses)| policy.pin(host, addresses),
+        )
     }
 
     /// Checks the host the source will really be fetched from: the URL is parsed once,
@@ -94,6 +176,7 @@ mod tests {
                 .collect(),
             allow_local,
             github_url: "https://github.com".into(),
+            pins: Vec::new(),
         }
     }
 
@@ -133,5 +216,77 @@ mod tests {
         assert_eq!(check(&p, "file:///srv/r"), Ok(()));
         assert_eq!(check(&p, "http://127.0.0.1:9/r.git"), Ok(()));
         assert_eq!(check(&p, "https://evil.example/r.git"), Err(403));
+    }
+
+    #[test]
+    fn pins_are_host_equals_address() {
+        let pin = |text: &str| text.parse::<Pin>();
+        assert_eq!(
+            pin("GitHub.com=127.0.0.1"),
+            Ok(Pin {
+                host: "github.com".into(),
+                address: "127.0.0.1".parse().expect("ip"),
+            })
+        );
+        assert_eq!(
+            pin("git.example=[::1]").map(|p| p.address),
+            Ok("::1".parse().expect("ip"))
+        );
+        assert_eq!(
+            pin("git.example=fd00::2").map(|p| p.address),
+            Ok("fd00::2".parse().expect("ip"))
+        );
+        assert!(matches!(pin("github.com"), Err(PinError::Shape(_))));
+        assert!(matches!(
+            pin("github.com:443=1.2.3.4"),
+            Err(PinError::Host(_))
+        ));
+        assert!(matches!(pin("=1.2.3.4"), Err(PinError::Host(_))));
+        assert!(matches!(
+            pin("https://github.com=1.2.3.4"),
+            Err(PinError::Host(_))
+        ));
+        assert!(matches!(
+            pin("10.0.0.1=1.2.3.4"),
+            Err(PinError::HostIsAddress(_))
+        ));
+        assert!(matches!(
+            pin("[::1]=1.2.3.4"),
+            Err(PinError::HostIsAddress(_))
+        ));
+        assert!(matches!(
+            pin("github.com=github.com"),
+            Err(PinError::Address(_))
+        ));
+        assert!(matches!(
+            pin("github.com=1.2.3.4:443"),
+            Err(PinError::Address(_))
+        ));
+    }
+
+    #[test]
+    fn the_fetch_policy_gets_every_pin_of_a_name() {
+        let mut p = policy(false);
+        p.pins = [
+            "github.com=127.0.0.1",
+            "GITHUB.com=127.0.0.2",
+            "gitlab.com=::1",
+        ]
+        .iter()
+        .map(|t| t.parse().expect("pin"))
+        .collect();
+        let fetch = p.fetch_policy();
+        assert_eq!(
+            fetch.pinned["github.com"],
+            [
+                "127.0.0.1".parse::<IpAddr>().expect("ip"),
+                "127.0.0.2".parse().expect("ip")
+            ]
+        );
+        assert_eq!(
+            fetch.pinned["gitlab.com"],
+            ["::1".parse::<IpAddr>().expect("ip")]
+        );
+        assert_eq!(fetch.pinned.len(), 2);
     }
 }

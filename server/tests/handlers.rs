@@ -64,6 +64,7 @@ fn fixture_configured(
                 .collect(),
             allow_local,
             github_url: "https://github.com".into(),
+            pins: Vec::new(),
         },
         offline: false,
         fetch_timeout: timeout,

@@ -50,6 +50,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
             allowed_hosts,
             allow_local: args.allow_local_sources,
             github_url,
+            pins: args.resolve.clone(),
         },
         offline: args.offline,
         fetch_timeout: Duration::from_secs(args.fetch_timeout.max(1)),

@@ -209,3 +209,50 @@ pub(crate) fn error_chain(e: &gix::Error) -> String {
         parts.join(": ")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::FetchPolicy;
+
+    /// The preflight aside, gix's own connection goes through the policy's resolver, and
+    /// its refusal reaches the caller as the policy's (the server's 403), not as a failed
+    /// fetch (502): what a name that turns internal between the preflight and the fetch
+    /// meets.
+    #[test]
+    fn gix_connections_are_refused_by_the_policy_resolver() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let repo = gix::init_bare(dir.path()).expect("init");
+        // Port 9 of this machine: were the address let through, nothing would leave it.
+        let remote = Remote {
+            url: crate::url::SourceUrl::new("https://localhost:9/acme/tools.git").expect("url"),
+            policy: Some(std::sync::Arc::new(FetchPolicy::new(
+                vec!["localhost".into()],
+                false,
+            ))),
+            home: None,
+            cancel: crate::Cancel::new(),
+        };
+        let gix_remote = repo.remote_at(remote.url.fetch.as_str()).expect("remote");
+        let options = remote
+            .policy_transport_options(&gix_remote)
+            .expect("options under a policy");
+        let error = gix_remote
+            .connect(Direction::Fetch)
+            .expect("connecting over http is lazy")
+            .with_transport_options(options)
+            .ref_map(gix::progress::Discard, Default::default())
+            .expect_err("refused");
+        let error = fetch_error(&remote, &error);
+        assert!(
+            matches!(
+                error,
+                ResolveError::Refused {
+                    why: Refusal::Address { .. },
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+}
