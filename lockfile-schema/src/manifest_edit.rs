@@ -192,7 +192,7 @@ mod tests {
             .enumerate()
             .map(|(i, name)| {
                 format!(
-                    "[[plugin]]\nname = \"{name}\"\nsource = \"./p{i}\"\npath = \"p{i}\"\nhash = \"{}\"\n\n",
+                    "[[plugin]]\nname = \"{name}\"\nsource = \"./p{i}\"\npath = \"./p{i}\"\nhash = \"{}\"\n\n",
                     Sha256Hash::from_bytes([i as u8; 32]).to_sri()
                 )
             })

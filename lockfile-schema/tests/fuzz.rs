@@ -91,7 +91,15 @@ fn locked_plugin() -> impl Strategy<Value = LockedPlugin> {
             "https://h/x.tar.gz".to_owned(),
             Pin::Archive { url, archive_hash }
         )),
-        text().prop_map(|path| ("./local".to_owned(), Pin::Local { path })),
+        // A local entry's path is the folder its source names (the lock refuses others).
+        text()
+            .prop_map(|name| {
+                let path = format!("./{name}");
+                (path.clone(), Pin::Local { path })
+            })
+            .prop_filter("sources the lock accepts", |(source, _)| {
+                berth_lockfile_schema::Source::parse(source).is_ok()
+            }),
     ];
     (
         name,
