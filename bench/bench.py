@@ -5,7 +5,10 @@ the same run, prints a Markdown table of medians. Rerun with `bench/run.sh`.
 Figures:
   1. (issue #2) `berth plugins sync --frozen --offline` with 100 locked plugins already in
      the store, median of 20 runs, next to uv's no-op `uv sync --frozen --offline` of 12
-     packages.
+     packages. (issue #17) Every run checks each entry against its stat record (one
+     `lstat` per path); the second row times the same sync on a store without records
+     (`meta-v1/` removed before each run, untimed), where every entry is re-hashed and
+     gets its record, which is what checking by hashing would cost every time.
   2. (issue #2) A cold `berth plugins lock` + `berth plugins sync` of 50 generated git
      repositories, next to a `git clone --depth 1` loop over the same repositories.
   4. (issue #4) A cold `lock` + `sync` of 50 sources (25 git repositories over a real
@@ -113,7 +116,16 @@ def bench_noop(berth, scratch, repos, runs):
     run([berth, "plugins", "sync"], cwd=work, env=env)
     cmd = [berth, "plugins", "sync", "--frozen", "--offline", "-q"]
     run(cmd, cwd=work, env=env)  # warm the page cache
-    return [timed([cmd], cwd=work, env=env) for _ in range(runs)]
+    checked = [timed([cmd], cwd=work, env=env) for _ in range(runs)]
+    records = scratch / "noop-store" / "meta-v1"
+    rehashed = [
+        timed([cmd], cwd=work, env=env, before=lambda: shutil.rmtree(records))
+        for _ in range(runs)
+    ]
+    entries = scratch / "noop-store" / "store-v1"
+    # Every record line: each entry's folder and everything under it.
+    paths = sum(len(dirs) + len(files) for _, dirs, files in os.walk(entries))
+    return checked, rehashed, paths
 
 
 def bench_uv(scratch, runs):
@@ -554,7 +566,7 @@ def main():
         sdk_python = ensure_sdk(args.sdk_python) if wanted & {"http", "show"} else None
         if "noop" in wanted:
             print("no-op sync ...", file=sys.stderr)
-            noop = bench_noop(args.berth, scratch, repos, args.noop_runs)
+            noop, rehashed, paths = bench_noop(args.berth, scratch, repos, args.noop_runs)
             print("uv no-op sync ...", file=sys.stderr)
             uv = bench_uv(scratch, args.noop_runs)
             uv_cell = f"{median_ms(uv):.1f} ms (uv no-op sync, 12 packages)" if uv else "n/a (uv not installable)"
@@ -562,6 +574,12 @@ def main():
             rows.append(
                 f"| no-op `sync --frozen --offline`, 100 plugins (median of {len(noop)}) "
                 f"| {median_ms(noop):.1f} ms | {uv_cell} | {uv_ratio} | < 25 ms |"
+            )
+            rows.append(
+                f"| same, each entry checked against its stat record ({paths:,} paths `lstat`ed) "
+                f"(median of {len(noop)}) | {median_ms(noop):.1f} ms "
+                f"| {median_ms(rehashed):.1f} ms (no records: every entry re-hashed, records written) "
+                f"| {median_ms(rehashed) / median_ms(noop):.1f}x faster | ≤ 5 ms |"
             )
         if "cold" in wanted:
             print("cold lock + sync ...", file=sys.stderr)

@@ -11,6 +11,11 @@ pub enum RuntimeError {
         /// Where its entry would be.
         path: std::path::PathBuf,
     },
+    /// A locked plugin's store entry was changed after it was added
+    /// ([`berth_store::StoreError::Tampered`], whose message names the entry and says to
+    /// run `berth plugins sync`).
+    #[error(transparent)]
+    Store(#[from] berth_store::StoreError),
     /// A text file that is not UTF-8.
     #[error("plugin `{plugin}`: `{file}` is not UTF-8 text")]
     NotUtf8 {

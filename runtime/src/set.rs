@@ -66,7 +66,7 @@ pub struct PluginSet {
 }
 
 /// Builds the plugin set of `lock` from `store` alone: no network, no manifest, no source
-/// folders. Every locked plugin must be in the store.
+/// folders. Every locked plugin must be in the store, unchanged since it was added.
 pub fn build_plugin_set(
     store: &Store,
     lock: &Lock,
@@ -80,9 +80,17 @@ pub fn build_plugin_set(
         agents: Vec::new(),
         warnings: Vec::new(),
     };
+    // Each entry is checked against its stat record, never trusted for being present: a
+    // changed entry is refused here, naming it (the runtime is offline and repairs nothing;
+    // `sync` does).
+    let wanted: Vec<_> = lock
+        .plugins
+        .iter()
+        .map(|p| (&p.hash, p.name.as_str()))
+        .collect();
     let mut entries = Vec::with_capacity(lock.plugins.len());
-    for locked in &lock.plugins {
-        let Some(entry) = store.lookup(&locked.hash, &locked.name) else {
+    for (locked, found) in lock.plugins.iter().zip(store.checked_lookup_all(&wanted)) {
+        let Some(entry) = found? else {
             return Err(RuntimeError::NotSynced {
                 plugin: locked.name.clone(),
                 path: store.entry_path(&locked.hash, &locked.name),

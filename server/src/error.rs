@@ -131,6 +131,17 @@ impl AppError {
                     "plugin `{plugin}` is not in the store and the server may not fetch it now"
                 ),
             ),
+            RuntimeError::Store(berth_store::StoreError::Tampered { name, .. }) => {
+                // The entry's path is the server's business: logged, not answered.
+                tracing::error!("{error}");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "store_entry_changed",
+                    format!(
+                        "the store entry of plugin `{name}` was changed after it was added and the server may not fetch it again now; `berth plugins sync` on the server's store repairs it"
+                    ),
+                )
+            }
             RuntimeError::Io(e) => Self::from_own_files(e),
             other => Self::new(
                 StatusCode::UNPROCESSABLE_ENTITY,

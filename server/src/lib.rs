@@ -100,10 +100,18 @@ pub struct RestoreReport {
     pub incomplete: usize,
 }
 
+/// How long an entry found unchanged is taken to stay so, by every request (see
+/// [`berth_store::Store::remembering_checks_for`]): a change behind berth's back is
+/// caught by the first use at least this long after it.
+pub const ENTRY_RECHECK_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl AppState {
     /// Opens the data folder: lists every conversation and checks that its store entries
     /// are present.
-    pub fn open(config: Config) -> std::io::Result<(Self, RestoreReport)> {
+    pub fn open(mut config: Config) -> std::io::Result<(Self, RestoreReport)> {
+        // Every request checks the entries it uses against their stat records; within
+        // this window of a check that found an entry unchanged, only its presence is.
+        config.store = config.store.remembering_checks_for(ENTRY_RECHECK_WINDOW);
         let (conversations, stored) = Conversations::open(&config.data_dir)?;
         // Every conversation's lock is a root of the store: `berth store gc` keeps them.
         config
@@ -119,7 +127,18 @@ impl AppState {
             let plugins_present = conversation.lock.plugins.iter().all(|plugin| {
                 *missing_entries
                     .entry((plugin.hash, plugin.name.clone()))
-                    .or_insert_with(|| config.store.lookup(&plugin.hash, &plugin.name).is_some())
+                    .or_insert_with(|| {
+                        // Present and unchanged since it was added (its stat record holds,
+                        // or it re-hashes to its name): a changed entry is fetched again
+                        // below like a missing one, or answers 503 while offline.
+                        match config.store.checked_lookup(&plugin.hash, &plugin.name) {
+                            Ok(found) => found.is_some(),
+                            Err(e) => {
+                                tracing::warn!("{e}");
+                                false
+                            }
+                        }
+                    })
             });
             let agent_present = conversation
                 .lock
@@ -193,7 +212,8 @@ impl AppState {
     }
 
     /// The plugin set of `lock` as the runtime's JSON bytes, from the cache when every
-    /// entry it names is still in the store.
+    /// entry it names is still in the store, unchanged (checked against its stat record,
+    /// as the runtime checks: a set is never served from an entry changed behind berth).
     fn cached_set(&self, lock: &conversations::LockedText) -> Option<Arc<str>> {
         let cached = self
             .inner
@@ -202,11 +222,17 @@ impl AppState {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&lock.text)
             .cloned()?;
-        let store = &self.config().store;
-        lock.lock
+        let wanted: Vec<_> = lock
+            .lock
             .plugins
             .iter()
-            .all(|p| store.lookup(&p.hash, &p.name).is_some())
+            .map(|p| (&p.hash, p.name.as_str()))
+            .collect();
+        self.config()
+            .store
+            .checked_lookup_all(&wanted)
+            .into_iter()
+            .all(|found| matches!(found, Ok(Some(_))))
             .then_some(cached)
     }
 
@@ -223,7 +249,12 @@ impl AppState {
         };
         let set = match berth_runtime::build_plugin_set(&config.store, &lock.lock, &options) {
             Ok(set) => set,
-            Err(berth_runtime::RuntimeError::NotSynced { .. }) if !config.offline => {
+            // Missing, or changed after it was added: fetched again from the locked pin
+            // (`sync` moves a changed entry aside first).
+            Err(
+                berth_runtime::RuntimeError::NotSynced { .. }
+                | berth_runtime::RuntimeError::Store(berth_store::StoreError::Tampered { .. }),
+            ) if !config.offline => {
                 self.sync(&lock.lock, &berth_resolver::Cancel::new())
                     .map_err(|e| AppError::from_entries(&e))?;
                 berth_runtime::build_plugin_set(&config.store, &lock.lock, &options)

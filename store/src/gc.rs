@@ -127,9 +127,10 @@ impl Store {
     }
 
     /// Takes the store exclusively (waiting for running syncs), then removes every entry,
-    /// git cache and archive that `live` does not name, abandoned staging folders, and
-    /// `berth run` files older than a day. With `dry_run`, only reports. `live` is computed
-    /// by the caller from the roots while it holds the returned lock (see [`Store::gc_lock`]).
+    /// git cache and archive that `live` does not name, abandoned staging folders, `berth
+    /// run` files older than a day and the stat records of entries that are gone. With
+    /// `dry_run`, only reports. `live` is computed by the caller from the roots while it
+    /// holds the returned lock (see [`Store::gc_lock`]).
     pub fn collect_garbage(&self, live: &Live, dry_run: bool) -> Result<Vec<Freed>, StoreError> {
         let mut freed = Vec::new();
         let mut consider = |relative: String, path: PathBuf| -> Result<(), StoreError> {
@@ -205,6 +206,8 @@ impl Store {
         }
         if !dry_run {
             self.clean_tmp()?;
+            // Stat records are bookkeeping, not reported: each goes with its entry.
+            self.remove_stale_records()?;
         }
         Ok(freed)
     }
@@ -249,9 +252,12 @@ impl Store {
         self.remove_atomically(&self.root().join(crate::WHEELS_DIR).join(sha256))
     }
 
-    /// Removes an entry (`store verify --repair`).
+    /// Removes an entry and its stat record (`store verify --repair`, and `sync` replacing
+    /// a changed entry).
     pub fn remove_entry(&self, name: &str) -> Result<(), StoreError> {
-        self.remove_atomically(&self.root().join(ENTRIES_DIR).join(name))
+        self.forget_check(name);
+        self.remove_atomically(&self.root().join(ENTRIES_DIR).join(name))?;
+        Ok(self.remove_record(name)?)
     }
 
     /// Removes a tree so that an interruption never leaves part of it in place: it is first

@@ -9,6 +9,7 @@ pub mod fault;
 mod gc;
 mod lock;
 pub mod nar;
+mod record;
 mod store;
 mod views;
 mod wheels;
@@ -18,6 +19,7 @@ pub use gc::{
 };
 pub use lock::{FileLock, SharedUse};
 pub use nar::{Exclude, NarError, NarWriter, Sha256Sink, hash_path, hash_path_excluding};
+pub use record::RECORDS_DIR;
 pub use store::{
     ENTRIES_DIR, GIT_DIR, LOCKS_DIR, Staging, Store, StoreEntry, StoreError, TMP_DIR, copy_tree,
     entry_name, remove_tree,

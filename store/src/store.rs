@@ -10,6 +10,7 @@ use berth_lockfile_schema::Sha256Hash;
 use crate::fault;
 use crate::lock::FileLock;
 use crate::nar::{self, Exclude, NarError};
+use crate::record;
 
 /// Where store entries live, under the store root.
 pub const ENTRIES_DIR: &str = "store-v1";
@@ -39,12 +40,28 @@ pub enum StoreError {
         /// What the content hashes to.
         actual: Sha256Hash,
     },
+    /// A store entry no longer hashes to its name: something changed it after it was
+    /// added (see [`Store::checked_lookup`]).
+    #[error(
+        "store entry `{}` of plugin `{name}` was changed after it was added ({found}); run `berth plugins sync` to fetch it again (`berth store verify` checks every entry)",
+        path.display()
+    )]
+    Tampered {
+        /// The plugin.
+        name: String,
+        /// The entry's folder.
+        path: PathBuf,
+        /// What it is now: the hash it has, or why it cannot be hashed.
+        found: String,
+    },
 }
 
 /// A store rooted at one folder. Cheap to clone; holds no open files.
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    /// Entries found unchanged recently, when checks are remembered (a server).
+    pub(crate) recent_checks: Option<std::sync::Arc<record::RecentChecks>>,
 }
 
 /// An entry known to be in the store.
@@ -59,7 +76,22 @@ pub struct StoreEntry {
 impl Store {
     /// A store at `root`. Nothing is created until something is written.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            recent_checks: None,
+        }
+    }
+
+    /// This store, remembering for `window` that an entry was found unchanged, so that
+    /// [`Store::checked_lookup`] of it within the window is an `lstat` of its folder
+    /// instead of a check of every path. For a long-running process that uses the same
+    /// entries many times a second (the server); clones share what is remembered.
+    #[must_use]
+    pub fn remembering_checks_for(self, window: std::time::Duration) -> Self {
+        Self {
+            recent_checks: Some(std::sync::Arc::new(record::RecentChecks::new(window))),
+            ..self
+        }
     }
 
     /// The store root.
@@ -80,7 +112,9 @@ impl Store {
     }
 
     /// The entry with this hash and name, if present. Entries are only ever renamed into
-    /// place after their content was verified, so presence means complete.
+    /// place after their content was verified, so presence means complete; whether it was
+    /// changed since is [`Store::checked_lookup`]'s question, which whatever reads an
+    /// entry's files asks instead.
     pub fn lookup(&self, hash: &Sha256Hash, name: &str) -> Option<StoreEntry> {
         let path = self.entry_path(hash, name);
         match std::fs::symlink_metadata(&path) {
@@ -151,6 +185,11 @@ impl Store {
         expected: Option<&Sha256Hash>,
     ) -> Result<StoreEntry, StoreError> {
         let staged = staging.path().to_owned();
+        // Read-only and walked for the stat record before hashing: the record vouches only
+        // for content hashed after it was taken (see `record.rs`).
+        make_read_only(&staged, false)?;
+        let mut contents = Vec::new();
+        let names = record::walk_contents(&staged, &mut contents)?;
         let hash = nar::hash_path(&staged)?;
         if let Some(expected) = expected
             && *expected != hash
@@ -166,7 +205,6 @@ impl Store {
             // Another process added the same content meanwhile: content-addressed, so equal.
             return Ok(StoreEntry { path: target, hash });
         }
-        make_read_only(&staged, false)?;
         fs_err::create_dir_all(target.parent().expect("entries have a parent"))?;
         fault::pause_at(fault::COMMIT_BEFORE_RENAME);
         match std::fs::rename(&staged, &target) {
@@ -192,6 +230,14 @@ impl Store {
         // The entry's own folder is made read-only last: renaming a read-only folder to a
         // new parent is refused to non-root users.
         set_mode(&target, 0o555)?;
+        // Renaming keeps the inodes and ctimes of everything under the entry's own folder;
+        // the folder's own line is taken now. Without a record the entry is re-hashed once.
+        let folder = format!("{}-{}", hash.to_nix32(), entry_name(name));
+        let written = record::committed_record(&target, &names, &contents)
+            .and_then(|record| record.map_or(Ok(()), |record| self.write_record(&folder, &record)));
+        if let Err(e) = written {
+            tracing::debug!("could not write the stat record of `{folder}`: {e}");
+        }
         Ok(StoreEntry { path: target, hash })
     }
 

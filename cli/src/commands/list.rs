@@ -18,9 +18,12 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
                 let mut value = serde_json::to_value(LockedPluginWire::from(p))
                     .expect("lock entries serialise");
                 value["kind"] = json!(p.pin.kind().to_string());
+                // Only an entry that is there unchanged has a path to use.
                 value["store_path"] = json!(
                     ctx.store
-                        .lookup(&p.hash, &p.name)
+                        .checked_lookup(&p.hash, &p.name)
+                        .ok()
+                        .flatten()
                         .map(|e| e.path.display().to_string())
                 );
                 value
@@ -63,10 +66,10 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
                 (Pin::Git { .. }, None, None) => format!("HEAD {}", short_pin(p)),
                 _ => short_pin(p),
             };
-            let present = if ctx.store.lookup(&p.hash, &p.name).is_some() {
-                "synced"
-            } else {
-                "not synced"
+            let present = match ctx.store.checked_lookup(&p.hash, &p.name) {
+                Ok(Some(_)) => "synced",
+                Ok(None) => "not synced",
+                Err(_) => "changed since synced (run `berth plugins sync`)",
             };
             [p.name.clone(), pinned, p.source.clone(), present.to_owned()]
         })

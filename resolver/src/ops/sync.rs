@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use berth_lockfile_schema::{Lock, LockedPlugin, Manifest, Pin, PluginRequest};
-use berth_store::{Store, StoreEntry};
+use berth_store::{Store, StoreEntry, StoreError};
 
 use super::*;
 use crate::error::{EntryError, ResolveError};
@@ -38,15 +38,25 @@ pub fn sync_plugins(
     manifest: Option<&Manifest>,
     local: LocalCheck,
 ) -> Result<SyncOutcome, Vec<EntryError>> {
-    // The common case, a store that already has everything: no threads, no clean-up.
-    let present: Option<Vec<StoreEntry>> = lock
-        .plugins
-        .iter()
-        .map(|p| match (&p.pin, local) {
-            (Pin::Local { .. }, LocalCheck::Rehash) => None,
-            _ => store.lookup(&p.hash, &p.name),
-        })
-        .collect();
+    // The common case, a store that already has everything, unchanged (an `lstat` of each
+    // path its stat record lists): no fetch workers, no clean-up. A changed entry is left
+    // to `sync_one`, which replaces it.
+    let rehash_local =
+        |p: &LockedPlugin| local == LocalCheck::Rehash && matches!(p.pin, Pin::Local { .. });
+    let present: Option<Vec<StoreEntry>> = if lock.plugins.iter().any(rehash_local) {
+        None
+    } else {
+        let wanted: Vec<_> = lock
+            .plugins
+            .iter()
+            .map(|p| (&p.hash, p.name.as_str()))
+            .collect();
+        store
+            .checked_lookup_all(&wanted)
+            .into_iter()
+            .map(|found| found.ok().flatten())
+            .collect()
+    };
     let agent_present = lock.agent.as_ref().is_none_or(|a| store.has_agent(a));
     if let Some(entries) = present
         && agent_present
@@ -110,7 +120,7 @@ impl Ctx<'_> {
                 });
             }
         }
-        if let Some(entry) = self.store.lookup(&locked.hash, &locked.name) {
+        if let Ok(Some(entry)) = self.store.checked_lookup(&locked.hash, &locked.name) {
             return Ok(entry);
         }
         // One process materialises an entry; others wait and then find it present.
@@ -122,8 +132,20 @@ impl Ctx<'_> {
                     &format!("for another berth adding `{}`", locked.name),
                 );
             })?;
-        if let Some(entry) = self.store.lookup(&locked.hash, &locked.name) {
-            return Ok(entry);
+        match self.store.checked_lookup(&locked.hash, &locked.name) {
+            Ok(Some(entry)) => return Ok(entry),
+            Ok(None) => {}
+            // Changed after it was added: moved aside (a process still reading it keeps
+            // its files) and fetched again below like a missing entry, from the same pin.
+            Err(StoreError::Tampered { path, found, .. }) => {
+                self.reporter.warn(&format!(
+                    "store entry `{}` of plugin `{}` was changed after it was added ({found}); replacing it",
+                    path.display(),
+                    locked.name
+                ));
+                self.store.discard_entry(&locked.hash, &locked.name)?;
+            }
+            Err(e) => return Err(e.into()),
         }
         let entry = match &locked.pin {
             Pin::Local { path } => {

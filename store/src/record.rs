@@ -1,0 +1,759 @@
+//! Stat records: what each store entry's files looked like when berth last knew the entry
+//! to be intact, so that a changed entry is noticed before it is used without re-hashing
+//! every entry on every use.
+//!
+//! A record lives beside the entries, in `meta-v1/<nix32>-<name>.stat` (an entry itself
+//! stays exactly its NAR content). It lists the entry's folder (as `.`) and every path
+//! under it, in NAR order, each with its mode, size, inode, mtime and ctime. Checking an
+//! entry is one `lstat` per recorded path, compared with the record, and nothing else: a
+//! writer can set mtime back (`touch -d`) but not ctime, which the kernel sets on every
+//! change to a file's content, mode or links; a file replaced gets a new inode; a file
+//! removed is missing; a file added, removed or renamed changes its folder's mtime and
+//! ctime (POSIX), so the folders' lines stand for their listings and no folder is read.
+//! A path that differs, or an entry without a record (a store written by an older berth),
+//! sends the entry to be re-hashed: when the content still hashes to the entry's name (a
+//! `chmod`, a `touch`, a copied store), the record is written afresh; otherwise the entry
+//! is reported as changed.
+//!
+//! Every line of a record is taken *before* the content it vouches for is read: a file's
+//! stat before it is hashed, a folder's stat before it is listed. A change made after that
+//! shows in the next check. The one change this cannot see is a rewrite of a file to the
+//! same size within the same clock tick (a few milliseconds) as berth's own last change to
+//! it, since the kernel may give both the same ctime (newer kernels give a changed file a
+//! newer time once its time has been read); `berth store verify` re-hashes everything.
+//! Nor does a record stop someone who can write the store from rewriting the record too:
+//! it catches changes made behind berth's back (an editor, a script, a process running as
+//! root), it is not a signature.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use berth_lockfile_schema::Sha256Hash;
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+use crate::nar;
+use crate::store::{Store, StoreEntry, StoreError};
+
+/// Where stat records live, under the store root.
+pub const RECORDS_DIR: &str = "meta-v1";
+
+/// The first line of every record; a record that does not start with it is ignored (and
+/// replaced once its entry is re-hashed).
+const HEADER: &[u8] = b"berth stat record v1\n";
+
+/// What a record file is named after: the entry's folder name plus this.
+const SUFFIX: &str = ".stat";
+
+/// [`Store::checked_lookup_all`] starts a thread per this many entries,
+const ENTRIES_PER_THREAD: usize = 16;
+/// up to this many threads (the calling one included).
+const MAX_CHECK_THREADS: usize = 4;
+
+impl Store {
+    /// The entry with this hash and name if it is present and unchanged since it was
+    /// added: the runtime and the server use this, never [`Store::lookup`], before reading
+    /// an entry. `Ok(None)` when it is absent; [`StoreError::Tampered`] (naming the entry
+    /// and what to run) when its content no longer hashes to its name.
+    ///
+    /// The check is an `lstat` of each path the entry's stat record lists (see
+    /// [`RECORDS_DIR`]); only an entry that differs from its record, or that has no record,
+    /// is re-hashed, and the record is then written afresh if the content is intact.
+    /// Writing a record is best effort: a read-only store is checked by hashing.
+    pub fn checked_lookup(
+        &self,
+        hash: &Sha256Hash,
+        name: &str,
+    ) -> Result<Option<StoreEntry>, StoreError> {
+        let path = self.entry_path(hash, name);
+        let folder = entry_folder(&path);
+        if let Some(recent) = &self.recent_checks
+            && recent.holds(&folder)
+        {
+            // Found unchanged within the window: only its presence is asked again.
+            return Ok(self.lookup(hash, name));
+        }
+        let found = self.checked_lookup_uncached(hash, name, path, &folder);
+        if let Some(recent) = &self.recent_checks {
+            recent.set(&folder, matches!(found, Ok(Some(_))));
+        }
+        found
+    }
+
+    /// [`Store::checked_lookup`] without what is remembered.
+    fn checked_lookup_uncached(
+        &self,
+        hash: &Sha256Hash,
+        name: &str,
+        path: PathBuf,
+        folder: &str,
+    ) -> Result<Option<StoreEntry>, StoreError> {
+        // The record's `.` line stands for the entry's folder being there (and a folder).
+        if read_record(&self.record_path(folder)).is_some_and(|r| matches_record(&path, &r)) {
+            return Ok(Some(StoreEntry { path, hash: *hash }));
+        }
+        let Some(entry) = self.lookup(hash, name) else {
+            return Ok(None);
+        };
+        // Walked before hashing, so that the record written below describes content that
+        // was hashed after the walk.
+        let walk = stat_walk(&entry.path);
+        match nar::hash_path(&entry.path) {
+            Ok(actual) if actual == *hash => {
+                if let Ok(walk) = walk
+                    && let Err(e) = self.write_record(folder, &walk)
+                {
+                    tracing::debug!("could not write the stat record of `{folder}`: {e}");
+                }
+                Ok(Some(entry))
+            }
+            Ok(actual) => Err(StoreError::Tampered {
+                name: name.to_owned(),
+                path: entry.path,
+                found: format!("it now hashes to `{}`", actual.to_sri()),
+            }),
+            // Removed while being hashed: another process repaired or collected it.
+            Err(_) if std::fs::symlink_metadata(&entry.path).is_err() => Ok(None),
+            Err(e) => Err(StoreError::Tampered {
+                name: name.to_owned(),
+                path: entry.path,
+                found: format!("it cannot be hashed: {e}"),
+            }),
+        }
+    }
+
+    /// [`Store::checked_lookup`] of every `(hash, name)` of `wanted`, in that order, on a
+    /// few threads when there are many (a check is mostly waiting on `lstat`), so checking
+    /// a whole lock stays cheap: a no-op `sync` and every plugin set do this.
+    pub fn checked_lookup_all(
+        &self,
+        wanted: &[(&Sha256Hash, &str)],
+    ) -> Vec<Result<Option<StoreEntry>, StoreError>> {
+        let threads = wanted
+            .len()
+            .div_ceil(ENTRIES_PER_THREAD)
+            .min(MAX_CHECK_THREADS);
+        if threads <= 1 {
+            return wanted
+                .iter()
+                .map(|(hash, name)| self.checked_lookup(hash, name))
+                .collect();
+        }
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut done = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((hash, name)) = wanted.get(i) else {
+                    return done;
+                };
+                done.push((i, self.checked_lookup(hash, name)));
+            }
+        };
+        let mut results = std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+            let mut results = work();
+            for helper in helpers {
+                results.extend(helper.join().expect("checking entries does not panic"));
+            }
+            results
+        });
+        results.sort_unstable_by_key(|(i, _)| *i);
+        results.into_iter().map(|(_, result)| result).collect()
+    }
+
+    /// Moves a changed entry out of the way (into `tmp/`, then deleted there, so a process
+    /// still reading it keeps its open files) and forgets its record, so the entry is
+    /// missing and can be added again. The caller holds the entry's lock.
+    pub fn discard_entry(&self, hash: &Sha256Hash, name: &str) -> Result<(), StoreError> {
+        self.remove_entry(&entry_folder(&self.entry_path(hash, name)))
+    }
+
+    /// Forgets that the entry `folder` was found unchanged (it is being removed).
+    pub(crate) fn forget_check(&self, folder: &str) {
+        if let Some(recent) = &self.recent_checks {
+            recent.set(folder, false);
+        }
+    }
+
+    /// `meta-v1/<folder>.stat`, for the entry folder `<nix32>-<name>`.
+    fn record_path(&self, folder: &str) -> PathBuf {
+        self.root()
+            .join(RECORDS_DIR)
+            .join(format!("{folder}{SUFFIX}"))
+    }
+
+    /// Records how the entry `folder` looks now: every line of `record` must have been
+    /// taken before what it vouches for was read. Written beside the record and renamed
+    /// over it, so a reader sees the old record or the new one.
+    pub(crate) fn write_record(&self, folder: &str, record: &[u8]) -> std::io::Result<()> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let dir = self.root().join(RECORDS_DIR);
+        fs_err::create_dir_all(&dir)?;
+        let tmp = dir.join(format!(
+            ".{folder}.{}-{}.tmp",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let written = fs_err::File::create(&tmp)
+            .and_then(|mut file| file.write_all(record))
+            .and_then(|()| fs_err::rename(&tmp, self.record_path(folder)));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
+    }
+
+    /// Forgets the record of the entry `folder` (its entry is gone).
+    pub(crate) fn remove_record(&self, folder: &str) -> std::io::Result<()> {
+        match std::fs::remove_file(self.record_path(folder)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Removes the records whose entry is gone and records left half-written by a
+    /// process that died; returns how many. Called by `gc`, which holds the store
+    /// exclusively, so no entry is being added meanwhile.
+    pub(crate) fn remove_stale_records(&self) -> Result<usize, StoreError> {
+        let dir = self.root().join(RECORDS_DIR);
+        let files = match std::fs::read_dir(&dir) {
+            Ok(files) => files,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(e.into()),
+        };
+        let entries = self.root().join(crate::ENTRIES_DIR);
+        let mut removed = 0;
+        for file in files {
+            let file = file?;
+            let name = file.file_name();
+            let name = name.to_string_lossy();
+            let stale = match name.strip_suffix(SUFFIX) {
+                Some(folder) if !name.starts_with('.') => {
+                    std::fs::symlink_metadata(entries.join(folder)).is_err()
+                }
+                _ => true,
+            };
+            if stale {
+                fs_err::remove_file(file.path())?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// When entries were last found unchanged, for [`Store::remembering_checks_for`].
+#[derive(Debug)]
+pub(crate) struct RecentChecks {
+    window: std::time::Duration,
+    checked: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+}
+
+impl RecentChecks {
+    pub(crate) fn new(window: std::time::Duration) -> Self {
+        Self {
+            window,
+            checked: std::sync::Mutex::default(),
+        }
+    }
+
+    fn entries(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, std::time::Instant>> {
+        self.checked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the entry `folder` was found unchanged within the window.
+    fn holds(&self, folder: &str) -> bool {
+        self.entries()
+            .get(folder)
+            .is_some_and(|at| at.elapsed() < self.window)
+    }
+
+    /// Remembers that `folder` was found unchanged now, or forgets it.
+    fn set(&self, folder: &str, unchanged: bool) {
+        let mut entries = self.entries();
+        if unchanged {
+            entries.insert(folder.to_owned(), std::time::Instant::now());
+        } else {
+            entries.remove(folder);
+        }
+    }
+}
+
+/// The folder name `<nix32>-<name>` of an entry path.
+fn entry_folder(path: &Path) -> String {
+    path.file_name()
+        .expect("entry paths end in their folder")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// What a record says about one path: the fields of its `lstat`.
+#[derive(Debug, PartialEq, Eq)]
+struct Stat {
+    mode: u32,
+    size: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stat {
+    fn of_metadata(meta: &std::fs::Metadata) -> Self {
+        Self {
+            mode: meta.mode(),
+            size: meta.size(),
+            ino: meta.ino(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    // The field types of `struct stat` differ between architectures; every value fits.
+    #[allow(clippy::unnecessary_cast)]
+    fn of_rustix(st: &rustix::fs::Stat) -> Self {
+        Self {
+            mode: st.st_mode as u32,
+            size: st.st_size as u64,
+            ino: st.st_ino as u64,
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
+        }
+    }
+
+    /// One record line: `<mode> <size> <inode> <mtime> <ctime> <path>`, mode in octal with
+    /// the file type bits, times as `seconds.nanoseconds`, the path relative to the entry
+    /// (`.` for the entry itself) with `\` and newline escaped.
+    fn write_line(&self, path: &[u8], out: &mut Vec<u8>) {
+        let _ = write!(
+            out,
+            "{:o} {} {} {}.{:09} {}.{:09} ",
+            self.mode, self.size, self.ino, self.mtime.0, self.mtime.1, self.ctime.0, self.ctime.1,
+        );
+        for &byte in path {
+            match byte {
+                b'\\' => out.extend_from_slice(b"\\\\"),
+                b'\n' => out.extend_from_slice(b"\\n"),
+                _ => out.push(byte),
+            }
+        }
+        out.push(b'\n');
+    }
+
+    /// Reads a line back (without its newline): the stat and the path, unescaped into
+    /// `path`. `None` if the line is not one `write_line` writes. Hand-rolled, since a
+    /// check parses every line of every record it reads.
+    fn parse_line(line: &[u8], path: &mut Vec<u8>) -> Option<Self> {
+        let mut rest = line;
+        let mode = u32::try_from(parse_number(&mut rest, 8, b' ')?).ok()?;
+        let size = parse_number(&mut rest, 10, b' ')?;
+        let ino = parse_number(&mut rest, 10, b' ')?;
+        let mtime = (
+            parse_signed(&mut rest, b'.')?,
+            parse_signed(&mut rest, b' ')?,
+        );
+        let ctime = (
+            parse_signed(&mut rest, b'.')?,
+            parse_signed(&mut rest, b' ')?,
+        );
+        path.clear();
+        let mut bytes = rest.iter();
+        while let Some(&byte) = bytes.next() {
+            path.push(if byte == b'\\' {
+                match bytes.next()? {
+                    b'\\' => b'\\',
+                    b'n' => b'\n',
+                    _ => return None,
+                }
+            } else {
+                byte
+            });
+        }
+        Some(Self {
+            mode,
+            size,
+            ino,
+            mtime,
+            ctime,
+        })
+    }
+}
+
+/// The number in `radix` at the start of `text`, up to `end`, which is skipped too.
+fn parse_number(text: &mut &[u8], radix: u8, end: u8) -> Option<u64> {
+    let mut value: u64 = 0;
+    let mut digits = 0;
+    while let Some((&byte, rest)) = text.split_first() {
+        *text = rest;
+        if byte == end && digits > 0 {
+            return Some(value);
+        }
+        let digit = byte.wrapping_sub(b'0');
+        if digit >= radix {
+            return None;
+        }
+        value = value
+            .checked_mul(u64::from(radix))?
+            .checked_add(u64::from(digit))?;
+        digits += 1;
+    }
+    None
+}
+
+/// A decimal number that may start with `-` (a time before 1970), up to `end`.
+fn parse_signed(text: &mut &[u8], end: u8) -> Option<i64> {
+    match text.strip_prefix(b"-") {
+        Some(rest) => {
+            *text = rest;
+            i64::try_from(parse_number(text, 10, end)?).ok().map(|v| -v)
+        }
+        None => i64::try_from(parse_number(text, 10, end)?).ok(),
+    }
+}
+
+/// The record at `path`, if it can be read. `std::fs::read` would ask for the size first;
+/// records are small, so reading until the end is a call less per entry.
+fn read_record(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut record = vec![0; 8 << 10];
+    let mut len = 0;
+    loop {
+        if len == record.len() {
+            record.resize(2 * len, 0);
+        }
+        match file.read(&mut record[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    record.truncate(len);
+    Some(record)
+}
+
+/// Whether the entry at `root` is exactly as `record` says: every listed path is there
+/// with the same stat. One `lstat` per path, relative to the entry's folder.
+fn matches_record(root: &Path, record: &[u8]) -> bool {
+    let Some(mut rest) = record.strip_prefix(HEADER) else {
+        return false;
+    };
+    let Ok(dir) = rustix::fs::open(
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return false;
+    };
+    let mut path = Vec::new();
+    let mut seen_root = false;
+    while !rest.is_empty() {
+        let Some(end) = rest.iter().position(|&b| b == b'\n') else {
+            return false; // a record cut short
+        };
+        let Some(recorded) = Stat::parse_line(&rest[..end], &mut path) else {
+            return false;
+        };
+        rest = &rest[end + 1..];
+        let now = if path == b"." {
+            seen_root = true;
+            rustix::fs::fstat(&dir)
+        } else {
+            rustix::fs::statat(&dir, path.as_slice(), AtFlags::SYMLINK_NOFOLLOW)
+        };
+        if now.map_or(true, |st| Stat::of_rustix(&st) != recorded) {
+            return false;
+        }
+    }
+    // Without the entry's own line, a file added at its top would go unseen.
+    seen_root
+}
+
+/// The record of the entry at `root` as it is now: its own line first, taken before it is
+/// listed, then its contents (see [`walk_contents`]).
+pub(crate) fn stat_walk(root: &Path) -> std::io::Result<Vec<u8>> {
+    let mut out = HEADER.to_vec();
+    Stat::of_metadata(&fs_err::symlink_metadata(root)?).write_line(b".", &mut out);
+    walk_contents(root, &mut out)?;
+    Ok(out)
+}
+
+/// The lines of every path under `root` (not `root` itself), in NAR order (names sorted
+/// bytewise, a folder before its contents), each folder's taken before it is listed; and
+/// the names directly under `root`.
+pub(crate) fn walk_contents(root: &Path, out: &mut Vec<u8>) -> std::io::Result<Vec<OsString>> {
+    walk_dir(root, &mut Vec::new(), out)
+}
+
+/// The record of an entry just renamed into place: `contents` (from [`walk_contents`] on
+/// the staged tree, before it was hashed) after the entry's own line, taken now, once the
+/// entry has its final mode. `None` if its top-level names are no longer `names`: then
+/// something changed it while it was being hashed, and without a record it is re-hashed
+/// before its first use.
+pub(crate) fn committed_record(
+    root: &Path,
+    names: &[OsString],
+    contents: &[u8],
+) -> std::io::Result<Option<Vec<u8>>> {
+    let mut out = HEADER.to_vec();
+    Stat::of_metadata(&fs_err::symlink_metadata(root)?).write_line(b".", &mut out);
+    // Listed after its line was taken: a name added after this changes its ctime.
+    let mut now: Vec<OsString> = fs_err::read_dir(root)?
+        .map(|child| child.map(|c| c.file_name()))
+        .collect::<Result<_, _>>()?;
+    now.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    if now != names {
+        return Ok(None);
+    }
+    out.extend_from_slice(contents);
+    Ok(Some(out))
+}
+
+fn walk_dir(dir: &Path, rel: &mut Vec<u8>, out: &mut Vec<u8>) -> std::io::Result<Vec<OsString>> {
+    let mut children = Vec::new();
+    for child in fs_err::read_dir(dir)? {
+        let child = child?;
+        // `DirEntry::metadata` is an `lstat` relative to the open folder.
+        let meta = child.metadata()?;
+        children.push((child.file_name(), meta));
+    }
+    children.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let mut names = Vec::with_capacity(children.len());
+    for (name, meta) in children {
+        let len = rel.len();
+        if !rel.is_empty() {
+            rel.push(b'/');
+        }
+        rel.extend_from_slice(name.as_bytes());
+        Stat::of_metadata(&meta).write_line(rel, out);
+        if meta.is_dir() {
+            walk_dir(&dir.join(&name), rel, out)?;
+        }
+        rel.truncate(len);
+        names.push(name);
+    }
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::nar::Exclude;
+
+    /// A store with one entry, `demo`, of a skill, a script and a folder.
+    fn store_with_entry() -> (tempfile::TempDir, Store, StoreEntry) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("src");
+        fs_err::create_dir_all(src.join("skills/a")).expect("mkdir");
+        fs_err::write(src.join("skills/a/SKILL.md"), "hi\n").expect("write");
+        fs_err::write(src.join("run.sh"), "#!/bin/sh\n").expect("write");
+        let store = Store::new(dir.path().join("store"));
+        let entry = store
+            .add_dir(&src, "demo", None, Exclude::NOTHING)
+            .expect("add");
+        (dir, store, entry)
+    }
+
+    fn record(store: &Store, entry: &StoreEntry) -> Option<Vec<u8>> {
+        std::fs::read(store.record_path(&entry_folder(&entry.path))).ok()
+    }
+
+    /// Makes a file of the entry writable, as root can write it anyway.
+    fn writable(path: &Path) {
+        fs_err::set_permissions(path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    }
+
+    #[test]
+    fn a_committed_entry_has_a_record_that_matches_it() {
+        let (_dir, store, entry) = store_with_entry();
+        let written = record(&store, &entry).expect("a record");
+        assert_eq!(written, stat_walk(&entry.path).expect("walk"));
+        let text = String::from_utf8(written).expect("text");
+        let paths: Vec<&str> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.rsplit(' ').next().expect("path"))
+            .collect();
+        assert_eq!(
+            paths,
+            [".", "run.sh", "skills", "skills/a", "skills/a/SKILL.md"]
+        );
+        assert_eq!(
+            store.checked_lookup(&entry.hash, "demo").expect("check"),
+            Some(entry)
+        );
+    }
+
+    #[test]
+    fn a_changed_file_is_refused_and_names_the_entry() {
+        let (_dir, store, entry) = store_with_entry();
+        let skill = entry.path.join("skills/a/SKILL.md");
+        writable(&skill);
+        fs_err::OpenOptions::new()
+            .append(true)
+            .open(&skill)
+            .and_then(|mut f| f.write_all(b"evil\n"))
+            .expect("append");
+        let err = store
+            .checked_lookup(&entry.hash, "demo")
+            .expect_err("changed");
+        assert!(matches!(err, StoreError::Tampered { .. }), "{err}");
+        let message = err.to_string();
+        for needle in [
+            "`demo`",
+            &entry.path.display().to_string(),
+            "berth plugins sync",
+        ] {
+            assert!(message.contains(needle), "{needle} not in {message}");
+        }
+        store.discard_entry(&entry.hash, "demo").expect("discard");
+        assert!(!entry.path.exists());
+        assert!(record(&store, &entry).is_none(), "its record went with it");
+        assert_eq!(
+            store.checked_lookup(&entry.hash, "demo").expect("gone"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_same_size_rewrite_with_mtime_set_back_is_caught_by_ctime() {
+        let (_dir, store, entry) = store_with_entry();
+        let skill = entry.path.join("skills/a/SKILL.md");
+        let before = fs_err::metadata(&skill).expect("stat");
+        writable(&skill);
+        fs_err::write(&skill, "ho\n").expect("rewrite");
+        let file = fs_err::File::options()
+            .write(true)
+            .open(&skill)
+            .expect("open");
+        file.set_modified(before.modified().expect("mtime"))
+            .expect("set mtime back");
+        fs_err::set_permissions(&skill, before.permissions()).expect("chmod back");
+        assert!(matches!(
+            store.checked_lookup(&entry.hash, "demo"),
+            Err(StoreError::Tampered { .. })
+        ));
+    }
+
+    #[test]
+    fn a_mode_or_time_change_alone_is_rehashed_and_refreshes_the_record() {
+        let (_dir, store, entry) = store_with_entry();
+        let old = record(&store, &entry).expect("record");
+        let script = entry.path.join("run.sh");
+        writable(&script);
+        fs_err::set_permissions(&script, std::fs::Permissions::from_mode(0o444)).expect("chmod");
+        assert_eq!(
+            store.checked_lookup(&entry.hash, "demo").expect("intact"),
+            Some(entry.clone())
+        );
+        let new = record(&store, &entry).expect("record");
+        assert_ne!(new, old, "the record was refreshed");
+        assert_eq!(new, stat_walk(&entry.path).expect("walk"));
+    }
+
+    #[test]
+    fn an_entry_without_a_record_is_hashed_once_and_gets_one() {
+        let (_dir, store, entry) = store_with_entry();
+        fs_err::remove_file(store.record_path(&entry_folder(&entry.path))).expect("rm");
+        assert_eq!(
+            store.checked_lookup(&entry.hash, "demo").expect("intact"),
+            Some(entry.clone())
+        );
+        assert_eq!(
+            record(&store, &entry),
+            Some(stat_walk(&entry.path).expect("walk"))
+        );
+    }
+
+    #[test]
+    fn added_and_removed_files_are_caught() {
+        for change in ["add", "remove", "add-dir", "add-top", "rename"] {
+            let (_dir, store, entry) = store_with_entry();
+            let folder = entry.path.join("skills/a");
+            writable(&folder);
+            writable(&entry.path);
+            match change {
+                "add" => fs_err::write(folder.join("extra.md"), "x").expect("add"),
+                "remove" => fs_err::remove_file(folder.join("SKILL.md")).expect("remove"),
+                "add-dir" => fs_err::create_dir(folder.join("empty")).expect("mkdir"),
+                "add-top" => fs_err::write(entry.path.join("extra.md"), "x").expect("add"),
+                _ => fs_err::rename(folder.join("SKILL.md"), folder.join("skill.md"))
+                    .expect("rename"),
+            }
+            assert!(
+                matches!(
+                    store.checked_lookup(&entry.hash, "demo"),
+                    Err(StoreError::Tampered { .. })
+                ),
+                "{change}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_file_replaced_by_an_equal_copy_passes_after_a_rehash() {
+        let (_dir, store, entry) = store_with_entry();
+        let old = record(&store, &entry).expect("record");
+        let folder = entry.path.join("skills/a");
+        writable(&folder);
+        fs_err::write(folder.join("copy"), "hi\n").expect("copy");
+        fs_err::set_permissions(folder.join("copy"), std::fs::Permissions::from_mode(0o444))
+            .expect("chmod");
+        fs_err::rename(folder.join("copy"), folder.join("SKILL.md")).expect("replace");
+        assert_eq!(
+            store.checked_lookup(&entry.hash, "demo").expect("intact"),
+            Some(entry.clone())
+        );
+        assert_ne!(record(&store, &entry).expect("record"), old);
+        assert!(matches_record(
+            &entry.path,
+            &record(&store, &entry).expect("record")
+        ));
+    }
+
+    #[test]
+    fn gc_forgets_records_of_removed_entries() {
+        let (_dir, store, entry) = store_with_entry();
+        let folder = entry_folder(&entry.path);
+        fs_err::write(store.root().join(RECORDS_DIR).join(".x.1-2.tmp"), "").expect("w");
+        store
+            .collect_garbage(&crate::Live::default(), true)
+            .expect("dry run");
+        assert!(record(&store, &entry).is_some(), "a dry run keeps it");
+        store
+            .collect_garbage(&crate::Live::default(), false)
+            .expect("gc");
+        assert!(!entry.path.exists() && record(&store, &entry).is_none());
+        let left: Vec<_> = fs_err::read_dir(store.root().join(RECORDS_DIR))
+            .expect("ls")
+            .collect();
+        assert!(left.is_empty(), "{folder}: {left:?}");
+    }
+
+    #[test]
+    fn paths_with_newlines_and_backslashes_are_escaped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs_err::write(dir.path().join("a\nb\\c"), "").expect("write");
+        let walk = stat_walk(dir.path()).expect("walk");
+        let text = String::from_utf8(walk.clone()).expect("text");
+        assert!(text.ends_with(" a\\nb\\\\c\n"), "{text:?}");
+        assert_eq!(text.lines().count(), 3);
+        let mut path = Vec::new();
+        let line = text.lines().nth(2).expect("the file's line");
+        let stat = Stat::parse_line(line.as_bytes(), &mut path).expect("parses");
+        assert_eq!(path, b"a\nb\\c");
+        let meta = fs_err::symlink_metadata(dir.path().join("a\nb\\c")).expect("stat");
+        assert_eq!(stat, Stat::of_metadata(&meta));
+        assert!(matches_record(dir.path(), &walk));
+    }
+}
