@@ -172,9 +172,9 @@ impl Projects<'_> {
             4,
             "{what}: every entry is back"
         );
-        // A sync with work to do removes what killed processes left in `tmp/`; a lock file
-        // alone (its folder already renamed into place) may wait for the next such sync,
-        // or for gc, which cleans `tmp/` too and here must keep all four entries.
+        // Every sync, even one with nothing to add, removes the staging folders killed
+        // processes left in `tmp/`, and gc cleans `tmp/` too (and here must keep all four
+        // entries).
         let tmp = self.ctx.store.join("tmp");
         let folders: Vec<String> = list_dir(&tmp)
             .into_iter()

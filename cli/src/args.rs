@@ -65,6 +65,22 @@ pub enum Command {
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Plugins(PluginsArgs),
 
+    /// Declare marketplaces and see what they offer
+    ///
+    /// A marketplace is a git repository or folder whose `.claude-plugin/marketplace.json`
+    /// (or `.plugin/marketplace.json`) lists plugins by name. Declared once in the manifest,
+    /// its plugins are asked for as `PLUGIN@MARKETPLACE`; the lock pins the marketplace's
+    /// commit and catalog hash, and each plugin's own commit or archive.
+    #[command(
+        subcommand_required = true,
+        arg_required_else_help = true,
+        after_help = "Examples:\n  \
+        berth marketplace add official github:anthropics/claude-plugins-official\n  \
+        berth marketplace list official\n  \
+        berth plugins add code-review@official"
+    )]
+    Marketplace(MarketplaceArgs),
+
     /// Run a command with the locked plugin set, offline
     ///
     /// Builds the merged plugin set from the lock and the store alone, writes it to a file
@@ -359,6 +375,60 @@ fn parse_event(text: &str) -> Result<&'static str, String> {
 }
 
 #[derive(Debug, Args)]
+pub struct MarketplaceArgs {
+    #[command(flatten)]
+    pub project: ProjectArgs,
+
+    #[command(subcommand)]
+    pub command: MarketplaceCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MarketplaceCommand {
+    /// Declare a marketplace in the manifest (comments and layout kept), then lock
+    ///
+    /// The marketplace is read before anything is written: a source without a catalog,
+    /// or a catalog that is not one, changes nothing.
+    Add(MarketplaceAddArgs),
+
+    /// List the plugins a declared marketplace offers
+    ///
+    /// Reads its catalog at the locked commit when the lock has one, else at its `ref`.
+    List(MarketplaceListArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MarketplaceAddArgs {
+    /// The name plugins are asked for by (`PLUGIN@NAME`)
+    pub name: String,
+
+    /// The marketplace: `github:OWNER/REPO`, a git URL, or `./path`
+    pub source: String,
+
+    /// A branch, tag or full commit (git marketplaces)
+    #[arg(long = "ref", value_name = "REF")]
+    pub git_ref: Option<String>,
+
+    /// The marketplace's folder inside the repository
+    #[arg(long, value_name = "PATH")]
+    pub repo_path: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MarketplaceListArgs {
+    /// The declared marketplace's name
+    pub name: String,
+
+    /// Print JSON: the marketplace's pin and every entry with its source
+    #[arg(long)]
+    pub json: bool,
+
+    /// Never fetch: read the catalog from the git cache only
+    #[arg(long)]
+    pub offline: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct PluginsArgs {
     #[command(flatten)]
     pub project: ProjectArgs,
@@ -477,7 +547,8 @@ pub enum PluginsCommand {
 
 #[derive(Debug, Args)]
 pub struct AddArgs {
-    /// The source: `github:OWNER/REPO[/PATH]`, a git or archive URL, or `./path`
+    /// The source: `github:OWNER/REPO[/PATH]`, a git or archive URL, `./path`, or
+    /// `PLUGIN@MARKETPLACE` for a plugin of a declared marketplace
     pub source: String,
 
     /// A branch, tag or full commit (git sources)

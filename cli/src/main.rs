@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::{AgentCommand, Cli, Command, HooksCommand, PluginsCommand};
+use crate::args::{AgentCommand, Cli, Command, HooksCommand, MarketplaceCommand, PluginsCommand};
 use crate::context::{Context, Exit, Failure};
 use crate::printer::{Printer, Verbosity};
 
@@ -59,6 +59,13 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
                 PluginsCommand::Add(args) => commands::edit::add(&ctx, args),
                 PluginsCommand::Remove(args) => commands::edit::remove(&ctx, args),
                 PluginsCommand::Update(args) => commands::edit::update(&ctx, args),
+            }
+        }
+        Command::Marketplace(market) => {
+            let ctx = Context::new(cli, &market.project, printer)?;
+            match &market.command {
+                MarketplaceCommand::Add(args) => commands::marketplace::add(&ctx, args),
+                MarketplaceCommand::List(args) => commands::marketplace::list(&ctx, args),
             }
         }
         Command::Run(args) => {

@@ -11,6 +11,7 @@ mod hash;
 mod lock;
 mod manifest;
 mod manifest_edit;
+pub mod marketplace;
 pub mod plugin_json;
 pub mod plugin_manifest;
 mod source;
@@ -26,7 +27,9 @@ pub use lock::{
     LockedPluginWire, Pin, Staleness, is_full_commit_id, parse_lock, toml_string,
 };
 pub use manifest::{Manifest, ParsedManifest, PluginRequest, is_valid_plugin_name, parse_manifest};
-pub use manifest_edit::{EditError, NewPlugin, Removal, add_plugin, remove_plugin};
+pub use manifest_edit::{
+    EditError, NewPlugin, Removal, add_marketplace, add_plugin, remove_plugin,
+};
 pub use source::{
     ArchiveFormat, Redacted, Source, SourceError, SourceKind, normalize_repo_path, redact,
 };

@@ -7,6 +7,7 @@ use toml_edit::{Item, Key, TableLike, Value};
 use crate::agent::AgentRequest;
 use crate::diagnostic::Diagnostic;
 use crate::hash::Sha256Hash;
+use crate::marketplace::MarketplaceRequest;
 use crate::source::{Source, SourceKind, normalize_repo_path, redact};
 
 /// A parsed, validated manifest.
@@ -16,6 +17,8 @@ pub struct Manifest {
     pub plugins: Vec<PluginRequest>,
     /// The `[agent]` table: a custom agent package (SPEC section 8).
     pub agent: Option<AgentRequest>,
+    /// The `[[marketplace]]` declarations, in file order; `PLUGIN@NAME` sources name them.
+    pub marketplaces: Vec<MarketplaceRequest>,
 }
 
 /// A manifest and the warnings found while reading it.
@@ -146,6 +149,15 @@ impl PluginRequest {
             ));
         }
         if let Some(repo_path) = &self.repo_path {
+            if kind == SourceKind::Marketplace {
+                return Err((
+                    "repo_path",
+                    format!(
+                        "`repo_path` does not apply to `{}`: the marketplace says where the plugin is",
+                        self.display_source()
+                    ),
+                ));
+            }
             if kind == SourceKind::Local {
                 return Err((
                     "repo_path",
@@ -199,6 +211,8 @@ const PLUGIN_KEYS: [&str; 7] = [
 
 const AGENT_KEYS: [&str; 4] = ["source", "ref", "entry_point", "python"];
 
+const MARKETPLACE_KEYS: [&str; 4] = ["name", "source", "ref", "repo_path"];
+
 /// Parses `plugins.toml`. `file` is the path to name in messages.
 pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnostic> {
     let doc = toml_edit::Document::parse(text).map_err(|e| {
@@ -217,11 +231,48 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnost
     };
     let mut plugins = Vec::new();
     let mut agent = None;
+    let mut marketplaces: Vec<MarketplaceRequest> = Vec::new();
+    // Marketplaces first, wherever they are in the file: plugins name them.
+    if let Some(item) = doc.get("marketplace") {
+        for (table, span) in reader.tables_of("marketplace", item)? {
+            let marketplace = reader.marketplace(table, span.clone())?;
+            if marketplaces.iter().any(|m| m.name == marketplace.name) {
+                return Err(reader.error(
+                    value_span(table, "name").or(span),
+                    format!(
+                        "marketplace `{}` is declared twice; give each `[[marketplace]]` its own `name`",
+                        marketplace.name
+                    ),
+                ));
+            }
+            marketplaces.push(marketplace);
+        }
+    }
     for (key, item) in doc.iter() {
         match key {
+            "marketplace" => {}
             "plugin" => {
                 for (table, span) in reader.tables_of(key, item)? {
-                    plugins.push(reader.plugin(table, span)?);
+                    let plugin = reader.plugin(table, span)?;
+                    if let Source::Marketplace { marketplace, .. } = plugin.parsed_source()
+                        && !marketplaces.iter().any(|m| &m.name == marketplace)
+                    {
+                        let declared: Vec<String> =
+                            marketplaces.iter().map(|m| format!("`{}`", m.name)).collect();
+                        return Err(reader.error(
+                            value_span(table, "source"),
+                            format!(
+                                "`{}` names marketplace `{marketplace}`, which no `[[marketplace]]` declares ({}); add it with `berth marketplace add {marketplace} SOURCE`",
+                                plugin.display_source(),
+                                if declared.is_empty() {
+                                    "there are none".to_owned()
+                                } else {
+                                    format!("declared: {}", declared.join(", "))
+                                }
+                            ),
+                        ));
+                    }
+                    plugins.push(plugin);
                 }
             }
             "agent" => {
@@ -238,12 +289,16 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnost
             }
             other => reader.warn(
                 doc.as_table().key(other).and_then(Key::span),
-                format!("unknown key `{other}` is ignored (expected `[[plugin]]` tables and an optional `[agent]`)"),
+                format!("unknown key `{other}` is ignored (expected `[[plugin]]` and `[[marketplace]]` tables and an optional `[agent]`)"),
             ),
         }
     }
     Ok(ParsedManifest {
-        manifest: Manifest { plugins, agent },
+        manifest: Manifest {
+            plugins,
+            agent,
+            marketplaces,
+        },
         warnings: reader.warnings,
     })
 }
@@ -323,6 +378,36 @@ impl<'a> Reader<'a> {
             .validate()
             .map_err(|(field, message)| self.error(value_span(table, field).or(span), message))?;
         Ok(request)
+    }
+
+    fn marketplace(
+        &mut self,
+        table: &dyn TableLike,
+        span: Option<Range<usize>>,
+    ) -> Result<MarketplaceRequest, Diagnostic> {
+        let (source, _, _) = self.source(
+            table,
+            span.clone(),
+            &MARKETPLACE_KEYS,
+            "`[[marketplace]]`",
+            "entry ",
+        )?;
+        let Some(name) = self.string(table, "name")? else {
+            return Err(self.error(span, "`[[marketplace]]` entry has no `name`".into()));
+        };
+        let line = crate::diagnostic::line_column(
+            self.text,
+            value_span(table, "name").map_or(0, |s| s.start),
+        )
+        .0;
+        MarketplaceRequest::new(
+            &name,
+            &source,
+            self.string(table, "ref")?.as_deref(),
+            self.string(table, "repo_path")?.as_deref(),
+        )
+        .map(|m| m.at_line(line))
+        .map_err(|(field, message)| self.error(value_span(table, field).or(span), message))
     }
 
     fn agent(

@@ -38,9 +38,9 @@ pub enum EditError {
         #[source]
         source: toml_edit::TomlError,
     },
-    /// `plugin` is something other than a list of tables.
-    #[error("`plugin` in `{file}` is not a list of tables; fix it first")]
-    NotAList { file: String },
+    /// `plugin` (or `marketplace`) is something other than a list of tables.
+    #[error("`{key}` in `{file}` is not a list of tables; fix it first")]
+    NotAList { file: String, key: &'static str },
     /// The lock has entries the manifest lacks: it is not this manifest's current lock.
     #[error(
         "`{file}` has fewer `[[plugin]]` entries than its lock; run `berth plugins lock` first"
@@ -110,6 +110,47 @@ pub fn add_plugin(file: &str, text: &str, entry: &NewPlugin<'_>) -> Result<Strin
         Some(_) => {
             return Err(EditError::NotAList {
                 file: file.to_owned(),
+                key: "plugin",
+            });
+        }
+    }
+    Ok(doc.to_string())
+}
+
+/// Adds a `[[marketplace]]` declaration to the manifest `text` (empty: no manifest yet), at
+/// the end of the file. Everything else in the text is kept as it was. `file` names the
+/// manifest in errors.
+pub fn add_marketplace(
+    file: &str,
+    text: &str,
+    name: &str,
+    source: &str,
+    git_ref: Option<&str>,
+    repo_path: Option<&str>,
+) -> Result<String, EditError> {
+    let mut doc = parse(file, text)?;
+    let mut table = Table::new();
+    table["name"] = value(name);
+    table["source"] = value(source);
+    if let Some(r) = git_ref {
+        table["ref"] = value(r);
+    }
+    if let Some(p) = repo_path {
+        table["repo_path"] = value(p);
+    }
+    let prefix = if doc.as_table().is_empty() { "" } else { "\n" };
+    table.decor_mut().set_prefix(prefix);
+    match doc.get_mut("marketplace") {
+        None => {
+            let mut array = ArrayOfTables::new();
+            array.push(table);
+            doc.insert("marketplace", Item::ArrayOfTables(array));
+        }
+        Some(Item::ArrayOfTables(array)) => array.push(table),
+        Some(_) => {
+            return Err(EditError::NotAList {
+                file: file.to_owned(),
+                key: "marketplace",
             });
         }
     }
@@ -160,6 +201,7 @@ pub fn remove_plugin(
         _ => {
             return Err(EditError::NotAList {
                 file: file.to_owned(),
+                key: "plugin",
             });
         }
     }
@@ -271,7 +313,10 @@ mod tests {
     fn add_refuses_a_plugin_key_that_is_not_a_list() {
         assert_eq!(
             add_plugin(F, "plugin = 3\n", &entry("./a")),
-            Err(EditError::NotAList { file: F.into() })
+            Err(EditError::NotAList {
+                file: F.into(),
+                key: "plugin"
+            })
         );
         assert!(matches!(
             add_plugin(F, "[[plugin]\n", &entry("./a")),

@@ -31,6 +31,14 @@ pub enum Source {
         /// The path as written.
         path: String,
     },
+    /// `PLUGIN@MARKETPLACE`: the plugin a declared `[[marketplace]]` lists under that
+    /// name. It stands for the source the marketplace gives, found when locking.
+    Marketplace {
+        /// The plugin's name in the marketplace.
+        plugin: String,
+        /// The `[[marketplace]]` name.
+        marketplace: String,
+    },
 }
 
 /// The three kinds of source, for messages and rules that only care about the kind.
@@ -42,6 +50,8 @@ pub enum SourceKind {
     Archive,
     /// A local directory.
     Local,
+    /// A plugin picked from a marketplace: a kind of request, never of a pin.
+    Marketplace,
 }
 
 impl fmt::Display for SourceKind {
@@ -50,6 +60,7 @@ impl fmt::Display for SourceKind {
             SourceKind::Git => "git",
             SourceKind::Archive => "archive",
             SourceKind::Local => "local",
+            SourceKind::Marketplace => "marketplace",
         })
     }
 }
@@ -100,6 +111,15 @@ impl Source {
         if is_local_path(text) {
             return Ok(Source::Local { path: text.into() });
         }
+        if let Some((plugin, marketplace)) = text.split_once('@')
+            && is_marketplace_name(plugin)
+            && is_marketplace_name(marketplace)
+        {
+            return Ok(Source::Marketplace {
+                plugin: plugin.into(),
+                marketplace: marketplace.into(),
+            });
+        }
         if is_scp_like(text) {
             return Ok(Source::Git { url: text.into() });
         }
@@ -123,8 +143,20 @@ impl Source {
             Source::GitHub { .. } | Source::Git { .. } => SourceKind::Git,
             Source::Archive { .. } => SourceKind::Archive,
             Source::Local { .. } => SourceKind::Local,
+            Source::Marketplace { .. } => SourceKind::Marketplace,
         }
     }
+}
+
+/// A plugin or marketplace name as `PLUGIN@MARKETPLACE` writes it: letters, digits, `.`,
+/// `_` and `-`, not starting with `.` (Claude Code's names are kebab-case).
+pub fn is_marketplace_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 200
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 fn parse_github(rest: &str, shown: &str) -> Result<Source, SourceError> {

@@ -113,6 +113,7 @@ fn locked_plugin() -> impl Strategy<Value = LockedPlugin> {
             let is_local = matches!(pin, Pin::Local { .. });
             LockedPlugin {
                 name,
+                requested: None,
                 source,
                 git_ref: git_ref.filter(|_| is_git),
                 version: None,
@@ -202,7 +203,7 @@ proptest! {
 
     #[test]
     fn the_lock_writer_round_trips(plugins in prop::collection::vec(locked_plugin(), 0..6)) {
-        let lock = Lock { plugins, agent: None };
+        let lock = Lock { plugins, agent: None, marketplaces: Vec::new() };
         let text = lock.to_toml();
         prop_assert_eq!(parse_lock("plugins.lock", &text), Ok(lock.clone()));
         prop_assert_eq!(text.clone(), lock.to_toml(), "deterministic");
@@ -214,7 +215,7 @@ proptest! {
         plugins in prop::collection::vec(locked_plugin(), 0..2),
         agent in locked_agent(),
     ) {
-        let lock = Lock { plugins, agent: Some(agent) };
+        let lock = Lock { plugins, agent: Some(agent), marketplaces: Vec::new() };
         let text = lock.to_toml();
         prop_assert_eq!(parse_lock("plugins.lock", &text), Ok(lock.clone()));
         prop_assert_eq!(text, lock.to_toml(), "deterministic");

@@ -14,6 +14,7 @@ pub mod extract;
 mod git;
 mod live;
 mod local;
+mod marketplace;
 mod meta;
 mod ops;
 mod policy;
@@ -31,10 +32,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub use agent::AgentError;
 pub use agent::{AgentVerifyOutcome, AgentVerifyStatus, DEFAULT_INDEX_URL, SOURCE_DATE_EPOCH};
 pub use error::{
-    ArchiveProblem, DownloadError, EntryError, ErrorKind, LocalPathProblem, ResolveError, Upstream,
+    ArchiveProblem, DownloadError, EntryError, ErrorKind, LocalPathProblem, ResolveError,
+    Rewritten, Upstream,
 };
 pub use extract::{ArchiveLimits, LimitsError};
 pub use live::mark_live;
+pub use marketplace::read_marketplace;
 pub use meta::plugin_name_from_manifest;
 pub use ops::{
     LocalCheck, LocalRelock, LockOptions, LockOutcome, SharedResolutions, SyncOutcome, Upgrade,

@@ -13,7 +13,7 @@ pub(crate) fn git_url(source: &Source, github_url: &str) -> Option<String> {
             github_url.trim_end_matches('/')
         )),
         Source::Git { url } => Some(url.clone()),
-        Source::Archive { .. } | Source::Local { .. } => None,
+        Source::Archive { .. } | Source::Local { .. } | Source::Marketplace { .. } => None,
     }
 }
 

@@ -373,6 +373,7 @@ fn add_plugin(store: &Store, name: &str, files: &[(&str, Content)]) -> LockedPlu
     let entry = store.commit(staging, name, None).expect("commit");
     LockedPlugin {
         name: name.to_owned(),
+        requested: None,
         source: format!("./{name}"),
         git_ref: None,
         version: None,
@@ -395,6 +396,7 @@ proptest! {
         let lock = Lock {
             plugins: vec![add_plugin(&store, "alpha", &first), add_plugin(&store, "beta", &second)],
             agent: None,
+            marketplaces: Vec::new(),
         };
         match build_plugin_set(&store, &lock, &BuildOptions::default()) {
             Ok(set) => {

@@ -286,6 +286,7 @@ impl Prepared {
                     manifest: Some(Manifest {
                         plugins: requests,
                         agent,
+                        marketplaces: Vec::new(),
                     }),
                     lock: None,
                     metadata,

@@ -151,6 +151,14 @@ impl Policy {
                 )
             }
             Source::Git { url } | Source::Archive { url, .. } => url.clone(),
+            Source::Marketplace {
+                plugin,
+                marketplace,
+            } => {
+                return Err(AppError::bad_request(format!(
+                    "`{plugin}@{marketplace}`: this server has no marketplace `{marketplace}`; give the plugin's own source (git, archive) instead"
+                )));
+            }
         };
         let parsed = SourceUrl::new(&url).map_err(|e| AppError::bad_request(e.to_string()))?;
         let Some(parsed) = parsed.parsed() else {

@@ -5,6 +5,7 @@ pub mod edit;
 pub mod hooks;
 pub mod list;
 pub mod lock;
+pub mod marketplace;
 pub mod run;
 pub mod serve;
 pub mod show;

@@ -119,6 +119,7 @@ impl TryFrom<LockedAgentWire> for LockedAgent {
             }
             AgentOrigin::Tree(_) => {
                 let plugin = LockedPluginWire {
+                    requested: None,
                     name: w.package.clone(),
                     source: w.source.clone(),
                     git_ref: w.git_ref.clone(),

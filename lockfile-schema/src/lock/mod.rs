@@ -31,6 +31,8 @@ pub struct Lock {
     pub plugins: Vec<LockedPlugin>,
     /// The custom agent package (SPEC section 8).
     pub agent: Option<LockedAgent>,
+    /// The marketplaces read, in manifest order.
+    pub marketplaces: Vec<crate::marketplace::LockedMarketplace>,
 }
 
 /// One validated lock entry.
@@ -38,6 +40,9 @@ pub struct Lock {
 pub struct LockedPlugin {
     /// The plugin's own name.
     pub name: String,
+    /// `PLUGIN@MARKETPLACE` when the manifest asked for it from a marketplace; `source`,
+    /// `git_ref` and `repo_path` are then what the marketplace's catalog gave.
+    pub requested: Option<String>,
     /// The requested source, credentials removed.
     pub source: String,
     /// The requested `ref`.
@@ -119,6 +124,18 @@ pub enum LockError {
         /// What is wrong.
         message: String,
     },
+    /// Well-formed TOML with a bad value in a `[[marketplace]]`.
+    #[error(
+        "{file}: marketplace `{name}`: {message}; run `berth plugins lock` to regenerate the lockfile"
+    )]
+    InvalidMarketplace {
+        /// The lockfile.
+        file: String,
+        /// The marketplace's name.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Well-formed TOML with a bad value in `[agent]`.
     #[error("{file}: `[agent]`: {message}; run `berth plugins lock` to regenerate the lockfile")]
     InvalidAgent {
@@ -185,7 +202,25 @@ pub fn parse_lock(file: &str, text: &str) -> Result<Lock, LockError> {
             file: file.to_owned(),
             message,
         })?;
-    Ok(Lock { plugins, agent })
+    let marketplaces = wire
+        .marketplace
+        .into_iter()
+        .map(|m| {
+            let name = m.name.clone();
+            crate::marketplace::LockedMarketplace::try_from(m).map_err(|message| {
+                LockError::InvalidMarketplace {
+                    file: file.to_owned(),
+                    name,
+                    message,
+                }
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Lock {
+        plugins,
+        agent,
+        marketplaces,
+    })
 }
 
 /// Whether `s` is a full commit id in lower-case hex.
@@ -253,6 +288,7 @@ mod tests {
             plugins: vec![
                 LockedPlugin {
                     name: "review".into(),
+                    requested: None,
                     source: "github:acme/review-tools".into(),
                     git_ref: Some("v1.2.0".into()),
                     version: None,
@@ -270,6 +306,7 @@ mod tests {
                 },
                 LockedPlugin {
                     name: "house \"rules\"".into(),
+                    requested: None,
                     source: "./plugins/house-rules".into(),
                     git_ref: None,
                     version: None,
@@ -285,6 +322,7 @@ mod tests {
                 },
             ],
             agent: None,
+            marketplaces: Vec::new(),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use super::{Lock, LockedPlugin, Pin};
 use crate::manifest::{Manifest, PluginRequest};
-use crate::source::redact;
+use crate::source::{SourceKind, redact};
 
 impl Lock {
     /// How this lock differs from what `manifest` asks for. Empty means up to date.
@@ -27,6 +27,29 @@ impl Lock {
                 index: i + 1,
                 name: locked.name.clone(),
             });
+        }
+        for request in &manifest.marketplaces {
+            match self.marketplaces.iter().find(|m| m.name == request.name) {
+                None => out.push(Staleness::MarketplaceAdded {
+                    name: request.name.clone(),
+                }),
+                Some(locked) => {
+                    let what = locked.differences(request);
+                    if !what.is_empty() {
+                        out.push(Staleness::MarketplaceChanged {
+                            name: request.name.clone(),
+                            what,
+                        });
+                    }
+                }
+            }
+        }
+        for locked in &self.marketplaces {
+            if !manifest.marketplaces.iter().any(|m| m.name == locked.name) {
+                out.push(Staleness::MarketplaceRemoved {
+                    name: locked.name.clone(),
+                });
+            }
         }
         match (&manifest.agent, &self.agent) {
             (None, None) => {}
@@ -93,6 +116,23 @@ pub enum Staleness {
         /// The locked package.
         package: String,
     },
+    /// A `[[marketplace]]` the lock has not read.
+    MarketplaceAdded {
+        /// Its name.
+        name: String,
+    },
+    /// A `[[marketplace]]` declared differently from when it was read.
+    MarketplaceChanged {
+        /// Its name.
+        name: String,
+        /// The fields that differ.
+        what: Vec<String>,
+    },
+    /// The lock has a marketplace the manifest no longer declares.
+    MarketplaceRemoved {
+        /// Its name.
+        name: String,
+    },
 }
 
 impl std::fmt::Display for Staleness {
@@ -116,6 +156,18 @@ impl std::fmt::Display for Staleness {
             Staleness::AgentChanged { package, what } => {
                 write!(f, "`[agent]` (`{package}`): {}", what.join(", "))
             }
+            Staleness::MarketplaceAdded { name } => {
+                write!(f, "marketplace `{name}` is not in the lock")
+            }
+            Staleness::MarketplaceChanged { name, what } => {
+                write!(f, "marketplace `{name}`: {}", what.join(", "))
+            }
+            Staleness::MarketplaceRemoved { name } => {
+                write!(
+                    f,
+                    "marketplace `{name}` is locked but the manifest no longer declares it"
+                )
+            }
             Staleness::AgentRemoved { package } => {
                 write!(
                     f,
@@ -136,7 +188,24 @@ impl LockedPlugin {
     fn differences(&self, r: &PluginRequest) -> Vec<String> {
         let mut what = Vec::new();
         let source = redact(&r.source).text;
-        differ(&mut what, "source", Some(&self.source), Some(&source));
+        if r.parsed_source().kind() == SourceKind::Marketplace {
+            // Where the plugin comes from is the marketplace's to say; the request is
+            // `PLUGIN@MARKETPLACE` alone (whether the marketplace changed is its own check).
+            differ(
+                &mut what,
+                "source",
+                self.requested.as_deref(),
+                Some(&source),
+            );
+            self.pinned_differences(r, &mut what);
+            return what;
+        }
+        differ(
+            &mut what,
+            "source",
+            Some(self.requested.as_deref().unwrap_or(&self.source)),
+            Some(&source),
+        );
         differ(
             &mut what,
             "ref",
@@ -155,6 +224,12 @@ impl LockedPlugin {
             self.repo_path.as_deref(),
             r.repo_path.as_deref(),
         );
+        self.pinned_differences(r, &mut what);
+        what
+    }
+
+    /// The manifest's `hash`, `archive_hash` and `name`, where given, against the lock.
+    fn pinned_differences(&self, r: &PluginRequest, what: &mut Vec<String>) {
         if let Some(hash) = &r.hash
             && *hash != self.hash
         {
@@ -183,7 +258,6 @@ impl LockedPlugin {
                 self.name
             ));
         }
-        what
     }
 }
 

@@ -26,6 +26,9 @@ pub struct LockFileWire {
     /// The custom agent package, if the manifest has an `[agent]` table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<LockedAgentWire>,
+    /// The marketplaces `PLUGIN@MARKETPLACE` entries were read from, in manifest order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marketplace: Vec<crate::marketplace::LockedMarketplaceWire>,
 }
 
 /// One `[[plugin]]` entry of the lockfile.
@@ -35,7 +38,12 @@ pub struct LockedPluginWire {
     /// The plugin's own name, from its manifest or else its folder.
     #[schemars(length(min = 1))]
     pub name: String,
-    /// The manifest's `source`, credentials removed.
+    /// `PLUGIN@MARKETPLACE`, when the manifest asked for the plugin from a marketplace;
+    /// `source`, `ref` and `repo_path` are then the ones the marketplace's catalog gave.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub requested: Option<String>,
+    /// The manifest's `source`, credentials removed (or the catalog's, see `requested`).
     #[schemars(length(min = 1))]
     pub source: String,
     /// The manifest's `ref`, if it gave one.
@@ -100,7 +108,20 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
             Ok(())
         };
         let missing = |field: &str| format!("`{field}` is missing");
+        if let Some(requested) = &w.requested
+            && !matches!(Source::parse(requested), Ok(Source::Marketplace { .. }))
+        {
+            return Err(format!(
+                "`requested = \"{requested}\"` is not a `PLUGIN@MARKETPLACE` request"
+            ));
+        }
         let pin = match source.kind() {
+            SourceKind::Marketplace => {
+                return Err(format!(
+                    "`source = \"{}\"` names a marketplace plugin; a lock entry's `source` is the one its catalog gave, with the request in `requested`",
+                    w.source
+                ));
+            }
             SourceKind::Git => {
                 fields(&[
                     ("archive_hash", w.archive_hash.is_some()),
@@ -156,6 +177,7 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
         }
         Ok(LockedPlugin {
             name: w.name,
+            requested: w.requested,
             source: w.source,
             git_ref: w.git_ref,
             version: w.version,
@@ -178,6 +200,7 @@ impl From<&LockedPlugin> for LockedPluginWire {
         };
         LockedPluginWire {
             name: p.name.clone(),
+            requested: p.requested.clone(),
             source: p.source.clone(),
             git_ref: p.git_ref.clone(),
             version: p.version.clone(),

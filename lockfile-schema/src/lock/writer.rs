@@ -11,11 +11,29 @@ impl Lock {
         let mut out = String::with_capacity(256 + self.plugins.len() * 320);
         out.push_str(LOCK_HEADER);
         let _ = writeln!(out, "version = {LOCK_VERSION}");
+        for marketplace in &self.marketplaces {
+            let w = crate::marketplace::LockedMarketplaceWire::from(marketplace);
+            out.push_str("\n[[marketplace]]\n");
+            write_fields(
+                &mut out,
+                &[
+                    ("name", Some(&w.name)),
+                    ("source", Some(&w.source)),
+                    ("ref", w.git_ref.as_ref()),
+                    ("repo_path", w.repo_path.as_ref()),
+                    ("url", w.url.as_ref()),
+                    ("rev", w.rev.as_ref()),
+                    ("catalog", Some(&w.catalog)),
+                    ("catalog_hash", Some(&w.catalog_hash)),
+                ],
+            );
+        }
         for plugin in &self.plugins {
             let w = LockedPluginWire::from(plugin);
             out.push_str("\n[[plugin]]\n");
-            let fields: [(&str, Option<&String>); 11] = [
+            let fields: [(&str, Option<&String>); 12] = [
                 ("name", Some(&w.name)),
+                ("requested", w.requested.as_ref()),
                 ("source", Some(&w.source)),
                 ("ref", w.git_ref.as_ref()),
                 ("version", w.version.as_ref()),

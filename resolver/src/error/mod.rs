@@ -263,6 +263,32 @@ pub enum ResolveError {
         kind: berth_lockfile_schema::SourceKind,
     },
     /// The custom agent package could not be resolved, built or read.
+    /// A marketplace's catalog, or the entry a plugin is asked for, cannot be used.
+    #[error("{message}")]
+    Marketplace {
+        /// What is wrong, naming the marketplace and the entry.
+        message: String,
+    },
+
+    /// A marketplace's catalog at its locked commit is not the one locked.
+    #[error(
+        "marketplace `{name}` changed under its name: its catalog at the locked commit `{rev}` has sha256 `{actual}`, but the lock has `{expected}`; its history was rewritten or it is another repository. Check the marketplace, then run `berth plugins lock --upgrade-plugin {name}` to accept it"
+    )]
+    MarketplaceChanged {
+        /// The marketplace's name.
+        name: String,
+        /// The locked commit.
+        rev: String,
+        /// The locked catalog hash.
+        expected: Sha256Hash,
+        /// The catalog hash found.
+        actual: Sha256Hash,
+    },
+
+    /// A marketplace no longer has the commit the lock pins (its history was rewritten).
+    #[error(transparent)]
+    MarketplaceRewritten(Box<Rewritten>),
+
     #[error(transparent)]
     Agent(#[from] AgentError),
     /// uv or Python could not be found or run for the agent package.
@@ -317,7 +343,8 @@ impl ResolveError {
             | Self::InvalidUrl { .. }
             | Self::PlainHttpCredentials { .. }
             | Self::LockedSource { .. }
-            | Self::VersionRange { .. } => ErrorKind::InvalidInput,
+            | Self::VersionRange { .. }
+            | Self::Marketplace { .. } => ErrorKind::InvalidInput,
             Self::Refused { .. } => ErrorKind::Refused,
             Self::Fetch { .. } | Self::Download { .. } | Self::Offline { .. } => {
                 ErrorKind::Upstream
@@ -341,6 +368,8 @@ impl ResolveError {
             | Self::Archive { .. }
             | Self::ArchiveHashMismatch { .. }
             | Self::NoMatchingVersion { .. }
+            | Self::MarketplaceChanged { .. }
+            | Self::MarketplaceRewritten(_)
             | Self::UnknownPlugin { .. }
             | Self::Agent(_)
             | Self::Uv(_)
@@ -468,4 +497,25 @@ mod tests {
             ErrorKind::InvalidInput
         );
     }
+}
+
+/// A marketplace whose locked commit is gone, and what its `ref` names now.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "marketplace `{name}` no longer has the locked commit `{rev}` (catalog `{expected}`): its history was rewritten. {} now points at `{now_rev}`, whose catalog is `{actual}`. Check the marketplace, then run `berth plugins lock --upgrade-plugin {name}` to accept it",
+    git_ref.as_ref().map_or("Its default branch".to_owned(), |r| format!("Its `{r}`"))
+)]
+pub struct Rewritten {
+    /// The marketplace's name.
+    pub name: String,
+    /// The locked commit.
+    pub rev: String,
+    /// The locked catalog hash.
+    pub expected: Sha256Hash,
+    /// The declared `ref`.
+    pub git_ref: Option<String>,
+    /// The commit the `ref` now names.
+    pub now_rev: String,
+    /// The catalog hash there.
+    pub actual: Sha256Hash,
 }

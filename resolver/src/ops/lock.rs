@@ -2,11 +2,13 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use berth_lockfile_schema::{Lock, LockedPlugin, Manifest, SourceKind};
+use berth_lockfile_schema::marketplace::{LockedMarketplace, MarketplaceRequest};
+use berth_lockfile_schema::{Lock, LockedPlugin, Manifest, PluginRequest, Source, SourceKind};
 use berth_store::Store;
 
 use super::*;
 use crate::error::{EntryError, ResolveError};
+use crate::marketplace::ReadMarketplace;
 use crate::{Reporter, Settings};
 
 /// Which locked pins `lock` may move.
@@ -67,10 +69,11 @@ pub fn lock_plugins(
         let unknown: Vec<EntryError> = names
             .iter()
             .filter(|n| {
-                !previous.is_some_and(|l| {
-                    l.plugins.iter().any(|p| &p.name == *n)
-                        || l.agent.as_ref().is_some_and(|a| &a.package == *n)
-                })
+                !manifest.marketplaces.iter().any(|m| &m.name == *n)
+                    && !previous.is_some_and(|l| {
+                        l.plugins.iter().any(|p| &p.name == *n)
+                            || l.agent.as_ref().is_some_and(|a| &a.package == *n)
+                    })
             })
             .map(|n| EntryError {
                 label: format!("`--upgrade-plugin {n}`"),
@@ -81,44 +84,78 @@ pub fn lock_plugins(
             return Err(unknown);
         }
     }
+    let upgrading = |name: &str| match &options.upgrade {
+        Upgrade::Nothing => false,
+        Upgrade::All => true,
+        Upgrade::Plugins(names) => names.iter().any(|n| n == name),
+    };
+    // The previous entry each request still describes. Prefer the entry at the same
+    // position; an entry that moved keeps its pin too.
     let mut used = vec![false; previous.map_or(0, |l| l.plugins.len())];
-    let kept: Vec<Option<LockedPlugin>> = manifest
+    let matched: Vec<Option<&LockedPlugin>> = manifest
         .plugins
         .iter()
         .enumerate()
         .map(|(i, request)| {
             let previous = previous?;
-            // Prefer the entry at the same position; an entry that moved keeps its pin too.
             let index = std::iter::once(i)
                 .chain(0..previous.plugins.len())
                 .find(|&j| {
                     j < previous.plugins.len() && !used[j] && previous.plugins[j].satisfies(request)
                 })?;
-            let locked = &previous.plugins[index];
-            let upgrade = match &options.upgrade {
-                Upgrade::Nothing => false,
-                Upgrade::All => true,
-                Upgrade::Plugins(names) => names.contains(&locked.name),
-            };
-            if upgrade {
-                return None;
-            }
             used[index] = true;
-            Some(locked.clone())
+            Some(&previous.plugins[index])
         })
         .collect();
-    let resolved = AtomicUsize::new(0);
     let ctx = Ctx::new(store, settings, reporter);
+    let markets = lock_marketplaces(&ctx, manifest, previous, options, &matched, &upgrading)?;
+    let resolved = AtomicUsize::new(0);
     let results = run_parallel(&manifest.plugins, settings.jobs, |i, request| {
         let label = || entry_label(&options.manifest_label, request);
-        let result = match (&kept[i], request.parsed_source().kind()) {
-            (Some(locked), SourceKind::Local) if options.local == LocalRelock::Rehash => {
-                crate::sources::of(SourceKind::Local).lock(&ctx, request, Some(locked))
-            }
-            (Some(locked), _) => Ok(Resolved {
+        let rehash = |locked: &LockedPlugin, request: &PluginRequest| {
+            crate::sources::of(SourceKind::Local).lock(&ctx, request, Some(locked))
+        };
+        let keep = |locked: &LockedPlugin| {
+            Ok(Resolved {
                 plugin: locked.clone(),
                 skipped: Vec::new(),
-            }),
+            })
+        };
+        let kept = matched[i].filter(|l| !upgrading(&l.name));
+        let result = match (kept, request.parsed_source()) {
+            (_, Source::Marketplace { marketplace, .. }) => {
+                let market = markets
+                    .iter()
+                    .find(|m| &m.declared.name == marketplace)
+                    .expect("the manifest declares every marketplace it names");
+                match market.pick_action(request, matched[i], &upgrading) {
+                    Ok(PickAction::Keep(locked)) => keep(locked),
+                    Ok(PickAction::Rehash(derived, locked)) => {
+                        rehash(locked, &derived).map(|r| with_requested(r, request))
+                    }
+                    Ok(PickAction::Resolve(derived, before)) => {
+                        resolved.fetch_add(1, Ordering::Relaxed);
+                        ctx.resolve_new(&derived).map(|r| match before {
+                            // Same content as before: the old pin stays, so a marketplace
+                            // upgrade moves only the plugins whose entry changed.
+                            Some(locked)
+                                if locked.hash == r.plugin.hash && locked.name == r.plugin.name =>
+                            {
+                                Resolved {
+                                    plugin: locked.clone(),
+                                    skipped: Vec::new(),
+                                }
+                            }
+                            _ => with_requested(r, request),
+                        })
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            (Some(locked), Source::Local { .. }) if options.local == LocalRelock::Rehash => {
+                rehash(locked, request)
+            }
+            (Some(locked), _) => keep(locked),
             (None, _) => {
                 resolved.fetch_add(1, Ordering::Relaxed);
                 ctx.resolve_new(request)
@@ -176,7 +213,156 @@ pub fn lock_plugins(
         return Err(errors);
     }
     Ok(LockOutcome {
-        lock: Lock { plugins, agent },
+        lock: Lock {
+            plugins,
+            agent,
+            marketplaces: markets.into_iter().map(|m| m.locked).collect(),
+        },
         resolved: resolved.into_inner(),
     })
+}
+
+/// A declared marketplace for this lock: read now, or kept from the previous lock unread.
+struct MarketState<'a> {
+    declared: &'a MarketplaceRequest,
+    /// The previous lock's pin, when the declaration is unchanged.
+    previous: Option<&'a LockedMarketplace>,
+    /// The catalog, when this run read it.
+    read: Option<ReadMarketplace>,
+    /// What the new lock records.
+    locked: LockedMarketplace,
+}
+
+/// What `lock` does with one `PLUGIN@MARKETPLACE` request.
+enum PickAction<'a> {
+    /// Keep the previous pin.
+    Keep(&'a LockedPlugin),
+    /// The entry still names this local folder: re-hash it.
+    Rehash(PluginRequest, &'a LockedPlugin),
+    /// Resolve the entry's request; keep the previous pin if the content is the same.
+    Resolve(PluginRequest, Option<&'a LockedPlugin>),
+}
+
+impl<'a> MarketState<'a> {
+    fn pick_action(
+        &self,
+        request: &PluginRequest,
+        before: Option<&'a LockedPlugin>,
+        upgrading: &dyn Fn(&str) -> bool,
+    ) -> Result<PickAction<'a>, ResolveError> {
+        let upgrade = upgrading(&self.declared.name) || before.is_some_and(|l| upgrading(&l.name));
+        if let Some(locked) = before
+            && !upgrade
+            && self.previous.is_some()
+            && self.declared.parsed_source().kind() == SourceKind::Git
+        {
+            // The marketplace is pinned to the same commit, so its entry is the same.
+            return Ok(PickAction::Keep(locked));
+        }
+        let read = self
+            .read
+            .as_ref()
+            .expect("a marketplace with picks to resolve is read");
+        let derived = read.request_for(self.declared, request)?;
+        match before {
+            Some(locked)
+                if !upgrade
+                    && locked.source == derived.display_source()
+                    && locked.git_ref == derived.git_ref
+                    && locked.repo_path == derived.repo_path =>
+            {
+                if derived.parsed_source().kind() == SourceKind::Local {
+                    Ok(PickAction::Rehash(derived, locked))
+                } else {
+                    Ok(PickAction::Keep(locked))
+                }
+            }
+            _ => Ok(PickAction::Resolve(derived, before)),
+        }
+    }
+}
+
+/// A plugin resolved for a `PLUGIN@MARKETPLACE` request, marked with it.
+fn with_requested(mut resolved: Resolved, request: &PluginRequest) -> Resolved {
+    resolved.plugin.requested = Some(request.display_source());
+    resolved
+}
+
+/// Pins the manifest's marketplaces: a git marketplace whose declaration is unchanged keeps
+/// its commit (read there only when a new plugin is asked of it), one that is new, changed
+/// or upgraded is read at its `ref` now; a local one is read every time, as local plugins
+/// are re-hashed.
+fn lock_marketplaces<'a>(
+    ctx: &Ctx<'_>,
+    manifest: &'a Manifest,
+    previous: Option<&'a Lock>,
+    options: &LockOptions,
+    matched: &[Option<&LockedPlugin>],
+    upgrading: &dyn Fn(&str) -> bool,
+) -> Result<Vec<MarketState<'a>>, Vec<EntryError>> {
+    let mut states = Vec::new();
+    let mut errors = Vec::new();
+    for declared in &manifest.marketplaces {
+        let picks: Vec<usize> = manifest
+            .plugins
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| {
+                matches!(r.parsed_source(), Source::Marketplace { marketplace, .. } if *marketplace == declared.name)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let previous = previous
+            .and_then(|l| l.marketplaces.iter().find(|m| m.name == declared.name))
+            .filter(|m| m.differences(declared).is_empty());
+        let local = declared.parsed_source().kind() == SourceKind::Local;
+        let fresh = previous.is_none()
+            || local
+            || upgrading(&declared.name)
+            || picks
+                .iter()
+                .any(|&i| matched[i].is_some_and(|l| upgrading(&l.name)));
+        let needed = fresh || picks.iter().any(|&i| matched[i].is_none());
+        let read = if needed {
+            ctx.reporter.status(
+                "Reading",
+                &format!(
+                    "marketplace `{}` ({})",
+                    declared.name,
+                    declared.display_source()
+                ),
+            );
+            match ctx.read_marketplace(declared, if fresh { None } else { previous }) {
+                Ok(read) => Some(read),
+                Err(error) => {
+                    errors.push(EntryError {
+                        label: format!(
+                            "{}:{}: marketplace `{}`",
+                            options.manifest_label, declared.line, declared.name
+                        ),
+                        error: Box::new(error),
+                    });
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        let locked = match (&read, previous) {
+            (Some(read), _) => read.locked.clone(),
+            (None, Some(previous)) => previous.clone(),
+            (None, None) => unreachable!("a marketplace without a previous pin is read"),
+        };
+        states.push(MarketState {
+            declared,
+            previous: if local { None } else { previous },
+            read,
+            locked,
+        });
+    }
+    if errors.is_empty() {
+        Ok(states)
+    } else {
+        Err(errors)
+    }
 }

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use berth_lockfile_schema::{LockedPlugin, PluginRequest, Sha256Hash, Source};
+use berth_lockfile_schema::{LockedPlugin, PluginRequest, Sha256Hash, Source, SourceKind};
 use berth_store::{Staging, Store};
 use gix::ObjectId;
 
@@ -148,7 +148,7 @@ impl Ctx<'_> {
         locked: &LockedPlugin,
         request: Option<&PluginRequest>,
     ) -> Result<Source, ResolveError> {
-        match request {
+        match request.filter(|r| r.parsed_source().kind() != SourceKind::Marketplace) {
             Some(r) => Ok(r.parsed_source().clone()),
             None => Source::parse(&locked.source).map_err(|source| ResolveError::LockedSource {
                 name: locked.name.clone(),

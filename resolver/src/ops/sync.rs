@@ -61,6 +61,11 @@ pub fn sync_plugins(
     if let Some(entries) = present
         && agent_present
     {
+        // Staging a killed process left (a `gc` or `sync` stopped mid-way) goes even when
+        // there is nothing to add: one `readdir` of an empty `tmp/` in the common case.
+        if let Err(e) = store.clean_tmp() {
+            reporter.warn(&format!("could not clean the store's `tmp/`: {e}"));
+        }
         return Ok(SyncOutcome { entries, added: 0 });
     }
     let ctx = Ctx::new(store, settings, reporter);
@@ -76,7 +81,7 @@ pub fn sync_plugins(
         ctx.sync_one(locked, request, local, &added)
             .map_err(|error| EntryError {
                 label: format!("plugin `{}`", locked.name),
-                error: Box::new(error),
+                error: Box::new(ctx.explain_sync_error(lock, locked, error)),
             })
     });
     let (entries, mut errors) = split(results);

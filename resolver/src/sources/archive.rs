@@ -52,6 +52,7 @@ impl Ctx<'_> {
         Ok(Resolved {
             plugin: LockedPlugin {
                 name,
+                requested: None,
                 source: request.display_source(),
                 git_ref: None,
                 version: None,

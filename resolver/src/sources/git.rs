@@ -45,38 +45,7 @@ impl Ctx<'_> {
             .as_ref()
             .map(|tag| format!("refs/tags/{tag}"))
             .or_else(|| request.git_ref.clone());
-        let memo_key = (cache.clone(), wanted.clone().unwrap_or_default());
-        let memo = self.memo.rev(&memo_key, self.started);
-        let rev = match (memo, wanted.as_deref()) {
-            (Some(id), _) => id,
-            (None, Some(r)) if let Some(commit) = berth_lockfile_schema::CommitId::parse(r) => {
-                let id = ObjectId::from(commit.to_bytes());
-                if !db.has_commit(id) {
-                    self.require_network(|| format!("commit `{r}` of `{}`", remote.url.shown))?;
-                    db.fetch_commit(&remote, id, None, self.reporter)?;
-                }
-                id
-            }
-            (None, other) => {
-                let want = other.map_or(Want::DefaultBranch, |r| Want::Named(r.to_owned()));
-                match self.settings.network {
-                    Network::Online => db.resolve(&remote, &want, self.reporter)?,
-                    Network::Offline => {
-                        db.resolve_offline(&want)
-                            .ok_or_else(|| ResolveError::Offline {
-                                what: format!(
-                                    "{} of `{}`",
-                                    other.map_or("the default branch".to_owned(), |r| format!(
-                                        "`{r}`"
-                                    )),
-                                    remote.url.shown
-                                ),
-                            })?
-                    }
-                }
-            }
-        };
-        self.memo.remember_rev(memo_key, rev);
+        let rev = self.git_rev(&db, &remote, &cache, wanted)?;
         // A `repo_path` that is a symlink is followed: the plugin is the folder it leads to,
         // named after that folder when it has no manifest (as the SDK names it).
         let (tree, real_path) = db.plugin_tree(rev, request.subdir())?;
@@ -93,6 +62,7 @@ impl Ctx<'_> {
         Ok(Resolved {
             plugin: LockedPlugin {
                 name,
+                requested: None,
                 source: request.display_source(),
                 git_ref: request.git_ref.clone(),
                 version: request.version.clone(),
@@ -106,6 +76,51 @@ impl Ctx<'_> {
             },
             skipped: hashed.skipped,
         })
+    }
+
+    /// The commit `wanted` (a ref, a full commit id, or `None` for the default branch)
+    /// names in `db`'s remote: shared with the other resolutions of this run, fetched when
+    /// a commit id is not in the cache, resolved from the cache alone when offline.
+    pub(crate) fn git_rev(
+        &self,
+        db: &GitDb,
+        remote: &Remote,
+        cache: &str,
+        wanted: Option<String>,
+    ) -> Result<ObjectId, ResolveError> {
+        let memo_key = (cache.to_owned(), wanted.clone().unwrap_or_default());
+        let memo = self.memo.rev(&memo_key, self.started);
+        let rev = match (memo, wanted.as_deref()) {
+            (Some(id), _) => id,
+            (None, Some(r)) if let Some(commit) = berth_lockfile_schema::CommitId::parse(r) => {
+                let id = ObjectId::from(commit.to_bytes());
+                if !db.has_commit(id) {
+                    self.require_network(|| format!("commit `{r}` of `{}`", remote.url.shown))?;
+                    db.fetch_commit(remote, id, None, self.reporter)?;
+                }
+                id
+            }
+            (None, other) => {
+                let want = other.map_or(Want::DefaultBranch, |r| Want::Named(r.to_owned()));
+                match self.settings.network {
+                    Network::Online => db.resolve(remote, &want, self.reporter)?,
+                    Network::Offline => {
+                        db.resolve_offline(&want)
+                            .ok_or_else(|| ResolveError::Offline {
+                                what: format!(
+                                    "{} of `{}`",
+                                    other.map_or("the default branch".to_owned(), |r| format!(
+                                        "`{r}`"
+                                    )),
+                                    remote.url.shown
+                                ),
+                            })?
+                    }
+                }
+            }
+        };
+        self.memo.remember_rev(memo_key, rev);
+        Ok(rev)
     }
 
     /// The tag a `version` range picks: among the remote's tags, or offline the cache's.

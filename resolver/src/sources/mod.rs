@@ -48,6 +48,9 @@ pub(crate) fn of(kind: SourceKind) -> &'static dyn PluginSource {
         SourceKind::Git => &git::Git,
         SourceKind::Archive => &archive::Archive,
         SourceKind::Local => &local::Local,
+        SourceKind::Marketplace => {
+            unreachable!("a marketplace pick is locked as the source its catalog gives")
+        }
     }
 }
 

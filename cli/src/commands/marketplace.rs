@@ -1,0 +1,206 @@
+//! `berth marketplace add` and `list`.
+
+use anyhow::{Context as _, Result};
+use berth_lockfile_schema::marketplace::{LockedMarketplace, MarketplaceRequest};
+use berth_lockfile_schema::{add_marketplace, parse_manifest};
+use berth_resolver::{Network, Upgrade, read_marketplace};
+use serde_json::json;
+
+use super::lock::{resolve, write_outcome};
+use crate::args::{MarketplaceAddArgs, MarketplaceListArgs};
+use crate::context::{Context, Failure, write_atomically};
+
+pub fn add(ctx: &Context, args: &MarketplaceAddArgs) -> Result<()> {
+    let _hold = ctx.hold_store()?;
+    MarketplaceRequest::new(
+        &args.name,
+        &args.source,
+        args.git_ref.as_deref(),
+        args.repo_path.as_deref(),
+    )
+    .map_err(|(_, message)| anyhow::anyhow!("{message}"))?;
+    let _guard = ctx.guard_lockfile()?;
+    let text = match std::fs::read_to_string(&ctx.manifest_path) {
+        Ok(text) => {
+            ctx.read_manifest()?;
+            text
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            return Err(e).with_context(|| format!("could not read `{}`", ctx.manifest_label()));
+        }
+    };
+    if !text.is_empty()
+        && let Some(existing) = ctx
+            .read_manifest()?
+            .marketplaces
+            .iter()
+            .find(|m| m.name == args.name)
+    {
+        return Err(Failure {
+            message: format!(
+                "marketplace `{}` is already declared in `{}` (line {}, `{}`); pick another name, or edit that entry",
+                args.name,
+                ctx.manifest_label(),
+                existing.line,
+                existing.display_source()
+            ),
+            notes: Vec::new(),
+        }
+        .into());
+    }
+    let text = add_marketplace(
+        &ctx.manifest_label(),
+        &text,
+        &args.name,
+        &args.source,
+        args.git_ref.as_deref(),
+        args.repo_path.as_deref(),
+    )?;
+    let manifest = parse_manifest(&ctx.manifest_label(), &text)?.manifest;
+    let previous = ctx.read_lock_to_replace()?;
+    // Read the marketplace (the lock does) before writing anything: a source without a
+    // catalog changes nothing.
+    let lock = resolve(
+        ctx,
+        &manifest,
+        previous.as_ref().map(|(l, _)| l),
+        Upgrade::Nothing,
+    )?;
+    write_atomically(&ctx.manifest_path, text.as_bytes())
+        .with_context(|| format!("could not write `{}`", ctx.manifest_label()))?;
+    ctx.printer.status(
+        "Added",
+        &format!(
+            "marketplace `{}` to `{}`; ask for its plugins as `PLUGIN@{}` (`berth marketplace list {}` shows them)",
+            args.name,
+            ctx.manifest_label(),
+            args.name,
+            args.name
+        ),
+    );
+    write_outcome(ctx, previous.as_ref(), &lock)
+}
+
+pub fn list(ctx: &Context, args: &MarketplaceListArgs) -> Result<()> {
+    let manifest = ctx.read_manifest()?;
+    let Some(declared) = manifest.marketplaces.iter().find(|m| m.name == args.name) else {
+        let names: Vec<String> = manifest
+            .marketplaces
+            .iter()
+            .map(|m| format!("`{}`", m.name))
+            .collect();
+        return Err(Failure {
+            message: format!(
+                "`{}` declares no marketplace `{}`{}; add it with `berth marketplace add {} SOURCE`",
+                ctx.manifest_label(),
+                args.name,
+                if names.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (it declares {})", names.join(", "))
+                },
+                args.name
+            ),
+            notes: Vec::new(),
+        }
+        .into());
+    };
+    let lock = ctx.read_lock()?;
+    let locked: Option<&LockedMarketplace> = lock
+        .as_ref()
+        .and_then(|(l, _)| l.marketplaces.iter().find(|m| m.name == args.name))
+        .filter(|m| m.differences(declared).is_empty());
+    let network = if args.offline {
+        Network::Offline
+    } else {
+        Network::Online
+    };
+    let (pin, catalog) = read_marketplace(
+        &ctx.store,
+        &ctx.settings(network),
+        &ctx.printer,
+        declared,
+        locked,
+    )
+    .map_err(|e| anyhow::anyhow!("marketplace `{}`: {e}", args.name))?;
+    let rev = pin.git.as_ref().map(|(_, r)| r.to_string());
+    let entries: Vec<_> = catalog
+        .plugins
+        .iter()
+        .map(|entry| {
+            let request = catalog
+                .entry(&declared.name, &entry.name)
+                .and_then(|e| e.request(declared, rev.as_deref()));
+            (entry, request)
+        })
+        .collect();
+    if args.json {
+        let plugins: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|(entry, request)| {
+                let mut value = json!({
+                    "name": entry.name,
+                    "version": entry.version,
+                    "description": entry.description,
+                });
+                match request {
+                    Ok(r) => {
+                        value["source"] = json!(r.display_source());
+                        value["ref"] = json!(r.git_ref);
+                        value["repo_path"] = json!(r.repo_path);
+                    }
+                    Err(why) => value["error"] = json!(why),
+                }
+                value
+            })
+            .collect();
+        let doc = json!({
+            "name": declared.name,
+            "source": declared.display_source(),
+            "rev": rev,
+            "catalog": pin.catalog,
+            "catalog_hash": pin.catalog_hash.to_sri(),
+            "plugins": plugins,
+        });
+        let mut text = serde_json::to_string_pretty(&doc)?;
+        text.push('\n');
+        ctx.printer.data(&text);
+        return Ok(());
+    }
+    let mut out = format!(
+        "{} ({}{}), {} plugins:\n",
+        declared.name,
+        declared.display_source(),
+        rev.as_deref()
+            .map(|r| format!(" at {}", &r[..12]))
+            .unwrap_or_default(),
+        entries.len()
+    );
+    for (entry, request) in &entries {
+        let version = entry
+            .version
+            .as_deref()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default();
+        let from = match request {
+            Ok(r) => {
+                let mut from = r.display_source();
+                if let Some(path) = &r.repo_path {
+                    from.push_str(&format!(" ({path})"));
+                }
+                from
+            }
+            Err(why) => format!("unusable: {why}"),
+        };
+        out.push_str(&format!(
+            "  {}@{}{version}  {from}\n",
+            entry.name, declared.name
+        ));
+        if let Some(description) = &entry.description {
+            out.push_str(&format!("      {description}\n"));
+        }
+    }
+    ctx.printer.data(&out);
+    Ok(())
+}

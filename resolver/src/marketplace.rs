@@ -1,0 +1,230 @@
+//! Marketplaces: a declared `[[marketplace]]` pinned to a commit (git) and the sha256 of its
+//! catalog, and a `PLUGIN@MARKETPLACE` request turned into the plain request its catalog
+//! entry stands for.
+
+use berth_lockfile_schema::marketplace::{
+    CATALOG_PATHS, Catalog, LockedMarketplace, MarketplaceRequest, parse_catalog,
+};
+use berth_lockfile_schema::{
+    CommitId, Lock, LockedPlugin, PluginRequest, Sha256Hash, Source, SourceKind,
+};
+use sha2::{Digest, Sha256};
+
+use crate::error::{ResolveError, Rewritten};
+use crate::git::GitDb;
+use crate::local::{existing_dir, local_dir, read_regular_file};
+use crate::ops::Ctx;
+
+/// A marketplace read for this lock: its pin and its catalog.
+#[derive(Debug, Clone)]
+pub(crate) struct ReadMarketplace {
+    pub(crate) locked: LockedMarketplace,
+    pub(crate) catalog: Catalog,
+}
+
+impl ReadMarketplace {
+    /// The plain request `pick` (a `PLUGIN@MARKETPLACE` request of this marketplace)
+    /// stands for, with the manifest's `hash` and `name` pins carried over.
+    pub(crate) fn request_for(
+        &self,
+        declared: &MarketplaceRequest,
+        pick: &PluginRequest,
+    ) -> Result<PluginRequest, ResolveError> {
+        let Source::Marketplace { plugin, .. } = pick.parsed_source() else {
+            unreachable!("only called for marketplace picks");
+        };
+        let entry = self
+            .catalog
+            .entry(&declared.name, plugin)
+            .map_err(|message| ResolveError::Marketplace { message })?;
+        let rev = self.locked.git.as_ref().map(|(_, rev)| rev.to_string());
+        let mut request = entry
+            .request(declared, rev.as_deref())
+            .map_err(|message| ResolveError::Marketplace { message })?;
+        request.hash = pick.hash;
+        request.name = pick.name.clone();
+        request.line = pick.line;
+        Ok(request)
+    }
+}
+
+impl Ctx<'_> {
+    /// Reads `declared`: at the commit `previous` pins when given (its catalog must still be
+    /// the one locked), else at its `ref` (the default branch without one) resolved now.
+    pub(crate) fn read_marketplace(
+        &self,
+        declared: &MarketplaceRequest,
+        previous: Option<&LockedMarketplace>,
+    ) -> Result<ReadMarketplace, ResolveError> {
+        let (git, found) = match declared.parsed_source().kind() {
+            SourceKind::Local => {
+                let Source::Local { path } = declared.parsed_source() else {
+                    unreachable!("a local source");
+                };
+                let dir = existing_dir(&local_dir(path, self.settings))?;
+                let mut found = None;
+                for rel in CATALOG_PATHS {
+                    if let Some(bytes) = read_regular_file(&dir, rel)? {
+                        found = Some((rel, bytes));
+                        break;
+                    }
+                }
+                (None, found)
+            }
+            _ => {
+                let (remote, cache) = self.remote(declared.parsed_source())?;
+                let db = GitDb::open(self.store, &cache, &remote.url.shown, self.reporter)?;
+                let wanted = match previous.and_then(|p| p.git.as_ref()) {
+                    Some((_, rev)) => Some(rev.to_string()),
+                    None => declared.git_ref.clone(),
+                };
+                let rev = match self.git_rev(&db, &remote, &cache, wanted) {
+                    Err(ResolveError::CommitNotFound { .. }) if let Some(previous) = previous => {
+                        drop(db);
+                        return Err(self.rewritten(declared, previous));
+                    }
+                    other => other?,
+                };
+                let (tree, _) = db.plugin_tree(rev, declared.subdir().as_deref())?;
+                let mut found = None;
+                for rel in CATALOG_PATHS {
+                    if let Some(bytes) = db.read_file(tree, rel)? {
+                        found = Some((rel, bytes));
+                        break;
+                    }
+                }
+                db.finish()?;
+                let rev = CommitId::parse(&rev.to_string()).expect("a full commit id");
+                (Some((remote.url.shown, rev)), found)
+            }
+        };
+        let Some((catalog_path, bytes)) = found else {
+            return Err(ResolveError::Marketplace {
+                message: format!(
+                    "marketplace `{}` (`{}`) has no catalog: looked for {}",
+                    declared.name,
+                    declared.display_source(),
+                    CATALOG_PATHS.map(|p| format!("`{p}`")).join(" and ")
+                ),
+            });
+        };
+        let catalog_hash = Sha256Hash::from_bytes(Sha256::digest(&bytes).into());
+        if let Some(previous) = previous
+            && previous.git.is_some()
+            && previous.catalog_hash != catalog_hash
+        {
+            // The same commit cannot hold other bytes: the repository under this name is
+            // not the one that was locked.
+            return Err(ResolveError::MarketplaceChanged {
+                name: declared.name.clone(),
+                rev: previous
+                    .git
+                    .as_ref()
+                    .map(|(_, r)| r.to_string())
+                    .unwrap_or_default(),
+                expected: previous.catalog_hash,
+                actual: catalog_hash,
+            });
+        }
+        let catalog = parse_catalog(&declared.name, catalog_path, &bytes).map_err(|e| {
+            ResolveError::Marketplace {
+                message: e.to_string(),
+            }
+        })?;
+        Ok(ReadMarketplace {
+            locked: LockedMarketplace {
+                name: declared.name.clone(),
+                source: declared.display_source(),
+                git_ref: declared.git_ref.clone(),
+                repo_path: declared.repo_path.clone(),
+                git,
+                catalog: catalog_path.to_owned(),
+                catalog_hash,
+            },
+            catalog,
+        })
+    }
+
+    /// Why the commit `locked` pins cannot be found: the marketplace at its `ref` now,
+    /// with both catalog hashes, or the plain error when even that cannot be read.
+    pub(crate) fn rewritten(
+        &self,
+        declared: &MarketplaceRequest,
+        locked: &LockedMarketplace,
+    ) -> ResolveError {
+        let rev = locked
+            .git
+            .as_ref()
+            .map(|(_, r)| r.to_string())
+            .unwrap_or_default();
+        match self.read_marketplace(declared, None) {
+            Ok(now) => ResolveError::MarketplaceRewritten(Box::new(Rewritten {
+                name: declared.name.clone(),
+                rev,
+                expected: locked.catalog_hash,
+                git_ref: declared.git_ref.clone(),
+                now_rev: now
+                    .locked
+                    .git
+                    .as_ref()
+                    .map(|(_, r)| r.to_string())
+                    .unwrap_or_default(),
+                actual: now.locked.catalog_hash,
+            })),
+            Err(e) => e,
+        }
+    }
+
+    /// After a failed `sync`: an entry of a marketplace's own repository whose commit is
+    /// gone is explained by the marketplace (see [`Ctx::rewritten`]).
+    pub(crate) fn explain_sync_error(
+        &self,
+        lock: &Lock,
+        plugin: &LockedPlugin,
+        error: ResolveError,
+    ) -> ResolveError {
+        let ResolveError::CommitNotFound { url, .. } = &error else {
+            return error;
+        };
+        let Some(Source::Marketplace { marketplace, .. }) = plugin
+            .requested
+            .as_deref()
+            .and_then(|r| Source::parse(r).ok())
+        else {
+            return error;
+        };
+        let Some(locked) = lock
+            .marketplaces
+            .iter()
+            .find(|m| m.name == marketplace && m.git.as_ref().is_some_and(|(u, _)| u == url))
+        else {
+            return error;
+        };
+        let Ok(declared) = MarketplaceRequest::new(
+            &locked.name,
+            &locked.source,
+            locked.git_ref.as_deref(),
+            locked.repo_path.as_deref(),
+        ) else {
+            return error;
+        };
+        match self.rewritten(&declared, locked) {
+            rewritten @ ResolveError::MarketplaceRewritten(_) => rewritten,
+            _ => error,
+        }
+    }
+}
+
+/// A marketplace's pin and catalog, for `berth marketplace list`: read at the commit
+/// `locked` pins when given, else at its `ref` now.
+pub fn read_marketplace(
+    store: &berth_store::Store,
+    settings: &crate::Settings,
+    reporter: &dyn crate::Reporter,
+    declared: &MarketplaceRequest,
+    locked: Option<&LockedMarketplace>,
+) -> Result<(LockedMarketplace, Catalog), ResolveError> {
+    let ctx = Ctx::new(store, settings, reporter);
+    let read = ctx.read_marketplace(declared, locked.filter(|l| l.git.is_some()))?;
+    Ok((read.locked, read.catalog))
+}
