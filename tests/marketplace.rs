@@ -67,9 +67,56 @@ fn market() -> Market {
     let tgz = common::tar_gz(&arc_src, "arc-1.0");
     let sha = format!("{:x}", Sha256::digest(&tgz));
     std::fs::write(served.join("arc-1.0.tar.gz"), &tgz).expect("write");
+    // A static npm registry: documents under `registry/`, tarballs under `tarballs/`.
+    let npm_src = ctx.root.join("npm-src");
+    let scratch = GitRepo::init(&ctx.root.join("npm-repo"), &ctx.home);
+    plugin(&scratch, "", "npmtools", "from an npm package");
+    copy_tree(
+        &scratch.path.join(".claude-plugin"),
+        &npm_src.join(".claude-plugin"),
+    );
+    copy_tree(&scratch.path.join("skills"), &npm_src.join("skills"));
+    let npm_tgz = common::tar_gz(&npm_src, "package");
+    std::fs::create_dir_all(served.join("registry")).expect("mkdir");
+    std::fs::create_dir_all(served.join("tarballs")).expect("mkdir");
+    std::fs::write(served.join("tarballs/tools-1.2.0.tgz"), &npm_tgz).expect("write");
+    std::fs::write(served.join("tarballs/tools-2.0.0.tgz"), &npm_tgz).expect("write");
     let files = FileServer::start(&served, None);
+    let integrity = |bytes: &[u8]| {
+        format!(
+            "sha512-{}",
+            base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD,
+                sha2::Sha512::digest(bytes)
+            )
+        )
+    };
+    let version = |v: &str, integrity: &str| {
+        serde_json::json!({"name": "tools", "version": v, "dist": {
+            "tarball": files.url(&format!("tarballs/tools-{v}.tgz")),
+            "integrity": integrity,
+            "shasum": "0000000000000000000000000000000000000000"
+        }})
+    };
+    let good = integrity(&npm_tgz);
+    let document = serde_json::json!({
+        "name": "tools",
+        "dist-tags": {"latest": "2.0.0"},
+        "versions": {"1.2.0": version("1.2.0", &good), "2.0.0": version("2.0.0", &good)}
+    });
+    std::fs::write(served.join("registry/tools"), document.to_string()).expect("write");
+    // `badtools` says its tarball has other bytes than it has.
+    let bad = serde_json::json!({
+        "name": "badtools",
+        "dist-tags": {"latest": "1.2.0"},
+        "versions": {"1.2.0": version("1.2.0", &integrity(b"other bytes"))}
+    });
+    std::fs::write(served.join("registry/badtools"), bad.to_string()).expect("write");
+    let registry = files.url("registry");
     let archive_entry = format!(
-        r#"{{"name": "arc", "source": {{"source": "archive", "url": "{}", "sha256": "{sha}"}}}}"#,
+        r#"{{"name": "arc", "source": {{"source": "archive", "url": "{}", "sha256": "{sha}"}}}},
+    {{"name": "npmtools", "source": {{"source": "npm", "package": "tools", "version": "^1.0.0", "registry": "{registry}"}}}},
+    {{"name": "npmbad", "source": {{"source": "npm", "package": "badtools", "registry": "{registry}"}}}}"#,
         files.url("arc-1.0.tar.gz")
     );
 
@@ -119,7 +166,7 @@ impl Market {
     }
 }
 
-const ALL: [&str; 5] = ["rel", "gh", "byurl", "sub", "arc"];
+const ALL: [&str; 6] = ["rel", "gh", "byurl", "sub", "arc", "npmtools"];
 
 fn manifest(plugins: &[&str]) -> String {
     let mut text = String::from(
@@ -200,6 +247,12 @@ fn lock_sync_and_show_a_marketplace_of_every_source_form() {
     assert_eq!(field(3, "repo_path").as_deref(), Some("plugins/sub"));
     // archive: the catalog's sha256 is the locked archive hash.
     assert!(field(4, "archive_hash").is_some(), "{lock}");
+    // npm: the range picks 1.2.0 (not `latest`), its tarball checked against the registry.
+    assert!(
+        field(5, "source").is_some_and(|s| s.ends_with("/tarballs/tools-1.2.0.tgz")),
+        "{lock}"
+    );
+    assert!(field(5, "archive_hash").is_some(), "{lock}");
 
     ctx.ok(&["plugins", "sync"]);
     let set: Value =
@@ -218,6 +271,7 @@ fn lock_sync_and_show_a_marketplace_of_every_source_form() {
     );
     assert!(!skills.contains("v2 on main"), "{skills}");
     assert!(skills.contains("from an archive"), "{skills}");
+    assert!(skills.contains("from an npm package"), "{skills}");
 
     // Byte-identical from another folder with another store.
     let other = ctx.root.join("other");
@@ -505,4 +559,30 @@ fn marketplace_add_list_and_plugins_add_edit_the_manifest_and_lock() {
     let after = ctx.lock_text();
     assert_eq!(lock_field(&after, 1, "rev"), Some(v2));
     assert_eq!(plugins_of(&after)[0], plugins_of(&lock)[0]);
+}
+
+#[test]
+fn an_npm_tarball_that_differs_from_its_registry_integrity_is_refused() {
+    let m = market();
+    let ctx = &m.ctx;
+    ctx.write_manifest(&manifest(&["npmbad"]));
+    let run = ctx.run(&["plugins", "lock"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let errors = run.errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains("npm package `badtools@1.2.0`")
+            && errors[0].contains("does not match the registry's integrity")
+            && errors[0].contains("expected `sha512-"),
+        "{}",
+        errors[0]
+    );
+    assert!(!ctx.lock_path().exists(), "no lock written");
+    for dir in ["store-v1", "archives-v1"] {
+        let path = ctx.store.join(dir);
+        assert!(
+            !path.exists() || common::list_dir(&path).is_empty(),
+            "nothing in `{dir}`"
+        );
+    }
 }

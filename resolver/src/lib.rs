@@ -16,6 +16,7 @@ mod live;
 mod local;
 mod marketplace;
 mod meta;
+mod npm;
 mod ops;
 mod policy;
 mod semver_tags;

@@ -3,7 +3,7 @@
 //! entry stands for.
 
 use berth_lockfile_schema::marketplace::{
-    CATALOG_PATHS, Catalog, LockedMarketplace, MarketplaceRequest, parse_catalog,
+    CATALOG_PATHS, Catalog, EntrySource, LockedMarketplace, MarketplaceRequest, parse_catalog,
 };
 use berth_lockfile_schema::{
     CommitId, Lock, LockedPlugin, PluginRequest, Sha256Hash, Source, SourceKind,
@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{ResolveError, Rewritten};
 use crate::git::GitDb;
 use crate::local::{existing_dir, local_dir, read_regular_file};
+use crate::npm::Integrity;
 use crate::ops::Ctx;
 
 /// A marketplace read for this lock: its pin and its catalog.
@@ -22,29 +23,78 @@ pub(crate) struct ReadMarketplace {
     pub(crate) catalog: Catalog,
 }
 
-impl ReadMarketplace {
-    /// The plain request `pick` (a `PLUGIN@MARKETPLACE` request of this marketplace)
-    /// stands for, with the manifest's `hash` and `name` pins carried over.
-    pub(crate) fn request_for(
+/// The plain request a `PLUGIN@MARKETPLACE` entry stands for, and for an npm package the
+/// integrity its tarball must have.
+pub(crate) struct Derived {
+    pub(crate) request: PluginRequest,
+    pub(crate) npm: Option<(String, Integrity)>,
+}
+
+impl Ctx<'_> {
+    /// The request `pick` (a `PLUGIN@MARKETPLACE` request of `read`) stands for, with the
+    /// manifest's `hash` and `name` pins carried over. An npm entry asks its registry.
+    pub(crate) fn derive(
         &self,
+        read: &ReadMarketplace,
         declared: &MarketplaceRequest,
         pick: &PluginRequest,
-    ) -> Result<PluginRequest, ResolveError> {
+    ) -> Result<Derived, ResolveError> {
         let Source::Marketplace { plugin, .. } = pick.parsed_source() else {
             unreachable!("only called for marketplace picks");
         };
-        let entry = self
+        let entry = read
             .catalog
             .entry(&declared.name, plugin)
             .map_err(|message| ResolveError::Marketplace { message })?;
-        let rev = self.locked.git.as_ref().map(|(_, rev)| rev.to_string());
-        let mut request = entry
-            .request(declared, rev.as_deref())
-            .map_err(|message| ResolveError::Marketplace { message })?;
+        let (mut request, npm) = match &entry.source {
+            Ok(EntrySource::Npm {
+                package,
+                version,
+                registry,
+            }) => {
+                let npm = self.npm_pick(package, version.as_deref(), registry.as_deref())?;
+                let request = PluginRequest::new(&npm.tarball, None, None, None).map_err(|e| {
+                    ResolveError::Npm {
+                        package: package.clone(),
+                        message: format!("its tarball URL cannot be fetched: {e}"),
+                    }
+                })?;
+                if request.parsed_source().kind() != SourceKind::Archive {
+                    return Err(ResolveError::Npm {
+                        package: package.clone(),
+                        message: format!("`{}` is not a tarball URL", npm.tarball),
+                    });
+                }
+                (
+                    request,
+                    Some((format!("{package}@{}", npm.version), npm.integrity)),
+                )
+            }
+            _ => {
+                let rev = read.locked.git.as_ref().map(|(_, rev)| rev.to_string());
+                let request = entry
+                    .request(declared, rev.as_deref())
+                    .map_err(|message| ResolveError::Marketplace { message })?;
+                (request, None)
+            }
+        };
         request.hash = pick.hash;
         request.name = pick.name.clone();
         request.line = pick.line;
-        Ok(request)
+        Ok(Derived { request, npm })
+    }
+
+    /// Locks what [`Ctx::derive`] gave.
+    pub(crate) fn resolve_derived(
+        &self,
+        derived: &Derived,
+    ) -> Result<crate::ops::Resolved, ResolveError> {
+        match &derived.npm {
+            Some((package, integrity)) => {
+                self.lock_archive_checked(&derived.request, Some((package, integrity)))
+            }
+            None => self.resolve_new(&derived.request),
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! `berth marketplace add` and `list`.
 
 use anyhow::{Context as _, Result};
-use berth_lockfile_schema::marketplace::{LockedMarketplace, MarketplaceRequest};
+use berth_lockfile_schema::marketplace::{EntrySource, LockedMarketplace, MarketplaceRequest};
 use berth_lockfile_schema::{add_marketplace, parse_manifest};
 use berth_resolver::{Network, Upgrade, read_marketplace};
 use serde_json::json;
@@ -129,9 +129,33 @@ pub fn list(ctx: &Context, args: &MarketplaceListArgs) -> Result<()> {
         .plugins
         .iter()
         .map(|entry| {
-            let request = catalog
-                .entry(&declared.name, &entry.name)
-                .and_then(|e| e.request(declared, rev.as_deref()));
+            let request =
+                catalog
+                    .entry(&declared.name, &entry.name)
+                    .and_then(|e| match &e.source {
+                        // Resolved from its registry when locked: shown as asked for.
+                        Ok(EntrySource::Npm {
+                            package,
+                            version,
+                            registry,
+                        }) => Ok(Offered {
+                            source: format!(
+                                "npm:{package}@{}{}",
+                                version.as_deref().unwrap_or("latest"),
+                                registry
+                                    .as_deref()
+                                    .map(|r| format!(" from {r}"))
+                                    .unwrap_or_default()
+                            ),
+                            git_ref: None,
+                            repo_path: None,
+                        }),
+                        _ => e.request(declared, rev.as_deref()).map(|r| Offered {
+                            source: r.display_source(),
+                            git_ref: r.git_ref,
+                            repo_path: r.repo_path,
+                        }),
+                    });
             (entry, request)
         })
         .collect();
@@ -146,7 +170,7 @@ pub fn list(ctx: &Context, args: &MarketplaceListArgs) -> Result<()> {
                 });
                 match request {
                     Ok(r) => {
-                        value["source"] = json!(r.display_source());
+                        value["source"] = json!(r.source);
                         value["ref"] = json!(r.git_ref);
                         value["repo_path"] = json!(r.repo_path);
                     }
@@ -185,7 +209,7 @@ pub fn list(ctx: &Context, args: &MarketplaceListArgs) -> Result<()> {
             .unwrap_or_default();
         let from = match request {
             Ok(r) => {
-                let mut from = r.display_source();
+                let mut from = r.source.clone();
                 if let Some(path) = &r.repo_path {
                     from.push_str(&format!(" ({path})"));
                 }
@@ -203,4 +227,11 @@ pub fn list(ctx: &Context, args: &MarketplaceListArgs) -> Result<()> {
     }
     ctx.printer.data(&out);
     Ok(())
+}
+
+/// Where an entry's plugin comes from, as `marketplace list` shows it.
+struct Offered {
+    source: String,
+    git_ref: Option<String>,
+    repo_path: Option<String>,
 }

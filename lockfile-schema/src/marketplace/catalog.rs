@@ -85,8 +85,12 @@ pub enum EntrySource {
     },
     /// `{"source": "npm", "package", "version", "registry"}`.
     Npm {
-        /// The package name.
+        /// The package name (`name` or `@scope/name`).
         package: String,
+        /// An exact version, a dist-tag or a semver range (`None`: the `latest` tag).
+        version: Option<String>,
+        /// The registry's base URL (`None`: `https://registry.npmjs.org`).
+        registry: Option<String>,
     },
 }
 
@@ -233,9 +237,19 @@ fn entry_source(
                         })?),
                     },
                 }),
-                Some("npm") => Ok(EntrySource::Npm {
-                    package: required("package", "npm")?,
-                }),
+                Some("npm") => {
+                    let package = required("package", "npm")?;
+                    if !is_npm_package_name(&package) {
+                        return Err(format!(
+                            "has an `npm` source whose `package` `{package}` is not an npm package name"
+                        ));
+                    }
+                    Ok(EntrySource::Npm {
+                        package,
+                        version: field("version"),
+                        registry: field("registry"),
+                    })
+                }
                 Some(other) => Err(format!(
                     "has a source of unknown kind `{other}` (berth reads `github`, `url`, `git-subdir`, `archive`, `npm` and relative paths)"
                 )),
@@ -243,6 +257,23 @@ fn entry_source(
             }
         }
         Some(other) => Err(format!("has `source` as {}", json_type(other))),
+    }
+}
+
+/// An npm package name: `name` or `@scope/name`, lower-case URL-safe characters.
+fn is_npm_package_name(name: &str) -> bool {
+    let plain = |part: &str| {
+        !part.is_empty()
+            && !part.starts_with('.')
+            && part
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-._~".contains(c))
+    };
+    match name.strip_prefix('@') {
+        Some(scoped) => scoped
+            .split_once('/')
+            .is_some_and(|(scope, rest)| plain(scope) && plain(rest)),
+        None => name.len() <= 214 && plain(name),
     }
 }
 
@@ -360,9 +391,9 @@ impl CatalogEntry {
                 (url.clone(), git_ref.clone(), path.clone(), None)
             }
             EntrySource::Archive { url, sha256 } => (url.clone(), None, None, *sha256),
-            EntrySource::Npm { package } => {
+            EntrySource::Npm { package, .. } => {
                 return Err(named(format!(
-                    "it comes from the npm package `{package}`, and berth does not fetch npm packages yet"
+                    "it comes from the npm package `{package}`, whose tarball is found in its registry when locked"
                 )));
             }
         };

@@ -285,6 +285,30 @@ pub enum ResolveError {
         actual: Sha256Hash,
     },
 
+    /// An npm registry's document cannot give the version asked for.
+    #[error("npm package `{package}`: {message}")]
+    Npm {
+        /// The package.
+        package: String,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// An npm tarball is not what its registry's `dist.integrity` says.
+    #[error(
+        "npm package `{package}`: `{tarball}` does not match the registry's integrity: expected `{expected}`, got `{actual}`; nothing was written"
+    )]
+    NpmIntegrity {
+        /// The package and version.
+        package: String,
+        /// The tarball's URL, credentials removed.
+        tarball: String,
+        /// `dist.integrity`.
+        expected: String,
+        /// The same hash of the download.
+        actual: String,
+    },
+
     /// A marketplace no longer has the commit the lock pins (its history was rewritten).
     #[error(transparent)]
     MarketplaceRewritten(Box<Rewritten>),
@@ -369,6 +393,8 @@ impl ResolveError {
             | Self::ArchiveHashMismatch { .. }
             | Self::NoMatchingVersion { .. }
             | Self::MarketplaceChanged { .. }
+            | Self::Npm { .. }
+            | Self::NpmIntegrity { .. }
             | Self::MarketplaceRewritten(_)
             | Self::UnknownPlugin { .. }
             | Self::Agent(_)

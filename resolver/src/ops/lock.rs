@@ -8,7 +8,7 @@ use berth_store::Store;
 
 use super::*;
 use crate::error::{EntryError, ResolveError};
-use crate::marketplace::ReadMarketplace;
+use crate::marketplace::{Derived, ReadMarketplace};
 use crate::{Reporter, Settings};
 
 /// Which locked pins `lock` may move.
@@ -128,14 +128,14 @@ pub fn lock_plugins(
                     .iter()
                     .find(|m| &m.declared.name == marketplace)
                     .expect("the manifest declares every marketplace it names");
-                match market.pick_action(request, matched[i], &upgrading) {
+                match market.pick_action(&ctx, request, matched[i], &upgrading) {
                     Ok(PickAction::Keep(locked)) => keep(locked),
                     Ok(PickAction::Rehash(derived, locked)) => {
                         rehash(locked, &derived).map(|r| with_requested(r, request))
                     }
                     Ok(PickAction::Resolve(derived, before)) => {
                         resolved.fetch_add(1, Ordering::Relaxed);
-                        ctx.resolve_new(&derived).map(|r| match before {
+                        ctx.resolve_derived(&derived).map(|r| match before {
                             // Same content as before: the old pin stays, so a marketplace
                             // upgrade moves only the plugins whose entry changed.
                             Some(locked)
@@ -240,12 +240,13 @@ enum PickAction<'a> {
     /// The entry still names this local folder: re-hash it.
     Rehash(PluginRequest, &'a LockedPlugin),
     /// Resolve the entry's request; keep the previous pin if the content is the same.
-    Resolve(PluginRequest, Option<&'a LockedPlugin>),
+    Resolve(Derived, Option<&'a LockedPlugin>),
 }
 
 impl<'a> MarketState<'a> {
     fn pick_action(
         &self,
+        ctx: &Ctx<'_>,
         request: &PluginRequest,
         before: Option<&'a LockedPlugin>,
         upgrading: &dyn Fn(&str) -> bool,
@@ -263,16 +264,17 @@ impl<'a> MarketState<'a> {
             .read
             .as_ref()
             .expect("a marketplace with picks to resolve is read");
-        let derived = read.request_for(self.declared, request)?;
+        let derived = ctx.derive(read, self.declared, request)?;
+        let plain = &derived.request;
         match before {
             Some(locked)
                 if !upgrade
-                    && locked.source == derived.display_source()
-                    && locked.git_ref == derived.git_ref
-                    && locked.repo_path == derived.repo_path =>
+                    && locked.source == plain.display_source()
+                    && locked.git_ref == plain.git_ref
+                    && locked.repo_path == plain.repo_path =>
             {
-                if derived.parsed_source().kind() == SourceKind::Local {
-                    Ok(PickAction::Rehash(derived, locked))
+                if plain.parsed_source().kind() == SourceKind::Local {
+                    Ok(PickAction::Rehash(derived.request, locked))
                 } else {
                     Ok(PickAction::Keep(locked))
                 }

@@ -24,10 +24,31 @@ impl Ctx<'_> {
     }
 
     pub(crate) fn lock_archive(&self, request: &PluginRequest) -> Result<Resolved, ResolveError> {
+        self.lock_archive_checked(request, None)
+    }
+
+    /// Locks an archive whose download must also match `integrity` (an npm tarball's
+    /// `dist.integrity`, `package` naming it), checked before anything is unpacked.
+    pub(crate) fn lock_archive_checked(
+        &self,
+        request: &PluginRequest,
+        integrity: Option<(&str, &crate::npm::Integrity)>,
+    ) -> Result<Resolved, ResolveError> {
         let source = self.archive_source(request.parsed_source())?;
         self.require_network(|| format!("`{}`", source.url.shown))?;
         let limits = self.settings.archive_limits;
         let (download, file, archive_hash) = self.download(&source)?;
+        if let Some((package, expected)) = integrity {
+            let actual = expected.of_file(&file)?;
+            if actual != *expected {
+                return Err(ResolveError::NpmIntegrity {
+                    package: package.to_owned(),
+                    tarball: source.url.shown.clone(),
+                    expected: expected.to_string(),
+                    actual: actual.to_string(),
+                });
+            }
+        }
         if let Some(expected) = request.archive_hash
             && expected != archive_hash
         {

@@ -1,0 +1,304 @@
+//! npm packages as plugin sources (a marketplace entry `{"source": "npm", "package",
+//! "version", "registry"}`): the registry's document picks the version and gives the
+//! tarball's URL and `dist.integrity`; the tarball is then an archive source whose
+//! download must match that integrity before it is unpacked.
+
+use std::io::Read as _;
+use std::path::Path;
+
+use base64::Engine as _;
+use berth_lockfile_schema::ArchiveFormat;
+use sha2::{Digest, Sha256, Sha384, Sha512};
+
+use crate::archive::ArchiveSource;
+use crate::error::ResolveError;
+use crate::ops::Ctx;
+use crate::url::SourceUrl;
+
+/// The public registry, used when an entry names none.
+pub(crate) const DEFAULT_REGISTRY: &str = "https://registry.npmjs.org";
+
+/// The largest registry document read (a package with thousands of versions is a few MB).
+const MAX_DOCUMENT_BYTES: u64 = 64 << 20;
+
+/// What a registry says one version of a package is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NpmPick {
+    /// The version picked.
+    pub(crate) version: String,
+    /// `dist.tarball`.
+    pub(crate) tarball: String,
+    /// `dist.integrity`: the strongest hash it lists.
+    pub(crate) integrity: Integrity,
+}
+
+/// A Subresource Integrity value (`sha512-<base64>`), as npm writes `dist.integrity`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Integrity {
+    algorithm: Algorithm,
+    digest: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Algorithm {
+    Sha256,
+    Sha384,
+    Sha512,
+}
+
+impl Algorithm {
+    fn name(self) -> &'static str {
+        match self {
+            Algorithm::Sha256 => "sha256",
+            Algorithm::Sha384 => "sha384",
+            Algorithm::Sha512 => "sha512",
+        }
+    }
+}
+
+impl std::fmt::Display for Integrity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}-{}",
+            self.algorithm.name(),
+            base64::engine::general_purpose::STANDARD.encode(&self.digest)
+        )
+    }
+}
+
+impl Integrity {
+    /// The strongest sha2 hash of a space-separated SRI list; `None` when it has none
+    /// (old packages list only a sha1 `shasum`, which berth does not trust).
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        text.split_whitespace()
+            .filter_map(|item| {
+                let (name, rest) = item.split_once('-')?;
+                let algorithm = match name {
+                    "sha256" => Algorithm::Sha256,
+                    "sha384" => Algorithm::Sha384,
+                    "sha512" => Algorithm::Sha512,
+                    _ => return None,
+                };
+                // Options after `?` are allowed by SRI and ignored.
+                let b64 = rest.split('?').next().unwrap_or_default();
+                let digest = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+                let len = match algorithm {
+                    Algorithm::Sha256 => 32,
+                    Algorithm::Sha384 => 48,
+                    Algorithm::Sha512 => 64,
+                };
+                (digest.len() == len).then_some(Integrity { algorithm, digest })
+            })
+            .max_by_key(|i| i.algorithm)
+    }
+
+    /// The same hash of a file's bytes.
+    pub(crate) fn of_file(&self, path: &Path) -> std::io::Result<Self> {
+        let mut file = fs_err::File::open(path)?;
+        let mut buffer = vec![0u8; 64 * 1024];
+        let mut sha256 = Sha256::new();
+        let mut sha384 = Sha384::new();
+        let mut sha512 = Sha512::new();
+        loop {
+            let n = file.read(&mut buffer)?;
+            if n == 0 {
+                break;
+            }
+            match self.algorithm {
+                Algorithm::Sha256 => sha256.update(&buffer[..n]),
+                Algorithm::Sha384 => sha384.update(&buffer[..n]),
+                Algorithm::Sha512 => sha512.update(&buffer[..n]),
+            }
+        }
+        let digest = match self.algorithm {
+            Algorithm::Sha256 => sha256.finalize().to_vec(),
+            Algorithm::Sha384 => sha384.finalize().to_vec(),
+            Algorithm::Sha512 => sha512.finalize().to_vec(),
+        };
+        Ok(Self {
+            algorithm: self.algorithm,
+            digest,
+        })
+    }
+}
+
+/// The document URL of `package` in `registry` (a scoped name's `/` is `%2f`).
+pub(crate) fn document_url(registry: &str, package: &str) -> String {
+    format!(
+        "{}/{}",
+        registry.trim_end_matches('/'),
+        package.replace('/', "%2f")
+    )
+}
+
+/// Picks `wanted` (an exact version, a dist-tag, a semver range; `None`: `latest`) from a
+/// registry document.
+pub(crate) fn pick(
+    package: &str,
+    document: &serde_json::Value,
+    wanted: Option<&str>,
+) -> Result<NpmPick, String> {
+    let versions = document
+        .get("versions")
+        .and_then(serde_json::Value::as_object)
+        .ok_or_else(|| format!("the registry's document for `{package}` has no `versions`"))?;
+    let tag = |name: &str| {
+        document
+            .get("dist-tags")
+            .and_then(|t| t.get(name))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+    };
+    let wanted = wanted.map(str::trim).filter(|w| !w.is_empty());
+    let version = match wanted {
+        None => tag("latest")
+            .ok_or_else(|| format!("`{package}` has no `latest` dist-tag; give a `version`"))?,
+        Some(w) if versions.contains_key(w) => w.to_owned(),
+        Some(w) if let Some(v) = tag(w) => v,
+        Some(w) => {
+            // npm's bare `1.2.3` is that version exactly.
+            if semver::Version::parse(w.trim_start_matches(['v', '='])).is_ok() {
+                return Err(format!("`{package}` has no version `{w}`"));
+            }
+            // npm separates comparators with spaces where Cargo's syntax wants commas.
+            let cargo_form = w.split_whitespace().collect::<Vec<_>>().join(", ");
+            let req = semver::VersionReq::parse(&cargo_form).map_err(|e| {
+                format!("`version = \"{w}\"` of `{package}` is not a version, dist-tag or range berth reads ({e}; `||` is not supported)")
+            })?;
+            versions
+                .keys()
+                .filter_map(|k| semver::Version::parse(k).ok().map(|v| (v, k)))
+                .filter(|(v, _)| req.matches(v))
+                .max_by(|a, b| a.0.cmp(&b.0))
+                .map(|(_, k)| k.clone())
+                .ok_or_else(|| format!("no version of `{package}` matches `{w}`"))?
+        }
+    };
+    let entry = versions.get(&version).ok_or_else(|| {
+        format!("`{package}`'s dist-tag names version `{version}`, which it does not list")
+    })?;
+    let dist = entry.get("dist");
+    let text = |key: &str| {
+        dist.and_then(|d| d.get(key))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+    };
+    let tarball =
+        text("tarball").ok_or_else(|| format!("`{package}@{version}` has no `dist.tarball`"))?;
+    let integrity = text("integrity")
+        .as_deref()
+        .and_then(Integrity::parse)
+        .ok_or_else(|| {
+            format!(
+                "`{package}@{version}` has no sha256/sha384/sha512 `dist.integrity`; berth does not fetch a tarball it cannot check"
+            )
+        })?;
+    Ok(NpmPick {
+        version,
+        tarball,
+        integrity,
+    })
+}
+
+impl Ctx<'_> {
+    /// Reads `package`'s document from `registry` and picks `version` in it.
+    pub(crate) fn npm_pick(
+        &self,
+        package: &str,
+        version: Option<&str>,
+        registry: Option<&str>,
+    ) -> Result<NpmPick, ResolveError> {
+        let url = document_url(registry.unwrap_or(DEFAULT_REGISTRY), package);
+        let source = ArchiveSource {
+            url: SourceUrl::new(&url)?,
+            format: ArchiveFormat::TarGz,
+        };
+        self.require_network(|| format!("the npm registry's `{package}`"))?;
+        let mut limits = self.settings.archive_limits;
+        limits.max_bytes = limits.max_bytes.min(MAX_DOCUMENT_BYTES);
+        let (staging, file, _) = crate::archive::download(
+            self.store,
+            &source,
+            limits,
+            self.settings.home_dir.as_deref(),
+            self.reporter,
+            &self.settings.cancel,
+            self.settings.policy.as_ref(),
+        )?;
+        let bytes = fs_err::read(&file)?;
+        drop(staging);
+        let document: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| ResolveError::Npm {
+                package: package.to_owned(),
+                message: format!("`{}` is not a registry document: {e}", source.url.shown),
+            })?;
+        pick(package, &document, version).map_err(|message| ResolveError::Npm {
+            package: package.to_owned(),
+            message,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn doc() -> serde_json::Value {
+        let dist = |v: &str| {
+            json!({"tarball": format!("https://r/t/-/t-{v}.tgz"),
+                   "integrity": format!("sha1-AAAA sha512-{}", base64::engine::general_purpose::STANDARD.encode([7u8; 64]))})
+        };
+        json!({
+            "dist-tags": {"latest": "1.2.0", "next": "2.0.0-beta.1"},
+            "versions": {
+                "1.0.0": {"dist": dist("1.0.0")},
+                "1.2.0": {"dist": dist("1.2.0")},
+                "1.3.0": {"dist": dist("1.3.0")},
+                "2.0.0-beta.1": {"dist": dist("2.0.0-beta.1")},
+                "0.9.0": {"dist": {"tarball": "https://r/old.tgz", "shasum": "abc"}}
+            }
+        })
+    }
+
+    #[test]
+    fn versions_tags_and_ranges_pick_as_npm_does() {
+        let d = doc();
+        let v = |w: Option<&str>| pick("t", &d, w).map(|p| p.version);
+        assert_eq!(v(None).as_deref(), Ok("1.2.0"));
+        assert_eq!(v(Some("next")).as_deref(), Ok("2.0.0-beta.1"));
+        assert_eq!(v(Some("1.0.0")).as_deref(), Ok("1.0.0"));
+        assert_eq!(v(Some("^1.0.0")).as_deref(), Ok("1.3.0"));
+        assert_eq!(v(Some(">=1.0.0 <1.3.0")).as_deref(), Ok("1.2.0"));
+        assert!(
+            v(Some("1.1.0"))
+                .expect_err("an error")
+                .contains("no version `1.1.0`")
+        );
+        assert!(
+            v(Some("^3"))
+                .expect_err("an error")
+                .contains("no version of `t` matches")
+        );
+        assert!(
+            v(Some("0.9.0"))
+                .expect_err("an error")
+                .contains("no sha256/sha384/sha512")
+        );
+        let p = pick("t", &d, None).expect("pick");
+        assert_eq!(p.tarball, "https://r/t/-/t-1.2.0.tgz");
+        assert!(
+            p.integrity.to_string().starts_with("sha512-"),
+            "the strongest hash"
+        );
+    }
+
+    #[test]
+    fn scoped_names_are_escaped_in_the_document_url() {
+        assert_eq!(
+            document_url("https://r.example/", "@acme/tools"),
+            "https://r.example/@acme%2ftools"
+        );
+    }
+}
