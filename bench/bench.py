@@ -11,6 +11,10 @@ Figures:
      gets its record, which is what checking by hashing would cost every time.
   2. (issue #2) A cold `berth plugins lock` + `berth plugins sync` of 50 generated git
      repositories, next to a `git clone --depth 1` loop over the same repositories.
+  7. (issue #13) A cold `berth plugins lock` of 50 plugins asked for as `NAME@bench` from
+     one marketplace repository (relative entries, make_repo's files each), next to a
+     cold `lock` of 50 plain git repositories; the row names how many git caches the
+     marketplace lock made (one: the repository is fetched once).
   4. (issue #4) A cold `lock` + `sync` of 50 sources (25 git repositories over a real
      `git http-backend` on 127.0.0.1 and 25 `.tar.gz` archives over HTTP), with `--jobs 1`
      and with the default, next to the SDK's `Plugin.fetch` over the same 25 git
@@ -149,6 +153,67 @@ def bench_uv(scratch, runs):
     cmd = [uv, "sync", "--frozen", "--offline", "-q"]
     run(cmd, cwd=project, env=env)
     return [timed([cmd], cwd=project, env=env) for _ in range(runs)]
+
+
+def make_marketplace(path: Path, count: int):
+    """One marketplace repository holding `count` plugins under plugins/p{i} (each with
+    make_repo's files) and a catalog listing them by relative path."""
+    path.mkdir(parents=True)
+    run(["git", "init", "-q", "-b", "main"], cwd=path)
+    entries = []
+    for i in range(count):
+        plugin = path / "plugins" / f"p{i}"
+        (plugin / ".claude-plugin").mkdir(parents=True)
+        (plugin / ".claude-plugin" / "plugin.json").write_text(f'{{"name": "bench-{i}"}}\n')
+        for s in range(8):
+            skill = plugin / "skills" / f"skill-{s}"
+            skill.mkdir(parents=True)
+            (skill / "SKILL.md").write_text(
+                f"---\nname: skill-{i}-{s}\ndescription: skill {s} of plugin {i}\n---\n" + "Revision 3.\n" * 200
+            )
+            (skill / "notes.md").write_text(f"notes {i} {s} 3\n" * 50)
+        (plugin / "commands").mkdir()
+        for c in range(6):
+            (plugin / "commands" / f"cmd-{c}.md").write_text(f"command {c} rev 3\n")
+        entries.append({"name": f"bench-{i}", "source": f"./plugins/p{i}"})
+    (path / ".claude-plugin").mkdir()
+    (path / ".claude-plugin" / "marketplace.json").write_text(json.dumps({"name": "bench", "plugins": entries}))
+    run(["git", "add", "-A"], cwd=path)
+    run(["git", "commit", "-q", "-m", "marketplace"], cwd=path)
+
+
+def bench_market(berth, scratch, repos, runs):
+    """A cold `lock` of 50 plugins from one marketplace repository next to a cold `lock` of
+    50 plain git sources (make_repo's repositories, the same files per plugin)."""
+    market = scratch / "market.git"
+    make_marketplace(market, 50)
+    picks = scratch / "market-work"
+    plain = scratch / "plain-work"
+    picks.mkdir()
+    plain.mkdir()
+    (picks / "plugins.toml").write_text(
+        f'[[marketplace]]\nname = "bench"\nsource = "file://{market}"\n\n'
+        + "".join(f'[[plugin]]\nsource = "bench-{i}@bench"\n\n' for i in range(50))
+    )
+    (plain / "plugins.toml").write_text("".join(f'[[plugin]]\nsource = "file://{r}"\n\n' for r in repos[:50]))
+    store = scratch / "market-store"
+
+    def reset(work):
+        def go():
+            shutil.rmtree(store, ignore_errors=True)
+            (work / "plugins.lock").unlink(missing_ok=True)
+        return go
+
+    env = {"BERTH_STORE": str(store)}
+    cmd = [[berth, "plugins", "lock", "-q"]]
+    market_times, plain_times = [], []
+    caches = None
+    for _ in range(runs):  # interleaved, so drift hits both alike
+        market_times.append(timed(cmd, cwd=picks, env=env, before=reset(picks)))
+        if caches is None:
+            caches = len(list((store / "git-v1" / "db").iterdir()))
+        plain_times.append(timed(cmd, cwd=plain, env=env, before=reset(plain)))
+    return market_times, plain_times, caches
 
 
 def bench_cold(berth, scratch, repos, runs):
@@ -540,7 +605,7 @@ def machine():
     return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.system()} {platform.release()}, {git}"
 
 
-SECTIONS = ("noop", "cold", "http", "server", "show", "agent")
+SECTIONS = ("noop", "cold", "market", "http", "server", "show", "agent")
 
 
 def main():
@@ -559,7 +624,7 @@ def main():
     rows = []
     try:
         repos = [scratch / "repos" / f"plugin-{i}.git" for i in range(100)]
-        if wanted & {"noop", "cold", "http"}:
+        if wanted & {"noop", "cold", "market", "http"}:
             print(f"building 100 git repositories in {scratch} ...", file=sys.stderr)
             for i, repo in enumerate(repos):
                 make_repo(repo, i)
@@ -593,6 +658,14 @@ def main():
                 f"| same, `--jobs 1` (median of {len(cold_j1)}) "
                 f"| {median_ms(cold_j1):.0f} ms | {median_ms(clone):.0f} ms (`git clone --depth 1` loop) "
                 f"| {median_ms(clone) / median_ms(cold_j1):.2f}x faster | |"
+            )
+        if "market" in wanted:
+            print("cold lock of 50 plugins from one marketplace ...", file=sys.stderr)
+            market, plain, caches = bench_market(args.berth, scratch, repos, args.cold_runs)
+            rows.append(
+                f"| cold `lock`, 50 plugins from one marketplace repository, {caches} git cache fetched (median of {len(market)}) "
+                f"| {median_ms(market):.0f} ms | {median_ms(plain):.0f} ms (cold `lock` of 50 plain git repositories) "
+                f"| {median_ms(market) / median_ms(plain):.2f}x the plain lock | within 2x of the plain lock |"
             )
         if "http" in wanted:
             print("cold lock + sync of 50 sources over HTTP ...", file=sys.stderr)
