@@ -230,6 +230,17 @@ pub struct ServeArgs {
     )]
     pub resolve: Vec<berth_server::Pin>,
 
+    /// Register a marketplace conversations may ask plugins of as `PLUGIN@NAME`
+    /// (repeatable; `NAME=SOURCE`, or `NAME=SOURCE#REF` to pin a branch, tag or commit)
+    ///
+    /// SOURCE is `github:OWNER/REPO` or a git URL, which must pass the source policy, or
+    /// a local folder of the operator's. Every source its catalog points to is checked
+    /// when fetched, like a source a client sends; a catalog entry that is a local path is
+    /// refused unless `--allow-local-sources` (the folders inside a registered local
+    /// marketplace aside).
+    #[arg(long = "marketplace", value_name = "NAME=SOURCE[#REF]")]
+    pub marketplaces: Vec<String>,
+
     /// Never fetch: serve conversations from the store as it is
     #[arg(long)]
     pub offline: bool,

@@ -78,6 +78,23 @@ impl Ctx<'_> {
                 (request, None)
             }
         };
+        // Under a policy without local sources, a catalog may not point at this machine's
+        // files (a relative entry of a local marketplace the operator registered aside).
+        if request.parsed_source().kind() == SourceKind::Local
+            && !matches!(entry.source, Ok(EntrySource::Relative(_)))
+            && self
+                .settings
+                .policy
+                .as_ref()
+                .is_some_and(|p| !p.allow_local)
+        {
+            return Err(ResolveError::Refused {
+                url: request.display_source(),
+                why: crate::policy::Refusal::LocalPath {
+                    path: request.display_source(),
+                },
+            });
+        }
         request.hash = pick.hash;
         request.name = pick.name.clone();
         request.line = pick.line;

@@ -134,6 +134,12 @@ pub enum Refusal {
         /// The hosts that are.
         allowed: Vec<String>,
     },
+    /// A local folder (a marketplace entry's path) while local sources are off.
+    #[error("local folder `{path}` refused: this server does not allow local sources")]
+    LocalPath {
+        /// The path as the catalog gives it.
+        path: String,
+    },
     /// A `file://` URL while local sources are off.
     #[error("`file://` URL `{url}` refused: this server does not allow local sources")]
     LocalFile {

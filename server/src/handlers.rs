@@ -6,7 +6,7 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use berth_lockfile_schema::{
-    AgentOrigin, AgentRequest, Lock, LockedPluginWire, Manifest, PluginRequest, parse_lock,
+    AgentOrigin, AgentRequest, Lock, LockedPluginWire, Manifest, PluginRequest, Source, parse_lock,
 };
 use berth_resolver::{Cancel, InMemoryLock, LockAndSyncError, LockMode, Reporter, lock_and_sync};
 use utoipa::OpenApi;
@@ -226,6 +226,33 @@ fn check_agent_source(
     }
 }
 
+/// The registered marketplace `PLUGIN@MARKETPLACE` names, or a 400 naming those there are.
+fn registered_marketplace(
+    state: &AppState,
+    plugin: &str,
+    marketplace: &str,
+) -> Result<(), AppError> {
+    let registered = &state.config().marketplaces;
+    if registered.iter().any(|m| m.name == marketplace) {
+        return Ok(());
+    }
+    Err(AppError::bad_request(format!(
+        "`{plugin}@{marketplace}`: this server has no marketplace `{marketplace}` ({}); give the plugin's own source, or ask the operator to register it with `--marketplace`",
+        if registered.is_empty() {
+            "it registers none".to_owned()
+        } else {
+            format!(
+                "it registers {}",
+                registered
+                    .iter()
+                    .map(|m| format!("`{}`", m.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    )))
+}
+
 /// A validated request, before anything is fetched.
 pub(crate) struct Prepared {
     manifest: Option<Manifest>,
@@ -265,7 +292,16 @@ impl Prepared {
                         p.repo_path.as_deref(),
                     )
                     .map_err(|m| AppError::bad_request(format!("plugins[{i}]: {m}")))?;
-                    policy.check(&p.source, request.parsed_source())?;
+                    match request.parsed_source() {
+                        // Its sources are the marketplace's: each is checked when fetched.
+                        Source::Marketplace {
+                            plugin,
+                            marketplace,
+                        } => {
+                            registered_marketplace(state, plugin, marketplace)?;
+                        }
+                        parsed => policy.check(&p.source, parsed)?,
+                    }
                     requests.push(request);
                 }
                 let agent = match &body.agent {
@@ -284,9 +320,19 @@ impl Prepared {
                 };
                 Ok(Self {
                     manifest: Some(Manifest {
+                        marketplaces: state
+                            .config()
+                            .marketplaces
+                            .iter()
+                            .filter(|m| {
+                                requests.iter().any(|r| {
+                                    matches!(r.parsed_source(), Source::Marketplace { marketplace, .. } if *marketplace == m.name)
+                                })
+                            })
+                            .cloned()
+                            .collect(),
                         plugins: requests,
                         agent,
-                        marketplaces: Vec::new(),
                     }),
                     lock: None,
                     metadata,

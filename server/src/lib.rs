@@ -53,6 +53,8 @@ pub struct Config {
     pub allowed_host_headers: Vec<String>,
     /// Which sources may be fetched.
     pub policy: Policy,
+    /// The marketplaces conversations may ask plugins of (`--marketplace`).
+    pub marketplaces: Vec<berth_lockfile_schema::marketplace::MarketplaceRequest>,
     /// Never fetch: serve what the store has.
     pub offline: bool,
     /// How long locking and fetching a conversation's plugins may take.

@@ -66,6 +66,7 @@ fn fixture_configured(
             github_url: "https://github.com".into(),
             pins: Vec::new(),
         },
+        marketplaces: Vec::new(),
         offline: false,
         fetch_timeout: timeout,
         jobs: 4,

@@ -41,17 +41,24 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         .ok()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| berth_resolver::DEFAULT_GITHUB_URL.to_owned());
+    let policy = Policy {
+        allowed_hosts,
+        allow_local: args.allow_local_sources,
+        github_url,
+        pins: args.resolve.clone(),
+    };
+    let marketplaces = args
+        .marketplaces
+        .iter()
+        .map(|text| marketplace(text, &policy))
+        .collect::<Result<Vec<_>>>()?;
     let config = Config {
         data_dir: data_dir.clone(),
         store: Store::new(store_root),
         api_key: args.api_key.clone().filter(|k| !k.is_empty()),
         allowed_host_headers: args.allowed_host_headers.clone(),
-        policy: Policy {
-            allowed_hosts,
-            allow_local: args.allow_local_sources,
-            github_url,
-            pins: args.resolve.clone(),
-        },
+        policy,
+        marketplaces,
         offline: args.offline,
         fetch_timeout: Duration::from_secs(args.fetch_timeout.max(1)),
         jobs: args.jobs.max(1),
@@ -88,4 +95,31 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
             .await
             .context("serving")
     })
+}
+
+/// A `--marketplace NAME=SOURCE[#REF]`, checked against the source policy.
+fn marketplace(
+    text: &str,
+    policy: &Policy,
+) -> Result<berth_lockfile_schema::marketplace::MarketplaceRequest> {
+    let Some((name, rest)) = text.split_once('=') else {
+        bail!(
+            "`--marketplace {text}` is not `NAME=SOURCE`; write it as `official=github:anthropics/claude-plugins-official`"
+        );
+    };
+    let (source, git_ref) = match rest.rsplit_once('#') {
+        Some((source, r)) if !r.is_empty() => (source, Some(r)),
+        _ => (rest, None),
+    };
+    let request =
+        berth_lockfile_schema::marketplace::MarketplaceRequest::new(name, source, git_ref, None)
+            .map_err(|(_, why)| anyhow::anyhow!("`--marketplace {text}`: {why}"))?;
+    // A local folder is the operator's own, admitted as any flag is; a remote one must
+    // pass the source policy like any source.
+    if request.parsed_source().kind() != berth_lockfile_schema::SourceKind::Local {
+        policy
+            .check(source, request.parsed_source())
+            .map_err(|e| anyhow::anyhow!("`--marketplace {text}`: {}", e.message))?;
+    }
+    Ok(request)
 }
