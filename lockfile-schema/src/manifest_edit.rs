@@ -46,6 +46,16 @@ pub enum EditError {
         "`{file}` has fewer `[[plugin]]` entries than its lock; run `berth plugins lock` first"
     )]
     LockMismatch { file: String },
+    /// The plugin is in the lock only because others need it.
+    #[error(
+        "`{name}` is not in `{file}`: it is locked because {} need it; remove those instead",
+        list_names(.needed_by)
+    )]
+    Dependency {
+        file: String,
+        name: String,
+        needed_by: Vec<String>,
+    },
     /// No locked plugin has that name. `names` are the locked plugins' names, in order.
     #[error("no plugin named `{name}` in `{file}`; the plugins are {}", list_names(.names))]
     UnknownPlugin {
@@ -167,13 +177,24 @@ pub fn remove_plugin(
     lock: &Lock,
     name: &str,
 ) -> Result<Removal, EditError> {
-    let doomed: Vec<usize> = lock
-        .plugins
+    // Manifest entries answer to the lock's requested entries, in order.
+    let requested: Vec<&crate::LockedPlugin> =
+        lock.plugins.iter().filter(|p| p.is_requested()).collect();
+    let doomed: Vec<usize> = requested
         .iter()
         .enumerate()
         .filter(|(_, p)| p.name == name)
         .map(|(i, _)| i)
         .collect();
+    if doomed.is_empty()
+        && let Some(dependency) = lock.plugins.iter().find(|p| p.name == name)
+    {
+        return Err(EditError::Dependency {
+            file: file.to_owned(),
+            name: name.to_owned(),
+            needed_by: dependency.needed_by.clone(),
+        });
+    }
     if doomed.is_empty() {
         return Err(EditError::UnknownPlugin {
             file: file.to_owned(),

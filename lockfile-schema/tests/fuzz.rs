@@ -114,6 +114,9 @@ fn locked_plugin() -> impl Strategy<Value = LockedPlugin> {
             LockedPlugin {
                 name,
                 requested: None,
+                plugin_version: None,
+                dependencies: Vec::new(),
+                needed_by: Vec::new(),
                 source,
                 git_ref: git_ref.filter(|_| is_git),
                 version: None,

@@ -9,6 +9,7 @@
 mod agent;
 mod archive;
 mod auth;
+mod dependencies;
 mod error;
 pub mod extract;
 mod git;

@@ -28,6 +28,12 @@ pub(crate) struct ReadMarketplace {
 pub(crate) struct Derived {
     pub(crate) request: PluginRequest,
     pub(crate) npm: Option<(String, Integrity)>,
+    /// The marketplace it comes from.
+    pub(crate) marketplace: String,
+    /// The entry's `version`.
+    pub(crate) version: Option<String>,
+    /// The entry's `dependencies`.
+    pub(crate) dependencies: Vec<berth_lockfile_schema::marketplace::DependencySpec>,
 }
 
 impl Ctx<'_> {
@@ -98,7 +104,13 @@ impl Ctx<'_> {
         request.hash = pick.hash;
         request.name = pick.name.clone();
         request.line = pick.line;
-        Ok(Derived { request, npm })
+        Ok(Derived {
+            request,
+            npm,
+            marketplace: declared.name.clone(),
+            version: entry.version.clone(),
+            dependencies: entry.dependencies.clone(),
+        })
     }
 
     /// Locks what [`Ctx::derive`] gave.

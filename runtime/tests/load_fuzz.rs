@@ -374,6 +374,9 @@ fn add_plugin(store: &Store, name: &str, files: &[(&str, Content)]) -> LockedPlu
     LockedPlugin {
         name: name.to_owned(),
         requested: None,
+        plugin_version: None,
+        dependencies: Vec::new(),
+        needed_by: Vec::new(),
         source: format!("./{name}"),
         git_ref: None,
         version: None,

@@ -120,6 +120,9 @@ impl TryFrom<LockedAgentWire> for LockedAgent {
             AgentOrigin::Tree(_) => {
                 let plugin = LockedPluginWire {
                     requested: None,
+                    plugin_version: None,
+                    dependencies: Vec::new(),
+                    needed_by: Vec::new(),
                     name: w.package.clone(),
                     source: w.source.clone(),
                     git_ref: w.git_ref.clone(),

@@ -57,6 +57,20 @@ pub struct LockedPlugin {
     pub pin: Pin,
     /// NAR hash of the plugin directory.
     pub hash: Sha256Hash,
+    /// The plugin's own version (its manifest's, else its catalog entry's), kept for
+    /// plugins of marketplaces: dependency ranges are checked against it.
+    pub plugin_version: Option<String>,
+    /// The plugins it declares it depends on, each in its marketplace.
+    pub dependencies: Vec<crate::marketplace::DependencySpec>,
+    /// Not asked for by the manifest: in the lock because these plugins need it.
+    pub needed_by: Vec<String>,
+}
+
+impl LockedPlugin {
+    /// Whether the manifest asked for this entry (else a plugin of it needs it).
+    pub fn is_requested(&self) -> bool {
+        self.needed_by.is_empty()
+    }
 }
 
 /// The exact thing a lock entry was made from.
@@ -289,6 +303,9 @@ mod tests {
                 LockedPlugin {
                     name: "review".into(),
                     requested: None,
+                    plugin_version: None,
+                    dependencies: Vec::new(),
+                    needed_by: Vec::new(),
                     source: "github:acme/review-tools".into(),
                     git_ref: Some("v1.2.0".into()),
                     version: None,
@@ -307,6 +324,9 @@ mod tests {
                 LockedPlugin {
                     name: "house \"rules\"".into(),
                     requested: None,
+                    plugin_version: None,
+                    dependencies: Vec::new(),
+                    needed_by: Vec::new(),
                     source: "./plugins/house-rules".into(),
                     git_ref: None,
                     version: None,

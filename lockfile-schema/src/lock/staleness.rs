@@ -8,8 +8,12 @@ impl Lock {
     /// How this lock differs from what `manifest` asks for. Empty means up to date.
     pub fn staleness(&self, manifest: &Manifest) -> Vec<Staleness> {
         let mut out = Vec::new();
+        // Entries a plugin's dependencies pulled in answer to no manifest entry: whether
+        // they are current is settled when the plugins needing them are locked.
+        let requested: Vec<&LockedPlugin> =
+            self.plugins.iter().filter(|p| p.is_requested()).collect();
         for (i, request) in manifest.plugins.iter().enumerate() {
-            match self.plugins.get(i) {
+            match requested.get(i).copied() {
                 Some(locked) if locked.satisfies(request) => {}
                 Some(locked) => out.push(Staleness::Changed {
                     index: i + 1,
@@ -22,7 +26,7 @@ impl Lock {
                 }),
             }
         }
-        for (i, locked) in self.plugins.iter().enumerate().skip(manifest.plugins.len()) {
+        for (i, locked) in requested.iter().enumerate().skip(manifest.plugins.len()) {
             out.push(Staleness::Removed {
                 index: i + 1,
                 name: locked.name.clone(),

@@ -81,6 +81,17 @@ pub struct LockedPluginWire {
     /// NAR sha256 of the plugin directory, SRI form: what `nix hash path` prints.
     #[schemars(regex(pattern = r"^sha256-[A-Za-z0-9+/]{43}=$"))]
     pub hash: String,
+    /// The plugin's own version, for plugins of marketplaces (dependency ranges are
+    /// checked against it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub plugin_version: Option<String>,
+    /// The plugins it depends on: `NAME@MARKETPLACE`, then ` RANGE` when it gives one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<String>,
+    /// Present on entries the manifest does not ask for: the plugins that need them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needed_by: Vec<String>,
 }
 
 impl TryFrom<LockedPluginWire> for LockedPlugin {
@@ -175,7 +186,20 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
         if w.resolved_ref.is_some() != w.version.is_some() {
             return Err("`resolved_ref` and `version` go together".into());
         }
+        let dependencies = w
+            .dependencies
+            .iter()
+            .map(|d| crate::marketplace::DependencySpec::from_lock_string(d))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(bad) = w.needed_by.iter().find(|n| !is_valid_plugin_name(n)) {
+            return Err(format!(
+                "`needed_by` names `{bad}`, which is not a plugin name"
+            ));
+        }
         Ok(LockedPlugin {
+            plugin_version: w.plugin_version,
+            dependencies,
+            needed_by: w.needed_by,
             name: w.name,
             requested: w.requested,
             source: w.source,
@@ -211,6 +235,13 @@ impl From<&LockedPlugin> for LockedPluginWire {
             archive_hash,
             path,
             hash: p.hash.to_sri(),
+            plugin_version: p.plugin_version.clone(),
+            dependencies: p
+                .dependencies
+                .iter()
+                .map(crate::marketplace::DependencySpec::to_lock_string)
+                .collect(),
+            needed_by: p.needed_by.clone(),
         }
     }
 }

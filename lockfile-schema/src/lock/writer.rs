@@ -46,12 +46,24 @@ impl Lock {
                 ("hash", Some(&w.hash)),
             ];
             write_fields(&mut out, &fields);
+            write_fields(&mut out, &[("plugin_version", w.plugin_version.as_ref())]);
+            write_list(&mut out, "dependencies", &w.dependencies);
+            write_list(&mut out, "needed_by", &w.needed_by);
         }
         if let Some(agent) = &self.agent {
             agent.write_toml(&mut out);
         }
         out
     }
+}
+
+/// Writes `key = ["a", "b"]`, or nothing for an empty list.
+pub(crate) fn write_list(out: &mut String, key: &str, values: &[String]) {
+    if values.is_empty() {
+        return;
+    }
+    let items: Vec<String> = values.iter().map(|v| toml_string(v)).collect();
+    let _ = writeln!(out, "{key} = [{}]", items.join(", "));
 }
 
 /// Writes `key = "value"` lines in the given order, leaving out absent values.

@@ -47,6 +47,8 @@ pub struct CatalogEntry {
     /// `strict` (default true): false means the catalog entry defines the plugin's
     /// components itself.
     pub strict: bool,
+    /// `dependencies` the entry declares (besides the plugin's own manifest's).
+    pub dependencies: Vec<super::DependencySpec>,
 }
 
 /// Where a catalog entry's plugin comes from.
@@ -144,6 +146,7 @@ pub fn parse_catalog(marketplace: &str, path: &str, bytes: &[u8]) -> Result<Cata
                 .get("strict")
                 .and_then(serde_json::Value::as_bool)
                 .unwrap_or(true),
+            dependencies: super::parse_dependencies(entry.get("dependencies")).0,
         });
     }
     Ok(Catalog {

@@ -10,6 +10,9 @@
 //! the marketplace's commit and the sha256 of its catalog, and each plugin's own pin.
 
 mod catalog;
+mod dependency;
+
+pub use dependency::{DependencySpec, declared_in_manifest, parse_dependencies};
 
 pub use catalog::{Catalog, CatalogEntry, CatalogError, EntrySource, parse_catalog};
 

@@ -285,6 +285,13 @@ pub enum ResolveError {
         actual: Sha256Hash,
     },
 
+    /// A plugin dependency cannot be resolved: missing, conflicting ranges, a cycle.
+    #[error("{message}")]
+    Dependency {
+        /// What is wrong, with the chain of plugins that leads to it.
+        message: String,
+    },
+
     /// An npm registry's document cannot give the version asked for.
     #[error("npm package `{package}`: {message}")]
     Npm {
@@ -368,7 +375,8 @@ impl ResolveError {
             | Self::PlainHttpCredentials { .. }
             | Self::LockedSource { .. }
             | Self::VersionRange { .. }
-            | Self::Marketplace { .. } => ErrorKind::InvalidInput,
+            | Self::Marketplace { .. }
+            | Self::Dependency { .. } => ErrorKind::InvalidInput,
             Self::Refused { .. } => ErrorKind::Refused,
             Self::Fetch { .. } | Self::Download { .. } | Self::Offline { .. } => {
                 ErrorKind::Upstream

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use berth_lockfile_schema::marketplace::{LockedMarketplace, MarketplaceRequest};
+use berth_lockfile_schema::marketplace::{DependencySpec, LockedMarketplace, MarketplaceRequest};
 use berth_lockfile_schema::{Lock, LockedPlugin, Manifest, PluginRequest, Source, SourceKind};
 use berth_store::Store;
 
@@ -119,6 +119,7 @@ pub fn lock_plugins(
             Ok(Resolved {
                 plugin: locked.clone(),
                 skipped: Vec::new(),
+                declared: Declared::default(),
             })
         };
         let kept = matched[i].filter(|l| !upgrading(&l.name));
@@ -130,23 +131,31 @@ pub fn lock_plugins(
                     .expect("the manifest declares every marketplace it names");
                 match market.pick_action(&ctx, request, matched[i], &upgrading) {
                     Ok(PickAction::Keep(locked)) => keep(locked),
-                    Ok(PickAction::Rehash(derived, locked)) => {
-                        rehash(locked, &derived).map(|r| with_requested(r, request))
-                    }
+                    Ok(PickAction::Rehash(derived, locked)) => rehash(locked, &derived.request)
+                        .map(|r| with_requested(r, request, &derived)),
                     Ok(PickAction::Resolve(derived, before)) => {
                         resolved.fetch_add(1, Ordering::Relaxed);
-                        ctx.resolve_derived(&derived).map(|r| match before {
-                            // Same content as before: the old pin stays, so a marketplace
-                            // upgrade moves only the plugins whose entry changed.
-                            Some(locked)
-                                if locked.hash == r.plugin.hash && locked.name == r.plugin.name =>
-                            {
-                                Resolved {
-                                    plugin: locked.clone(),
-                                    skipped: Vec::new(),
+                        ctx.resolve_derived(&derived).map(|r| {
+                            let r = with_requested(r, request, &derived);
+                            match before {
+                                // Same content as before: the old pin stays (with what the
+                                // entry declares now), so a marketplace upgrade moves only
+                                // the plugins whose entry changed.
+                                Some(locked)
+                                    if locked.hash == r.plugin.hash
+                                        && locked.name == r.plugin.name =>
+                                {
+                                    let mut plugin = locked.clone();
+                                    plugin.plugin_version = r.plugin.plugin_version;
+                                    plugin.dependencies = r.plugin.dependencies;
+                                    Resolved {
+                                        plugin,
+                                        skipped: Vec::new(),
+                                        declared: Declared::default(),
+                                    }
                                 }
+                                _ => r,
                             }
-                            _ => with_requested(r, request),
                         })
                     }
                     Err(e) => Err(e),
@@ -166,6 +175,24 @@ pub fn lock_plugins(
             for skipped in &resolved.skipped {
                 ctx.reporter.warn(&skipped.message(&resolved.plugin.name));
             }
+            let name = &resolved.plugin.name;
+            if resolved.plugin.requested.is_some() {
+                for problem in &resolved.declared.problems {
+                    ctx.reporter
+                        .warn(&format!("plugin `{name}`: {problem}; that dependency is ignored"));
+                }
+            } else if !resolved.declared.dependencies.is_empty() {
+                let names: Vec<String> = resolved
+                    .declared
+                    .dependencies
+                    .iter()
+                    .map(|d| format!("`{}`", d.key()))
+                    .collect();
+                ctx.reporter.warn(&format!(
+                    "plugin `{name}` depends on {}; berth resolves the dependencies of plugins asked for from a marketplace (`PLUGIN@MARKETPLACE`), so add these yourself",
+                    names.join(", ")
+                ));
+            }
             resolved.plugin
         });
         result.map_err(|error| EntryError {
@@ -174,6 +201,29 @@ pub fn lock_plugins(
         })
     });
     let (plugins, mut errors) = split(results);
+    // The plugins they need, through their marketplaces, each before the first that needs it.
+    let plugins = if errors.is_empty() {
+        let mut closure = crate::dependencies::Markets {
+            declared: &manifest.marketplaces,
+            read: markets
+                .iter()
+                .filter_map(|m| m.read.clone().map(|r| (m.declared.name.clone(), r)))
+                .collect(),
+            locked: markets.iter().map(|m| m.locked.clone()).collect(),
+        };
+        match ctx.lock_dependencies(plugins, &mut closure, previous, &upgrading) {
+            Ok(plugins) => plugins,
+            Err(error) => {
+                errors.push(EntryError {
+                    label: format!("{}: plugin dependencies", options.manifest_label),
+                    error: Box::new(error),
+                });
+                Vec::new()
+            }
+        }
+    } else {
+        plugins
+    };
     let agent = match &manifest.agent {
         None => None,
         Some(request) => {
@@ -238,7 +288,7 @@ enum PickAction<'a> {
     /// Keep the previous pin.
     Keep(&'a LockedPlugin),
     /// The entry still names this local folder: re-hash it.
-    Rehash(PluginRequest, &'a LockedPlugin),
+    Rehash(Derived, &'a LockedPlugin),
     /// Resolve the entry's request; keep the previous pin if the content is the same.
     Resolve(Derived, Option<&'a LockedPlugin>),
 }
@@ -274,7 +324,7 @@ impl<'a> MarketState<'a> {
                     && locked.repo_path == plain.repo_path =>
             {
                 if plain.parsed_source().kind() == SourceKind::Local {
-                    Ok(PickAction::Rehash(derived.request, locked))
+                    Ok(PickAction::Rehash(derived, locked))
                 } else {
                     Ok(PickAction::Keep(locked))
                 }
@@ -285,9 +335,36 @@ impl<'a> MarketState<'a> {
 }
 
 /// A plugin resolved for a `PLUGIN@MARKETPLACE` request, marked with it.
-fn with_requested(mut resolved: Resolved, request: &PluginRequest) -> Resolved {
+/// A plugin resolved for a `PLUGIN@MARKETPLACE` request, marked with it, with its version
+/// and dependencies (its manifest's, then its catalog entry's, each in the entry's
+/// marketplace unless it names another).
+fn with_requested(mut resolved: Resolved, request: &PluginRequest, derived: &Derived) -> Resolved {
     resolved.plugin.requested = Some(request.display_source());
+    declare(&mut resolved, derived);
     resolved
+}
+
+/// Fills in what a marketplace plugin declares (see [`with_requested`]).
+pub(crate) fn declare(resolved: &mut Resolved, derived: &Derived) {
+    let market = Some(derived.marketplace.as_str());
+    resolved.plugin.plugin_version = resolved
+        .declared
+        .version
+        .clone()
+        .or_else(|| derived.version.clone());
+    let mut dependencies: Vec<DependencySpec> = Vec::new();
+    for spec in resolved
+        .declared
+        .dependencies
+        .iter()
+        .chain(&derived.dependencies)
+    {
+        let spec = spec.in_marketplace(market);
+        if !dependencies.contains(&spec) {
+            dependencies.push(spec);
+        }
+    }
+    resolved.plugin.dependencies = dependencies;
 }
 
 /// Pins the manifest's marketplaces: a git marketplace whose declaration is unchanged keeps

@@ -25,6 +25,8 @@ use crate::error::{EntryError, ResolveError};
 use crate::skipped::Skipped;
 use crate::{Network, Reporter, Settings};
 
+pub(crate) use lock::declare;
+
 pub(crate) fn entry_label(manifest: &str, request: &PluginRequest) -> String {
     format!(
         "{manifest}:{}: `{}`",
@@ -102,6 +104,30 @@ impl SharedResolutions {
 pub(crate) struct Resolved {
     pub(crate) plugin: LockedPlugin,
     pub(crate) skipped: Vec<Skipped>,
+    /// What the plugin's manifest declares: its version and its dependencies (read for
+    /// plugins resolved now; a kept pin carries them in the lock).
+    pub(crate) declared: Declared,
+}
+
+/// A plugin manifest's `version` and `dependencies`, and what in them could not be read.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Declared {
+    pub(crate) version: Option<String>,
+    pub(crate) dependencies: Vec<berth_lockfile_schema::marketplace::DependencySpec>,
+    pub(crate) problems: Vec<String>,
+}
+
+impl Declared {
+    /// Reads them through `read` (a regular file's bytes, `None` when absent).
+    pub(crate) fn read(read: impl Fn(&str) -> Option<Vec<u8>>) -> Self {
+        let (version, dependencies, problems) =
+            berth_lockfile_schema::marketplace::declared_in_manifest(read);
+        Self {
+            version,
+            dependencies,
+            problems,
+        }
+    }
 }
 
 impl Ctx<'_> {

@@ -67,6 +67,8 @@ impl Ctx<'_> {
             |rel| crate::local::read_regular_file(dir, rel),
             &unpacked.folder_name,
         )?;
+        let declared =
+            Declared::read(|rel| crate::local::read_regular_file(dir, rel).ok().flatten());
         let hash = berth_store::hash_path(dir)?;
         check_pins(request, &name, &hash)?;
         let skipped = crate::skipped::scan_dir(dir, &[])?;
@@ -74,6 +76,9 @@ impl Ctx<'_> {
             plugin: LockedPlugin {
                 name,
                 requested: None,
+                plugin_version: None,
+                dependencies: Vec::new(),
+                needed_by: Vec::new(),
                 source: request.display_source(),
                 git_ref: None,
                 version: None,
@@ -86,6 +91,7 @@ impl Ctx<'_> {
                 hash,
             },
             skipped,
+            declared,
         })
     }
 

@@ -55,6 +55,7 @@ impl Ctx<'_> {
             .filter(|n| !n.is_empty())
             .map_or_else(|| repo_name(&remote.url.shown), str::to_owned);
         let name = plugin_name_from_manifest(|rel| db.read_file(tree, rel), &fallback)?;
+        let declared = Declared::read(|rel| db.read_file(tree, rel).ok().flatten());
         let hashed = db.nar_hash(tree, rev)?;
         db.finish()?;
         self.warn_submodules(&name, &hashed.submodules);
@@ -63,6 +64,9 @@ impl Ctx<'_> {
             plugin: LockedPlugin {
                 name,
                 requested: None,
+                plugin_version: None,
+                dependencies: Vec::new(),
+                needed_by: Vec::new(),
                 source: request.display_source(),
                 git_ref: request.git_ref.clone(),
                 version: request.version.clone(),
@@ -75,6 +79,7 @@ impl Ctx<'_> {
                 hash: hashed.hash,
             },
             skipped: hashed.skipped,
+            declared,
         })
     }
 

@@ -22,6 +22,8 @@ impl Ctx<'_> {
         };
         let dir = existing_dir(&local_dir(path, self.settings))?;
         let (name, hash) = name_and_hash(&dir)?;
+        let declared =
+            Declared::read(|rel| crate::local::read_regular_file(&dir, rel).ok().flatten());
         check_pins(request, &name, &hash)?;
         if previous.is_some_and(|p| p.hash != hash) {
             self.reporter.status(
@@ -38,6 +40,9 @@ impl Ctx<'_> {
             plugin: LockedPlugin {
                 name,
                 requested: None,
+                plugin_version: None,
+                dependencies: Vec::new(),
+                needed_by: Vec::new(),
                 source: request.display_source(),
                 git_ref: None,
                 version: None,
@@ -47,6 +52,7 @@ impl Ctx<'_> {
                 hash,
             },
             skipped,
+            declared,
         })
     }
 }
