@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{GitRepo, TestContext, lock_field};
+use common::{GitRepo, TestContext, lock_field, lock_plugins};
 use serde_json::{Value, json};
 
 /// A plugin folder: a manifest with `version` and `dependencies`, and one skill.
@@ -81,11 +81,6 @@ fn manifest(plugins: &[&str]) -> String {
     text
 }
 
-fn plugins_of(lock: &str) -> Vec<toml::Value> {
-    let value: toml::Value = toml::from_str(lock).expect("lockfile is TOML");
-    value["plugin"].as_array().expect("plugins").clone()
-}
-
 #[test]
 fn a_three_level_closure_with_a_shared_dependency_is_locked_in_merge_order() {
     let ctx = TestContext::new();
@@ -93,7 +88,7 @@ fn a_three_level_closure_with_a_shared_dependency_is_locked_in_merge_order() {
     ctx.write_manifest(&manifest(&["app"]));
     ctx.ok(&["plugins", "lock"]);
     let lock = ctx.lock_text();
-    let plugins = plugins_of(&lock);
+    let plugins = lock_plugins(&lock);
     let names: Vec<&str> = plugins
         .iter()
         .map(|p| p["name"].as_str().expect("name"))
@@ -202,4 +197,27 @@ fn conflicts_cycles_and_missing_dependencies_name_their_chains() {
         }
         assert!(!ctx.lock_path().exists(), "nothing written");
     }
+}
+
+#[test]
+fn a_plugin_asked_for_before_its_dependency_keeps_manifest_order_with_a_warning() {
+    let ctx = TestContext::new();
+    market(&ctx);
+    ctx.write_manifest(&manifest(&["app", "lib-a"]));
+    let run = ctx.ok(&["plugins", "lock"]);
+    assert!(
+        run.stderr
+            .contains("plugin `app` needs `lib-a`, which comes after it in the manifest"),
+        "{}",
+        run.stderr
+    );
+    let lock = ctx.lock_text();
+    let names: Vec<String> = lock_plugins(&lock)
+        .iter()
+        .map(|p| p["name"].as_str().expect("name").to_owned())
+        .collect();
+    assert_eq!(names, ["shared", "app", "lib-a"], "{lock}");
+    // lib-a is asked for, so it has no `needed_by`; shared is a dependency.
+    assert!(lock_plugins(&lock)[2].get("needed_by").is_none(), "{lock}");
+    ctx.ok(&["plugins", "lock", "--check"]);
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{FileServer, GitRepo, Run, TestContext, copy_tree, lock_field};
+use common::{FileServer, GitRepo, Run, TestContext, copy_tree, lock_field, lock_plugins};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -156,7 +156,8 @@ impl Market {
     {{"name": "odd", "source": {{"source": "svn", "url": "svn://x"}}}},
     {{"name": "twice", "source": "./rel"}},
     {{"name": "twice", "source": "./rel"}},
-    {{"name": "escape", "source": "../../etc"}}
+    {{"name": "escape", "source": "../../etc"}},
+    {{"name": "loose", "source": "./rel", "strict": false, "skills": ["./skills/rel-skill"], "lspServers": {{"x": {{"command": "x-lsp"}}}}}}
   ]
 }}
 "#,
@@ -176,12 +177,6 @@ fn manifest(plugins: &[&str]) -> String {
         text.push_str(&format!("[[plugin]]\nsource = \"{p}@acme\"\n\n"));
     }
     text
-}
-
-/// The `[[plugin]]` tables of a lock, as TOML values.
-fn plugins_of(lock: &str) -> Vec<toml::Value> {
-    let value: toml::Value = toml::from_str(lock).expect("lockfile is TOML");
-    value["plugin"].as_array().expect("plugins").clone()
 }
 
 fn marketplace_of(lock: &str) -> toml::Value {
@@ -218,7 +213,7 @@ fn lock_sync_and_show_a_marketplace_of_every_source_form() {
         Some(expected_hash.as_str())
     );
 
-    let plugins = plugins_of(&lock);
+    let plugins = lock_plugins(&lock);
     let field = |i: usize, key: &str| {
         plugins[i]
             .get(key)
@@ -321,7 +316,7 @@ fn a_moved_entry_changes_only_its_plugin_on_upgrade() {
         marketplace_of(&after)["rev"].as_str(),
         Some(m.market.head().as_str())
     );
-    let (old, new) = (plugins_of(&before), plugins_of(&after));
+    let (old, new) = (lock_plugins(&before), lock_plugins(&after));
     assert_eq!(old.len(), new.len());
     for (i, name) in ALL.iter().enumerate() {
         if *name == "gh" {
@@ -558,7 +553,7 @@ fn marketplace_add_list_and_plugins_add_edit_the_manifest_and_lock() {
     ctx.ok(&["plugins", "update", "gh"]);
     let after = ctx.lock_text();
     assert_eq!(lock_field(&after, 1, "rev"), Some(v2));
-    assert_eq!(plugins_of(&after)[0], plugins_of(&lock)[0]);
+    assert_eq!(lock_plugins(&after)[0], lock_plugins(&lock)[0]);
 }
 
 #[test]
@@ -700,4 +695,29 @@ fn the_server_takes_plugins_of_registered_marketplaces_and_checks_where_they_poi
         let message = body["error"]["message"].as_str().expect("message");
         assert!(message.contains(needle), "{pick}: {message}");
     }
+}
+
+#[test]
+fn a_strict_false_entry_loads_its_folder_as_the_sdk_does_and_says_what_it_ignores() {
+    let m = market();
+    let ctx = &m.ctx;
+    ctx.write_manifest(&manifest(&["loose"]));
+    let run = ctx.ok(&["plugins", "lock"]);
+    assert!(
+        run.stderr.contains(
+            "plugin `loose`: its entry defines `skills`, `lspServers` itself (`strict: false`)"
+        ) && run.stderr.contains("as the OpenHands SDK does"),
+        "{}",
+        run.stderr
+    );
+    let lock = ctx.lock_text();
+    assert_eq!(
+        lock_field(&lock, 0, "requested").as_deref(),
+        Some("loose@acme")
+    );
+    assert_eq!(
+        lock_field(&lock, 0, "repo_path").as_deref(),
+        Some("plugins/rel")
+    );
+    ctx.ok(&["plugins", "sync"]);
 }

@@ -166,6 +166,20 @@ impl Ctx<'_> {
             if let Some(conflict) = conflict {
                 return Err(conflict);
             }
+            // The manifest's order stands between the plugins it asks for: one that needs
+            // a later one merges before it, which the user should hear of.
+            for (i, root) in roots.iter().enumerate() {
+                for target in walk.needs.get(&key_of(root)).into_iter().flatten() {
+                    if let Some(&j) = root_keys.get(target)
+                        && j > i
+                    {
+                        self.reporter.warn(&format!(
+                            "plugin `{}` needs `{}`, which comes after it in the manifest; move `{}` first so it merges before the plugins that need it",
+                            root.name, roots[j].name, roots[j].name
+                        ));
+                    }
+                }
+            }
             return Ok(order(roots, &picked, &walk));
         }
         Err(ResolveError::Dependency {

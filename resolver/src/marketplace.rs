@@ -101,6 +101,20 @@ impl Ctx<'_> {
                 },
             });
         }
+        if !entry.inline_components.is_empty() {
+            self.reporter.warn(&format!(
+                "marketplace `{}`, plugin `{}`: its entry defines {} itself{}; berth loads the plugin's folder as the OpenHands SDK does and does not apply them",
+                declared.name,
+                entry.name,
+                entry
+                    .inline_components
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if entry.strict { "" } else { " (`strict: false`)" }
+            ));
+        }
         request.hash = pick.hash;
         request.name = pick.name.clone();
         request.line = pick.line;

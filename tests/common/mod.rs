@@ -716,6 +716,12 @@ pub fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// The value of `key` in the `index`th `[[plugin]]` entry of a lockfile's text.
+/// The `[[plugin]]` tables of a lockfile's text.
+pub fn lock_plugins(lock: &str) -> Vec<toml::Value> {
+    let value: toml::Value = toml::from_str(lock).expect("lockfile is TOML");
+    value["plugin"].as_array().expect("plugins").clone()
+}
+
 pub fn lock_field(lock: &str, index: usize, key: &str) -> Option<String> {
     let value: toml::Value = toml::from_str(lock).expect("lockfile is TOML");
     value["plugin"]

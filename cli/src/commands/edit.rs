@@ -13,7 +13,7 @@ use crate::args::{AddArgs, RemoveArgs, UpdateArgs};
 use crate::context::{Context, Failure, write_atomically};
 
 /// The manifest's text; an absent manifest is an empty one.
-fn load(ctx: &Context) -> Result<String> {
+pub(crate) fn load(ctx: &Context) -> Result<String> {
     let text = match std::fs::read_to_string(&ctx.manifest_path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),

@@ -20,16 +20,7 @@ pub fn add(ctx: &Context, args: &MarketplaceAddArgs) -> Result<()> {
     )
     .map_err(|(_, message)| anyhow::anyhow!("{message}"))?;
     let _guard = ctx.guard_lockfile()?;
-    let text = match std::fs::read_to_string(&ctx.manifest_path) {
-        Ok(text) => {
-            ctx.read_manifest()?;
-            text
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
-            return Err(e).with_context(|| format!("could not read `{}`", ctx.manifest_label()));
-        }
-    };
+    let text = super::edit::load(ctx)?;
     if !text.is_empty()
         && let Some(existing) = ctx
             .read_manifest()?

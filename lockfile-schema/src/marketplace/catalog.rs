@@ -49,7 +49,23 @@ pub struct CatalogEntry {
     pub strict: bool,
     /// `dependencies` the entry declares (besides the plugin's own manifest's).
     pub dependencies: Vec<super::DependencySpec>,
+    /// The component keys (`skills`, `commands`, `agents`, `hooks`, `mcpServers`,
+    /// `lspServers`, `outputStyles`) the entry defines inline. The OpenHands SDK loads the
+    /// plugin's folder and does not apply them (its `MarketplacePluginEntry` keeps them
+    /// for later), and neither does berth: `lock` names them in a warning.
+    pub inline_components: Vec<String>,
 }
+
+/// Component keys a catalog entry may define itself (Claude Code's `strict: false`).
+const INLINE_COMPONENTS: [&str; 7] = [
+    "skills",
+    "commands",
+    "agents",
+    "hooks",
+    "mcpServers",
+    "lspServers",
+    "outputStyles",
+];
 
 /// Where a catalog entry's plugin comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,6 +163,11 @@ pub fn parse_catalog(marketplace: &str, path: &str, bytes: &[u8]) -> Result<Cata
                 .and_then(serde_json::Value::as_bool)
                 .unwrap_or(true),
             dependencies: super::parse_dependencies(entry.get("dependencies")).0,
+            inline_components: INLINE_COMPONENTS
+                .iter()
+                .filter(|k| entry.get(**k).is_some_and(|v| !v.is_null()))
+                .map(|k| (*k).to_owned())
+                .collect(),
         });
     }
     Ok(Catalog {
@@ -400,11 +421,6 @@ impl CatalogEntry {
                 )));
             }
         };
-        if !self.strict {
-            return Err(named(
-                "its entry has `strict: false` (the catalog defines the plugin's parts), which berth does not build yet".into(),
-            ));
-        }
         let mut request = PluginRequest::new(&text, git_ref.as_deref(), None, repo_path.as_deref())
             .map_err(&named)?;
         if let Some(hash) = archive_hash {
