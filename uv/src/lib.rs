@@ -1,4 +1,5 @@
-//! The uv berth pins (version [`UV_VERSION`]): finding it (`$BERTH_UV`, else `PATH`),
+//! The uv berth pins (version [`UV_VERSION`]): finding it (`$BERTH_UV`, else next to
+//! berth, else `PATH`),
 //! running it without the user's configuration and never downloading an interpreter, and
 //! finding an interpreter. The resolver uses it to resolve the agent package, the runtime
 //! to build its environment offline; neither depends on the other for it.
@@ -68,13 +69,22 @@ pub struct Uv {
 }
 
 impl Uv {
-    /// Finds uv: `$BERTH_UV`, else `uv` on `PATH`; it must be [`UV_VERSION`].
+    /// Finds uv: `$BERTH_UV`, else the `uv` next to this executable (where a Python
+    /// install of berth put the uv it depends on), else `uv` on `PATH`; it must be
+    /// [`UV_VERSION`].
     pub fn find() -> Result<Self, UvError> {
+        let beside = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(|dir| dir.join("uv")))
+            .filter(|uv| uv.is_file());
         let path = match std::env::var_os("BERTH_UV") {
             Some(path) if !path.is_empty() => PathBuf::from(path),
-            _ => search_path("uv").ok_or_else(|| UvError::UvMissing {
-                detail: "BERTH_UV is not set and there is no `uv` on PATH".into(),
-            })?,
+            _ => beside
+                .or_else(|| search_path("uv"))
+                .ok_or_else(|| UvError::UvMissing {
+                    detail: "BERTH_UV is not set, there is no `uv` next to berth and none on PATH"
+                        .into(),
+                })?,
         };
         let output = Command::new(&path)
             .arg("--version")
