@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+/// The marketplace the marketplace tests build.
+pub mod market;
 // The CI rule for a missing tool, shared with the store's tests.
 #[path = "skip.rs"]
 mod skip;
