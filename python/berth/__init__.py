@@ -13,7 +13,7 @@ import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["find_berth_bin", "run"]
+__all__ = ["BerthError", "find_berth_bin", "run"]
 
 _EXE = "berth" + (".exe" if sys.platform == "win32" else "")
 
@@ -21,10 +21,14 @@ _EXE = "berth" + (".exe" if sys.platform == "win32" else "")
 def find_berth_bin() -> Path:
     """The ``berth`` binary this package installed.
 
-    Looked for where pip puts scripts: this interpreter's scheme (a venv, a system or a
+    ``BERTH_BIN`` names another one (a development build). Otherwise it is looked for
+    where pip puts scripts: this interpreter's scheme (a venv, a system or a
     ``--user`` install), then next to the interpreter. Raises ``FileNotFoundError`` naming
     the places tried.
     """
+    override = os.environ.get("BERTH_BIN")
+    if override:
+        return Path(override)
     candidates: list[Path] = []
     for scheme in (None, f"{os.name}_user"):
         try:
@@ -45,11 +49,30 @@ def find_berth_bin() -> Path:
     raise FileNotFoundError(f"the berth binary is not installed (looked at {tried})")
 
 
-def run(args: Sequence[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Runs ``berth ARGS`` and returns what it printed (text)."""
-    return subprocess.run(
+def run(
+    args: Sequence[str],
+    *,
+    check: bool = True,
+    cwd: str | os.PathLike[str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Runs ``berth ARGS`` (in ``cwd``) and returns what it printed (text). With
+    ``check``, a failure raises ``BerthError`` carrying berth's error message."""
+    done = subprocess.run(
         [str(find_berth_bin()), *args],
-        check=check,
+        check=False,
         capture_output=True,
         text=True,
+        cwd=cwd,
     )
+    if check and done.returncode != 0:
+        raise BerthError(done.returncode, done.stderr)
+    return done
+
+
+class BerthError(RuntimeError):
+    """berth exited with a failure; ``message`` is what it printed on stderr."""
+
+    def __init__(self, returncode: int, message: str) -> None:
+        super().__init__(message.strip() or f"berth exited with status {returncode}")
+        self.returncode = returncode
+        self.message = message
