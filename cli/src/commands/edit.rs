@@ -28,11 +28,11 @@ pub(crate) fn load(ctx: &Context) -> Result<String> {
     Ok(text)
 }
 
-fn reparse(ctx: &Context, text: &str) -> Result<Manifest> {
+pub(crate) fn reparse(ctx: &Context, text: &str) -> Result<Manifest> {
     Ok(parse_manifest(&ctx.manifest_label(), text)?.manifest)
 }
 
-fn write_manifest(ctx: &Context, text: &str) -> Result<()> {
+pub(crate) fn write_manifest(ctx: &Context, text: &str) -> Result<()> {
     write_atomically(&ctx.manifest_path, text.as_bytes())
         .with_context(|| format!("could not write `{}`", ctx.manifest_label()))
 }

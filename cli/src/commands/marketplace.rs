@@ -1,14 +1,14 @@
 //! `berth marketplace add` and `list`.
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
+use berth_lockfile_schema::add_marketplace;
 use berth_lockfile_schema::marketplace::{EntrySource, LockedMarketplace, MarketplaceRequest};
-use berth_lockfile_schema::{add_marketplace, parse_manifest};
 use berth_resolver::{Network, Upgrade, read_marketplace};
 use serde_json::json;
 
 use super::lock::{resolve, write_outcome};
 use crate::args::{MarketplaceAddArgs, MarketplaceListArgs};
-use crate::context::{Context, Failure, write_atomically};
+use crate::context::{Context, Failure};
 
 pub fn add(ctx: &Context, args: &MarketplaceAddArgs) -> Result<()> {
     let _hold = ctx.hold_store()?;
@@ -48,7 +48,7 @@ pub fn add(ctx: &Context, args: &MarketplaceAddArgs) -> Result<()> {
         args.git_ref.as_deref(),
         args.repo_path.as_deref(),
     )?;
-    let manifest = parse_manifest(&ctx.manifest_label(), &text)?.manifest;
+    let manifest = super::edit::reparse(ctx, &text)?;
     let previous = ctx.read_lock_to_replace()?;
     // Read the marketplace (the lock does) before writing anything: a source without a
     // catalog changes nothing.
@@ -58,8 +58,7 @@ pub fn add(ctx: &Context, args: &MarketplaceAddArgs) -> Result<()> {
         previous.as_ref().map(|(l, _)| l),
         Upgrade::Nothing,
     )?;
-    write_atomically(&ctx.manifest_path, text.as_bytes())
-        .with_context(|| format!("could not write `{}`", ctx.manifest_label()))?;
+    super::edit::write_manifest(ctx, &text)?;
     ctx.printer.status(
         "Added",
         &format!(
