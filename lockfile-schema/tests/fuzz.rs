@@ -6,6 +6,7 @@ use berth_lockfile_schema::{
     Source, WheelFile, normalize_package_name, parse_lock, parse_manifest, redact,
 };
 use proptest::prelude::*;
+use serde_json::json;
 
 fn config() -> ProptestConfig {
     ProptestConfig {
@@ -254,5 +255,77 @@ proptest! {
         prop_assert!(!once.text.contains(&secret));
         prop_assert!(once.removed_secret);
         prop_assert_eq!(redact(&once.text).text, once.text.clone());
+    }
+}
+
+/// Catalogs: entries with names, sources (strings and objects of every kind, hostile
+/// paths among them), `pluginRoot`s and dependencies drawn from real and hostile values.
+fn catalog() -> impl Strategy<Value = String> {
+    let source = prop::sample::select(vec![
+        json!("./plugins/p"),
+        json!("p"),
+        json!("../up"),
+        json!("./a/../../b"),
+        json!("/abs/path"),
+        json!("~/home"),
+        json!("https://h/a.tar.gz"),
+        json!("."),
+        json!(""),
+        json!(42),
+        json!({"source": "github", "repo": "o/r", "path": "../x"}),
+        json!({"source": "github", "repo": "o/r", "path": "a/./b", "sha": "abc", "ref": "v1"}),
+        json!({"source": "git-subdir", "url": "https://h/r.git", "path": "a/b"}),
+        json!({"source": "git-subdir", "url": "https://h/r.git", "path": "/etc"}),
+        json!({"source": "url", "url": "https://h/r.git"}),
+        json!({"source": "archive", "url": "https://h/a.tgz", "sha256": "zz"}),
+        json!({"source": "npm", "package": "@s/p", "version": "^1"}),
+        json!({"source": "npm", "package": "../evil"}),
+        json!({"source": "svn"}),
+        json!({"repo": "o/r"}),
+    ]);
+    let root = prop::sample::select(vec!["", "./plugins", "plugins/", "..", "/abs", "./a/../.."]);
+    let name = prop::sample::select(vec!["p", "q", "p", "bad name", "../x", ".hidden", "ok-1"]);
+    let entry = (name, source, any::<bool>()).prop_map(|(name, source, strict)| {
+        json!({"name": name, "source": source, "strict": strict,
+               "dependencies": ["a", {"name": "b", "version": ">=1 <2"}, 3]})
+    });
+    (root, prop::collection::vec(entry, 0..6)).prop_map(|(root, plugins)| {
+        json!({"name": "m", "metadata": {"pluginRoot": root}, "plugins": plugins}).to_string()
+    })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// No catalog makes berth panic, and none makes a plugin's folder leave its repository:
+    /// every `repo_path` a catalog entry turns into is relative and free of `..`.
+    #[test]
+    fn catalogs_never_panic_and_never_point_outside_the_repository(text in catalog()) {
+        use berth_lockfile_schema::marketplace::{MarketplaceRequest, parse_catalog};
+        let Ok(catalog) = parse_catalog("m", ".claude-plugin/marketplace.json", text.as_bytes()) else {
+            return Ok(());
+        };
+        let market = MarketplaceRequest::new("m", "github:acme/market", None, None).expect("valid");
+        for entry in &catalog.plugins {
+            let Ok(found) = catalog.entry("m", &entry.name) else { continue };
+            if let Ok(request) = found.request(&market, Some("0123456789abcdef0123456789abcdef01234567")) {
+                if let Some(path) = request.subdir() {
+                    prop_assert!(!path.starts_with('/'), "{path}");
+                    prop_assert!(!path.split('/').any(|p| p == ".."), "{path}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dependency_lists_never_panic(text in ".{0,120}") {
+        use berth_lockfile_schema::marketplace::{DependencySpec, parse_dependencies};
+        let value: Option<serde_json::Value> = serde_json::from_str(&text).ok();
+        let (specs, _) = parse_dependencies(value.as_ref());
+        for spec in specs {
+            let back = DependencySpec::from_lock_string(&spec.to_lock_string());
+            prop_assert_eq!(back, Ok(spec));
+        }
+        let _ = DependencySpec::from_lock_string(&text);
     }
 }
