@@ -308,11 +308,12 @@ proptest! {
         let market = MarketplaceRequest::new("m", "github:acme/market", None, None).expect("valid");
         for entry in &catalog.plugins {
             let Ok(found) = catalog.entry("m", &entry.name) else { continue };
-            if let Ok(request) = found.request(&market, Some("0123456789abcdef0123456789abcdef01234567")) {
-                if let Some(path) = request.subdir() {
-                    prop_assert!(!path.starts_with('/'), "{path}");
-                    prop_assert!(!path.split('/').any(|p| p == ".."), "{path}");
-                }
+            if let Ok(request) =
+                found.request(&market, Some("0123456789abcdef0123456789abcdef01234567"))
+                && let Some(path) = request.subdir()
+            {
+                prop_assert!(!path.starts_with('/'), "{path}");
+                prop_assert!(!path.split('/').any(|p| p == ".."), "{path}");
             }
         }
     }
