@@ -1,0 +1,267 @@
+//! A record's text: the `lstat` fields of an entry's paths, one line per path in NAR
+//! order, how a record is read back and compared with the paths, and the walks that make
+//! one. The store's side (where records live, when they are checked) is in `mod.rs`.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+/// The first line of every record; a record that does not start with it is ignored (and
+/// replaced once its entry is re-hashed).
+pub(super) const HEADER: &[u8] = b"berth stat record v1\n";
+
+/// What a record says about one path: the fields of its `lstat`.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Stat {
+    mode: u32,
+    size: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stat {
+    pub(super) fn of_metadata(meta: &std::fs::Metadata) -> Self {
+        Self {
+            mode: meta.mode(),
+            size: meta.size(),
+            ino: meta.ino(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    // The field types of `struct stat` differ between architectures; every value fits.
+    #[allow(clippy::unnecessary_cast)]
+    fn of_rustix(st: &rustix::fs::Stat) -> Self {
+        Self {
+            mode: st.st_mode as u32,
+            size: st.st_size as u64,
+            ino: st.st_ino as u64,
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
+        }
+    }
+
+    /// One record line: `<mode> <size> <inode> <mtime> <ctime> <path>`, mode in octal with
+    /// the file type bits, times as `seconds.nanoseconds`, the path relative to the entry
+    /// (`.` for the entry itself) with `\` and newline escaped.
+    pub(super) fn write_line(&self, path: &[u8], out: &mut Vec<u8>) {
+        let _ = write!(
+            out,
+            "{:o} {} {} {}.{:09} {}.{:09} ",
+            self.mode, self.size, self.ino, self.mtime.0, self.mtime.1, self.ctime.0, self.ctime.1,
+        );
+        for &byte in path {
+            match byte {
+                b'\\' => out.extend_from_slice(b"\\\\"),
+                b'\n' => out.extend_from_slice(b"\\n"),
+                _ => out.push(byte),
+            }
+        }
+        out.push(b'\n');
+    }
+
+    /// Reads a line back (without its newline): the stat and the path, unescaped into
+    /// `path`. `None` if the line is not one `write_line` writes. Hand-rolled, since a
+    /// check parses every line of every record it reads.
+    pub(super) fn parse_line(line: &[u8], path: &mut Vec<u8>) -> Option<Self> {
+        let mut rest = line;
+        let mode = u32::try_from(parse_number(&mut rest, 8, b' ')?).ok()?;
+        let size = parse_number(&mut rest, 10, b' ')?;
+        let ino = parse_number(&mut rest, 10, b' ')?;
+        let mtime = (
+            parse_signed(&mut rest, b'.')?,
+            parse_signed(&mut rest, b' ')?,
+        );
+        let ctime = (
+            parse_signed(&mut rest, b'.')?,
+            parse_signed(&mut rest, b' ')?,
+        );
+        path.clear();
+        let mut bytes = rest.iter();
+        while let Some(&byte) = bytes.next() {
+            path.push(if byte == b'\\' {
+                match bytes.next()? {
+                    b'\\' => b'\\',
+                    b'n' => b'\n',
+                    _ => return None,
+                }
+            } else {
+                byte
+            });
+        }
+        Some(Self {
+            mode,
+            size,
+            ino,
+            mtime,
+            ctime,
+        })
+    }
+}
+
+/// The number in `radix` at the start of `text`, up to `end`, which is skipped too.
+pub(super) fn parse_number(text: &mut &[u8], radix: u8, end: u8) -> Option<u64> {
+    let mut value: u64 = 0;
+    let mut digits = 0;
+    while let Some((&byte, rest)) = text.split_first() {
+        *text = rest;
+        if byte == end && digits > 0 {
+            return Some(value);
+        }
+        let digit = byte.wrapping_sub(b'0');
+        if digit >= radix {
+            return None;
+        }
+        value = value
+            .checked_mul(u64::from(radix))?
+            .checked_add(u64::from(digit))?;
+        digits += 1;
+    }
+    None
+}
+
+/// A decimal number that may start with `-` (a time before 1970), up to `end`.
+pub(super) fn parse_signed(text: &mut &[u8], end: u8) -> Option<i64> {
+    match text.strip_prefix(b"-") {
+        Some(rest) => {
+            *text = rest;
+            i64::try_from(parse_number(text, 10, end)?).ok().map(|v| -v)
+        }
+        None => i64::try_from(parse_number(text, 10, end)?).ok(),
+    }
+}
+
+/// The record at `path`, if it can be read. `std::fs::read` would ask for the size first;
+/// records are small, so reading until the end is a call less per entry.
+pub(super) fn read_record(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut record = vec![0; 8 << 10];
+    let mut len = 0;
+    loop {
+        if len == record.len() {
+            record.resize(2 * len, 0);
+        }
+        match file.read(&mut record[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    record.truncate(len);
+    Some(record)
+}
+
+/// Whether the entry at `root` is exactly as `record` says: every listed path is there
+/// with the same stat. One `lstat` per path, relative to the entry's folder.
+pub(super) fn matches_record(root: &Path, record: &[u8]) -> bool {
+    let Some(mut rest) = record.strip_prefix(HEADER) else {
+        return false;
+    };
+    let Ok(dir) = rustix::fs::open(
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return false;
+    };
+    let mut path = Vec::new();
+    let mut seen_root = false;
+    while !rest.is_empty() {
+        let Some(end) = rest.iter().position(|&b| b == b'\n') else {
+            return false; // a record cut short
+        };
+        let Some(recorded) = Stat::parse_line(&rest[..end], &mut path) else {
+            return false;
+        };
+        rest = &rest[end + 1..];
+        let now = if path == b"." {
+            seen_root = true;
+            rustix::fs::fstat(&dir)
+        } else {
+            rustix::fs::statat(&dir, path.as_slice(), AtFlags::SYMLINK_NOFOLLOW)
+        };
+        if now.map_or(true, |st| Stat::of_rustix(&st) != recorded) {
+            return false;
+        }
+    }
+    // Without the entry's own line, a file added at its top would go unseen.
+    seen_root
+}
+
+/// The record of the entry at `root` as it is now: its own line first, taken before it is
+/// listed, then its contents (see [`walk_contents`]).
+pub(crate) fn stat_walk(root: &Path) -> std::io::Result<Vec<u8>> {
+    let mut out = HEADER.to_vec();
+    Stat::of_metadata(&fs_err::symlink_metadata(root)?).write_line(b".", &mut out);
+    walk_contents(root, &mut out)?;
+    Ok(out)
+}
+
+/// The lines of every path under `root` (not `root` itself), in NAR order (names sorted
+/// bytewise, a folder before its contents), each folder's taken before it is listed; and
+/// the names directly under `root`.
+pub(crate) fn walk_contents(root: &Path, out: &mut Vec<u8>) -> std::io::Result<Vec<OsString>> {
+    walk_dir(root, &mut Vec::new(), out)
+}
+
+/// The record of an entry just renamed into place: `contents` (from [`walk_contents`] on
+/// the staged tree, before it was hashed) after the entry's own line, taken now, once the
+/// entry has its final mode. `None` if its top-level names are no longer `names`: then
+/// something changed it while it was being hashed, and without a record it is re-hashed
+/// before its first use.
+pub(crate) fn committed_record(
+    root: &Path,
+    names: &[OsString],
+    contents: &[u8],
+) -> std::io::Result<Option<Vec<u8>>> {
+    let mut out = HEADER.to_vec();
+    Stat::of_metadata(&fs_err::symlink_metadata(root)?).write_line(b".", &mut out);
+    // Listed after its line was taken: a name added after this changes its ctime.
+    let mut now: Vec<OsString> = fs_err::read_dir(root)?
+        .map(|child| child.map(|c| c.file_name()))
+        .collect::<Result<_, _>>()?;
+    now.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    if now != names {
+        return Ok(None);
+    }
+    out.extend_from_slice(contents);
+    Ok(Some(out))
+}
+
+pub(super) fn walk_dir(
+    dir: &Path,
+    rel: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> std::io::Result<Vec<OsString>> {
+    let mut children = Vec::new();
+    for child in fs_err::read_dir(dir)? {
+        let child = child?;
+        // `DirEntry::metadata` is an `lstat` relative to the open folder.
+        let meta = child.metadata()?;
+        children.push((child.file_name(), meta));
+    }
+    children.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let mut names = Vec::with_capacity(children.len());
+    for (name, meta) in children {
+        let len = rel.len();
+        if !rel.is_empty() {
+            rel.push(b'/');
+        }
+        rel.extend_from_slice(name.as_bytes());
+        Stat::of_metadata(&meta).write_line(rel, out);
+        if meta.is_dir() {
+            walk_dir(&dir.join(&name), rel, out)?;
+        }
+        rel.truncate(len);
+        names.push(name);
+    }
+    Ok(names)
+}
