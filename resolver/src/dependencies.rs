@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use berth_lockfile_schema::marketplace::{DependencySpec, MarketplaceRequest};
+use berth_lockfile_schema::marketplace::MarketplaceRequest;
 use berth_lockfile_schema::{Lock, LockedPlugin, PluginRequest, Source, SourceKind};
 use semver::Version;
 
@@ -21,7 +21,10 @@ use crate::ops::{Ctx, Resolved};
 #[derive(Debug, Clone)]
 struct Requirement {
     chain: Vec<String>,
+    /// As written, for messages.
     range: Option<String>,
+    /// As parsed (valid: a range that does not parse is dropped when read).
+    req: Option<semver::VersionReq>,
 }
 
 impl Requirement {
@@ -37,12 +40,7 @@ impl Requirement {
     }
 
     fn matches(&self, version: &Version) -> bool {
-        let spec = DependencySpec {
-            name: String::new(),
-            marketplace: None,
-            range: self.range.clone(),
-        };
-        spec.version_req().is_none_or(|req| req.matches(version))
+        self.req.as_ref().is_none_or(|req| req.matches(version))
     }
 }
 
@@ -281,13 +279,7 @@ impl Ctx<'_> {
     fn tag_names(&self, source: &Source) -> Result<Vec<String>, ResolveError> {
         let (remote, cache) = self.remote(source)?;
         let db = crate::git::GitDb::open(self.store, &cache, &remote.url.shown, self.reporter)?;
-        let cached = self.memo.tags(&cache, self.started);
-        let tags = match (cached, self.settings.network) {
-            (Some(tags), _) => tags,
-            (None, crate::Network::Online) => db.list_tags(&remote)?,
-            (None, crate::Network::Offline) => db.local_tags(),
-        };
-        self.memo.remember_tags(&cache, tags.clone());
+        let tags = self.tags(&db, &remote, &cache)?;
         db.finish()?;
         Ok(tags.into_iter().map(|(t, _)| t).collect())
     }
@@ -384,6 +376,7 @@ fn walk(roots: &[LockedPlugin], picked: &HashMap<String, LockedPlugin>) -> Walk 
             let requirement = Requirement {
                 chain: chain.clone(),
                 range: dep.range.clone(),
+                req: dep.version_req(),
             };
             if !w.requirements.contains_key(&target) {
                 w.order.push(target.clone());

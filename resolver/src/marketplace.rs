@@ -206,8 +206,8 @@ impl Ctx<'_> {
             && previous.git.is_some()
             && previous.catalog_hash != catalog_hash
         {
-            // The same commit cannot hold other bytes: the repository under this name is
-            // not the one that was locked.
+            // The same commit cannot hold other bytes: the lock was edited or the git cache
+            // is damaged. (A rewritten history shows as a missing commit, above.)
             return Err(ResolveError::MarketplaceChanged {
                 name: declared.name.clone(),
                 rev: previous

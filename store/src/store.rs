@@ -186,7 +186,7 @@ impl Store {
     ) -> Result<StoreEntry, StoreError> {
         let staged = staging.path().to_owned();
         // Read-only and walked for the stat record before hashing: the record vouches only
-        // for content hashed after it was taken (see `record.rs`).
+        // for content hashed after it was taken (see `record/mod.rs`).
         make_read_only(&staged, false)?;
         let mut contents = Vec::new();
         let names = record::walk_contents(&staged, &mut contents)?;

@@ -270,9 +270,10 @@ pub enum ResolveError {
         message: String,
     },
 
-    /// A marketplace's catalog at its locked commit is not the one locked.
+    /// A marketplace's catalog at its locked commit is not the one locked (an edited lock
+    /// or a damaged git cache: a commit's content is fixed).
     #[error(
-        "marketplace `{name}` changed under its name: its catalog at the locked commit `{rev}` has sha256 `{actual}`, but the lock has `{expected}`; its history was rewritten or it is another repository. Check the marketplace, then run `berth plugins lock --upgrade-plugin {name}` to accept it"
+        "marketplace `{name}`: its catalog at the locked commit `{rev}` has sha256 `{actual}`, but the lock has `{expected}`; one commit cannot hold two catalogs, so the lock was edited or the git cache under the store's `git-v1/` is damaged (delete it to fetch again). Run `berth plugins lock --upgrade-plugin {name}` to read the marketplace afresh"
     )]
     MarketplaceChanged {
         /// The marketplace's name.

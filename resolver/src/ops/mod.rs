@@ -25,8 +25,6 @@ use crate::error::{EntryError, ResolveError};
 use crate::skipped::Skipped;
 use crate::{Network, Reporter, Settings};
 
-pub(crate) use lock::declare;
-
 pub(crate) fn entry_label(manifest: &str, request: &PluginRequest) -> String {
     format!(
         "{manifest}:{}: `{}`",

@@ -141,13 +141,7 @@ impl Ctx<'_> {
                 range: range.to_owned(),
                 source,
             })?;
-        let cached = self.memo.tags(cache, self.started);
-        let tags = match (cached, self.settings.network) {
-            (Some(tags), _) => tags,
-            (None, Network::Online) => db.list_tags(remote)?,
-            (None, Network::Offline) => db.local_tags(),
-        };
-        self.memo.remember_tags(cache, tags.clone());
+        let tags = self.tags(db, remote, cache)?;
         crate::semver_tags::pick(&req, tags.iter().map(|(t, _)| t.as_str())).map_err(|nearest| {
             ResolveError::NoMatchingVersion {
                 url: remote.url.shown.clone(),
@@ -155,6 +149,23 @@ impl Ctx<'_> {
                 nearest,
             }
         })
+    }
+
+    /// The remote's tags and their commits, listed once per run (offline: the cache's).
+    pub(crate) fn tags(
+        &self,
+        db: &GitDb,
+        remote: &Remote,
+        cache: &str,
+    ) -> Result<Vec<(String, ObjectId)>, ResolveError> {
+        let cached = self.memo.tags(cache, self.started);
+        let tags = match (cached, self.settings.network) {
+            (Some(tags), _) => tags,
+            (None, Network::Online) => db.list_tags(remote)?,
+            (None, Network::Offline) => db.local_tags(),
+        };
+        self.memo.remember_tags(cache, tags.clone());
+        Ok(tags)
     }
 
     pub(crate) fn stage_git(
