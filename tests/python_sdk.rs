@@ -155,3 +155,176 @@ fn an_archive_the_sdk_cannot_fetch_is_an_error_naming_the_plugin() {
         "{out}"
     );
 }
+
+/// Runs one of the scripts in `tests/py/` with the SDK's interpreter; its stdout is JSON.
+fn script(ctx: &TestContext, python_bin: &Path, name: &str, args: &[&str]) -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the repository")
+        .join("tests/py")
+        .join(name);
+    let code = format!(
+        "import runpy, sys\nsys.argv = [{:?}] + sys.argv[1:]\nrunpy.run_path({:?}, run_name='__main__')\n",
+        name,
+        path.display().to_string()
+    );
+    let out = python(ctx, python_bin, &code, args);
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{name} printed JSON ({e}):\n{out}"))
+}
+
+/// Locks and syncs local plugin folders (copied into the work folder) in this order.
+fn lock_folders(ctx: &TestContext, names: &[&str]) -> Vec<String> {
+    let manifest: String = names
+        .iter()
+        .map(|n| format!("[[plugin]]\nsource = \"./{n}\"\n\n"))
+        .collect();
+    ctx.write_manifest(&manifest);
+    ctx.ok(&["plugins", "sync"]);
+    names
+        .iter()
+        .map(|n| ctx.work.join(n).display().to_string())
+        .collect()
+}
+
+#[test]
+fn load_plugins_gives_what_the_sdks_own_loader_gives() {
+    let Some(python_bin) = sdk_python() else {
+        require_or_skip("BERTH_SDK_PYTHON", "see the first test in this file");
+        return;
+    };
+    let ctx = TestContext::new();
+    let samples = common::fixtures().join("conformance/samples");
+    for name in ["alpha", "beta", "gamma", "delta", "epsilon"] {
+        common::copy_tree(&samples.join(name), &ctx.work.join(name));
+    }
+    // A plugin whose skills carry what only a skill's folder adds: resources under
+    // scripts/, references/ and assets/, and a skill-level `.mcp.json`; and a legacy
+    // skill's `mcp_tools` front matter.
+    let kit = ctx.work.join("kit");
+    for (rel, text) in [
+        (
+            "skills/pdf/SKILL.md",
+            "---\nname: pdf\ndescription: Reads PDFs.\n---\nUse the script.\n",
+        ),
+        (
+            "skills/pdf/.mcp.json",
+            r#"{"mcpServers": {"pdf-tools": {"command": "node", "args": ["${SKILL_ROOT}/server.js", "${API_KEY}"]}}}"#,
+        ),
+        ("skills/pdf/scripts/extract.py", "print()\n"),
+        ("skills/pdf/references/spec/part1.md", "spec\n"),
+        ("skills/pdf/references/a.md", "a\n"),
+        ("skills/pdf/assets/logo.svg", "<svg/>\n"),
+        (
+            "skills/notes.md",
+            "---\ntriggers: [notes]\nmcp_tools:\n  mcpServers:\n    notes-db:\n      command: python\n      args: [-m, notes]\n---\nKeep notes.\n",
+        ),
+    ] {
+        let path = kit.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    let orders: [(&[&str], &[&str]); 5] = [
+        (&["alpha", "beta", "gamma"], &["plugin-data"]),
+        (&["gamma", "beta", "alpha"], &["transport-inferred"]),
+        (
+            &["alpha", "beta", "gamma", "delta", "epsilon"],
+            &[
+                "description-notice",
+                "plugin-data",
+                "plugin-root-variables",
+                "transport-inferred",
+            ],
+        ),
+        (
+            &["epsilon", "delta", "gamma", "beta", "alpha"],
+            &[
+                "description-notice",
+                "plugin-root-variables",
+                "transport-inferred",
+            ],
+        ),
+        // alpha's `shared-server` names no transport.
+        (&["kit", "alpha"], &["transport-inferred"]),
+    ];
+    for (names, differences) in orders {
+        let folders = lock_folders(&ctx, names);
+        let mut args = vec![ctx.lock_path().display().to_string()];
+        args.extend(folders);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let got = script(&ctx, &python_bin, "compare_sdk.py", &args);
+        assert_eq!(got["mismatch"], "", "{names:?}: {got}");
+        assert_eq!(got["agents_mismatch"], "", "{names:?}: {got}");
+        assert_eq!(got["differences"], serde_json::json!(differences), "{names:?}: {got}");
+        assert_eq!(got["skills"], got["sdk_skills"], "{names:?}");
+        assert!(
+            got["skills"].as_array().expect("skills").len() >= 6,
+            "{names:?}: {got}"
+        );
+    }
+}
+
+#[test]
+fn a_local_conversation_runs_a_locked_hook_from_the_store_and_is_blocked() {
+    let Some(python_bin) = sdk_python() else {
+        require_or_skip("BERTH_SDK_PYTHON", "see the first test in this file");
+        return;
+    };
+    let ctx = TestContext::new();
+    let guard = ctx.repo("guard");
+    guard.write(
+        "hooks/hooks.json",
+        r#"{"hooks": {"PreToolUse": [{"matcher": "terminal", "hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/scripts/guard.sh"}]}]}}"#,
+    );
+    guard.write_exec(
+        "scripts/guard.sh",
+        "#!/bin/sh\ncat > guard-saw.json\necho \"guard: the locked guard refuses $PWD\" >&2\nexit 2\n",
+    );
+    guard.write(
+        "skills/careful/SKILL.md",
+        "---\nname: careful\ndescription: Be careful.\n---\nLook before you leap.\n",
+    );
+    guard.commit("guard");
+    ctx.write_manifest(&format!(
+        "[[plugin]]\nsource = \"{}\"\nref = \"main\"\n",
+        guard.url()
+    ));
+    ctx.ok(&["plugins", "sync"]);
+    // Upstream moves on and then vanishes: the conversation runs what the lock pinned.
+    guard.write_exec("scripts/guard.sh", "#!/bin/sh\nexit 0\n");
+    guard.commit("lenient");
+    std::fs::remove_dir_all(&guard.path).expect("remove upstream");
+    let workspace = ctx.root.join("workspace");
+    std::fs::create_dir_all(&workspace).expect("mkdir");
+    let got = script(
+        &ctx,
+        &python_bin,
+        "conversation_hooks.py",
+        &[
+            ctx.lock_path().to_str().expect("utf-8"),
+            workspace.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(got["conversation"], "LocalConversation", "{got}");
+    assert_eq!(got["skills"], serde_json::json!(["careful"]), "{got}");
+    let command = got["hook_commands"][0].as_str().expect("a hook command");
+    assert!(
+        command.starts_with(ctx.store.to_str().expect("utf-8"))
+            && command.ends_with("/guard/scripts/guard.sh"),
+        "the hook runs the store's script: {got}"
+    );
+    assert_eq!(got["continue"], false, "{got}");
+    assert_eq!(got["blocked"], serde_json::json!([true]), "{got}");
+    assert_eq!(got["exit_codes"], serde_json::json!([2]), "{got}");
+    let reason = got["reason"].as_str().expect("a reason");
+    assert!(
+        reason.starts_with("guard: the locked guard refuses"),
+        "{got}"
+    );
+    let saw: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace.join("guard-saw.json")).expect("the hook ran"),
+    )
+    .expect("the hook got the event as JSON");
+    assert_eq!(saw["event_type"], "PreToolUse");
+    assert_eq!(saw["tool_name"], "terminal");
+    assert_eq!(saw["tool_input"]["command"], "rm -rf /");
+}

@@ -13,7 +13,9 @@ import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["BerthError", "find_berth_bin", "run"]
+from berth.client import Client, ServerConversation, ServerError
+
+__all__ = ["BerthError", "Client", "ServerConversation", "ServerError", "find_berth_bin", "run"]
 
 _EXE = "berth" + (".exe" if sys.platform == "win32" else "")
 
@@ -54,11 +56,14 @@ def run(
     *,
     check: bool = True,
     cwd: str | os.PathLike[str] | None = None,
+    store: str | os.PathLike[str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Runs ``berth ARGS`` (in ``cwd``) and returns what it printed (text). With
-    ``check``, a failure raises ``BerthError`` carrying berth's error message."""
+    """Runs ``berth ARGS`` (in ``cwd``, with ``--store STORE`` when given) and returns what
+    it printed (text). With ``check``, a failure raises ``BerthError`` carrying berth's
+    error message."""
+    options = ["--store", os.fspath(store)] if store is not None else []
     done = subprocess.run(
-        [str(find_berth_bin()), *args],
+        [str(find_berth_bin()), *options, *args],
         check=False,
         capture_output=True,
         text=True,

@@ -1,44 +1,181 @@
 """berth for the OpenHands SDK (``openhands-sdk``, imported only when used).
 
-``plugin_sources(lockfile)`` gives the SDK its own ``PluginSource`` objects, pinned to the
-locked commits, for callers that must hand the SDK its own type.
+``load_plugins(lockfile, agent)`` is the SDK's ``load_plugins`` built from a berth lock and
+the store alone: the bundled ``berth`` binary reads the locked plugins (it never fetches)
+and this module turns its plugin set into the SDK's own objects (``Skill``,
+``MCPServer``, ``HookConfig``, ``AgentDefinition``) and merges them into the agent with the
+SDK's rules. ``plugin_sources(lockfile)`` gives the SDK its own ``PluginSource`` objects,
+pinned to the locked commits, for callers that must hand the SDK its own type.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from berth import run
 
 if TYPE_CHECKING:
+    from openhands.sdk.agent.base import AgentBase
+    from openhands.sdk.hooks import HookConfig
+    from openhands.sdk.mcp.config import MCPServer
     from openhands.sdk.plugin import PluginSource
+    from openhands.sdk.skills import Skill
+    from openhands.sdk.subagent.schema import AgentDefinition
 
-__all__ = ["locked_plugins", "plugin_sources"]
+__all__ = [
+    "SdkPluginSet",
+    "agent_definitions",
+    "load_plugins",
+    "locked_plugins",
+    "plugin_set",
+    "plugin_sources",
+    "to_sdk",
+]
+
+# berth's own skill limit is applied after merging with the agent's skills, as the SDK
+# does; the binary is asked not to refuse first.
+_NO_LIMIT = 1 << 32
+
+PathLike = str | os.PathLike[str]
 
 
-def locked_plugins(lockfile: str | os.PathLike[str]) -> list[dict[str, Any]]:
+def locked_plugins(lockfile: PathLike, store: PathLike | None = None) -> list[dict[str, Any]]:
     """The lock's plugins as ``berth plugins list --json`` prints them."""
     lock = Path(lockfile).resolve()
-    out = run(["plugins", "--lockfile", str(lock), "list", "--json"], cwd=lock.parent)
+    out = run(
+        ["plugins", "--lockfile", str(lock), "list", "--json"], cwd=lock.parent, store=store
+    )
     plugins: list[dict[str, Any]] = json.loads(out.stdout)["plugins"]
     return plugins
 
 
-def plugin_sources(lockfile: str | os.PathLike[str]) -> list[PluginSource]:
+def plugin_set(lockfile: PathLike, store: PathLike | None = None) -> dict[str, Any]:
+    """The lock's merged plugin set, as ``berth plugins show --json`` prints it (SPEC §5):
+    built from the lock and the store only; a plugin missing from the store is a
+    ``BerthError`` telling you to run ``berth plugins sync``."""
+    lock = Path(lockfile).resolve()
+    out = run(
+        [
+            "plugins",
+            "--lockfile",
+            str(lock),
+            "show",
+            "--json",
+            "--max-skills",
+            str(_NO_LIMIT),
+        ],
+        cwd=lock.parent,
+        store=store,
+    )
+    doc: dict[str, Any] = json.loads(out.stdout)
+    return doc
+
+
+@dataclass(frozen=True)
+class SdkPluginSet:
+    """A berth plugin set as the SDK's own objects, in merge order."""
+
+    skills: list[Skill] = field(default_factory=list)
+    mcp_config: dict[str, MCPServer] = field(default_factory=dict)
+    hook_config: HookConfig | None = None
+    agents: list[AgentDefinition] = field(default_factory=list)
+    #: The locked plugins (name, version, source, rev, hash, store path, root).
+    plugins: list[dict[str, Any]] = field(default_factory=list)
+    #: What berth noticed while building the set (overrides, skipped files, …).
+    warnings: list[str] = field(default_factory=list)
+
+
+def to_sdk(doc: Mapping[str, Any]) -> SdkPluginSet:
+    """Turns a plugin-set document (``berth plugins show --json``, or a server's
+    ``plugin_set``) into SDK objects. Paths point into the store that built the set."""
+    from openhands.sdk.hooks import HookConfig
+
+    roots = {p["name"]: Path(p.get("root") or p["path"]) for p in doc.get("plugins", [])}
+    hooks = _hook_config(doc.get("hooks") or {})
+    return SdkPluginSet(
+        skills=[_skill(s, roots[s["plugin"]]) for s in doc.get("skills", [])],
+        mcp_config={
+            name: _mcp_server(server) for name, server in (doc.get("mcp_servers") or {}).items()
+        },
+        hook_config=hooks if isinstance(hooks, HookConfig) else None,
+        agents=[_agent(a, roots[a["plugin"]]) for a in doc.get("agents", [])],
+        plugins=list(doc.get("plugins", [])),
+        warnings=list(doc.get("warnings", [])),
+    )
+
+
+def load_plugins(
+    lockfile: PathLike,
+    agent: AgentBase,
+    max_skills: int = 100,
+    store: PathLike | None = None,
+    get_secret: Callable[[str], str | None] | None = None,
+) -> tuple[AgentBase, HookConfig | None]:
+    """The SDK's ``load_plugins(plugin_specs, agent, max_skills)`` for a berth lock.
+
+    Returns ``(updated_agent, hook_config)`` exactly as the SDK does: skills merged into
+    ``agent.agent_context`` by name (later wins, first position kept), MCP servers into
+    ``agent.mcp_config`` by name, hooks concatenated per event (``None`` when there are
+    none). ``${VAR}`` in MCP servers is filled by the SDK's own step from ``get_secret``
+    (the conversation's secrets). Raises ``ValueError`` over ``max_skills`` skills, and
+    ``BerthError`` when a locked plugin is not in the store (``store``, else berth's
+    default); nothing is ever fetched.
+    """
+    return merge_into(agent, to_sdk(plugin_set(lockfile, store)), max_skills, get_secret)
+
+
+def merge_into(
+    agent: AgentBase,
+    plugins: SdkPluginSet,
+    max_skills: int = 100,
+    get_secret: Callable[[str], str | None] | None = None,
+) -> tuple[AgentBase, HookConfig | None]:
+    """Merges an :class:`SdkPluginSet` into ``agent`` with the SDK's ``load_plugins`` rules."""
+    from openhands.sdk.context import AgentContext
+    from openhands.sdk.skills.utils import expand_mcp_servers
+
+    if not plugins.plugins:
+        return agent, None
+    context = agent.agent_context
+    by_name = {s.name: s for s in (context.skills if context else [])}
+    for skill in plugins.skills:
+        by_name[skill.name] = skill
+    if len(by_name) > max_skills:
+        raise ValueError(f"Total skills ({len(by_name)}) exceeds maximum ({max_skills})")
+    skills = list(by_name.values())
+    merged_context = (
+        context.model_copy(update={"skills": skills}) if context else AgentContext(skills=skills)
+    )
+    mcp_config = {**(agent.mcp_config or {}), **plugins.mcp_config}
+    if mcp_config and get_secret:
+        mcp_config = expand_mcp_servers(mcp_config, get_secret)
+    updated = agent.model_copy(update={"agent_context": merged_context, "mcp_config": mcp_config})
+    return updated, plugins.hook_config
+
+
+def agent_definitions(lockfile: PathLike, store: PathLike | None = None) -> list[AgentDefinition]:
+    """The locked plugins' sub-agents as the SDK's ``AgentDefinition``s, for
+    ``openhands.sdk.subagent.registry.register_plugin_agents``."""
+    return to_sdk(plugin_set(lockfile, store)).agents
+
+
+def plugin_sources(lockfile: PathLike, store: PathLike | None = None) -> list[PluginSource]:
     """The lock's plugins as the SDK's ``PluginSource`` objects, in lock order.
 
     A git plugin's ``ref`` is its locked commit, so the SDK fetches exactly what the lock
     pins; a local folder is given as an absolute path. The SDK cannot fetch archives: a
-    lock holding one raises ``ValueError`` naming the plugin (use berth's own loading).
+    lock holding one raises ``ValueError`` naming the plugin (use ``load_plugins``).
     """
     from openhands.sdk.plugin import PluginSource
 
     lock = Path(lockfile).resolve()
     sources: list[PluginSource] = []
-    for plugin in locked_plugins(lock):
+    for plugin in locked_plugins(lock, store):
         kind = plugin["kind"]
         if kind == "git":
             sources.append(
@@ -57,3 +194,131 @@ def plugin_sources(lockfile: str | os.PathLike[str]) -> list[PluginSource]:
                 "which the OpenHands SDK cannot fetch; load the lock with berth instead"
             )
     return sources
+
+
+def _posix(root: Path, rel: str) -> str:
+    """``rel`` (plugin-relative, `/`-separated) under ``root``, as the SDK writes paths."""
+    path = root if rel in ("", ".") else root / PurePath(rel)
+    return path.as_posix()
+
+
+def _skill(raw: Mapping[str, Any], root: Path) -> Skill:
+    from openhands.sdk.mcp.config import coerce_mcp_config
+    from openhands.sdk.skills import (
+        InputMetadata,
+        KeywordTrigger,
+        PathTrigger,
+        Skill,
+        SkillResources,
+        TaskTrigger,
+    )
+
+    kind = raw["trigger"]
+    trigger: KeywordTrigger | TaskTrigger | PathTrigger | None = None
+    if kind == "keyword":
+        trigger = KeywordTrigger(keywords=list(raw["triggers"]))
+    elif kind == "task":
+        trigger = TaskTrigger(triggers=list(raw["triggers"]))
+    elif kind == "path":
+        trigger = PathTrigger(paths=list(raw["paths"]))
+    resources = raw.get("resources")
+    mcp_tools = raw.get("mcp_tools")
+    fields: dict[str, Any] = {
+        "name": raw["name"],
+        "content": raw["content"],
+        "trigger": trigger,
+        "source": _posix(root, raw["source"]),
+        "mcp_tools": coerce_mcp_config(mcp_tools) if mcp_tools is not None else None,
+        "inputs": [InputMetadata(**i) for i in raw.get("inputs") or []],
+        "is_agentskills_format": raw.get("type") == "agentskills",
+        "disable_model_invocation": bool(raw.get("disable_model_invocation")),
+        "resources": (
+            SkillResources(
+                skill_root=_posix(root, resources["skill_root"]),
+                scripts=resources["scripts"],
+                references=resources["references"],
+                assets=resources["assets"],
+            )
+            if resources
+            else None
+        ),
+    }
+    for key in ("description", "license", "compatibility", "metadata", "allowed_tools"):
+        if raw.get(key) is not None:
+            fields[key] = raw[key]
+    return Skill(**fields)
+
+
+def _mcp_server(raw: Mapping[str, Any]) -> MCPServer:
+    from openhands.sdk.mcp.config import MCPServer
+
+    fields: dict[str, Any] = {"transport": raw["type"]}
+    for key in (
+        "url",
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "headers",
+        "description",
+        "icon",
+        "timeout",
+        "sse_read_timeout",
+        "keep_alive",
+        "auth",
+        "enabled",
+    ):
+        value = raw.get(key)
+        if value is not None and value != [] and value != {}:
+            fields[key] = value
+    server = MCPServer.model_validate(fields)
+    # An Agent Plugins server is never `${VAR}`-expanded (the SDK marks it the same way).
+    return server.as_literal() if raw.get("literal") else server
+
+
+def _hook_config(raw: Mapping[str, Any]) -> HookConfig | None:
+    from openhands.sdk.hooks import HookConfig
+
+    events = {
+        event: [
+            {"matcher": m["matcher"], "hooks": [dict(h) for h in m["hooks"]]}
+            for m in matchers
+        ]
+        for event, matchers in raw.items()
+    }
+    if not any(events.values()):
+        return None
+    return HookConfig.model_validate(events)
+
+
+def _agent(raw: Mapping[str, Any], root: Path) -> AgentDefinition:
+    from openhands.sdk.subagent.schema import AgentDefinition
+
+    fields: dict[str, Any] = {
+        key: raw[key]
+        for key in (
+            "name",
+            "description",
+            "model",
+            "color",
+            "tools",
+            "skills",
+            "when_to_use_examples",
+            "permission_mode",
+            "max_iteration_per_run",
+            "max_budget_per_run",
+            "profile_store_dir",
+            "condenser",
+            "metadata",
+        )
+        if raw.get(key) is not None
+    }
+    fields["system_prompt"] = raw.get("content", "")
+    fields["source"] = _posix(root, raw["source"])
+    if raw.get("hooks"):
+        fields["hooks"] = _hook_config(raw["hooks"])
+    if raw.get("mcp_servers") is not None:
+        fields["mcp_config"] = {
+            name: _mcp_server(server) for name, server in raw["mcp_servers"].items()
+        }
+    return AgentDefinition(**fields)

@@ -271,6 +271,8 @@ impl PluginSet {
                     "metadata": s.metadata,
                     "disable_model_invocation": s.disable_model_invocation,
                     "source": s.source,
+                    "mcp_tools": s.mcp_tools,
+                    "resources": s.resources,
                 })
             })
             .collect();

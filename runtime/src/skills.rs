@@ -69,7 +69,17 @@ pub struct Skill {
     pub source: String,
     /// `agentskills` (a `SKILL.md`), `repo` (always on), `knowledge` (triggered), `command`.
     pub kind: &'static str,
+    /// The skill's own MCP servers, as written: a `SKILL.md`'s `.mcp.json` beside it (with
+    /// `${SKILL_ROOT}` expanded) or a legacy skill's `mcp_tools` front matter.
+    pub mcp_tools: Option<Value>,
+    /// A `SKILL.md` skill's `scripts/`, `references/` and `assets/` files, as
+    /// `{skill_root, scripts, references, assets}` with `skill_root` relative to the plugin;
+    /// `None` when it has none.
+    pub resources: Option<Value>,
 }
+
+/// The folders of a `SKILL.md` skill whose files are listed as its resources.
+const RESOURCE_DIRECTORIES: [&str; 3] = ["scripts", "references", "assets"];
 
 /// Loads the skills of a plugin in the SDK's order: `skills/<dir>/SKILL.md` and
 /// `skills/*.md` sorted by path (folder by folder), or a root `SKILL.md` when there is no
@@ -209,6 +219,8 @@ fn load_skill_file(
             disable_model_invocation: false,
             source: rel.to_owned(),
             kind: "repo",
+            mcp_tools: None,
+            resources: None,
         }));
     }
     let default_name = if is_skill_md {
@@ -222,7 +234,9 @@ fn load_skill_file(
         let relative = rel.strip_prefix("skills/").unwrap_or(rel);
         relative.strip_suffix(".md").unwrap_or(relative).to_owned()
     };
-    match skill_from_text(&text, &default_name, rel, is_skill_md) {
+    match skill_from_text(&text, &default_name, rel, is_skill_md).and_then(|(skill, chars)| {
+        Ok((with_skill_dir(root, skill, rel, is_skill_md)?, chars))
+    }) {
         Ok((skill, description_chars)) => {
             if let Some(note) = truncation_note(description_chars, &skill.name, rel) {
                 warnings.push(format!("plugin `{}`: {note}", root.plugin()));
@@ -374,8 +388,117 @@ fn skill_from_text(
         disable_model_invocation,
         source: rel.to_owned(),
         kind,
+        mcp_tools: match meta.get("mcp_tools") {
+            // A SKILL.md's servers come from its `.mcp.json` (see `with_skill_dir`).
+            _ if is_skill_md => None,
+            None | Some(Value::Null) => None,
+            Some(tools @ Value::Object(_)) => Some(tools.clone()),
+            Some(_) => return Err("mcp_tools must be a dictionary or None".into()),
+        },
+        resources: None,
     };
     Ok((skill, description_chars))
+}
+
+/// A `SKILL.md` skill with what its folder adds, as the SDK reads it: the files under
+/// `scripts/`, `references/` and `assets/`, and (except for a plugin-root `SKILL.md`,
+/// whose `.mcp.json` is the plugin's) the servers of a `.mcp.json` beside it. Only
+/// `${SKILL_ROOT}` is expanded there: the SDK also reads the loading process's environment,
+/// which would make the set differ between machines. An unreadable `.mcp.json` drops the
+/// skill, as it does in the SDK.
+fn with_skill_dir(
+    root: &PluginRoot,
+    mut skill: Skill,
+    rel: &str,
+    is_skill_md: bool,
+) -> Result<Skill, String> {
+    if !is_skill_md {
+        return Ok(skill);
+    }
+    let dir = rel.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let fail = |e: RuntimeError| e.to_string();
+    let mut lists = Vec::with_capacity(RESOURCE_DIRECTORIES.len());
+    for kind in RESOURCE_DIRECTORIES {
+        let folder = if dir.is_empty() {
+            kind.to_owned()
+        } else {
+            format!("{dir}/{kind}")
+        };
+        let mut files = Vec::new();
+        if root.is_dir(&folder).map_err(fail)? {
+            list_files(root, &folder, "", &mut files).map_err(fail)?;
+        }
+        files.sort();
+        lists.push(files);
+    }
+    if lists.iter().any(|files| !files.is_empty()) {
+        let [scripts, references, assets] = <[Vec<String>; 3]>::try_from(lists)
+            .unwrap_or_else(|_| unreachable!("three resource folders"));
+        skill.resources = Some(serde_json::json!({
+            "skill_root": if dir.is_empty() { "." } else { dir },
+            "scripts": scripts,
+            "references": references,
+            "assets": assets,
+        }));
+    }
+    if !dir.is_empty() {
+        let mcp = format!("{dir}/.mcp.json");
+        if root.is_file(&mcp).map_err(fail)?
+            && let Some(text) = root.read_text(&mcp).map_err(fail)?
+        {
+            let config: Value = serde_json::from_str(&text)
+                .map_err(|e| format!("`{mcp}` is not valid JSON: {e}"))?;
+            if !config.is_object() {
+                return Err(format!("`{mcp}` must hold a JSON object"));
+            }
+            let skill_root = root.exposed().join(dir);
+            skill.mcp_tools = Some(expand_skill_root(config, &skill_root.to_string_lossy()));
+        }
+    }
+    Ok(skill)
+}
+
+/// Every file below `folder` (following links that stay in the plugin), as paths relative
+/// to it.
+fn list_files(
+    root: &PluginRoot,
+    folder: &str,
+    prefix: &str,
+    out: &mut Vec<String>,
+) -> Result<(), RuntimeError> {
+    for name in root.list(folder)? {
+        let rel = format!("{folder}/{name}");
+        let shown = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}/{name}")
+        };
+        if root.is_dir(&rel)? {
+            list_files(root, &rel, &shown, out)?;
+        } else if root.is_file(&rel)? {
+            out.push(shown);
+        }
+    }
+    Ok(())
+}
+
+/// `${SKILL_ROOT}` replaced by `skill_root` in every string of a skill's `.mcp.json`.
+fn expand_skill_root(value: Value, skill_root: &str) -> Value {
+    match value {
+        Value::String(s) => Value::String(s.replace("${SKILL_ROOT}", skill_root)),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|v| expand_skill_root(v, skill_root))
+                .collect(),
+        ),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, expand_skill_root(v, skill_root)))
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 /// `${name}` placeholders mark a task skill as needing input.
@@ -567,6 +690,8 @@ impl Command {
             disable_model_invocation: false,
             source: self.source.clone(),
             kind: "command",
+            mcp_tools: None,
+            resources: None,
         }
     }
 }

@@ -1,0 +1,181 @@
+"""A client for ``berth serve`` (SPEC §7), standard library only.
+
+Each call is one HTTP request; an error answer becomes a :class:`ServerError` carrying the
+server's status, ``code`` and ``message``. Plugin sets come back as JSON, or as the
+OpenHands SDK's own objects through the same converter ``berth.openhands`` uses (the SDK
+is imported only then; its paths name the server's store, so the caller must see that
+store, as an agent server next to ``berth serve`` does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openhands.sdk.agent.base import AgentBase
+    from openhands.sdk.hooks import HookConfig
+    from openhands.sdk.plugin import PluginSource
+
+    from berth.openhands import SdkPluginSet
+
+__all__ = ["Client", "ServerConversation", "ServerError"]
+
+
+class ServerError(Exception):
+    """The server answered with an error: ``status`` (HTTP), ``code`` and ``message`` (its
+    ``{"error": {"code", "message"}}`` body), e.g. 403 ``host_not_allowed``."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ServerConversation:
+    """A conversation as ``POST /api/conversations`` created it."""
+
+    id: str
+    #: Its ``plugins.lock``, as text.
+    lockfile: str
+    #: The locked plugins.
+    plugins: list[dict[str, Any]]
+    #: The merged plugin set (SPEC §5).
+    plugin_set: dict[str, Any]
+
+
+class Client:
+    """``Client("http://127.0.0.1:8000", api_key)`` talks to one ``berth serve``."""
+
+    def __init__(self, url: str, api_key: str | None = None, timeout: float = 300.0) -> None:
+        self.url = url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+
+    def start(
+        self,
+        plugins: Sequence[PluginSource | Mapping[str, Any]] | None = None,
+        *,
+        lockfile: str | os.PathLike[str] | None = None,
+        lock_text: str | None = None,
+        metadata: Any = None,
+    ) -> ServerConversation:
+        """Starts a conversation from plugin sources (the SDK's ``PluginSource`` or
+        ``{"source", "ref", "repo_path"}`` mappings, which the server locks) or from a
+        lock (a ``lockfile`` path or its ``lock_text``). Exactly one must be given."""
+        given = [x is not None for x in (plugins, lockfile, lock_text)]
+        if sum(given) != 1:
+            raise ValueError("give exactly one of plugins, lockfile or lock_text")
+        body: dict[str, Any] = {}
+        if plugins is not None:
+            body["plugins"] = [_source(p) for p in plugins]
+        else:
+            body["lockfile"] = (
+                lock_text if lock_text is not None else Path(lockfile or "").read_text()
+            )
+        if metadata is not None:
+            body["metadata"] = metadata
+        answer = self._request("POST", "/api/conversations", body)
+        return ServerConversation(
+            id=answer["id"],
+            lockfile=answer["lockfile"],
+            plugins=answer["plugins"],
+            plugin_set=answer["plugin_set"],
+        )
+
+    def list(self) -> list[dict[str, Any]]:
+        """Every conversation's id and summary, oldest first."""
+        conversations: list[dict[str, Any]] = self._request("GET", "/api/conversations")[
+            "conversations"
+        ]
+        return conversations
+
+    def get(self, conversation_id: str) -> dict[str, Any]:
+        """A conversation's metadata and locked plugins."""
+        detail: dict[str, Any] = self._request("GET", self._path(conversation_id))
+        return detail
+
+    def lockfile(self, conversation_id: str) -> str:
+        """A conversation's ``plugins.lock``, as text."""
+        text: str = self._request("GET", self._path(conversation_id, "lockfile"), raw=True)
+        return text
+
+    def plugin_set(self, conversation_id: str) -> dict[str, Any]:
+        """A conversation's merged plugin set (SPEC §5), built from its lock and the store."""
+        doc: dict[str, Any] = self._request("GET", self._path(conversation_id, "plugin_set"))
+        return doc
+
+    def sdk_plugin_set(self, conversation_id: str) -> SdkPluginSet:
+        """The plugin set as the OpenHands SDK's objects (see ``berth.openhands.to_sdk``)."""
+        from berth.openhands import to_sdk
+
+        return to_sdk(self.plugin_set(conversation_id))
+
+    def load_plugins(
+        self,
+        conversation_id: str,
+        agent: AgentBase,
+        max_skills: int = 100,
+        get_secret: Callable[[str], str | None] | None = None,
+    ) -> tuple[AgentBase, HookConfig | None]:
+        """``berth.openhands.load_plugins`` for a conversation the server keeps."""
+        from berth.openhands import merge_into
+
+        return merge_into(agent, self.sdk_plugin_set(conversation_id), max_skills, get_secret)
+
+    def delete(self, conversation_id: str) -> None:
+        """Removes a conversation (its store entries become collectable)."""
+        self._request("DELETE", self._path(conversation_id))
+
+    def health(self) -> bool:
+        """Whether the server answers ``GET /health``."""
+        try:
+            self._request("GET", "/health", raw=True)
+        except (ServerError, OSError):
+            return False
+        return True
+
+    @staticmethod
+    def _path(conversation_id: str, *rest: str) -> str:
+        parts = [urllib.parse.quote(conversation_id, safe=""), *rest]
+        return "/api/conversations/" + "/".join(parts)
+
+    def _request(
+        self, method: str, path: str, body: Any = None, *, raw: bool = False
+    ) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if self.api_key:
+            request.add_header("X-Session-API-Key", self.api_key)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                text = response.read().decode()
+        except urllib.error.HTTPError as e:
+            raise _server_error(e.code, e.read().decode(errors="replace")) from None
+        if raw:
+            return text
+        return json.loads(text) if text else None
+
+
+def _server_error(status: int, text: str) -> ServerError:
+    try:
+        error = json.loads(text)["error"]
+        return ServerError(status, str(error["code"]), str(error["message"]))
+    except (ValueError, KeyError, TypeError):
+        return ServerError(status, "http_error", text.strip() or f"HTTP {status}")
+
+
+def _source(plugin: PluginSource | Mapping[str, Any]) -> dict[str, Any]:
+    fields = plugin if isinstance(plugin, Mapping) else plugin.model_dump()
+    return {k: fields[k] for k in ("source", "ref", "repo_path") if fields.get(k) is not None}
