@@ -332,6 +332,27 @@ def bench_show(berth, scratch, sdk_python, runs, sdk_runs):
     return berth_times, sdk_times, sdk_inner
 
 
+PYTHON_PLUGINS = 50
+
+
+def bench_python(berth, scratch, sdk_python, runs):
+    """`berth.openhands.load_plugins` next to the SDK's `load_plugins`, in one Python."""
+    work = scratch / "python"
+    work.mkdir()
+    dirs = make_sample_copies(work, PYTHON_PLUGINS)
+    (work / "plugins.toml").write_text("".join(f'[[plugin]]\nsource = "./{d.name}"\n\n' for d in dirs))
+    env = {"BERTH_STORE": str(scratch / "python-store")}
+    run([berth, "plugins", "sync", "-q"], cwd=work, env=env)
+    env.update({"BERTH_BIN": berth, "PYTHONPATH": str(ROOT / "python"),
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENHANDS_SUPPRESS_BANNER": "1"})
+    cmd = [sdk_python, str(ROOT / "bench" / "sdk_python_load.py"), str(runs),
+           str(work / "plugins.lock"), *map(str, dirs)]
+    out = subprocess.run(cmd, cwd=work, env=dict(os.environ, **env), check=True,
+                         capture_output=True, text=True).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    return result["berth"], result["sdk"], result["skills"]
+
+
 class Servers:
     """`fixtures/git_http_server.py` over the repositories and a plain HTTP server over
     the archives, both on 127.0.0.1, stopped on exit."""
@@ -605,7 +626,7 @@ def machine():
     return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.system()} {platform.release()}, {git}"
 
 
-SECTIONS = ("noop", "cold", "market", "http", "server", "show", "agent")
+SECTIONS = ("noop", "cold", "market", "http", "server", "show", "python", "agent")
 
 
 def main():
@@ -628,7 +649,7 @@ def main():
             print(f"building 100 git repositories in {scratch} ...", file=sys.stderr)
             for i, repo in enumerate(repos):
                 make_repo(repo, i)
-        sdk_python = ensure_sdk(args.sdk_python) if wanted & {"http", "show"} else None
+        sdk_python = ensure_sdk(args.sdk_python) if wanted & {"http", "show", "python"} else None
         if "noop" in wanted:
             print("no-op sync ...", file=sys.stderr)
             noop, rehashed, paths = bench_noop(args.berth, scratch, repos, args.noop_runs)
@@ -695,6 +716,15 @@ def main():
             rows.append(
                 f"| `berth serve` start to listening, 10,000 conversations (median of {len(server_starts)}) "
                 f"| {median_ms(server_starts):.0f} ms | | | < 2 s |"
+            )
+        if "python" in wanted and sdk_python:
+            print(f"berth.openhands.load_plugins, {PYTHON_PLUGINS} plugins ...", file=sys.stderr)
+            ours, theirs, skills = bench_python(args.berth, scratch, sdk_python, args.sdk_runs * 4)
+            rows.append(
+                f"| `berth.openhands.load_plugins`, {PYTHON_PLUGINS} plugins ({skills[0]} skills), "
+                f"in one running Python (median of {len(ours)}) | {median_ms(ours):.1f} ms "
+                f"| {median_ms(theirs):.0f} ms (SDK `load_plugins`, same folders, {skills[1]} skills) "
+                f"| {median_ms(theirs) / median_ms(ours):.1f}x faster | at least 5x faster |"
             )
         if "show" in wanted:
             print(f"plugin set of {SHOW_PLUGINS} plugins ...", file=sys.stderr)

@@ -11,7 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{FileServer, TestContext, berth_bin, require_or_skip};
+use common::{FileServer, ServeProcess, TestContext, berth_bin, require_or_skip};
 
 fn sdk_python() -> Option<PathBuf> {
     std::env::var_os("BERTH_SDK_PYTHON")
@@ -34,6 +34,7 @@ fn python(ctx: &TestContext, python: &Path, script: &str, args: &[&str]) -> Stri
         .env("HOME", &ctx.home)
         .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         .env("OPENHANDS_SUPPRESS_BANNER", "1")
+        .env("NO_PROXY", "127.0.0.1,localhost,::1")
         .args(["-c", script])
         .args(args)
         .output()
@@ -254,7 +255,11 @@ fn load_plugins_gives_what_the_sdks_own_loader_gives() {
         let got = script(&ctx, &python_bin, "compare_sdk.py", &args);
         assert_eq!(got["mismatch"], "", "{names:?}: {got}");
         assert_eq!(got["agents_mismatch"], "", "{names:?}: {got}");
-        assert_eq!(got["differences"], serde_json::json!(differences), "{names:?}: {got}");
+        assert_eq!(
+            got["differences"],
+            serde_json::json!(differences),
+            "{names:?}: {got}"
+        );
         assert_eq!(got["skills"], got["sdk_skills"], "{names:?}");
         assert!(
             got["skills"].as_array().expect("skills").len() >= 6,
@@ -327,4 +332,193 @@ fn a_local_conversation_runs_a_locked_hook_from_the_store_and_is_blocked() {
     assert_eq!(saw["event_type"], "PreToolUse");
     assert_eq!(saw["tool_name"], "terminal");
     assert_eq!(saw["tool_input"]["command"], "rm -rf /");
+}
+
+fn serve(ctx: &TestContext, data: &Path) -> ServeProcess {
+    let mut cmd = ctx.berth();
+    cmd.env("BERTH_API_KEY", "k3y")
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--allow-local-sources",
+            "--data-dir",
+        ])
+        .arg(data);
+    ServeProcess::start(cmd)
+}
+
+#[test]
+fn the_client_gets_the_same_set_back_after_a_restart_and_errors_carry_their_codes() {
+    let Some(python_bin) = sdk_python() else {
+        require_or_skip("BERTH_SDK_PYTHON", "see the first test in this file");
+        return;
+    };
+    let ctx = TestContext::new();
+    let review = ctx.repo("review");
+    review.copy_fixture("review", "");
+    review.commit("one");
+    review.tag("v1");
+    common::copy_tree(
+        &common::fixtures().join("plugins/house-rules"),
+        &ctx.work.join("house-rules"),
+    );
+    ctx.write_manifest("[[plugin]]\nsource = \"./house-rules\"\n");
+    ctx.ok(&["plugins", "lock"]);
+    let lockfile = ctx.root.join("absolute.lock");
+    std::fs::write(
+        &lockfile,
+        ctx.lock_text().replace(
+            "./house-rules",
+            &ctx.work.join("house-rules").display().to_string(),
+        ),
+    )
+    .expect("write");
+    let data = ctx.root.join("data");
+    let server = serve(&ctx, &data);
+    let started = script(
+        &ctx,
+        &python_bin,
+        "client_steps.py",
+        &[
+            "start",
+            &server.base,
+            "k3y",
+            "github:acme/review",
+            lockfile.to_str().expect("utf-8"),
+        ],
+    );
+    let ids: Vec<String> = started["ids"]
+        .as_array()
+        .expect("ids")
+        .iter()
+        .map(|i| i.as_str().expect("id").to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(
+        started["sdk"][0]["skills"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty()),
+        "{started}"
+    );
+    assert!(started["sdk"][0]["hooks"].is_object(), "{started}");
+
+    // Restart; upstream moves on and then vanishes.
+    server.stop();
+    review.write(
+        "skills/code-review/SKILL.md",
+        "---\nname: moved\n---\nmoved\n",
+    );
+    review.commit("two");
+    review.git(&["tag", "-f", "v1"]);
+    std::fs::remove_dir_all(&review.path).expect("remove upstream");
+    let server = serve(&ctx, &data);
+    let mut args = vec!["restore", &server.base, "k3y"];
+    args.extend(ids.iter().map(String::as_str));
+    let restored = script(&ctx, &python_bin, "client_steps.py", &args);
+    // Listed oldest first; two started in the same second are ordered by id.
+    let sorted = |v: &serde_json::Value| {
+        let mut ids: Vec<String> = v
+            .as_array()
+            .expect("ids")
+            .iter()
+            .map(|i| i.as_str().expect("id").to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(
+        sorted(&restored["listed"]),
+        sorted(&started["ids"]),
+        "{restored}"
+    );
+    assert_eq!(restored["metadata"], serde_json::json!({"user": "ada"}));
+    assert_eq!(restored["sets"], started["sets"]);
+    assert_eq!(restored["locks"], started["locks"]);
+    assert_eq!(restored["sdk"], started["sdk"]);
+
+    let bad_lock = ctx.root.join("bad.lock");
+    let text = std::fs::read_to_string(&lockfile).expect("read");
+    let hash = common::lock_field(&text, 0, "hash").expect("hash");
+    std::fs::write(
+        &bad_lock,
+        text.replace(&hash, "sha256-pQpattmS9VmO3ZIQUFn66az8GSmB4IvYhTTCFn6SUmo="),
+    )
+    .expect("write");
+    // Refused by policy before any connection: a host off the allow list (loopback).
+    let errors = script(
+        &ctx,
+        &python_bin,
+        "client_steps.py",
+        &[
+            "errors",
+            &server.base,
+            "k3y",
+            bad_lock.to_str().expect("utf-8"),
+            "https://127.0.0.9:9/acme/tools.git",
+        ],
+    );
+    assert_eq!(errors["refused"]["status"], 403, "{errors}");
+    assert_eq!(errors["refused"]["code"], "forbidden", "{errors}");
+    assert_eq!(errors["mismatch"]["status"], 422, "{errors}");
+    assert_eq!(errors["mismatch"]["code"], "invalid_plugin", "{errors}");
+    assert!(
+        errors["mismatch"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("hash mismatch") && m.contains("house-rules")),
+        "{errors}"
+    );
+    assert_eq!(errors["missing"]["status"], 404, "{errors}");
+    assert_eq!(errors["wrong_key"]["status"], 401, "{errors}");
+    assert_eq!(
+        sorted(&errors["deleted"]),
+        sorted(&started["ids"]),
+        "{errors}"
+    );
+    assert_eq!(errors["left"], serde_json::json!([]), "{errors}");
+    server.stop();
+}
+
+#[test]
+fn the_shipped_example_builds_a_conversation_from_the_example_lock() {
+    let Some(python_bin) = sdk_python() else {
+        require_or_skip("BERTH_SDK_PYTHON", "see the first test in this file");
+        return;
+    };
+    let ctx = TestContext::new();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the repository")
+        .to_owned();
+    // A copy of examples/team and the fixture plugins it names, so the checkout is
+    // never written.
+    common::copy_tree(&repo.join("examples/team"), &ctx.work.join("examples/team"));
+    common::copy_tree(
+        &repo.join("fixtures/plugins"),
+        &ctx.work.join("fixtures/plugins"),
+    );
+    let example = repo.join("examples/openhands_sdk.py");
+    let manifest = ctx.work.join("examples/team/plugins.toml");
+    let lock_before = std::fs::read_to_string(ctx.work.join("examples/team/plugins.lock"))
+        .expect("the example's lock");
+    let out = python(
+        &ctx,
+        &python_bin,
+        &format!(
+            "import runpy, sys\nsys.argv = ['openhands_sdk.py'] + sys.argv[1:]\nrunpy.run_path({:?}, run_name='__main__')\n",
+            example.display().to_string()
+        ),
+        &["--manifest", manifest.to_str().expect("utf-8")],
+    );
+    assert!(
+        out.contains("skills: code-review, review:check, lint-rules, house-style"),
+        "{out}"
+    );
+    assert!(out.contains("hooks on: pre_tool_use"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(ctx.work.join("examples/team/plugins.lock")).expect("lock"),
+        lock_before,
+        "the committed lock is current"
+    );
+    assert_eq!(ctx.store_entries().len(), 3, "synced into the test's store");
 }

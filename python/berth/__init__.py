@@ -1,7 +1,8 @@
 """berth: reproducible, content-addressed plugin sets for AI coding agents.
 
 The wheel carries the ``berth`` binary (in the environment's ``bin/``, next to the pinned
-uv it depends on). This module finds it and runs it.
+uv it depends on). This module finds it and runs it; ``berth.Client`` talks to
+``berth serve``, and ``berth.openhands`` loads a locked plugin set into the OpenHands SDK.
 """
 
 from __future__ import annotations

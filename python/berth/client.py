@@ -31,7 +31,7 @@ __all__ = ["Client", "ServerConversation", "ServerError"]
 
 class ServerError(Exception):
     """The server answered with an error: ``status`` (HTTP), ``code`` and ``message`` (its
-    ``{"error": {"code", "message"}}`` body), e.g. 403 ``host_not_allowed``."""
+    ``{"error": {"code", "message"}}`` body), e.g. 403 ``forbidden``."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(f"{status} {code}: {message}")

@@ -234,9 +234,9 @@ fn load_skill_file(
         let relative = rel.strip_prefix("skills/").unwrap_or(rel);
         relative.strip_suffix(".md").unwrap_or(relative).to_owned()
     };
-    match skill_from_text(&text, &default_name, rel, is_skill_md).and_then(|(skill, chars)| {
-        Ok((with_skill_dir(root, skill, rel, is_skill_md)?, chars))
-    }) {
+    match skill_from_text(&text, &default_name, rel, is_skill_md)
+        .and_then(|(skill, chars)| Ok((with_skill_dir(root, skill, rel, is_skill_md)?, chars)))
+    {
         Ok((skill, description_chars)) => {
             if let Some(note) = truncation_note(description_chars, &skill.name, rel) {
                 warnings.push(format!("plugin `{}`: {note}", root.plugin()));

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Both sides of the Python row, inside one already running Python with the OpenHands SDK:
+`berth.openhands.load_plugins(lock, agent)` (which runs the berth binary and builds SDK
+objects from its plugin set) and the SDK's own `load_plugins(specs, agent)` over the same
+folders, interleaved. Prints the seconds of every call of each, and the skill counts.
+
+Usage: sdk_python_load.py RUNS LOCKFILE FOLDER...
+"""
+
+import os
+import sys
+import tempfile
+
+os.environ.setdefault("OH_PERSISTENCE_DIR", tempfile.mkdtemp(prefix="oh-bench-"))
+os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LOG_LEVEL", "ERROR")
+
+import json  # noqa: E402
+import logging  # noqa: E402
+import time  # noqa: E402
+
+from openhands.sdk import LLM, Agent  # noqa: E402
+from openhands.sdk.plugin import PluginSource  # noqa: E402
+from openhands.sdk.plugin import load_plugins as sdk_load_plugins  # noqa: E402
+
+from berth.openhands import load_plugins  # noqa: E402
+
+logging.disable(logging.WARNING)
+runs, lockfile, folders = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+agent = Agent(llm=LLM(model="bench/none", usage_id="bench"), tools=[])
+specs = [PluginSource(source=d) for d in folders]
+limit = 100_000
+
+
+def ours():
+    return load_plugins(lockfile, agent, max_skills=limit)
+
+
+def theirs():
+    return sdk_load_plugins(specs, agent, max_skills=limit)
+
+
+counts = [len(f()[0].agent_context.skills) for f in (ours, theirs)]
+times = {"berth": [], "sdk": []}
+for _ in range(runs):
+    for name, f in (("berth", ours), ("sdk", theirs)):
+        start = time.perf_counter()
+        f()
+        times[name].append(time.perf_counter() - start)
+print(json.dumps({"skills": counts, **times}))
