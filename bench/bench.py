@@ -247,6 +247,33 @@ def bench_cold(berth, scratch, repos, runs):
     return berth_times, berth_j1_times, git_times
 
 
+def bench_cache(berth, scratch, repos, runs):
+    """A cold `sync --frozen` of 50 plugins from a binary cache next to the same sync from
+    their git repositories (empty store, so no git cache either)."""
+    work = scratch / "cache"
+    work.mkdir()
+    (work / "plugins.toml").write_text(
+        "".join(f'[[plugin]]\nsource = "file://{r}"\n\n' for r in repos[:50])
+    )
+    seed = {"BERTH_STORE": str(scratch / "cache-seed-store")}
+    run([berth, "plugins", "sync", "-q"], cwd=work, env=seed)
+    cache = scratch / "binary-cache"
+    run([berth, "store", "push", f"file://{cache}"], cwd=work, env=seed)
+    store = scratch / "cache-cold-store"
+    env = {"BERTH_STORE": str(store)}
+
+    def reset():
+        shutil.rmtree(store, ignore_errors=True)
+
+    from_cache = [[berth, "--substituter", f"file://{cache}", "plugins", "sync", "--frozen", "-q"]]
+    from_git = [[berth, "plugins", "sync", "--frozen", "-q"]]
+    cache_times, git_times = [], []
+    for _ in range(runs):
+        cache_times.append(timed(from_cache, cwd=work, env=env, before=reset))
+        git_times.append(timed(from_git, cwd=work, env=env, before=reset))
+    return cache_times, git_times
+
+
 SDK_DEPS = [
     "certifi", "pydantic>=2.13.5", "python-frontmatter>=1.3.0", "fastmcp<4,>=3.2.0",
     "litellm<1.106,>=1.93.0", "jsonschema>=4.23.0", "filelock>=3.20.1", "httpx[socks]>=0.28.1",
@@ -626,7 +653,7 @@ def machine():
     return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.system()} {platform.release()}, {git}"
 
 
-SECTIONS = ("noop", "cold", "market", "http", "server", "show", "python", "agent")
+SECTIONS = ("noop", "cold", "market", "cache", "http", "server", "show", "python", "agent")
 
 
 def main():
@@ -645,7 +672,7 @@ def main():
     rows = []
     try:
         repos = [scratch / "repos" / f"plugin-{i}.git" for i in range(100)]
-        if wanted & {"noop", "cold", "market", "http"}:
+        if wanted & {"noop", "cold", "market", "cache", "http"}:
             print(f"building 100 git repositories in {scratch} ...", file=sys.stderr)
             for i, repo in enumerate(repos):
                 make_repo(repo, i)
@@ -679,6 +706,14 @@ def main():
                 f"| same, `--jobs 1` (median of {len(cold_j1)}) "
                 f"| {median_ms(cold_j1):.0f} ms | {median_ms(clone):.0f} ms (`git clone --depth 1` loop) "
                 f"| {median_ms(clone) / median_ms(cold_j1):.2f}x faster | |"
+            )
+        if "cache" in wanted:
+            print("cold sync of 50 plugins from a binary cache ...", file=sys.stderr)
+            from_cache, from_git = bench_cache(args.berth, scratch, repos, args.cold_runs)
+            rows.append(
+                f"| cold `sync --frozen`, 50 plugins from a `file://` binary cache (median of {len(from_cache)}) "
+                f"| {median_ms(from_cache):.0f} ms | {median_ms(from_git):.0f} ms (same sync from the 50 git repositories) "
+                f"| {median_ms(from_git) / median_ms(from_cache):.2f}x faster | faster than upstream |"
             )
         if "market" in wanted:
             print("cold lock of 50 plugins from one marketplace ...", file=sys.stderr)

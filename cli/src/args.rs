@@ -55,6 +55,18 @@ pub struct Cli {
     #[arg(short, long, global = true, help_heading = "Global options")]
     pub quiet: bool,
 
+    /// A binary cache to try, in order, before a plugin is fetched from upstream
+    /// (`file:///path`); repeatable. $BERTH_SUBSTITUTERS holds several, space-separated
+    #[arg(
+        long = "substituter",
+        value_name = "URL",
+        global = true,
+        env = "BERTH_SUBSTITUTERS",
+        value_delimiter = ' ',
+        help_heading = "Global options"
+    )]
+    pub substituters: Vec<String>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -138,6 +150,55 @@ pub enum StoreCommand {
     /// or moved stops holding its entries. gc waits for running syncs and servers starting
     /// conversations, and they wait for it.
     Gc(GcArgs),
+
+    /// Upload store entries to a binary cache in Nix's format
+    ///
+    /// Writes `nix-cache-info`, `nar/<filehash>.nar.zst` and, last, `<hash>.narinfo` (a
+    /// content-addressed narinfo, `CA: fixed:r:sha256:...`), so a reader never sees a
+    /// narinfo without its NAR and Nix itself can copy the plugin (`nix copy --from
+    /// file://DIR /nix/store/...`). Entries already in the cache are skipped. Other
+    /// machines then fetch from it with `--substituter URL`.
+    ///
+    ///   berth store push file:///srv/berth-cache                   # the plugins of ./plugins.lock
+    ///   berth store push file:///srv/berth-cache --all             # every entry of the store
+    #[command(verbatim_doc_comment)]
+    Push(StorePushArgs),
+
+    /// Print the Nix store path of a locked plugin
+    ///
+    /// The path Nix gives the plugin folder as a fixed-output source
+    /// (`nix-store --add-fixed --recursive sha256`), which names it in binary caches.
+    Path(StorePathArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StorePushArgs {
+    /// The cache: `file:///path/to/folder`
+    #[arg(value_name = "DEST")]
+    pub dest: String,
+
+    /// Push the plugins of this lockfile
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "plugins.lock",
+        conflicts_with = "all"
+    )]
+    pub lockfile: PathBuf,
+
+    /// Push every entry in the store
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StorePathArgs {
+    /// The plugin's name in the lock
+    pub name: String,
+
+    /// The lockfile
+    #[arg(long, value_name = "FILE", default_value = "plugins.lock")]
+    pub lockfile: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -30,6 +30,8 @@ pub struct Context {
     pub home_dir: Option<PathBuf>,
     pub archive_limits: ArchiveLimits,
     pub index_url: String,
+    /// Binary caches tried before upstream (`--substituter`).
+    pub substituters: Vec<std::sync::Arc<berth_resolver::cache::Cache>>,
 }
 
 /// A failure with follow-up lines: the `error:` line, then one line per detail.
@@ -99,6 +101,7 @@ impl Context {
             github_url,
             home_dir,
             index_url: project.index_url.clone(),
+            substituters: open_substituters(&cli.substituters)?,
         })
     }
 
@@ -124,6 +127,7 @@ impl Context {
             shared: None,
             cancel: Default::default(),
             policy: None,
+            substituters: self.substituters.clone(),
         }
     }
 
@@ -323,3 +327,18 @@ impl std::fmt::Display for Exit {
 }
 
 impl std::error::Error for Exit {}
+
+/// Opens the binary caches named by `--substituter` / `$BERTH_SUBSTITUTERS` (empty
+/// words are skipped, so extra spaces do no harm).
+pub fn open_substituters(
+    urls: &[String],
+) -> Result<Vec<std::sync::Arc<berth_resolver::cache::Cache>>> {
+    urls.iter()
+        .filter(|u| !u.trim().is_empty())
+        .map(|u| {
+            berth_resolver::cache::Cache::open(u.trim())
+                .map(std::sync::Arc::new)
+                .with_context(|| "in `--substituter` / `$BERTH_SUBSTITUTERS`".to_owned())
+        })
+        .collect()
+}

@@ -54,10 +54,43 @@ impl Sha256Hash {
         nix32(&self.0)
     }
 
+    /// Parses Nix's base-32 form (52 characters), as narinfo files write hashes.
+    pub fn from_nix32(value: &str) -> Result<Self, HashParseError> {
+        let err = || HashParseError {
+            value: value.to_owned(),
+        };
+        let bytes = parse_nix32(value, 32).ok_or_else(err)?;
+        Ok(Self(bytes.try_into().map_err(|_| err())?))
+    }
+
     /// Lower-case hexadecimal.
     pub fn to_hex(&self) -> String {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
     }
+}
+
+/// The `len` bytes that [`nix32`] wrote as `text`, or `None` when `text` is not exactly
+/// that (wrong length, a character outside the alphabet, bits set past the end).
+pub fn parse_nix32(text: &str, len: usize) -> Option<Vec<u8>> {
+    if text.len() != (len * 8).div_ceil(5) {
+        return None;
+    }
+    let mut bytes = vec![0u8; len];
+    for (n, c) in text.bytes().rev().enumerate() {
+        let digit = NIX32_ALPHABET.iter().position(|&a| a == c)?;
+        let digit = u16::try_from(digit).ok()?;
+        let bit = n * 5;
+        let i = bit / 8;
+        let j = bit % 8;
+        bytes[i] |= u8::try_from((digit << j) & 0xff).ok()?;
+        let carry = digit >> (8 - j);
+        if i + 1 < len {
+            bytes[i + 1] |= u8::try_from(carry).ok()?;
+        } else if carry != 0 {
+            return None;
+        }
+    }
+    Some(bytes)
 }
 
 /// Nix's base-32 encoding: characters are produced from the last 5-bit group to the first,

@@ -12,6 +12,7 @@ mod lock;
 mod manifest;
 mod manifest_edit;
 pub mod marketplace;
+pub mod narinfo;
 pub mod plugin_json;
 pub mod plugin_manifest;
 mod source;
@@ -21,7 +22,7 @@ pub use agent::{
     LockedWheel, LockedWheelWire, WheelFile, normalize_package_name,
 };
 pub use diagnostic::{Diagnostic, line_column};
-pub use hash::{HashParseError, Sha256Hash, nix32};
+pub use hash::{HashParseError, Sha256Hash, nix32, parse_nix32};
 pub use lock::{
     CommitId, LOCK_HEADER, LOCK_VERSION, Lock, LockError, LockFileWire, LockedPlugin,
     LockedPluginWire, Pin, Staleness, is_full_commit_id, parse_lock, toml_string,

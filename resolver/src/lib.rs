@@ -9,6 +9,7 @@
 mod agent;
 mod archive;
 mod auth;
+pub mod cache;
 mod dependencies;
 mod error;
 pub mod extract;
@@ -87,6 +88,9 @@ pub struct Settings {
     /// The server's source policy, checked again at every redirect; `None` (the CLI):
     /// the user's own sources go where they lead.
     pub policy: Option<Arc<FetchPolicy>>,
+    /// Binary caches tried, in order, before a plugin is fetched from upstream
+    /// (`--substituter`, `$BERTH_SUBSTITUTERS`).
+    pub substituters: Vec<Arc<cache::Cache>>,
 }
 
 /// A flag that stops the resolver's work: checked before every network step, between the

@@ -269,6 +269,7 @@ mod tests {
             shared: None,
             cancel: Default::default(),
             policy: None,
+            substituters: Vec::new(),
         }
     }
 

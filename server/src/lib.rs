@@ -69,6 +69,8 @@ pub struct Config {
     pub index_url: String,
     /// How large an archive may be (`BERTH_ARCHIVE_MAX_BYTES`, `BERTH_ARCHIVE_MAX_ENTRIES`).
     pub archive_limits: berth_resolver::ArchiveLimits,
+    /// Binary caches tried before upstream (`--substituter`, `$BERTH_SUBSTITUTERS`).
+    pub substituters: Vec<Arc<berth_resolver::cache::Cache>>,
 }
 
 /// The state every handler shares: cheap to clone.
@@ -210,6 +212,7 @@ impl AppState {
             shared: Some(self.inner.shared.clone()),
             cancel: cancel.clone(),
             policy: Some(self.inner.fetch_policy.clone()),
+            substituters: config.substituters.clone(),
         }
     }
 

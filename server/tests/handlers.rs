@@ -74,6 +74,7 @@ fn fixture_configured(
         max_skills: 100,
         index_url: berth_resolver::DEFAULT_INDEX_URL.into(),
         archive_limits: Default::default(),
+        substituters: Vec::new(),
     };
     let (state, _) = AppState::open(config).expect("open");
     Fixture {

@@ -31,6 +31,9 @@ pub const GC_VICTIM_IN_TMP: &str = "gc-victim-in-tmp";
 /// and synced beside the old one, not yet renamed over it.
 pub const FILE_BEFORE_RENAME: &str = "file-before-rename";
 
+/// A pushed entry's NAR uploaded to a binary cache, its narinfo not yet written.
+pub const PUSH_BEFORE_NARINFO: &str = "push-before-narinfo";
+
 /// Every step berth can pause at, so a test can check that it covers them all.
 /// [`pause_at`] is only ever called with one of these.
 pub const STEPS: &[&str] = &[
@@ -40,6 +43,7 @@ pub const STEPS: &[&str] = &[
     COMMIT_AFTER_RENAME,
     GC_VICTIM_IN_TMP,
     FILE_BEFORE_RENAME,
+    PUSH_BEFORE_NARINFO,
 ];
 
 /// Blocks this thread for good if `BERTH_FAULT_PAUSE` names `step`, after printing the

@@ -9,6 +9,8 @@ pub mod fault;
 mod gc;
 mod lock;
 pub mod nar;
+pub mod nar_unpack;
+mod nix;
 mod record;
 mod store;
 mod views;
@@ -19,6 +21,8 @@ pub use gc::{
 };
 pub use lock::{FileLock, SharedUse};
 pub use nar::{Exclude, NarError, NarWriter, Sha256Sink, hash_path, hash_path_excluding};
+pub use nar_unpack::{NarUnpackError, UnpackLimits, Unpacked, unpack as unpack_nar};
+pub use nix::{NIX_STORE_DIR, nix_store_path};
 pub use record::RECORDS_DIR;
 pub use store::{
     ENTRIES_DIR, GIT_DIR, LOCKS_DIR, Staging, Store, StoreEntry, StoreError, TMP_DIR, copy_tree,

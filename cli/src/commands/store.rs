@@ -7,7 +7,7 @@ use berth_server::LiveRoots;
 use berth_store::{EntryStatus, Store, format_size};
 use serde_json::json;
 
-use crate::args::{Cli, GcArgs, StoreArgs, StoreCommand, StoreVerifyArgs};
+use crate::args::{Cli, GcArgs, StoreArgs, StoreCommand, StorePushArgs, StoreVerifyArgs};
 use crate::context::{Exit, default_store_root};
 use crate::printer::Printer;
 
@@ -21,12 +21,124 @@ pub fn run(cli: &Cli, args: &StoreArgs, printer: Printer) -> Result<()> {
     };
     let store = Store::new(root);
     match &args.command {
-        StoreCommand::Verify(args) => verify(&store, args, &printer),
+        StoreCommand::Verify(args) => verify(
+            &store,
+            args,
+            &printer,
+            &crate::context::open_substituters(&cli.substituters)?,
+        ),
         StoreCommand::Gc(args) => gc(&store, args, &printer),
+        StoreCommand::Push(args) => push(&store, args, &printer),
+        StoreCommand::Path(args) => {
+            let lock = read_lock(&args.lockfile)?;
+            let plugin = lock
+                .plugins
+                .iter()
+                .find(|p| p.name == args.name)
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "no plugin `{}` in `{}`; `berth plugins list` shows the locked ones",
+                        args.name,
+                        args.lockfile.display()
+                    )
+                })?;
+            println!(
+                "{}",
+                berth_store::nix_store_path(&plugin.hash, &plugin.name)
+            );
+            Ok(())
+        }
     }
 }
 
-fn verify(store: &Store, args: &StoreVerifyArgs, printer: &Printer) -> Result<()> {
+fn read_lock(path: &std::path::Path) -> Result<berth_lockfile_schema::Lock> {
+    let text = fs_err::read_to_string(path).map_err(|e| {
+        anyhow::anyhow!("{e}; run `berth plugins lock` first, or name the lock with `--lockfile`")
+    })?;
+    Ok(berth_lockfile_schema::parse_lock(
+        &path.display().to_string(),
+        &text,
+    )?)
+}
+
+/// `berth store push`: the lock's plugins (each must be in the store) or every entry.
+fn push(store: &Store, args: &StorePushArgs, printer: &Printer) -> Result<()> {
+    let cache = berth_resolver::cache::Cache::open(&args.dest)?;
+    let mut wanted: Vec<(berth_lockfile_schema::Sha256Hash, String)> = Vec::new();
+    if args.all {
+        wanted.extend(store.entry_names()?.iter().filter_map(|f| parse_entry(f)));
+    } else {
+        let lock = read_lock(&args.lockfile)?;
+        for plugin in &lock.plugins {
+            wanted.push((plugin.hash, plugin.name.clone()));
+        }
+    }
+    let (mut uploaded, mut present) = (0, 0);
+    for (hash, name) in &wanted {
+        let Some(entry) = store.lookup(hash, name) else {
+            anyhow::bail!(
+                "plugin `{name}` is not in the store (`{}`); run `berth plugins sync` first",
+                store.entry_path(hash, name).display()
+            );
+        };
+        match cache.push(&entry.path, hash, name)? {
+            berth_resolver::cache::Pushed::AlreadyThere => {
+                present += 1;
+            }
+            berth_resolver::cache::Pushed::Uploaded { bytes } => {
+                uploaded += 1;
+                printer.status("Pushed", &format!("{name} ({})", format_size(bytes)));
+            }
+        }
+    }
+    printer.status(
+        "Finished",
+        &format!(
+            "{uploaded} pushed, {present} already in `{}`",
+            cache.label()
+        ),
+    );
+    Ok(())
+}
+
+/// The hash and name of a `store-v1/` folder name, `<nix32>-<name>`.
+fn parse_entry(folder: &str) -> Option<(berth_lockfile_schema::Sha256Hash, String)> {
+    let (hash, name) = folder.split_once('-')?;
+    let hash = berth_lockfile_schema::Sha256Hash::from_nix32(hash).ok()?;
+    Some((hash, name.to_owned()))
+}
+
+/// After `verify --repair` removed a corrupt entry: the same content from a substituter,
+/// when one has it.
+fn restore_from_caches(
+    store: &Store,
+    folder: &str,
+    caches: &[std::sync::Arc<berth_resolver::cache::Cache>],
+    printer: &Printer,
+) -> Result<bool> {
+    let Some((hash, name)) = parse_entry(folder) else {
+        return Ok(false);
+    };
+    let skipped = |e: &berth_resolver::cache::CacheError| {
+        printer.warn(&format!("{e}; trying the next substituter"))
+    };
+    let limits = berth_store::UnpackLimits::default();
+    let Some((staging, label)) =
+        berth_resolver::cache::substitute_staged(store, caches, &hash, &name, &limits, &skipped)?
+    else {
+        return Ok(false);
+    };
+    store.commit(staging, &name, Some(&hash))?;
+    printer.status("Substituted", &format!("{name} from {label}"));
+    Ok(true)
+}
+
+fn verify(
+    store: &Store,
+    args: &StoreVerifyArgs,
+    printer: &Printer,
+    caches: &[std::sync::Arc<berth_resolver::cache::Cache>],
+) -> Result<()> {
     // A gc removing entries mid-check would look like damage: wait for it.
     let _hold = store.shared_use(|| printer.status("Waiting", "for a running `berth store gc`"))?;
     let mut items: Vec<Item> = store.entry_names()?.into_iter().map(Item::Entry).collect();
@@ -64,10 +176,18 @@ fn verify(store: &Store, args: &StoreVerifyArgs, printer: &Printer) -> Result<()
         let removed = state != "intact" && args.repair;
         if removed {
             item.remove(store)?;
-            printer.status(
-                "Removed",
-                &format!("{name} (a later `berth plugins sync` fetches it again)"),
-            );
+            let restored = match item {
+                Item::Entry(folder) if !caches.is_empty() => {
+                    restore_from_caches(store, folder, caches, printer)?
+                }
+                _ => false,
+            };
+            if !restored {
+                printer.status(
+                    "Removed",
+                    &format!("{name} (a later `berth plugins sync` fetches it again)"),
+                );
+            }
         }
         rows.push(json!({"entry": name, "status": state, "detail": detail, "removed": removed}));
     }

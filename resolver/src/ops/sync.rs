@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use berth_lockfile_schema::{Lock, LockedPlugin, Manifest, Pin, PluginRequest};
-use berth_store::{Store, StoreEntry, StoreError};
+use berth_store::{Staging, Store, StoreEntry, StoreError, UnpackLimits};
 
 use super::*;
 use crate::error::{EntryError, ResolveError};
@@ -106,6 +106,39 @@ pub fn sync_plugins(
 }
 
 impl Ctx<'_> {
+    /// The plugin from the first substituter that has it, unpacked and checked against the
+    /// lock in a staging folder; `None` when none has it. A cache that holds something else
+    /// under its name, or fails, is reported and the next one tried.
+    pub(crate) fn substitute(
+        &self,
+        locked: &LockedPlugin,
+    ) -> Result<Option<Staging>, ResolveError> {
+        let limits = UnpackLimits {
+            max_total_bytes: self.settings.archive_limits.max_bytes,
+            max_entries: self.settings.archive_limits.max_entries,
+            ..UnpackLimits::default()
+        };
+        let skipped = |e: &crate::cache::CacheError| {
+            self.reporter.warn(&format!(
+                "plugin `{}`: {e}; trying the next substituter, then upstream",
+                locked.name
+            ));
+        };
+        let found = crate::cache::substitute_staged(
+            self.store,
+            &self.settings.substituters,
+            &locked.hash,
+            &locked.name,
+            &limits,
+            &skipped,
+        )?;
+        Ok(found.map(|(staging, label)| {
+            self.reporter
+                .status("Substituted", &format!("{} from {label}", locked.name));
+            staging
+        }))
+    }
+
     pub(crate) fn sync_one(
         &self,
         locked: &LockedPlugin,
@@ -159,7 +192,10 @@ impl Ctx<'_> {
                     .add_dir(&dir, &locked.name, Some(&locked.hash), LOCAL_EXCLUDE)?
             }
             Pin::Git { .. } | Pin::Archive { .. } => {
-                let staging = self.stage_tree(locked, request)?;
+                let staging = match self.substitute(locked)? {
+                    Some(staging) => staging,
+                    None => self.stage_tree(locked, request)?,
+                };
                 self.store
                     .commit(staging, &locked.name, Some(&locked.hash))?
             }

@@ -1,0 +1,414 @@
+//! Binary caches in Nix's own format: `nix-cache-info`, `<hash>.narinfo` and
+//! `nar/<filehash>.nar.zst`. `push` uploads store entries; `substitute` fetches one into a
+//! staging folder before upstream is tried, and a cache can never put wrong bytes in the
+//! store: the NAR is unpacked with every name checked, hashed as it streams, and compared
+//! with the lock before the caller commits it (which hashes it once more).
+//!
+//! Backends: `file://DIR` (or a plain folder path). The narinfo is written last, by
+//! renaming a finished file into place, so a reader never sees a narinfo without its NAR.
+
+mod file;
+
+use std::io::{self, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use berth_lockfile_schema::Sha256Hash;
+use berth_lockfile_schema::narinfo::{Compression, NIX_CACHE_INFO, NarInfo, NarInfoError};
+use berth_store::{
+    NarError, NarUnpackError, Sha256Sink, Staging, Store, StoreError, UnpackLimits, nix_store_path,
+    unpack_nar,
+};
+use sha2::{Digest, Sha256};
+
+/// Why a cache could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The URL names no backend berth knows.
+    #[error("`{0}` is not a cache berth can use (use `file:///path/to/folder`)")]
+    UnsupportedUrl(String),
+    /// Reading or writing the cache failed.
+    #[error("cache `{cache}`: {source}")]
+    Io {
+        /// The cache, as the user named it.
+        cache: String,
+        /// What failed.
+        #[source]
+        source: io::Error,
+    },
+    /// A narinfo that does not parse.
+    #[error("cache `{cache}`: `{file}` is not a valid narinfo: {source}")]
+    BadNarInfo {
+        /// The cache.
+        cache: String,
+        /// The narinfo's name.
+        file: String,
+        /// Why.
+        #[source]
+        source: NarInfoError,
+    },
+    /// The cache describes something other than what was asked for.
+    #[error("cache `{cache}`: `{file}` {why}")]
+    Mismatch {
+        /// The cache.
+        cache: String,
+        /// The file.
+        file: String,
+        /// What differs.
+        why: String,
+    },
+    /// The NAR could not be unpacked.
+    #[error("cache `{cache}`: `{file}`: {source}")]
+    Unpack {
+        /// The cache.
+        cache: String,
+        /// The NAR file.
+        file: String,
+        /// Why.
+        #[source]
+        source: NarUnpackError,
+    },
+    /// A store entry could not be serialised for pushing.
+    #[error(transparent)]
+    Nar(#[from] NarError),
+}
+
+/// Where cache objects are kept.
+trait Backend: Send + Sync {
+    /// The object `key`, or `None` when it is absent.
+    fn open(&self, key: &str) -> io::Result<Option<Box<dyn Read + Send>>>;
+    /// Whether `key` exists.
+    fn exists(&self, key: &str) -> io::Result<bool>;
+    /// Stores the file at `path` as `key`, all at once: readers see the old object or the
+    /// whole new one, never part of it.
+    fn put_file(&self, key: &str, path: &Path) -> io::Result<()>;
+    /// A folder for files being written before they are stored.
+    fn scratch(&self) -> io::Result<PathBuf>;
+}
+
+/// One binary cache.
+pub struct Cache {
+    label: String,
+    backend: Box<dyn Backend>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache").field("url", &self.label).finish()
+    }
+}
+
+/// What pushing one entry did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pushed {
+    /// Its narinfo was already in the cache.
+    AlreadyThere,
+    /// NAR and narinfo were uploaded (`bytes`: the compressed NAR's size).
+    Uploaded {
+        /// The compressed NAR's size.
+        bytes: u64,
+    },
+}
+
+impl Cache {
+    /// Opens the cache at `url`: `file:///abs/path` or an absolute folder path.
+    pub fn open(url: &str) -> Result<Self, CacheError> {
+        let path = match url.strip_prefix("file://") {
+            Some(path) => Some(PathBuf::from(path)),
+            None if url.starts_with('/') => Some(PathBuf::from(url)),
+            None => None,
+        };
+        match path {
+            Some(path) if path.is_absolute() => Ok(Self {
+                label: url.to_owned(),
+                backend: Box::new(file::FileBackend::new(path)),
+            }),
+            _ => Err(CacheError::UnsupportedUrl(url.to_owned())),
+        }
+    }
+
+    /// The cache as the user named it.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn io(&self, source: io::Error) -> CacheError {
+        CacheError::Io {
+            cache: self.label.clone(),
+            source,
+        }
+    }
+
+    /// Uploads the store entry at `entry` (whose NAR hash is `hash`) as plugin `name`: the
+    /// NAR first, the narinfo last. An entry whose narinfo is already there is skipped.
+    /// The entry is serialised afresh and must still hash to `hash`.
+    pub fn push(&self, entry: &Path, hash: &Sha256Hash, name: &str) -> Result<Pushed, CacheError> {
+        let store_path = nix_store_path(hash, name);
+        let info_key = NarInfo::file_name(&store_path);
+        if self.backend.exists(&info_key).map_err(|e| self.io(e))? {
+            return Ok(Pushed::AlreadyThere);
+        }
+        if !self
+            .backend
+            .exists("nix-cache-info")
+            .map_err(|e| self.io(e))?
+        {
+            let scratch = self.backend.scratch().map_err(|e| self.io(e))?;
+            let mut tmp = tempfile::NamedTempFile::new_in(scratch).map_err(|e| self.io(e))?;
+            tmp.write_all(NIX_CACHE_INFO.as_bytes())
+                .map_err(|e| self.io(e))?;
+            self.backend
+                .put_file("nix-cache-info", tmp.path())
+                .map_err(|e| self.io(e))?;
+        }
+        let scratch = self.backend.scratch().map_err(|e| self.io(e))?;
+        let nar_file = tempfile::NamedTempFile::new_in(&scratch).map_err(|e| self.io(e))?;
+        let compression = Compression::Zstd;
+        let mut file_sink = Counting::new(io::BufWriter::new(nar_file.as_file()));
+        let mut encoder = zstd::Encoder::new(&mut file_sink, 3).map_err(|e| self.io(e))?;
+        let mut nar_sink = Counting::new(Sha256Sink::default());
+        berth_store::nar::dump(entry, &mut Tee(&mut nar_sink, &mut encoder))?;
+        encoder.finish().map_err(|e| self.io(e))?;
+        file_sink.inner.flush().map_err(|e| self.io(e))?;
+        let (file_hash, file_size) = (file_sink.digest(), file_sink.count);
+        let (nar_hash, nar_size) = (nar_sink.inner.finish(), nar_sink.count);
+        if nar_hash != *hash {
+            return Err(CacheError::Mismatch {
+                cache: self.label.clone(),
+                file: entry.display().to_string(),
+                why: format!(
+                    "hashes to `{}`, not `{}`: the store entry changed; run `berth store verify --repair`",
+                    nar_hash.to_sri(),
+                    hash.to_sri()
+                ),
+            });
+        }
+        let url = format!(
+            "nar/{}.nar{}",
+            file_hash.to_nix32(),
+            compression.extension()
+        );
+        if !self.backend.exists(&url).map_err(|e| self.io(e))? {
+            self.backend
+                .put_file(&url, nar_file.path())
+                .map_err(|e| self.io(e))?;
+        }
+        let info = NarInfo {
+            store_path,
+            url,
+            compression,
+            file_hash,
+            file_size,
+            nar_hash,
+            nar_size,
+            references: Vec::new(),
+            ca: Some(NarInfo::recursive_ca(&nar_hash)),
+            sigs: Vec::new(),
+        };
+        let mut tmp = tempfile::NamedTempFile::new_in(&scratch).map_err(|e| self.io(e))?;
+        tmp.write_all(info.render().as_bytes())
+            .map_err(|e| self.io(e))?;
+        berth_store::fault::pause_at(berth_store::fault::PUSH_BEFORE_NARINFO);
+        self.backend
+            .put_file(&info_key, tmp.path())
+            .map_err(|e| self.io(e))?;
+        Ok(Pushed::Uploaded { bytes: file_size })
+    }
+
+    /// Fetches plugin `name` with NAR hash `hash` into `dest` (which must not exist).
+    /// `Ok(false)`: the cache does not have it. An error means the cache has something
+    /// under that name that is not what the lock pins (or could not be read); `dest` may
+    /// then hold a partial tree the caller removes.
+    pub fn substitute(
+        &self,
+        hash: &Sha256Hash,
+        name: &str,
+        dest: &Path,
+        limits: &UnpackLimits,
+    ) -> Result<bool, CacheError> {
+        let store_path = nix_store_path(hash, name);
+        let info_key = NarInfo::file_name(&store_path);
+        let Some(mut reader) = self.backend.open(&info_key).map_err(|e| self.io(e))? else {
+            return Ok(false);
+        };
+        let mut text = String::new();
+        reader
+            .by_ref()
+            .take(64 * 1024)
+            .read_to_string(&mut text)
+            .map_err(|e| self.io(e))?;
+        let info = NarInfo::parse(&text).map_err(|source| CacheError::BadNarInfo {
+            cache: self.label.clone(),
+            file: info_key.clone(),
+            source,
+        })?;
+        let mismatch = |why: String| CacheError::Mismatch {
+            cache: self.label.clone(),
+            file: info_key.clone(),
+            why,
+        };
+        if info.store_path != store_path {
+            return Err(mismatch(format!(
+                "describes `{}`, not `{store_path}`",
+                info.store_path
+            )));
+        }
+        if info.nar_hash != *hash {
+            return Err(mismatch(format!(
+                "says the NAR hashes to `{}`, not `{}`",
+                info.nar_hash.to_sri(),
+                hash.to_sri()
+            )));
+        }
+        let Some(nar) = self.backend.open(&info.url).map_err(|e| self.io(e))? else {
+            return Err(mismatch(format!("names `{}`, which is missing", info.url)));
+        };
+        let mut file = Counting::new(Sha256Reader::new(nar));
+        let unpacked = {
+            let body: Box<dyn Read> = match info.compression {
+                Compression::Zstd => Box::new(
+                    zstd::Decoder::with_buffer(BufReader::new(&mut file))
+                        .map_err(|e| self.io(e))?,
+                ),
+                Compression::None => Box::new(&mut file),
+                Compression::Xz => {
+                    return Err(mismatch(
+                        "is compressed with xz, which berth does not read yet; push with berth (zstd)"
+                            .into(),
+                    ));
+                }
+            };
+            unpack_nar(body, dest, limits).map_err(|source| CacheError::Unpack {
+                cache: self.label.clone(),
+                file: info.url.clone(),
+                source,
+            })?
+        };
+        // The rest of the file (zstd's end) is read so its hash covers every byte.
+        io::copy(&mut file, &mut io::sink()).map_err(|e| self.io(e))?;
+        if unpacked.nar_hash != *hash || unpacked.nar_size != info.nar_size {
+            return Err(mismatch(format!(
+                "names a NAR that hashes to `{}` ({} bytes), not `{}`",
+                unpacked.nar_hash.to_sri(),
+                unpacked.nar_size,
+                hash.to_sri()
+            )));
+        }
+        let (file_hash, file_size) = (file.inner.digest(), file.count);
+        if file_hash != info.file_hash || file_size != info.file_size {
+            return Err(mismatch(format!(
+                "names `{}`, whose hash or size is not the narinfo's",
+                info.url
+            )));
+        }
+        Ok(true)
+    }
+}
+
+/// Plugin `name` with NAR hash `hash` from the first of `caches` that has it, unpacked and
+/// checked in a staging folder of `store`, with the cache's label; `None` when none has it.
+/// A cache that fails or holds something else is passed to `skipped` (with why) and the
+/// next one is tried. The caller commits the staging folder (which hashes it again).
+pub fn substitute_staged<'c>(
+    store: &Store,
+    caches: &'c [Arc<Cache>],
+    hash: &Sha256Hash,
+    name: &str,
+    limits: &UnpackLimits,
+    skipped: &dyn Fn(&CacheError),
+) -> Result<Option<(Staging, &'c str)>, StoreError> {
+    for cache in caches {
+        let staging = store.stage()?;
+        // The unpacker makes the folder itself.
+        fs_err::remove_dir(staging.path())?;
+        match cache.substitute(hash, name, staging.path(), limits) {
+            Ok(true) => return Ok(Some((staging, cache.label()))),
+            Ok(false) => {}
+            Err(e) => skipped(&e),
+        }
+    }
+    Ok(None)
+}
+
+/// Writes everything to both.
+struct Tee<'a, A, B>(&'a mut A, &'a mut B);
+
+impl<A: Write, B: Write> Write for Tee<'_, A, B> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write_all(buf)?;
+        self.1.write_all(buf)?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()?;
+        self.1.flush()
+    }
+}
+
+/// Counts the bytes that pass through, and hashes them when they are written.
+struct Counting<T> {
+    inner: T,
+    count: u64,
+    hasher: Sha256,
+}
+
+impl<T> Counting<T> {
+    fn new(inner: T) -> Self {
+        Self {
+            inner,
+            count: 0,
+            hasher: Sha256::new(),
+        }
+    }
+
+    fn digest(&self) -> Sha256Hash {
+        Sha256Hash::from_bytes(self.hasher.clone().finalize().into())
+    }
+}
+
+impl<T: Write> Write for Counting<T> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.count += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<T: Read> Read for Counting<T> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count += n as u64;
+        Ok(n)
+    }
+}
+
+/// Hashes what is read through it.
+struct Sha256Reader<R> {
+    inner: R,
+    hasher: Sha256,
+}
+
+impl<R> Sha256Reader<R> {
+    fn new(inner: R) -> Self {
+        Self {
+            inner,
+            hasher: Sha256::new(),
+        }
+    }
+
+    fn digest(&self) -> Sha256Hash {
+        Sha256Hash::from_bytes(self.hasher.clone().finalize().into())
+    }
+}
+
+impl<R: Read> Read for Sha256Reader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}

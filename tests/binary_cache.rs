@@ -1,0 +1,355 @@
+//! Binary caches in Nix's format (issue #15): `berth store push` writes one, `sync` with
+//! `--substituter` restores from it with upstream gone, a damaged cache is refused for the
+//! next substituter or upstream, a kill during push never leaves a narinfo without its
+//! NAR, and the real `nix` copies a plugin out of it (`nix copy --from file://`).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{GitRepo, TestContext, require_or_skip};
+
+/// A context with one git plugin (`github:acme/review` at `v1`), locked and synced.
+fn pushed_project() -> (TestContext, GitRepo) {
+    let ctx = TestContext::new();
+    let review = ctx.repo("review");
+    review.copy_fixture("review", "");
+    review.commit("one");
+    review.tag("v1");
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/review\"\nref = \"v1\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    (ctx, review)
+}
+
+fn cache_url(dir: &Path) -> String {
+    format!("file://{}", dir.display())
+}
+
+/// `berth` with a second, empty store.
+fn other_store(ctx: &TestContext, store: &Path) -> Command {
+    let mut cmd = ctx.berth();
+    cmd.env("BERTH_STORE", store);
+    cmd
+}
+
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read cache") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(
+                    path.strip_prefix(dir)
+                        .expect("inside")
+                        .display()
+                        .to_string(),
+                );
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The narinfo and the NAR file among a one-entry cache's files.
+fn cache_files(files: &[String]) -> (&str, &str) {
+    let info = files
+        .iter()
+        .find(|f| f.ends_with(".narinfo"))
+        .expect("a narinfo");
+    let nar = files
+        .iter()
+        .find(|f| f.starts_with("nar/"))
+        .expect("a NAR file");
+    (info, nar)
+}
+
+fn entry_dirs(store: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(store.join("store-v1"))
+        .map(|d| d.map(|e| e.expect("entry").path()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn a_second_store_restores_from_the_cache_with_upstream_gone() {
+    let (ctx, review) = pushed_project();
+    let cache = ctx.root.join("cache");
+    let pushed = ctx.ok(&["store", "push", &cache_url(&cache)]);
+    assert!(pushed.stderr.contains("Pushed review"), "{}", pushed.stderr);
+    let files = files_under(&cache);
+    let (info_name, nar_name) = cache_files(&files);
+    assert_eq!(files.len(), 3, "{files:?}");
+    assert!(files.contains(&"nix-cache-info".to_owned()), "{files:?}");
+    assert!(nar_name.ends_with(".nar.zst"), "{files:?}");
+    let narinfo = std::fs::read_to_string(cache.join(info_name)).expect("narinfo");
+    let store_path = ctx.ok(&["store", "path", "review"]).stdout;
+    assert!(
+        narinfo.contains(&format!("StorePath: {}", store_path.trim())),
+        "{narinfo}"
+    );
+    assert!(narinfo.contains("CA: fixed:r:sha256:"), "{narinfo}");
+    // Pushing again uploads nothing.
+    let again = ctx.ok(&["store", "push", &cache_url(&cache)]);
+    assert!(
+        again.stderr.contains("0 pushed, 1 already"),
+        "{}",
+        again.stderr
+    );
+
+    std::fs::remove_dir_all(&review.path).expect("upstream gone");
+    let store_b = ctx.root.join("store-b");
+    let out = other_store(&ctx, &store_b)
+        .args([
+            "--substituter",
+            &cache_url(&cache),
+            "plugins",
+            "sync",
+            "--frozen",
+        ])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Substituted review from file://"),
+        "{stderr}"
+    );
+    let a = entry_dirs(&ctx.store);
+    let b = entry_dirs(&store_b);
+    assert_eq!(
+        a.iter().map(|p| p.file_name()).collect::<Vec<_>>(),
+        b.iter().map(|p| p.file_name()).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        berth_store::hash_path(&a[0]).expect("hash"),
+        berth_store::hash_path(&b[0]).expect("hash")
+    );
+    // Without the cache and without upstream, the same sync fails.
+    let store_c = ctx.root.join("store-c");
+    let out = other_store(&ctx, &store_c)
+        .args(["plugins", "sync", "--frozen"])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+}
+
+#[test]
+fn a_damaged_cache_is_refused_and_the_next_substituter_or_upstream_is_used() {
+    let (ctx, _review) = pushed_project();
+    let good = ctx.root.join("good");
+    ctx.ok(&["store", "push", &cache_url(&good)]);
+    let files = files_under(&good);
+    let (info_name, nar_name) = cache_files(&files);
+
+    // 1. A NAR file whose bytes were changed in place.
+    let bad_nar = ctx.root.join("bad-nar");
+    common::copy_tree(&good, &bad_nar);
+    let nar = bad_nar.join(nar_name);
+    let mut bytes = std::fs::read(&nar).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x55;
+    std::fs::write(&nar, bytes).expect("write");
+    // 2. A narinfo that claims another hash for the same store path.
+    let bad_info = ctx.root.join("bad-info");
+    common::copy_tree(&good, &bad_info);
+    let text = std::fs::read_to_string(bad_info.join(info_name)).expect("read");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("NarHash: sha256:"))
+        .expect("NarHash");
+    let mut forged = line.to_owned();
+    let last = forged.pop().expect("a character");
+    forged.push(if last == '0' { '1' } else { '0' });
+    std::fs::write(bad_info.join(info_name), text.replace(line, &forged)).expect("write");
+
+    for (n, broken) in [&bad_nar, &bad_info].into_iter().enumerate() {
+        // Broken first, good second: the good one is used.
+        let store = ctx.root.join(format!("store-next-{n}"));
+        let out = other_store(&ctx, &store)
+            .env(
+                "BERTH_SUBSTITUTERS",
+                format!("{} {}", cache_url(broken), cache_url(&good)),
+            )
+            .args(["plugins", "sync", "--frozen"])
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(&format!("cache `{}`", cache_url(broken)))
+                && stderr.contains("trying the next substituter"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("Substituted review from {}", cache_url(&good))),
+            "{stderr}"
+        );
+        // Broken only: upstream is used, and the entry is still right.
+        let store = ctx.root.join(format!("store-up-{n}"));
+        let out = other_store(&ctx, &store)
+            .args([
+                "--substituter",
+                &cache_url(broken),
+                "plugins",
+                "sync",
+                "--frozen",
+            ])
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(!stderr.contains("Substituted"), "{stderr}");
+        assert!(stderr.contains("Added review"), "{stderr}");
+        let verify = other_store(&ctx, &store)
+            .args(["store", "verify"])
+            .output()
+            .expect("verify");
+        assert!(
+            verify.status.success(),
+            "{}",
+            String::from_utf8_lossy(&verify.stderr)
+        );
+        // Nothing half-unpacked is left behind.
+        let tmp: Vec<_> = std::fs::read_dir(store.join("tmp"))
+            .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(tmp.is_empty(), "{tmp:?}");
+    }
+}
+
+#[test]
+fn a_kill_during_push_leaves_no_narinfo_without_its_nar() {
+    let (ctx, review) = pushed_project();
+    let cache = ctx.root.join("cache");
+    let mut cmd = ctx.berth();
+    cmd.args(["store", "push", &cache_url(&cache)]);
+    common::kill_at_step(&mut cmd, berth_store::fault::PUSH_BEFORE_NARINFO);
+    let files = files_under(&cache);
+    assert!(
+        files.iter().all(|f| !f.ends_with(".narinfo")),
+        "killed before the narinfo: {files:?}"
+    );
+    assert!(files.iter().any(|f| f.starts_with("nar/")), "{files:?}");
+    // A reader of the half-written cache does not see the plugin, and falls back upstream.
+    let store_b = ctx.root.join("store-b");
+    let out = other_store(&ctx, &store_b)
+        .args([
+            "--substituter",
+            &cache_url(&cache),
+            "plugins",
+            "sync",
+            "--frozen",
+        ])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("Substituted"));
+    // The push is finished by running it again; then the cache restores alone.
+    ctx.ok(&["store", "push", &cache_url(&cache)]);
+    assert!(files_under(&cache).iter().any(|f| f.ends_with(".narinfo")));
+    std::fs::remove_dir_all(&review.path).expect("upstream gone");
+    let store_c = ctx.root.join("store-c");
+    let out = other_store(&ctx, &store_c)
+        .args([
+            "--substituter",
+            &cache_url(&cache),
+            "plugins",
+            "sync",
+            "--frozen",
+        ])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn nix(home: &Path, args: &[&str]) -> Option<std::process::Output> {
+    match Command::new("nix")
+        .args(["--extra-experimental-features", "nix-command"])
+        .args(args)
+        .env("HOME", home)
+        .output()
+    {
+        Ok(out) => Some(out),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => panic!("could not run nix: {e}"),
+    }
+}
+
+#[test]
+fn nix_copies_a_plugin_out_of_a_cache_berth_wrote() {
+    let (ctx, _review) = pushed_project();
+    let cache = ctx.root.join("cache");
+    ctx.ok(&["store", "push", &cache_url(&cache)]);
+    let store_path = ctx
+        .ok(&["store", "path", "review"])
+        .stdout
+        .trim()
+        .to_owned();
+    // Nix's own store for this test, under its temporary folder.
+    let nix_root = ctx.root.join("nix-root");
+    let to = format!("local?root={}", nix_root.display());
+    let Some(out) = nix(
+        &ctx.home,
+        &[
+            "copy",
+            "--from",
+            &cache_url(&cache),
+            "--to",
+            &to,
+            &store_path,
+        ],
+    ) else {
+        require_or_skip("nix", "install it with `apt-get install nix-bin`");
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "nix copy: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let copied = nix_root.join(store_path.trim_start_matches('/'));
+    let hashed = Command::new("nix")
+        .args([
+            "--extra-experimental-features",
+            "nix-command",
+            "hash",
+            "path",
+        ])
+        .arg(&copied)
+        .env("HOME", &ctx.home)
+        .output()
+        .expect("nix hash path");
+    let lock_hash = common::lock_field(&ctx.lock_text(), 0, "hash").expect("hash");
+    assert_eq!(String::from_utf8_lossy(&hashed.stdout).trim(), lock_hash);
+
+    // And the path berth names is the one Nix gives the same folder.
+    let folder = ctx.root.join("add").join("review");
+    std::fs::create_dir_all(folder.parent().expect("parent")).expect("mkdir");
+    common::copy_tree(&entry_dirs(&ctx.store)[0], &folder);
+    let added = Command::new("nix-store")
+        .args(["--store", &to, "--add-fixed", "--recursive", "sha256"])
+        .arg(&folder)
+        .env("HOME", &ctx.home)
+        .output()
+        .expect("nix-store --add-fixed");
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&added.stdout).trim(), store_path);
+}
