@@ -353,3 +353,47 @@ fn nix_copies_a_plugin_out_of_a_cache_berth_wrote() {
     );
     assert_eq!(String::from_utf8_lossy(&added.stdout).trim(), store_path);
 }
+
+#[test]
+fn verify_repair_restores_a_corrupt_entry_from_the_cache() {
+    use std::os::unix::fs::PermissionsExt;
+    let (ctx, review) = pushed_project();
+    let cache = ctx.root.join("cache");
+    ctx.ok(&["store", "push", &cache_url(&cache)]);
+    std::fs::remove_dir_all(&review.path).expect("upstream gone");
+    let entry = entry_dirs(&ctx.store)[0].clone();
+    let skill = entry.join("skills/code-review/SKILL.md");
+    for dir in [
+        &entry,
+        &entry.join("skills"),
+        &entry.join("skills/code-review"),
+    ] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    std::fs::set_permissions(&skill, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    std::fs::write(&skill, "tampered\n").expect("tamper");
+    let out = ctx
+        .berth()
+        .args([
+            "--substituter",
+            &cache_url(&cache),
+            "store",
+            "verify",
+            "--repair",
+        ])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // It reports the damage (exit 1) and puts the right bytes back from the cache.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is corrupt"), "{stderr}");
+    assert!(
+        stderr.contains("Substituted review from file://"),
+        "{stderr}"
+    );
+    ctx.ok(&["store", "verify"]);
+    assert_ne!(
+        std::fs::read_to_string(&skill).expect("restored"),
+        "tampered\n"
+    );
+}

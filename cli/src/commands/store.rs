@@ -123,8 +123,9 @@ fn restore_from_caches(
         printer.warn(&format!("{e}; trying the next substituter"))
     };
     let limits = berth_store::UnpackLimits::default();
-    let Some((staging, label)) =
-        berth_resolver::cache::substitute_staged(store, caches, &hash, &name, &limits, &skipped)?
+    let Some((staging, label)) = berth_resolver::cache::substitute_staged(
+        store, caches, &hash, &name, &limits, false, &skipped,
+    )?
     else {
         return Ok(false);
     };

@@ -49,6 +49,10 @@ impl Backend for FileBackend {
         Ok(())
     }
 
+    fn is_local(&self) -> bool {
+        true
+    }
+
     fn scratch(&self) -> io::Result<PathBuf> {
         // Objects are copied into place from here (see `put_file`), so any folder does.
         Ok(std::env::temp_dir())

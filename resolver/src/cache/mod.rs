@@ -4,10 +4,12 @@
 //! store: the NAR is unpacked with every name checked, hashed as it streams, and compared
 //! with the lock before the caller commits it (which hashes it once more).
 //!
-//! Backends: `file://DIR` (or a plain folder path). The narinfo is written last, by
-//! renaming a finished file into place, so a reader never sees a narinfo without its NAR.
+//! Backends: `file://DIR` (or a plain folder path), `s3://bucket/prefix` and read-only
+//! `http(s)://`. The narinfo is written last (a file renamed into place, one S3 PUT), so
+//! a reader never sees a narinfo without its NAR.
 
 mod file;
+mod s3;
 
 use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -25,8 +27,13 @@ use sha2::{Digest, Sha256};
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
     /// The URL names no backend berth knows.
-    #[error("`{0}` is not a cache berth can use (use `file:///path/to/folder`)")]
-    UnsupportedUrl(String),
+    #[error("`{url}` is not a cache berth can use: {why}")]
+    UnsupportedUrl {
+        /// The URL.
+        url: String,
+        /// Why.
+        why: String,
+    },
     /// Reading or writing the cache failed.
     #[error("cache `{cache}`: {source}")]
     Io {
@@ -84,6 +91,8 @@ trait Backend: Send + Sync {
     fn put_file(&self, key: &str, path: &Path) -> io::Result<()>;
     /// A folder for files being written before they are stored.
     fn scratch(&self) -> io::Result<PathBuf>;
+    /// Whether reading it needs no network (`--offline` still uses it).
+    fn is_local(&self) -> bool;
 }
 
 /// One binary cache.
@@ -111,20 +120,57 @@ pub enum Pushed {
 }
 
 impl Cache {
-    /// Opens the cache at `url`: `file:///abs/path` or an absolute folder path.
+    /// Opens the cache at `url`: `file:///abs/path` (or an absolute folder path),
+    /// `s3://bucket/prefix[?endpoint=URL&region=R&profile=P]` or `http(s)://…` (read-only).
     pub fn open(url: &str) -> Result<Self, CacheError> {
-        let path = match url.strip_prefix("file://") {
-            Some(path) => Some(PathBuf::from(path)),
-            None if url.starts_with('/') => Some(PathBuf::from(url)),
-            None => None,
+        let unsupported = |why: String| CacheError::UnsupportedUrl {
+            url: url.to_owned(),
+            why,
         };
-        match path {
-            Some(path) if path.is_absolute() => Ok(Self {
-                label: url.to_owned(),
-                backend: Box::new(file::FileBackend::new(path)),
-            }),
-            _ => Err(CacheError::UnsupportedUrl(url.to_owned())),
-        }
+        let backend: Box<dyn Backend> = if url.starts_with('/') {
+            Box::new(file::FileBackend::new(PathBuf::from(url)))
+        } else {
+            let parsed = url::Url::parse(url).map_err(|e| {
+                unsupported(format!(
+                    "{e} (use `file:///path`, `s3://bucket/prefix` or `https://host/path`)"
+                ))
+            })?;
+            if !parsed.username().is_empty() || parsed.password().is_some() {
+                return Err(unsupported(
+                    "credentials do not belong in a cache URL (berth would print it); use the AWS variables or files"
+                        .into(),
+                ));
+            }
+            match parsed.scheme() {
+                "file" => {
+                    let path = parsed
+                        .to_file_path()
+                        .map_err(|()| unsupported("not an absolute local path".into()))?;
+                    Box::new(file::FileBackend::new(path))
+                }
+                "s3" => {
+                    let home = std::env::var_os("HOME")
+                        .filter(|h| !h.is_empty())
+                        .map(PathBuf::from);
+                    Box::new(s3::S3Backend::new(&parsed, home.as_deref()).map_err(unsupported)?)
+                }
+                "http" | "https" => Box::new(s3::HttpBackend::new(parsed).map_err(unsupported)?),
+                other => {
+                    return Err(unsupported(format!(
+                        "berth reads `file://`, `s3://` and `http(s)://` caches, not `{other}://`"
+                    )));
+                }
+            }
+        };
+        Ok(Self {
+            label: url.to_owned(),
+            backend,
+        })
+    }
+
+    /// Whether reading the cache needs no network.
+    pub fn is_local(&self) -> bool {
+        self.backend.is_local()
     }
 
     /// The cache as the user named it.
@@ -315,9 +361,10 @@ pub fn substitute_staged<'c>(
     hash: &Sha256Hash,
     name: &str,
     limits: &UnpackLimits,
+    offline: bool,
     skipped: &dyn Fn(&CacheError),
 ) -> Result<Option<(Staging, &'c str)>, StoreError> {
-    for cache in caches {
+    for cache in caches.iter().filter(|c| !offline || c.is_local()) {
         let staging = store.stage()?;
         // The unpacker makes the folder itself.
         fs_err::remove_dir(staging.path())?;

@@ -130,6 +130,7 @@ impl Ctx<'_> {
             &locked.hash,
             &locked.name,
             &limits,
+            self.settings.network == crate::Network::Offline,
             &skipped,
         )?;
         Ok(found.map(|(staging, label)| {

@@ -1,0 +1,293 @@
+//! A binary cache on a real S3-compatible server (moto's standalone server from PyPI,
+//! `moto[server]`, on 127.0.0.1; `.ci/run` installs it and sets `BERTH_MOTO_SERVER`):
+//! server A's plugins are pushed, server B with an empty store and upstream gone restores
+//! the conversation from the bucket byte for byte, an object altered in the bucket is
+//! refused for the next substituter, and the credentials appear in no file or output.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{ServeProcess, TestContext, require_or_skip};
+use serde_json::{Value, json};
+
+const KEY_ID: &str = "AKIABERTHTESTKEY0001";
+const SECRET: &str = "berth-test-secret-5b1d0c7e9f";
+
+/// A moto S3 server on a free port of 127.0.0.1, killed on drop.
+struct Moto {
+    child: Child,
+    endpoint: String,
+}
+
+impl Moto {
+    fn start() -> Option<Self> {
+        let bin = std::env::var_os("BERTH_MOTO_SERVER")
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("PATH").and_then(|paths| {
+                    std::env::split_paths(&paths)
+                        .map(|d| d.join("moto_server"))
+                        .find(|p| p.is_file())
+                })
+            })?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("a free port")
+            .local_addr()
+            .expect("addr")
+            .port();
+        let child = Command::new(bin)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start moto_server");
+        let endpoint = format!("http://127.0.0.1:{port}");
+        let client = reqwest::blocking::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while client.get(format!("{endpoint}/")).send().is_err() {
+            assert!(Instant::now() < deadline, "moto_server did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(Self { child, endpoint })
+    }
+
+    /// moto checks no signatures, only that a request is not anonymous (objects are
+    /// private): the test acts on the bucket as another user, with a made-up signature.
+    const AS_ADMIN: &str = "AWS4-HMAC-SHA256 Credential=AKIAMOTOADMIN/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00";
+
+    fn create_bucket(&self, name: &str) {
+        let response = reqwest::blocking::Client::new()
+            .put(format!("{}/{name}", self.endpoint))
+            .send()
+            .expect("create bucket");
+        assert!(response.status().is_success(), "{}", response.status());
+    }
+
+    fn keys(&self, bucket: &str) -> Vec<String> {
+        let text = reqwest::blocking::get(format!("{}/{bucket}?list-type=2", self.endpoint))
+            .expect("list")
+            .text()
+            .expect("body");
+        text.split("<Key>")
+            .skip(1)
+            .map(|s| s.split("</Key>").next().expect("key").to_owned())
+            .collect()
+    }
+
+    fn put(&self, bucket: &str, key: &str, body: Vec<u8>) {
+        let response = reqwest::blocking::Client::new()
+            .put(format!("{}/{bucket}/{key}", self.endpoint))
+            .header("authorization", Self::AS_ADMIN)
+            .body(body)
+            .send()
+            .expect("put");
+        assert!(response.status().is_success());
+    }
+
+    fn get(&self, bucket: &str, key: &str) -> Vec<u8> {
+        reqwest::blocking::Client::new()
+            .get(format!("{}/{bucket}/{key}", self.endpoint))
+            .header("authorization", Self::AS_ADMIN)
+            .send()
+            .expect("get")
+            .bytes()
+            .expect("body")
+            .to_vec()
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `berth` with the S3 credentials in its environment, as an operator gives them.
+fn with_aws(mut cmd: Command) -> Command {
+    cmd.env("AWS_ACCESS_KEY_ID", KEY_ID)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET)
+        .env("AWS_REGION", "us-east-1");
+    cmd
+}
+
+fn serve(ctx: &TestContext, store: &Path, data: &Path, substituters: &str) -> ServeProcess {
+    let mut cmd = with_aws(ctx.berth());
+    cmd.env("BERTH_STORE", store)
+        .env("BERTH_SUBSTITUTERS", substituters)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--allow-local-sources",
+            "--data-dir",
+        ])
+        .arg(data);
+    ServeProcess::start(cmd)
+}
+
+fn all_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries {
+        let path = entry.expect("entry").path();
+        let meta = std::fs::symlink_metadata(&path).expect("lstat");
+        if meta.is_dir() {
+            all_files(&path, out);
+        } else if meta.is_file() {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn a_fleet_restores_from_s3_with_upstream_gone() {
+    let Some(moto) = Moto::start() else {
+        require_or_skip(
+            "moto_server",
+            "install `moto[server]` from PyPI (or set BERTH_MOTO_SERVER); .ci/run does",
+        );
+        return;
+    };
+    moto.create_bucket("fleet-cache");
+    let cache = format!("s3://fleet-cache/berth?endpoint={}", moto.endpoint);
+    let ctx = TestContext::new();
+    let review = ctx.repo("review");
+    review.copy_fixture("review", "");
+    review.commit("one");
+    review.tag("v1");
+    let mut output = String::new();
+
+    // Server A starts a conversation from upstream; its plugins are pushed to the bucket.
+    let (store_a, data_a) = (ctx.root.join("store-a"), ctx.root.join("data-a"));
+    let a = serve(&ctx, &store_a, &data_a, "");
+    let (status, body) =
+        a.post(&json!({"plugins": [{"source": "github:acme/review", "ref": "v1"}]}));
+    assert_eq!(status, 201, "{body}");
+    let created: Value = serde_json::from_str(&body).expect("JSON");
+    let lockfile = created["lockfile"].as_str().expect("lockfile").to_owned();
+    let id = created["id"].as_str().expect("id").to_owned();
+    let (_, set_a) = a.get(&format!("/api/conversations/{id}/plugin_set"));
+    a.stop();
+    let lock_path = data_a.join("conversations").join(&id).join("plugins.lock");
+    let pushed = with_aws(ctx.berth())
+        .env("BERTH_STORE", &store_a)
+        .args(["store", "push", &cache, "--lockfile"])
+        .arg(&lock_path)
+        .output()
+        .expect("push");
+    output.push_str(&String::from_utf8_lossy(&pushed.stderr));
+    assert!(pushed.status.success(), "{output}");
+    let keys = moto.keys("fleet-cache");
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert!(keys.iter().all(|k| k.starts_with("berth/")), "{keys:?}");
+
+    // Upstream is gone. Server B, empty store, restores the conversation from the bucket.
+    std::fs::remove_dir_all(&review.path).expect("upstream gone");
+    let (store_b, data_b) = (ctx.root.join("store-b"), ctx.root.join("data-b"));
+    let b = serve(&ctx, &store_b, &data_b, &cache);
+    let (status, body) = b.post(&json!({"lockfile": lockfile}));
+    assert_eq!(status, 201, "{body}");
+    let id_b = serde_json::from_str::<Value>(&body).expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let (_, set_b) = b.get(&format!("/api/conversations/{id_b}/plugin_set"));
+    b.stop();
+    assert_eq!(
+        set_b.replace(store_b.to_str().expect("utf-8"), "<store>"),
+        set_a.replace(store_a.to_str().expect("utf-8"), "<store>"),
+        "the same plugin set, but for where each store is"
+    );
+    let entries = |store: &Path| -> Vec<PathBuf> {
+        let mut e: Vec<PathBuf> = std::fs::read_dir(store.join("store-v1"))
+            .expect("entries")
+            .map(|d| d.expect("entry").path())
+            .collect();
+        e.sort();
+        e
+    };
+    let (ea, eb) = (entries(&store_a), entries(&store_b));
+    assert_eq!(ea.len(), 1);
+    assert_eq!(ea[0].file_name(), eb[0].file_name());
+    let mut files_a = Vec::new();
+    all_files(&ea[0], &mut files_a);
+    assert!(!files_a.is_empty());
+    for file in files_a {
+        let twin = eb[0].join(file.strip_prefix(&ea[0]).expect("inside"));
+        assert_eq!(
+            std::fs::read(&file).expect("a"),
+            std::fs::read(&twin).expect("b"),
+            "{}",
+            twin.display()
+        );
+    }
+
+    // An object altered in the bucket: refused, and the next substituter is used.
+    let nar_key = keys.iter().find(|k| k.contains("/nar/")).expect("a NAR");
+    let mut nar = moto.get("fleet-cache", nar_key);
+    let middle = nar.len() / 2;
+    nar[middle] ^= 0xff;
+    moto.put("fleet-cache", nar_key, nar);
+    let good = ctx.root.join("good-cache");
+    let pushed = with_aws(ctx.berth())
+        .env("BERTH_STORE", &store_a)
+        .args([
+            "store",
+            "push",
+            &format!("file://{}", good.display()),
+            "--lockfile",
+        ])
+        .arg(&lock_path)
+        .output()
+        .expect("push");
+    assert!(pushed.status.success());
+    std::fs::write(ctx.root.join("c.lock"), &lockfile).expect("write");
+    let store_c = ctx.root.join("store-c");
+    let synced = with_aws(ctx.berth())
+        .env("BERTH_STORE", &store_c)
+        .env(
+            "BERTH_SUBSTITUTERS",
+            format!("{cache} file://{}", good.display()),
+        )
+        .args(["plugins", "--lockfile"])
+        .arg(ctx.root.join("c.lock"))
+        .args(["sync", "--frozen"])
+        .output()
+        .expect("sync");
+    let stderr = String::from_utf8_lossy(&synced.stderr).into_owned();
+    output.push_str(&stderr);
+    assert!(synced.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("cache `{cache}`")), "{stderr}");
+    assert!(
+        stderr.contains("Substituted review from file://"),
+        "{stderr}"
+    );
+
+    // The credentials are in no file berth wrote and in nothing it printed.
+    let mut files = Vec::new();
+    all_files(&ctx.root, &mut files);
+    for file in files {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains(SECRET) && !text.contains(KEY_ID),
+            "a credential in {}",
+            file.display()
+        );
+    }
+    assert!(
+        !output.contains(SECRET) && !output.contains(KEY_ID),
+        "{output}"
+    );
+    // Nor does any object in the bucket.
+    for key in moto.keys("fleet-cache") {
+        let body = moto.get("fleet-cache", &key);
+        let text = String::from_utf8_lossy(&body);
+        assert!(!text.contains(SECRET) && !text.contains(KEY_ID), "{key}");
+    }
+}
