@@ -397,3 +397,157 @@ fn verify_repair_restores_a_corrupt_entry_from_the_cache() {
         "tampered\n"
     );
 }
+
+#[test]
+fn signed_narinfos_are_required_when_keys_are_trusted_and_nix_signs_alike() {
+    use std::os::unix::fs::PermissionsExt;
+    let (ctx, _review) = pushed_project();
+    let key = ctx.root.join("cache.key");
+    let key_arg = key.to_str().expect("utf-8");
+    let public = ctx
+        .ok(&[
+            "store",
+            "sign-key",
+            "generate",
+            "berth-test-1",
+            "--secret-key-file",
+            key_arg,
+        ])
+        .stdout
+        .trim()
+        .to_owned();
+    assert!(public.starts_with("berth-test-1:"), "{public}");
+    let mode = std::fs::metadata(&key)
+        .expect("key file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // The key file is never overwritten.
+    let again = ctx.run(&[
+        "store",
+        "sign-key",
+        "generate",
+        "x",
+        "--secret-key-file",
+        key_arg,
+    ]);
+    assert_eq!(again.code, 1, "{}", again.stderr);
+    let signed = ctx.root.join("signed");
+    ctx.ok(&["store", "push", &cache_url(&signed), "--sign-key", key_arg]);
+    let unsigned = ctx.root.join("unsigned");
+    ctx.ok(&["store", "push", &cache_url(&unsigned)]);
+    let files = files_under(&signed);
+    let (info_name, _) = cache_files(&files);
+    let narinfo = std::fs::read_to_string(signed.join(info_name)).expect("narinfo");
+    let sig = narinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("Sig: "))
+        .expect("a Sig line")
+        .to_owned();
+    assert!(sig.starts_with("berth-test-1:"), "{narinfo}");
+
+    let other_key = ctx.root.join("other.key");
+    let other = ctx
+        .ok(&[
+            "store",
+            "sign-key",
+            "generate",
+            "berth-test-1",
+            "--secret-key-file",
+            other_key.to_str().expect("utf-8"),
+        ])
+        .stdout
+        .trim()
+        .to_owned();
+    for (n, (cache, trusted, substituted)) in [
+        (&signed, &public, true),
+        (&signed, &other, false),
+        (&unsigned, &public, false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let store = ctx.root.join(format!("store-{n}"));
+        let out = other_store(&ctx, &store)
+            .args([
+                "--substituter",
+                &cache_url(cache),
+                "--trusted-public-key",
+                trusted,
+            ])
+            .args(["plugins", "sync", "--frozen"])
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert_eq!(
+            stderr.contains("Substituted review"),
+            substituted,
+            "{n}: {stderr}"
+        );
+        if !substituted {
+            assert!(
+                stderr.contains("no valid signature by a trusted key")
+                    && stderr.contains("Added review"),
+                "{n}: {stderr}"
+            );
+        }
+    }
+
+    // Nix reads berth's key and makes the same signature over the same narinfo.
+    let Some(converted) = Command::new("nix")
+        .args([
+            "--extra-experimental-features",
+            "nix-command",
+            "key",
+            "convert-secret-to-public",
+        ])
+        .stdin(std::fs::File::open(&key).expect("key"))
+        .env("HOME", &ctx.home)
+        .output()
+        .ok()
+    else {
+        require_or_skip("nix", "install it with `apt-get install nix-bin`");
+        return;
+    };
+    assert!(
+        converted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&converted.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&converted.stdout).trim(), public);
+    let store_path = ctx
+        .ok(&["store", "path", "review"])
+        .stdout
+        .trim()
+        .to_owned();
+    let by_nix = ctx.root.join("by-nix");
+    common::copy_tree(&unsigned, &by_nix);
+    let out = Command::new("nix")
+        .args([
+            "--extra-experimental-features",
+            "nix-command",
+            "store",
+            "sign",
+        ])
+        .args([
+            "--store",
+            &cache_url(&by_nix),
+            "--key-file",
+            key_arg,
+            &store_path,
+        ])
+        .env("HOME", &ctx.home)
+        .output()
+        .expect("nix store sign");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let nix_info = std::fs::read_to_string(by_nix.join(info_name)).expect("narinfo");
+    assert!(
+        nix_info.contains(&format!("Sig: {sig}")),
+        "berth: {sig}\nnix:\n{nix_info}"
+    );
+}

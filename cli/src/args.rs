@@ -67,6 +67,19 @@ pub struct Cli {
     )]
     pub substituters: Vec<String>,
 
+    /// Use a substituter's plugin only when its narinfo is signed by this key
+    /// (`NAME:BASE64`, as `berth store sign-key generate` prints it); repeatable.
+    /// $BERTH_TRUSTED_PUBLIC_KEYS holds several, space-separated
+    #[arg(
+        long = "trusted-public-key",
+        value_name = "KEY",
+        global = true,
+        env = "BERTH_TRUSTED_PUBLIC_KEYS",
+        value_delimiter = ' ',
+        help_heading = "Global options"
+    )]
+    pub trusted_public_keys: Vec<String>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -164,11 +177,37 @@ pub enum StoreCommand {
     #[command(verbatim_doc_comment)]
     Push(StorePushArgs),
 
+    /// Make a signing key for `store push --sign-key`
+    ///
+    /// Writes the secret key (Nix's format, `NAME:BASE64`, readable only by you) to
+    /// `--secret-key-file` and prints the public key, which readers pass to
+    /// `--trusted-public-key` (or Nix to `trusted-public-keys`).
+    ///
+    ///   berth store sign-key generate cache.example.org-1 --secret-key-file ~/.config/berth/cache.key
+    #[command(subcommand, verbatim_doc_comment)]
+    SignKey(SignKeyCommand),
+
     /// Print the Nix store path of a locked plugin
     ///
     /// The path Nix gives the plugin folder as a fixed-output source
     /// (`nix-store --add-fixed --recursive sha256`), which names it in binary caches.
     Path(StorePathArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SignKeyCommand {
+    /// Generate a key pair: the secret key to a file, the public key to stdout
+    Generate(SignKeyGenerateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SignKeyGenerateArgs {
+    /// The key's name (by convention the cache's host and a number: `cache.example.org-1`)
+    pub name: String,
+
+    /// Where to write the secret key (must not exist)
+    #[arg(long, value_name = "FILE")]
+    pub secret_key_file: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -189,6 +228,11 @@ pub struct StorePushArgs {
     /// Push every entry in the store
     #[arg(long)]
     pub all: bool,
+
+    /// Sign each narinfo with this secret key file (`berth store sign-key generate`, or
+    /// `nix key generate-secret`)
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -101,7 +101,7 @@ impl Context {
             github_url,
             home_dir,
             index_url: project.index_url.clone(),
-            substituters: open_substituters(&cli.substituters)?,
+            substituters: open_substituters(cli)?,
         })
     }
 
@@ -328,17 +328,26 @@ impl std::fmt::Display for Exit {
 
 impl std::error::Error for Exit {}
 
-/// Opens the binary caches named by `--substituter` / `$BERTH_SUBSTITUTERS` (empty
-/// words are skipped, so extra spaces do no harm).
-pub fn open_substituters(
-    urls: &[String],
-) -> Result<Vec<std::sync::Arc<berth_resolver::cache::Cache>>> {
-    urls.iter()
+/// Opens the binary caches named by `--substituter` / `$BERTH_SUBSTITUTERS`, each
+/// requiring a signature by one of `--trusted-public-key` when any is given (empty words
+/// are skipped, so extra spaces do no harm).
+pub fn open_substituters(cli: &Cli) -> Result<Vec<std::sync::Arc<berth_resolver::cache::Cache>>> {
+    let keys = cli
+        .trusted_public_keys
+        .iter()
+        .filter(|k| !k.trim().is_empty())
+        .map(|k| {
+            berth_resolver::cache::PublicKey::parse(k)
+                .context("in `--trusted-public-key` / `$BERTH_TRUSTED_PUBLIC_KEYS`")
+        })
+        .collect::<Result<Vec<_>>>()?;
+    cli.substituters
+        .iter()
         .filter(|u| !u.trim().is_empty())
         .map(|u| {
             berth_resolver::cache::Cache::open(u.trim())
-                .map(std::sync::Arc::new)
-                .with_context(|| "in `--substituter` / `$BERTH_SUBSTITUTERS`".to_owned())
+                .map(|c| std::sync::Arc::new(c.with_trusted_keys(keys.clone())))
+                .context("in `--substituter` / `$BERTH_SUBSTITUTERS`")
         })
         .collect()
 }

@@ -66,7 +66,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         max_skills: args.max_skills,
         index_url: args.index_url.clone(),
         archive_limits: berth_resolver::ArchiveLimits::from_env()?,
-        substituters: crate::context::open_substituters(&cli.substituters)?,
+        substituters: crate::context::open_substituters(cli)?,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

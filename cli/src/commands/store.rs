@@ -7,7 +7,9 @@ use berth_server::LiveRoots;
 use berth_store::{EntryStatus, Store, format_size};
 use serde_json::json;
 
-use crate::args::{Cli, GcArgs, StoreArgs, StoreCommand, StorePushArgs, StoreVerifyArgs};
+use crate::args::{
+    Cli, GcArgs, SignKeyCommand, StoreArgs, StoreCommand, StorePushArgs, StoreVerifyArgs,
+};
 use crate::context::{Exit, default_store_root};
 use crate::printer::Printer;
 
@@ -25,10 +27,24 @@ pub fn run(cli: &Cli, args: &StoreArgs, printer: Printer) -> Result<()> {
             &store,
             args,
             &printer,
-            &crate::context::open_substituters(&cli.substituters)?,
+            &crate::context::open_substituters(cli)?,
         ),
         StoreCommand::Gc(args) => gc(&store, args, &printer),
         StoreCommand::Push(args) => push(&store, args, &printer),
+        StoreCommand::SignKey(SignKeyCommand::Generate(args)) => {
+            let key = berth_resolver::cache::SecretKey::generate(&args.name)?;
+            let mut file = std::fs::OpenOptions::new();
+            std::os::unix::fs::OpenOptionsExt::mode(file.write(true).create_new(true), 0o600);
+            let mut out = file.open(&args.secret_key_file).map_err(|e| {
+                anyhow::anyhow!(
+                    "could not create `{}`: {e} (it must not exist yet)",
+                    args.secret_key_file.display()
+                )
+            })?;
+            std::io::Write::write_all(&mut out, key.to_text().as_bytes())?;
+            printer.data(&format!("{}\n", key.public().to_text()));
+            Ok(())
+        }
         StoreCommand::Path(args) => {
             let lock = read_lock(&args.lockfile)?;
             let plugin = lock
@@ -64,6 +80,12 @@ fn read_lock(path: &std::path::Path) -> Result<berth_lockfile_schema::Lock> {
 /// `berth store push`: the lock's plugins (each must be in the store) or every entry.
 fn push(store: &Store, args: &StorePushArgs, printer: &Printer) -> Result<()> {
     let cache = berth_resolver::cache::Cache::open(&args.dest)?;
+    let key = match &args.sign_key {
+        Some(path) => Some(berth_resolver::cache::SecretKey::parse(
+            &fs_err::read_to_string(path)?,
+        )?),
+        None => None,
+    };
     let mut wanted: Vec<(berth_lockfile_schema::Sha256Hash, String)> = Vec::new();
     if args.all {
         wanted.extend(store.entry_names()?.iter().filter_map(|f| parse_entry(f)));
@@ -81,7 +103,7 @@ fn push(store: &Store, args: &StorePushArgs, printer: &Printer) -> Result<()> {
                 store.entry_path(hash, name).display()
             );
         };
-        match cache.push(&entry.path, hash, name)? {
+        match cache.push(&entry.path, hash, name, key.as_ref())? {
             berth_resolver::cache::Pushed::AlreadyThere => {
                 present += 1;
             }

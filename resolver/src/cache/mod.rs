@@ -10,6 +10,9 @@
 
 mod file;
 mod s3;
+mod sign;
+
+pub use sign::{KeyError, PublicKey, SecretKey};
 
 use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -99,6 +102,8 @@ trait Backend: Send + Sync {
 pub struct Cache {
     label: String,
     backend: Box<dyn Backend>,
+    /// When not empty, a narinfo must carry a signature by one of these.
+    trusted: Vec<PublicKey>,
 }
 
 impl std::fmt::Debug for Cache {
@@ -165,7 +170,15 @@ impl Cache {
         Ok(Self {
             label: url.to_owned(),
             backend,
+            trusted: Vec::new(),
         })
+    }
+
+    /// Requires a signature by one of `keys` on every narinfo used (none: any is used,
+    /// since a substituted entry is checked against the lock anyway).
+    pub fn with_trusted_keys(mut self, keys: Vec<PublicKey>) -> Self {
+        self.trusted = keys;
+        self
     }
 
     /// Whether reading the cache needs no network.
@@ -188,7 +201,13 @@ impl Cache {
     /// Uploads the store entry at `entry` (whose NAR hash is `hash`) as plugin `name`: the
     /// NAR first, the narinfo last. An entry whose narinfo is already there is skipped.
     /// The entry is serialised afresh and must still hash to `hash`.
-    pub fn push(&self, entry: &Path, hash: &Sha256Hash, name: &str) -> Result<Pushed, CacheError> {
+    pub fn push(
+        &self,
+        entry: &Path,
+        hash: &Sha256Hash,
+        name: &str,
+        key: Option<&SecretKey>,
+    ) -> Result<Pushed, CacheError> {
         let store_path = nix_store_path(hash, name);
         let info_key = NarInfo::file_name(&store_path);
         if self.backend.exists(&info_key).map_err(|e| self.io(e))? {
@@ -239,7 +258,7 @@ impl Cache {
                 .put_file(&url, nar_file.path())
                 .map_err(|e| self.io(e))?;
         }
-        let info = NarInfo {
+        let mut info = NarInfo {
             store_path,
             url,
             compression,
@@ -251,6 +270,10 @@ impl Cache {
             ca: Some(NarInfo::recursive_ca(&nar_hash)),
             sigs: Vec::new(),
         };
+        if let Some(key) = key {
+            let sig = key.sign(&info);
+            info.sigs.push(sig);
+        }
         let mut tmp = tempfile::NamedTempFile::new_in(&scratch).map_err(|e| self.io(e))?;
         tmp.write_all(info.render().as_bytes())
             .map_err(|e| self.io(e))?;
@@ -305,6 +328,11 @@ impl Cache {
                 info.nar_hash.to_sri(),
                 hash.to_sri()
             )));
+        }
+        if !self.trusted.is_empty() && !self.trusted.iter().any(|k| k.signed(&info)) {
+            return Err(mismatch(
+                "has no valid signature by a trusted key (`--trusted-public-key`)".into(),
+            ));
         }
         let Some(nar) = self.backend.open(&info.url).map_err(|e| self.io(e))? else {
             return Err(mismatch(format!("names `{}`, which is missing", info.url)));
