@@ -551,3 +551,109 @@ fn signed_narinfos_are_required_when_keys_are_trusted_and_nix_signs_alike() {
         "berth: {sig}\nnix:\n{nix_info}"
     );
 }
+
+#[test]
+fn an_http_cache_is_read_only_and_substitutes() {
+    let (ctx, review) = pushed_project();
+    let cache = ctx.root.join("cache");
+    ctx.ok(&["store", "push", &cache_url(&cache)]);
+    let server = common::FileServer::start(&cache, None);
+    let url = server.url("");
+    let refused = ctx.run(&["store", "push", &url]);
+    assert_eq!(refused.code, 1);
+    assert!(refused.stderr.contains("read-only"), "{}", refused.stderr);
+    std::fs::remove_dir_all(&review.path).expect("upstream gone");
+    let store = ctx.root.join("store-b");
+    let out = other_store(&ctx, &store)
+        .args(["--substituter", &url, "plugins", "sync", "--frozen"])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Substituted review from http://127.0.0.1:"),
+        "{stderr}"
+    );
+    // `--offline` does not use a cache that needs the network.
+    let store = ctx.root.join("store-c");
+    let out = other_store(&ctx, &store)
+        .args([
+            "--substituter",
+            &url,
+            "plugins",
+            "sync",
+            "--frozen",
+            "--offline",
+        ])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("Substituted"));
+}
+
+#[test]
+fn berth_substitutes_from_a_cache_nix_itself_filled() {
+    let (ctx, review) = pushed_project();
+    // Nix adds the same folder to a store of its own and copies it to a cache, compressed
+    // with xz as `nix copy` does by default.
+    let folder = ctx.root.join("add").join("review");
+    std::fs::create_dir_all(folder.parent().expect("parent")).expect("mkdir");
+    common::copy_tree(&entry_dirs(&ctx.store)[0], &folder);
+    let nix_store = format!("local?root={}", ctx.root.join("nix-root").display());
+    let Ok(added) = Command::new("nix-store")
+        .args([
+            "--store",
+            &nix_store,
+            "--add-fixed",
+            "--recursive",
+            "sha256",
+        ])
+        .arg(&folder)
+        .env("HOME", &ctx.home)
+        .output()
+    else {
+        require_or_skip("nix", "install it with `apt-get install nix-bin`");
+        return;
+    };
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let path = String::from_utf8_lossy(&added.stdout).trim().to_owned();
+    let cache = ctx.root.join("nix-cache");
+    let copied = Command::new("nix")
+        .args(["--extra-experimental-features", "nix-command", "copy"])
+        .args(["--from", &nix_store, "--to", &cache_url(&cache), &path])
+        .env("HOME", &ctx.home)
+        .output()
+        .expect("nix copy");
+    assert!(
+        copied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&copied.stderr)
+    );
+    assert!(
+        files_under(&cache).iter().any(|f| f.ends_with(".nar.xz")),
+        "{:?}",
+        files_under(&cache)
+    );
+    std::fs::remove_dir_all(&review.path).expect("upstream gone");
+    let store = ctx.root.join("store-b");
+    let out = other_store(&ctx, &store)
+        .args([
+            "--substituter",
+            &cache_url(&cache),
+            "plugins",
+            "sync",
+            "--frozen",
+        ])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Substituted review from file://"),
+        "{stderr}"
+    );
+}

@@ -1,31 +1,37 @@
-//! Unpacking a NAR stream from a binary cache: hostile input. Every name is checked (not
-//! empty, `.`, `..`, no `/` or NUL, not git's own folder, strictly increasing within a
-//! folder as NAR requires), every length is bounded before anything is allocated, padding
-//! must be zero, nothing may follow the archive, symlinks are created as links and never
-//! followed, and files are only ever created new inside folders the unpacker made itself.
-//! The NAR's sha256 is computed over exactly the bytes read, so the caller compares it with
+//! Unpacking a NAR stream, such as one a binary cache serves: hostile input. Every name is
+//! checked (not empty, `.` or `..`, no `/` or NUL, not git's own folder, bounded, strictly
+//! increasing within a folder as NAR requires), every length read is bounded before
+//! anything is allocated for it, padding must be zero and nothing may follow the archive.
+//! Symlinks are created as links and never followed, and files and folders are only ever
+//! created new, inside folders this unpacker made itself, so nothing is written outside
+//! the destination.
+//!
+//! The NAR's sha256 is computed over exactly the bytes read, in one pass: for an accepted
+//! archive it equals [`crate::hash_path`] of the tree written, so a caller compares it with
 //! the lock.
 
-use std::fs::OpenOptions;
-use std::io::{self, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 use berth_lockfile_schema::Sha256Hash;
+use fs_err::os::unix::fs::OpenOptionsExt;
 use sha2::{Digest, Sha256};
 
 use crate::nar::is_git_name;
 
-/// Bounds on what a NAR may make.
+/// Bounds on what a NAR may make. The defaults are generous for a plugin yet stop an
+/// archive bomb long before the disk fills.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UnpackLimits {
     /// Bytes of all file contents together.
     pub max_total_bytes: u64,
     /// Bytes of one file.
     pub max_file_bytes: u64,
-    /// Files, folders and links.
+    /// Files, folders and links, the root included.
     pub max_entries: u64,
-    /// Folder depth.
+    /// Folders above a node (the root is at depth 0).
     pub max_depth: usize,
     /// Bytes of one name.
     pub max_name_len: usize,
@@ -55,95 +61,361 @@ pub struct Unpacked {
     pub nar_size: u64,
 }
 
-/// Why a NAR was refused. The caller removes what was written so far.
+/// Why a NAR was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum NarUnpackError {
-    /// Reading the stream or writing the tree failed.
+    /// Creating or writing the tree failed (the message carries the path).
     #[error(transparent)]
     Io(#[from] io::Error),
+    /// Reading the stream failed.
+    #[error("reading the NAR failed at byte {offset}")]
+    Read {
+        /// Bytes read before the failure.
+        offset: u64,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
     /// Not a well-formed NAR.
-    #[error("not a valid NAR: {what} at byte {offset}")]
+    #[error("not a NAR: {what} at byte {offset}")]
     Malformed {
-        /// Where.
+        /// Where the offending item starts.
         offset: u64,
         /// What was wrong.
         what: String,
     },
-    /// An entry name that could escape the folder or that berth refuses.
-    #[error("the NAR has an entry `{path}` that is refused: {why}")]
+    /// An entry whose name (or symlink target) could escape the folder, or that berth
+    /// refuses.
+    #[error("the NAR holds an entry `{path}` that berth refuses: {why}")]
     BadName {
-        /// The entry's path so far.
+        /// The entry's path inside the archive (`.` for the root).
         path: String,
         /// Why.
         why: &'static str,
     },
-    /// Over a limit.
-    #[error("the NAR is too large: {what} over the limit of {limit}")]
+    /// Over one of the [`UnpackLimits`].
+    #[error("the NAR is too large: {what} (the limit is `{limit}`)")]
     TooLarge {
-        /// What.
-        what: &'static str,
+        /// What is over the limit, with its value and where.
+        what: String,
         /// The limit.
         limit: u64,
     },
 }
 
-/// Unpacks the NAR read from `reader` at `dest` (which must not exist) and returns its
-/// hash and size. On an error, `dest` may hold a partial tree: the caller removes it (its
-/// staging folder does so when dropped).
+/// Unpacks the NAR read from `reader` at `dest` and returns its hash and size.
+///
+/// `dest` must not exist: `unpack` creates it as a folder, file or symlink, whatever the
+/// archive's root is, and refuses (`NarUnpackError::Io`, already exists) to unpack over
+/// anything, leaving it alone. Files are written `0o755` when executable, `0o644`
+/// otherwise, and folders `0o755` (less the umask); making them read-only is the store's
+/// job.
+///
+/// On any error after `dest` was created, `unpack` removes it itself, best effort: should
+/// that removal fail too (logged at debug level), a partial tree may remain at `dest`, so a
+/// caller should unpack into a staging folder it removes on failure anyway.
 pub fn unpack(
     reader: impl Read,
     dest: &Path,
     limits: &UnpackLimits,
 ) -> Result<Unpacked, NarUnpackError> {
     let mut nar = Reader {
-        inner: reader,
+        inner: BufReader::with_capacity(64 * 1024, reader),
         hasher: Sha256::new(),
         offset: 0,
         limits: *limits,
         total: 0,
         entries: 0,
+        made_dest: false,
     };
-    nar.expect_str(b"nix-archive-1")?;
-    nar.node(dest, "", 0)?;
-    // Nothing may follow the archive.
-    let mut extra = [0u8; 1];
-    if nar.inner.read(&mut extra)? != 0 {
-        return Err(nar.malformed("data after the end of the archive"));
+    let result = nar.archive(dest);
+    if result.is_err()
+        && nar.made_dest
+        && let Err(e) = crate::remove_tree(dest)
+    {
+        tracing::debug!(
+            "could not remove the partly unpacked `{}`: {e}",
+            dest.display()
+        );
     }
+    result?;
     Ok(Unpacked {
         nar_hash: Sha256Hash::from_bytes(nar.hasher.finalize().into()),
         nar_size: nar.offset,
     })
 }
 
+/// The longest tag the format has (`nix-archive-1`), with room to quote a wrong one.
+const MAX_TAG: u64 = 32;
+
+/// A folder being unpacked whose `)` has not been read yet.
+struct OpenDir {
+    path: PathBuf,
+    /// The path inside the archive, for messages (empty for the root).
+    shown: String,
+    previous: Option<Vec<u8>>,
+}
+
+/// How a node began: a folder stays open for its entries, anything else is complete.
+enum Begun {
+    Dir(OpenDir),
+    Done,
+}
+
 struct Reader<R> {
-    inner: R,
+    inner: BufReader<R>,
     hasher: Sha256,
+    /// Bytes read (and hashed) so far.
     offset: u64,
     limits: UnpackLimits,
+    /// Bytes of file contents so far.
     total: u64,
     entries: u64,
+    /// Whether the root was created, so that an error removes it.
+    made_dest: bool,
 }
 
 impl<R: Read> Reader<R> {
-    fn malformed(&self, what: impl Into<String>) -> NarUnpackError {
-        NarUnpackError::Malformed {
-            offset: self.offset,
-            what: what.into(),
+    /// The whole archive, its root at `dest`. Folders are tracked on a stack rather than by
+    /// recursion, so the depth limit, not the thread's stack, decides how deep a NAR goes.
+    fn archive(&mut self, dest: &Path) -> Result<(), NarUnpackError> {
+        self.expect(b"nix-archive-1")?;
+        let mut open = Vec::new();
+        if let Begun::Dir(root) = self.begin_node(dest, String::new(), 0)? {
+            open.push(root);
+        }
+        while let Some(dir) = open.last_mut() {
+            let at = self.offset;
+            match self.tag()?.as_slice() {
+                b"entry" => {}
+                b")" => {
+                    open.pop();
+                    if !open.is_empty() {
+                        // The `)` of the entry holding the folder just closed.
+                        self.expect(b")")?;
+                    }
+                    continue;
+                }
+                other => {
+                    return Err(malformed(
+                        at,
+                        format!("expected `entry` or `)`, found `{}`", shown_tag(other)),
+                    ));
+                }
+            }
+            self.expect(b"(")?;
+            self.expect(b"name")?;
+            let name = self.name(&dir.shown)?;
+            let shown = child_shown(&dir.shown, &name);
+            check_name(&name, &shown)?;
+            if dir.previous.as_ref().is_some_and(|p| *p >= name) {
+                return Err(NarUnpackError::BadName {
+                    path: shown,
+                    why: "names in a folder must be sorted and unique",
+                });
+            }
+            let path = dir.path.join(std::ffi::OsStr::from_bytes(&name));
+            dir.previous = Some(name);
+            self.expect(b"node")?;
+            match self.begin_node(&path, shown, open.len())? {
+                Begun::Dir(child) => open.push(child),
+                Begun::Done => self.expect(b")")?,
+            }
+        }
+        // Nothing may follow the archive.
+        let at = self.offset;
+        if !self.fill_buf()?.is_empty() {
+            return Err(malformed(at, "data after the end of the archive"));
+        }
+        Ok(())
+    }
+
+    /// `( type …` at `path`, `depth` folders down: a file or symlink up to its `)`, or a
+    /// folder up to its first entry.
+    fn begin_node(
+        &mut self,
+        path: &Path,
+        shown: String,
+        depth: usize,
+    ) -> Result<Begun, NarUnpackError> {
+        if depth > self.limits.max_depth {
+            return Err(NarUnpackError::TooLarge {
+                what: format!("`{shown}` is {depth} folders deep"),
+                limit: self.limits.max_depth as u64,
+            });
+        }
+        self.entries += 1;
+        if self.entries > self.limits.max_entries {
+            return Err(NarUnpackError::TooLarge {
+                what: format!(
+                    "more than {} entries, by `{shown}`",
+                    self.limits.max_entries
+                ),
+                limit: self.limits.max_entries,
+            });
+        }
+        self.expect(b"(")?;
+        self.expect(b"type")?;
+        let at = self.offset;
+        match self.tag()?.as_slice() {
+            b"regular" => {
+                self.regular(path, &shown, depth == 0)?;
+                Ok(Begun::Done)
+            }
+            b"symlink" => {
+                self.symlink(path, &shown, depth == 0)?;
+                Ok(Begun::Done)
+            }
+            b"directory" => {
+                fs_err::create_dir(path)?;
+                self.made_dest |= depth == 0;
+                Ok(Begun::Dir(OpenDir {
+                    path: path.to_owned(),
+                    shown,
+                    previous: None,
+                }))
+            }
+            other => Err(malformed(
+                at,
+                format!("unknown node type `{}`", shown_tag(other)),
+            )),
         }
     }
 
-    fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), NarUnpackError> {
-        match self.inner.read_exact(buf) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                return Err(self.malformed("unexpected end"));
-            }
-            Err(e) => return Err(e.into()),
+    /// The rest of a regular file: `[executable ""] contents <data> )`.
+    fn regular(&mut self, path: &Path, shown: &str, is_root: bool) -> Result<(), NarUnpackError> {
+        let mut at = self.offset;
+        let mut tag = self.tag()?;
+        let executable = tag == b"executable";
+        if executable {
+            self.expect(b"")?;
+            at = self.offset;
+            tag = self.tag()?;
         }
-        self.hasher.update(&*buf);
-        self.offset += buf.len() as u64;
+        if tag != b"contents" {
+            return Err(malformed(
+                at,
+                format!("expected `contents`, found `{}`", shown_tag(&tag)),
+            ));
+        }
+        let len = self.u64()?;
+        if len > self.limits.max_file_bytes {
+            return Err(NarUnpackError::TooLarge {
+                what: format!("file `{}` holds {len} bytes", at_root(shown)),
+                limit: self.limits.max_file_bytes,
+            });
+        }
+        self.total = self.total.saturating_add(len);
+        if self.total > self.limits.max_total_bytes {
+            return Err(NarUnpackError::TooLarge {
+                what: format!(
+                    "the files hold {} bytes together, by `{}`",
+                    self.total,
+                    at_root(shown)
+                ),
+                limit: self.limits.max_total_bytes,
+            });
+        }
+        let mode = if executable { 0o755 } else { 0o644 };
+        // A new file in a folder this unpacker made: never through a link, never over
+        // anything.
+        let mut file = fs_err::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(path)?;
+        self.made_dest |= is_root;
+        if executable {
+            // The umask must not take away the owner's execute bit: the hash counts it.
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
+        self.copy_contents(len, &mut file)?;
+        self.padding(len)?;
+        self.expect(b")")
+    }
+
+    /// The rest of a symlink: `target <target> )`.
+    fn symlink(&mut self, path: &Path, shown: &str, is_root: bool) -> Result<(), NarUnpackError> {
+        self.expect(b"target")?;
+        let len = self.u64()?;
+        if len > self.limits.max_target_len as u64 {
+            return Err(NarUnpackError::TooLarge {
+                what: format!(
+                    "the target of symlink `{}` is {len} bytes long",
+                    at_root(shown)
+                ),
+                limit: self.limits.max_target_len as u64,
+            });
+        }
+        let target = self.string_body(len)?;
+        // Any other target is kept as it is (absolute, or with `..`): it is never followed
+        // here, and the runtime refuses to read through links that leave the plugin.
+        if target.is_empty() || target.contains(&0) {
+            return Err(NarUnpackError::BadName {
+                path: at_root(shown).to_owned(),
+                why: "a symlink target that is empty or holds NUL",
+            });
+        }
+        fs_err::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&target), path)?;
+        self.made_dest |= is_root;
+        self.expect(b")")
+    }
+
+    /// An entry's name, bounded before it is read.
+    fn name(&mut self, folder: &str) -> Result<Vec<u8>, NarUnpackError> {
+        let len = self.u64()?;
+        if len > self.limits.max_name_len as u64 {
+            return Err(NarUnpackError::TooLarge {
+                what: format!("a name in `{}` is {len} bytes long", at_root(folder)),
+                limit: self.limits.max_name_len as u64,
+            });
+        }
+        self.string_body(len)
+    }
+
+    /// A string of at most [`MAX_TAG`] bytes: the format's own words.
+    fn tag(&mut self) -> Result<Vec<u8>, NarUnpackError> {
+        let at = self.offset;
+        let len = self.u64()?;
+        if len > MAX_TAG {
+            return Err(malformed(
+                at,
+                format!("a string of {len} bytes where a NAR has a short word"),
+            ));
+        }
+        self.string_body(len)
+    }
+
+    /// The string `want`.
+    fn expect(&mut self, want: &[u8]) -> Result<(), NarUnpackError> {
+        let at = self.offset;
+        let got = self.tag()?;
+        if got != want {
+            return Err(malformed(
+                at,
+                format!(
+                    "expected `{}`, found `{}`",
+                    String::from_utf8_lossy(want),
+                    shown_tag(&got)
+                ),
+            ));
+        }
         Ok(())
+    }
+
+    /// The `len` bytes of a string (already bounded by the caller) and their padding.
+    fn string_body(&mut self, len: u64) -> Result<Vec<u8>, NarUnpackError> {
+        let len_usize = usize::try_from(len).map_err(|_| {
+            malformed(
+                self.offset,
+                format!("a string of {len} bytes, too long here"),
+            )
+        })?;
+        let mut buf = vec![0u8; len_usize];
+        self.read_exact(&mut buf)?;
+        self.padding(len)?;
+        Ok(buf)
     }
 
     fn u64(&mut self) -> Result<u64, NarUnpackError> {
@@ -152,230 +424,274 @@ impl<R: Read> Reader<R> {
         Ok(u64::from_le_bytes(buf))
     }
 
+    /// The zeros that pad a string of `len` bytes to a multiple of 8.
     fn padding(&mut self, len: u64) -> Result<(), NarUnpackError> {
+        let at = self.offset;
         let pad = usize::try_from((8 - len % 8) % 8).expect("under 8");
         let mut buf = [0u8; 8];
         self.read_exact(&mut buf[..pad])?;
         if buf[..pad].iter().any(|&b| b != 0) {
-            return Err(self.malformed("non-zero padding"));
+            return Err(malformed(at, "non-zero padding"));
         }
         Ok(())
     }
 
-    /// A string of at most `max` bytes.
-    fn bytes(&mut self, max: usize) -> Result<Vec<u8>, NarUnpackError> {
-        let len = self.u64()?;
-        if len > max as u64 {
-            return Err(self.malformed(format!("a string of {len} bytes (at most {max} expected)")));
+    /// Fills `buf` from the stream, hashing what was read.
+    fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), NarUnpackError> {
+        match self.inner.read_exact(buf) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                return Err(malformed(self.offset, "the archive ends early"));
+            }
+            Err(source) => {
+                return Err(NarUnpackError::Read {
+                    offset: self.offset,
+                    source,
+                });
+            }
         }
-        let mut buf = vec![0u8; usize::try_from(len).expect("bounded by max")];
-        self.read_exact(&mut buf)?;
-        self.padding(len)?;
-        Ok(buf)
-    }
-
-    fn expect_str(&mut self, want: &[u8]) -> Result<(), NarUnpackError> {
-        let got = self.bytes(want.len().max(16))?;
-        if got != want {
-            return Err(self.malformed(format!(
-                "expected `{}`, found `{}`",
-                String::from_utf8_lossy(want),
-                String::from_utf8_lossy(&got)
-            )));
-        }
+        self.hasher.update(&*buf);
+        self.offset += buf.len() as u64;
         Ok(())
     }
 
-    fn count_entry(&mut self) -> Result<(), NarUnpackError> {
-        self.entries += 1;
-        if self.entries > self.limits.max_entries {
-            return Err(NarUnpackError::TooLarge {
-                what: "entries",
-                limit: self.limits.max_entries,
-            });
-        }
-        Ok(())
-    }
-
-    /// `( type … )` at `path` (`shown`: its path inside the archive, for messages).
-    fn node(&mut self, path: &Path, shown: &str, depth: usize) -> Result<(), NarUnpackError> {
-        if depth > self.limits.max_depth {
-            return Err(NarUnpackError::TooLarge {
-                what: "folder depth",
-                limit: self.limits.max_depth as u64,
-            });
-        }
-        self.count_entry()?;
-        self.expect_str(b"(")?;
-        self.expect_str(b"type")?;
-        let kind = self.bytes(16)?;
-        match kind.as_slice() {
-            b"regular" => self.regular(path)?,
-            b"symlink" => {
-                self.expect_str(b"target")?;
-                let target = self.bytes(self.limits.max_target_len)?;
-                if target.is_empty() || target.contains(&0) {
-                    return Err(NarUnpackError::BadName {
-                        path: shown.to_owned(),
-                        why: "a symlink target that is empty or holds NUL",
-                    });
-                }
-                use std::os::unix::ffi::OsStrExt;
-                std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&target), path)
-                    .map_err(|e| io_at(e, path))?;
-                self.expect_str(b")")?;
-            }
-            b"directory" => {
-                fs_err::create_dir(path)?;
-                let mut previous: Option<Vec<u8>> = None;
-                loop {
-                    let tag = self.bytes(16)?;
-                    match tag.as_slice() {
-                        b")" => break,
-                        b"entry" => {}
-                        _ => return Err(self.malformed("expected `entry` or `)`")),
-                    }
-                    self.expect_str(b"(")?;
-                    self.expect_str(b"name")?;
-                    let name = self.bytes(self.limits.max_name_len)?;
-                    let child_shown = format!("{shown}/{}", String::from_utf8_lossy(&name));
-                    check_name(&name, &child_shown)?;
-                    if previous.as_ref().is_some_and(|p| *p >= name) {
-                        return Err(NarUnpackError::BadName {
-                            path: child_shown,
-                            why: "names in a folder must be sorted and unique",
-                        });
-                    }
-                    self.expect_str(b"node")?;
-                    use std::os::unix::ffi::OsStrExt;
-                    let child = path.join(std::ffi::OsStr::from_bytes(&name));
-                    self.node(&child, &child_shown, depth + 1)?;
-                    self.expect_str(b")")?;
-                    previous = Some(name);
-                }
-            }
-            other => {
-                return Err(self.malformed(format!(
-                    "unknown node type `{}`",
-                    String::from_utf8_lossy(other)
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// The rest of a regular file: `[executable ""] contents <data> )`.
-    fn regular(&mut self, path: &Path) -> Result<(), NarUnpackError> {
-        let mut tag = self.bytes(16)?;
-        let mut executable = false;
-        if tag == b"executable" {
-            executable = true;
-            if !self.bytes(0)?.is_empty() {
-                return Err(self.malformed("`executable` takes an empty string"));
-            }
-            tag = self.bytes(16)?;
-        }
-        if tag != b"contents" {
-            return Err(self.malformed("expected `contents`"));
-        }
-        let len = self.u64()?;
-        if len > self.limits.max_file_bytes {
-            return Err(NarUnpackError::TooLarge {
-                what: "file size",
-                limit: self.limits.max_file_bytes,
-            });
-        }
-        self.total = self.total.saturating_add(len);
-        if self.total > self.limits.max_total_bytes {
-            return Err(NarUnpackError::TooLarge {
-                what: "total size",
-                limit: self.limits.max_total_bytes,
-            });
-        }
-        // A new file in a folder this unpacker made: never through a link, never over
-        // anything.
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(if executable { 0o755 } else { 0o644 })
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(path)
-            .map_err(|e| io_at(e, path))?;
+    /// `len` bytes of file contents from the stream into `file`, hashed on the way, through
+    /// the reader's own buffer.
+    fn copy_contents(&mut self, len: u64, file: &mut fs_err::File) -> Result<(), NarUnpackError> {
         let mut left = len;
-        let mut buf = vec![0u8; 64 * 1024];
         while left > 0 {
-            let n = usize::try_from(left.min(buf.len() as u64)).expect("bounded by the buffer");
-            self.read_exact(&mut buf[..n])?;
-            file.write_all(&buf[..n]).map_err(|e| io_at(e, path))?;
+            let available = self.fill_buf()?.len();
+            if available == 0 {
+                return Err(malformed(self.offset, "the archive ends inside a file"));
+            }
+            let n = usize::try_from(left).map_or(available, |left| left.min(available));
+            let chunk = &self.inner.buffer()[..n];
+            self.hasher.update(chunk);
+            file.write_all(chunk)?;
+            self.inner.consume(n);
+            self.offset += n as u64;
             left -= n as u64;
         }
-        self.padding(len)?;
-        self.expect_str(b")")?;
         Ok(())
     }
+
+    /// What the stream holds next, without consuming it.
+    fn fill_buf(&mut self) -> Result<&[u8], NarUnpackError> {
+        loop {
+            match self.inner.fill_buf() {
+                Ok(_) => return Ok(self.inner.buffer()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    return Err(NarUnpackError::Read {
+                        offset: self.offset,
+                        source,
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn malformed(offset: u64, what: impl Into<String>) -> NarUnpackError {
+    NarUnpackError::Malformed {
+        offset,
+        what: what.into(),
+    }
+}
+
+/// A tag as found, for a message (tags are at most [`MAX_TAG`] bytes).
+fn shown_tag(tag: &[u8]) -> String {
+    String::from_utf8_lossy(tag).escape_debug().to_string()
+}
+
+/// The path of `name` in the folder shown as `folder`, for messages.
+fn child_shown(folder: &str, name: &[u8]) -> String {
+    let name = String::from_utf8_lossy(name).escape_debug().to_string();
+    if folder.is_empty() {
+        name
+    } else {
+        format!("{folder}/{name}")
+    }
+}
+
+/// A path for messages, with the root shown as `.`.
+fn at_root(shown: &str) -> &str {
+    if shown.is_empty() { "." } else { shown }
 }
 
 fn check_name(name: &[u8], shown: &str) -> Result<(), NarUnpackError> {
     let why = if name.is_empty() {
-        Some("an empty name")
+        "an empty name"
     } else if name == b"." || name == b".." {
-        Some("`.` and `..` are not names")
+        "`.` and `..` are not names"
     } else if name.contains(&b'/') {
-        Some("a name with `/`")
+        "a name with `/`"
     } else if name.contains(&0) {
-        Some("a name with NUL")
+        "a name with NUL"
     } else if is_git_name(name) {
-        Some("named like git's own folder `.git`, which berth never stores")
+        "named like git's own folder `.git`, which berth never stores"
     } else {
-        None
+        return Ok(());
     };
-    match why {
-        Some(why) => Err(NarUnpackError::BadName {
-            path: shown.to_owned(),
-            why,
-        }),
-        None => Ok(()),
-    }
-}
-
-fn io_at(e: io::Error, path: &Path) -> NarUnpackError {
-    NarUnpackError::Io(io::Error::new(
-        e.kind(),
-        format!("{e} (writing `{}`)", path.display()),
-    ))
+    Err(NarUnpackError::BadName {
+        path: shown.to_owned(),
+        why,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::nar::{dump, hash_path};
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::symlink;
 
-    fn round_trip(src: &Path) {
+    /// `dump`s `src`, unpacks the bytes and checks the hashes and size; returns the copy's
+    /// folder (and its path) for further checks.
+    fn round_trip(src: &Path) -> (tempfile::TempDir, PathBuf) {
         let mut bytes = Vec::new();
         dump(src, &mut bytes).expect("dump");
         let out = tempfile::tempdir().expect("tmp");
-        let dest = out.path().join("tree");
+        let dest = out.path().join("copy");
         let got = unpack(bytes.as_slice(), &dest, &UnpackLimits::default()).expect("unpack");
         assert_eq!(got.nar_size, bytes.len() as u64);
         assert_eq!(got.nar_hash, hash_path(src).expect("hash"));
         assert_eq!(hash_path(&dest).expect("hash"), got.nar_hash);
+        let mut again = Vec::new();
+        dump(&dest, &mut again).expect("dump");
+        assert!(again == bytes, "the copy serialises to the same bytes");
+        (out, dest)
+    }
+
+    fn mode(path: &Path) -> u32 {
+        fs_err::symlink_metadata(path)
+            .expect("stat")
+            .permissions()
+            .mode()
+            & 0o777
+    }
+
+    fn sample_tree(root: &Path) {
+        fs_err::create_dir_all(root.join("a/b/empty")).expect("mkdir");
+        fs_err::write(root.join("a/b/f.txt"), "text").expect("write");
+        fs_err::write(root.join("empty"), "").expect("write");
+        fs_err::write(root.join("run.sh"), "#!/bin/sh\n").expect("write");
+        fs_err::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        symlink("a/b/f.txt", root.join("rel")).expect("link");
+        symlink("../../outside", root.join("up")).expect("link");
+        symlink("/etc/passwd", root.join("abs")).expect("link");
     }
 
     #[test]
-    fn trees_files_and_links_round_trip() {
+    fn a_tree_round_trips_with_its_modes_and_links_kept_as_links() {
         let dir = tempfile::tempdir().expect("tmp");
         let root = dir.path().join("p");
-        std::fs::create_dir_all(root.join("a/b/empty")).expect("mkdir");
-        std::fs::write(root.join("a/b/f.txt"), "text").expect("write");
-        std::fs::write(root.join("empty"), "").expect("write");
-        std::fs::write(root.join("run.sh"), "#!/bin/sh\n").expect("write");
-        std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o755))
-            .expect("chmod");
-        std::os::unix::fs::symlink("a/b/f.txt", root.join("rel")).expect("link");
-        std::os::unix::fs::symlink("/etc/passwd", root.join("abs")).expect("link");
-        round_trip(&root);
-        round_trip(&root.join("a/b/f.txt"));
-        round_trip(&root.join("rel"));
+        sample_tree(&root);
+        let (_out, copy) = round_trip(&root);
+        assert!(copy.join("a/b/empty").is_dir());
+        assert_eq!(fs_err::read(copy.join("empty")).expect("read"), b"");
+        assert_eq!(fs_err::read(copy.join("a/b/f.txt")).expect("read"), b"text");
+        assert_eq!(mode(&copy.join("run.sh")) & 0o100, 0o100, "executable");
+        assert_eq!(mode(&copy.join("empty")) & 0o100, 0, "not executable");
+        for (link, target) in [
+            ("rel", "a/b/f.txt"),
+            ("up", "../../outside"),
+            ("abs", "/etc/passwd"),
+        ] {
+            assert_eq!(
+                fs_err::read_link(copy.join(link)).expect("a symlink"),
+                Path::new(target)
+            );
+        }
+    }
+
+    #[test]
+    fn a_file_or_a_symlink_can_be_the_root() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = dir.path().join("p");
+        sample_tree(&root);
+        let (_out, copy) = round_trip(&root.join("run.sh"));
+        assert!(copy.is_file());
+        assert_eq!(mode(&copy) & 0o100, 0o100);
+        let (_out, copy) = round_trip(&root.join("a/b/f.txt"));
+        assert_eq!(fs_err::read(&copy).expect("read"), b"text");
+        let (_out, copy) = round_trip(&root.join("empty"));
+        assert_eq!(fs_err::metadata(&copy).expect("stat").len(), 0);
+        let (_out, copy) = round_trip(&root.join("rel"));
+        assert_eq!(
+            fs_err::read_link(&copy).expect("a symlink"),
+            Path::new("a/b/f.txt")
+        );
+        let (_out, copy) = round_trip(&root.join("abs"));
+        assert_eq!(
+            fs_err::read_link(&copy).expect("a symlink"),
+            Path::new("/etc/passwd")
+        );
+        let (_out, copy) = round_trip(&root.join("a/b/empty"));
+        assert_eq!(fs_err::read_dir(&copy).expect("a folder").count(), 0);
+    }
+
+    #[test]
+    fn an_existing_destination_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let file = dir.path().join("f");
+        fs_err::write(&file, "x").expect("write");
+        let mut bytes = Vec::new();
+        dump(&file, &mut bytes).expect("dump");
+        let dest = dir.path().join("taken");
+        fs_err::create_dir(&dest).expect("mkdir");
+        fs_err::write(dest.join("keep"), "mine").expect("write");
+        let err = unpack(bytes.as_slice(), &dest, &UnpackLimits::default()).expect_err("refused");
+        assert!(
+            matches!(&err, NarUnpackError::Io(e) if e.kind() == io::ErrorKind::AlreadyExists),
+            "{err:?}"
+        );
+        assert_eq!(fs_err::read(dest.join("keep")).expect("kept"), b"mine");
+    }
+
+    #[test]
+    fn a_refused_archive_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = dir.path().join("p");
+        sample_tree(&root);
+        let mut bytes = Vec::new();
+        dump(&root, &mut bytes).expect("dump");
+        // Cut inside the last entry: the folders and files before it were already made.
+        bytes.truncate(bytes.len() - 20);
+        let dest = dir.path().join("copy");
+        let err = unpack(bytes.as_slice(), &dest, &UnpackLimits::default()).expect_err("cut");
+        assert!(matches!(err, NarUnpackError::Malformed { .. }), "{err:?}");
+        assert!(
+            fs_err::symlink_metadata(&dest).is_err(),
+            "the partial tree is removed"
+        );
+    }
+
+    #[test]
+    fn messages_say_what_and_where() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let err = unpack(
+            &b"\x01\0\0\0\0\0\0\0x"[..],
+            &tmp.path().join("d"),
+            &UnpackLimits::default(),
+        )
+        .expect_err("not a NAR");
+        assert_eq!(
+            err.to_string(),
+            "not a NAR: the archive ends early at byte 9"
+        );
+        let mut bytes = Vec::new();
+        crate::NarWriter::new(&mut bytes).expect("magic");
+        bytes.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0, b'[', 0, 0, 0, 0, 0, 0, 0]);
+        let err = unpack(
+            bytes.as_slice(),
+            &tmp.path().join("d"),
+            &UnpackLimits::default(),
+        )
+        .expect_err("not a NAR");
+        assert_eq!(
+            err.to_string(),
+            "not a NAR: expected `(`, found `[` at byte 24"
+        );
     }
 }

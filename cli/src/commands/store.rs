@@ -144,7 +144,13 @@ fn restore_from_caches(
     let skipped = |e: &berth_resolver::cache::CacheError| {
         printer.warn(&format!("{e}; trying the next substituter"))
     };
-    let limits = berth_store::UnpackLimits::default();
+    // The same bounds as a sync's substitution (`BERTH_ARCHIVE_MAX_*`).
+    let archive = berth_resolver::ArchiveLimits::from_env()?;
+    let limits = berth_store::UnpackLimits {
+        max_total_bytes: archive.max_bytes,
+        max_entries: archive.max_entries,
+        ..berth_store::UnpackLimits::default()
+    };
     let Some((staging, label)) = berth_resolver::cache::substitute_staged(
         store, caches, &hash, &name, &limits, false, &skipped,
     )?

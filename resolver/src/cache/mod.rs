@@ -1,5 +1,5 @@
 //! Binary caches in Nix's own format: `nix-cache-info`, `<hash>.narinfo` and
-//! `nar/<filehash>.nar.zst`. `push` uploads store entries; `substitute` fetches one into a
+//! `nar/<filehash>.nar.zst` (`.nar.xz`, as Nix writes, is read too). `push` uploads store entries; `substitute` fetches one into a
 //! staging folder before upstream is tried, and a cache can never put wrong bytes in the
 //! store: the NAR is unpacked with every name checked, hashed as it streams, and compared
 //! with the lock before the caller commits it (which hashes it once more).
@@ -96,6 +96,10 @@ trait Backend: Send + Sync {
     fn scratch(&self) -> io::Result<PathBuf>;
     /// Whether reading it needs no network (`--offline` still uses it).
     fn is_local(&self) -> bool;
+    /// Whether it can only be read (`http(s)://`).
+    fn read_only(&self) -> bool {
+        false
+    }
 }
 
 /// One binary cache.
@@ -208,6 +212,12 @@ impl Cache {
         name: &str,
         key: Option<&SecretKey>,
     ) -> Result<Pushed, CacheError> {
+        if self.backend.read_only() {
+            return Err(self.io(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "an http(s) cache is read-only; push to the folder or bucket behind it (`file://` or `s3://`)",
+            )));
+        }
         let store_path = nix_store_path(hash, name);
         let info_key = NarInfo::file_name(&store_path);
         if self.backend.exists(&info_key).map_err(|e| self.io(e))? {
@@ -346,10 +356,20 @@ impl Cache {
                 ),
                 Compression::None => Box::new(&mut file),
                 Compression::Xz => {
-                    return Err(mismatch(
-                        "is compressed with xz, which berth does not read yet; push with berth (zstd)"
-                            .into(),
-                    ));
+                    // The xz decoder writes rather than reads: into a scratch file no
+                    // larger than the narinfo's `NarSize`, then unpacked from there.
+                    let mut tmp = tempfile::tempfile().map_err(|e| self.io(e))?;
+                    let mut out = Bounded {
+                        inner: io::BufWriter::new(&mut tmp),
+                        left: info.nar_size,
+                    };
+                    lzma_rs::xz_decompress(&mut BufReader::new(&mut file), &mut out).map_err(
+                        |e| mismatch(format!("names `{}`, which is not valid xz: {e}", info.url)),
+                    )?;
+                    out.inner.flush().map_err(|e| self.io(e))?;
+                    drop(out);
+                    io::Seek::rewind(&mut tmp).map_err(|e| self.io(e))?;
+                    Box::new(BufReader::new(tmp))
                 }
             };
             unpack_nar(body, dest, limits).map_err(|source| CacheError::Unpack {
@@ -403,6 +423,28 @@ pub fn substitute_staged<'c>(
         }
     }
     Ok(None)
+}
+
+/// A writer that refuses more than `left` bytes (a decompression bomb stops there).
+struct Bounded<W> {
+    inner: W,
+    left: u64,
+}
+
+impl<W: Write> Write for Bounded<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if buf.len() as u64 > self.left {
+            return Err(io::Error::other(
+                "the NAR is larger than the narinfo's `NarSize`",
+            ));
+        }
+        let n = self.inner.write(buf)?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Writes everything to both.

@@ -289,6 +289,10 @@ impl Backend for HttpBackend {
         Ok(std::env::temp_dir())
     }
 
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn is_local(&self) -> bool {
         false
     }
