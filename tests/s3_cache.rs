@@ -115,6 +115,16 @@ fn with_aws(mut cmd: Command) -> Command {
 }
 
 fn serve(ctx: &TestContext, store: &Path, data: &Path, substituters: &str) -> ServeProcess {
+    serve_with(ctx, store, data, substituters, &[])
+}
+
+fn serve_with(
+    ctx: &TestContext,
+    store: &Path,
+    data: &Path,
+    substituters: &str,
+    args: &[&str],
+) -> ServeProcess {
     let mut cmd = with_aws(ctx.berth());
     cmd.env("BERTH_STORE", store)
         .env("BERTH_SUBSTITUTERS", substituters)
@@ -125,7 +135,8 @@ fn serve(ctx: &TestContext, store: &Path, data: &Path, substituters: &str) -> Se
             "--allow-local-sources",
             "--data-dir",
         ])
-        .arg(data);
+        .arg(data)
+        .args(args);
     ServeProcess::start(cmd)
 }
 
@@ -290,4 +301,48 @@ fn a_fleet_restores_from_s3_with_upstream_gone() {
         let text = String::from_utf8_lossy(&body);
         assert!(!text.contains(SECRET) && !text.contains(KEY_ID), "{key}");
     }
+}
+
+#[test]
+fn a_server_pushes_what_it_fetched_before_answering() {
+    let Some(moto) = Moto::start() else {
+        require_or_skip(
+            "moto_server",
+            "install `moto[server]` from PyPI (or set BERTH_MOTO_SERVER); .ci/run does",
+        );
+        return;
+    };
+    moto.create_bucket("fleet");
+    let cache = format!("s3://fleet/cache?endpoint={}", moto.endpoint);
+    let ctx = TestContext::new();
+    let review = ctx.repo("review");
+    review.copy_fixture("review", "");
+    review.commit("one");
+    review.tag("v1");
+    let (store_a, data_a) = (ctx.root.join("store-a"), ctx.root.join("data-a"));
+    let a = serve_with(&ctx, &store_a, &data_a, &cache, &["--push-to", &cache]);
+    let (status, body) =
+        a.post(&json!({"plugins": [{"source": "github:acme/review", "ref": "v1"}]}));
+    assert_eq!(status, 201, "{body}");
+    // Pushed before the answer: the bucket has the plugin's narinfo now.
+    let keys = moto.keys("fleet");
+    assert!(keys.iter().any(|k| k.ends_with(".narinfo")), "{keys:?}");
+    let created: Value = serde_json::from_str(&body).expect("JSON");
+    let lockfile = created["lockfile"].as_str().expect("lockfile").to_owned();
+    a.stop();
+    std::fs::remove_dir_all(&review.path).expect("upstream gone");
+    let (store_b, data_b) = (ctx.root.join("store-b"), ctx.root.join("data-b"));
+    let b = serve(&ctx, &store_b, &data_b, &cache);
+    let (status, body) = b.post(&json!({"lockfile": lockfile}));
+    assert_eq!(status, 201, "{body}");
+    b.stop();
+    // A cache that cannot be written fails the start, naming the plugin.
+    let (store_c, data_c) = (ctx.root.join("store-c"), ctx.root.join("data-c"));
+    let missing = format!("s3://no-such-bucket/x?endpoint={}", moto.endpoint);
+    let c = serve_with(&ctx, &store_c, &data_c, &cache, &["--push-to", &missing]);
+    let (status, body) = c.post(&json!({"lockfile": lockfile}));
+    assert_eq!(status, 502, "{body}");
+    assert!(body.contains("plugin `review`"), "{body}");
+    assert!(!body.contains(SECRET) && !body.contains(KEY_ID), "{body}");
+    c.stop();
 }

@@ -350,6 +350,12 @@ pub struct ServeArgs {
     #[arg(long)]
     pub offline: bool,
 
+    /// Push every git or archive plugin a conversation uses to this binary cache
+    /// (`file://`, `s3://`) before answering 201, so any server of the fleet substitutes it
+    /// with the upstream gone; usually the first `--substituter`
+    #[arg(long, value_name = "URL", env = "BERTH_PUSH_TO")]
+    pub push_to: Option<String>,
+
     /// Seconds a conversation's plugins may take to lock and fetch before 504
     #[arg(long, value_name = "SECS", default_value_t = 120)]
     pub fetch_timeout: u64,

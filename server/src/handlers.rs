@@ -404,6 +404,9 @@ impl AppState {
             e @ (LockAndSyncError::NoLock | LockAndSyncError::Stale(_)) => AppError::internal(e),
         })?
         .lock;
+        // The fleet's cache gets the plugins before the conversation exists anywhere.
+        self.push_to_cache(&lock)
+            .map_err(|errors| AppError::from_entries(&errors))?;
         let locked = Arc::new(LockedText {
             text: lock.to_toml(),
             lock,

@@ -71,6 +71,8 @@ pub struct Config {
     pub archive_limits: berth_resolver::ArchiveLimits,
     /// Binary caches tried before upstream (`--substituter`, `$BERTH_SUBSTITUTERS`).
     pub substituters: Vec<Arc<berth_resolver::cache::Cache>>,
+    /// The fleet's binary cache every conversation's plugins are pushed to (`--push-to`).
+    pub push_to: Option<Arc<berth_resolver::cache::Cache>>,
 }
 
 /// The state every handler shares: cheap to clone.
@@ -89,6 +91,9 @@ struct Inner {
     /// Plugin sets by lock text. A set is a function of its lock and the (immutable) store
     /// entries it names, so the bytes can be reused while those entries are present.
     sets: std::sync::Mutex<std::collections::HashMap<String, Arc<str>>>,
+    /// Entries known to be in the `--push-to` cache (by this server's pushes or checks), so
+    /// a warm start asks the cache nothing.
+    pushed: std::sync::Mutex<std::collections::HashSet<berth_lockfile_schema::Sha256Hash>>,
 }
 
 /// How many distinct plugin sets are kept in memory.
@@ -164,6 +169,7 @@ impl AppState {
                 conversations,
                 shared: SharedResolutions::default(),
                 sets: Default::default(),
+                pushed: Default::default(),
             }),
         };
         if report.incomplete > 0 {
@@ -301,8 +307,58 @@ impl AppState {
             lock,
             None,
             berth_resolver::LocalCheck::TrustStore,
-        )
-        .map(|_| ())
+        )?;
+        self.push_to_cache(lock)
+    }
+
+    /// Pushes the lock's git and archive plugins to the `--push-to` cache, each once per
+    /// server life (the cache itself skips what it already has). A failure fails the
+    /// start: a conversation is answered only when the fleet can restore it.
+    fn push_to_cache(
+        &self,
+        lock: &berth_lockfile_schema::Lock,
+    ) -> Result<(), Vec<berth_resolver::EntryError>> {
+        let Some(cache) = &self.config().push_to else {
+            return Ok(());
+        };
+        let known = |hash| {
+            self.inner
+                .pushed
+                .lock()
+                .expect("the pushed set is never poisoned")
+                .contains(hash)
+        };
+        let mut errors = Vec::new();
+        for plugin in &lock.plugins {
+            if matches!(plugin.pin, berth_lockfile_schema::Pin::Local { .. }) || known(&plugin.hash)
+            {
+                continue;
+            }
+            let Some(entry) = self.config().store.lookup(&plugin.hash, &plugin.name) else {
+                continue;
+            };
+            match cache.push(&entry.path, &plugin.hash, &plugin.name, None) {
+                Ok(pushed) => {
+                    if let berth_resolver::cache::Pushed::Uploaded { bytes } = pushed {
+                        tracing::info!(plugin = %plugin.name, bytes, cache = %cache.label(), "pushed");
+                    }
+                    self.inner
+                        .pushed
+                        .lock()
+                        .expect("the pushed set is never poisoned")
+                        .insert(plugin.hash);
+                }
+                Err(e) => errors.push(berth_resolver::EntryError {
+                    label: format!("plugin `{}`", plugin.name),
+                    error: Box::new(berth_resolver::ResolveError::BinaryCache(e)),
+                }),
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
     }
 }
 

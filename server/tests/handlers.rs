@@ -75,6 +75,7 @@ fn fixture_configured(
         index_url: berth_resolver::DEFAULT_INDEX_URL.into(),
         archive_limits: Default::default(),
         substituters: Vec::new(),
+        push_to: None,
     };
     let (state, _) = AppState::open(config).expect("open");
     Fixture {

@@ -64,6 +64,9 @@ pub enum ResolveError {
         /// The commit.
         rev: String,
     },
+    /// A binary cache could not be written (`--push-to`).
+    #[error(transparent)]
+    BinaryCache(#[from] crate::cache::CacheError),
     /// Reading the local git cache failed.
     #[error("git cache at `{}`: {source}", path.display())]
     Cache {
@@ -379,9 +382,10 @@ impl ResolveError {
             | Self::Marketplace { .. }
             | Self::Dependency { .. } => ErrorKind::InvalidInput,
             Self::Refused { .. } => ErrorKind::Refused,
-            Self::Fetch { .. } | Self::Download { .. } | Self::Offline { .. } => {
-                ErrorKind::Upstream
-            }
+            Self::Fetch { .. }
+            | Self::Download { .. }
+            | Self::Offline { .. }
+            | Self::BinaryCache(_) => ErrorKind::Upstream,
             Self::Timeout { .. } | Self::Cancelled => ErrorKind::Timeout,
             Self::Io(_) | Self::Store(_) | Self::Cache { .. } | Self::WrongKind { .. } => {
                 ErrorKind::Internal
