@@ -356,6 +356,17 @@ pub struct ServeArgs {
     #[arg(long, value_name = "URL", env = "BERTH_PUSH_TO")]
     pub push_to: Option<String>,
 
+    /// After SIGTERM, answer new requests (and `/ready`) 503 with `Retry-After` for this
+    /// many seconds before closing, so a load balancer moves traffic away; started
+    /// requests always finish
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 0,
+        env = "BERTH_DRAIN_SECS"
+    )]
+    pub drain_secs: u64,
+
     /// Seconds a conversation's plugins may take to lock and fetch before 504
     #[arg(long, value_name = "SECS", default_value_t = 120)]
     pub fetch_timeout: u64,

@@ -30,6 +30,9 @@ pub struct ErrorDetail {
     pub code: String,
     /// A sentence for people.
     pub message: String,
+    /// The request's id (its `X-Request-Id`), to find it in the server's log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl AppError {
@@ -225,6 +228,7 @@ impl IntoResponse for AppError {
             error: ErrorDetail {
                 code: self.code.to_owned(),
                 message: self.message,
+                request_id: crate::fleet::current_request_id(),
             },
         };
         (self.status, Json(body)).into_response()

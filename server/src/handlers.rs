@@ -64,6 +64,15 @@ pub(crate) struct LogReporter;
 
 impl Reporter for LogReporter {
     fn status(&self, verb: &str, message: &str) {
+        match verb {
+            "Added" => crate::fleet::METRICS
+                .added
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            "Substituted" => crate::fleet::METRICS
+                .cache_hits
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            _ => 0,
+        };
         tracing::info!("{verb} {message}");
     }
     fn warn(&self, message: &str) {

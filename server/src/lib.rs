@@ -10,6 +10,7 @@
 mod api;
 mod conversations;
 mod error;
+mod fleet;
 mod handlers;
 mod host;
 mod input;
@@ -73,6 +74,9 @@ pub struct Config {
     pub substituters: Vec<Arc<berth_resolver::cache::Cache>>,
     /// The fleet's binary cache every conversation's plugins are pushed to (`--push-to`).
     pub push_to: Option<Arc<berth_resolver::cache::Cache>>,
+    /// After SIGTERM, how long new requests are answered 503 (and `/ready` too) before the
+    /// server stops accepting, so a load balancer moves traffic away (`--drain-secs`).
+    pub drain: Duration,
 }
 
 /// The state every handler shares: cheap to clone.
@@ -94,6 +98,8 @@ struct Inner {
     /// Entries known to be in the `--push-to` cache (by this server's pushes or checks), so
     /// a warm start asks the cache nothing.
     pushed: std::sync::Mutex<std::collections::HashSet<berth_lockfile_schema::Sha256Hash>>,
+    /// Set on SIGTERM: new requests are refused while started ones finish.
+    draining: std::sync::atomic::AtomicBool,
 }
 
 /// How many distinct plugin sets are kept in memory.
@@ -170,6 +176,7 @@ impl AppState {
                 shared: SharedResolutions::default(),
                 sets: Default::default(),
                 pushed: Default::default(),
+                draining: Default::default(),
             }),
         };
         if report.incomplete > 0 {
@@ -198,6 +205,13 @@ impl AppState {
 
     fn config(&self) -> &Config {
         &self.inner.config
+    }
+
+    /// Whether SIGTERM came: the server is finishing what it started.
+    fn draining(&self) -> bool {
+        self.inner
+            .draining
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Resolver settings for this server; `cancel` stops the work (a request's deadline).
@@ -386,12 +400,14 @@ fn router(state: AppState, bound: Option<SocketAddr>) -> Router {
             get(handlers::plugin_set),
         )
         .route("/openapi.json", get(handlers::openapi))
+        .route("/metrics", get(fleet::metrics))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             handlers::require_key,
         ));
     let mut router = Router::new()
         .route("/health", get(handlers::health))
+        .route("/ready", get(fleet::ready))
         .merge(api)
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
@@ -410,11 +426,16 @@ fn router(state: AppState, bound: Option<SocketAddr>) -> Router {
         ));
     }
     router
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            fleet::refuse_while_draining,
+        ))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(request_span)
                 .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
         )
+        .layer(axum::middleware::from_fn(fleet::request_id))
         .with_state(state)
 }
 
@@ -429,11 +450,24 @@ fn request_span<B>(request: &Request<B>) -> tracing::Span {
     )
 }
 
-/// Serves on `addr` until SIGINT or SIGTERM, then finishes the requests in flight.
+/// Serves on `addr` until SIGINT or SIGTERM; then drains (new requests answered 503 for
+/// `Config::drain`), stops accepting, and finishes the requests in flight.
 pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let bound = listener.local_addr()?;
+    let draining = state.clone();
     axum::serve(listener, router(state, Some(bound)))
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            draining
+                .inner
+                .draining
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            let drain = draining.config().drain;
+            if !drain.is_zero() {
+                tracing::info!("draining for {}s before closing", drain.as_secs_f64());
+                tokio::time::sleep(drain).await;
+            }
+        })
         .await
 }
 

@@ -76,6 +76,7 @@ fn fixture_configured(
         archive_limits: Default::default(),
         substituters: Vec::new(),
         push_to: None,
+        drain: Duration::ZERO,
     };
     let (state, _) = AppState::open(config).expect("open");
     Fixture {

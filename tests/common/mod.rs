@@ -789,6 +789,22 @@ impl ServeProcess {
         (response.status().as_u16(), response.text().expect("body"))
     }
 
+    /// SIGTERM without waiting: the server drains and finishes what it started.
+    pub fn terminate(&self) {
+        rustix::process::kill_process(
+            rustix::process::Pid::from_child(&self.child),
+            rustix::process::Signal::TERM,
+        )
+        .expect("SIGTERM berth serve");
+    }
+
+    /// Waits for the server to exit on its own (after [`ServeProcess::terminate`]).
+    pub fn wait_exit(mut self) -> std::process::ExitStatus {
+        let status = self.child.wait().expect("wait");
+        std::mem::forget(self);
+        status
+    }
+
     /// SIGTERM and wait: the graceful way an operator restarts it.
     pub fn stop(mut self) {
         rustix::process::kill_process(

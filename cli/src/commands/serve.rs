@@ -67,6 +67,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         index_url: args.index_url.clone(),
         archive_limits: berth_resolver::ArchiveLimits::from_env()?,
         substituters: crate::context::open_substituters(cli)?,
+        drain: Duration::from_secs(args.drain_secs),
         push_to: match args.push_to.as_deref().filter(|u| !u.is_empty()) {
             Some(url) => Some(std::sync::Arc::new(
                 berth_resolver::cache::Cache::open(url).context("in `--push-to`")?,

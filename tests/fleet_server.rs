@@ -1,0 +1,146 @@
+//! `berth serve` as one server of a fleet (issue #18): request ids in responses, logs and
+//! error bodies; `/ready`; Prometheus metrics; draining on SIGTERM (new requests 503 with
+//! `Retry-After`, started ones finish).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{GitHttpServer, ServeProcess, TestContext};
+use serde_json::{Value, json};
+
+fn serve(ctx: &TestContext, git: &GitHttpServer, args: &[&str]) -> ServeProcess {
+    let mut cmd = ctx.berth();
+    cmd.env("BERTH_GITHUB_URL", git.url())
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--allow-local-sources",
+            "--data-dir",
+        ])
+        .arg(ctx.root.join("data"))
+        .args(args);
+    ServeProcess::start(cmd)
+}
+
+fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .build()
+        .expect("client")
+}
+
+fn review_repo(ctx: &TestContext) {
+    let review = ctx.repo("review");
+    review.copy_fixture("review", "");
+    review.commit("one");
+    review.tag("v1");
+}
+
+#[test]
+fn request_ids_readiness_and_metrics() {
+    let ctx = TestContext::new();
+    review_repo(&ctx);
+    let git = GitHttpServer::start(&ctx.upstream, &ctx.root.join("http.log"), &[]);
+    let server = serve(&ctx, &git, &[]);
+    // An error names its request; the id is in the response header too.
+    let response = client()
+        .get(format!("{}/api/conversations/nope", server.base))
+        .send()
+        .expect("GET");
+    assert_eq!(response.status(), 404);
+    let id = response.headers()["x-request-id"]
+        .to_str()
+        .expect("id")
+        .to_owned();
+    let body: Value = serde_json::from_str(&response.text().expect("body")).expect("JSON");
+    assert_eq!(body["error"]["request_id"], id.as_str());
+    assert_eq!(id.len(), 36, "a UUID: {id}");
+    // A client's own id is kept.
+    let response = client()
+        .get(format!("{}/api/conversations/nope", server.base))
+        .header("x-request-id", "lb-7f3a")
+        .send()
+        .expect("GET");
+    assert_eq!(response.headers()["x-request-id"], "lb-7f3a");
+    let body: Value = serde_json::from_str(&response.text().expect("body")).expect("JSON");
+    assert_eq!(body["error"]["request_id"], "lb-7f3a");
+
+    let (status, body) = server.get("/ready");
+    assert_eq!(status, 200, "{body}");
+    let (status, body) =
+        server.post(&json!({"plugins": [{"source": "github:acme/review", "ref": "v1"}]}));
+    assert_eq!(status, 201, "{body}");
+    let (status, metrics) = server.get("/metrics");
+    assert_eq!(status, 200);
+    for line in [
+        "berth_http_requests_total{route=\"/api/conversations\",method=\"POST\",status=\"201\"} 1",
+        "berth_http_requests_total{route=\"/api/conversations/{id}\",method=\"GET\",status=\"404\"} 2",
+        "berth_http_requests_total{route=\"/ready\",method=\"GET\",status=\"200\"} 1",
+        "berth_http_request_duration_seconds_count{route=\"/api/conversations\"} 1",
+        "berth_plugins_fetched_total 1",
+        "berth_cache_hits_total 0",
+        "berth_store_entries 1",
+        "berth_conversations 1",
+    ] {
+        assert!(metrics.contains(line), "missing `{line}` in:\n{metrics}");
+    }
+    server.stop();
+}
+
+#[test]
+fn sigterm_drains_new_requests_and_finishes_started_ones() {
+    let ctx = TestContext::new();
+    review_repo(&ctx);
+    // Each git request takes 400 ms, so a start is still running when SIGTERM comes.
+    let git = GitHttpServer::start(
+        &ctx.upstream,
+        &ctx.root.join("http.log"),
+        &["--delay-ms", "400"],
+    );
+    let server = serve(&ctx, &git, &["--drain-secs", "3"]);
+    let base = server.base.clone();
+    let started = std::thread::spawn(move || {
+        let response = client()
+            .post(format!("{base}/api/conversations"))
+            .header("content-type", "application/json")
+            .body(json!({"plugins": [{"source": "github:acme/review", "ref": "v1"}]}).to_string())
+            .send()
+            .expect("POST");
+        (response.status().as_u16(), response.text().expect("body"))
+    });
+    // Wait until the start reached upstream, then ask the server to stop.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while git.requests().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the start never reached upstream"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.terminate();
+    std::thread::sleep(Duration::from_millis(200));
+    let (status, body) = server.get("/ready");
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("draining"), "{body}");
+    let response = client()
+        .get(format!("{}/api/conversations", server.base))
+        .send()
+        .expect("GET while draining");
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.headers()["retry-after"], "1");
+    let body: Value = serde_json::from_str(&response.text().expect("body")).expect("JSON");
+    assert_eq!(body["error"]["code"], "draining");
+    let (status, _) = server.get("/health");
+    assert_eq!(status, 200, "alive while draining");
+    let (status, body) = started.join().expect("the started request");
+    assert_eq!(status, 201, "a start begun before SIGTERM finishes: {body}");
+    let exit = server.wait_exit();
+    assert!(exit.success(), "{exit:?}");
+    // The conversation it finished is kept.
+    let conversations = std::fs::read_dir(ctx.root.join("data/conversations"))
+        .expect("conversations")
+        .count();
+    assert_eq!(conversations, 1);
+}
