@@ -144,3 +144,35 @@ fn sigterm_drains_new_requests_and_finishes_started_ones() {
         .count();
     assert_eq!(conversations, 1);
 }
+
+#[test]
+fn ref_ttl_reuses_a_recent_resolution_and_the_lock_records_it() {
+    let ctx = TestContext::new();
+    let review = ctx.repo("review");
+    review.copy_fixture("review", "");
+    let first = review.commit("one");
+    let git = GitHttpServer::start(&ctx.upstream, &ctx.root.join("http.log"), &[]);
+    let start = |server: &ServeProcess| -> String {
+        let (status, body) =
+            server.post(&json!({"plugins": [{"source": "github:acme/review", "ref": "main"}]}));
+        assert_eq!(status, 201, "{body}");
+        let created: Value = serde_json::from_str(&body).expect("JSON");
+        common::lock_field(created["lockfile"].as_str().expect("lock"), 0, "rev").expect("rev")
+    };
+    let server = serve(&ctx, &git, &["--ref-ttl", "60"]);
+    assert_eq!(start(&server), first);
+    review.write(
+        "skills/code-review/SKILL.md",
+        "---\nname: moved\n---\nmoved\n",
+    );
+    let second = review.commit("two");
+    let asked = git.requests().len();
+    // Within the TTL the branch is not asked again: the lock records what was used.
+    assert_eq!(start(&server), first);
+    assert_eq!(git.requests().len(), asked, "no request to upstream");
+    server.stop();
+    // Without a TTL every start resolves the branch afresh.
+    let plain = serve(&ctx, &git, &[]);
+    assert_eq!(start(&plain), second);
+    plain.stop();
+}

@@ -356,6 +356,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "URL", env = "BERTH_PUSH_TO")]
     pub push_to: Option<String>,
 
+    /// Reuse a branch or tag resolved by another start within this many seconds instead of
+    /// asking upstream again (0, the default: resolve for every start). The lock always
+    /// records the commit that was used
+    #[arg(long, value_name = "SECS", default_value_t = 0, env = "BERTH_REF_TTL")]
+    pub ref_ttl: u64,
+
     /// After SIGTERM, answer new requests (and `/ready`) 503 with `Retry-After` for this
     /// many seconds before closing, so a load balancer moves traffic away; started
     /// requests always finish

@@ -128,6 +128,7 @@ impl Context {
             cancel: Default::default(),
             policy: None,
             substituters: self.substituters.clone(),
+            ref_ttl: std::time::Duration::ZERO,
         }
     }
 

@@ -91,6 +91,9 @@ pub struct Settings {
     /// Binary caches tried, in order, before a plugin is fetched from upstream
     /// (`--substituter`, `$BERTH_SUBSTITUTERS`).
     pub substituters: Vec<Arc<cache::Cache>>,
+    /// How old a branch or tag resolution shared through `shared` may be and still be
+    /// reused (the server's `--ref-ttl`); zero: only those made since the run started.
+    pub ref_ttl: std::time::Duration,
 }
 
 /// A flag that stops the resolver's work: checked before every network step, between the

@@ -270,6 +270,7 @@ mod tests {
             cancel: Default::default(),
             policy: None,
             substituters: Vec::new(),
+            ref_ttl: std::time::Duration::ZERO,
         }
     }
 

@@ -74,6 +74,9 @@ pub struct Config {
     pub substituters: Vec<Arc<berth_resolver::cache::Cache>>,
     /// The fleet's binary cache every conversation's plugins are pushed to (`--push-to`).
     pub push_to: Option<Arc<berth_resolver::cache::Cache>>,
+    /// How old a branch or tag resolution may be and still be reused by another start
+    /// (`--ref-ttl`; zero: resolve again for every start, as before).
+    pub ref_ttl: Duration,
     /// After SIGTERM, how long new requests are answered 503 (and `/ready` too) before the
     /// server stops accepting, so a load balancer moves traffic away (`--drain-secs`).
     pub drain: Duration,
@@ -233,6 +236,7 @@ impl AppState {
             cancel: cancel.clone(),
             policy: Some(self.inner.fetch_policy.clone()),
             substituters: config.substituters.clone(),
+            ref_ttl: config.ref_ttl,
         }
     }
 

@@ -77,6 +77,7 @@ fn fixture_configured(
         substituters: Vec::new(),
         push_to: None,
         drain: Duration::ZERO,
+        ref_ttl: Duration::ZERO,
     };
     let (state, _) = AppState::open(config).expect("open");
     Fixture {

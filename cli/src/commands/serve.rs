@@ -68,6 +68,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         archive_limits: berth_resolver::ArchiveLimits::from_env()?,
         substituters: crate::context::open_substituters(cli)?,
         drain: Duration::from_secs(args.drain_secs),
+        ref_ttl: Duration::from_secs(args.ref_ttl),
         push_to: match args.push_to.as_deref().filter(|u| !u.is_empty()) {
             Some(url) => Some(std::sync::Arc::new(
                 berth_resolver::cache::Cache::open(url).context("in `--push-to`")?,

@@ -54,9 +54,18 @@ impl<'a> Ctx<'a> {
             settings,
             reporter,
             memo: settings.shared.clone().unwrap_or_default(),
-            started: Instant::now(),
+            started: reuse_since(settings.ref_ttl),
         }
     }
+}
+
+/// The oldest resolution a run may reuse: its own start, or `ttl` before it.
+fn reuse_since(ttl: std::time::Duration) -> Instant {
+    // Every shared resolution was made after the first run of this process started.
+    static FIRST_RUN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let now = Instant::now();
+    let first = *FIRST_RUN.get_or_init(|| now);
+    now.checked_sub(ttl).map_or(first, |since| since.max(first))
 }
 
 /// Ref resolutions and tag listings, keyed by git cache, shared by the lock runs of one
