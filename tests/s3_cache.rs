@@ -346,3 +346,97 @@ fn a_server_pushes_what_it_fetched_before_answering() {
     assert!(!body.contains(SECRET) && !body.contains(KEY_ID), "{body}");
     c.stop();
 }
+
+#[test]
+fn a_server_killed_while_pushing_leaves_no_conversation_without_its_plugins_cached() {
+    use std::io::BufRead;
+    let ctx = TestContext::new();
+    let review = ctx.repo("review");
+    review.copy_fixture("review", "");
+    review.commit("one");
+    review.tag("v1");
+    // A file cache, so the kill lands at a known step (`push-before-narinfo`).
+    let cache = ctx.root.join("cache");
+    let cache_url = format!("file://{}", cache.display());
+    let data = ctx.root.join("data");
+    let mut child = ctx
+        .berth()
+        .env(
+            berth_store::fault::ENV,
+            berth_store::fault::PUSH_BEFORE_NARINFO,
+        )
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--allow-local-sources",
+            "--push-to",
+            &cache_url,
+            "--data-dir",
+        ])
+        .arg(&data)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let base = loop {
+        let line = lines.next().expect("a line").expect("line");
+        if let Some(addr) = line.split("Listening on ").nth(1) {
+            break addr.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || {
+        // Never answered: the server is killed first.
+        let _ = reqwest::blocking::Client::new()
+            .post(format!("{base}/api/conversations"))
+            .header("content-type", "application/json")
+            .body(json!({"plugins": [{"source": "github:acme/review", "ref": "v1"}]}).to_string())
+            .send();
+    });
+    let marker = format!(
+        "{}{}",
+        berth_store::fault::MARKER,
+        berth_store::fault::PUSH_BEFORE_NARINFO
+    );
+    for line in lines.by_ref() {
+        if line.expect("line") == marker {
+            break;
+        }
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let conversations: Vec<String> = std::fs::read_dir(data.join("conversations"))
+        .map(|d| {
+            d.map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with(".tmp-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(conversations.is_empty(), "{conversations:?}");
+    let mut files = Vec::new();
+    all_files(&cache, &mut files);
+    assert!(
+        files
+            .iter()
+            .all(|f| f.extension().is_none_or(|e| e != "narinfo")),
+        "{files:?}"
+    );
+    // Restarted, the server answers the start, and the fleet cache has what it names.
+    let server = serve_with(&ctx, &ctx.store, &data, "", &["--push-to", &cache_url]);
+    let (status, body) =
+        server.post(&json!({"plugins": [{"source": "github:acme/review", "ref": "v1"}]}));
+    assert_eq!(status, 201, "{body}");
+    let (_, listed) = server.get("/api/conversations");
+    let listed: Value = serde_json::from_str(&listed).expect("JSON");
+    assert_eq!(listed["conversations"].as_array().expect("list").len(), 1);
+    server.stop();
+    let mut files = Vec::new();
+    all_files(&cache, &mut files);
+    assert!(
+        files
+            .iter()
+            .any(|f| f.extension().is_some_and(|e| e == "narinfo")),
+        "{files:?}"
+    );
+}
