@@ -9,6 +9,7 @@
 
 pub mod agent_env;
 mod agents;
+pub mod commands;
 mod error;
 mod expand;
 pub mod frontmatter;

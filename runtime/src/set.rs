@@ -7,12 +7,13 @@ use berth_store::Store;
 use serde_json::{Map, Value, json};
 
 use crate::agents::{Agent, load_agents};
+use crate::commands::load_commands;
 use crate::error::RuntimeError;
 use crate::hooks::{EVENTS, HookMatcher, load_hooks, matchers_to_json};
 use crate::manifest::{PluginManifest, read_manifest};
 use crate::mcp::{McpServer, load_mcp};
 use crate::root::PluginRoot;
-use crate::skills::{Skill, load_commands, load_skills};
+use crate::skills::{Skill, load_skills};
 
 /// Where plugins' writable data folders (`${PLUGIN_DATA}`) live, under the store root.
 pub const PLUGIN_DATA_DIR: &str = "plugin-data-v1";

@@ -1,0 +1,130 @@
+//! `berth serve`: the server's flags.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on (port 0 picks a free one)
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8000",
+        env = "BERTH_ADDR"
+    )]
+    pub addr: std::net::SocketAddr,
+
+    /// Where conversations are kept [default: $XDG_DATA_HOME/berth, else ~/.local/share/berth]
+    #[arg(long, value_name = "DIR", env = "BERTH_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// Require this key on every route but /health (`X-Session-API-Key` or `Authorization: Bearer`)
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "BERTH_API_KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+
+    /// Without an API key, also answer requests whose `Host` header is NAME (repeatable;
+    /// `name` for any port, `name:port` for one)
+    ///
+    /// Without an API key the server answers only requests whose `Host` names it: its
+    /// listening address, `localhost`, `127.0.0.1` or `[::1]`, any port. Anything else is
+    /// 421, so a web page cannot reach the server through a name it points at this machine
+    /// (DNS rebinding). With an API key the header is not checked.
+    #[arg(
+        long = "allowed-host-header",
+        value_name = "NAME",
+        env = "BERTH_ALLOWED_HOST_HEADERS",
+        value_delimiter = ','
+    )]
+    pub allowed_host_headers: Vec<String>,
+
+    /// A host https sources may come from (repeatable; replaces the default list)
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
+
+    /// Also admit local folders, file:// URLs and plain http:// URLs on any host, and
+    /// internal addresses (loopback, private, link-local)
+    #[arg(long)]
+    pub allow_local_sources: bool,
+
+    /// Connect to ADDR for every fetch from HOST (repeatable; as curl's `--resolve`,
+    /// without the port)
+    ///
+    /// Archives, wheels and git over http(s) from HOST go to ADDR instead of where DNS
+    /// points, and ADDR is trusted as given: an internal address (loopback, private,
+    /// link-local), refused when DNS answers it, is used for a pinned name. A pin does not
+    /// allow a host: name it with `--allow-host` unless it is a default one. Pin a name to
+    /// several addresses by repeating it. uv's own queries to `--index-url` do not use pins.
+    #[arg(
+        long = "resolve",
+        value_name = "HOST=ADDR",
+        env = "BERTH_RESOLVE",
+        value_delimiter = ','
+    )]
+    pub resolve: Vec<berth_server::Pin>,
+
+    /// Register a marketplace conversations may ask plugins of as `PLUGIN@NAME`
+    /// (repeatable; `NAME=SOURCE`, or `NAME=SOURCE#REF` to pin a branch, tag or commit)
+    ///
+    /// SOURCE is `github:OWNER/REPO` or a git URL, which must pass the source policy, or
+    /// a local folder of the operator's. Every source its catalog points to is checked
+    /// when fetched, like a source a client sends; a catalog entry that is a local path is
+    /// refused unless `--allow-local-sources` (the folders inside a registered local
+    /// marketplace aside).
+    #[arg(long = "marketplace", value_name = "NAME=SOURCE[#REF]")]
+    pub marketplaces: Vec<String>,
+
+    /// Never fetch: serve conversations from the store as it is
+    #[arg(long)]
+    pub offline: bool,
+
+    /// Push every git or archive plugin a conversation uses to this binary cache
+    /// (`file://`, `s3://`) before answering 201, so any server of the fleet substitutes it
+    /// with the upstream gone; usually the first `--substituter`
+    #[arg(long, value_name = "URL", env = "BERTH_PUSH_TO")]
+    pub push_to: Option<String>,
+
+    /// Reuse a branch or tag resolved by another start within this many seconds instead of
+    /// asking upstream again (0, the default: resolve for every start). The lock always
+    /// records the commit that was used
+    #[arg(long, value_name = "SECS", default_value_t = 0, env = "BERTH_REF_TTL")]
+    pub ref_ttl: u64,
+
+    /// After SIGTERM, answer new requests (and `/ready`) 503 with `Retry-After` for this
+    /// many seconds before closing, so a load balancer moves traffic away; started
+    /// requests always finish
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 0,
+        env = "BERTH_DRAIN_SECS"
+    )]
+    pub drain_secs: u64,
+
+    /// Seconds a conversation's plugins may take to lock and fetch before 504
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    pub fetch_timeout: u64,
+
+    /// How many plugins one request fetches at once
+    #[arg(short, long, value_name = "N", default_value_t = 8)]
+    pub jobs: usize,
+
+    /// Refuse plugin sets with more skills than this
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_skills: usize,
+
+    /// The Python package index for conversations' `agent` packages (`${VAR}` is expanded
+    /// from the server's environment)
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "BERTH_INDEX_URL",
+        default_value = berth_resolver::DEFAULT_INDEX_URL
+    )]
+    pub index_url: String,
+}
