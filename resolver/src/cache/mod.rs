@@ -294,21 +294,14 @@ impl Cache {
         Ok(Pushed::Uploaded { bytes: file_size })
     }
 
-    /// Fetches plugin `name` with NAR hash `hash` into `dest` (which must not exist).
-    /// `Ok(false)`: the cache does not have it. An error means the cache has something
-    /// under that name that is not what the lock pins (or could not be read); `dest` may
-    /// then hold a partial tree the caller removes.
-    pub fn substitute(
-        &self,
-        hash: &Sha256Hash,
-        name: &str,
-        dest: &Path,
-        limits: &UnpackLimits,
-    ) -> Result<bool, CacheError> {
+    /// The narinfo for plugin `name` with NAR hash `hash`, checked to describe exactly
+    /// that (and signed by a trusted key when keys are required); `None` when the cache
+    /// does not have it.
+    pub fn narinfo(&self, hash: &Sha256Hash, name: &str) -> Result<Option<NarInfo>, CacheError> {
         let store_path = nix_store_path(hash, name);
         let info_key = NarInfo::file_name(&store_path);
         let Some(mut reader) = self.backend.open(&info_key).map_err(|e| self.io(e))? else {
-            return Ok(false);
+            return Ok(None);
         };
         let mut text = String::new();
         reader
@@ -344,10 +337,27 @@ impl Cache {
                 "has no valid signature by a trusted key (`--trusted-public-key`)".into(),
             ));
         }
+        Ok(Some(info))
+    }
+
+    /// Unpacks the NAR `info` names into `dest` (which must not exist) and checks its file
+    /// hash and size and its NAR hash against `info` and `hash`.
+    pub fn fetch(
+        &self,
+        info: &NarInfo,
+        hash: &Sha256Hash,
+        dest: &Path,
+        limits: &UnpackLimits,
+    ) -> Result<(), CacheError> {
+        let mismatch = |why: String| CacheError::Mismatch {
+            cache: self.label.clone(),
+            file: NarInfo::file_name(&info.store_path),
+            why,
+        };
         let Some(nar) = self.backend.open(&info.url).map_err(|e| self.io(e))? else {
             return Err(mismatch(format!("names `{}`, which is missing", info.url)));
         };
-        let mut file = Counting::new(Sha256Reader::new(nar));
+        let mut file = Counting::new(nar);
         let unpacked = {
             let body: Box<dyn Read> = match info.compression {
                 Compression::Zstd => Box::new(
@@ -388,14 +398,13 @@ impl Cache {
                 hash.to_sri()
             )));
         }
-        let (file_hash, file_size) = (file.inner.digest(), file.count);
-        if file_hash != info.file_hash || file_size != info.file_size {
+        if file.digest() != info.file_hash || file.count != info.file_size {
             return Err(mismatch(format!(
                 "names `{}`, whose hash or size is not the narinfo's",
                 info.url
             )));
         }
-        Ok(true)
+        Ok(())
     }
 }
 
@@ -413,12 +422,20 @@ pub fn substitute_staged<'c>(
     skipped: &dyn Fn(&CacheError),
 ) -> Result<Option<(Staging, &'c str)>, StoreError> {
     for cache in caches.iter().filter(|c| !offline || c.is_local()) {
+        // A cache without the plugin costs one lookup, and no staging folder.
+        let info = match cache.narinfo(hash, name) {
+            Ok(Some(info)) => info,
+            Ok(None) => continue,
+            Err(e) => {
+                skipped(&e);
+                continue;
+            }
+        };
         let staging = store.stage()?;
         // The unpacker makes the folder itself.
         fs_err::remove_dir(staging.path())?;
-        match cache.substitute(hash, name, staging.path(), limits) {
-            Ok(true) => return Ok(Some((staging, cache.label()))),
-            Ok(false) => {}
+        match cache.fetch(&info, hash, staging.path(), limits) {
+            Ok(()) => return Ok(Some((staging, cache.label()))),
             Err(e) => skipped(&e),
         }
     }
@@ -462,7 +479,7 @@ impl<A: Write, B: Write> Write for Tee<'_, A, B> {
     }
 }
 
-/// Counts the bytes that pass through, and hashes them when they are written.
+/// Counts and hashes the bytes that pass through, read or written.
 struct Counting<T> {
     inner: T,
     count: u64,
@@ -498,34 +515,8 @@ impl<T: Write> Write for Counting<T> {
 impl<T: Read> Read for Counting<T> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.count += n as u64;
-        Ok(n)
-    }
-}
-
-/// Hashes what is read through it.
-struct Sha256Reader<R> {
-    inner: R,
-    hasher: Sha256,
-}
-
-impl<R> Sha256Reader<R> {
-    fn new(inner: R) -> Self {
-        Self {
-            inner,
-            hasher: Sha256::new(),
-        }
-    }
-
-    fn digest(&self) -> Sha256Hash {
-        Sha256Hash::from_bytes(self.hasher.clone().finalize().into())
-    }
-}
-
-impl<R: Read> Read for Sha256Reader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
         self.hasher.update(&buf[..n]);
+        self.count += n as u64;
         Ok(n)
     }
 }
