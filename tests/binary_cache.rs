@@ -26,6 +26,15 @@ fn cache_url(dir: &Path) -> String {
     format!("file://{}", dir.display())
 }
 
+/// `berth ARGS plugins sync --frozen` into `store` (a second store of the same project).
+fn sync_frozen(ctx: &TestContext, store: &Path, args: &[&str]) -> std::process::Output {
+    other_store(ctx, store)
+        .args(args)
+        .args(["plugins", "sync", "--frozen"])
+        .output()
+        .expect("run berth")
+}
+
 /// `berth` with a second, empty store.
 fn other_store(ctx: &TestContext, store: &Path) -> Command {
     let mut cmd = ctx.berth();
@@ -104,16 +113,7 @@ fn a_second_store_restores_from_the_cache_with_upstream_gone() {
 
     std::fs::remove_dir_all(&review.path).expect("upstream gone");
     let store_b = ctx.root.join("store-b");
-    let out = other_store(&ctx, &store_b)
-        .args([
-            "--substituter",
-            &cache_url(&cache),
-            "plugins",
-            "sync",
-            "--frozen",
-        ])
-        .output()
-        .expect("run");
+    let out = sync_frozen(&ctx, &store_b, &["--substituter", &cache_url(&cache)]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
@@ -132,10 +132,7 @@ fn a_second_store_restores_from_the_cache_with_upstream_gone() {
     );
     // Without the cache and without upstream, the same sync fails.
     let store_c = ctx.root.join("store-c");
-    let out = other_store(&ctx, &store_c)
-        .args(["plugins", "sync", "--frozen"])
-        .output()
-        .expect("run");
+    let out = sync_frozen(&ctx, &store_c, &[]);
     assert!(!out.status.success());
 }
 
@@ -192,16 +189,7 @@ fn a_damaged_cache_is_refused_and_the_next_substituter_or_upstream_is_used() {
         );
         // Broken only: upstream is used, and the entry is still right.
         let store = ctx.root.join(format!("store-up-{n}"));
-        let out = other_store(&ctx, &store)
-            .args([
-                "--substituter",
-                &cache_url(broken),
-                "plugins",
-                "sync",
-                "--frozen",
-            ])
-            .output()
-            .expect("run");
+        let out = sync_frozen(&ctx, &store, &["--substituter", &cache_url(broken)]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{stderr}");
         assert!(!stderr.contains("Substituted"), "{stderr}");
@@ -238,16 +226,7 @@ fn a_kill_during_push_leaves_no_narinfo_without_its_nar() {
     assert!(files.iter().any(|f| f.starts_with("nar/")), "{files:?}");
     // A reader of the half-written cache does not see the plugin, and falls back upstream.
     let store_b = ctx.root.join("store-b");
-    let out = other_store(&ctx, &store_b)
-        .args([
-            "--substituter",
-            &cache_url(&cache),
-            "plugins",
-            "sync",
-            "--frozen",
-        ])
-        .output()
-        .expect("run");
+    let out = sync_frozen(&ctx, &store_b, &["--substituter", &cache_url(&cache)]);
     assert!(
         out.status.success(),
         "{}",
@@ -259,16 +238,7 @@ fn a_kill_during_push_leaves_no_narinfo_without_its_nar() {
     assert!(files_under(&cache).iter().any(|f| f.ends_with(".narinfo")));
     std::fs::remove_dir_all(&review.path).expect("upstream gone");
     let store_c = ctx.root.join("store-c");
-    let out = other_store(&ctx, &store_c)
-        .args([
-            "--substituter",
-            &cache_url(&cache),
-            "plugins",
-            "sync",
-            "--frozen",
-        ])
-        .output()
-        .expect("run");
+    let out = sync_frozen(&ctx, &store_c, &["--substituter", &cache_url(&cache)]);
     assert!(
         out.status.success(),
         "{}",
@@ -468,16 +438,16 @@ fn signed_narinfos_are_required_when_keys_are_trusted_and_nix_signs_alike() {
     .enumerate()
     {
         let store = ctx.root.join(format!("store-{n}"));
-        let out = other_store(&ctx, &store)
-            .args([
+        let out = sync_frozen(
+            &ctx,
+            &store,
+            &[
                 "--substituter",
                 &cache_url(cache),
                 "--trusted-public-key",
                 trusted,
-            ])
-            .args(["plugins", "sync", "--frozen"])
-            .output()
-            .expect("run");
+            ],
+        );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{stderr}");
         assert_eq!(
@@ -564,10 +534,7 @@ fn an_http_cache_is_read_only_and_substitutes() {
     assert!(refused.stderr.contains("read-only"), "{}", refused.stderr);
     std::fs::remove_dir_all(&review.path).expect("upstream gone");
     let store = ctx.root.join("store-b");
-    let out = other_store(&ctx, &store)
-        .args(["--substituter", &url, "plugins", "sync", "--frozen"])
-        .output()
-        .expect("run");
+    let out = sync_frozen(&ctx, &store, &["--substituter", &url]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
@@ -640,16 +607,7 @@ fn berth_substitutes_from_a_cache_nix_itself_filled() {
     );
     std::fs::remove_dir_all(&review.path).expect("upstream gone");
     let store = ctx.root.join("store-b");
-    let out = other_store(&ctx, &store)
-        .args([
-            "--substituter",
-            &cache_url(&cache),
-            "plugins",
-            "sync",
-            "--frozen",
-        ])
-        .output()
-        .expect("run");
+    let out = sync_frozen(&ctx, &store, &["--substituter", &cache_url(&cache)]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
