@@ -19,6 +19,7 @@ mod local;
 mod marketplace;
 mod meta;
 mod npm;
+pub mod objects;
 mod ops;
 mod policy;
 mod semver_tags;

@@ -132,6 +132,9 @@ pub struct ConversationSummary {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ConversationList {
     pub conversations: Vec<ConversationSummary>,
+    /// Pass as `cursor` for the next page; `null` on the last.
+    #[schema(value_type = Option<String>, format = Uuid)]
+    pub next_cursor: Option<uuid::Uuid>,
 }
 
 /// `GET /api/conversations/{id}`.

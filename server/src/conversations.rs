@@ -1,11 +1,29 @@
-//! Conversations on disk: `<data-dir>/conversations/<id>/{plugins.lock,meta.json}`, created
-//! in a staging folder and renamed into place, and an in-memory index of them.
+//! Where conversations are kept, and an in-memory index of them.
+//!
+//! - A **folder** (`--data-dir /var/lib/berth`): `<dir>/conversations/<id>/{plugins.lock,
+//!   meta.json}`, written in a staging folder and renamed into place. Concurrent starts
+//!   commit in groups: every request of a group writes its files, one `syncfs` makes them
+//!   all durable, the renames follow and one `fsync` of the folder makes those durable;
+//!   each request is answered once its own conversation is. The folder is this server's:
+//!   everything is read into memory at start.
+//! - **Object storage** (`file:///path` or `s3://bucket/prefix`), shared by a fleet: the
+//!   objects `conversations/<id>/plugins.lock`, then `conversations/<id>/meta.json` (last:
+//!   a conversation exists once its metadata does, and its lock is there by then), and
+//!   `conversations/<id>/deleted`, the marker a delete writes before removing the rest.
+//!   A server reads a conversation it has not seen on demand, lists the bucket's keys for
+//!   `GET /api/conversations`, and checks the marker on every read, so a delete on one
+//!   server is seen by all. Nothing another server needs is kept only in memory.
+//!
+//! Conversations are immutable, so the index is a cache that never goes stale, except for
+//! deletions, which object storage's readers check for. A lock text is parsed once and
+//! shared by every conversation that has it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use berth_lockfile_schema::{Lock, parse_lock};
+use berth_resolver::objects::ObjectStore;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -15,6 +33,47 @@ use crate::api::ConversationSummary;
 pub const CONVERSATIONS_DIR: &str = "conversations";
 /// A conversation's lock, in its folder.
 pub const LOCK_FILE: &str = "plugins.lock";
+/// A conversation's metadata, written last.
+pub const META_FILE: &str = "meta.json";
+/// On object storage, the marker of a deleted conversation.
+pub const DELETED_MARKER: &str = "deleted";
+
+/// Where a server keeps its conversations (`--data-dir`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataDir {
+    /// A local folder only this server uses.
+    Folder(PathBuf),
+    /// Object storage a fleet shares: `file:///path` or `s3://bucket/prefix`.
+    Objects(String),
+}
+
+impl DataDir {
+    /// `file://…` and `s3://…` are object storage; anything else is a folder.
+    pub fn parse(text: &str) -> Self {
+        if text.starts_with("file://") || text.starts_with("s3://") {
+            Self::Objects(text.to_owned())
+        } else {
+            Self::Folder(PathBuf::from(text))
+        }
+    }
+
+    /// The folder, when it is one.
+    pub fn folder(&self) -> Option<&Path> {
+        match self {
+            Self::Folder(dir) => Some(dir),
+            Self::Objects(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for DataDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Folder(dir) => write!(f, "{}", dir.display()),
+            Self::Objects(url) => f.write_str(url),
+        }
+    }
+}
 
 /// `meta.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -25,21 +84,6 @@ pub struct Meta {
     pub metadata: serde_json::Value,
 }
 
-/// The conversations of one data folder.
-#[derive(Debug)]
-pub struct Conversations {
-    root: PathBuf,
-    index: RwLock<BTreeMap<Uuid, Indexed>>,
-}
-
-/// What the index keeps of a conversation: enough to answer every read but the metadata
-/// without touching the disk. Conversations with the same lock share one copy of it.
-#[derive(Debug, Clone)]
-pub struct Indexed {
-    pub summary: ConversationSummary,
-    pub lock: Arc<LockedText>,
-}
-
 /// A lock and its exact text.
 #[derive(Debug)]
 pub struct LockedText {
@@ -47,18 +91,112 @@ pub struct LockedText {
     pub text: String,
 }
 
-/// One conversation as read back from disk.
+/// What the index keeps of a conversation: enough to answer every read but the metadata
+/// without touching the disk or the bucket.
+#[derive(Debug, Clone)]
+pub struct Indexed {
+    pub summary: ConversationSummary,
+    pub lock: Arc<LockedText>,
+}
+
+/// One conversation as read back.
 #[derive(Debug)]
 pub struct Stored {
     pub meta: Meta,
-    pub lock: Lock,
-    pub lock_text: String,
+    pub lock: Arc<LockedText>,
+}
+
+/// One page of the conversations, in id order (ids are UUIDv7: creation order).
+#[derive(Debug)]
+pub struct Page {
+    pub conversations: Vec<ConversationSummary>,
+    /// The id to pass as `cursor` for the next page; `None` on the last one.
+    pub next_cursor: Option<Uuid>,
+}
+
+/// The conversations of one data folder or bucket.
+pub struct Conversations {
+    backing: Backing,
+    index: RwLock<BTreeMap<Uuid, Indexed>>,
+    /// Lock texts already parsed, shared by every conversation (and request) with them.
+    locks: Mutex<HashMap<String, std::sync::Weak<LockedText>>>,
+}
+
+impl std::fmt::Debug for Conversations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conversations")
+            .field("backing", &self.backing.label())
+            .finish_non_exhaustive()
+    }
+}
+
+enum Backing {
+    Folder {
+        root: PathBuf,
+        group: GroupCommit,
+    },
+    Objects {
+        url: String,
+        store: Box<dyn ObjectStore>,
+    },
+}
+
+impl Backing {
+    fn label(&self) -> String {
+        match self {
+            Self::Folder { root, .. } => root.display().to_string(),
+            Self::Objects { url, .. } => url.clone(),
+        }
+    }
+}
+
+fn invalid(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
+}
+
+fn key(id: Uuid, file: &str) -> String {
+    format!("{CONVERSATIONS_DIR}/{id}/{file}")
 }
 
 impl Conversations {
-    /// The conversations under `data_dir`, read from disk (with their locks, for the caller
-    /// to check against the store).
-    pub fn open(data_dir: &Path) -> std::io::Result<(Self, Vec<Stored>)> {
+    /// Opens `data`: a folder's conversations are all read (and returned, for the caller to
+    /// check against the store); object storage is only checked to be reachable, and read
+    /// on demand.
+    pub fn open(data: &DataDir) -> std::io::Result<(Self, Vec<Stored>)> {
+        match data {
+            DataDir::Folder(dir) => Self::open_folder(dir),
+            DataDir::Objects(url) => {
+                let store = berth_resolver::objects::open(url).map_err(|why| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!("`{url}` is not a data folder berth can use: {why}"),
+                    )
+                })?;
+                if store.read_only() {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!("`{url}` is read-only; conversations need `file://` or `s3://`"),
+                    ));
+                }
+                // Reachable, and readable with the credentials given: fail at start, not
+                // on the first request.
+                store.list(&format!("{CONVERSATIONS_DIR}/"), None, 1)?;
+                Ok((
+                    Self {
+                        backing: Backing::Objects {
+                            url: url.clone(),
+                            store,
+                        },
+                        index: RwLock::default(),
+                        locks: Mutex::default(),
+                    },
+                    Vec::new(),
+                ))
+            }
+        }
+    }
+
+    fn open_folder(data_dir: &Path) -> std::io::Result<(Self, Vec<Stored>)> {
         let root = data_dir.join(CONVERSATIONS_DIR);
         fs_err::create_dir_all(&root)?;
         let mut dirs: Vec<(Uuid, PathBuf)> = Vec::new();
@@ -73,6 +211,14 @@ impl Conversations {
                 let _ = std::fs::remove_dir_all(entry.path());
             }
         }
+        let this = Self {
+            backing: Backing::Folder {
+                root,
+                group: GroupCommit::default(),
+            },
+            index: RwLock::default(),
+            locks: Mutex::default(),
+        };
         // Reading many small files is I/O bound: a few threads, each on a slice.
         let threads = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
@@ -82,9 +228,10 @@ impl Conversations {
             let handles: Vec<_> = dirs
                 .chunks(chunk)
                 .map(|part| {
+                    let this = &this;
                     scope.spawn(move || {
                         part.iter()
-                            .filter_map(|(id, dir)| match read_one(dir) {
+                            .filter_map(|(id, dir)| match this.read_dir_one(dir) {
                                 Ok(stored) if stored.meta.id == *id => Some(stored),
                                 Ok(_) => {
                                     tracing::warn!(
@@ -106,147 +253,392 @@ impl Conversations {
                 .flat_map(|h| h.join().unwrap_or_default())
                 .collect()
         });
-        let mut shared: HashMap<&str, Arc<LockedText>> = HashMap::new();
-        let index = loaded
-            .iter()
-            .map(|s| {
-                let lock = shared
-                    .entry(s.lock_text.as_str())
-                    .or_insert_with(|| {
-                        Arc::new(LockedText {
-                            lock: s.lock.clone(),
-                            text: s.lock_text.clone(),
-                        })
-                    })
-                    .clone();
-                (
-                    s.meta.id,
-                    Indexed {
-                        summary: summary(&s.meta, &s.lock),
-                        lock,
-                    },
-                )
-            })
-            .collect();
-        Ok((
-            Self {
-                root,
-                index: RwLock::new(index),
-            },
-            loaded,
-        ))
+        {
+            let mut index = this.write_index();
+            for s in &loaded {
+                index.insert(s.meta.id, indexed(&s.meta, s.lock.clone()));
+            }
+        }
+        Ok((this, loaded))
     }
 
-    /// Saves a new conversation atomically: written in a staging folder, `meta.json` last,
-    /// then renamed to its id.
-    /// On failure (a full disk, say) the staging folder is removed at once, so nothing is
-    /// left for the next start to clean.
-    pub fn create(&self, meta: &Meta, lock: Arc<LockedText>) -> std::io::Result<()> {
-        let tmp = self.root.join(format!(".tmp-{}", meta.id));
-        let written = Self::write_staged(&tmp, meta, &lock.text)
-            .and_then(|()| fs_err::rename(&tmp, self.root.join(meta.id.to_string())));
-        if let Err(e) = written {
-            if let Err(cleanup) = std::fs::remove_dir_all(&tmp)
-                && cleanup.kind() != std::io::ErrorKind::NotFound
-            {
-                tracing::warn!(
-                    "could not remove the staging folder `{}`: {cleanup}",
-                    tmp.display()
-                );
-            }
-            return Err(e);
-        }
+    fn write_index(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<Uuid, Indexed>> {
         self.index
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(
-                meta.id,
-                Indexed {
-                    summary: summary(meta, &lock.lock),
-                    lock,
-                },
-            );
+    }
+
+    fn read_index(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<Uuid, Indexed>> {
+        self.index
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the data folder or bucket answers.
+    pub fn reachable(&self) -> Result<(), String> {
+        match &self.backing {
+            Backing::Folder { root, .. } => {
+                if root.is_dir() {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "the data folder `{}` is not reachable",
+                        root.display()
+                    ))
+                }
+            }
+            Backing::Objects { url, store } => store
+                .list(&format!("{CONVERSATIONS_DIR}/"), None, 1)
+                .map(drop)
+                .map_err(|e| format!("the data store `{url}` is not reachable: {e}")),
+        }
+    }
+
+    /// `text` parsed, or the copy already parsed by an earlier conversation or request.
+    /// `label` names the text in a parse error.
+    pub fn parse_once(
+        &self,
+        label: &str,
+        text: &str,
+    ) -> Result<Arc<LockedText>, berth_lockfile_schema::LockError> {
+        if let Some(known) = self.known_lock(text) {
+            return Ok(known);
+        }
+        let lock = parse_lock(label, text)?;
+        Ok(self.intern(LockedText {
+            lock,
+            text: text.to_owned(),
+        }))
+    }
+
+    /// The parsed copy of `text`, if one is alive.
+    pub fn known_lock(&self, text: &str) -> Option<Arc<LockedText>> {
+        self.locks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(text)
+            .and_then(std::sync::Weak::upgrade)
+    }
+
+    /// The shared copy of `locked` (itself, when its text is new).
+    pub fn intern(&self, locked: LockedText) -> Arc<LockedText> {
+        let mut locks = self
+            .locks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(known) = locks.get(&locked.text).and_then(std::sync::Weak::upgrade) {
+            return known;
+        }
+        if locks.len() >= 4096 {
+            locks.retain(|_, weak| weak.strong_count() > 0);
+        }
+        let text = locked.text.clone();
+        let shared = Arc::new(locked);
+        locks.insert(text, Arc::downgrade(&shared));
+        shared
+    }
+
+    /// Saves a new conversation: its lock first, its metadata last, each durable before
+    /// this returns. On failure nothing of it is visible, and nothing is left for the
+    /// next start to clean.
+    pub fn create(&self, meta: &Meta, lock: Arc<LockedText>) -> std::io::Result<()> {
+        let meta_text = serde_json::to_vec_pretty(meta).map_err(std::io::Error::other)?;
+        match &self.backing {
+            Backing::Folder { root, group } => {
+                let tmp = root.join(format!(".tmp-{}", meta.id));
+                let written = write_staged(&tmp, &meta_text, &lock.text)
+                    .and_then(|()| group.commit(root, tmp.clone(), root.join(meta.id.to_string())));
+                if let Err(e) = written {
+                    if let Err(cleanup) = std::fs::remove_dir_all(&tmp)
+                        && cleanup.kind() != std::io::ErrorKind::NotFound
+                    {
+                        tracing::warn!(
+                            "could not remove the staging folder `{}`: {cleanup}",
+                            tmp.display()
+                        );
+                    }
+                    return Err(e);
+                }
+            }
+            Backing::Objects { store, .. } => {
+                store.put_bytes(&key(meta.id, LOCK_FILE), lock.text.as_bytes())?;
+                berth_store::fault::pause_at(berth_store::fault::CONVERSATION_BEFORE_META);
+                store.put_bytes(&key(meta.id, META_FILE), &meta_text)?;
+            }
+        }
+        self.write_index().insert(meta.id, indexed(meta, lock));
         Ok(())
     }
 
-    /// Writes a conversation's files into `tmp`, `meta.json` last.
-    fn write_staged(tmp: &Path, meta: &Meta, lock_text: &str) -> std::io::Result<()> {
-        fs_err::create_dir_all(tmp)?;
-        write_synced(&tmp.join(LOCK_FILE), lock_text.as_bytes())?;
-        let meta_text = serde_json::to_vec_pretty(meta).map_err(std::io::Error::other)?;
-        write_synced(&tmp.join("meta.json"), &meta_text)
+    /// A conversation's lock: from memory, or (on object storage) from the bucket; `None`
+    /// when there is no such conversation, or it was deleted.
+    pub fn lock(&self, id: Uuid) -> std::io::Result<Option<Arc<LockedText>>> {
+        let known = self.read_index().get(&id).map(|e| e.lock.clone());
+        match &self.backing {
+            Backing::Folder { .. } => Ok(known),
+            Backing::Objects { store, .. } => match known {
+                Some(lock) => {
+                    if store.exists(&key(id, DELETED_MARKER))? {
+                        self.write_index().remove(&id);
+                        return Ok(None);
+                    }
+                    Ok(Some(lock))
+                }
+                None => Ok(self.fetch(store.as_ref(), id)?.map(|s| s.lock)),
+            },
+        }
     }
 
-    /// A conversation's lock, from memory.
-    pub fn lock(&self, id: Uuid) -> Option<Arc<LockedText>> {
-        self.index
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&id)
-            .map(|e| e.lock.clone())
-    }
-
-    /// Reads one conversation, if it exists.
+    /// Reads one conversation with its metadata, if it exists.
     pub fn get(&self, id: Uuid) -> std::io::Result<Option<Stored>> {
-        if !self.contains(id) {
+        match &self.backing {
+            Backing::Folder { root, .. } => {
+                if !self.read_index().contains_key(&id) {
+                    return Ok(None);
+                }
+                self.read_dir_one(&root.join(id.to_string())).map(Some)
+            }
+            Backing::Objects { store, .. } => self.fetch(store.as_ref(), id),
+        }
+    }
+
+    /// Reads a conversation from the bucket (its lock from memory when known) and indexes
+    /// it; `None` when it has no metadata yet, or a delete marker.
+    fn fetch(&self, store: &dyn ObjectStore, id: Uuid) -> std::io::Result<Option<Stored>> {
+        let Some(meta_bytes) = store.get(&key(id, META_FILE))? else {
+            self.write_index().remove(&id);
+            return Ok(None);
+        };
+        if store.exists(&key(id, DELETED_MARKER))? {
+            self.write_index().remove(&id);
             return Ok(None);
         }
-        read_one(&self.root.join(id.to_string())).map(Some)
-    }
-
-    pub fn contains(&self, id: Uuid) -> bool {
-        self.index
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains_key(&id)
-    }
-
-    pub fn list(&self) -> Vec<ConversationSummary> {
-        self.index
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .values()
-            .map(|e| e.summary.clone())
-            .collect()
-    }
-
-    pub fn len(&self) -> usize {
-        self.index
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
-    }
-
-    /// Removes a conversation: renamed away first, so it vanishes at once, then deleted.
-    pub fn delete(&self, id: Uuid) -> std::io::Result<bool> {
-        let removed = self
-            .index
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&id)
-            .is_some();
-        if removed {
-            let dir = self.root.join(id.to_string());
-            let trash = self.root.join(format!(".trash-{id}"));
-            fs_err::rename(&dir, &trash)?;
-            fs_err::remove_dir_all(&trash)?;
+        let meta: Meta = serde_json::from_slice(&meta_bytes).map_err(invalid)?;
+        if meta.id != id {
+            return Err(invalid(format!(
+                "conversation {id}: meta.json names {}",
+                meta.id
+            )));
         }
-        Ok(removed)
+        let known = self.read_index().get(&id).map(|e| e.lock.clone());
+        let lock = match known {
+            Some(lock) => lock,
+            None => {
+                let lock_key = key(id, LOCK_FILE);
+                let text = store.get(&lock_key)?.ok_or_else(|| {
+                    invalid(format!(
+                        "`{lock_key}` is missing, though its meta.json is there"
+                    ))
+                })?;
+                let text = String::from_utf8(text).map_err(invalid)?;
+                self.parse_once(&lock_key, &text).map_err(invalid)?
+            }
+        };
+        self.write_index().insert(id, indexed(&meta, lock.clone()));
+        Ok(Some(Stored { meta, lock }))
+    }
+
+    fn read_dir_one(&self, dir: &Path) -> std::io::Result<Stored> {
+        let meta: Meta =
+            serde_json::from_slice(&fs_err::read(dir.join(META_FILE))?).map_err(invalid)?;
+        let lock_path = dir.join(LOCK_FILE);
+        let lock_text = fs_err::read_to_string(&lock_path)?;
+        let lock = self
+            .parse_once(&lock_path.display().to_string(), &lock_text)
+            .map_err(invalid)?;
+        Ok(Stored { meta, lock })
+    }
+
+    /// Up to `limit` conversations with ids after `cursor`, in id order.
+    pub fn list(&self, cursor: Option<Uuid>, limit: usize) -> std::io::Result<Page> {
+        let limit = limit.max(1);
+        match &self.backing {
+            Backing::Folder { .. } => {
+                let index = self.read_index();
+                let range = match cursor {
+                    Some(c) => {
+                        index.range((std::ops::Bound::Excluded(c), std::ops::Bound::Unbounded))
+                    }
+                    None => index.range(..),
+                };
+                let mut conversations: Vec<_> = range
+                    .take(limit.saturating_add(1))
+                    .map(|(_, e)| e.summary.clone())
+                    .collect();
+                Ok(page(&mut conversations, limit))
+            }
+            Backing::Objects { store, .. } => {
+                let ids = self.list_ids(store.as_ref(), cursor, limit.saturating_add(1))?;
+                let known: Vec<Option<ConversationSummary>> = {
+                    let index = self.read_index();
+                    ids.iter()
+                        .map(|id| index.get(id).map(|e| e.summary.clone()))
+                        .collect()
+                };
+                // The ones this server has not read yet, a few at a time.
+                let missing: Vec<Uuid> = ids
+                    .iter()
+                    .zip(&known)
+                    .filter(|(_, k)| k.is_none())
+                    .map(|(id, _)| *id)
+                    .collect();
+                let fetched = self.fetch_many(store.as_ref(), &missing)?;
+                let mut conversations: Vec<ConversationSummary> = ids
+                    .iter()
+                    .zip(known)
+                    .filter_map(|(id, known)| known.or_else(|| fetched.get(id).cloned()))
+                    .collect();
+                Ok(page(&mut conversations, limit))
+            }
+        }
+    }
+
+    /// The ids of live conversations after `cursor` in the bucket, at most `want`.
+    fn list_ids(
+        &self,
+        store: &dyn ObjectStore,
+        cursor: Option<Uuid>,
+        want: usize,
+    ) -> std::io::Result<Vec<Uuid>> {
+        let prefix = format!("{CONVERSATIONS_DIR}/");
+        // `<id>0` sorts after every `<id>/…` key and before the next id.
+        let mut after = cursor.map(|c| format!("{prefix}{c}0"));
+        let mut ids = Vec::new();
+        // The id whose keys are being read, with whether it has metadata and a marker.
+        let mut current: Option<(Uuid, bool, bool)> = None;
+        let finish = |current: Option<(Uuid, bool, bool)>, ids: &mut Vec<Uuid>| {
+            if let Some((id, meta, deleted)) = current
+                && meta
+                && !deleted
+            {
+                ids.push(id);
+            }
+        };
+        loop {
+            let listing = store.list(&prefix, after.as_deref(), 1000)?;
+            for k in &listing.keys {
+                let Some((id, file)) = k
+                    .strip_prefix(&prefix)
+                    .and_then(|rest| rest.split_once('/'))
+                else {
+                    continue;
+                };
+                let Ok(id) = Uuid::parse_str(id) else {
+                    continue;
+                };
+                if current.is_none_or(|(c, _, _)| c != id) {
+                    finish(current.take(), &mut ids);
+                    if ids.len() >= want {
+                        return Ok(ids);
+                    }
+                    current = Some((id, false, false));
+                }
+                if let Some((_, meta, deleted)) = &mut current {
+                    *meta |= file == META_FILE;
+                    *deleted |= file == DELETED_MARKER;
+                }
+            }
+            match listing.keys.last() {
+                Some(last) if listing.truncated => after = Some(last.clone()),
+                _ => break,
+            }
+        }
+        finish(current, &mut ids);
+        ids.truncate(want);
+        Ok(ids)
+    }
+
+    /// Reads the conversations `ids` from the bucket, eight at a time; the deleted ones are
+    /// left out.
+    fn fetch_many(
+        &self,
+        store: &dyn ObjectStore,
+        ids: &[Uuid],
+    ) -> std::io::Result<HashMap<Uuid, ConversationSummary>> {
+        let chunk = ids.len().div_ceil(8).max(1);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = ids
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        let mut out = Vec::new();
+                        for id in part {
+                            if let Some(stored) = self.fetch(store, *id)? {
+                                out.push((*id, summary(&stored.meta, &stored.lock.lock)));
+                            }
+                        }
+                        Ok::<_, std::io::Error>(out)
+                    })
+                })
+                .collect();
+            let mut all = HashMap::new();
+            for handle in handles {
+                let part = handle
+                    .join()
+                    .map_err(|_| std::io::Error::other("a listing thread panicked"))??;
+                all.extend(part);
+            }
+            Ok(all)
+        })
+    }
+
+    /// How many conversations this server knows of (on object storage: has read).
+    pub fn len(&self) -> usize {
+        self.read_index().len()
+    }
+
+    /// Removes a conversation. A folder's is renamed away first, so it vanishes at once,
+    /// then deleted; on object storage the delete marker goes first (every server checks
+    /// it), then the lock and metadata.
+    pub fn delete(&self, id: Uuid) -> std::io::Result<bool> {
+        match &self.backing {
+            Backing::Folder { root, .. } => {
+                let removed = self.write_index().remove(&id).is_some();
+                if removed {
+                    let dir = root.join(id.to_string());
+                    let trash = root.join(format!(".trash-{id}"));
+                    fs_err::rename(&dir, &trash)?;
+                    fs_err::remove_dir_all(&trash)?;
+                }
+                Ok(removed)
+            }
+            Backing::Objects { store, .. } => {
+                if self.lock(id)?.is_none() {
+                    return Ok(false);
+                }
+                store.put_bytes(&key(id, DELETED_MARKER), b"")?;
+                self.write_index().remove(&id);
+                // The marker is the delete; these only free space (a failure is retried
+                // by no one, and costs only the bytes).
+                for file in [META_FILE, LOCK_FILE] {
+                    if let Err(e) = store.delete(&key(id, file)) {
+                        tracing::warn!("conversation {id}: could not remove `{file}`: {e}");
+                    }
+                }
+                Ok(true)
+            }
+        }
     }
 }
 
-fn read_one(dir: &Path) -> std::io::Result<Stored> {
-    let meta: Meta = serde_json::from_slice(&fs_err::read(dir.join("meta.json"))?)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-    let lock_path = dir.join(LOCK_FILE);
-    let lock_text = fs_err::read_to_string(&lock_path)?;
-    let lock = parse_lock(&lock_path.display().to_string(), &lock_text)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
-    Ok(Stored {
-        meta,
+fn page(conversations: &mut Vec<ConversationSummary>, limit: usize) -> Page {
+    let next_cursor = if conversations.len() > limit {
+        conversations.truncate(limit);
+        conversations.last().map(|c| c.id)
+    } else {
+        None
+    };
+    Page {
+        conversations: std::mem::take(conversations),
+        next_cursor,
+    }
+}
+
+fn indexed(meta: &Meta, lock: Arc<LockedText>) -> Indexed {
+    Indexed {
+        summary: summary(meta, &lock.lock),
         lock,
-        lock_text,
-    })
+    }
 }
 
 fn summary(meta: &Meta, lock: &Lock) -> ConversationSummary {
@@ -257,9 +649,111 @@ fn summary(meta: &Meta, lock: &Lock) -> ConversationSummary {
     }
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut file = fs_err::File::create(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
+/// Writes a conversation's files into `tmp`, `meta.json` last; durability is the group
+/// commit's.
+fn write_staged(tmp: &Path, meta_text: &[u8], lock_text: &str) -> std::io::Result<()> {
+    fs_err::create_dir_all(tmp)?;
+    fs_err::write(tmp.join(LOCK_FILE), lock_text.as_bytes())?;
+    fs_err::write(tmp.join(META_FILE), meta_text)
+}
+
+/// Group commit of a folder's conversations: the requests that wait together share one
+/// `syncfs` (their files' data) and one `fsync` of the folder (their renames).
+#[derive(Default)]
+struct GroupCommit {
+    state: Mutex<GroupState>,
+    done: Condvar,
+}
+
+#[derive(Default)]
+struct GroupState {
+    next_ticket: u64,
+    pending: Vec<(u64, PathBuf, PathBuf)>,
+    /// Whether a request is committing a group now.
+    leading: bool,
+    /// Outcomes of committed tickets, taken by their requests.
+    outcomes: HashMap<u64, Result<(), String>>,
+}
+
+impl GroupCommit {
+    /// Renames the staging folder `tmp` to `target` under `root`, durably, with whatever
+    /// other requests are committing at the same moment.
+    fn commit(&self, root: &Path, tmp: PathBuf, target: PathBuf) -> std::io::Result<()> {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let ticket = state.next_ticket;
+        state.next_ticket += 1;
+        state.pending.push((ticket, tmp, target));
+        loop {
+            if let Some(outcome) = state.outcomes.remove(&ticket) {
+                return outcome.map_err(std::io::Error::other);
+            }
+            if state.leading {
+                state = self
+                    .done
+                    .wait(state)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                continue;
+            }
+            // Lead: take everything waiting, commit it without the lock held.
+            state.leading = true;
+            let group = std::mem::take(&mut state.pending);
+            drop(state);
+            let outcomes = commit_group(root, &group);
+            state = self
+                .state
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            state.leading = false;
+            state.outcomes.extend(outcomes);
+            self.done.notify_all();
+        }
+    }
+}
+
+fn commit_group(root: &Path, group: &[(u64, PathBuf, PathBuf)]) -> Vec<(u64, Result<(), String>)> {
+    let synced = fs_err::File::open(root).and_then(|dir| {
+        sync_filesystem(&dir)?;
+        Ok(dir)
+    });
+    let dir = match synced {
+        Ok(dir) => dir,
+        Err(e) => {
+            return group
+                .iter()
+                .map(|(ticket, ..)| (*ticket, Err(e.to_string())))
+                .collect();
+        }
+    };
+    let mut outcomes: Vec<(u64, Result<(), String>)> = group
+        .iter()
+        .map(|(ticket, tmp, target)| {
+            (
+                *ticket,
+                fs_err::rename(tmp, target).map_err(|e| e.to_string()),
+            )
+        })
+        .collect();
+    if let Err(e) = dir.sync_all() {
+        for (_, outcome) in &mut outcomes {
+            if outcome.is_ok() {
+                *outcome = Err(format!("{}: {e}", root.display()));
+            }
+        }
+    }
+    outcomes
+}
+
+/// Makes every file written on the filesystem of `dir` durable: one `syncfs` on Linux.
+fn sync_filesystem(dir: &fs_err::File) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        rustix::fs::syncfs(dir.file()).map_err(std::io::Error::from)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        dir.sync_all()
+    }
 }

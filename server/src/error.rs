@@ -87,6 +87,21 @@ impl AppError {
         }
     }
 
+    /// A failure to read or write the conversations (a folder, or a bucket): a full disk
+    /// is 507; anything else 503, logged (a bucket that does not answer is a reason to try
+    /// another server, or later).
+    pub fn from_data_store(error: &std::io::Error) -> Self {
+        if is_out_of_space(error) {
+            return Self::insufficient_storage(error);
+        }
+        tracing::error!("conversation store: {error}");
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "data_store_unavailable",
+            "the conversation store could not be read or written; see the server's log",
+        )
+    }
+
     pub fn internal(error: impl std::fmt::Display) -> Self {
         // Internals go to the log, not to the client.
         tracing::error!("internal error: {error}");

@@ -101,13 +101,12 @@ pub async fn ready(State(state): State<AppState>) -> Response {
             "the store `{}` is not reachable",
             config.store.root().display()
         ))
-    } else if !config.data_dir.is_dir() {
-        Some(format!(
-            "the data folder `{}` is not reachable",
-            config.data_dir.display()
-        ))
     } else {
-        None
+        let conversations = state.clone();
+        tokio::task::spawn_blocking(move || conversations.inner.conversations.reachable())
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()))
+            .err()
     };
     match problem {
         None => axum::Json(serde_json::json!({"status": "ready"})).into_response(),

@@ -265,8 +265,56 @@ fn registered_marketplace(
 /// A validated request, before anything is fetched.
 pub(crate) struct Prepared {
     manifest: Option<Manifest>,
-    lock: Option<Lock>,
+    lock: Option<Arc<LockedText>>,
     metadata: serde_json::Value,
+}
+
+/// A lockfile from a request, parsed and checked against this server's limits and source
+/// policy once for every request that sends the same text.
+fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppError> {
+    if let Some(known) = state
+        .inner
+        .checked
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(text)
+    {
+        return Ok(known.clone());
+    }
+    let policy = &state.config().policy;
+    let lock = parse_lock("lockfile", text).map_err(|e| AppError::bad_request(e.to_string()))?;
+    if lock.plugins.len() > MAX_PLUGINS {
+        return Err(AppError::bad_request(format!(
+            "the lockfile has {} plugins; a conversation may have at most {MAX_PLUGINS}",
+            lock.plugins.len()
+        )));
+    }
+    crate::input::check_lock(&lock)?;
+    for plugin in &lock.plugins {
+        let source = berth_lockfile_schema::Source::parse(&plugin.source)
+            .map_err(|e| AppError::bad_request(e.message))?;
+        policy.check(&plugin.source, &source)?;
+    }
+    if let Some(agent) = &lock.agent {
+        let request = AgentRequest::new(&agent.source, agent.git_ref.as_deref(), None, None)
+            .map_err(|(_, m)| AppError::bad_request(format!("agent: {m}")))?;
+        check_agent_source(policy, &agent.source, request.origin())?;
+    }
+    // Stored as berth writes it, shared with every conversation that has it.
+    let locked = state.inner.conversations.intern(LockedText {
+        text: lock.to_toml(),
+        lock,
+    });
+    let mut checked = state
+        .inner
+        .checked
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if checked.len() >= crate::SET_CACHE_ENTRIES {
+        checked.clear();
+    }
+    checked.insert(text.to_owned(), locked.clone());
+    Ok(locked)
 }
 
 impl Prepared {
@@ -347,50 +395,25 @@ impl Prepared {
                     metadata,
                 })
             }
-            (None, Some(text)) => {
-                let lock = parse_lock("lockfile", &text)
-                    .map_err(|e| AppError::bad_request(e.to_string()))?;
-                if lock.plugins.len() > MAX_PLUGINS {
-                    return Err(AppError::bad_request(format!(
-                        "the lockfile has {} plugins; a conversation may have at most {MAX_PLUGINS}",
-                        lock.plugins.len()
-                    )));
-                }
-                crate::input::check_lock(&lock)?;
-                for plugin in &lock.plugins {
-                    let source = berth_lockfile_schema::Source::parse(&plugin.source)
-                        .map_err(|e| AppError::bad_request(e.message))?;
-                    policy.check(&plugin.source, &source)?;
-                }
-                if let Some(agent) = &lock.agent {
-                    let request =
-                        AgentRequest::new(&agent.source, agent.git_ref.as_deref(), None, None)
-                            .map_err(|(_, m)| AppError::bad_request(format!("agent: {m}")))?;
-                    check_agent_source(policy, &agent.source, request.origin())?;
-                }
-                Ok(Self {
-                    manifest: None,
-                    lock: Some(lock),
-                    metadata,
-                })
-            }
+            (None, Some(text)) => Ok(Self {
+                manifest: None,
+                lock: Some(checked_lock(state, &text)?),
+                metadata,
+            }),
             _ => Err(AppError::bad_request("give either `plugins` or `lockfile`")),
         }
     }
 }
 
 impl AppState {
-    /// Locks (when given plugins), syncs, builds the set and stores the conversation.
-    fn start(
+    /// Locks the request's plugins (or takes its lockfile, `--frozen`) and fetches what the
+    /// store lacks.
+    fn lock_and_sync(
         &self,
-        request: Prepared,
-        deadline: &Deadline,
-    ) -> Result<(Meta, Arc<LockedText>, Arc<str>), AppError> {
-        let config = self.config();
-        // From resolving to the conversation on disk, gc must not remove what it uses.
-        let _hold = self.hold_store()?;
-        let settings = self.settings(&deadline.cancel);
-        // Plugins are locked afresh; a lockfile is taken as it is (`--frozen`).
+        request: &Prepared,
+        cancel: &Cancel,
+    ) -> Result<Arc<LockedText>, AppError> {
+        let settings = self.settings(cancel);
         let mode = match &request.manifest {
             Some(manifest) => LockMode::Update {
                 manifest,
@@ -399,11 +422,11 @@ impl AppState {
             None => LockMode::Frozen,
         };
         let lock = lock_and_sync(
-            &config.store,
+            &self.config().store,
             &settings,
             &LogReporter,
             mode,
-            &InMemoryLock(request.lock),
+            &InMemoryLock(request.lock.as_ref().map(|l| l.lock.clone())),
         )
         .map_err(|e| match e {
             LockAndSyncError::Lock(errors) | LockAndSyncError::Sync(errors) => {
@@ -413,16 +436,48 @@ impl AppState {
             e @ (LockAndSyncError::NoLock | LockAndSyncError::Stale(_)) => AppError::internal(e),
         })?
         .lock;
-        // The fleet's cache gets the plugins before the conversation exists anywhere.
-        self.push_to_cache(&lock)
-            .map_err(|errors| AppError::from_entries(&errors))?;
-        let locked = Arc::new(LockedText {
+        Ok(self.inner.conversations.intern(LockedText {
             text: lock.to_toml(),
             lock,
+        }))
+    }
+
+    /// Locks (when given plugins), syncs, builds the set and stores the conversation.
+    fn start(
+        &self,
+        request: Prepared,
+        deadline: &Deadline,
+    ) -> Result<(Meta, Arc<LockedText>, Arc<str>), AppError> {
+        let config = self.config();
+        // From resolving to the conversation on disk, gc must not remove what it uses.
+        let _hold = self.hold_store()?;
+        // A lock whose every entry is in the store, unchanged, with its plugin set built
+        // before (the common start: the same lock again) needs nothing fetched or checked.
+        let ready = request.lock.as_ref().and_then(|locked| {
+            let agent_ready = locked
+                .lock
+                .agent
+                .as_ref()
+                .is_none_or(|agent| config.store.has_agent(agent));
+            agent_ready
+                .then(|| self.cached_set(locked))
+                .flatten()
+                .map(|set| (locked.clone(), set))
         });
-        let set = self.build_set(&locked)?;
+        let (locked, set) = match ready {
+            Some(ready) => ready,
+            None => {
+                let locked = self.lock_and_sync(&request, &deadline.cancel)?;
+                let set = self.build_set(&locked)?;
+                (locked, set)
+            }
+        };
+        // The fleet's cache gets the plugins before the conversation exists anywhere.
+        self.push_to_cache(&locked.lock)
+            .map_err(|errors| AppError::from_entries(&errors))?;
         let meta = Meta {
-            id: Uuid::new_v4(),
+            // Time-ordered: listing in id order lists oldest first.
+            id: Uuid::now_v7(),
             created_at: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
@@ -432,7 +487,7 @@ impl AppState {
             self.inner
                 .conversations
                 .create(&meta, locked.clone())
-                .map_err(|e| AppError::from_own_files(&e))
+                .map_err(|e| AppError::from_data_store(&e))
         })?;
         tracing::info!(
             "conversation {} started with {} plugins",
@@ -524,30 +579,78 @@ fn locked_plugins(lock: &Lock) -> Vec<LockedPluginBody> {
         .collect()
 }
 
-/// Any id that is not a conversation of this server is a 404, malformed or not.
-fn conversation_id(state: &AppState, raw: &str) -> Result<Uuid, AppError> {
-    match Uuid::parse_str(raw) {
-        Ok(id) if state.inner.conversations.contains(id) => Ok(id),
-        _ => Err(AppError::not_found()),
-    }
+/// Any id that is not a conversation is a 404, malformed or not.
+fn conversation_id(raw: &str) -> Result<Uuid, AppError> {
+    Uuid::parse_str(raw).map_err(|_| AppError::not_found())
+}
+
+/// Runs `work` on the conversations on a blocking thread (a folder's reads, a bucket's
+/// requests).
+async fn blocking<T: Send + 'static>(
+    state: &AppState,
+    work: impl FnOnce(&crate::conversations::Conversations) -> std::io::Result<T> + Send + 'static,
+) -> Result<T, AppError> {
+    let state = state.clone();
+    tokio::task::spawn_blocking(move || work(&state.inner.conversations))
+        .await
+        .map_err(AppError::internal)?
+        .map_err(|e| AppError::from_data_store(&e))
 }
 
 async fn load(state: &AppState, raw: &str) -> Result<crate::conversations::Stored, AppError> {
-    let id = conversation_id(state, raw)?;
-    let state = state.clone();
-    tokio::task::spawn_blocking(move || state.inner.conversations.get(id))
-        .await
-        .map_err(AppError::internal)?
-        .map_err(AppError::internal)?
+    let id = conversation_id(raw)?;
+    blocking(state, move |c| c.get(id))
+        .await?
         .ok_or_else(AppError::not_found)
 }
 
-/// The conversations, oldest first.
-#[utoipa::path(get, path = "/api/conversations", responses((status = 200, body = ConversationList), (status = 401, body = ErrorBody)))]
-pub async fn list(State(state): State<AppState>) -> axum::Json<ConversationList> {
-    let mut conversations = state.inner.conversations.list();
-    conversations.sort_by_key(|c| (c.created_at, c.id));
-    axum::Json(ConversationList { conversations })
+/// The most conversations one page lists.
+pub const MAX_PAGE: usize = 1000;
+
+/// `?limit=&cursor=` of `GET /api/conversations`.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+pub struct ListQuery {
+    /// At most this many (1 to 1000); without it, every conversation.
+    limit: Option<usize>,
+    /// The `next_cursor` of the page before.
+    cursor: Option<String>,
+}
+
+/// The conversations, in id order (oldest first: ids are UUIDv7), a page at a time with
+/// `limit`; on object storage, every server's.
+#[utoipa::path(
+    get,
+    path = "/api/conversations",
+    params(ListQuery),
+    responses((status = 200, body = ConversationList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody))
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    query: Result<axum::extract::Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<axum::Json<ConversationList>, AppError> {
+    let axum::extract::Query(query) = query.map_err(|e| AppError::bad_request(e.body_text()))?;
+    let cursor = match query.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(c) => Some(Uuid::parse_str(c).map_err(|_| {
+            AppError::bad_request(
+                "`cursor` is not a conversation id: pass the `next_cursor` of the page before",
+            )
+        })?),
+    };
+    let limit = match query.limit {
+        None => usize::MAX,
+        Some(n @ 1..=MAX_PAGE) => n,
+        Some(n) => {
+            return Err(AppError::bad_request(format!(
+                "`limit` is {n}; give 1 to {MAX_PAGE}, and follow `next_cursor` for the rest"
+            )));
+        }
+    };
+    let page = blocking(&state, move |c| c.list(cursor, limit)).await?;
+    Ok(axum::Json(ConversationList {
+        conversations: page.conversations,
+        next_cursor: page.next_cursor,
+    }))
 }
 
 /// A conversation's metadata and locked plugins.
@@ -566,8 +669,8 @@ pub async fn get_one(
         id: stored.meta.id,
         created_at: stored.meta.created_at,
         metadata: stored.meta.metadata,
-        plugins: locked_plugins(&stored.lock),
-        agent: locked_agent(&stored.lock),
+        plugins: locked_plugins(&stored.lock.lock),
+        agent: locked_agent(&stored.lock.lock),
     }))
 }
 
@@ -585,7 +688,7 @@ pub async fn lockfile(
     let stored = load(&state, &id).await?;
     Ok((
         [(header::CONTENT_TYPE, "application/toml")],
-        stored.lock_text,
+        stored.lock.text.clone(),
     )
         .into_response())
 }
@@ -606,11 +709,9 @@ pub async fn plugin_set(
     State(state): State<AppState>,
     ConversationPath(id): ConversationPath,
 ) -> Result<Response, AppError> {
-    let id = conversation_id(&state, &id)?;
-    let locked = state
-        .inner
-        .conversations
-        .lock(id)
+    let id = conversation_id(&id)?;
+    let locked = blocking(&state, move |c| c.lock(id))
+        .await?
         .ok_or_else(AppError::not_found)?;
     let json = match state.cached_set(&locked) {
         Some(json) => json,
@@ -636,11 +737,8 @@ pub async fn delete(
     State(state): State<AppState>,
     ConversationPath(id): ConversationPath,
 ) -> Result<StatusCode, AppError> {
-    let id = conversation_id(&state, &id)?;
-    let removed = tokio::task::spawn_blocking(move || state.inner.conversations.delete(id))
-        .await
-        .map_err(AppError::internal)?
-        .map_err(AppError::internal)?;
+    let id = conversation_id(&id)?;
+    let removed = blocking(&state, move |c| c.delete(id)).await?;
     if removed {
         Ok(StatusCode::NO_CONTENT)
     } else {

@@ -38,12 +38,13 @@ pub use policy::{DEFAULT_ALLOWED_HOSTS, Pin, PinError, Policy};
 pub use roots::{LiveRoots, ReadError, RootError, conversation_locks, live_roots};
 
 use conversations::Conversations;
+pub use conversations::DataDir;
 
 /// How the server runs, from `berth serve`'s flags and environment.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Where conversations are kept.
-    pub data_dir: PathBuf,
+    /// Where conversations are kept: a folder, or object storage a fleet shares.
+    pub data_dir: DataDir,
     /// The shared plugin store.
     pub store: Store,
     /// When set, every route but `/health` needs it.
@@ -101,6 +102,8 @@ struct Inner {
     /// Entries known to be in the `--push-to` cache (by this server's pushes or checks), so
     /// a warm start asks the cache nothing.
     pushed: std::sync::Mutex<std::collections::HashSet<berth_lockfile_schema::Sha256Hash>>,
+    /// Request lockfiles already parsed and checked against this server's policy, by text.
+    checked: std::sync::Mutex<std::collections::HashMap<String, Arc<conversations::LockedText>>>,
     /// Set on SIGTERM: new requests are refused while started ones finish.
     draining: std::sync::atomic::AtomicBool,
 }
@@ -131,18 +134,22 @@ impl AppState {
         // this window of a check that found an entry unchanged, only its presence is.
         config.store = config.store.remembering_checks_for(ENTRY_RECHECK_WINDOW);
         let (conversations, stored) = Conversations::open(&config.data_dir)?;
-        // Every conversation's lock is a root of the store: `berth store gc` keeps them.
-        config
-            .store
-            .register_root(&config.data_dir)
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        // Every conversation's lock in a folder is a root of the store: `berth store gc`
+        // keeps them. A fleet's conversations are in a bucket, their plugins in its cache:
+        // the store is a cache of that cache, and gc may empty it.
+        if let Some(folder) = config.data_dir.folder() {
+            config
+                .store
+                .register_root(folder)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+        }
         let mut missing_entries = std::collections::HashMap::new();
         let conversations_count = stored.len();
         // The locks of conversations whose plugins or agent the store lacks: found once here,
         // fetched again in the background below when online.
         let mut incomplete = Vec::new();
         for conversation in stored {
-            let plugins_present = conversation.lock.plugins.iter().all(|plugin| {
+            let plugins_present = conversation.lock.lock.plugins.iter().all(|plugin| {
                 *missing_entries
                     .entry((plugin.hash, plugin.name.clone()))
                     .or_insert_with(|| {
@@ -159,6 +166,7 @@ impl AppState {
                     })
             });
             let agent_present = conversation
+                .lock
                 .lock
                 .agent
                 .as_ref()
@@ -179,6 +187,7 @@ impl AppState {
                 shared: SharedResolutions::default(),
                 sets: Default::default(),
                 pushed: Default::default(),
+                checked: Default::default(),
                 draining: Default::default(),
             }),
         };
@@ -193,7 +202,8 @@ impl AppState {
                 let background = state.clone();
                 std::thread::spawn(move || {
                     for lock in locks {
-                        if let Err(errors) = background.sync(&lock, &berth_resolver::Cancel::new())
+                        if let Err(errors) =
+                            background.sync(&lock.lock, &berth_resolver::Cancel::new())
                         {
                             for e in errors {
                                 tracing::warn!("restoring a conversation's plugins: {e}");

@@ -50,7 +50,7 @@ fn fixture_configured(
     plugin(&root, "one");
     plugin(&root, "two");
     let config = Config {
-        data_dir: root.join("data"),
+        data_dir: berth_server::DataDir::Folder(root.join("data")),
         store: Store::new(root.join("store")),
         api_key: api_key.map(str::to_owned),
         allowed_host_headers: allowed_host_headers

@@ -34,6 +34,9 @@ pub const FILE_BEFORE_RENAME: &str = "file-before-rename";
 /// A pushed entry's NAR uploaded to a binary cache, its narinfo not yet written.
 pub const PUSH_BEFORE_NARINFO: &str = "push-before-narinfo";
 
+/// A `berth serve` conversation on object storage: its lock written, its metadata not yet.
+pub const CONVERSATION_BEFORE_META: &str = "conversation-before-meta";
+
 /// Every step berth can pause at, so a test can check that it covers them all.
 /// [`pause_at`] is only ever called with one of these.
 pub const STEPS: &[&str] = &[
@@ -44,6 +47,7 @@ pub const STEPS: &[&str] = &[
     GC_VICTIM_IN_TMP,
     FILE_BEFORE_RENAME,
     PUSH_BEFORE_NARINFO,
+    CONVERSATION_BEFORE_META,
 ];
 
 /// Blocks this thread for good if `BERTH_FAULT_PAUSE` names `step`, after printing the

@@ -1,7 +1,5 @@
 //! `berth serve`: the server's flags.
 
-use std::path::PathBuf;
-
 use clap::Args;
 
 #[derive(Debug, Args)]
@@ -15,9 +13,17 @@ pub struct ServeArgs {
     )]
     pub addr: std::net::SocketAddr,
 
-    /// Where conversations are kept [default: $XDG_DATA_HOME/berth, else ~/.local/share/berth]
-    #[arg(long, value_name = "DIR", env = "BERTH_DATA_DIR")]
-    pub data_dir: Option<PathBuf>,
+    /// Where conversations are kept: a folder, or object storage a fleet of servers shares
+    /// (`file:///path`, `s3://bucket/prefix`) [default: $XDG_DATA_HOME/berth, else
+    /// ~/.local/share/berth]
+    ///
+    /// A folder is this server's own. On object storage every server reads any
+    /// conversation on demand, lists all of them, and honours a delete made by another;
+    /// pair it with `--push-to` (and `--substituter`) on the fleet's binary cache so their
+    /// plugins follow. S3 settings and credentials come from the AWS variables and files,
+    /// as for caches.
+    #[arg(long, value_name = "DIR|URL", env = "BERTH_DATA_DIR")]
+    pub data_dir: Option<String>,
 
     /// Require this key on every route but /health (`X-Session-API-Key` or `Authorization: Bearer`)
     #[arg(

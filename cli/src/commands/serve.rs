@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
-use berth_server::{AppState, Config, DEFAULT_ALLOWED_HOSTS, Policy};
+use berth_server::{AppState, Config, DEFAULT_ALLOWED_HOSTS, DataDir, Policy};
 use berth_store::Store;
 
 use crate::args::{Cli, ServeArgs};
@@ -18,16 +18,18 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         Some(dir) => dir.clone(),
         None => crate::context::default_store_root(home.as_deref())?,
     };
-    let data_dir = match &args.data_dir {
-        Some(dir) => dir.clone(),
-        None => match (
-            std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()),
-            &home,
-        ) {
-            (Some(dir), _) => PathBuf::from(dir).join("berth"),
-            (None, Some(home)) => home.join(".local/share/berth"),
-            (None, None) => bail!("cannot find a data folder: pass `--data-dir DIR`"),
-        },
+    let data_dir = match args.data_dir.as_deref().filter(|d| !d.is_empty()) {
+        Some(dir) => DataDir::parse(dir),
+        None => DataDir::Folder(
+            match (
+                std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()),
+                &home,
+            ) {
+                (Some(dir), _) => PathBuf::from(dir).join("berth"),
+                (None, Some(home)) => home.join(".local/share/berth"),
+                (None, None) => bail!("cannot find a data folder: pass `--data-dir DIR`"),
+            },
+        ),
     };
     let allowed_hosts = if args.allow_hosts.is_empty() {
         DEFAULT_ALLOWED_HOSTS
@@ -85,7 +87,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         let (state, report) = tokio::task::spawn_blocking(move || AppState::open(config))
             .await
             .context("restoring conversations")?
-            .with_context(|| format!("could not open the data folder `{}`", data_dir.display()))?;
+            .with_context(|| format!("could not open the data folder `{data_dir}`"))?;
         let listener = berth_server::bind(args.addr)
             .await
             .with_context(|| format!("could not listen on `{}`", args.addr))?;

@@ -8,14 +8,12 @@
 //! `http(s)://`. The narinfo is written last (a file renamed into place, one S3 PUT), so
 //! a reader never sees a narinfo without its NAR.
 
-mod file;
-mod s3;
 mod sign;
 
 pub use sign::{KeyError, PublicKey, SecretKey};
 
 use std::io::{self, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use berth_lockfile_schema::Sha256Hash;
@@ -25,6 +23,8 @@ use berth_store::{
     unpack_nar,
 };
 use sha2::{Digest, Sha256};
+
+use crate::objects::ObjectStore;
 
 /// Why a cache could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -83,29 +83,10 @@ pub enum CacheError {
     Nar(#[from] NarError),
 }
 
-/// Where cache objects are kept.
-trait Backend: Send + Sync {
-    /// The object `key`, or `None` when it is absent.
-    fn open(&self, key: &str) -> io::Result<Option<Box<dyn Read + Send>>>;
-    /// Whether `key` exists.
-    fn exists(&self, key: &str) -> io::Result<bool>;
-    /// Stores the file at `path` as `key`, all at once: readers see the old object or the
-    /// whole new one, never part of it.
-    fn put_file(&self, key: &str, path: &Path) -> io::Result<()>;
-    /// A folder for files being written before they are stored.
-    fn scratch(&self) -> io::Result<PathBuf>;
-    /// Whether reading it needs no network (`--offline` still uses it).
-    fn is_local(&self) -> bool;
-    /// Whether it can only be read (`http(s)://`).
-    fn read_only(&self) -> bool {
-        false
-    }
-}
-
 /// One binary cache.
 pub struct Cache {
     label: String,
-    backend: Box<dyn Backend>,
+    backend: Box<dyn ObjectStore>,
     /// When not empty, a narinfo must carry a signature by one of these.
     trusted: Vec<PublicKey>,
 }
@@ -132,45 +113,10 @@ impl Cache {
     /// Opens the cache at `url`: `file:///abs/path` (or an absolute folder path),
     /// `s3://bucket/prefix[?endpoint=URL&region=R&profile=P]` or `http(s)://…` (read-only).
     pub fn open(url: &str) -> Result<Self, CacheError> {
-        let unsupported = |why: String| CacheError::UnsupportedUrl {
+        let backend = crate::objects::open(url).map_err(|why| CacheError::UnsupportedUrl {
             url: url.to_owned(),
             why,
-        };
-        let backend: Box<dyn Backend> = if url.starts_with('/') {
-            Box::new(file::FileBackend::new(PathBuf::from(url)))
-        } else {
-            let parsed = url::Url::parse(url).map_err(|e| {
-                unsupported(format!(
-                    "{e} (use `file:///path`, `s3://bucket/prefix` or `https://host/path`)"
-                ))
-            })?;
-            if !parsed.username().is_empty() || parsed.password().is_some() {
-                return Err(unsupported(
-                    "credentials do not belong in a cache URL (berth would print it); use the AWS variables or files"
-                        .into(),
-                ));
-            }
-            match parsed.scheme() {
-                "file" => {
-                    let path = parsed
-                        .to_file_path()
-                        .map_err(|()| unsupported("not an absolute local path".into()))?;
-                    Box::new(file::FileBackend::new(path))
-                }
-                "s3" => {
-                    let home = std::env::var_os("HOME")
-                        .filter(|h| !h.is_empty())
-                        .map(PathBuf::from);
-                    Box::new(s3::S3Backend::new(&parsed, home.as_deref()).map_err(unsupported)?)
-                }
-                "http" | "https" => Box::new(s3::HttpBackend::new(parsed).map_err(unsupported)?),
-                other => {
-                    return Err(unsupported(format!(
-                        "berth reads `file://`, `s3://` and `http(s)://` caches, not `{other}://`"
-                    )));
-                }
-            }
-        };
+        })?;
         Ok(Self {
             label: url.to_owned(),
             backend,

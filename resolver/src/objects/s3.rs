@@ -1,5 +1,5 @@
-//! Binary caches on object storage: `s3://bucket/prefix` (read and write, requests signed
-//! with AWS Signature V4 by `rusty-s3`) and `http(s)://` (read-only, plain GETs).
+//! Object storage over HTTP: `s3://bucket/prefix` (read and write, requests signed with AWS
+//! Signature V4 by `rusty-s3`) and `http(s)://` (read-only, plain GETs).
 //!
 //! S3 settings come from where AWS tools take them, never from anything berth writes:
 //! the URL's `endpoint`, `region` and `profile` query parameters (as Nix's S3 caches take
@@ -17,7 +17,7 @@ use std::time::Duration;
 use rusty_s3::actions::S3Action;
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 
-use super::Backend;
+use super::{Listing, ObjectStore, read_only_error};
 
 /// How long a signed request stays valid.
 const SIGNED_FOR: Duration = Duration::from_secs(15 * 60);
@@ -59,7 +59,7 @@ impl S3Backend {
         let name = url
             .host_str()
             .filter(|h| !h.is_empty())
-            .ok_or("an `s3://` cache needs a bucket: `s3://BUCKET/PREFIX`")?
+            .ok_or("an `s3://` URL needs a bucket: `s3://BUCKET/PREFIX`")?
             .to_owned();
         let param = |key: &str| {
             url.query_pairs()
@@ -150,7 +150,7 @@ fn shared_credentials(home: Option<&Path>, profile: &str) -> Option<Credentials>
     }
 }
 
-impl Backend for S3Backend {
+impl ObjectStore for S3Backend {
     fn open(&self, key: &str) -> io::Result<Option<Box<dyn Read + Send>>> {
         let object = self.key(key);
         let url = self
@@ -213,6 +213,83 @@ impl Backend for S3Backend {
         }
     }
 
+    fn put_bytes(&self, key: &str, bytes: &[u8]) -> io::Result<()> {
+        let object = self.key(key);
+        let url = self
+            .bucket
+            .put_object(self.credentials.as_ref(), &object)
+            .sign(SIGNED_FOR);
+        let what = format!("PUT `{object}`");
+        let response = self
+            .http
+            .put(url)
+            .body(bytes.to_vec())
+            .send()
+            .map_err(|e| request_error(&what, e))?;
+        if response.status().is_success() {
+            Ok(())
+        } else {
+            Err(status_error(&what, response.status()))
+        }
+    }
+
+    fn delete(&self, key: &str) -> io::Result<()> {
+        let object = self.key(key);
+        let url = self
+            .bucket
+            .delete_object(self.credentials.as_ref(), &object)
+            .sign(SIGNED_FOR);
+        let what = format!("DELETE `{object}`");
+        let response = self
+            .http
+            .delete(url)
+            .send()
+            .map_err(|e| request_error(&what, e))?;
+        // S3 answers 204 whether or not the key existed.
+        if response.status().is_success() || response.status().as_u16() == 404 {
+            Ok(())
+        } else {
+            Err(status_error(&what, response.status()))
+        }
+    }
+
+    fn list(&self, prefix: &str, start_after: Option<&str>, max: usize) -> io::Result<Listing> {
+        let full_prefix = self.key(prefix);
+        let mut action = self.bucket.list_objects_v2(self.credentials.as_ref());
+        action.with_prefix(full_prefix.as_str());
+        let after = start_after.map(|a| self.key(a));
+        if let Some(after) = &after {
+            action.with_start_after(after.as_str());
+        }
+        action.with_max_keys(max.clamp(1, 1000));
+        let url = action.sign(SIGNED_FOR);
+        let what = format!("LIST `{full_prefix}`");
+        let response = self
+            .http
+            .get(url)
+            .send()
+            .map_err(|e| request_error(&what, e))?;
+        if !response.status().is_success() {
+            return Err(status_error(&what, response.status()));
+        }
+        let text = response.text().map_err(|e| request_error(&what, e))?;
+        let parsed = rusty_s3::actions::ListObjectsV2::parse_response(&text)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{what}: {e}")))?;
+        let strip = if self.prefix.is_empty() {
+            0
+        } else {
+            self.prefix.len() + 1
+        };
+        Ok(Listing {
+            keys: parsed
+                .contents
+                .into_iter()
+                .filter_map(|c| c.key.get(strip..).map(str::to_owned))
+                .collect(),
+            truncated: parsed.next_continuation_token.is_some(),
+        })
+    }
+
     fn scratch(&self) -> io::Result<PathBuf> {
         Ok(std::env::temp_dir())
     }
@@ -247,7 +324,7 @@ impl HttpBackend {
     }
 }
 
-impl Backend for HttpBackend {
+impl ObjectStore for HttpBackend {
     fn open(&self, key: &str) -> io::Result<Option<Box<dyn Read + Send>>> {
         let what = format!("GET `{key}`");
         let response = self
@@ -277,10 +354,22 @@ impl Backend for HttpBackend {
     }
 
     fn put_file(&self, key: &str, _path: &Path) -> io::Result<()> {
+        Err(read_only_error(key))
+    }
+
+    fn put_bytes(&self, key: &str, _bytes: &[u8]) -> io::Result<()> {
+        Err(read_only_error(key))
+    }
+
+    fn delete(&self, key: &str) -> io::Result<()> {
+        Err(read_only_error(key))
+    }
+
+    fn list(&self, prefix: &str, _start_after: Option<&str>, _max: usize) -> io::Result<Listing> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
             format!(
-                "cannot write `{key}`: an http(s) cache is read-only; push to the folder or bucket behind it (`file://` or `s3://`)"
+                "cannot list `{prefix}`: a web server does not list its objects; use `file://` or `s3://`"
             ),
         ))
     }
