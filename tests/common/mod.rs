@@ -10,6 +10,8 @@ use std::process::{Command, Output, Stdio};
 
 /// The marketplace the marketplace tests build.
 pub mod market;
+/// A real S3 server on 127.0.0.1.
+pub mod moto;
 // The CI rule for a missing tool, shared with the store's tests.
 #[path = "skip.rs"]
 mod skip;
@@ -739,6 +741,8 @@ pub fn lock_field(lock: &str, index: usize, key: &str) -> Option<String> {
 pub struct ServeProcess {
     child: std::process::Child,
     pub base: String,
+    /// Everything the server logged so far.
+    log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl ServeProcess {
@@ -759,9 +763,30 @@ impl ServeProcess {
                 break addr.trim().to_owned();
             }
         };
-        // Keep draining the log so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Self { child, base }
+        // Keep draining the log (and keep it) so the server never blocks on a full pipe.
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let mut kept = kept.lock().expect("log");
+                kept.push_str(&line);
+                kept.push('\n');
+            }
+        });
+        Self { child, base, log }
+    }
+
+    /// What the server logged so far (after it printed its address).
+    pub fn log(&self) -> String {
+        self.log.lock().expect("log").clone()
+    }
+
+    pub fn delete(&self, path: &str) -> (u16, String) {
+        let response = Self::client()
+            .delete(format!("{}{path}", self.base))
+            .send()
+            .expect("DELETE");
+        (response.status().as_u16(), response.text().expect("body"))
     }
 
     fn client() -> reqwest::blocking::Client {
