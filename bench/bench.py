@@ -19,10 +19,15 @@ Figures:
      `git http-backend` on 127.0.0.1 and 25 `.tar.gz` archives over HTTP), with `--jobs 1`
      and with the default, next to the SDK's `Plugin.fetch` over the same 25 git
      repositories.
-  5. (issue #5) `berth serve` with the store warm: `POST /api/conversations` with a
+  5. (issues #5, #18) `berth serve` with the store warm: `POST /api/conversations` with a
      10-plugin lockfile and `GET .../plugin_set`, requests per second and p50/p99 latency
-     at 64 concurrent clients (`wrk`, installed from Debian if missing); and the time from
-     starting the server to listening with 10,000 stored conversations (median of 5).
+     at 64 concurrent clients (`wrk`, installed from Debian if missing), this build next to
+     the build #18 started from (`--baseline`, which bench/run.sh builds from
+     BERTH_BASELINE_REV), alternating, median of 3 rounds; the same POST with the
+     conversations on a real S3 server (moto, BERTH_MOTO_SERVER); the `plugins` form (10
+     git plugins by tag over `git http-backend`) with `--ref-ttl 60` next to without; and
+     the time from starting the server to listening with 10,000 stored conversations
+     (median of 5).
   6. (issue #7) A ready environment for a locked agent package with 10 dependencies (11
      wheels built from fixtures/agents by build_index.py --deps 10, served by Python's
      http.server on 127.0.0.1): cold (empty store and uv cache: `sync --frozen` then
@@ -496,27 +501,85 @@ def parse_wrk(text):
 
 
 class BerthServer:
-    def __init__(self, berth, data, store, extra=()):
+    def __init__(self, berth, data, store, extra=(), env=None):
         self.proc = subprocess.Popen(
             [berth, "--store", str(store), "serve", "--addr", "127.0.0.1:0", "--data-dir", str(data),
              "--allow-local-sources", *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            env=dict(os.environ, BERTH_LOG="warn"),
+            env=dict(os.environ, BERTH_LOG="warn", **(env or {})),
         )
         for line in self.proc.stderr:
             if "Listening on " in line:
                 self.base = line.split("Listening on ")[1].strip()
                 break
+        else:
+            raise RuntimeError(f"{berth} serve did not start")
         threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
+
+    def post(self, body):
+        import urllib.request
+        request = urllib.request.Request(f"{self.base}/api/conversations", data=body.encode(),
+                                         headers={"content-type": "application/json"}, method="POST")
+        return json.loads(urllib.request.urlopen(request, timeout=120).read())["id"]
 
     def stop(self):
         self.proc.terminate()
         self.proc.wait()
 
 
-def bench_server(berth, scratch, runs):
-    import urllib.request
+class Moto:
+    """moto's S3 server (`moto[server]`: BERTH_MOTO_SERVER, else `moto_server` on PATH) on
+    127.0.0.1, with one bucket."""
+
+    def __init__(self, bucket):
+        import urllib.request
+        binary = os.environ.get("BERTH_MOTO_SERVER") or shutil.which("moto_server")
+        if not binary:
+            raise FileNotFoundError("moto_server (pip install 'moto[server]', or set BERTH_MOTO_SERVER)")
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.proc = subprocess.Popen([binary, "-H", "127.0.0.1", "-p", str(port)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.endpoint = f"http://127.0.0.1:{port}"
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(self.endpoint + "/", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/{bucket}", method="PUT"))
+        self.env = {"AWS_ACCESS_KEY_ID": "AKIABENCH", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1"}
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def wrk_run(wrk, url, body=None, scratch=None, seconds=10, clients=64):
+    extra = []
+    if body is not None:
+        script = Path(tempfile.mkstemp(suffix=".lua", dir=scratch)[1])
+        script.write_text(
+            'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
+            f"wrk.body = {json.dumps(body)}\n"
+        )
+        extra = ["-s", str(script)]
+    out = subprocess.run([wrk, "-t2", f"-c{clients}", f"-d{seconds}s", "--timeout", "30s", "--latency", *extra, url],
+                         check=True, capture_output=True, text=True).stdout
+    return parse_wrk(out)
+
+
+def bench_server(berth, scratch, runs, repos, baseline=None, rounds=3):
+    """`berth serve` under `wrk`, 64 clients, warm store: this build and, with `baseline`,
+    the build the fleet issue (#18) started from, alternating, `rounds` times each; the
+    median round by p99 is reported. Then this build with its conversations on a real S3
+    server (moto on 127.0.0.1), and the `plugins` form (10 git plugins over `git
+    http-backend` on 127.0.0.1, resolved by tag) with `--ref-ttl 60` next to without."""
     wrk = ensure_wrk()
+    if not wrk:
+        raise FileNotFoundError("wrk")
     work = scratch / "server"
     work.mkdir()
     dirs = make_sample_copies(work / "plugins", 10, ("alpha", "beta", "gamma"))
@@ -525,28 +588,67 @@ def bench_server(berth, scratch, runs):
     run([berth, "--store", str(store), "plugins", "sync", "-q", "--manifest", str(work / "plugins.toml")])
     lockfile = (work / "plugins.lock").read_text()
     body = json.dumps({"lockfile": lockfile})
-    data = scratch / "server-data"
-    server = BerthServer(berth, data, store)
-    results = {}
+    builds = [("now", berth)] + ([("today", baseline)] if baseline else [])
+    results = {}  # (build, route) -> [(rps, p50, p99)]
+    for r in range(rounds):
+        for name, binary in builds:
+            data = scratch / f"server-data-{name}-{r}"
+            server = BerthServer(binary, data, store)
+            try:
+                conversation = server.post(body)
+                results.setdefault((name, "post"), []).append(
+                    wrk_run(wrk, f"{server.base}/api/conversations", body, scratch))
+                results.setdefault((name, "get"), []).append(
+                    wrk_run(wrk, f"{server.base}/api/conversations/{conversation}/plugin_set"))
+            finally:
+                server.stop()
+            shutil.rmtree(data, ignore_errors=True)
+    # Conversations on object storage: every start is two PUTs to the S3 server.
     try:
-        request = urllib.request.Request(f"{server.base}/api/conversations", data=body.encode(),
-                                         headers={"content-type": "application/json"}, method="POST")
-        conversation = json.loads(urllib.request.urlopen(request).read())["id"]
-        if wrk:
-            script = work / "post.lua"
-            script.write_text(
-                'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
-                f"wrk.body = {json.dumps(body)}\n"
-            )
-            for name, url, extra in (
-                ("post", f"{server.base}/api/conversations", ["-s", str(script)]),
-                ("get", f"{server.base}/api/conversations/{conversation}/plugin_set", []),
-            ):
-                out = subprocess.run([wrk, "-t2", "-c64", "-d10s", "--latency", *extra, url],
-                                     check=True, capture_output=True, text=True).stdout
-                results[name] = parse_wrk(out)
+        moto = Moto("bench")
+    except FileNotFoundError as e:
+        print(f"skipping the S3 row: {e}", file=sys.stderr)
+        moto = None
+    if moto:
+        try:
+            for r in range(rounds):
+                url = f"s3://bench/r{r}?endpoint={moto.endpoint}"
+                server = BerthServer(berth, url, store, env=moto.env)
+                try:
+                    server.post(body)
+                    results.setdefault(("now", "post-s3"), []).append(
+                        wrk_run(wrk, f"{server.base}/api/conversations", body, scratch))
+                finally:
+                    server.stop()
+        finally:
+            moto.close()
+    # The `plugins` form: every start resolves 10 tags over HTTP unless --ref-ttl says a
+    # recent resolution may be reused.
+    github = scratch / "server-github"
+    github.mkdir()
+    (github / "acme").symlink_to(repos[0].parent)
+    servers = Servers(github, scratch, backlog=128)
+    plugins_body = json.dumps({"plugins": [
+        {"source": f"github:acme/{repo.name.removesuffix('.git')}", "ref": "v1.0.0"} for repo in repos[:10]
+    ]})
+    try:
+        env = {"BERTH_GITHUB_URL": f"http://127.0.0.1:{servers.git_port}"}
+        forms = [("now", berth, ["--ref-ttl", "60"], "plugins-ttl"), ("now", berth, [], "plugins")]
+        if baseline:
+            forms.append(("today", baseline, [], "plugins"))
+        for r in range(rounds):
+            for name, binary, extra, key in forms:
+                data = scratch / f"server-plugins-{name}-{key}-{r}"
+                server = BerthServer(binary, data, store, extra=extra, env=env)
+                try:
+                    server.post(plugins_body)
+                    results.setdefault((name, key), []).append(
+                        wrk_run(wrk, f"{server.base}/api/conversations", plugins_body, scratch))
+                finally:
+                    server.stop()
+                shutil.rmtree(data, ignore_errors=True)
     finally:
-        server.stop()
+        servers.close()
     # 10,000 stored conversations, written in the on-disk format the server keeps.
     big = scratch / "server-10k"
     conversations = big / "conversations"
@@ -564,7 +666,8 @@ def bench_server(berth, scratch, runs):
         server = BerthServer(berth, big, store, extra=["--offline"])
         starts.append(time.perf_counter() - start)
         server.stop()
-    return results, starts
+    median_round = {key: sorted(rounds_, key=lambda x: x[2])[len(rounds_) // 2] for key, rounds_ in results.items()}
+    return median_round, starts
 
 
 UV_VERSION = "0.13.9"
@@ -684,6 +787,8 @@ def main():
     parser.add_argument("--show-runs", type=int, default=20)
     parser.add_argument("--sdk-runs", type=int, default=5)
     parser.add_argument("--sdk-python", help="a Python with openhands-sdk 1.58.2 installed")
+    parser.add_argument("--baseline", help="an older berth build for the server rows' comparison (bench/run.sh builds it)")
+    parser.add_argument("--baseline-rev", default="", help="the revision --baseline was built from")
     args = parser.parse_args()
     wanted = set(args.only or SECTIONS)
     base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
@@ -691,7 +796,7 @@ def main():
     rows = []
     try:
         repos = [scratch / "repos" / f"plugin-{i}.git" for i in range(100)]
-        if wanted & {"noop", "cold", "market", "cache", "http"}:
+        if wanted & {"noop", "cold", "market", "cache", "http", "server"}:
             print(f"building 100 git repositories in {scratch} ...", file=sys.stderr)
             for i, repo in enumerate(repos):
                 make_repo(repo, i)
@@ -764,14 +869,30 @@ def main():
                 )
         if "server" in wanted:
             print("server ...", file=sys.stderr)
-            server_results, server_starts = bench_server(args.berth, scratch, 5)
-            for name, label in (("post", "`POST /api/conversations`, 10-plugin lockfile"), ("get", "`GET .../plugin_set`, 10 plugins")):
-                if name in server_results:
-                    rps, p50, p99 = server_results[name]
-                    rows.append(
-                        f"| {label}, 64 clients, 10 s (`wrk`) | {rps:.0f} req/s, p50 {p50:.1f} ms, p99 {p99:.1f} ms "
-                        f"| | | p99 < 20 ms |"
-                    )
+            server_results, server_starts = bench_server(args.berth, scratch, 5, repos, args.baseline)
+            def cell(key):
+                if key not in server_results:
+                    return "n/a"
+                rps, p50, p99 = server_results[key]
+                return f"{rps:.0f} req/s, p50 {p50:.1f} ms, p99 {p99:.1f} ms"
+            today = f"(build {args.baseline_rev})" if args.baseline else "(no baseline build given)"
+            for key, label, target in (
+                (("now", "post"), "`POST /api/conversations`, 10-plugin lockfile, data folder", "p99 < 10 ms"),
+                (("now", "get"), "`GET .../plugin_set`, 10 plugins", "p99 < 20 ms"),
+            ):
+                rows.append(
+                    f"| {label}, warm store, 64 clients, 10 s (`wrk`, median of 3 rounds) | {cell(key)} "
+                    f"| {cell(('today', key[1]))} {today} | | {target} |"
+                )
+            rows.append(
+                "| same `POST`, conversations on S3 (`--data-dir s3://`, moto on 127.0.0.1) "
+                f"| {cell(('now', 'post-s3'))} | {cell(('today', 'post'))} (data folder) {today} | | |"
+            )
+            rows.append(
+                "| `POST` of the `plugins` form, 10 git plugins by tag over `git http-backend`, `--ref-ttl 60` "
+                f"| {cell(('now', 'plugins-ttl'))} | {cell(('now', 'plugins'))} (this build, no TTL); "
+                f"{cell(('today', 'plugins'))} {today} | | |"
+            )
             rows.append(
                 f"| `berth serve` start to listening, 10,000 conversations (median of {len(server_starts)}) "
                 f"| {median_ms(server_starts):.0f} ms | | | < 2 s |"

@@ -92,12 +92,18 @@ class Client:
             plugin_set=answer["plugin_set"],
         )
 
-    def list(self) -> list[dict[str, Any]]:
-        """Every conversation's id and summary, oldest first."""
-        conversations: list[dict[str, Any]] = self._request("GET", "/api/conversations")[
-            "conversations"
-        ]
-        return conversations
+    def list(self, page_size: int = 1000) -> list[dict[str, Any]]:
+        """Every conversation's id and summary, oldest first (ids are time-ordered), read
+        ``page_size`` at a time; on a fleet sharing object storage, every server's."""
+        conversations: list[dict[str, Any]] = []
+        cursor = ""
+        while True:
+            query = urllib.parse.urlencode({"limit": page_size, "cursor": cursor})
+            page = self._request("GET", f"/api/conversations?{query}")
+            conversations.extend(page["conversations"])
+            cursor = page.get("next_cursor") or ""
+            if not cursor:
+                return conversations
 
     def get(self, conversation_id: str) -> dict[str, Any]:
         """A conversation's metadata and locked plugins."""

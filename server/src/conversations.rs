@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use berth_lockfile_schema::{Lock, parse_lock};
 use berth_resolver::objects::ObjectStore;
@@ -84,11 +84,37 @@ pub struct Meta {
     pub metadata: serde_json::Value,
 }
 
+impl Meta {
+    /// A new conversation's: a time-ordered id (listing in id order lists oldest first).
+    pub fn new(metadata: serde_json::Value) -> Self {
+        Self {
+            id: Uuid::now_v7(),
+            created_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            metadata,
+        }
+    }
+}
+
 /// A lock and its exact text.
 #[derive(Debug)]
 pub struct LockedText {
     pub lock: Lock,
     pub text: String,
+    /// What every answer about this lock repeats (the `POST` answer's `lockfile`,
+    /// `plugins` and `agent`), serialised once by the first that needs it.
+    pub answer_fields: std::sync::OnceLock<String>,
+}
+
+impl LockedText {
+    pub fn new(lock: Lock, text: String) -> Self {
+        Self {
+            lock,
+            text,
+            answer_fields: std::sync::OnceLock::new(),
+        }
+    }
 }
 
 /// What the index keeps of a conversation: enough to answer every read but the metadata
@@ -213,8 +239,8 @@ impl Conversations {
         }
         let this = Self {
             backing: Backing::Folder {
+                group: GroupCommit::start(root.clone())?,
                 root,
-                group: GroupCommit::default(),
             },
             index: RwLock::default(),
             locks: Mutex::default(),
@@ -274,6 +300,12 @@ impl Conversations {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Whether reads may need the bucket (and so a blocking thread); a folder's are all in
+    /// memory but [`Conversations::get`]'s metadata.
+    pub fn shared(&self) -> bool {
+        matches!(self.backing, Backing::Objects { .. })
+    }
+
     /// Whether the data folder or bucket answers.
     pub fn reachable(&self) -> Result<(), String> {
         match &self.backing {
@@ -305,10 +337,7 @@ impl Conversations {
             return Ok(known);
         }
         let lock = parse_lock(label, text)?;
-        Ok(self.intern(LockedText {
-            lock,
-            text: text.to_owned(),
-        }))
+        Ok(self.intern(LockedText::new(lock, text.to_owned())))
     }
 
     /// The parsed copy of `text`, if one is alive.
@@ -344,21 +373,16 @@ impl Conversations {
     pub fn create(&self, meta: &Meta, lock: Arc<LockedText>) -> std::io::Result<()> {
         let meta_text = serde_json::to_vec_pretty(meta).map_err(std::io::Error::other)?;
         match &self.backing {
-            Backing::Folder { root, group } => {
-                let tmp = root.join(format!(".tmp-{}", meta.id));
-                let written = write_staged(&tmp, &meta_text, &lock.text)
-                    .and_then(|()| group.commit(root, tmp.clone(), root.join(meta.id.to_string())));
-                if let Err(e) = written {
-                    if let Err(cleanup) = std::fs::remove_dir_all(&tmp)
-                        && cleanup.kind() != std::io::ErrorKind::NotFound
-                    {
-                        tracing::warn!(
-                            "could not remove the staging folder `{}`: {cleanup}",
-                            tmp.display()
-                        );
-                    }
-                    return Err(e);
-                }
+            Backing::Folder { group, .. } => {
+                let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                group.submit(Job {
+                    id: meta.id,
+                    lock_text: lock.clone(),
+                    meta_text,
+                    done: Done::Blocking(tx),
+                })?;
+                rx.recv()
+                    .map_err(|_| std::io::Error::other("the commit thread is gone"))??;
             }
             Backing::Objects { store, .. } => {
                 store.put_bytes(&key(meta.id, LOCK_FILE), lock.text.as_bytes())?;
@@ -368,6 +392,37 @@ impl Conversations {
         }
         self.write_index().insert(meta.id, indexed(meta, lock));
         Ok(())
+    }
+
+    /// [`Conversations::create`] for a folder, awaited instead of blocking a thread;
+    /// `None` on object storage (whose writes block: use `create` on a blocking thread).
+    pub fn create_async(
+        &self,
+        meta: &Meta,
+        lock: Arc<LockedText>,
+    ) -> Option<impl std::future::Future<Output = std::io::Result<()>> + use<'_>> {
+        let Backing::Folder { group, .. } = &self.backing else {
+            return None;
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let submitted = serde_json::to_vec_pretty(meta)
+            .map_err(std::io::Error::other)
+            .and_then(|meta_text| {
+                group.submit(Job {
+                    id: meta.id,
+                    lock_text: lock.clone(),
+                    meta_text,
+                    done: Done::Async(tx),
+                })
+            });
+        let entry = indexed(meta, lock);
+        Some(async move {
+            submitted?;
+            rx.await
+                .map_err(|_| std::io::Error::other("the commit thread is gone"))??;
+            self.write_index().insert(entry.summary.id, entry);
+            Ok(())
+        })
     }
 
     /// A conversation's lock: from memory, or (on object storage) from the bucket; `None`
@@ -649,111 +704,195 @@ fn summary(meta: &Meta, lock: &Lock) -> ConversationSummary {
     }
 }
 
-/// Writes a conversation's files into `tmp`, `meta.json` last; durability is the group
-/// commit's.
-fn write_staged(tmp: &Path, meta_text: &[u8], lock_text: &str) -> std::io::Result<()> {
-    fs_err::create_dir_all(tmp)?;
-    fs_err::write(tmp.join(LOCK_FILE), lock_text.as_bytes())?;
-    fs_err::write(tmp.join(META_FILE), meta_text)
-}
-
-/// Group commit of a folder's conversations: the requests that wait together share one
-/// `syncfs` (their files' data) and one `fsync` of the folder (their renames).
-#[derive(Default)]
+/// Group commit of a folder's conversations, on one thread: it takes every start waiting
+/// (up to [`MAX_GROUP`]), writes each one's files into its staging folder, makes them all
+/// durable with one `syncfs`, renames each into place, makes the renames durable with one
+/// `fsync` of the folder, then answers each. One thread creating files in the folder also
+/// spares the requests from contending for the folder's lock.
 struct GroupCommit {
-    state: Mutex<GroupState>,
-    done: Condvar,
+    jobs: std::sync::mpsc::Sender<Job>,
 }
 
-#[derive(Default)]
-struct GroupState {
-    next_ticket: u64,
-    pending: Vec<(u64, PathBuf, PathBuf)>,
-    /// Whether a request is committing a group now.
-    leading: bool,
-    /// Outcomes of committed tickets, taken by their requests.
-    outcomes: HashMap<u64, Result<(), String>>,
+/// How many conversations one group commits at most.
+const MAX_GROUP: usize = 256;
+
+struct Job {
+    id: Uuid,
+    lock_text: Arc<LockedText>,
+    meta_text: Vec<u8>,
+    done: Done,
+}
+
+/// How a job's outcome reaches its request.
+enum Done {
+    Blocking(std::sync::mpsc::SyncSender<std::io::Result<()>>),
+    Async(tokio::sync::oneshot::Sender<std::io::Result<()>>),
+}
+
+impl Done {
+    fn send(self, outcome: std::io::Result<()>) {
+        // A request that stopped waiting (its client left) still has its conversation.
+        let _ = match self {
+            Self::Blocking(tx) => tx.send(outcome).map_err(drop),
+            Self::Async(tx) => tx.send(outcome).map_err(drop),
+        };
+    }
+}
+
+fn copy_error(e: &std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), e.to_string())
 }
 
 impl GroupCommit {
-    /// Renames the staging folder `tmp` to `target` under `root`, durably, with whatever
-    /// other requests are committing at the same moment.
-    fn commit(&self, root: &Path, tmp: PathBuf, target: PathBuf) -> std::io::Result<()> {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let ticket = state.next_ticket;
-        state.next_ticket += 1;
-        state.pending.push((ticket, tmp, target));
-        loop {
-            if let Some(outcome) = state.outcomes.remove(&ticket) {
-                return outcome.map_err(std::io::Error::other);
-            }
-            if state.leading {
-                state = self
-                    .done
-                    .wait(state)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                continue;
-            }
-            // Lead: take everything waiting, commit it without the lock held.
-            state.leading = true;
-            let group = std::mem::take(&mut state.pending);
-            drop(state);
-            let outcomes = commit_group(root, &group);
-            state = self
-                .state
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            state.leading = false;
-            state.outcomes.extend(outcomes);
-            self.done.notify_all();
-        }
+    fn start(root: PathBuf) -> std::io::Result<Self> {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("berth-commit".into())
+            .spawn(move || {
+                while let Ok(first) = rx.recv() {
+                    let mut group = vec![first];
+                    while group.len() < MAX_GROUP {
+                        match rx.try_recv() {
+                            Ok(job) => group.push(job),
+                            Err(_) => break,
+                        }
+                    }
+                    commit_group(&root, group);
+                }
+            })?;
+        Ok(Self { jobs: tx })
+    }
+
+    fn submit(&self, job: Job) -> std::io::Result<()> {
+        self.jobs
+            .send(job)
+            .map_err(|_| std::io::Error::other("the commit thread is gone"))
     }
 }
 
-fn commit_group(root: &Path, group: &[(u64, PathBuf, PathBuf)]) -> Vec<(u64, Result<(), String>)> {
-    let synced = fs_err::File::open(root).and_then(|dir| {
-        sync_filesystem(&dir)?;
-        Ok(dir)
-    });
-    let dir = match synced {
+fn commit_group(root: &Path, group: Vec<Job>) {
+    // Everything relative to the folder's descriptor: one path lookup per group.
+    let dir = match open_dir(root) {
         Ok(dir) => dir,
         Err(e) => {
-            return group
-                .iter()
-                .map(|(ticket, ..)| (*ticket, Err(e.to_string())))
-                .collect();
+            for job in group {
+                job.done.send(Err(copy_error(&e)));
+            }
+            return;
         }
     };
-    let mut outcomes: Vec<(u64, Result<(), String>)> = group
-        .iter()
-        .map(|(ticket, tmp, target)| {
-            (
-                *ticket,
-                fs_err::rename(tmp, target).map_err(|e| e.to_string()),
-            )
-        })
-        .collect();
-    if let Err(e) = dir.sync_all() {
-        for (_, outcome) in &mut outcomes {
-            if outcome.is_ok() {
-                *outcome = Err(format!("{}: {e}", root.display()));
+    // Each job's staging folder, written; a job whose writes failed is answered at once.
+    let mut written = Vec::with_capacity(group.len());
+    for job in group {
+        let tmp = format!(".tmp-{}", job.id);
+        match write_staged_at(&dir, &tmp, &job.meta_text, &job.lock_text.text) {
+            Ok(()) => written.push((job, tmp)),
+            Err(e) => {
+                remove_staging(&root.join(&tmp));
+                job.done.send(Err(annotate(e, &root.join(&tmp))));
             }
         }
     }
-    outcomes
+    if written.is_empty() {
+        return;
+    }
+    if let Err(e) = sync_filesystem(&dir) {
+        let e = annotate(e, root);
+        for (job, tmp) in written {
+            remove_staging(&root.join(&tmp));
+            job.done.send(Err(copy_error(&e)));
+        }
+        return;
+    }
+    let mut renamed = Vec::with_capacity(written.len());
+    for (job, tmp) in written {
+        match rustix::fs::renameat(&dir, tmp.as_str(), &dir, job.id.to_string().as_str()) {
+            Ok(()) => renamed.push(job),
+            Err(e) => {
+                remove_staging(&root.join(&tmp));
+                job.done.send(Err(annotate(e.into(), &root.join(&tmp))));
+            }
+        }
+    }
+    let outcome = rustix::fs::fsync(&dir).map_err(|e| annotate(e.into(), root));
+    for job in renamed {
+        job.done.send(match &outcome {
+            Ok(()) => Ok(()),
+            // Renamed but maybe not durable: the client is told it failed, and the
+            // conversation is taken back.
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(root.join(job.id.to_string()));
+                Err(copy_error(e))
+            }
+        });
+    }
 }
 
-/// Makes every file written on the filesystem of `dir` durable: one `syncfs` on Linux.
-fn sync_filesystem(dir: &fs_err::File) -> std::io::Result<()> {
+fn annotate(e: std::io::Error, path: &Path) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("`{}`: {e}", path.display()))
+}
+
+fn open_dir(path: &Path) -> std::io::Result<rustix::fd::OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    rustix::fs::open(
+        path,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| annotate(e.into(), path))
+}
+
+/// Writes a conversation's files into the staging folder `tmp` of `dir`, `meta.json`
+/// last; durability is the group commit's.
+fn write_staged_at(
+    dir: &rustix::fd::OwnedFd,
+    tmp: &str,
+    meta_text: &[u8],
+    lock_text: &str,
+) -> std::io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    use std::io::Write;
+    rustix::fs::mkdirat(dir, tmp, Mode::from_raw_mode(0o755))?;
+    let staging = rustix::fs::openat(
+        dir,
+        tmp,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    for (name, bytes) in [(LOCK_FILE, lock_text.as_bytes()), (META_FILE, meta_text)] {
+        let fd = rustix::fs::openat(
+            &staging,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )?;
+        std::fs::File::from(fd).write_all(bytes)?;
+    }
+    Ok(())
+}
+
+fn remove_staging(tmp: &Path) {
+    if let Err(cleanup) = std::fs::remove_dir_all(tmp)
+        && cleanup.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(
+            "could not remove the staging folder `{}`: {cleanup}",
+            tmp.display()
+        );
+    }
+}
+
+/// Makes every file written on the filesystem of `dir` durable: one `syncfs` on Linux
+/// (elsewhere, `sync`, which is the same for every filesystem).
+fn sync_filesystem(dir: &rustix::fd::OwnedFd) -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
     {
-        rustix::fs::syncfs(dir.file()).map_err(std::io::Error::from)
+        rustix::fs::syncfs(dir).map_err(std::io::Error::from)
     }
     #[cfg(not(target_os = "linux"))]
     {
-        dir.sync_all()
+        let _ = dir;
+        rustix::fs::sync();
+        Ok(())
     }
 }

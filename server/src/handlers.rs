@@ -168,6 +168,24 @@ pub async fn create(
     ApiJson(body): ApiJson<CreateConversation>,
 ) -> Result<Response, AppError> {
     let request = Prepared::from_body(&state, body)?;
+    // The common start, the same lock again with everything in place: answered on this
+    // task, only the commit thread touching the disk.
+    if let Some((locked, set, hold)) = state.ready_without_work(&request) {
+        let meta = Meta::new(request.metadata);
+        let commit = state
+            .inner
+            .conversations
+            .create_async(&meta, locked.clone())
+            .ok_or_else(|| AppError::internal("a quick start on object storage"))?;
+        commit.await.map_err(|e| AppError::from_data_store(&e))?;
+        drop(hold);
+        tracing::info!(
+            "conversation {} started with {} plugins",
+            meta.id,
+            locked.lock.plugins.len()
+        );
+        return created_answer(&meta, &locked, &set);
+    }
     let timeout = state.config().fetch_timeout;
     let work_state = state.clone();
     let deadline = Deadline::default();
@@ -196,20 +214,32 @@ pub async fn create(
             work.await.map_err(AppError::internal)??
         }
     };
-    // The plugin set is spliced in as the runtime's exact bytes.
-    let mut head = serde_json::json!({
-        "id": meta.id,
-        "lockfile": locked.text,
-        "plugins": locked_plugins(&locked.lock),
-    });
-    // `agent` only when the conversation has one: SPEC section 7's answer is unchanged.
-    if let Some(agent) = locked_agent(&locked.lock) {
-        head["agent"] = serde_json::to_value(agent).map_err(AppError::internal)?;
-    }
-    let head = serde_json::to_string(&head).map_err(AppError::internal)?;
+    created_answer(&meta, &locked, &set_json)
+}
+
+/// The 201 answer of a start: spliced together from its id, the fields every start of its
+/// lock shares (serialised once) and the plugin set (the runtime's exact bytes).
+fn created_answer(meta: &Meta, locked: &LockedText, set_json: &str) -> Result<Response, AppError> {
+    let fields = match locked.answer_fields.get() {
+        Some(fields) => fields,
+        None => {
+            let mut fields = serde_json::json!({
+                "lockfile": locked.text,
+                "plugins": locked_plugins(&locked.lock),
+            });
+            // `agent` only when the conversation has one: SPEC section 7's answer is unchanged.
+            if let Some(agent) = locked_agent(&locked.lock) {
+                fields["agent"] = serde_json::to_value(agent).map_err(AppError::internal)?;
+            }
+            let text = serde_json::to_string(&fields).map_err(AppError::internal)?;
+            locked
+                .answer_fields
+                .get_or_init(|| text[1..text.len() - 1].to_owned())
+        }
+    };
     let body = format!(
-        "{},\"plugin_set\":{}}}",
-        &head[..head.len() - 1],
+        "{{\"id\":\"{}\",{fields},\"plugin_set\":{}}}",
+        meta.id,
         set_json.trim_end()
     );
     Ok((
@@ -301,10 +331,11 @@ fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppErro
         check_agent_source(policy, &agent.source, request.origin())?;
     }
     // Stored as berth writes it, shared with every conversation that has it.
-    let locked = state.inner.conversations.intern(LockedText {
-        text: lock.to_toml(),
-        lock,
-    });
+    let written = lock.to_toml();
+    let locked = state
+        .inner
+        .conversations
+        .intern(LockedText::new(lock, written));
     let mut checked = state
         .inner
         .checked
@@ -406,6 +437,52 @@ impl Prepared {
 }
 
 impl AppState {
+    /// When a request's lockfile needs no work at all, what its start needs: the lock, its
+    /// plugin set (built before), and a hold on the store against gc. That is when every
+    /// entry was found unchanged within the recheck window and is still there, nothing is
+    /// left to push to `--push-to`, there is no agent package, and no gc runs. Checked
+    /// with `lstat`s only, so it may run on an async task.
+    fn ready_without_work(
+        &self,
+        request: &Prepared,
+    ) -> Option<(Arc<LockedText>, Arc<str>, berth_store::SharedUse)> {
+        let locked = request.lock.as_ref()?;
+        // Object storage's writes block; an agent's environment is checked on disk.
+        if locked.lock.agent.is_some() || self.inner.conversations.shared() {
+            return None;
+        }
+        let set = self
+            .inner
+            .sets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&locked.text)
+            .cloned()?;
+        if self.config().push_to.is_some() {
+            let pushed = self
+                .inner
+                .pushed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let all_pushed = locked.lock.plugins.iter().all(|p| {
+                matches!(p.pin, berth_lockfile_schema::Pin::Local { .. })
+                    || pushed.contains(&p.hash)
+            });
+            if !all_pushed {
+                return None;
+            }
+        }
+        let store = &self.config().store;
+        // Held before the entries are looked at: gc cannot take them meanwhile.
+        let hold = store.try_shared_use().ok()??;
+        let present = locked
+            .lock
+            .plugins
+            .iter()
+            .all(|p| matches!(store.remembered_lookup(&p.hash, &p.name), Some(Some(_))));
+        present.then(|| (locked.clone(), set, hold))
+    }
+
     /// Locks the request's plugins (or takes its lockfile, `--frozen`) and fetches what the
     /// store lacks.
     fn lock_and_sync(
@@ -436,10 +513,8 @@ impl AppState {
             e @ (LockAndSyncError::NoLock | LockAndSyncError::Stale(_)) => AppError::internal(e),
         })?
         .lock;
-        Ok(self.inner.conversations.intern(LockedText {
-            text: lock.to_toml(),
-            lock,
-        }))
+        let text = lock.to_toml();
+        Ok(self.inner.conversations.intern(LockedText::new(lock, text)))
     }
 
     /// Locks (when given plugins), syncs, builds the set and stores the conversation.
@@ -475,14 +550,7 @@ impl AppState {
         // The fleet's cache gets the plugins before the conversation exists anywhere.
         self.push_to_cache(&locked.lock)
             .map_err(|errors| AppError::from_entries(&errors))?;
-        let meta = Meta {
-            // Time-ordered: listing in id order lists oldest first.
-            id: Uuid::now_v7(),
-            created_at: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-            metadata: request.metadata,
-        };
+        let meta = Meta::new(request.metadata);
         deadline.commit(|| {
             self.inner
                 .conversations
@@ -710,9 +778,17 @@ pub async fn plugin_set(
     ConversationPath(id): ConversationPath,
 ) -> Result<Response, AppError> {
     let id = conversation_id(&id)?;
-    let locked = blocking(&state, move |c| c.lock(id))
-        .await?
-        .ok_or_else(AppError::not_found)?;
+    // A folder's locks are in memory: no thread hand-off for the common read.
+    let locked = if state.inner.conversations.shared() {
+        blocking(&state, move |c| c.lock(id)).await?
+    } else {
+        state
+            .inner
+            .conversations
+            .lock(id)
+            .map_err(|e| AppError::from_data_store(&e))?
+    }
+    .ok_or_else(AppError::not_found)?;
     let json = match state.cached_set(&locked) {
         Some(json) => json,
         None => tokio::task::spawn_blocking(move || state.build_set(&locked))

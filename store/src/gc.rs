@@ -122,6 +122,11 @@ impl Store {
         Ok(SharedUse::acquire(&self.gc_lock_path(), on_wait)?)
     }
 
+    /// [`Store::shared_use`] if no `gc` holds the store, else `None` at once.
+    pub fn try_shared_use(&self) -> Result<Option<SharedUse>, StoreError> {
+        Ok(SharedUse::try_acquire(&self.gc_lock_path())?)
+    }
+
     fn gc_lock_path(&self) -> PathBuf {
         self.root().join(LOCKS_DIR).join("gc.lock")
     }

@@ -188,6 +188,26 @@ impl SharedUse {
             path: path.to_owned(),
         })
     }
+
+    /// Takes a shared hold on `path` if no exclusive holder has it, else `None` at once.
+    pub fn try_acquire(path: &Path) -> std::io::Result<Option<Self>> {
+        let mut holds = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        let holds = holds.get_or_insert_with(Default::default);
+        if let Some((count, _)) = holds.get_mut(path) {
+            *count += 1;
+        } else {
+            let file = open(path)?;
+            match file.try_lock_shared() {
+                Ok(()) => {}
+                Err(TryLockError::WouldBlock) => return Ok(None),
+                Err(TryLockError::Error(e)) => return Err(annotate(e, path)),
+            }
+            holds.insert(path.to_owned(), (1, file));
+        }
+        Ok(Some(Self {
+            path: path.to_owned(),
+        }))
+    }
 }
 
 impl Drop for SharedUse {

@@ -80,7 +80,8 @@ def main() -> None:
                 caught[name] = None
             except ServerError as e:
                 caught[name] = {"status": e.status, "code": e.code, "message": e.message}
-        ids = [c["id"] for c in client.list()]
+        # One per page: the client follows `next_cursor` to the end.
+        ids = [c["id"] for c in client.list(page_size=1)]
         for conversation_id in ids:
             client.delete(conversation_id)
         caught["deleted"] = ids

@@ -71,13 +71,32 @@ impl Store {
             && recent.holds(&folder)
         {
             // Found unchanged within the window: only its presence is asked again.
-            return Ok(self.lookup(hash, name));
+            return Ok(match std::fs::symlink_metadata(&path) {
+                Ok(meta) if meta.is_dir() => Some(StoreEntry { path, hash: *hash }),
+                _ => None,
+            });
         }
         let found = self.checked_lookup_uncached(hash, name, path, &folder);
         if let Some(recent) = &self.recent_checks {
             recent.set(&folder, matches!(found, Ok(Some(_))));
         }
         found
+    }
+
+    /// [`Store::checked_lookup`] when it needs no more than an `lstat`: `Some` (with
+    /// whether the entry is present) when a check within the window found the entry
+    /// unchanged, `None` when it must be checked in full. For callers that must not block
+    /// (an async request handler).
+    pub fn remembered_lookup(&self, hash: &Sha256Hash, name: &str) -> Option<Option<StoreEntry>> {
+        let recent = self.recent_checks.as_ref()?;
+        let path = self.entry_path(hash, name);
+        if !recent.holds(&entry_folder(&path)) {
+            return None;
+        }
+        Some(match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => Some(StoreEntry { path, hash: *hash }),
+            _ => None,
+        })
     }
 
     /// [`Store::checked_lookup`] without what is remembered.
