@@ -517,10 +517,14 @@ class BerthServer:
         threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
 
     def post(self, body):
+        import urllib.error
         import urllib.request
         request = urllib.request.Request(f"{self.base}/api/conversations", data=body.encode(),
                                          headers={"content-type": "application/json"}, method="POST")
-        return json.loads(urllib.request.urlopen(request, timeout=120).read())["id"]
+        try:
+            return json.loads(urllib.request.urlopen(request, timeout=120).read())["id"]
+        except urllib.error.HTTPError as e:
+            raise RuntimeError(f"POST {self.base}: {e.code} {e.read().decode(errors='replace')}") from None
 
     def stop(self):
         self.proc.terminate()
@@ -639,7 +643,8 @@ def bench_server(berth, scratch, runs, repos, baseline=None, rounds=3):
         for r in range(rounds):
             for name, binary, extra, key in forms:
                 data = scratch / f"server-plugins-{name}-{key}-{r}"
-                server = BerthServer(binary, data, store, extra=extra, env=env)
+                # 8 skills each: 80 skills plus the 10 sample plugins' over the default 100.
+                server = BerthServer(binary, data, store, extra=[*extra, "--max-skills", "1000"], env=env)
                 try:
                     server.post(plugins_body)
                     results.setdefault((name, key), []).append(

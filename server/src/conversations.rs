@@ -105,6 +105,8 @@ pub struct LockedText {
     /// What every answer about this lock repeats (the `POST` answer's `lockfile`,
     /// `plugins` and `agent`), serialised once by the first that needs it.
     pub answer_fields: std::sync::OnceLock<String>,
+    /// Where its plugins' store entries are, worked out once.
+    pub entry_paths: std::sync::OnceLock<Vec<PathBuf>>,
 }
 
 impl LockedText {
@@ -113,6 +115,7 @@ impl LockedText {
             lock,
             text,
             answer_fields: std::sync::OnceLock::new(),
+            entry_paths: std::sync::OnceLock::new(),
         }
     }
 }

@@ -167,7 +167,19 @@ pub async fn create(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<CreateConversation>,
 ) -> Result<Response, AppError> {
-    let request = Prepared::from_body(&state, body)?;
+    let mut request = Prepared::from_body(&state, body)?;
+    // The `plugins` form within `--ref-ttl` of the same request: the lock it resolved to.
+    if let Some(key) = &request.plan_key
+        && let Some(locked) = state.planned(key)
+    {
+        request.manifest = None;
+        request.lock = Some(locked);
+    }
+    let plan = request
+        .plan_key
+        .take()
+        .filter(|_| request.manifest.is_some());
+    let planning_since = std::time::Instant::now();
     // The common start, the same lock again with everything in place: answered on this
     // task, only the commit thread touching the disk.
     if let Some((locked, set, hold)) = state.ready_without_work(&request) {
@@ -214,6 +226,9 @@ pub async fn create(
             work.await.map_err(AppError::internal)??
         }
     };
+    if let Some(key) = plan {
+        state.remember_plan(key, planning_since, &locked);
+    }
     created_answer(&meta, &locked, &set_json)
 }
 
@@ -297,6 +312,9 @@ pub(crate) struct Prepared {
     manifest: Option<Manifest>,
     lock: Option<Arc<LockedText>>,
     metadata: serde_json::Value,
+    /// For the `plugins` form with `--ref-ttl`: the request's plugins and agent, as text,
+    /// under which the lock they resolved to is remembered for the TTL.
+    plan_key: Option<String>,
 }
 
 /// A lockfile from a request, parsed and checked against this server's limits and source
@@ -406,7 +424,11 @@ impl Prepared {
                         Some(request)
                     }
                 };
+                let plan_key = (!state.config().ref_ttl.is_zero())
+                    .then(|| serde_json::to_string(&(&plugins, &body.agent)).ok())
+                    .flatten();
                 Ok(Self {
+                    plan_key,
                     manifest: Some(Manifest {
                         marketplaces: state
                             .config()
@@ -430,6 +452,7 @@ impl Prepared {
                 manifest: None,
                 lock: Some(checked_lock(state, &text)?),
                 metadata,
+                plan_key: None,
             }),
             _ => Err(AppError::bad_request("give either `plugins` or `lockfile`")),
         }
@@ -437,6 +460,33 @@ impl Prepared {
 }
 
 impl AppState {
+    /// The lock a `plugins` request with this key resolved to, when that began within
+    /// `--ref-ttl`.
+    fn planned(&self, key: &str) -> Option<Arc<LockedText>> {
+        let ttl = self.config().ref_ttl;
+        self.inner
+            .planned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key)
+            .filter(|(since, _)| since.elapsed() < ttl)
+            .map(|(_, locked)| locked.clone())
+    }
+
+    /// Remembers what a `plugins` request resolved to, as of when its resolution began.
+    fn remember_plan(&self, key: String, since: std::time::Instant, locked: &Arc<LockedText>) {
+        let ttl = self.config().ref_ttl;
+        let mut planned = self
+            .inner
+            .planned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if planned.len() >= crate::SET_CACHE_ENTRIES {
+            planned.retain(|_, (at, _)| at.elapsed() < ttl);
+        }
+        planned.insert(key, (since, locked.clone()));
+    }
+
     /// When a request's lockfile needs no work at all, what its start needs: the lock, its
     /// plugin set (built before), and a hold on the store against gc. That is when every
     /// entry was found unchanged within the recheck window and is still there, nothing is
@@ -476,10 +526,17 @@ impl AppState {
         // Held before the entries are looked at: gc cannot take them meanwhile.
         let hold = store.try_shared_use().ok()??;
         let present = locked
-            .lock
-            .plugins
+            .entry_paths
+            .get_or_init(|| {
+                locked
+                    .lock
+                    .plugins
+                    .iter()
+                    .map(|p| store.entry_path(&p.hash, &p.name))
+                    .collect()
+            })
             .iter()
-            .all(|p| matches!(store.remembered_lookup(&p.hash, &p.name), Some(Some(_))));
+            .all(|path| store.remembered_presence(path) == Some(true));
         present.then(|| (locked.clone(), set, hold))
     }
 

@@ -104,6 +104,10 @@ struct Inner {
     pushed: std::sync::Mutex<std::collections::HashSet<berth_lockfile_schema::Sha256Hash>>,
     /// Request lockfiles already parsed and checked against this server's policy, by text.
     checked: std::sync::Mutex<std::collections::HashMap<String, Arc<conversations::LockedText>>>,
+    /// With `--ref-ttl`: what each `plugins` request resolved to, and since when.
+    planned: std::sync::Mutex<
+        std::collections::HashMap<String, (std::time::Instant, Arc<conversations::LockedText>)>,
+    >,
     /// Set on SIGTERM: new requests are refused while started ones finish.
     draining: std::sync::atomic::AtomicBool,
 }
@@ -188,6 +192,7 @@ impl AppState {
                 sets: Default::default(),
                 pushed: Default::default(),
                 checked: Default::default(),
+                planned: Default::default(),
                 draining: Default::default(),
             }),
         };

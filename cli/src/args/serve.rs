@@ -98,6 +98,9 @@ pub struct ServeArgs {
     /// Reuse a branch or tag resolved by another start within this many seconds instead of
     /// asking upstream again (0, the default: resolve for every start). The lock always
     /// records the commit that was used
+    ///
+    /// A `plugins` request identical to one whose resolution began within the TTL takes
+    /// the lock that one made, as if it had sent it as its `lockfile`.
     #[arg(long, value_name = "SECS", default_value_t = 0, env = "BERTH_REF_TTL")]
     pub ref_ttl: u64,
 

@@ -83,20 +83,16 @@ impl Store {
         found
     }
 
-    /// [`Store::checked_lookup`] when it needs no more than an `lstat`: `Some` (with
-    /// whether the entry is present) when a check within the window found the entry
-    /// unchanged, `None` when it must be checked in full. For callers that must not block
-    /// (an async request handler).
-    pub fn remembered_lookup(&self, hash: &Sha256Hash, name: &str) -> Option<Option<StoreEntry>> {
+    /// [`Store::checked_lookup`] when it needs no more than an `lstat`, for the entry at
+    /// `path` ([`Store::entry_path`]): `Some` (with whether the entry is present) when a
+    /// check within the window found it unchanged, `None` when it must be checked in full.
+    /// For callers that must not block (an async request handler).
+    pub fn remembered_presence(&self, path: &Path) -> Option<bool> {
         let recent = self.recent_checks.as_ref()?;
-        let path = self.entry_path(hash, name);
-        if !recent.holds(&entry_folder(&path)) {
+        if !recent.holds(&entry_folder(path)) {
             return None;
         }
-        Some(match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.is_dir() => Some(StoreEntry { path, hash: *hash }),
-            _ => None,
-        })
+        Some(std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir()))
     }
 
     /// [`Store::checked_lookup`] without what is remembered.
