@@ -861,3 +861,65 @@ async fn a_lockfile_sending_a_local_entry_elsewhere_is_400() {
     );
     assert_eq!(conversations_on_disk(&f), before);
 }
+
+#[tokio::test]
+async fn conversations_list_a_page_at_a_time_in_creation_order() {
+    let f = fixture();
+    let first = json_of(&body_of_post(&f).await);
+    let lockfile = first["lockfile"].as_str().expect("lockfile").to_owned();
+    let mut ids = vec![first["id"].as_str().expect("id").to_owned()];
+    // The same lockfile again: the quick start (entries checked within the last second,
+    // set cached) must answer exactly what the full path answers, but for the id.
+    for _ in 0..4 {
+        let (status, body) = call(
+            &f,
+            "POST",
+            "/api/conversations",
+            Some(json!({ "lockfile": lockfile })),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED);
+        let mut created = json_of(&body);
+        ids.push(created["id"].as_str().expect("id").to_owned());
+        created["id"] = first["id"].clone();
+        assert_eq!(created, first);
+    }
+    assert_eq!(conversations_on_disk(&f), 5);
+    // Ids are time-ordered: listing in id order lists in creation order.
+    let mut pages = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let (status, body) = call(
+            &f,
+            "GET",
+            &format!("/api/conversations?limit=2&cursor={cursor}"),
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+        let page = json_of(&body);
+        let listed: Vec<String> = page["conversations"]
+            .as_array()
+            .expect("conversations")
+            .iter()
+            .map(|c| c["id"].as_str().expect("id").to_owned())
+            .collect();
+        pages.push(listed);
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = next.to_owned(),
+            None => break,
+        }
+    }
+    assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [2, 2, 1]);
+    assert_eq!(pages.concat(), ids);
+    // Without `limit`, all of them, and no cursor.
+    let (_, body) = call(&f, "GET", "/api/conversations", None).await;
+    let all = json_of(&body);
+    assert_eq!(all["conversations"].as_array().map(Vec::len), Some(5));
+    assert_eq!(all["next_cursor"], Value::Null);
+    for bad in ["limit=0", "limit=1001", "limit=x", "cursor=nope"] {
+        let (status, body) = call(&f, "GET", &format!("/api/conversations?{bad}"), None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+        assert_eq!(error_code(&body), "bad_request", "{bad}");
+    }
+}
