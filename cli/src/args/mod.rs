@@ -147,7 +147,10 @@ pub enum Command {
         berth serve --addr 0.0.0.0:8000 --api-key \"$KEY\"\n  \
         berth serve --allow-host git.example.com --data-dir /var/lib/berth\n  \
         berth serve --allow-host git.corp.example --resolve git.corp.example=10.0.4.2\n  \
-        berth serve --offline        # serve restored conversations, never fetch")]
+        berth serve --offline        # serve restored conversations, never fetch\n  \
+        # one server of a fleet: conversations and plugins in a bucket every server shares\n  \
+        berth serve --data-dir s3://fleet/conversations --push-to s3://fleet/cache \\\n              \
+        --substituter s3://fleet/cache --ref-ttl 60 --drain-secs 10")]
     Serve(ServeArgs),
 }
 
