@@ -354,15 +354,17 @@ fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppErro
         .inner
         .conversations
         .intern(LockedText::new(lock, written));
-    let mut checked = state
-        .inner
-        .checked
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if checked.len() >= crate::SET_CACHE_ENTRIES {
-        checked.clear();
+    if text.len() <= crate::REQUEST_CACHE_MAX_TEXT {
+        let mut checked = state
+            .inner
+            .checked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if checked.len() >= crate::REQUEST_CACHE_ENTRIES {
+            checked.clear();
+        }
+        checked.insert(text.to_owned(), locked.clone());
     }
-    checked.insert(text.to_owned(), locked.clone());
     Ok(locked)
 }
 
@@ -481,8 +483,14 @@ impl AppState {
             .planned
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if planned.len() >= crate::SET_CACHE_ENTRIES {
+        if key.len() > crate::REQUEST_CACHE_MAX_TEXT {
+            return;
+        }
+        if planned.len() >= crate::REQUEST_CACHE_ENTRIES {
             planned.retain(|_, (at, _)| at.elapsed() < ttl);
+            if planned.len() >= crate::REQUEST_CACHE_ENTRIES {
+                planned.clear();
+            }
         }
         planned.insert(key, (since, locked.clone()));
     }

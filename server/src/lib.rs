@@ -115,6 +115,12 @@ struct Inner {
 /// How many distinct plugin sets are kept in memory.
 const SET_CACHE_ENTRIES: usize = 4096;
 
+/// How many request texts (lockfiles checked, `plugins` requests planned) are remembered,
+/// and how long a text may be to be remembered at all: a client sending many distinct
+/// large texts costs at most a few tens of MiB (a longer text is simply checked each time).
+const REQUEST_CACHE_ENTRIES: usize = 1024;
+const REQUEST_CACHE_MAX_TEXT: usize = 32 * 1024;
+
 /// What opening the data folder found.
 #[derive(Debug, Clone, Default)]
 pub struct RestoreReport {
