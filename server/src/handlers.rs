@@ -514,6 +514,7 @@ impl AppState {
             .sets
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .map
             .get(&locked.text)
             .cloned()?;
         if self.config().push_to.is_some() {

@@ -98,7 +98,7 @@ struct Inner {
     fetch_policy: Arc<berth_resolver::FetchPolicy>,
     /// Plugin sets by lock text. A set is a function of its lock and the (immutable) store
     /// entries it names, so the bytes can be reused while those entries are present.
-    sets: std::sync::Mutex<std::collections::HashMap<String, Arc<str>>>,
+    sets: std::sync::Mutex<SetCache>,
     /// Entries known to be in the `--push-to` cache (by this server's pushes or checks), so
     /// a warm start asks the cache nothing.
     pushed: std::sync::Mutex<std::collections::HashSet<berth_lockfile_schema::Sha256Hash>>,
@@ -112,8 +112,17 @@ struct Inner {
     draining: std::sync::atomic::AtomicBool,
 }
 
-/// How many distinct plugin sets are kept in memory.
+/// How many distinct plugin sets are kept in memory, and how many bytes of them.
 const SET_CACHE_ENTRIES: usize = 4096;
+const SET_CACHE_BYTES: usize = 256 * 1024 * 1024;
+
+/// Plugin sets by lock text, with their size.
+#[derive(Debug, Default)]
+struct SetCache {
+    map: std::collections::HashMap<String, Arc<str>>,
+    /// The bytes of the texts and sets held.
+    bytes: usize,
+}
 
 /// How many request texts (lockfiles checked, `plugins` requests planned) are remembered,
 /// and how long a text may be to be remembered at all: a client sending many distinct
@@ -270,6 +279,7 @@ impl AppState {
             .sets
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .map
             .get(&lock.text)
             .cloned()?;
         let wanted: Vec<_> = lock
@@ -318,10 +328,16 @@ impl AppState {
             .sets
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if sets.len() >= SET_CACHE_ENTRIES {
-            sets.clear();
+        // Bounded in count and in bytes (a plugin set of many skills is large): past
+        // either, the cache starts afresh, and sets are built again as they are asked for.
+        let bytes = json.len() + lock.text.len();
+        if sets.map.len() >= SET_CACHE_ENTRIES || sets.bytes + bytes > SET_CACHE_BYTES {
+            sets.map.clear();
+            sets.bytes = 0;
         }
-        sets.insert(lock.text.clone(), json.clone());
+        if sets.map.insert(lock.text.clone(), json.clone()).is_none() {
+            sets.bytes += bytes;
+        }
         Ok(json)
     }
 
