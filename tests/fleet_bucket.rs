@@ -354,6 +354,18 @@ fn a_server_killed_mid_start_leaves_no_conversation_half_there() {
                 .into_owned();
             let (status, _) = check.get(&format!("/api/conversations/{id}/lockfile"));
             assert_eq!(status, 404, "a lock without metadata is no conversation");
+            // Kept while a start might still be writing its metadata; once it is an hour
+            // old, a listing takes it for a leftover and removes it.
+            assert!(lock.exists(), "a recent lock is kept");
+            let two_hours_ago =
+                std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 3600);
+            std::fs::File::options()
+                .write(true)
+                .open(lock)
+                .and_then(|f| f.set_modified(two_hours_ago))
+                .expect("age the lock");
+            assert!(list_all(&check, 10).is_empty());
+            assert!(!lock.exists(), "the leftover lock is removed");
             let mut cached = Vec::new();
             all_files(&cache_dir, &mut cached);
             assert!(

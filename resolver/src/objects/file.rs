@@ -4,7 +4,7 @@
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use super::{Listing, ObjectStore};
+use super::{Listed, Listing, ObjectStore};
 
 pub(super) struct FileBackend {
     root: PathBuf,
@@ -107,14 +107,18 @@ impl ObjectStore for FileBackend {
                         pending.push(key);
                     }
                 } else if key.starts_with(prefix) && start_after.is_none_or(|after| *key > *after) {
-                    keys.push(key);
+                    let modified = entry.metadata().and_then(|m| m.modified()).ok();
+                    keys.push(Listed { key, modified });
                 }
             }
         }
-        keys.sort_unstable();
+        keys.sort_unstable_by(|a, b| a.key.cmp(&b.key));
         let truncated = keys.len() > max;
         keys.truncate(max);
-        Ok(Listing { keys, truncated })
+        Ok(Listing {
+            objects: keys,
+            truncated,
+        })
     }
 
     fn is_local(&self) -> bool {

@@ -14,10 +14,18 @@ use std::path::{Path, PathBuf};
 /// One page of a listing.
 #[derive(Debug, Default)]
 pub struct Listing {
-    /// Keys (relative to the store's root), in byte order.
-    pub keys: Vec<String>,
+    /// The objects, by key (relative to the store's root), in byte order.
+    pub objects: Vec<Listed>,
     /// Whether keys after the last one were left out.
     pub truncated: bool,
+}
+
+/// One object of a listing.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub key: String,
+    /// When it was last written, when the store says.
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// Where objects are kept.

@@ -17,7 +17,7 @@ use std::time::Duration;
 use rusty_s3::actions::S3Action;
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 
-use super::{Listing, ObjectStore, read_only_error};
+use super::{Listed, Listing, ObjectStore, read_only_error};
 
 /// How long a signed request stays valid.
 const SIGNED_FOR: Duration = Duration::from_secs(15 * 60);
@@ -281,10 +281,18 @@ impl ObjectStore for S3Backend {
             self.prefix.len() + 1
         };
         Ok(Listing {
-            keys: parsed
+            objects: parsed
                 .contents
                 .into_iter()
-                .filter_map(|c| c.key.get(strip..).map(str::to_owned))
+                .filter_map(|c| {
+                    let key = c.key.get(strip..)?.to_owned();
+                    // RFC 3339, as S3 writes it.
+                    let modified = c
+                        .last_modified
+                        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                        .map(std::time::SystemTime::from);
+                    Some(Listed { key, modified })
+                })
                 .collect(),
             truncated: parsed.next_continuation_token.is_some(),
         })

@@ -42,6 +42,20 @@ pub const META_FILE: &str = "meta.json";
 /// On object storage, the marker of a deleted conversation.
 pub const DELETED_MARKER: &str = "deleted";
 
+/// How old a conversation's lock without its metadata must be to be taken for the leftover
+/// of a server killed mid-start. The metadata follows the lock at once, so an hour is far
+/// past any start still under way.
+const ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// What a bucket listing showed of one conversation id.
+struct Seen {
+    id: Uuid,
+    meta: bool,
+    deleted: bool,
+    /// When its lock was written, if it has one.
+    lock_written: Option<std::time::SystemTime>,
+}
+
 /// Where a server keeps its conversations (`--data-dir`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DataDir {
@@ -566,20 +580,13 @@ impl Conversations {
         // `<id>0` sorts after every `<id>/…` key and before the next id.
         let mut after = cursor.map(|c| format!("{prefix}{c}0"));
         let mut ids = Vec::new();
-        // The id whose keys are being read, with whether it has metadata and a marker.
-        let mut current: Option<(Uuid, bool, bool)> = None;
-        let finish = |current: Option<(Uuid, bool, bool)>, ids: &mut Vec<Uuid>| {
-            if let Some((id, meta, deleted)) = current
-                && meta
-                && !deleted
-            {
-                ids.push(id);
-            }
-        };
+        // The keys of the id being read.
+        let mut current: Option<Seen> = None;
         loop {
             let listing = store.list(&prefix, after.as_deref(), 1000)?;
-            for k in &listing.keys {
-                let Some((id, file)) = k
+            for object in &listing.objects {
+                let Some((id, file)) = object
+                    .key
                     .strip_prefix(&prefix)
                     .and_then(|rest| rest.split_once('/'))
                 else {
@@ -588,26 +595,70 @@ impl Conversations {
                 let Ok(id) = Uuid::parse_str(id) else {
                     continue;
                 };
-                if current.is_none_or(|(c, _, _)| c != id) {
-                    finish(current.take(), &mut ids);
+                if current.as_ref().is_none_or(|seen| seen.id != id) {
+                    if let Some(seen) = current.take() {
+                        self.finish_listed(store, seen, &mut ids);
+                    }
                     if ids.len() >= want {
                         return Ok(ids);
                     }
-                    current = Some((id, false, false));
+                    current = Some(Seen {
+                        id,
+                        meta: false,
+                        deleted: false,
+                        lock_written: None,
+                    });
                 }
-                if let Some((_, meta, deleted)) = &mut current {
-                    *meta |= file == META_FILE;
-                    *deleted |= file == DELETED_MARKER;
+                if let Some(seen) = &mut current {
+                    match file {
+                        META_FILE => seen.meta = true,
+                        DELETED_MARKER => seen.deleted = true,
+                        LOCK_FILE => {
+                            seen.lock_written =
+                                Some(object.modified.unwrap_or(std::time::SystemTime::now()));
+                        }
+                        _ => {}
+                    }
                 }
             }
-            match listing.keys.last() {
-                Some(last) if listing.truncated => after = Some(last.clone()),
+            match listing.objects.last() {
+                Some(last) if listing.truncated => after = Some(last.key.clone()),
                 _ => break,
             }
         }
-        finish(current, &mut ids);
+        if let Some(seen) = current {
+            self.finish_listed(store, seen, &mut ids);
+        }
         ids.truncate(want);
         Ok(ids)
+    }
+
+    /// Adds a listed id whose keys are all read, if it is a conversation. A lock without
+    /// metadata older than [`ORPHAN_AGE`] was left by a server killed between the two
+    /// writes (which follow each other at once): it is removed, best effort.
+    fn finish_listed(&self, store: &dyn ObjectStore, seen: Seen, ids: &mut Vec<Uuid>) {
+        if seen.meta && !seen.deleted {
+            ids.push(seen.id);
+            return;
+        }
+        let orphaned = !seen.meta
+            && !seen.deleted
+            && seen
+                .lock_written
+                .and_then(|at| at.elapsed().ok())
+                .is_some_and(|age| age > ORPHAN_AGE);
+        if orphaned {
+            match store.delete(&key(seen.id, LOCK_FILE)) {
+                Ok(()) => tracing::info!(
+                    "removed the lock of conversation {}, left without its metadata by a server stopped mid-start",
+                    seen.id
+                ),
+                Err(e) => tracing::warn!(
+                    "could not remove the lock of conversation {} left without its metadata: {e}",
+                    seen.id
+                ),
+            }
+        }
     }
 
     /// Reads the conversations `ids` from the bucket, eight at a time; the deleted ones are
