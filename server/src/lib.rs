@@ -496,9 +496,13 @@ fn request_span<B>(request: &Request<B>) -> tracing::Span {
 pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let bound = listener.local_addr()?;
     let draining = state.clone();
+    // Registered before the first request is answered: a SIGTERM sent as soon as the
+    // server answers is a graceful stop, never the default kill.
+    let terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     axum::serve(listener, router(state, Some(bound)))
         .with_graceful_shutdown(async move {
-            shutdown_signal().await;
+            shutdown_signal(terminate, interrupt).await;
             draining
                 .inner
                 .draining
@@ -517,21 +521,13 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> 
     tokio::net::TcpListener::bind(addr).await
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
+async fn shutdown_signal(
+    mut terminate: tokio::signal::unix::Signal,
+    mut interrupt: tokio::signal::unix::Signal,
+) {
     tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
+        _ = terminate.recv() => {},
+        _ = interrupt.recv() => {},
     }
     tracing::info!("shutting down: finishing requests in flight");
 }
