@@ -6,11 +6,11 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::moto::{KEY_ID, Moto, SECRET};
-use common::{ServeProcess, TestContext, require_or_skip};
+use common::{ServeProcess, TestContext, all_files, require_or_skip};
 use serde_json::{Value, json};
 
 fn moto_or_skip() -> Option<Moto> {
@@ -68,21 +68,6 @@ fn list_all(server: &ServeProcess, limit: usize) -> Vec<String> {
         match page["next_cursor"].as_str() {
             Some(next) => cursor = next.to_owned(),
             None => return ids,
-        }
-    }
-}
-
-fn all_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries {
-        let path = entry.expect("entry").path();
-        let meta = std::fs::symlink_metadata(&path).expect("lstat");
-        if meta.is_dir() {
-            all_files(&path, out);
-        } else if meta.is_file() {
-            out.push(path);
         }
     }
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::moto::{KEY_ID, Moto, SECRET};
-use common::{ServeProcess, TestContext, require_or_skip};
+use common::{ServeProcess, TestContext, all_files, require_or_skip};
 use serde_json::{Value, json};
 
 /// `berth` with the S3 credentials in its environment, as an operator gives them.
@@ -45,21 +45,6 @@ fn serve_with(
         .arg(data)
         .args(args);
     ServeProcess::start(cmd)
-}
-
-fn all_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries {
-        let path = entry.expect("entry").path();
-        let meta = std::fs::symlink_metadata(&path).expect("lstat");
-        if meta.is_dir() {
-            all_files(&path, out);
-        } else if meta.is_file() {
-            out.push(path);
-        }
-    }
 }
 
 #[test]

@@ -45,6 +45,22 @@ pub fn kill_at_step(cmd: &mut Command, step: &str) -> String {
     panic!("berth ended ({status}) without reaching fault step `{step}`:\n{seen}");
 }
 
+/// Every regular file under `dir` (symlinks are not followed), appended to `out`.
+pub fn all_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries {
+        let path = entry.expect("entry").path();
+        let meta = std::fs::symlink_metadata(&path).expect("lstat");
+        if meta.is_dir() {
+            all_files(&path, out);
+        } else if meta.is_file() {
+            out.push(path);
+        }
+    }
+}
+
 /// The `berth` binary under test.
 pub fn berth_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_berth"))
