@@ -16,6 +16,7 @@ mod host;
 mod input;
 mod policy;
 mod roots;
+mod start;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -29,6 +29,7 @@ use uuid::Uuid;
 
 use crate::api::ConversationSummary;
 
+mod bucket;
 mod commit;
 
 use commit::{Done, GroupCommit, Job};
@@ -41,20 +42,6 @@ pub const LOCK_FILE: &str = "plugins.lock";
 pub const META_FILE: &str = "meta.json";
 /// On object storage, the marker of a deleted conversation.
 pub const DELETED_MARKER: &str = "deleted";
-
-/// How old a conversation's lock without its metadata must be to be taken for the leftover
-/// of a server killed mid-start. The metadata follows the lock at once, so an hour is far
-/// past any start still under way.
-const ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
-
-/// What a bucket listing showed of one conversation id.
-struct Seen {
-    id: Uuid,
-    meta: bool,
-    deleted: bool,
-    /// When its lock was written, if it has one.
-    lock_written: Option<std::time::SystemTime>,
-}
 
 /// Where a server keeps its conversations (`--data-dir`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -362,7 +349,7 @@ impl Conversations {
     }
 
     /// The parsed copy of `text`, if one is alive.
-    pub fn known_lock(&self, text: &str) -> Option<Arc<LockedText>> {
+    fn known_lock(&self, text: &str) -> Option<Arc<LockedText>> {
         self.locks
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -478,42 +465,6 @@ impl Conversations {
         }
     }
 
-    /// Reads a conversation from the bucket (its lock from memory when known) and indexes
-    /// it; `None` when it has no metadata yet, or a delete marker.
-    fn fetch(&self, store: &dyn ObjectStore, id: Uuid) -> std::io::Result<Option<Stored>> {
-        let Some(meta_bytes) = store.get(&key(id, META_FILE))? else {
-            self.write_index().remove(&id);
-            return Ok(None);
-        };
-        if store.exists(&key(id, DELETED_MARKER))? {
-            self.write_index().remove(&id);
-            return Ok(None);
-        }
-        let meta: Meta = serde_json::from_slice(&meta_bytes).map_err(invalid)?;
-        if meta.id != id {
-            return Err(invalid(format!(
-                "conversation {id}: meta.json names {}",
-                meta.id
-            )));
-        }
-        let known = self.read_index().get(&id).map(|e| e.lock.clone());
-        let lock = match known {
-            Some(lock) => lock,
-            None => {
-                let lock_key = key(id, LOCK_FILE);
-                let text = store.get(&lock_key)?.ok_or_else(|| {
-                    invalid(format!(
-                        "`{lock_key}` is missing, though its meta.json is there"
-                    ))
-                })?;
-                let text = String::from_utf8(text).map_err(invalid)?;
-                self.parse_once(&lock_key, &text).map_err(invalid)?
-            }
-        };
-        self.write_index().insert(id, indexed(&meta, lock.clone()));
-        Ok(Some(Stored { meta, lock }))
-    }
-
     fn read_dir_one(&self, dir: &Path) -> std::io::Result<Stored> {
         let meta: Meta =
             serde_json::from_slice(&fs_err::read(dir.join(META_FILE))?).map_err(invalid)?;
@@ -567,132 +518,6 @@ impl Conversations {
                 Ok(page(&mut conversations, limit))
             }
         }
-    }
-
-    /// The ids of live conversations after `cursor` in the bucket, at most `want`.
-    fn list_ids(
-        &self,
-        store: &dyn ObjectStore,
-        cursor: Option<Uuid>,
-        want: usize,
-    ) -> std::io::Result<Vec<Uuid>> {
-        let prefix = format!("{CONVERSATIONS_DIR}/");
-        // `<id>0` sorts after every `<id>/…` key and before the next id.
-        let mut after = cursor.map(|c| format!("{prefix}{c}0"));
-        let mut ids = Vec::new();
-        // The keys of the id being read.
-        let mut current: Option<Seen> = None;
-        loop {
-            let listing = store.list(&prefix, after.as_deref(), 1000)?;
-            for object in &listing.objects {
-                let Some((id, file)) = object
-                    .key
-                    .strip_prefix(&prefix)
-                    .and_then(|rest| rest.split_once('/'))
-                else {
-                    continue;
-                };
-                let Ok(id) = Uuid::parse_str(id) else {
-                    continue;
-                };
-                if current.as_ref().is_none_or(|seen| seen.id != id) {
-                    if let Some(seen) = current.take() {
-                        self.finish_listed(store, seen, &mut ids);
-                    }
-                    if ids.len() >= want {
-                        return Ok(ids);
-                    }
-                    current = Some(Seen {
-                        id,
-                        meta: false,
-                        deleted: false,
-                        lock_written: None,
-                    });
-                }
-                if let Some(seen) = &mut current {
-                    match file {
-                        META_FILE => seen.meta = true,
-                        DELETED_MARKER => seen.deleted = true,
-                        LOCK_FILE => {
-                            seen.lock_written =
-                                Some(object.modified.unwrap_or(std::time::SystemTime::now()));
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            match listing.objects.last() {
-                Some(last) if listing.truncated => after = Some(last.key.clone()),
-                _ => break,
-            }
-        }
-        if let Some(seen) = current {
-            self.finish_listed(store, seen, &mut ids);
-        }
-        ids.truncate(want);
-        Ok(ids)
-    }
-
-    /// Adds a listed id whose keys are all read, if it is a conversation. A lock without
-    /// metadata older than [`ORPHAN_AGE`] was left by a server killed between the two
-    /// writes (which follow each other at once): it is removed, best effort.
-    fn finish_listed(&self, store: &dyn ObjectStore, seen: Seen, ids: &mut Vec<Uuid>) {
-        if seen.meta && !seen.deleted {
-            ids.push(seen.id);
-            return;
-        }
-        let orphaned = !seen.meta
-            && !seen.deleted
-            && seen
-                .lock_written
-                .and_then(|at| at.elapsed().ok())
-                .is_some_and(|age| age > ORPHAN_AGE);
-        if orphaned {
-            match store.delete(&key(seen.id, LOCK_FILE)) {
-                Ok(()) => tracing::info!(
-                    "removed the lock of conversation {}, left without its metadata by a server stopped mid-start",
-                    seen.id
-                ),
-                Err(e) => tracing::warn!(
-                    "could not remove the lock of conversation {} left without its metadata: {e}",
-                    seen.id
-                ),
-            }
-        }
-    }
-
-    /// Reads the conversations `ids` from the bucket, eight at a time; the deleted ones are
-    /// left out.
-    fn fetch_many(
-        &self,
-        store: &dyn ObjectStore,
-        ids: &[Uuid],
-    ) -> std::io::Result<HashMap<Uuid, ConversationSummary>> {
-        let chunk = ids.len().div_ceil(8).max(1);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = ids
-                .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || {
-                        let mut out = Vec::new();
-                        for id in part {
-                            if let Some(stored) = self.fetch(store, *id)? {
-                                out.push((*id, summary(&stored.meta, &stored.lock.lock)));
-                            }
-                        }
-                        Ok::<_, std::io::Error>(out)
-                    })
-                })
-                .collect();
-            let mut all = HashMap::new();
-            for handle in handles {
-                let part = handle
-                    .join()
-                    .map_err(|_| std::io::Error::other("a listing thread panicked"))??;
-                all.extend(part);
-            }
-            Ok(all)
-        })
     }
 
     /// How many conversations this server knows of (on object storage: has read).

@@ -1,0 +1,444 @@
+//! Starting a conversation: a request checked before any work (sizes, the source policy,
+//! registered marketplaces; a lockfile text once for all requests that send it), the quick
+//! start that needs no work, and the full one (lock, sync, push, build the set) under the
+//! request's deadline.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use berth_lockfile_schema::{
+    AgentOrigin, AgentRequest, Manifest, PluginRequest, Source, parse_lock,
+};
+use berth_resolver::{Cancel, InMemoryLock, LockAndSyncError, LockMode, lock_and_sync};
+
+use crate::AppState;
+use crate::api::{CreateConversation, MAX_PLUGINS};
+use crate::conversations::{LockedText, Meta};
+use crate::error::AppError;
+use crate::handlers::LogReporter;
+
+/// The source policy for an agent package: a git or archive source is a plugin source; a
+/// requirement comes from the server's own index, and is only checked for credentials.
+fn check_agent_source(
+    policy: &crate::policy::Policy,
+    written: &str,
+    origin: &AgentOrigin,
+) -> Result<(), AppError> {
+    match origin {
+        AgentOrigin::Tree(request) => policy
+            .check(written, request.parsed_source())
+            .map_err(|e| AppError::new(e.status, e.code, format!("agent: {}", e.message))),
+        AgentOrigin::Index { .. } => policy.check_literal(written),
+    }
+}
+
+/// The registered marketplace `PLUGIN@MARKETPLACE` names, or a 400 naming those there are.
+fn registered_marketplace(
+    state: &AppState,
+    plugin: &str,
+    marketplace: &str,
+) -> Result<(), AppError> {
+    let registered = &state.config().marketplaces;
+    if registered.iter().any(|m| m.name == marketplace) {
+        return Ok(());
+    }
+    Err(AppError::bad_request(format!(
+        "`{plugin}@{marketplace}`: this server has no marketplace `{marketplace}` ({}); give the plugin's own source, or ask the operator to register it with `--marketplace`",
+        if registered.is_empty() {
+            "it registers none".to_owned()
+        } else {
+            format!(
+                "it registers {}",
+                registered
+                    .iter()
+                    .map(|m| format!("`{}`", m.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    )))
+}
+
+/// A validated request, before anything is fetched.
+pub(crate) struct Prepared {
+    pub(crate) manifest: Option<Manifest>,
+    pub(crate) lock: Option<Arc<LockedText>>,
+    pub(crate) metadata: serde_json::Value,
+    /// For the `plugins` form with `--ref-ttl`: the request's plugins and agent, as text,
+    /// under which the lock they resolved to is remembered for the TTL.
+    pub(crate) plan_key: Option<String>,
+}
+
+/// A lockfile from a request, parsed and checked against this server's limits and source
+/// policy once for every request that sends the same text.
+fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppError> {
+    if let Some(known) = state
+        .inner
+        .checked
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(text)
+    {
+        return Ok(known.clone());
+    }
+    let policy = &state.config().policy;
+    let lock = parse_lock("lockfile", text).map_err(|e| AppError::bad_request(e.to_string()))?;
+    if lock.plugins.len() > MAX_PLUGINS {
+        return Err(AppError::bad_request(format!(
+            "the lockfile has {} plugins; a conversation may have at most {MAX_PLUGINS}",
+            lock.plugins.len()
+        )));
+    }
+    crate::input::check_lock(&lock)?;
+    for plugin in &lock.plugins {
+        let source = berth_lockfile_schema::Source::parse(&plugin.source)
+            .map_err(|e| AppError::bad_request(e.message))?;
+        policy.check(&plugin.source, &source)?;
+    }
+    if let Some(agent) = &lock.agent {
+        let request = AgentRequest::new(&agent.source, agent.git_ref.as_deref(), None, None)
+            .map_err(|(_, m)| AppError::bad_request(format!("agent: {m}")))?;
+        check_agent_source(policy, &agent.source, request.origin())?;
+    }
+    // Stored as berth writes it, shared with every conversation that has it.
+    let written = lock.to_toml();
+    let locked = state
+        .inner
+        .conversations
+        .intern(LockedText::new(lock, written));
+    if text.len() <= crate::REQUEST_CACHE_MAX_TEXT {
+        let mut checked = state
+            .inner
+            .checked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if checked.len() >= crate::REQUEST_CACHE_ENTRIES {
+            checked.clear();
+        }
+        checked.insert(text.to_owned(), locked.clone());
+    }
+    Ok(locked)
+}
+
+impl Prepared {
+    pub(crate) fn from_body(state: &AppState, body: CreateConversation) -> Result<Self, AppError> {
+        let policy = &state.config().policy;
+        let metadata = body.metadata.unwrap_or(serde_json::Value::Null);
+        if body.agent.is_some() && body.lockfile.is_some() {
+            return Err(AppError::bad_request(
+                "`agent` goes with `plugins`; a lockfile carries its own `[agent]`",
+            ));
+        }
+        match (body.plugins, body.lockfile) {
+            (Some(plugins), None) => {
+                if plugins.len() > MAX_PLUGINS {
+                    return Err(AppError::bad_request(format!(
+                        "{} plugins requested; a conversation may have at most {MAX_PLUGINS}",
+                        plugins.len()
+                    )));
+                }
+                // Sizes and characters first: nothing is parsed or fetched for a request
+                // that carries a huge or deceptive field.
+                crate::input::check_plugins(&plugins)?;
+                if let Some(agent) = &body.agent {
+                    crate::input::check_agent(agent)?;
+                }
+                let mut requests = Vec::with_capacity(plugins.len());
+                for (i, p) in plugins.iter().enumerate() {
+                    let request = PluginRequest::new(
+                        &p.source,
+                        p.git_ref.as_deref(),
+                        None,
+                        p.repo_path.as_deref(),
+                    )
+                    .map_err(|m| AppError::bad_request(format!("plugins[{i}]: {m}")))?;
+                    match request.parsed_source() {
+                        // Its sources are the marketplace's: each is checked when fetched.
+                        Source::Marketplace {
+                            plugin,
+                            marketplace,
+                        } => {
+                            registered_marketplace(state, plugin, marketplace)?;
+                        }
+                        parsed => policy.check(&p.source, parsed)?,
+                    }
+                    requests.push(request);
+                }
+                let agent = match &body.agent {
+                    None => None,
+                    Some(a) => {
+                        let request = AgentRequest::new(
+                            &a.source,
+                            a.git_ref.as_deref(),
+                            a.entry_point.as_deref(),
+                            a.python.as_deref(),
+                        )
+                        .map_err(|(_, m)| AppError::bad_request(format!("agent: {m}")))?;
+                        check_agent_source(policy, &a.source, request.origin())?;
+                        Some(request)
+                    }
+                };
+                let plan_key = (!state.config().ref_ttl.is_zero())
+                    .then(|| serde_json::to_string(&(&plugins, &body.agent)).ok())
+                    .flatten();
+                Ok(Self {
+                    plan_key,
+                    manifest: Some(Manifest {
+                        marketplaces: state
+                            .config()
+                            .marketplaces
+                            .iter()
+                            .filter(|m| {
+                                requests.iter().any(|r| {
+                                    matches!(r.parsed_source(), Source::Marketplace { marketplace, .. } if *marketplace == m.name)
+                                })
+                            })
+                            .cloned()
+                            .collect(),
+                        plugins: requests,
+                        agent,
+                    }),
+                    lock: None,
+                    metadata,
+                })
+            }
+            (None, Some(text)) => Ok(Self {
+                manifest: None,
+                lock: Some(checked_lock(state, &text)?),
+                metadata,
+                plan_key: None,
+            }),
+            _ => Err(AppError::bad_request("give either `plugins` or `lockfile`")),
+        }
+    }
+}
+
+impl AppState {
+    /// The lock a `plugins` request with this key resolved to, when that began within
+    /// `--ref-ttl`.
+    pub(crate) fn planned(&self, key: &str) -> Option<Arc<LockedText>> {
+        let ttl = self.config().ref_ttl;
+        self.inner
+            .planned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key)
+            .filter(|(since, _)| since.elapsed() < ttl)
+            .map(|(_, locked)| locked.clone())
+    }
+
+    /// Remembers what a `plugins` request resolved to, as of when its resolution began.
+    pub(crate) fn remember_plan(
+        &self,
+        key: String,
+        since: std::time::Instant,
+        locked: &Arc<LockedText>,
+    ) {
+        let ttl = self.config().ref_ttl;
+        let mut planned = self
+            .inner
+            .planned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if key.len() > crate::REQUEST_CACHE_MAX_TEXT {
+            return;
+        }
+        if planned.len() >= crate::REQUEST_CACHE_ENTRIES {
+            planned.retain(|_, (at, _)| at.elapsed() < ttl);
+            if planned.len() >= crate::REQUEST_CACHE_ENTRIES {
+                planned.clear();
+            }
+        }
+        planned.insert(key, (since, locked.clone()));
+    }
+
+    /// When a request's lockfile needs no work at all, what its start needs: the lock, its
+    /// plugin set (built before), and a hold on the store against gc. That is when every
+    /// entry was found unchanged within the recheck window and is still there, nothing is
+    /// left to push to `--push-to`, there is no agent package, and no gc runs. Checked
+    /// with `lstat`s only, so it may run on an async task.
+    pub(crate) fn ready_without_work(
+        &self,
+        request: &Prepared,
+    ) -> Option<(Arc<LockedText>, Arc<str>, berth_store::SharedUse)> {
+        let locked = request.lock.as_ref()?;
+        // Object storage's writes block; an agent's environment is checked on disk.
+        if locked.lock.agent.is_some() || self.inner.conversations.shared() {
+            return None;
+        }
+        let set = self
+            .inner
+            .sets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .map
+            .get(&locked.text)
+            .cloned()?;
+        if self.config().push_to.is_some() {
+            let pushed = self
+                .inner
+                .pushed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let all_pushed = locked.lock.plugins.iter().all(|p| {
+                matches!(p.pin, berth_lockfile_schema::Pin::Local { .. })
+                    || pushed.contains(&p.hash)
+            });
+            if !all_pushed {
+                return None;
+            }
+        }
+        let store = &self.config().store;
+        // Held before the entries are looked at: gc cannot take them meanwhile.
+        let hold = store.try_shared_use().ok()??;
+        let present = locked
+            .entry_paths
+            .get_or_init(|| {
+                locked
+                    .lock
+                    .plugins
+                    .iter()
+                    .map(|p| store.entry_path(&p.hash, &p.name))
+                    .collect()
+            })
+            .iter()
+            .all(|path| store.remembered_presence(path) == Some(true));
+        present.then(|| (locked.clone(), set, hold))
+    }
+
+    /// Locks the request's plugins (or takes its lockfile, `--frozen`) and fetches what the
+    /// store lacks.
+    fn lock_and_sync(
+        &self,
+        request: &Prepared,
+        cancel: &Cancel,
+    ) -> Result<Arc<LockedText>, AppError> {
+        let settings = self.settings(cancel);
+        let mode = match &request.manifest {
+            Some(manifest) => LockMode::Update {
+                manifest,
+                manifest_label: "plugins",
+            },
+            None => LockMode::Frozen,
+        };
+        let lock = lock_and_sync(
+            &self.config().store,
+            &settings,
+            &LogReporter,
+            mode,
+            &InMemoryLock(request.lock.as_ref().map(|l| l.lock.clone())),
+        )
+        .map_err(|e| match e {
+            LockAndSyncError::Lock(errors) | LockAndSyncError::Sync(errors) => {
+                AppError::from_entries(&errors)
+            }
+            LockAndSyncError::Lockfile(never) => match never {},
+            e @ (LockAndSyncError::NoLock | LockAndSyncError::Stale(_)) => AppError::internal(e),
+        })?
+        .lock;
+        let text = lock.to_toml();
+        Ok(self.inner.conversations.intern(LockedText::new(lock, text)))
+    }
+
+    /// Locks (when given plugins), syncs, builds the set and stores the conversation.
+    pub(crate) fn start(
+        &self,
+        request: Prepared,
+        deadline: &Deadline,
+    ) -> Result<(Meta, Arc<LockedText>, Arc<str>), AppError> {
+        let config = self.config();
+        // From resolving to the conversation on disk, gc must not remove what it uses.
+        let _hold = self.hold_store()?;
+        // A lock whose every entry is in the store, unchanged, with its plugin set built
+        // before (the common start: the same lock again) needs nothing fetched or checked.
+        let ready = request.lock.as_ref().and_then(|locked| {
+            let agent_ready = locked
+                .lock
+                .agent
+                .as_ref()
+                .is_none_or(|agent| config.store.has_agent(agent));
+            agent_ready
+                .then(|| self.cached_set(locked))
+                .flatten()
+                .map(|set| (locked.clone(), set))
+        });
+        let (locked, set) = match ready {
+            Some(ready) => ready,
+            None => {
+                let locked = self.lock_and_sync(&request, &deadline.cancel)?;
+                let set = self.build_set(&locked)?;
+                (locked, set)
+            }
+        };
+        // The fleet's cache gets the plugins before the conversation exists anywhere.
+        self.push_to_cache(&locked.lock)
+            .map_err(|errors| AppError::from_entries(&errors))?;
+        let meta = Meta::new(request.metadata);
+        deadline.commit(|| {
+            self.inner
+                .conversations
+                .create(&meta, locked.clone())
+                .map_err(|e| AppError::from_data_store(&e))
+        })?;
+        tracing::info!(
+            "conversation {} started with {} plugins",
+            meta.id,
+            locked.lock.plugins.len()
+        );
+        Ok((meta, locked, set))
+    }
+}
+
+/// A request's deadline as its worker sees it: the resolver's cancel flag, and whether the
+/// client still waits. Storing the conversation and giving up on it exclude each other, so
+/// a client that was answered 504 never has a conversation stored for it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Deadline {
+    pub(crate) cancel: Cancel,
+    phase: Arc<std::sync::Mutex<Phase>>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Phase {
+    #[default]
+    Working,
+    Abandoned,
+    Committed,
+}
+
+impl Deadline {
+    fn phase(&self) -> std::sync::MutexGuard<'_, Phase> {
+        self.phase
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The handler gives up: stops the work, and says whether it was in time (`false`:
+    /// the conversation is already stored, and the handler answers with it).
+    pub(crate) fn abandon(&self) -> bool {
+        self.cancel.cancel();
+        let mut phase = self.phase();
+        if *phase == Phase::Working {
+            *phase = Phase::Abandoned;
+        }
+        *phase == Phase::Abandoned
+    }
+
+    /// Runs `store` unless the handler gave up, holding off `abandon` meanwhile.
+    pub(crate) fn commit<T>(
+        &self,
+        store: impl FnOnce() -> Result<T, AppError>,
+    ) -> Result<T, AppError> {
+        let mut phase = self.phase();
+        if *phase == Phase::Abandoned {
+            return Err(AppError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "upstream_timeout",
+                "the request's deadline passed; nothing was stored",
+            ));
+        }
+        let stored = store()?;
+        *phase = Phase::Committed;
+        Ok(stored)
+    }
+}
