@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::moto::{KEY_ID, Moto, SECRET};
 use common::{ServeProcess, TestContext, all_files, require_or_skip};
@@ -239,12 +239,8 @@ fn a_fleet_shares_conversations_and_plugins_through_one_bucket() {
 
 /// Starts a fleet server paused at `step` during a start, kills it there with SIGKILL.
 fn kill_during_start(ctx: &TestContext, store: &Path, data: &str, cache: &str, step: &str) {
-    use std::io::BufRead;
-    let mut child = ctx
-        .berth()
-        .env(berth_store::fault::ENV, step)
-        .env("BERTH_STORE", store)
-        .args([
+    common::kill_serve_mid_start(
+        ctx.berth().env("BERTH_STORE", store).args([
             "serve",
             "--addr",
             "127.0.0.1:0",
@@ -253,33 +249,10 @@ fn kill_during_start(ctx: &TestContext, store: &Path, data: &str, cache: &str, s
             data,
             "--push-to",
             cache,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("serve");
-    let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let base = loop {
-        let line = lines.next().expect("a line").expect("line");
-        if let Some(addr) = line.split("Listening on ").nth(1) {
-            break addr.trim().to_owned();
-        }
-    };
-    std::thread::spawn(move || {
-        // Never answered: the server is killed first.
-        let _ = reqwest::blocking::Client::new()
-            .post(format!("{base}/api/conversations"))
-            .header("content-type", "application/json")
-            .body(json!({"plugins": [{"source": "github:acme/review", "ref": "v1"}]}).to_string())
-            .send();
-    });
-    let marker = format!("{}{step}", berth_store::fault::MARKER);
-    assert!(
-        lines.any(|line| line.expect("line") == marker),
-        "the server reached `{step}`"
+        ]),
+        step,
+        &json!({"plugins": [{"source": "github:acme/review", "ref": "v1"}]}),
     );
-    child.kill().expect("SIGKILL");
-    child.wait().expect("reap");
 }
 
 #[test]

@@ -7,7 +7,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::moto::{KEY_ID, Moto, SECRET};
 use common::{ServeProcess, TestContext, all_files, require_or_skip};
@@ -241,7 +241,6 @@ fn a_server_pushes_what_it_fetched_before_answering() {
 
 #[test]
 fn a_server_killed_while_pushing_leaves_no_conversation_without_its_plugins_cached() {
-    use std::io::BufRead;
     let ctx = TestContext::new();
     let review = ctx.repo("review");
     review.copy_fixture("review", "");
@@ -251,53 +250,21 @@ fn a_server_killed_while_pushing_leaves_no_conversation_without_its_plugins_cach
     let cache = ctx.root.join("cache");
     let cache_url = format!("file://{}", cache.display());
     let data = ctx.root.join("data");
-    let mut child = ctx
-        .berth()
-        .env(
-            berth_store::fault::ENV,
-            berth_store::fault::PUSH_BEFORE_NARINFO,
-        )
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--allow-local-sources",
-            "--push-to",
-            &cache_url,
-            "--data-dir",
-        ])
-        .arg(&data)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("serve");
-    let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let base = loop {
-        let line = lines.next().expect("a line").expect("line");
-        if let Some(addr) = line.split("Listening on ").nth(1) {
-            break addr.trim().to_owned();
-        }
-    };
-    std::thread::spawn(move || {
-        // Never answered: the server is killed first.
-        let _ = reqwest::blocking::Client::new()
-            .post(format!("{base}/api/conversations"))
-            .header("content-type", "application/json")
-            .body(json!({"plugins": [{"source": "github:acme/review", "ref": "v1"}]}).to_string())
-            .send();
-    });
-    let marker = format!(
-        "{}{}",
-        berth_store::fault::MARKER,
-        berth_store::fault::PUSH_BEFORE_NARINFO
+    common::kill_serve_mid_start(
+        ctx.berth()
+            .args([
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+                "--allow-local-sources",
+                "--push-to",
+                &cache_url,
+                "--data-dir",
+            ])
+            .arg(&data),
+        berth_store::fault::PUSH_BEFORE_NARINFO,
+        &json!({"plugins": [{"source": "github:acme/review", "ref": "v1"}]}),
     );
-    for line in lines.by_ref() {
-        if line.expect("line") == marker {
-            break;
-        }
-    }
-    child.kill().expect("SIGKILL");
-    child.wait().expect("reap");
     let conversations: Vec<String> = std::fs::read_dir(data.join("conversations"))
         .map(|d| {
             d.map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())

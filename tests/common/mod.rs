@@ -61,6 +61,46 @@ pub fn all_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Starts `cmd` (a `berth serve --addr 127.0.0.1:0 …`) with `BERTH_FAULT_PAUSE=step`, sends
+/// it `POST /api/conversations` with `body` once it listens, and kills it with SIGKILL
+/// where the start pauses at `step`. Fails the test if the server never gets there.
+pub fn kill_serve_mid_start(cmd: &mut Command, step: &str, body: &serde_json::Value) {
+    use std::io::BufRead;
+    let mut child = cmd
+        .env(berth_store::fault::ENV, step)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start berth serve");
+    let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let base = loop {
+        let line = lines
+            .next()
+            .expect("berth serve printed its address")
+            .expect("line");
+        if let Some(addr) = line.split("Listening on ").nth(1) {
+            break addr.trim().to_owned();
+        }
+    };
+    let body = body.to_string();
+    std::thread::spawn(move || {
+        // Never answered: the server is killed first.
+        let _ = reqwest::blocking::Client::new()
+            .post(format!("{base}/api/conversations"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send();
+    });
+    let marker = format!("{}{step}", berth_store::fault::MARKER);
+    let reached = lines.any(|line| line.is_ok_and(|l| l == marker));
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    assert!(
+        reached,
+        "berth serve ended without reaching fault step `{step}`"
+    );
+}
+
 /// The `berth` binary under test.
 pub fn berth_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_berth"))
