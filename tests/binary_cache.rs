@@ -615,3 +615,37 @@ fn berth_substitutes_from_a_cache_nix_itself_filled() {
         "{stderr}"
     );
 }
+
+#[test]
+fn an_empty_trusted_key_is_an_error_not_checking_turned_off() {
+    let (ctx, _review) = pushed_project();
+    let unsigned = ctx.root.join("unsigned");
+    ctx.ok(&["store", "push", &cache_url(&unsigned)]);
+    // The attack: an unsigned cache, and a key setting that is there but empty.
+    for (n, (option, variable)) in [(Some(""), None), (None, Some(" ")), (None, Some(""))]
+        .into_iter()
+        .enumerate()
+    {
+        let store = ctx.root.join(format!("store-{n}"));
+        let mut cmd = other_store(&ctx, &store);
+        cmd.args(["--substituter", &cache_url(&unsigned)]);
+        if let Some(key) = option {
+            cmd.args(["--trusted-public-key", key]);
+        }
+        if let Some(keys) = variable {
+            cmd.env("BERTH_TRUSTED_PUBLIC_KEYS", keys);
+        }
+        let out = cmd
+            .args(["plugins", "sync", "--frozen"])
+            .output()
+            .expect("run berth");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{n}: {stderr}");
+        assert!(
+            stderr.contains("holds no key, which would turn signature checking off"),
+            "{n}: {stderr}"
+        );
+        assert!(!stderr.contains("Substituted"), "{n}: {stderr}");
+        assert!(entry_dirs(&store).is_empty(), "{n}: nothing was added");
+    }
+}

@@ -356,3 +356,113 @@ fn a_server_killed_mid_start_leaves_no_conversation_half_there() {
     assert_eq!(list_all(&server, 10).len(), 1);
     server.stop();
 }
+
+#[test]
+fn objects_planted_in_the_bucket_pass_the_checks_a_request_does() {
+    let Some(moto) = moto_or_skip() else {
+        return;
+    };
+    moto.create_bucket("shared");
+    let ctx = TestContext::new();
+    // A folder on the server's machine, and a lock naming it with its true hash, as
+    // someone with write access to the bucket (but not to the server) could write it.
+    let secret = ctx.work.join("secret");
+    std::fs::create_dir_all(secret.join("skills")).expect("mkdir");
+    std::fs::write(secret.join("skills/key.md"), "PRIVATE KEY\n").expect("write");
+    ctx.write_manifest(&format!("[[plugin]]\nsource = \"{}\"\n", secret.display()));
+    ctx.ok(&["plugins", "lock"]);
+    let planted_lock = ctx.lock_text();
+    let true_hash = common::lock_field(&planted_lock, 0, "hash").expect("hash");
+    let data = format!("s3://shared/data?endpoint={}", moto.endpoint);
+    let store = ctx.root.join("server-store");
+    let mut cmd = ctx.berth();
+    cmd.env("AWS_ACCESS_KEY_ID", KEY_ID)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET)
+        .env("AWS_REGION", "us-east-1")
+        .env("BERTH_STORE", &store)
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", &data]);
+    let server = ServeProcess::start(cmd);
+    // One honest conversation, started through the API.
+    let (status, body) = server.post(&json!({"plugins": []}));
+    assert_eq!(status, 201, "{body}");
+    let honest = json_of(&body)["id"].as_str().expect("id").to_owned();
+
+    let plant = |id: &str, meta_id: &str, lock: Vec<u8>| {
+        moto.put(
+            "shared",
+            &format!("data/conversations/{id}/plugins.lock"),
+            lock,
+        );
+        moto.put(
+            "shared",
+            &format!("data/conversations/{id}/meta.json"),
+            json!({"id": meta_id, "created_at": 1, "metadata": null})
+                .to_string()
+                .into_bytes(),
+        );
+    };
+    // A local path: refused by the source policy, as a posted lock naming it would be.
+    let local = "01900000-0000-7000-8000-000000000001";
+    plant(local, local, planted_lock.clone().into_bytes());
+    // The same with a wrong hash: refused before hashing, so no answer shows the folder's.
+    let wrong = "01900000-0000-7000-8000-000000000002";
+    plant(
+        wrong,
+        wrong,
+        planted_lock
+            .replace(
+                &true_hash,
+                "sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+            )
+            .into_bytes(),
+    );
+    // A meta.json whose id is not its key's.
+    let misnamed = "01900000-0000-7000-8000-000000000003";
+    plant(misnamed, "../../../cache/x", b"version = 1\n".to_vec());
+    // A lock object over the size limit (5 MiB).
+    let huge = "01900000-0000-7000-8000-000000000004";
+    let mut big = b"version = 1\n".to_vec();
+    big.extend(std::iter::repeat_n(b'#', 5 << 20));
+    plant(huge, huge, big);
+
+    for (id, path) in [
+        (local, ""),
+        (local, "/plugin_set"),
+        (wrong, "/plugin_set"),
+        (misnamed, ""),
+        (huge, ""),
+    ] {
+        let (status, body) = server.get(&format!("/api/conversations/{id}{path}"));
+        assert_eq!(status, 502, "{id}{path}: {body}");
+        assert_eq!(
+            json_of(&body)["error"]["code"],
+            "data_store_object_refused",
+            "{body}"
+        );
+        assert!(!body.contains(&true_hash), "{body}");
+    }
+    // The listing skips what it cannot use and lists the rest.
+    let (status, body) = server.get("/api/conversations?limit=10");
+    assert_eq!(status, 200, "{body}");
+    let listed: Vec<String> = json_of(&body)["conversations"]
+        .as_array()
+        .expect("conversations")
+        .iter()
+        .map(|c| c["id"].as_str().expect("id").to_owned())
+        .collect();
+    assert_eq!(listed, vec![honest], "{body}");
+    let log = server.log();
+    assert!(
+        log.contains("is refused") && log.contains("does not allow local sources"),
+        "{log}"
+    );
+    assert!(log.contains("over berth's limit of 4194304 bytes"), "{log}");
+    assert!(
+        log.contains("meta.json` is not a conversation's metadata"),
+        "{log}"
+    );
+    // Nothing of the folder reached the server's store.
+    let entries = common::list_dir(&store.join("store-v1"));
+    assert!(entries.is_empty(), "{entries:?}");
+    server.stop();
+}

@@ -90,6 +90,33 @@ fn request_ids_readiness_and_metrics() {
 }
 
 #[test]
+fn metrics_take_no_label_a_client_chose() {
+    let ctx = TestContext::new();
+    review_repo(&ctx);
+    let git = GitHttpServer::start(&ctx.upstream, &ctx.root.join("http.log"), &[]);
+    let server = serve(&ctx, &git, &[]);
+    // The attack: many requests, each with its own long made-up method.
+    for i in 0..300 {
+        let method = reqwest::Method::from_bytes(format!("X{i:04}{}", "M".repeat(4000)).as_bytes())
+            .expect("a method token");
+        let response = client()
+            .request(method, format!("{}/api/conversations", server.base))
+            .send()
+            .expect("send");
+        assert!(response.status().is_client_error(), "{}", response.status());
+    }
+    let (status, metrics) = server.get("/metrics");
+    assert_eq!(status, 200);
+    assert!(!metrics.contains("X0000"), "a client's method is no label");
+    assert!(
+        metrics.contains("berth_http_requests_total{route=\"/api/conversations\",method=\"other\",status=\"405\"} 300"),
+        "{metrics}"
+    );
+    assert!(metrics.len() < 16 * 1024, "{} bytes", metrics.len());
+    server.stop();
+}
+
+#[test]
 fn sigterm_drains_new_requests_and_finishes_started_ones() {
     let ctx = TestContext::new();
     review_repo(&ctx);

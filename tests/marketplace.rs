@@ -432,3 +432,215 @@ fn a_strict_false_entry_loads_its_folder_as_the_sdk_does_and_says_what_it_ignore
     );
     ctx.ok(&["plugins", "sync"]);
 }
+
+/// A manifest declaring the local marketplace `./m` and asking for `pick@m`.
+fn local_market_manifest(pick: &str) -> String {
+    format!(
+        "[[marketplace]]\nname = \"m\"\nsource = \"./m\"\n\n[[plugin]]\nsource = \"{pick}@m\"\n"
+    )
+}
+
+#[test]
+fn a_catalog_never_reads_the_environment() {
+    let ctx = TestContext::new();
+    let served = ctx.root.join("served");
+    std::fs::create_dir_all(&served).expect("mkdir");
+    let listener = common::FileServer::start(&served, None);
+    let base = format!("http://127.0.0.1:{}", listener.port);
+    let run = |manifest: &str| {
+        ctx.write_manifest(manifest);
+        Run::from(
+            ctx.berth()
+                .env("PROBE_SECRET", "S3CR3T")
+                .args(["plugins", "lock"])
+                .output()
+                .expect("run"),
+        )
+    };
+
+    // The attack's premise: the user's own manifest may name variables, and berth fills
+    // them in (the listener sees the value).
+    let own = run(&format!(
+        "[[plugin]]\nsource = \"{base}/own/${{PROBE_SECRET}}.tar.gz\"\n"
+    ));
+    assert_ne!(own.code, 0, "nothing is served there");
+    assert!(
+        listener
+            .requests()
+            .iter()
+            .any(|r| r.starts_with("GET /own/S3CR3T.tar.gz")),
+        "{:?}",
+        listener.requests()
+    );
+    let seen = listener.requests().len();
+
+    // A catalog may not: each entry is refused naming marketplace and entry, before
+    // anything is fetched.
+    let market = ctx.work.join("m");
+    std::fs::create_dir_all(market.join(".claude-plugin")).expect("mkdir");
+    let entries = serde_json::json!({"name": "m", "plugins": [
+        {"name": "arc", "source": {"source": "archive", "url": format!("{base}/leak/${{PROBE_SECRET}}.tar.gz")}},
+        {"name": "basic", "source": {"source": "url", "url": format!("http://x:${{PROBE_SECRET}}@127.0.0.1:{}/r.git", listener.port)}},
+        {"name": "sub", "source": {"source": "git-subdir", "url": format!("{base}/${{PROBE_SECRET}}.git"), "path": "p"}},
+        {"name": "gh", "source": {"source": "github", "repo": "acme/${PROBE_SECRET}"}},
+        {"name": "npm", "source": {"source": "npm", "package": "tools", "registry": format!("{base}/${{PROBE_SECRET}}/")}},
+        {"name": "plain", "source": format!("{base}/plain/${{PROBE_SECRET}}.tar.gz")}
+    ]});
+    std::fs::write(
+        market.join(".claude-plugin/marketplace.json"),
+        entries.to_string(),
+    )
+    .expect("write catalog");
+    for entry in ["arc", "basic", "sub", "gh", "npm", "plain"] {
+        let run = run(&local_market_manifest(entry));
+        assert_eq!(run.code, 1, "{entry}: {}", run.stderr);
+        let errors = run.errors();
+        assert_eq!(errors.len(), 1, "{entry}: {errors:?}");
+        assert!(
+            errors[0].contains(&format!("marketplace `m`, plugin `{entry}`"))
+                && errors[0].contains("cannot read environment variables"),
+            "{entry}: {}",
+            errors[0]
+        );
+        assert!(!run.stderr.contains("S3CR3T"), "{}", run.stderr);
+        assert!(!ctx.lock_path().exists(), "{entry}: no lock written");
+    }
+    assert_eq!(
+        listener.requests().len(),
+        seen,
+        "no request reached the listener: {:?}",
+        listener.requests()
+    );
+    assert!(ctx.store_entries().is_empty(), "{:?}", ctx.store_entries());
+}
+
+#[test]
+fn a_remote_catalog_cannot_name_local_folders() {
+    let m = market();
+    let ctx = &m.ctx;
+    // The user's home holds a secret; a hostile catalog in a git marketplace names it.
+    std::fs::create_dir_all(ctx.home.join(".ssh")).expect("mkdir");
+    std::fs::write(ctx.home.join(".ssh/id_rsa"), "PRIVATE KEY").expect("write");
+    let outside = ctx.root.join("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::fs::write(outside.join("secret.txt"), "secret").expect("write");
+    let catalog = serde_json::json!({"name": "acme", "plugins": [
+        {"name": "rel", "source": "./plugins/rel"},
+        {"name": "home", "source": "~/"},
+        {"name": "abs", "source": outside.display().to_string()},
+        {"name": "fileurl", "source": format!("file://{}", outside.display())},
+        {"name": "gitfile", "source": {"source": "url", "url": format!("file://{}", m.urlrepo.path.display())}},
+        {"name": "urlpath", "source": {"source": "url", "url": m.urlrepo.path.display().to_string()}},
+        {"name": "subpath", "source": {"source": "git-subdir", "url": "~/repo", "path": "p"}},
+        {"name": "archfile", "source": {"source": "archive", "url": format!("file://{}/x.tar.gz", outside.display())}},
+        {"name": "up", "source": "../outside"},
+        {"name": "uproot", "source": {"source": "github", "repo": "acme/gh", "path": "../../x"}}
+    ]});
+    m.market
+        .write(".claude-plugin/marketplace.json", &catalog.to_string());
+    m.market.commit("hostile entries");
+    for (entry, needle) in [
+        ("home", "a path on this machine"),
+        ("abs", "a path on this machine"),
+        ("fileurl", "`file://` URL on this machine"),
+        ("gitfile", "`file://` URL on this machine"),
+        ("urlpath", "a path on this machine"),
+        ("subpath", "a path on this machine"),
+        ("archfile", "`file://` URL on this machine"),
+        ("up", "`..`"),
+        ("uproot", "`..`"),
+    ] {
+        ctx.write_manifest(&manifest(&[entry]));
+        let run = ctx.run(&["plugins", "lock"]);
+        assert_eq!(run.code, 1, "{entry}: {}", run.stderr);
+        let errors = run.errors();
+        assert_eq!(errors.len(), 1, "{entry}: {errors:?}");
+        assert!(
+            errors[0].contains(&format!("marketplace `acme`, plugin `{entry}`"))
+                && errors[0].contains(needle),
+            "{entry}: {}",
+            errors[0]
+        );
+        assert!(!ctx.lock_path().exists(), "{entry}: no lock written");
+    }
+    assert!(ctx.store_entries().is_empty(), "{:?}", ctx.store_entries());
+    // The marketplace's own folders still lock.
+    ctx.write_manifest(&manifest(&["rel"]));
+    ctx.ok(&["plugins", "lock"]);
+}
+
+#[test]
+fn a_local_marketplace_names_only_folders_inside_it() {
+    let ctx = TestContext::new();
+    let market = GitRepo::init(&ctx.work.join("m"), &ctx.home);
+    plugin(&market, "plugins/tools", "tools", "local tools");
+    plugin(
+        &market,
+        "plugins/aliased",
+        "alias",
+        "reached through a link inside",
+    );
+    let elsewhere = GitRepo::init(&ctx.root.join("elsewhere"), &ctx.home);
+    plugin(&elsewhere, "", "link", "outside the marketplace");
+    std::os::unix::fs::symlink(&elsewhere.path, market.path.join("plugins/link"))
+        .expect("link out");
+    std::os::unix::fs::symlink("aliased", market.path.join("plugins/alias")).expect("link in");
+    market.write(
+        ".claude-plugin/marketplace.json",
+        &serde_json::json!({"name": "m", "plugins": [
+            {"name": "tools", "source": "./plugins/tools"},
+            {"name": "alias", "source": "./plugins/alias"},
+            {"name": "link", "source": "./plugins/link"},
+            {"name": "abs", "source": elsewhere.path.display().to_string()},
+            {"name": "up", "source": "../elsewhere"}
+        ]})
+        .to_string(),
+    );
+    for (entry, needle) in [
+        ("link", "leads out of the marketplace's folder"),
+        ("abs", "a path on this machine"),
+        ("up", "`..`"),
+    ] {
+        ctx.write_manifest(&local_market_manifest(entry));
+        let run = ctx.run(&["plugins", "lock"]);
+        assert_eq!(run.code, 1, "{entry}: {}", run.stderr);
+        let errors = run.errors();
+        assert_eq!(errors.len(), 1, "{entry}: {errors:?}");
+        assert!(
+            errors[0].contains(&format!("marketplace `m`, plugin `{entry}`"))
+                && errors[0].contains(needle),
+            "{entry}: {}",
+            errors[0]
+        );
+        assert!(!ctx.lock_path().exists(), "{entry}: no lock written");
+    }
+    assert!(ctx.store_entries().is_empty(), "{:?}", ctx.store_entries());
+    for entry in ["tools", "alias"] {
+        ctx.write_manifest(&local_market_manifest(entry));
+        ctx.ok(&["plugins", "lock"]);
+        ctx.ok(&["plugins", "sync"]);
+    }
+}
+
+#[test]
+fn an_oversized_catalog_is_refused_before_it_is_parsed() {
+    let ctx = TestContext::new();
+    let market = ctx.work.join("m");
+    std::fs::create_dir_all(market.join(".claude-plugin")).expect("mkdir");
+    let mut big = String::from("{\"name\": \"m\", \"plugins\": [], \"pad\": \"");
+    big.push_str(&"x".repeat(9 << 20));
+    big.push_str("\"}");
+    std::fs::write(market.join(".claude-plugin/marketplace.json"), big).expect("write");
+    ctx.write_manifest(&local_market_manifest("any"));
+    let run = ctx.run(&["plugins", "lock"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let errors = run.errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains("the catalog `.claude-plugin/marketplace.json` of marketplace `m`")
+            && errors[0].contains("over berth's limit of 8388608 bytes"),
+        "{}",
+        errors[0]
+    );
+    assert!(!ctx.lock_path().exists());
+}

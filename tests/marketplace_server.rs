@@ -94,8 +94,9 @@ fn the_server_takes_plugins_of_registered_marketplaces_and_checks_where_they_poi
     );
     drop(server);
 
-    // Local sources off: an operator's local marketplace serves its own folders, but
-    // an entry pointing at another local path or a `file://` repository is refused.
+    // An operator's local marketplace serves its own folders, but an entry pointing at
+    // another local path or a `file://` repository is refused: a catalog names no path
+    // on this machine outside its own folder.
     let here = GitRepo::init(&ctx.root.join("here"), &ctx.home);
     plugin(&here, "plugins/tools", "tools", "the operator's tools");
     let elsewhere = ctx.root.join("elsewhere");
@@ -113,9 +114,12 @@ fn the_server_takes_plugins_of_registered_marketplaces_and_checks_where_they_poi
     let server = serve(ctx, "data2", &["--marketplace", &market_arg]);
     let (status, body) = server.post(&serde_json::json!({"plugins": [{"source": "tools@here"}]}));
     assert_eq!(status, 201, "{body}");
-    for (pick, needle) in [("abs@here", "local folder"), ("viaurl@here", "file://")] {
+    for (pick, needle) in [
+        ("abs@here", "a path on this machine"),
+        ("viaurl@here", "`file://` URL on this machine"),
+    ] {
         let (status, body) = server.post(&serde_json::json!({"plugins": [{"source": pick}]}));
-        assert_eq!(status, 403, "{pick}: {body}");
+        assert_eq!(status, 400, "{pick}: {body}");
         let body: Value = serde_json::from_str(&body).expect("JSON");
         let message = body["error"]["message"].as_str().expect("message");
         assert!(message.contains(needle), "{pick}: {message}");

@@ -279,6 +279,45 @@ fn a_skill_linking_outside_the_plugin_is_skipped_with_a_warning() {
 }
 
 #[test]
+fn a_skill_nested_150000_levels_deep_is_skipped_before_it_is_parsed() {
+    // A hostile SKILL.md: 300 KB of YAML flow nesting, which the YAML parser takes minutes
+    // over. It is refused by counting its openers, the rest of the plugin loads.
+    let ctx = TestContext::new();
+    let plugin = ctx.work.join("deep");
+    for (skill, front) in [
+        (
+            "deep",
+            format!("name: deep\ndescription: {}", "[".repeat(150_000)),
+        ),
+        ("fine", "name: fine\ndescription: fine".to_owned()),
+    ] {
+        std::fs::create_dir_all(plugin.join("skills").join(skill)).expect("mkdir");
+        std::fs::write(
+            plugin.join("skills").join(skill).join("SKILL.md"),
+            format!("---\n{front}\n---\nbody\n"),
+        )
+        .expect("write");
+    }
+    ctx.write_manifest("[[plugin]]\nsource = \"./deep\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    let shown = ctx.ok(&["plugins", "show", "--json"]);
+    let set: Value = serde_json::from_str(&shown.stdout).expect("JSON");
+    let names: Vec<&str> = set["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .map(|s| s["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["fine"]);
+    let warnings = set["warnings"].to_string();
+    assert!(
+        warnings.contains("skipped skill `skills/deep/SKILL.md`")
+            && warnings.contains("150000 `[` and `{`, over berth's limit of 1024"),
+        "{warnings}"
+    );
+}
+
+#[test]
 fn a_hook_finds_its_own_package_by_the_plugins_name() {
     // A real pattern: the hook puts the parent of CLAUDE_PLUGIN_ROOT on sys.path and
     // imports the plugin's own package by the plugin's name. The root hooks see is a link

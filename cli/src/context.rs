@@ -331,8 +331,18 @@ impl std::error::Error for Exit {}
 
 /// Opens the binary caches named by `--substituter` / `$BERTH_SUBSTITUTERS`, each
 /// requiring a signature by one of `--trusted-public-key` when any is given (empty words
-/// are skipped, so extra spaces do no harm).
+/// between keys are skipped, so extra spaces do no harm). A key option or variable that
+/// holds no key at all is an error: read as "no keys", it would turn signature checks off.
 pub fn open_substituters(cli: &Cli) -> Result<Vec<std::sync::Arc<berth_resolver::cache::Cache>>> {
+    let blank_variable = std::env::var_os("BERTH_TRUSTED_PUBLIC_KEYS")
+        .is_some_and(|v| v.to_string_lossy().trim().is_empty());
+    let blank_option = !cli.trusted_public_keys.is_empty()
+        && cli.trusted_public_keys.iter().all(|k| k.trim().is_empty());
+    if blank_variable || blank_option {
+        bail!(
+            "`--trusted-public-key` / `$BERTH_TRUSTED_PUBLIC_KEYS` is given but holds no key, which would turn signature checking off; give a key as `NAME:BASE64` (`berth store sign-key generate` prints one), or leave both unset to accept unsigned narinfos"
+        );
+    }
     let keys = cli
         .trusted_public_keys
         .iter()

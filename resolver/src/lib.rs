@@ -127,6 +127,12 @@ impl Cancel {
         }
     }
 
+    /// The flag, shared: for work outside the resolver (building a plugin set) that stops
+    /// when this is cancelled.
+    pub fn shared_flag(&self) -> Arc<AtomicBool> {
+        self.0.clone()
+    }
+
     /// The flag itself, for gix's interrupt parameter.
     pub(crate) fn flag(&self) -> &AtomicBool {
         &self.0

@@ -65,17 +65,47 @@ pub(crate) fn name_and_hash(dir: &Path) -> Result<(String, Sha256Hash), ResolveE
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "plugin".to_owned());
-    let name = plugin_name_from_manifest(|rel| read_regular_file(dir, rel), &fallback)?;
+    let name = plugin_name_from_manifest(
+        |rel| read_regular_file(dir, rel, MAX_METADATA_BYTES),
+        &fallback,
+    )?;
     let hash = hash_path_excluding(dir, LOCAL_EXCLUDE)?;
     Ok((name, hash))
 }
 
+/// The largest plugin metadata file (`plugin.json`, `package.json`, ...) berth reads whole.
+pub(crate) const MAX_METADATA_BYTES: u64 = 1 << 20;
+
 /// A regular file's content, or `None` if absent. A symlink counts as absent: the name
-/// must come from the plugin's own files, and a link could point anywhere.
-pub(crate) fn read_regular_file(dir: &Path, rel: &str) -> Result<Option<Vec<u8>>, ResolveError> {
+/// must come from the plugin's own files, and a link could point anywhere. A file over
+/// `limit` bytes is [`ResolveError::FileTooLarge`], refused before it is read.
+pub(crate) fn read_regular_file(
+    dir: &Path,
+    rel: &str,
+    limit: u64,
+) -> Result<Option<Vec<u8>>, ResolveError> {
+    use std::io::Read;
     let path = dir.join(rel);
+    let too_large = |size: u64| ResolveError::FileTooLarge {
+        file: format!("`{}`", path.display()),
+        size,
+        limit,
+    };
     match std::fs::symlink_metadata(&path) {
-        Ok(meta) if meta.is_file() => Ok(Some(fs_err::read(&path)?)),
+        Ok(meta) if meta.is_file() => {
+            if meta.len() > limit {
+                return Err(too_large(meta.len()));
+            }
+            // The file may grow between the check and the read: read one byte past the limit.
+            let mut bytes = Vec::with_capacity(meta.len() as usize);
+            fs_err::File::open(&path)?
+                .take(limit + 1)
+                .read_to_end(&mut bytes)?;
+            if bytes.len() as u64 > limit {
+                return Err(too_large(bytes.len() as u64));
+            }
+            Ok(Some(bytes))
+        }
         Ok(_) => Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => Ok(None),

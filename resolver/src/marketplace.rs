@@ -3,7 +3,8 @@
 //! entry stands for.
 
 use berth_lockfile_schema::marketplace::{
-    CATALOG_PATHS, Catalog, EntrySource, LockedMarketplace, MarketplaceRequest, parse_catalog,
+    CATALOG_PATHS, Catalog, EntrySource, LockedMarketplace, MAX_CATALOG_BYTES, MarketplaceRequest,
+    parse_catalog,
 };
 use berth_lockfile_schema::{
     CommitId, Lock, LockedPlugin, PluginRequest, Sha256Hash, Source, SourceKind,
@@ -84,22 +85,10 @@ impl Ctx<'_> {
                 (request, None)
             }
         };
-        // Under a policy without local sources, a catalog may not point at this machine's
-        // files (a relative entry of a local marketplace the operator registered aside).
-        if request.parsed_source().kind() == SourceKind::Local
-            && !matches!(entry.source, Ok(EntrySource::Relative(_)))
-            && self
-                .settings
-                .policy
-                .as_ref()
-                .is_some_and(|p| !p.allow_local)
-        {
-            return Err(ResolveError::Refused {
-                url: request.display_source(),
-                why: crate::policy::Refusal::LocalPath {
-                    path: request.display_source(),
-                },
-            });
+        // A catalog names local folders only inside a local marketplace (the schema refuses
+        // every other path); here symlinks are followed to check where they lead.
+        if request.parsed_source().kind() == SourceKind::Local {
+            self.inside_marketplace(declared, &entry.name, &request)?;
         }
         if !entry.inline_components.is_empty() {
             self.reporter.warn(&format!(
@@ -125,6 +114,42 @@ impl Ctx<'_> {
             version: entry.version.clone(),
             dependencies: entry.dependencies.clone(),
         })
+    }
+
+    /// Refuses a local marketplace's entry whose folder, symlinks followed, is not inside
+    /// the marketplace's own folder.
+    fn inside_marketplace(
+        &self,
+        declared: &MarketplaceRequest,
+        plugin: &str,
+        request: &PluginRequest,
+    ) -> Result<(), ResolveError> {
+        let (Source::Local { path: base }, Source::Local { path }) =
+            (declared.parsed_source(), request.parsed_source())
+        else {
+            return Err(ResolveError::Marketplace {
+                message: format!(
+                    "marketplace `{}`, plugin `{plugin}`: its source `{}` is a path on this machine; only a marketplace that is itself a local folder may name folders, inside it",
+                    declared.name,
+                    request.display_source()
+                ),
+            });
+        };
+        let base = existing_dir(&local_dir(base, self.settings))?;
+        let written = local_dir(path, self.settings);
+        let real = existing_dir(&written)?;
+        if !real.starts_with(&base) {
+            return Err(ResolveError::Marketplace {
+                message: format!(
+                    "marketplace `{}`, plugin `{plugin}`: its folder `{}` leads out of the marketplace's folder `{}` (to `{}`) through a symlink; a marketplace may name only folders inside it",
+                    declared.name,
+                    written.display(),
+                    base.display(),
+                    real.display()
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Locks what [`Ctx::derive`] gave.
@@ -157,7 +182,8 @@ impl Ctx<'_> {
                 let dir = existing_dir(&local_dir(path, self.settings))?;
                 let mut found = None;
                 for rel in CATALOG_PATHS {
-                    if let Some(bytes) = read_regular_file(&dir, rel)? {
+                    let read = read_regular_file(&dir, rel, MAX_CATALOG_BYTES);
+                    if let Some(bytes) = read.map_err(|e| too_large_in(e, declared, rel))? {
                         found = Some((rel, bytes));
                         break;
                     }
@@ -181,7 +207,8 @@ impl Ctx<'_> {
                 let (tree, _) = db.plugin_tree(rev, declared.subdir().as_deref())?;
                 let mut found = None;
                 for rel in CATALOG_PATHS {
-                    if let Some(bytes) = db.read_file(tree, rel)? {
+                    let read = db.read_file(tree, rel, MAX_CATALOG_BYTES);
+                    if let Some(bytes) = read.map_err(|e| too_large_in(e, declared, rel))? {
                         found = Some((rel, bytes));
                         break;
                     }
@@ -305,6 +332,18 @@ impl Ctx<'_> {
             rewritten @ ResolveError::MarketplaceRewritten(_) => rewritten,
             _ => error,
         }
+    }
+}
+
+/// A catalog over its size limit, named as the marketplace's catalog.
+fn too_large_in(error: ResolveError, declared: &MarketplaceRequest, rel: &str) -> ResolveError {
+    match error {
+        ResolveError::FileTooLarge { size, limit, .. } => ResolveError::FileTooLarge {
+            file: format!("the catalog `{rel}` of marketplace `{}`", declared.name),
+            size,
+            limit,
+        },
+        other => other,
     }
 }
 

@@ -3,6 +3,11 @@
 /// Why the runtime could not build the plugin set or run a hook.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
+    /// The caller gave up ([`crate::BuildOptions::cancel`]) before the set was built.
+    #[error(
+        "building the plugin set was stopped before it finished (a deadline passed, or the server is shutting down)"
+    )]
+    Cancelled,
     /// A locked plugin is not in the store.
     #[error("plugin `{plugin}` is not in the store (expected `{}`); run `berth plugins sync`", path.display())]
     NotSynced {

@@ -95,9 +95,22 @@ fn split_json(text: &str) -> Option<(&str, &str)> {
     None
 }
 
+/// The most `[` and `{` YAML front matter may hold. The YAML parser's time grows with the
+/// square of flow nesting depth (150,000 levels take minutes), and a plugin is someone
+/// else's file: the count of openers, quoted or not, bounds that depth soundly (a
+/// quote-aware scan could be fooled), so parsing stays linear in the file's size. Real
+/// front matter holds a handful; deeper than 128 levels fails to parse anyway.
+pub const MAX_FLOW_OPENERS: usize = 1024;
+
 fn yaml_mapping(fm: &str) -> Result<Map<String, Value>, String> {
     if fm.trim().is_empty() {
         return Ok(Map::new());
+    }
+    let openers = fm.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
+    if openers > MAX_FLOW_OPENERS {
+        return Err(format!(
+            "YAML front matter has {openers} `[` and `{{`, over berth's limit of {MAX_FLOW_OPENERS} (a bound on its nesting depth, which makes parsing slow); write lists and mappings in block style"
+        ));
     }
     let value: serde_yaml_ng::Value =
         serde_yaml_ng::from_str(fm).map_err(|e| format!("invalid YAML front matter: {e}"))?;
@@ -179,5 +192,22 @@ mod tests {
             bom.meta.is_empty(),
             "a BOM hides the front matter, as in the SDK"
         );
+    }
+
+    #[test]
+    fn deeply_nested_flow_yaml_is_refused_before_it_is_parsed() {
+        for fm in [
+            "[".repeat(150_000),
+            format!("a: \"{}\"", "[".repeat(150_000)),
+        ] {
+            let err = parse(&format!("---\n{fm}\n---\nbody")).expect_err("refused");
+            assert!(
+                err.contains("150000 `[` and `{`, over berth's limit of 1024"),
+                "{err}"
+            );
+        }
+        let nested = format!("a: {}1{}", "[".repeat(100), "]".repeat(100));
+        let doc = parse(&format!("---\n{nested}\n---\nbody")).expect("100 levels parse");
+        assert!(doc.meta["a"].is_array());
     }
 }

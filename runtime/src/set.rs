@@ -23,12 +23,16 @@ pub const PLUGIN_DATA_DIR: &str = "plugin-data-v1";
 pub struct BuildOptions {
     /// At most this many skills (distinct names, commands included); `None`: no limit.
     pub max_skills: Option<usize>,
+    /// Raised when the caller gives up (a server's request deadline, or its shutdown):
+    /// the build stops at the next plugin or component with [`RuntimeError::Cancelled`].
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for BuildOptions {
     fn default() -> Self {
         Self {
             max_skills: Some(100),
+            cancel: None,
         }
     }
 }
@@ -138,10 +142,20 @@ pub fn build_plugin_set(
                 .map(|w| format!("plugin `{}`: {w}", locked.name)),
         );
         let name = locked.name.as_str();
+        let go_on = || match &options.cancel {
+            Some(flag) if flag.load(std::sync::atomic::Ordering::SeqCst) => {
+                Err(RuntimeError::Cancelled)
+            }
+            _ => Ok(()),
+        };
+        go_on()?;
         let skills = load_skills(&root, &mut warnings)?;
+        go_on()?;
         let commands = load_commands(&root, manifest.format, &mut warnings)?;
+        go_on()?;
         let hooks = load_hooks(&root, manifest.format, &mut warnings)?;
         let servers = load_mcp(&root, manifest.format, &data_dir, &mut warnings)?;
+        go_on()?;
         let agents = load_agents(&root, manifest.format, &mut warnings)?;
         set.warnings.extend(root.take_skipped());
         set.warnings.append(&mut warnings);

@@ -94,6 +94,15 @@ impl AppError {
         if is_out_of_space(error) {
             return Self::insufficient_storage(error);
         }
+        if error.kind() == std::io::ErrorKind::InvalidData {
+            // Someone else's object (a bucket is shared): what is wrong goes to the log.
+            tracing::warn!("conversation store: {error}");
+            return Self::new(
+                StatusCode::BAD_GATEWAY,
+                "data_store_object_refused",
+                "the conversation's objects in the data store are corrupt, over a size limit or refused by this server's source policy; see the server's log",
+            );
+        }
         tracing::error!("conversation store: {error}");
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -133,6 +142,12 @@ impl AppError {
             ErrorKind::Refused => Self::forbidden(message),
             ErrorKind::InvalidInput => Self::bad_request(message),
             ErrorKind::Internal => Self::internal(message),
+            // This server's own limit: the source is fine, this server will not take it.
+            ErrorKind::OverLimit => Self::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "archive_over_size_limit",
+                message,
+            ),
             ErrorKind::Integrity => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_plugin", message)
             }
@@ -161,6 +176,11 @@ impl AppError {
                 )
             }
             RuntimeError::Io(e) => Self::from_own_files(e),
+            RuntimeError::Cancelled => Self::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "upstream_timeout",
+                "the request's deadline passed, or the server is shutting down, before the plugin set was built",
+            ),
             other => Self::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_plugin",

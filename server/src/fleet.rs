@@ -45,7 +45,7 @@ pub(crate) async fn request_id(request: Request, next: Next) -> Response {
         .and_then(usable)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let route = route_of(request.uri().path());
-    let method = request.method().as_str().to_owned();
+    let method = method_label(request.method());
     let started = Instant::now();
     let span = tracing::info_span!("id", request_id = %id);
     let mut response = {
@@ -54,16 +54,24 @@ pub(crate) async fn request_id(request: Request, next: Next) -> Response {
             .scope(id.clone(), next.run(request).instrument(span))
             .await
     };
-    METRICS.observe(
-        route,
-        &method,
-        response.status().as_u16(),
-        started.elapsed(),
-    );
+    METRICS.observe(route, method, response.status().as_u16(), started.elapsed());
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert("x-request-id", value);
     }
     response
+}
+
+/// A request's method as a metrics label: one of the standard methods, else `other`. A
+/// client chooses the method, and a label value per method it sends would grow `/metrics`
+/// and the server's memory without bound.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    const STANDARD: [&str; 9] = [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT",
+    ];
+    STANDARD
+        .into_iter()
+        .find(|known| *known == method.as_str())
+        .unwrap_or("other")
 }
 
 /// While draining, everything but `/health`, `/ready` and `/metrics` is answered 503 with
@@ -166,7 +174,7 @@ struct Histogram {
 
 /// Counters of one server process.
 pub(crate) struct Metrics {
-    requests: Mutex<BTreeMap<(&'static str, String, u16), u64>>,
+    requests: Mutex<BTreeMap<(&'static str, &'static str, u16), u64>>,
     latency: Mutex<BTreeMap<&'static str, Histogram>>,
     /// Plugins added to the store (from a binary cache or upstream).
     pub(crate) added: AtomicU64,
@@ -182,12 +190,12 @@ pub(crate) static METRICS: Metrics = Metrics {
 };
 
 impl Metrics {
-    fn observe(&self, route: &'static str, method: &str, status: u16, took: Duration) {
+    fn observe(&self, route: &'static str, method: &'static str, status: u16, took: Duration) {
         *self
             .requests
             .lock()
             .expect("metrics are never poisoned")
-            .entry((route, method.to_owned(), status))
+            .entry((route, method, status))
             .or_default() += 1;
         let seconds = took.as_secs_f64();
         let mut latency = self.latency.lock().expect("metrics are never poisoned");

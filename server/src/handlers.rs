@@ -437,9 +437,27 @@ pub async fn plugin_set(
     .ok_or_else(AppError::not_found)?;
     let json = match state.cached_set(&locked) {
         Some(json) => json,
-        None => tokio::task::spawn_blocking(move || state.build_set(&locked))
-            .await
-            .map_err(AppError::internal)??,
+        None => {
+            // Bounded like a start: building may fetch a missing entry again.
+            let timeout = state.config().fetch_timeout;
+            let cancel = berth_resolver::Cancel::new();
+            let work_cancel = cancel.clone();
+            let work = tokio::task::spawn_blocking(move || state.build_set(&locked, &work_cancel));
+            match tokio::time::timeout(timeout, work).await {
+                Ok(joined) => joined.map_err(AppError::internal)??,
+                Err(_) => {
+                    cancel.cancel();
+                    return Err(AppError::new(
+                        StatusCode::GATEWAY_TIMEOUT,
+                        "upstream_timeout",
+                        format!(
+                            "building the plugin set took longer than {} s",
+                            timeout.as_secs()
+                        ),
+                    ));
+                }
+            }
+        }
     };
     Ok((
         [(header::CONTENT_TYPE, "application/json")],

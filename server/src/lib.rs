@@ -153,7 +153,11 @@ impl AppState {
         // Every request checks the entries it uses against their stat records; within
         // this window of a check that found an entry unchanged, only its presence is.
         config.store = config.store.remembering_checks_for(ENTRY_RECHECK_WINDOW);
-        let (conversations, stored) = Conversations::open(&config.data_dir)?;
+        // A bucket is shared: a lock read from it passes the checks a posted one does.
+        let policy = config.policy.clone();
+        let check: conversations::LockCheck =
+            Arc::new(move |lock| start::check_lock_against(&policy, lock).map_err(|e| e.message));
+        let (conversations, stored) = Conversations::open(&config.data_dir, check)?;
         // Every conversation's lock in a folder is a root of the store: `berth store gc`
         // keeps them. A fleet's conversations are in a bucket, their plugins in its cache:
         // the store is a cache of that cache, and gc may empty it.
@@ -299,7 +303,11 @@ impl AppState {
 
     /// Builds the plugin set of `lock` from the store (fetching exactly the locked content
     /// again when an entry is missing and the server is online), and caches its bytes.
-    fn build_set(&self, lock: &conversations::LockedText) -> Result<Arc<str>, AppError> {
+    fn build_set(
+        &self,
+        lock: &conversations::LockedText,
+        cancel: &berth_resolver::Cancel,
+    ) -> Result<Arc<str>, AppError> {
         if let Some(json) = self.cached_set(lock) {
             return Ok(json);
         }
@@ -307,6 +315,7 @@ impl AppState {
         let config = self.config();
         let options = berth_runtime::BuildOptions {
             max_skills: Some(config.max_skills),
+            cancel: Some(cancel.shared_flag()),
         };
         let set = match berth_runtime::build_plugin_set(&config.store, &lock.lock, &options) {
             Ok(set) => set,
@@ -316,7 +325,7 @@ impl AppState {
                 berth_runtime::RuntimeError::NotSynced { .. }
                 | berth_runtime::RuntimeError::Store(berth_store::StoreError::Tampered { .. }),
             ) if !config.offline => {
-                self.sync(&lock.lock, &berth_resolver::Cancel::new())
+                self.sync(&lock.lock, cancel)
                     .map_err(|e| AppError::from_entries(&e))?;
                 berth_runtime::build_plugin_set(&config.store, &lock.lock, &options)
                     .map_err(|e| AppError::from_runtime(&e))?

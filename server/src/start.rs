@@ -69,6 +69,32 @@ pub(crate) struct Prepared {
     pub(crate) plan_key: Option<String>,
 }
 
+/// A lockfile's limits and sources against this server's rules: a posted lock, and one read
+/// from a bucket others can write, pass exactly the same checks.
+pub(crate) fn check_lock_against(
+    policy: &crate::policy::Policy,
+    lock: &berth_lockfile_schema::Lock,
+) -> Result<(), AppError> {
+    if lock.plugins.len() > MAX_PLUGINS {
+        return Err(AppError::bad_request(format!(
+            "the lockfile has {} plugins; a conversation may have at most {MAX_PLUGINS}",
+            lock.plugins.len()
+        )));
+    }
+    crate::input::check_lock(lock)?;
+    for plugin in &lock.plugins {
+        let source = berth_lockfile_schema::Source::parse(&plugin.source)
+            .map_err(|e| AppError::bad_request(e.message))?;
+        policy.check(&plugin.source, &source)?;
+    }
+    if let Some(agent) = &lock.agent {
+        let request = AgentRequest::new(&agent.source, agent.git_ref.as_deref(), None, None)
+            .map_err(|(_, m)| AppError::bad_request(format!("agent: {m}")))?;
+        check_agent_source(policy, &agent.source, request.origin())?;
+    }
+    Ok(())
+}
+
 /// A lockfile from a request, parsed and checked against this server's limits and source
 /// policy once for every request that sends the same text.
 fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppError> {
@@ -81,25 +107,8 @@ fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppErro
     {
         return Ok(known.clone());
     }
-    let policy = &state.config().policy;
     let lock = parse_lock("lockfile", text).map_err(|e| AppError::bad_request(e.to_string()))?;
-    if lock.plugins.len() > MAX_PLUGINS {
-        return Err(AppError::bad_request(format!(
-            "the lockfile has {} plugins; a conversation may have at most {MAX_PLUGINS}",
-            lock.plugins.len()
-        )));
-    }
-    crate::input::check_lock(&lock)?;
-    for plugin in &lock.plugins {
-        let source = berth_lockfile_schema::Source::parse(&plugin.source)
-            .map_err(|e| AppError::bad_request(e.message))?;
-        policy.check(&plugin.source, &source)?;
-    }
-    if let Some(agent) = &lock.agent {
-        let request = AgentRequest::new(&agent.source, agent.git_ref.as_deref(), None, None)
-            .map_err(|(_, m)| AppError::bad_request(format!("agent: {m}")))?;
-        check_agent_source(policy, &agent.source, request.origin())?;
-    }
+    check_lock_against(&state.config().policy, &lock)?;
     // Stored as berth writes it, shared with every conversation that has it.
     let written = lock.to_toml();
     let locked = state
@@ -366,7 +375,7 @@ impl AppState {
             Some(ready) => ready,
             None => {
                 let locked = self.lock_and_sync(&request, &deadline.cancel)?;
-                let set = self.build_set(&locked)?;
+                let set = self.build_set(&locked, &deadline.cancel)?;
                 (locked, set)
             }
         };

@@ -4,7 +4,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{FileServer, GitRepo, TestContext, copy_tree};
+use super::{FileServer, GitHttpServer, GitRepo, TestContext, copy_tree};
 
 /// A plugin folder's files: a manifest naming it and one skill.
 pub fn plugin(repo: &GitRepo, dir: &str, name: &str, body: &str) {
@@ -32,6 +32,9 @@ pub struct Market {
     pub gh_v1: String,
     pub urlrepo: GitRepo,
     pub archive_entry: String,
+    /// `git http-backend` over the upstream folder: a catalog's `url` entries name remote
+    /// repositories, never a path or `file://` URL on this machine.
+    pub git: GitHttpServer,
 }
 
 /// Builds `acme/market` and the repositories and archive its entries point to.
@@ -117,6 +120,7 @@ pub fn market() -> Market {
         files.url("arc-1.0.tar.gz")
     );
 
+    let git = GitHttpServer::start(&ctx.upstream, &ctx.root.join("git-http.log"), &[]);
     let market = ctx.repo("market");
     plugin(&market, "plugins/rel", "rel", "from the marketplace itself");
     market.write("README.md", "a marketplace\n");
@@ -128,6 +132,7 @@ pub fn market() -> Market {
         gh_v1,
         urlrepo,
         archive_entry,
+        git,
     };
     m.write_catalog(&m.gh_v1.clone());
     m.market.commit("catalog");
@@ -136,7 +141,7 @@ pub fn market() -> Market {
 
 impl Market {
     pub fn write_catalog(&self, gh_sha: &str) {
-        let url = self.urlrepo.url();
+        let url = format!("{}/urlrepo.git", self.git.url());
         self.market.write(
             ".claude-plugin/marketplace.json",
             &format!(

@@ -13,6 +13,7 @@ pub fn run(ctx: &Context, args: &HookRunArgs) -> Result<()> {
     let lock = ctx.require_lock("")?;
     let options = BuildOptions {
         max_skills: Some(args.max_skills),
+        ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;
     let fields = match &args.input {

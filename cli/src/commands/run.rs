@@ -16,6 +16,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<()> {
     let lock = ctx.runtime_lock(args.frozen)?;
     let options = BuildOptions {
         max_skills: Some(args.max_skills),
+        ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;
     let json = set.to_json();

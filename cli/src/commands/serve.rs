@@ -105,7 +105,11 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         berth_server::serve(state, listener)
             .await
             .context("serving")
-    })
+    })?;
+    // Every request is answered. Work a request gave up on at its deadline was told to
+    // stop and does so at its next check; the process does not wait on it for long.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    Ok(())
 }
 
 /// A `--marketplace NAME=SOURCE[#REF]`, checked against the source policy.

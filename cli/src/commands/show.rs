@@ -12,6 +12,7 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
     let lock = ctx.require_lock("")?;
     let options = BuildOptions {
         max_skills: Some(args.max_skills),
+        ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;
     if args.json {

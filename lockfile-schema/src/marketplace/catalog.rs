@@ -5,12 +5,24 @@
 //! entry that cannot be used (an unknown source kind, a path leaving the repository, a
 //! name listed twice) is an error only when that entry is asked for, naming the
 //! marketplace and the entry; the rest of the catalog stays usable.
+//!
+//! A catalog is untrusted input: whoever controls a marketplace's repository writes it.
+//! So it is bounded ([`MAX_CATALOG_BYTES`]), it never reads the environment (`${VAR}` is
+//! the user's own `plugins.toml`'s feature: an entry holding `${` is refused), and it
+//! names no path on this machine: a string source is a folder inside the marketplace or
+//! a remote URL, never `/…`, `~…`, `file://…` or a path leaving the marketplace. A
+//! marketplace that is itself a local folder may name folders inside it only (the
+//! resolver checks where its symlinks lead).
 
 use crate::hash::Sha256Hash;
 use crate::manifest::PluginRequest;
 use crate::source::{is_marketplace_name, normalize_repo_path};
 
 use super::MarketplaceRequest;
+
+/// The largest catalog berth reads, in bytes (8 MiB; the largest real catalogs are
+/// a few hundred KiB). A bigger one is refused before it is parsed.
+pub const MAX_CATALOG_BYTES: u64 = 8 << 20;
 
 /// A catalog that is not JSON, or not a catalog at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -119,6 +131,12 @@ pub fn parse_catalog(marketplace: &str, path: &str, bytes: &[u8]) -> Result<Cata
         path: path.to_owned(),
         problem,
     };
+    if bytes.len() as u64 > MAX_CATALOG_BYTES {
+        return Err(fail(format!(
+            "is {} bytes, over berth's limit of {MAX_CATALOG_BYTES} bytes for a catalog",
+            bytes.len()
+        )));
+    }
     let value: serde_json::Value =
         serde_json::from_slice(bytes).map_err(|e| fail(format!("is not valid JSON: {e}")))?;
     let Some(object) = value.as_object() else {
@@ -198,8 +216,16 @@ fn entry_source(
     match source {
         None => Err("has no `source`".into()),
         Some(serde_json::Value::String(text)) => {
-            if text.contains("://") || text.starts_with('/') || text.starts_with('~') {
+            no_variables("source", text)?;
+            no_variables("metadata.pluginRoot", plugin_root)?;
+            if text.contains("://") {
+                remote_location("source", text)?;
                 return Ok(EntrySource::Plain(text.clone()));
+            }
+            if text.starts_with('/') || text.starts_with('~') || text.starts_with('\\') {
+                return Err(format!(
+                    "has `source = \"{text}\"`, a path on this machine; a catalog may name only folders inside its marketplace"
+                ));
             }
             let joined = match plugin_root.trim_end_matches('/') {
                 "" => text.clone(),
@@ -213,6 +239,11 @@ fn entry_source(
                 .map_err(|why| format!("has `source = \"{text}\"`, which {why}"))
         }
         Some(serde_json::Value::Object(object)) => {
+            for (key, value) in object {
+                if let serde_json::Value::String(text) = value {
+                    no_variables(key, text)?;
+                }
+            }
             let field = |key: &str| {
                 object
                     .get(key)
@@ -240,20 +271,20 @@ fn entry_source(
                     path: path("github")?,
                 }),
                 Some("url") => Ok(EntrySource::Git {
-                    url: required("url", "url")?,
+                    url: remote_location("url", &required("url", "url")?)?,
                     git_ref,
                     path: path("url")?,
                 }),
                 Some("git-subdir") => {
                     required("path", "git-subdir")?;
                     Ok(EntrySource::Git {
-                        url: required("url", "git-subdir")?,
+                        url: remote_location("url", &required("url", "git-subdir")?)?,
                         git_ref,
                         path: path("git-subdir")?,
                     })
                 }
                 Some("archive") => Ok(EntrySource::Archive {
-                    url: required("url", "archive")?,
+                    url: remote_location("url", &required("url", "archive")?)?,
                     sha256: match field("sha256") {
                         None => None,
                         Some(hex) => Some(sha256_of(&hex).ok_or_else(|| {
@@ -268,10 +299,19 @@ fn entry_source(
                             "has an `npm` source whose `package` `{package}` is not an npm package name"
                         ));
                     }
+                    let registry = field("registry");
+                    if let Some(registry) = &registry {
+                        let lower = registry.to_ascii_lowercase();
+                        if !lower.starts_with("https://") && !lower.starts_with("http://") {
+                            return Err(format!(
+                                "has an `npm` source whose `registry` `{registry}` is not an http(s) URL"
+                            ));
+                        }
+                    }
                     Ok(EntrySource::Npm {
                         package,
                         version: field("version"),
-                        registry: field("registry"),
+                        registry,
                     })
                 }
                 Some(other) => Err(format!(
@@ -282,6 +322,37 @@ fn entry_source(
         }
         Some(other) => Err(format!("has `source` as {}", json_type(other))),
     }
+}
+
+/// Refuses a catalog value holding `${`: only the user's own manifest may name
+/// environment variables, or a catalog could send `${AWS_SECRET_ACCESS_KEY}` to its host.
+fn no_variables(key: &str, text: &str) -> Result<(), String> {
+    if text.contains("${") {
+        return Err(format!(
+            "has `{key}` holding `${{`: a catalog cannot read environment variables (only your own plugins.toml can); credentials for a catalog's hosts come from ~/.netrc or git credential helpers"
+        ));
+    }
+    Ok(())
+}
+
+/// A URL a catalog names: anything but a path or `file:` URL on this machine.
+fn remote_location(key: &str, text: &str) -> Result<String, String> {
+    let lower = text.trim_start().to_ascii_lowercase();
+    if lower.starts_with("file:") || lower.starts_with("git+file:") {
+        return Err(format!(
+            "has `{key}` `{text}`, a `file://` URL on this machine; a catalog may name only folders inside its marketplace or remote URLs"
+        ));
+    }
+    if lower.starts_with('/')
+        || lower.starts_with('~')
+        || lower.starts_with('.')
+        || lower.starts_with('\\')
+    {
+        return Err(format!(
+            "has `{key}` `{text}`, a path on this machine; a catalog may name only folders inside its marketplace or remote URLs"
+        ));
+    }
+    Ok(text.to_owned())
 }
 
 /// An npm package name: `name` or `@scope/name`, lower-case URL-safe characters.
@@ -429,6 +500,13 @@ impl CatalogEntry {
             }
             request.archive_hash = Some(hash);
         }
+        if request.parsed_source().kind() == crate::SourceKind::Local
+            && !matches!(source, EntrySource::Relative(_))
+        {
+            return Err(named(format!(
+                "its source `{text}` is a path on this machine; a catalog may name only folders inside its marketplace"
+            )));
+        }
         if request.parsed_source().kind() == crate::SourceKind::Marketplace {
             return Err(named(format!(
                 "its source `{text}` names another marketplace, which a catalog cannot"
@@ -525,5 +603,49 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("not valid JSON"), "{text}");
+    }
+
+    #[test]
+    fn a_catalog_names_no_variable_and_no_path_on_this_machine() {
+        let c = catalog(
+            r#"{"plugins": [
+                {"name": "var", "source": {"source": "url", "url": "https://x:${SECRET}@h/r.git"}},
+                {"name": "reg", "source": {"source": "npm", "package": "p", "registry": "https://${HOST}/"}},
+                {"name": "plainvar", "source": "https://h/${X}.tar.gz"},
+                {"name": "home", "source": "~/"},
+                {"name": "abs", "source": "/etc"},
+                {"name": "file", "source": "file:///etc"},
+                {"name": "gitfile", "source": {"source": "url", "url": "FILE:///etc"}},
+                {"name": "dotted", "source": {"source": "archive", "url": "./x.tar.gz"}},
+                {"name": "npmfile", "source": {"source": "npm", "package": "p", "registry": "file:///r"}}
+            ]}"#,
+        );
+        for (name, needle) in [
+            ("var", "cannot read environment variables"),
+            ("reg", "cannot read environment variables"),
+            ("plainvar", "cannot read environment variables"),
+            ("home", "a path on this machine"),
+            ("abs", "a path on this machine"),
+            ("file", "`file://` URL on this machine"),
+            ("gitfile", "`file://` URL on this machine"),
+            ("dotted", "a path on this machine"),
+            ("npmfile", "not an http(s) URL"),
+        ] {
+            let err = c.entry("m", name).expect_err(name);
+            assert!(err.contains("marketplace `m`, plugin `"), "{err}");
+            assert!(err.contains(needle), "{name}: {err}");
+            assert!(!err.contains("SECRET}@") || name == "var", "{err}");
+        }
+    }
+
+    #[test]
+    fn an_oversized_catalog_is_refused_before_it_is_parsed() {
+        let big = vec![b' '; MAX_CATALOG_BYTES as usize + 1];
+        let err = parse_catalog("m", "marketplace.json", &big).expect_err("too big");
+        assert!(
+            err.to_string()
+                .contains("over berth's limit of 8388608 bytes for a catalog"),
+            "{err}"
+        );
     }
 }

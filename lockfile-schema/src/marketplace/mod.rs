@@ -14,7 +14,9 @@ mod dependency;
 
 pub use dependency::{DependencySpec, declared_in_manifest, parse_dependencies};
 
-pub use catalog::{Catalog, CatalogEntry, CatalogError, EntrySource, parse_catalog};
+pub use catalog::{
+    Catalog, CatalogEntry, CatalogError, EntrySource, MAX_CATALOG_BYTES, parse_catalog,
+};
 
 use serde::{Deserialize, Serialize};
 

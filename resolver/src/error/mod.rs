@@ -11,6 +11,7 @@ mod causes;
 pub use causes::{ArchiveProblem, DownloadError, LocalPathProblem, Upstream};
 
 use crate::agent::AgentError;
+use crate::extract::ExtractError;
 use crate::policy::Refusal;
 use crate::tree_path::NoFolder;
 
@@ -266,6 +267,20 @@ pub enum ResolveError {
         kind: berth_lockfile_schema::SourceKind,
     },
     /// The custom agent package could not be resolved, built or read.
+    /// A file berth reads whole (a catalog, a plugin's manifest) is over its size limit:
+    /// it comes from someone else's repository, so it is refused before it is read.
+    #[error(
+        "{file} is {size} bytes, over berth's limit of {limit} bytes for this file; a plugin's metadata files and a marketplace's catalog are small, so this one is refused unread"
+    )]
+    FileTooLarge {
+        /// The file, already quoted and placed (for example "`plugin.json` of `github:o/r`").
+        file: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+
     /// A marketplace's catalog, or the entry a plugin is asked for, cannot be used.
     #[error("{message}")]
     Marketplace {
@@ -368,6 +383,10 @@ pub enum ErrorKind {
     Integrity,
     /// berth's own files (store, caches) failed.
     Internal,
+    /// A limit of this machine's refused the source (an archive over
+    /// `BERTH_ARCHIVE_MAX_BYTES` or `BERTH_ARCHIVE_MAX_ENTRIES`): the upstream did
+    /// nothing wrong.
+    OverLimit,
 }
 
 impl ResolveError {
@@ -380,8 +399,22 @@ impl ResolveError {
             | Self::LockedSource { .. }
             | Self::VersionRange { .. }
             | Self::Marketplace { .. }
+            | Self::FileTooLarge { .. }
             | Self::Dependency { .. } => ErrorKind::InvalidInput,
             Self::Refused { .. } => ErrorKind::Refused,
+            Self::Download {
+                cause: DownloadError::TooLarge { .. } | DownloadError::GrewTooLarge { .. },
+                ..
+            }
+            | Self::Archive {
+                problem:
+                    ArchiveProblem::Extract(
+                        ExtractError::TooManyEntries { .. }
+                        | ExtractError::EntryLimit { .. }
+                        | ExtractError::SizeLimit { .. },
+                    ),
+                ..
+            } => ErrorKind::OverLimit,
             Self::Fetch { .. }
             | Self::Download { .. }
             | Self::Offline { .. }

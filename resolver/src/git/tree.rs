@@ -58,6 +58,7 @@ impl GitDb {
         &self,
         tree: ObjectId,
         rel: &str,
+        limit: u64,
     ) -> Result<Option<Vec<u8>>, ResolveError> {
         let cache_error = |e: gix::Error| ResolveError::Cache {
             path: self.path.clone(),
@@ -72,6 +73,19 @@ impl GitDb {
             EntryKind::Blob | EntryKind::BlobExecutable
         ) {
             return Ok(None);
+        }
+        // The size is in the object's header: a huge blob is refused before it is inflated.
+        let size = self
+            .repo
+            .find_header(entry.object_id())
+            .map_err(cache_error)?
+            .size();
+        if size > limit {
+            return Err(ResolveError::FileTooLarge {
+                file: format!("`{rel}` (git blob {})", entry.object_id()),
+                size,
+                limit,
+            });
         }
         let blob = self
             .repo

@@ -8,6 +8,7 @@ use berth_store::Staging;
 use super::PluginSource;
 use crate::archive::{self, ArchiveSource};
 use crate::error::ResolveError;
+use crate::local::MAX_METADATA_BYTES;
 use crate::meta::plugin_name_from_manifest;
 use crate::ops::*;
 use crate::url::SourceUrl;
@@ -64,11 +65,14 @@ impl Ctx<'_> {
         drop(download);
         let dir = unpacked.staging.path();
         let name = plugin_name_from_manifest(
-            |rel| crate::local::read_regular_file(dir, rel),
+            |rel| crate::local::read_regular_file(dir, rel, MAX_METADATA_BYTES),
             &unpacked.folder_name,
         )?;
-        let declared =
-            Declared::read(|rel| crate::local::read_regular_file(dir, rel).ok().flatten());
+        let declared = Declared::read(|rel| {
+            crate::local::read_regular_file(dir, rel, MAX_METADATA_BYTES)
+                .ok()
+                .flatten()
+        });
         let hash = berth_store::hash_path(dir)?;
         check_pins(request, &name, &hash)?;
         let skipped = crate::skipped::scan_dir(dir, &[])?;

@@ -9,6 +9,7 @@ use super::PluginSource;
 use crate::Network;
 use crate::error::ResolveError;
 use crate::git::{GitDb, Remote, Want};
+use crate::local::MAX_METADATA_BYTES;
 use crate::meta::plugin_name_from_manifest;
 use crate::ops::*;
 use crate::url::{SourceUrl, cache_dir_name, git_url, repo_name};
@@ -54,8 +55,12 @@ impl Ctx<'_> {
             .next()
             .filter(|n| !n.is_empty())
             .map_or_else(|| repo_name(&remote.url.shown), str::to_owned);
-        let name = plugin_name_from_manifest(|rel| db.read_file(tree, rel), &fallback)?;
-        let declared = Declared::read(|rel| db.read_file(tree, rel).ok().flatten());
+        let name = plugin_name_from_manifest(
+            |rel| db.read_file(tree, rel, MAX_METADATA_BYTES),
+            &fallback,
+        )?;
+        let declared =
+            Declared::read(|rel| db.read_file(tree, rel, MAX_METADATA_BYTES).ok().flatten());
         let hashed = db.nar_hash(tree, rev)?;
         db.finish()?;
         self.warn_submodules(&name, &hashed.submodules);

@@ -6,7 +6,9 @@ use berth_store::Staging;
 
 use super::PluginSource;
 use crate::error::ResolveError;
-use crate::local::{LOCAL_EXCLUDE, LOCAL_EXCLUDED, existing_dir, local_dir, name_and_hash};
+use crate::local::{
+    LOCAL_EXCLUDE, LOCAL_EXCLUDED, MAX_METADATA_BYTES, existing_dir, local_dir, name_and_hash,
+};
 use crate::ops::*;
 
 impl Ctx<'_> {
@@ -22,8 +24,11 @@ impl Ctx<'_> {
         };
         let dir = existing_dir(&local_dir(path, self.settings))?;
         let (name, hash) = name_and_hash(&dir)?;
-        let declared =
-            Declared::read(|rel| crate::local::read_regular_file(&dir, rel).ok().flatten());
+        let declared = Declared::read(|rel| {
+            crate::local::read_regular_file(&dir, rel, MAX_METADATA_BYTES)
+                .ok()
+                .flatten()
+        });
         check_pins(request, &name, &hash)?;
         if previous.is_some_and(|p| p.hash != hash) {
             self.reporter.status(

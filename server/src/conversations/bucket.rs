@@ -7,8 +7,8 @@ use berth_resolver::objects::ObjectStore;
 use uuid::Uuid;
 
 use super::{
-    CONVERSATIONS_DIR, Conversations, DELETED_MARKER, LOCK_FILE, META_FILE, Meta, Stored, indexed,
-    invalid, key, summary,
+    CONVERSATIONS_DIR, Conversations, DELETED_MARKER, LOCK_FILE, MAX_LOCK_BYTES, MAX_META_BYTES,
+    META_FILE, Meta, Stored, indexed, invalid, key, summary,
 };
 use crate::api::ConversationSummary;
 
@@ -34,7 +34,7 @@ impl Conversations {
         store: &dyn ObjectStore,
         id: Uuid,
     ) -> std::io::Result<Option<Stored>> {
-        let Some(meta_bytes) = store.get(&key(id, META_FILE))? else {
+        let Some(meta_bytes) = get_limited(store, &key(id, META_FILE), MAX_META_BYTES)? else {
             self.write_index().remove(&id);
             return Ok(None);
         };
@@ -42,7 +42,12 @@ impl Conversations {
             self.write_index().remove(&id);
             return Ok(None);
         }
-        let meta: Meta = serde_json::from_slice(&meta_bytes).map_err(invalid)?;
+        let meta: Meta = serde_json::from_slice(&meta_bytes).map_err(|e| {
+            invalid(format!(
+                "`{}` is not a conversation's metadata: {e}",
+                key(id, META_FILE)
+            ))
+        })?;
         if meta.id != id {
             return Err(invalid(format!(
                 "conversation {id}: meta.json names {}",
@@ -54,13 +59,20 @@ impl Conversations {
             Some(lock) => lock,
             None => {
                 let lock_key = key(id, LOCK_FILE);
-                let text = store.get(&lock_key)?.ok_or_else(|| {
+                let text = get_limited(store, &lock_key, MAX_LOCK_BYTES)?.ok_or_else(|| {
                     invalid(format!(
                         "`{lock_key}` is missing, though its meta.json is there"
                     ))
                 })?;
                 let text = String::from_utf8(text).map_err(invalid)?;
-                self.parse_once(&lock_key, &text).map_err(invalid)?
+                let lock = self.parse_once(&lock_key, &text).map_err(invalid)?;
+                // Anyone with write access to the bucket may have written it: it passes
+                // this server's source policy as a posted lock does, before anything in it
+                // is fetched or served.
+                (self.check)(&lock.lock).map_err(|why| {
+                    invalid(format!("conversation {id}: `{lock_key}` is refused: {why}"))
+                })?;
+                lock
             }
         };
         self.write_index().insert(id, indexed(&meta, lock.clone()));
@@ -174,8 +186,17 @@ impl Conversations {
                     scope.spawn(move || {
                         let mut out = Vec::new();
                         for id in part {
-                            if let Some(stored) = self.fetch(store, *id)? {
-                                out.push((*id, summary(&stored.meta, &stored.lock.lock)));
+                            match self.fetch(store, *id) {
+                                Ok(Some(stored)) => {
+                                    out.push((*id, summary(&stored.meta, &stored.lock.lock)));
+                                }
+                                Ok(None) => {}
+                                // A corrupt or refused object is one conversation's
+                                // problem: logged, and the rest are listed.
+                                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                                    tracing::warn!("listing conversations: skipped {id}: {e}");
+                                }
+                                Err(e) => return Err(e),
                             }
                         }
                         Ok::<_, std::io::Error>(out)
@@ -192,4 +213,21 @@ impl Conversations {
             Ok(all)
         })
     }
+}
+
+/// The object `key`, refused unread past `limit` bytes: a bucket object may have been
+/// written by anyone with access to the bucket.
+fn get_limited(store: &dyn ObjectStore, key: &str, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let Some(reader) = store.open(key)? else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    reader.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(invalid(format!(
+            "`{key}` is over berth's limit of {limit} bytes for this object; it was not read"
+        )));
+    }
+    Ok(Some(bytes))
 }

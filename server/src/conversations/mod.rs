@@ -43,6 +43,17 @@ pub const META_FILE: &str = "meta.json";
 /// On object storage, the marker of a deleted conversation.
 pub const DELETED_MARKER: &str = "deleted";
 
+/// The largest `meta.json` read from object storage: its metadata came in a request body,
+/// which is at most [`crate::MAX_BODY_BYTES`].
+pub const MAX_META_BYTES: u64 = crate::MAX_BODY_BYTES as u64;
+/// The largest `plugins.lock` read from object storage (a conversation has at most
+/// [`crate::MAX_PLUGINS`] plugins, a few hundred bytes each).
+pub const MAX_LOCK_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Checks a lock read from object storage, which anyone with write access to the bucket
+/// may have written: `Err` says why it is refused.
+pub type LockCheck = Arc<dyn Fn(&Lock) -> Result<(), String> + Send + Sync>;
+
 /// Where a server keeps its conversations (`--data-dir`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DataDir {
@@ -151,6 +162,8 @@ pub struct Page {
 /// The conversations of one data folder or bucket.
 pub struct Conversations {
     backing: Backing,
+    /// The checks a lock read from object storage must pass (the server's source policy).
+    check: LockCheck,
     index: RwLock<BTreeMap<Uuid, Indexed>>,
     /// Lock texts already parsed, shared by every conversation (and request) with them.
     locks: Mutex<HashMap<String, std::sync::Weak<LockedText>>>,
@@ -196,9 +209,9 @@ impl Conversations {
     /// Opens `data`: a folder's conversations are all read (and returned, for the caller to
     /// check against the store); object storage is only checked to be reachable, and read
     /// on demand.
-    pub fn open(data: &DataDir) -> std::io::Result<(Self, Vec<Stored>)> {
+    pub fn open(data: &DataDir, check: LockCheck) -> std::io::Result<(Self, Vec<Stored>)> {
         match data {
-            DataDir::Folder(dir) => Self::open_folder(dir),
+            DataDir::Folder(dir) => Self::open_folder(dir, check),
             DataDir::Objects(url) => {
                 let store = berth_resolver::objects::open(url).map_err(|why| {
                     std::io::Error::new(
@@ -221,6 +234,7 @@ impl Conversations {
                             url: url.clone(),
                             store,
                         },
+                        check,
                         index: RwLock::default(),
                         locks: Mutex::default(),
                     },
@@ -230,7 +244,7 @@ impl Conversations {
         }
     }
 
-    fn open_folder(data_dir: &Path) -> std::io::Result<(Self, Vec<Stored>)> {
+    fn open_folder(data_dir: &Path, check: LockCheck) -> std::io::Result<(Self, Vec<Stored>)> {
         let root = data_dir.join(CONVERSATIONS_DIR);
         fs_err::create_dir_all(&root)?;
         let mut dirs: Vec<(Uuid, PathBuf)> = Vec::new();
@@ -250,6 +264,7 @@ impl Conversations {
                 group: GroupCommit::start(root.clone())?,
                 root,
             },
+            check,
             index: RwLock::default(),
             locks: Mutex::default(),
         };
