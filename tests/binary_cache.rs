@@ -164,8 +164,32 @@ fn a_damaged_cache_is_refused_and_the_next_substituter_or_upstream_is_used() {
     let last = forged.pop().expect("a character");
     forged.push(if last == '0' { '1' } else { '0' });
     std::fs::write(bad_info.join(info_name), text.replace(line, &forged)).expect("write");
+    // 3. A narinfo whose `NarSize` is not the NAR's: the error shows both sizes.
+    let bad_size = ctx.root.join("bad-size");
+    common::copy_tree(&good, &bad_size);
+    let size_line = text
+        .lines()
+        .find(|l| l.starts_with("NarSize: "))
+        .expect("NarSize");
+    let size: u64 = size_line["NarSize: ".len()..].parse().expect("a size");
+    std::fs::write(
+        bad_size.join(info_name),
+        text.replace(size_line, &format!("NarSize: {}", size + 8)),
+    )
+    .expect("write");
 
-    for (n, broken) in [&bad_nar, &bad_info].into_iter().enumerate() {
+    for (n, broken, why) in [
+        (0, &bad_nar, None),
+        (1, &bad_info, Some("hashes to".to_owned())),
+        (
+            2,
+            &bad_size,
+            Some(format!(
+                "names a NAR of {size} bytes, but its `NarSize` is {} bytes",
+                size + 8
+            )),
+        ),
+    ] {
         // Broken first, good second: the good one is used.
         let store = ctx.root.join(format!("store-next-{n}"));
         let out = other_store(&ctx, &store)
@@ -183,6 +207,9 @@ fn a_damaged_cache_is_refused_and_the_next_substituter_or_upstream_is_used() {
                 && stderr.contains("trying the next substituter"),
             "{stderr}"
         );
+        if let Some(why) = &why {
+            assert!(stderr.contains(why.as_str()), "{n}: {stderr}");
+        }
         assert!(
             stderr.contains(&format!("Substituted review from {}", cache_url(&good))),
             "{stderr}"

@@ -221,3 +221,86 @@ fn a_plugin_asked_for_before_its_dependency_keeps_manifest_order_with_a_warning(
     assert!(lock_plugins(&lock)[2].get("needed_by").is_none(), "{lock}");
     ctx.ok(&["plugins", "lock", "--check"]);
 }
+
+/// A local marketplace folder `work/NAME` listing `plugins` (name, dependencies).
+fn local_market(ctx: &TestContext, market: &str, plugins: &[(String, Value)]) {
+    let root = ctx.work.join(market);
+    for (name, dependencies) in plugins {
+        let dir = root.join("plugins").join(name);
+        std::fs::create_dir_all(dir.join(".claude-plugin")).expect("mkdir");
+        std::fs::write(
+            dir.join(".claude-plugin/plugin.json"),
+            json!({"name": name, "version": "1.0.0", "dependencies": dependencies}).to_string(),
+        )
+        .expect("write");
+    }
+    let entries: Vec<Value> = plugins
+        .iter()
+        .map(|(n, _)| json!({"name": n, "source": format!("./plugins/{n}")}))
+        .collect();
+    std::fs::create_dir_all(root.join(".claude-plugin")).expect("mkdir");
+    std::fs::write(
+        root.join(".claude-plugin/marketplace.json"),
+        json!({"name": market, "plugins": entries}).to_string(),
+    )
+    .expect("write");
+}
+
+#[test]
+fn a_300_deep_chain_without_ranges_settles() {
+    let ctx = TestContext::new();
+    let depth = 300;
+    let plugins: Vec<(String, Value)> = (0..=depth)
+        .map(|i| {
+            let deps = if i < depth {
+                json!([format!("c{}", i + 1)])
+            } else {
+                json!([])
+            };
+            (format!("c{i}"), deps)
+        })
+        .collect();
+    local_market(&ctx, "deep", &plugins);
+    ctx.write_manifest(
+        "[[marketplace]]\nname = \"deep\"\nsource = \"./deep\"\n\n[[plugin]]\nsource = \"c0@deep\"\n",
+    );
+    ctx.ok(&["plugins", "lock"]);
+    let lock = ctx.lock_text();
+    let plugins = lock_plugins(&lock);
+    assert_eq!(plugins.len(), depth + 1);
+    // The deepest first: each dependency before the plugin that needs it.
+    assert_eq!(plugins[0]["name"].as_str(), Some("c300"));
+    assert_eq!(plugins[depth]["name"].as_str(), Some("c0"));
+}
+
+#[test]
+fn a_dependency_named_like_a_plugin_of_another_marketplace_is_a_clash() {
+    let ctx = TestContext::new();
+    local_market(
+        &ctx,
+        "one",
+        &[("app".into(), json!(["lib"])), ("lib".into(), json!([]))],
+    );
+    local_market(&ctx, "two", &[("lib".into(), json!([]))]);
+    let markets = "[[marketplace]]\nname = \"one\"\nsource = \"./one\"\n\n[[marketplace]]\nname = \"two\"\nsource = \"./two\"\n\n";
+    ctx.write_manifest(&format!(
+        "{markets}[[plugin]]\nsource = \"app@one\"\n\n[[plugin]]\nsource = \"lib@two\"\n"
+    ));
+    let run = ctx.run(&["plugins", "lock"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let errors = run.errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains("two plugins named `lib`")
+            && errors[0].contains("`app` needs `lib@one`")
+            && errors[0].contains("`lib@two`"),
+        "{}",
+        errors[0]
+    );
+    assert!(!ctx.lock_path().exists(), "nothing written");
+    // Its own marketplace's plugin, asked for by name, is no clash.
+    ctx.write_manifest(&format!(
+        "{markets}[[plugin]]\nsource = \"app@one\"\n\n[[plugin]]\nsource = \"lib@one\"\n"
+    ));
+    ctx.ok(&["plugins", "lock"]);
+}

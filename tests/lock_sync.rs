@@ -663,3 +663,34 @@ fn sync_modes_word_their_failures_after_the_flag() {
         "the local folder keeps its locked hash"
     );
 }
+
+#[test]
+fn a_plugin_name_mixing_scripts_is_warned_about() {
+    let ctx = TestContext::new();
+    for (dir, name) in [("lookalike", "g\u{43e}\u{43e}d"), ("plain", "good")] {
+        let plugin = ctx.work.join(dir);
+        std::fs::create_dir_all(plugin.join(".claude-plugin")).expect("mkdir");
+        std::fs::write(
+            plugin.join(".claude-plugin/plugin.json"),
+            format!("{{\"name\": \"{name}\"}}"),
+        )
+        .expect("write");
+    }
+    ctx.write_manifest(
+        "[[plugin]]\nsource = \"./lookalike\"\n\n[[plugin]]\nsource = \"./plain\"\n",
+    );
+    let run = ctx.ok(&["plugins", "lock"]);
+    let warnings: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "warning: plugin `g\u{43e}\u{43e}d`: its name mixes Latin and Cyrillic letters, so it can pass for another name; check it is the plugin you meant"
+        ],
+        "{}",
+        run.stderr
+    );
+}

@@ -27,7 +27,9 @@ pub use lock::{
     CommitId, LOCK_HEADER, LOCK_VERSION, Lock, LockError, LockFileWire, LockedPlugin,
     LockedPluginWire, Pin, Staleness, is_full_commit_id, parse_lock, toml_string,
 };
-pub use manifest::{Manifest, ParsedManifest, PluginRequest, is_valid_plugin_name, parse_manifest};
+pub use manifest::{
+    Manifest, ParsedManifest, PluginRequest, is_valid_plugin_name, mixed_scripts, parse_manifest,
+};
 pub use manifest_edit::{
     EditError, NewPlugin, Removal, add_marketplace, add_plugin, remove_plugin,
 };

@@ -105,7 +105,9 @@ impl Ctx<'_> {
             .filter_map(|(i, r)| r.requested.clone().map(|k| (k, i)))
             .collect();
         let mut picked: HashMap<String, LockedPlugin> = HashMap::new();
-        for _round in 0..32 {
+        let mut round = 0usize;
+        loop {
+            round += 1;
             let walk = walk(&roots, &picked);
             if let Some(cycle) = walk.cycle {
                 return Err(ResolveError::Dependency {
@@ -116,6 +118,8 @@ impl Ctx<'_> {
                 });
             }
             let mut changed = false;
+            // Dependencies picked before and picked anew this round (a range moved them).
+            let mut moved: Vec<String> = Vec::new();
             // A conflict waits for the round where nothing else moves: by then every
             // range on the plugin is known, and the error names them all.
             let mut conflict = None;
@@ -154,11 +158,29 @@ impl Ctx<'_> {
                         }
                     },
                 };
-                picked.insert(key.clone(), plugin);
+                if picked.insert(key.clone(), plugin).is_some() {
+                    moved.push(format!("`{key}`"));
+                }
                 changed = true;
             }
             picked.retain(|k, _| walk.requirements.contains_key(k));
             if changed {
+                // Each round reaches one level deeper, or moves a pin a range asks to move:
+                // a graph of n dependencies settles within a few rounds per dependency.
+                let bound = 2 * walk.order.len() + 8;
+                if round > bound {
+                    return Err(ResolveError::Dependency {
+                        message: format!(
+                            "plugin dependencies did not settle after {round} rounds over {} dependencies: the version ranges on {} keep picking other versions of each other; pin those versions in the plugins' `dependencies`",
+                            walk.order.len(),
+                            if moved.is_empty() {
+                                "them".to_owned()
+                            } else {
+                                moved.join(", ")
+                            }
+                        ),
+                    });
+                }
                 continue;
             }
             if let Some(conflict) = conflict {
@@ -178,11 +200,10 @@ impl Ctx<'_> {
                     }
                 }
             }
-            return Ok(order(roots, &picked, &walk));
+            let out = order(roots, &picked, &walk);
+            clash(&out, &picked)?;
+            return Ok(out);
         }
-        Err(ResolveError::Dependency {
-            message: "plugin dependencies did not settle after 32 rounds (ranges that keep moving each other); pin the versions in the plugins' `dependencies`".into(),
-        })
     }
 
     /// Locks the plugin `key` (`NAME@MARKETPLACE`) names, at the highest `{name}--v{version}`
@@ -339,6 +360,40 @@ fn key_of(plugin: &LockedPlugin) -> String {
         .requested
         .clone()
         .unwrap_or_else(|| plugin.name.clone())
+}
+
+/// Refuses a dependency named like another plugin of the lock from elsewhere (another
+/// marketplace, or a plain source): two plugins of one name replace each other's skills
+/// and commands in the set, so one would silently stand in for the other.
+fn clash(out: &[LockedPlugin], picked: &HashMap<String, LockedPlugin>) -> Result<(), ResolveError> {
+    for (key, dependency) in picked {
+        let Some(other) = out
+            .iter()
+            .find(|p| p.name == dependency.name && key_of(p) != *key)
+        else {
+            continue;
+        };
+        let who: Vec<String> = out
+            .iter()
+            .find(|p| key_of(p) == *key)
+            .map(|p| p.needed_by.iter().map(|n| format!("`{n}`")).collect())
+            .unwrap_or_default();
+        return Err(ResolveError::Dependency {
+            message: format!(
+                "two plugins named `{}`: {} needs `{key}`, and the lock also has `{}` as `{}`; one would replace the other's skills and commands, so berth refuses the clash. Ask for `{key}` in the manifest instead of `{}`, or drop what needs it",
+                dependency.name,
+                if who.is_empty() {
+                    "a plugin".to_owned()
+                } else {
+                    who.join(" and ")
+                },
+                other.name,
+                key_of(other),
+                key_of(other)
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn walk(roots: &[LockedPlugin], picked: &HashMap<String, LockedPlugin>) -> Walk {

@@ -336,18 +336,31 @@ impl Cache {
         };
         // The rest of the file (zstd's end) is read so its hash covers every byte.
         io::copy(&mut file, &mut io::sink()).map_err(|e| self.io(e))?;
-        if unpacked.nar_hash != *hash || unpacked.nar_size != info.nar_size {
+        if unpacked.nar_hash != *hash {
             return Err(mismatch(format!(
-                "names a NAR that hashes to `{}` ({} bytes), not `{}`",
+                "names a NAR that hashes to `{}`, not `{}`",
                 unpacked.nar_hash.to_sri(),
-                unpacked.nar_size,
                 hash.to_sri()
             )));
         }
-        if file.digest() != info.file_hash || file.count != info.file_size {
+        if unpacked.nar_size != info.nar_size {
             return Err(mismatch(format!(
-                "names `{}`, whose hash or size is not the narinfo's",
-                info.url
+                "names a NAR of {} bytes, but its `NarSize` is {} bytes",
+                unpacked.nar_size, info.nar_size
+            )));
+        }
+        if file.count != info.file_size {
+            return Err(mismatch(format!(
+                "names `{}`, which is {} bytes, but its `FileSize` is {} bytes",
+                info.url, file.count, info.file_size
+            )));
+        }
+        if file.digest() != info.file_hash {
+            return Err(mismatch(format!(
+                "names `{}`, which hashes to `{}`, but its `FileHash` is `{}`",
+                info.url,
+                file.digest().to_sri(),
+                info.file_hash.to_sri()
             )));
         }
         Ok(())

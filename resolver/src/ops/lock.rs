@@ -176,6 +176,12 @@ pub fn lock_plugins(
                 ctx.reporter.warn(&skipped.message(&resolved.plugin.name));
             }
             let name = &resolved.plugin.name;
+            if let Some(scripts) = berth_lockfile_schema::mixed_scripts(name) {
+                ctx.reporter.warn(&format!(
+                    "plugin `{name}`: its name mixes {} letters, so it can pass for another name; check it is the plugin you meant",
+                    scripts.join(" and ")
+                ));
+            }
             if resolved.plugin.requested.is_some() {
                 for problem in &resolved.declared.problems {
                     ctx.reporter
