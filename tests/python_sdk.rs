@@ -522,3 +522,17 @@ fn the_shipped_example_builds_a_conversation_from_the_example_lock() {
     );
     assert_eq!(ctx.store_entries().len(), 3, "synced into the test's store");
 }
+
+#[test]
+fn the_client_keeps_its_key_to_its_origin_and_stops_on_a_repeated_cursor() {
+    // Standard library only: any Python 3.11 runs `berth.client`.
+    let ctx = TestContext::new();
+    let out = script(&ctx, Path::new("python3"), "client_untrusted.py", &[]);
+    // A redirect to another origin arrives without the key; one within the origin keeps it.
+    assert_eq!(out["far"]["id"], "far", "{out}");
+    assert_eq!(out["keys"]["other"], serde_json::json!([null]), "{out}");
+    assert_eq!(out["keys"]["kept"], serde_json::json!(["k3y"]), "{out}");
+    // A server that gives the same cursor again is not paged forever.
+    assert_eq!(out["pages"], 2, "{out}");
+    assert_eq!(out["raised"]["code"], "repeated_cursor", "{out}");
+}

@@ -771,3 +771,44 @@ fn a_full_disk_is_507_leaves_no_staging_and_the_next_start_succeeds() {
         assert_eq!(status, 200, "{body}");
     }
 }
+
+#[test]
+fn a_hostile_skill_costs_the_server_no_more_than_its_size_and_sigterm_stops_it() {
+    // The attack: 150,000 levels of YAML flow nesting in a 300 KB SKILL.md, which the YAML
+    // parser takes minutes over. The server counts the nesting before parsing, answers at
+    // once with the skill skipped, and stops on SIGTERM.
+    let ctx = TestContext::new();
+    let plugin = ctx.work.join("deep");
+    std::fs::create_dir_all(plugin.join("skills/deep")).expect("mkdir");
+    std::fs::write(
+        plugin.join("skills/deep/SKILL.md"),
+        format!(
+            "---\nname: deep\ndescription: {}\n---\nbody\n",
+            "[".repeat(150_000)
+        ),
+    )
+    .expect("write");
+    let data = ctx.root.join("data");
+    let server = Server::start(
+        &ctx,
+        &data,
+        &["--allow-local-sources", "--fetch-timeout", "60"],
+        &[],
+    );
+    let source = plugin.display().to_string();
+    let (status, body) = server.post(&json!({"plugins": [{"source": source}]}));
+    let id = created_id(status, &body);
+    let set: Value = serde_json::from_str(&body).expect("JSON");
+    let warnings = set["plugin_set"]["warnings"].to_string();
+    assert!(
+        warnings.contains("skipped skill `skills/deep/SKILL.md`")
+            && warnings.contains("over berth's limit of 1024"),
+        "{warnings}"
+    );
+    assert_eq!(set["plugin_set"]["skills"], json!([]), "{body}");
+    let (status, _) = server.get(&format!("/api/conversations/{id}/plugin_set"));
+    assert_eq!(status, 200);
+    server.terminate();
+    let exit = server.wait_exit();
+    assert!(exit.success(), "{exit:?}");
+}

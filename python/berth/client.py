@@ -97,6 +97,7 @@ class Client:
         ``page_size`` at a time; on a fleet sharing object storage, every server's."""
         conversations: list[dict[str, Any]] = []
         cursor = ""
+        seen: set[str] = set()
         while True:
             query = urllib.parse.urlencode({"limit": page_size, "cursor": cursor})
             page = self._request("GET", f"/api/conversations?{query}")
@@ -104,6 +105,14 @@ class Client:
             cursor = page.get("next_cursor") or ""
             if not cursor:
                 return conversations
+            # A cursor given twice would page forever: the server is not listing forward.
+            if cursor in seen:
+                raise ServerError(
+                    200,
+                    "repeated_cursor",
+                    f"the server gave the cursor {cursor!r} twice; listing stopped",
+                )
+            seen.add(cursor)
 
     def get(self, conversation_id: str) -> dict[str, Any]:
         """A conversation's metadata and locked plugins."""
@@ -165,13 +174,46 @@ class Client:
         if self.api_key:
             request.add_header("X-Session-API-Key", self.api_key)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with _OPENER.open(request, timeout=self.timeout) as response:
                 text = response.read().decode()
         except urllib.error.HTTPError as e:
             raise _server_error(e.code, e.read().decode(errors="replace")) from None
         if raw:
             return text
         return json.loads(text) if text else None
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return (parts.scheme.lower(), (parts.hostname or "").lower(), parts.port or default)
+
+
+class _SameOriginKey(urllib.request.HTTPRedirectHandler):
+    """Follows redirects as urllib does, but never carries ``X-Session-API-Key`` to
+    another origin (scheme, host, port): urllib copies every header to the new request."""
+
+    def redirect_request(  # type: ignore[override]
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(newurl) != _origin(req.full_url):
+            for name in list(new.headers):
+                if name.lower() == "x-session-api-key":
+                    del new.headers[name]
+            for name in list(new.unredirected_hdrs):
+                if name.lower() == "x-session-api-key":
+                    del new.unredirected_hdrs[name]
+        return new
+
+
+_OPENER = urllib.request.build_opener(_SameOriginKey())
 
 
 def _server_error(status: int, text: str) -> ServerError:

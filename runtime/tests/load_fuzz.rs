@@ -437,3 +437,34 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_cancelled_build_stops_before_reading_plugins() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let store = Store::new(scratch.path().join("store"));
+    let lock = Lock {
+        plugins: vec![add_plugin(
+            &store,
+            "alpha",
+            &[(
+                "skills/a/SKILL.md",
+                Content::Text("---\nname: a\n---\nbody".into()),
+            )],
+        )],
+        agent: None,
+        marketplaces: Vec::new(),
+    };
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let options = BuildOptions {
+        cancel: Some(flag.clone()),
+        ..BuildOptions::default()
+    };
+    let set = build_plugin_set(&store, &lock, &options).expect("not cancelled yet");
+    assert_eq!(set.skills.len(), 1);
+    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    let err = build_plugin_set(&store, &lock, &options).expect_err("cancelled");
+    assert!(
+        matches!(err, berth_runtime::RuntimeError::Cancelled),
+        "{err}"
+    );
+}
