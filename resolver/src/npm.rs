@@ -186,6 +186,14 @@ pub(crate) fn pick(
     };
     let tarball =
         text("tarball").ok_or_else(|| format!("`{package}@{version}` has no `dist.tarball`"))?;
+    // A registry's answer is someone else's input: its tarball is a remote URL, never a
+    // file on this machine, and names no environment variable.
+    let lower = tarball.to_ascii_lowercase();
+    if !(lower.starts_with("https://") || lower.starts_with("http://")) || tarball.contains("${") {
+        return Err(format!(
+            "`{package}@{version}` has `dist.tarball` `{tarball}`, which is not a plain http(s) URL; berth fetches a registry's tarballs only from http(s) URLs without `${{`"
+        ));
+    }
     let integrity = text("integrity")
         .as_deref()
         .and_then(Integrity::parse)
@@ -300,5 +308,21 @@ mod tests {
             document_url("https://r.example/", "@acme/tools"),
             "https://r.example/@acme%2ftools"
         );
+    }
+
+    #[test]
+    fn a_registry_tarball_on_this_machine_or_with_a_variable_is_refused() {
+        let integrity = format!(
+            "sha512-{}",
+            base64::engine::general_purpose::STANDARD.encode([7u8; 64])
+        );
+        for tarball in ["file:///etc/passwd", "/etc/x.tgz", "https://h/${HOME}.tgz"] {
+            let d = json!({
+                "dist-tags": {"latest": "1.0.0"},
+                "versions": {"1.0.0": {"dist": {"tarball": tarball, "integrity": integrity}}}
+            });
+            let err = pick("t", &d, None).map(|p| p.tarball).expect_err(tarball);
+            assert!(err.contains("not a plain http(s) URL"), "{tarball}: {err}");
+        }
     }
 }
