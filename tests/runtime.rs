@@ -24,6 +24,16 @@ fn project(ctx: &TestContext) {
     );
 }
 
+/// The names of a plugin set's skills, in order.
+fn skill_names(set: &Value) -> Vec<&str> {
+    set["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .map(|s| s["name"].as_str().expect("name"))
+        .collect()
+}
+
 /// `text` with every plugin's store path and data folder replaced by a placeholder.
 fn without_paths(text: &str, store: &Path) -> String {
     let doc: Value = serde_json::from_str(text).expect("JSON");
@@ -254,12 +264,7 @@ fn a_skill_linking_outside_the_plugin_is_skipped_with_a_warning() {
     let secret_line = passwd.lines().next().expect("a line");
     let shown = ctx.ok(&["plugins", "show", "--json"]);
     let set: Value = serde_json::from_str(&shown.stdout).expect("JSON");
-    let names: Vec<&str> = set["skills"]
-        .as_array()
-        .expect("skills")
-        .iter()
-        .map(|s| s["name"].as_str().expect("name"))
-        .collect();
+    let names = skill_names(&set);
     assert_eq!(names, ["fine", "other"]);
     assert!(!shown.stdout.contains(secret_line));
     assert_eq!(
@@ -302,12 +307,7 @@ fn a_skill_nested_150000_levels_deep_is_skipped_before_it_is_parsed() {
     ctx.ok(&["plugins", "sync"]);
     let shown = ctx.ok(&["plugins", "show", "--json"]);
     let set: Value = serde_json::from_str(&shown.stdout).expect("JSON");
-    let names: Vec<&str> = set["skills"]
-        .as_array()
-        .expect("skills")
-        .iter()
-        .map(|s| s["name"].as_str().expect("name"))
-        .collect();
+    let names = skill_names(&set);
     assert_eq!(names, ["fine"]);
     let warnings = set["warnings"].to_string();
     assert!(

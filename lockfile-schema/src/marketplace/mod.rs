@@ -11,6 +11,7 @@
 
 mod catalog;
 mod dependency;
+mod entry_source;
 
 pub use dependency::{DependencySpec, declared_in_manifest, parse_dependencies};
 
