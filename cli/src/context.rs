@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 use berth_lockfile_schema::{Lock, LockError, Manifest, parse_lock, parse_manifest};
-use berth_resolver::{ArchiveLimits, DEFAULT_GITHUB_URL, EntryError, Network, Settings};
+use berth_resolver::{DEFAULT_GITHUB_URL, EntryError, Network, Settings};
 use berth_store::Store;
+use berth_transport::extract::ArchiveLimits;
 
 use crate::args::{Cli, ProjectArgs};
 use crate::printer::Printer;
@@ -31,7 +32,7 @@ pub struct Context {
     pub archive_limits: ArchiveLimits,
     pub index_url: String,
     /// Binary caches tried before upstream (`--substituter`).
-    pub substituters: Vec<std::sync::Arc<berth_resolver::cache::Cache>>,
+    pub substituters: Vec<std::sync::Arc<berth_transport::cache::Cache>>,
 }
 
 /// A failure with follow-up lines: the `error:` line, then one line per detail.
@@ -333,7 +334,7 @@ impl std::error::Error for Exit {}
 /// requiring a signature by one of `--trusted-public-key` when any is given (empty words
 /// between keys are skipped, so extra spaces do no harm). A key option or variable that
 /// holds no key at all is an error: read as "no keys", it would turn signature checks off.
-pub fn open_substituters(cli: &Cli) -> Result<Vec<std::sync::Arc<berth_resolver::cache::Cache>>> {
+pub fn open_substituters(cli: &Cli) -> Result<Vec<std::sync::Arc<berth_transport::cache::Cache>>> {
     let blank_variable = std::env::var_os("BERTH_TRUSTED_PUBLIC_KEYS")
         .is_some_and(|v| v.to_string_lossy().trim().is_empty());
     let blank_option = !cli.trusted_public_keys.is_empty()
@@ -348,7 +349,7 @@ pub fn open_substituters(cli: &Cli) -> Result<Vec<std::sync::Arc<berth_resolver:
         .iter()
         .filter(|k| !k.trim().is_empty())
         .map(|k| {
-            berth_resolver::cache::PublicKey::parse(k)
+            berth_transport::cache::PublicKey::parse(k)
                 .context("in `--trusted-public-key` / `$BERTH_TRUSTED_PUBLIC_KEYS`")
         })
         .collect::<Result<Vec<_>>>()?;
@@ -356,7 +357,7 @@ pub fn open_substituters(cli: &Cli) -> Result<Vec<std::sync::Arc<berth_resolver:
         .iter()
         .filter(|u| !u.trim().is_empty())
         .map(|u| {
-            berth_resolver::cache::Cache::open(u.trim())
+            berth_transport::cache::Cache::open(u.trim())
                 .map(|c| std::sync::Arc::new(c.with_trusted_keys(keys.clone())))
                 .context("in `--substituter` / `$BERTH_SUBSTITUTERS`")
         })

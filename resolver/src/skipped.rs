@@ -8,7 +8,7 @@ use std::path::Path;
 use berth_lockfile_schema::plugin_manifest::MAX_FILE_BYTES;
 
 use crate::error::ResolveError;
-use crate::tree_path::{DiskTree, Tree, link_leaves};
+use berth_transport::tree_path::{DiskTree, Tree, link_leaves};
 
 /// A file the runtime will not read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,7 +55,10 @@ impl Found {
 
     /// The links that lead out of `tree` (the plugin's folder) and the large files, in
     /// path order.
-    pub(crate) fn judge<T: Tree>(self, tree: &T) -> Result<Vec<Skipped>, ResolveError> {
+    pub(crate) fn judge<T: Tree>(self, tree: &T) -> Result<Vec<Skipped>, ResolveError>
+    where
+        ResolveError: From<T::Error>,
+    {
         let mut skipped = Vec::new();
         for (path, target) in self.links {
             if link_leaves(tree, &path, &target)? {

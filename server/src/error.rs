@@ -288,18 +288,18 @@ mod tests {
     fn statuses_follow_the_error_kind() {
         let timeout = ResolveError::Timeout {
             url: "u".into(),
-            cause: berth_resolver::Upstream::from_text("slow".into()),
+            cause: berth_transport::http::Upstream::from_text("slow".into()),
         };
         assert_eq!(status_of(timeout), 504);
         // A fetch error that merely mentions a time-out is still an upstream failure.
         let fetch = ResolveError::Fetch {
             url: "u".into(),
-            cause: berth_resolver::Upstream::from_text("timed out".into()),
+            cause: berth_transport::http::Upstream::from_text("timed out".into()),
         };
         assert_eq!(status_of(fetch), 502);
         let refused = ResolveError::Refused {
             url: "u".into(),
-            why: berth_resolver::Refusal::TooManyRedirects,
+            why: berth_transport::policy::Refusal::TooManyRedirects,
         };
         assert_eq!(status_of(refused), 403);
         assert_eq!(

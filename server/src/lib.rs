@@ -71,11 +71,11 @@ pub struct Config {
     /// The Python package index for conversations' `agent` packages.
     pub index_url: String,
     /// How large an archive may be (`BERTH_ARCHIVE_MAX_BYTES`, `BERTH_ARCHIVE_MAX_ENTRIES`).
-    pub archive_limits: berth_resolver::ArchiveLimits,
+    pub archive_limits: berth_transport::extract::ArchiveLimits,
     /// Binary caches tried before upstream (`--substituter`, `$BERTH_SUBSTITUTERS`).
-    pub substituters: Vec<Arc<berth_resolver::cache::Cache>>,
+    pub substituters: Vec<Arc<berth_transport::cache::Cache>>,
     /// The fleet's binary cache every conversation's plugins are pushed to (`--push-to`).
-    pub push_to: Option<Arc<berth_resolver::cache::Cache>>,
+    pub push_to: Option<Arc<berth_transport::cache::Cache>>,
     /// How old a branch or tag resolution may be and still be reused by another start
     /// (`--ref-ttl`; zero: resolve again for every start, as before).
     pub ref_ttl: Duration,
@@ -96,7 +96,7 @@ struct Inner {
     conversations: Conversations,
     shared: SharedResolutions,
     /// The source policy as the resolver applies it to every redirect (with its client).
-    fetch_policy: Arc<berth_resolver::FetchPolicy>,
+    fetch_policy: Arc<berth_transport::policy::FetchPolicy>,
     /// Plugin sets by lock text. A set is a function of its lock and the (immutable) store
     /// entries it names, so the bytes can be reused while those entries are present.
     sets: std::sync::Mutex<SetCache>,
@@ -404,7 +404,7 @@ impl AppState {
             };
             match cache.push(&entry.path, &plugin.hash, &plugin.name, None) {
                 Ok(pushed) => {
-                    if let berth_resolver::cache::Pushed::Uploaded { bytes } = pushed {
+                    if let berth_transport::cache::Pushed::Uploaded { bytes } = pushed {
                         tracing::info!(plugin = %plugin.name, bytes, cache = %cache.label(), "pushed");
                     }
                     self.inner

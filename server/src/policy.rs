@@ -4,7 +4,8 @@
 use std::net::IpAddr;
 
 use berth_lockfile_schema::Source;
-use berth_resolver::{FetchPolicy, SourceUrl};
+use berth_transport::policy::FetchPolicy;
+use berth_transport::url::SourceUrl;
 
 use crate::error::AppError;
 

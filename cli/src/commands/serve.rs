@@ -67,13 +67,13 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         home_dir: home,
         max_skills: args.max_skills,
         index_url: args.index_url.clone(),
-        archive_limits: berth_resolver::ArchiveLimits::from_env()?,
+        archive_limits: berth_transport::extract::ArchiveLimits::from_env()?,
         substituters: crate::context::open_substituters(cli)?,
         drain: Duration::from_secs(args.drain_secs),
         ref_ttl: Duration::from_secs(args.ref_ttl),
         push_to: match args.push_to.as_deref().filter(|u| !u.is_empty()) {
             Some(url) => Some(std::sync::Arc::new(
-                berth_resolver::cache::Cache::open(url).context("in `--push-to`")?,
+                berth_transport::cache::Cache::open(url).context("in `--push-to`")?,
             )),
             None => None,
         },

@@ -32,7 +32,7 @@ pub fn run(cli: &Cli, args: &StoreArgs, printer: Printer) -> Result<()> {
         StoreCommand::Gc(args) => gc(&store, args, &printer),
         StoreCommand::Push(args) => push(&store, args, &printer),
         StoreCommand::SignKey(SignKeyCommand::Generate(args)) => {
-            let key = berth_resolver::cache::SecretKey::generate(&args.name)?;
+            let key = berth_transport::cache::SecretKey::generate(&args.name)?;
             let mut file = std::fs::OpenOptions::new();
             std::os::unix::fs::OpenOptionsExt::mode(file.write(true).create_new(true), 0o600);
             let mut out = file.open(&args.secret_key_file).map_err(|e| {
@@ -79,9 +79,9 @@ fn read_lock(path: &std::path::Path) -> Result<berth_lockfile_schema::Lock> {
 
 /// `berth store push`: the lock's plugins (each must be in the store) or every entry.
 fn push(store: &Store, args: &StorePushArgs, printer: &Printer) -> Result<()> {
-    let cache = berth_resolver::cache::Cache::open(&args.dest)?;
+    let cache = berth_transport::cache::Cache::open(&args.dest)?;
     let key = match &args.sign_key {
-        Some(path) => Some(berth_resolver::cache::SecretKey::parse(
+        Some(path) => Some(berth_transport::cache::SecretKey::parse(
             &fs_err::read_to_string(path)?,
         )?),
         None => None,
@@ -104,10 +104,10 @@ fn push(store: &Store, args: &StorePushArgs, printer: &Printer) -> Result<()> {
             );
         };
         match cache.push(&entry.path, hash, name, key.as_ref())? {
-            berth_resolver::cache::Pushed::AlreadyThere => {
+            berth_transport::cache::Pushed::AlreadyThere => {
                 present += 1;
             }
-            berth_resolver::cache::Pushed::Uploaded { bytes } => {
+            berth_transport::cache::Pushed::Uploaded { bytes } => {
                 uploaded += 1;
                 printer.status("Pushed", &format!("{name} ({})", format_size(bytes)));
             }
@@ -135,23 +135,23 @@ fn parse_entry(folder: &str) -> Option<(berth_lockfile_schema::Sha256Hash, Strin
 fn restore_from_caches(
     store: &Store,
     folder: &str,
-    caches: &[std::sync::Arc<berth_resolver::cache::Cache>],
+    caches: &[std::sync::Arc<berth_transport::cache::Cache>],
     printer: &Printer,
 ) -> Result<bool> {
     let Some((hash, name)) = parse_entry(folder) else {
         return Ok(false);
     };
-    let skipped = |e: &berth_resolver::cache::CacheError| {
+    let skipped = |e: &berth_transport::cache::CacheError| {
         printer.warn(&format!("{e}; trying the next substituter"))
     };
     // The same bounds as a sync's substitution (`BERTH_ARCHIVE_MAX_*`).
-    let archive = berth_resolver::ArchiveLimits::from_env()?;
+    let archive = berth_transport::extract::ArchiveLimits::from_env()?;
     let limits = berth_store::UnpackLimits {
         max_total_bytes: archive.max_bytes,
         max_entries: archive.max_entries,
         ..berth_store::UnpackLimits::default()
     };
-    let Some((staging, label)) = berth_resolver::cache::substitute_staged(
+    let Some((staging, label)) = berth_transport::cache::substitute_staged(
         store, caches, &hash, &name, &limits, false, &skipped,
     )?
     else {
@@ -166,7 +166,7 @@ fn verify(
     store: &Store,
     args: &StoreVerifyArgs,
     printer: &Printer,
-    caches: &[std::sync::Arc<berth_resolver::cache::Cache>],
+    caches: &[std::sync::Arc<berth_transport::cache::Cache>],
 ) -> Result<()> {
     // A gc removing entries mid-check would look like damage: wait for it.
     let _hold = store.shared_use(|| printer.status("Waiting", "for a running `berth store gc`"))?;

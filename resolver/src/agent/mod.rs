@@ -7,10 +7,9 @@
 //! `SOURCE_DATE_EPOCH`; a store that lacks that wheel rebuilds it from the locked tree and
 //! checks it against the locked sha256.
 
-mod error;
 mod wheels;
 
-pub use error::{AgentError, WheelProblem};
+pub use crate::error::{AgentError, WheelProblem};
 
 pub(crate) use wheels::read_wheel_meta;
 use wheels::*;
@@ -25,10 +24,12 @@ use berth_lockfile_schema::{
 use berth_uv::{Python, Uv};
 use serde::Deserialize;
 
-use crate::Network;
-use crate::error::{ResolveError, Upstream};
-use crate::ops::Ctx;
-use crate::url::SourceUrl;
+use crate::context::Network;
+use berth_transport::http::Upstream;
+
+use crate::context::Ctx;
+use crate::error::ResolveError;
+use berth_transport::url::SourceUrl;
 
 /// The package index used when neither `--index-url` nor `BERTH_INDEX_URL` says otherwise.
 pub const DEFAULT_INDEX_URL: &str = "https://pypi.org/simple";
@@ -103,7 +104,7 @@ impl Ctx<'_> {
         let url = SourceUrl::new(&raw)?;
         // The same rule as plugin sources: a password goes over plain http only to this
         // machine.
-        crate::url::refuse_plain_http_password(&url)?;
+        berth_transport::url::refuse_plain_http_password(&url)?;
         Ok(Index { url })
     }
 
@@ -129,8 +130,8 @@ impl Ctx<'_> {
         let (package, requirement) = match request.origin() {
             AgentOrigin::Index { package } => (package.clone(), request.source.trim().to_owned()),
             AgentOrigin::Tree(tree_request) => {
-                let tree = self.lock_new(tree_request)?;
-                let staging = self.stage_tree(&tree, Some(tree_request))?;
+                let tree = crate::sources::lock_new(self, tree_request)?;
+                let staging = crate::sources::stage_tree(self, &tree, Some(tree_request))?;
                 let wheel = self.build_wheel(&uv, &python, &index, staging.path(), work.path())?;
                 let meta = read_wheel_meta(&wheel)?;
                 let package = normalize_package_name(&meta.name);

@@ -12,10 +12,10 @@ use berth_lockfile_schema::{
 use berth_store::Staging;
 use berth_uv::Uv;
 
-use crate::archive::ArchiveSource;
+use crate::context::{Ctx, LocalCheck};
 use crate::error::ResolveError;
-use crate::extract::ArchiveFormat;
-use crate::ops::{Ctx, LocalCheck};
+use crate::sources::archive::ArchiveSource;
+use berth_transport::extract::ArchiveFormat;
 
 use super::*;
 

@@ -3,74 +3,10 @@
 
 use std::path::PathBuf;
 
-use crate::extract::ExtractError;
-use crate::tree_path::NoFolder;
-use crate::url::SourceUrl;
+use berth_transport::http::Upstream;
 
-/// What a library that talks to an upstream (gix, reqwest, uv) said, with every credential
-/// removed. The library's own error is deliberately not kept as a source: its text and its
-/// causes can carry the URL's user, password or an expanded `${VAR}`. Only the kind of a
-/// local I/O error among its causes is kept (as a bare `io::Error`, its source), so a full
-/// disk while a pack is written is still a full disk to the caller.
-#[derive(Debug, Clone)]
-pub struct Upstream {
-    text: String,
-    io: Option<std::sync::Arc<std::io::Error>>,
-}
-
-impl Upstream {
-    /// `text` (a library's message) scrubbed of `url`'s credentials and secrets.
-    pub(crate) fn new(text: &str, url: &SourceUrl) -> Self {
-        Self {
-            text: url.scrub(text),
-            io: None,
-        }
-    }
-
-    /// `text` with the kind of the first I/O error among `causes` kept.
-    pub(crate) fn with_causes<'a>(
-        text: &str,
-        url: &SourceUrl,
-        causes: impl IntoIterator<Item = &'a (dyn std::error::Error + 'static)>,
-    ) -> Self {
-        let io = causes
-            .into_iter()
-            .find_map(|e| e.downcast_ref::<std::io::Error>())
-            .map(|io| std::sync::Arc::new(std::io::Error::from(io.kind())));
-        Self {
-            io,
-            ..Self::new(text, url)
-        }
-    }
-
-    /// A message that carries no URL (a client that could not be built, say), with any
-    /// URL credentials in it removed all the same.
-    pub fn from_text(text: String) -> Self {
-        Self {
-            text: crate::url::scrub(&text, &[]),
-            io: None,
-        }
-    }
-
-    /// The kind of the local I/O error among the causes, if there was one.
-    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
-        self.io.as_ref().map(|io| io.kind())
-    }
-}
-
-impl std::fmt::Display for Upstream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-impl std::error::Error for Upstream {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.io
-            .as_deref()
-            .map(|io| io as &(dyn std::error::Error + 'static))
-    }
-}
+use berth_transport::extract::ExtractError;
+use berth_transport::tree_path::NoFolder;
 
 /// Why a local source folder cannot be used.
 #[derive(Debug, thiserror::Error)]

@@ -6,14 +6,17 @@ use berth_lockfile_schema::Sha256Hash;
 use berth_lockfile_schema::plugin_manifest::ManifestError;
 use berth_store::{NarError, StoreError};
 
+mod agent;
 mod causes;
 
-pub use causes::{ArchiveProblem, DownloadError, LocalPathProblem, Upstream};
+pub use agent::{AgentError, WheelProblem};
+pub use causes::{ArchiveProblem, DownloadError, LocalPathProblem};
 
-use crate::agent::AgentError;
-use crate::extract::ExtractError;
-use crate::policy::Refusal;
-use crate::tree_path::NoFolder;
+use berth_transport::extract::ExtractError;
+use berth_transport::http::Upstream;
+use berth_transport::policy::Refusal;
+use berth_transport::tree_path::NoFolder;
+use berth_transport::url::UrlError;
 
 /// Why one plugin could not be resolved, fetched or verified. Messages name what failed
 /// and say what to do next; URLs in them have their credentials removed.
@@ -67,7 +70,7 @@ pub enum ResolveError {
     },
     /// A binary cache could not be written (`--push-to`).
     #[error(transparent)]
-    BinaryCache(#[from] crate::cache::CacheError),
+    BinaryCache(#[from] berth_transport::cache::CacheError),
     /// Reading the local git cache failed.
     #[error("git cache at `{}`: {source}", path.display())]
     Cache {
@@ -451,18 +454,14 @@ impl ResolveError {
     }
 }
 
-/// Whether an error's causes include an I/O time-out.
-pub(crate) fn is_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
-    let mut current = Some(error);
-    while let Some(e) = current {
-        if e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
-        {
-            return true;
+impl From<UrlError> for ResolveError {
+    fn from(e: UrlError) -> Self {
+        match e {
+            UrlError::InvalidUrl { url, source } => Self::InvalidUrl { url, source },
+            UrlError::PlainHttpCredentials { url } => Self::PlainHttpCredentials { url },
+            UrlError::MissingEnv { name } => Self::MissingEnv { name },
         }
-        current = e.source();
     }
-    false
 }
 
 impl From<StoreError> for ResolveError {
@@ -511,7 +510,7 @@ fn nearest_hint(nearest: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::url::SourceUrl;
+    use berth_transport::url::SourceUrl;
 
     #[derive(Debug, thiserror::Error)]
     #[error("fetching failed")]
@@ -546,12 +545,12 @@ mod tests {
     #[test]
     fn time_outs_are_found_in_the_causes_and_kinds_need_no_message() {
         let timed_out = Outer(std::io::Error::new(std::io::ErrorKind::TimedOut, "slow"));
-        assert!(is_timeout(&timed_out));
+        assert!(berth_transport::http::is_timeout(&timed_out));
         let refused = Outer(std::io::Error::new(
             std::io::ErrorKind::ConnectionRefused,
             "no",
         ));
-        assert!(!is_timeout(&refused));
+        assert!(!berth_transport::http::is_timeout(&refused));
         // The kind comes from the variant, not from words in a message.
         let fetch = ResolveError::Fetch {
             url: "u".into(),

@@ -6,10 +6,10 @@ use berth_lockfile_schema::marketplace::{DependencySpec, LockedMarketplace, Mark
 use berth_lockfile_schema::{Lock, LockedPlugin, Manifest, PluginRequest, Source, SourceKind};
 use berth_store::Store;
 
-use super::*;
+use crate::context::*;
+use crate::context::{Reporter, Settings};
 use crate::error::{EntryError, ResolveError};
-use crate::marketplace::{Derived, ReadMarketplace};
-use crate::{Reporter, Settings};
+use crate::sources::marketplace::{Derived, ReadMarketplace};
 
 /// Which locked pins `lock` may move.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -167,7 +167,7 @@ pub fn lock_plugins(
             (Some(locked), _) => keep(locked),
             (None, _) => {
                 resolved.fetch_add(1, Ordering::Relaxed);
-                ctx.resolve_new(request)
+                crate::sources::resolve_new(&ctx, request)
             }
         }
         .map(|resolved| {
@@ -209,7 +209,7 @@ pub fn lock_plugins(
     let (plugins, mut errors) = split(results);
     // The plugins they need, through their marketplaces, each before the first that needs it.
     let plugins = if errors.is_empty() {
-        let mut closure = crate::dependencies::Markets {
+        let mut closure = crate::ops::dependencies::Markets {
             declared: &manifest.marketplaces,
             read: markets
                 .iter()

@@ -5,19 +5,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use berth_lockfile_schema::{Lock, LockedPlugin, Manifest, Pin, PluginRequest};
 use berth_store::{Staging, Store, StoreEntry, StoreError, UnpackLimits};
 
-use super::*;
+use crate::context::*;
+use crate::context::{Reporter, Settings};
 use crate::error::{EntryError, ResolveError};
-use crate::local::{LOCAL_EXCLUDE, existing_dir, local_dir, name_and_hash};
-use crate::{Reporter, Settings};
-
-/// How `sync` treats local folders.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LocalCheck {
-    /// Re-hash each local folder and fail if it no longer matches the lock.
-    Rehash,
-    /// Trust the store copy when there is one (`--frozen`).
-    TrustStore,
-}
+use crate::sources::local::{LOCAL_EXCLUDE, existing_dir, local_dir, name_and_hash};
 
 /// What `sync` did.
 #[derive(Debug, Clone)]
@@ -118,19 +109,19 @@ impl Ctx<'_> {
             max_entries: self.settings.archive_limits.max_entries,
             ..UnpackLimits::default()
         };
-        let skipped = |e: &crate::cache::CacheError| {
+        let skipped = |e: &berth_transport::cache::CacheError| {
             self.reporter.warn(&format!(
                 "plugin `{}`: {e}; trying the next substituter, then upstream",
                 locked.name
             ));
         };
-        let found = crate::cache::substitute_staged(
+        let found = berth_transport::cache::substitute_staged(
             self.store,
             &self.settings.substituters,
             &locked.hash,
             &locked.name,
             &limits,
-            self.settings.network == crate::Network::Offline,
+            self.settings.network == crate::context::Network::Offline,
             &skipped,
         )?;
         Ok(found.map(|(staging, label)| {
@@ -195,7 +186,7 @@ impl Ctx<'_> {
             Pin::Git { .. } | Pin::Archive { .. } => {
                 let staging = match self.substitute(locked)? {
                     Some(staging) => staging,
-                    None => self.stage_tree(locked, request)?,
+                    None => crate::sources::stage_tree(self, locked, request)?,
                 };
                 self.store
                     .commit(staging, &locked.name, Some(&locked.hash))?

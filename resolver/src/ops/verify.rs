@@ -8,10 +8,10 @@ use berth_lockfile_schema::{Lock, LockedPlugin, Manifest, Pin, PluginRequest, Sh
 use berth_store::{Staging, Store};
 use gix::ObjectId;
 
-use super::*;
+use crate::context::*;
+use crate::context::{Reporter, Settings};
 use crate::error::ResolveError;
-use crate::git::{GitDb, Remote};
-use crate::{Reporter, Settings};
+use crate::sources::git::{GitDb, Remote};
 
 /// The result of verifying one plugin.
 #[derive(Debug)]
@@ -196,7 +196,7 @@ pub fn verify_agent(
     reporter: &dyn Reporter,
     lock: &Lock,
     manifest: Option<&Manifest>,
-) -> Vec<crate::AgentVerifyOutcome> {
+) -> Vec<crate::agent::AgentVerifyOutcome> {
     let Some(agent) = &lock.agent else {
         return Vec::new();
     };

@@ -2,15 +2,19 @@
 //! a pin is put into staging. `lock`, `sync` and `verify` (in `ops/`) loop over entries
 //! and reach a kind only through these.
 
-mod archive;
-mod git;
-mod local;
+pub(crate) mod archive;
+pub(crate) mod git;
+pub(crate) mod local;
+pub(crate) mod marketplace;
+pub(crate) mod npm;
+
+pub use marketplace::read_marketplace;
 
 use berth_lockfile_schema::{LockedPlugin, PluginRequest, Sha256Hash, SourceKind};
 use berth_store::Staging;
 
+use crate::context::{Ctx, Resolved};
 use crate::error::ResolveError;
-use crate::ops::{Ctx, Resolved};
 
 /// One kind of source, as Cargo's `Source`: pin a request, put a pin into staging.
 pub(crate) trait PluginSource: Sync {
@@ -54,9 +58,35 @@ pub(crate) fn of(kind: SourceKind) -> &'static dyn PluginSource {
     }
 }
 
+/// Pins a request afresh (for the agent's source tree too).
+pub(crate) fn lock_new(
+    ctx: &Ctx<'_>,
+    request: &PluginRequest,
+) -> Result<LockedPlugin, ResolveError> {
+    resolve_new(ctx, request).map(|r| r.plugin)
+}
+
+/// Resolves a request afresh, keeping what its manifest declares.
+pub(crate) fn resolve_new(
+    ctx: &Ctx<'_>,
+    request: &PluginRequest,
+) -> Result<Resolved, ResolveError> {
+    of(request.parsed_source().kind()).lock(ctx, request, None)
+}
+
+/// Exports a locked git or archive entry's tree into a new staging folder (not yet
+/// checked against the lock: [`berth_store::Store::commit`] does that).
+pub(crate) fn stage_tree(
+    ctx: &Ctx<'_>,
+    locked: &LockedPlugin,
+    request: Option<&PluginRequest>,
+) -> Result<Staging, ResolveError> {
+    of(locked.pin.kind()).stage(ctx, locked, request)
+}
+
 /// The error for a locked entry handed to the source of another kind (a caller's bug: the
 /// kind is chosen from the pin itself).
-fn other_kind(locked: &LockedPlugin) -> ResolveError {
+pub(crate) fn other_kind(locked: &LockedPlugin) -> ResolveError {
     ResolveError::WrongKind {
         name: locked.name.clone(),
         kind: locked.pin.kind(),

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use berth_resolver::objects::ObjectStore;
+use berth_transport::objects::ObjectStore;
 use uuid::Uuid;
 
 use super::{

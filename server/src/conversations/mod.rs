@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use berth_lockfile_schema::{Lock, parse_lock};
-use berth_resolver::objects::ObjectStore;
+use berth_transport::objects::ObjectStore;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -213,7 +213,7 @@ impl Conversations {
         match data {
             DataDir::Folder(dir) => Self::open_folder(dir, check),
             DataDir::Objects(url) => {
-                let store = berth_resolver::objects::open(url).map_err(|why| {
+                let store = berth_transport::objects::open(url).map_err(|why| {
                     std::io::Error::new(
                         std::io::ErrorKind::InvalidInput,
                         format!("`{url}` is not a data folder berth can use: {why}"),

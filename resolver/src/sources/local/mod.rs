@@ -1,11 +1,15 @@
 //! Local directory sources.
 
+mod source;
+
+pub(crate) use source::Local;
+
 use std::path::{Path, PathBuf};
 
 use berth_lockfile_schema::Sha256Hash;
 use berth_store::{Exclude, hash_path_excluding};
 
-use crate::Settings;
+use crate::context::Settings;
 use crate::error::{LocalPathProblem, ResolveError};
 use crate::meta::plugin_name_from_manifest;
 

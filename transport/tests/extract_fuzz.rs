@@ -11,8 +11,8 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use berth_resolver::ArchiveLimits;
-use berth_resolver::extract::{ArchiveFormat, extract, find_escaping_link};
+use berth_transport::extract::ArchiveLimits;
+use berth_transport::extract::{ArchiveFormat, extract, find_escaping_link};
 use proptest::prelude::*;
 
 fn cases(default: u32) -> ProptestConfig {

@@ -1,20 +1,32 @@
 //! From a source to the URL that is fetched, and the names derived from it.
 
-use berth_lockfile_schema::{Source, redact};
+use berth_lockfile_schema::redact;
 use sha2::{Digest, Sha256};
 
-use crate::error::ResolveError;
-
-/// The git URL of a git source, `${VAR}` references still in it.
-pub(crate) fn git_url(source: &Source, github_url: &str) -> Option<String> {
-    match source {
-        Source::GitHub { owner, repo, .. } => Some(format!(
-            "{}/{owner}/{repo}.git",
-            github_url.trim_end_matches('/')
-        )),
-        Source::Git { url } => Some(url.clone()),
-        Source::Archive { .. } | Source::Local { .. } | Source::Marketplace { .. } => None,
-    }
+/// Why a source URL cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlError {
+    /// A source URL that does not parse.
+    #[error("`{url}` is not a valid URL ({source})")]
+    InvalidUrl {
+        /// The URL, credentials removed.
+        url: String,
+        /// What the URL parser said.
+        #[source]
+        source: ::url::ParseError,
+    },
+    /// A password would go over plain http to another machine.
+    #[error("`{url}`: refusing to send credentials over plain http to another machine; use https")]
+    PlainHttpCredentials {
+        /// The URL, credentials removed.
+        url: String,
+    },
+    /// `${VAR}` in a source names an unset variable.
+    #[error("environment variable `{name}` used in the source is not set; export it and try again")]
+    MissingEnv {
+        /// The variable.
+        name: String,
+    },
 }
 
 /// A source URL, parsed once: the text as written (`${VAR}` kept, never shown), the URL
@@ -48,7 +60,7 @@ impl std::fmt::Display for SourceUrl {
 impl SourceUrl {
     /// Expands `written`'s `${VAR}`s and parses the result. A URL the `url` crate cannot
     /// parse is an error naming it (redacted); an scp-like address is kept as it is.
-    pub fn new(written: &str) -> Result<Self, ResolveError> {
+    pub fn new(written: &str) -> Result<Self, UrlError> {
         let shown = redact(written).text;
         let expanded = expand_env(written)?;
         let mut secrets: Vec<String> = env_references(written)
@@ -67,7 +79,7 @@ impl SourceUrl {
                 parsed: None,
             });
         }
-        let parsed = url::Url::parse(&expanded).map_err(|source| ResolveError::InvalidUrl {
+        let parsed = url::Url::parse(&expanded).map_err(|source| UrlError::InvalidUrl {
             url: shown.clone(),
             source,
         })?;
@@ -109,7 +121,7 @@ impl SourceUrl {
     /// A file the index lists (a wheel's URL, without credentials), to be fetched with this
     /// index's credentials when it is on the index's host (scheme, host and port equal),
     /// and without them anywhere else.
-    pub(crate) fn for_file_on_index(&self, file: &str) -> SourceUrl {
+    pub fn for_file_on_index(&self, file: &str) -> SourceUrl {
         let mut fetch = url::Url::parse(file).ok();
         if let (Some(url), Some(index)) = (fetch.as_mut(), self.parsed.as_ref())
             && url.username().is_empty()
@@ -145,7 +157,7 @@ impl SourceUrl {
 }
 
 /// `text` with every secret replaced by `***` and every URL's credentials removed.
-pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
+pub fn scrub(text: &str, secrets: &[String]) -> String {
     let mut out = text.to_owned();
     for secret in secrets {
         out = out.replace(secret.as_str(), "***");
@@ -171,12 +183,12 @@ pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
 /// Credentials go over plain http only to this machine: an error for an `http://` URL
 /// whose expansion carries a password for another host. Git remotes and the agent index
 /// share this rule; archive downloads check it as they send the request.
-pub(crate) fn refuse_plain_http_password(url: &SourceUrl) -> Result<(), ResolveError> {
+pub fn refuse_plain_http_password(url: &SourceUrl) -> Result<(), UrlError> {
     if let Some(parsed) = url.parsed()
         && parsed.password().is_some_and(|p| !p.is_empty())
         && !crate::auth::may_send_password(parsed.scheme(), parsed.host_str().unwrap_or_default())
     {
-        return Err(ResolveError::PlainHttpCredentials {
+        return Err(UrlError::PlainHttpCredentials {
             url: url.shown.clone(),
         });
     }
@@ -184,7 +196,7 @@ pub(crate) fn refuse_plain_http_password(url: &SourceUrl) -> Result<(), ResolveE
 }
 
 /// The user and password of a URL's authority, if it has userinfo.
-pub(crate) fn userinfo(url: &str) -> Option<(&str, Option<&str>)> {
+pub fn userinfo(url: &str) -> Option<(&str, Option<&str>)> {
     let rest = &url[url.find("://")? + 3..];
     let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
     let (info, _) = authority.rsplit_once('@')?;
@@ -202,7 +214,7 @@ fn env_references(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Replaces every `${NAME}` with the variable's value. Unset variables are an error.
-pub(crate) fn expand_env(text: &str) -> Result<String, ResolveError> {
+pub fn expand_env(text: &str) -> Result<String, UrlError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -211,7 +223,7 @@ pub(crate) fn expand_env(text: &str) -> Result<String, ResolveError> {
         };
         let name = &rest[start + 2..start + 2 + len];
         out.push_str(&rest[..start]);
-        let value = std::env::var(name).map_err(|_| ResolveError::MissingEnv {
+        let value = std::env::var(name).map_err(|_| UrlError::MissingEnv {
             name: name.to_owned(),
         })?;
         out.push_str(&value);
@@ -223,7 +235,7 @@ pub(crate) fn expand_env(text: &str) -> Result<String, ResolveError> {
 
 /// The cache folder name of a git URL: the repository's name and 16 hex digits of the
 /// sha256 of the URL without credentials (a rotated token keeps its cache).
-pub(crate) fn cache_dir_name(url: &str) -> String {
+pub fn cache_dir_name(url: &str) -> String {
     let key = redact(url).text;
     let digest = Sha256::digest(key.as_bytes());
     let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
@@ -238,7 +250,7 @@ pub(crate) fn cache_dir_name(url: &str) -> String {
 }
 
 /// The last path component of a git URL without `.git`: the folder name a clone gets.
-pub(crate) fn repo_name(url: &str) -> String {
+pub fn repo_name(url: &str) -> String {
     let end = url.find(['?', '#']).unwrap_or(url.len());
     let path = url[..end].trim_end_matches('/');
     let last = path.rsplit(['/', ':']).next().unwrap_or(path);
@@ -248,15 +260,6 @@ pub(crate) fn repo_name(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn github_sources_expand_under_the_base() {
-        let source = Source::parse("github:acme/tools/plugins/x").expect("valid");
-        assert_eq!(
-            git_url(&source, "http://127.0.0.1:9/git/").as_deref(),
-            Some("http://127.0.0.1:9/git/acme/tools.git")
-        );
-    }
 
     #[test]
     fn repo_names() {
@@ -305,7 +308,7 @@ mod tests {
         let name = "BERTH_TEST_EXPAND_TOKEN";
         assert!(matches!(
             expand_env(&format!("https://x:${{{name}}}@h/r")),
-            Err(ResolveError::MissingEnv { .. })
+            Err(UrlError::MissingEnv { .. })
         ));
         assert_eq!(expand_env("https://h/r").expect("no vars"), "https://h/r");
     }

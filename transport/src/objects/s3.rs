@@ -23,7 +23,7 @@ use super::{Listed, Listing, ObjectStore, read_only_error};
 const SIGNED_FOR: Duration = Duration::from_secs(15 * 60);
 
 fn client() -> io::Result<reqwest::blocking::Client> {
-    crate::archive::client_builder()
+    crate::http::client_builder()
         .build()
         .map_err(|e| io::Error::other(e.without_url().to_string()))
 }

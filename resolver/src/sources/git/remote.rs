@@ -4,21 +4,23 @@ use std::path::PathBuf;
 
 use gix::remote::Direction;
 
-use crate::error::{ResolveError, Upstream};
-use crate::policy::{Refusal, refusal_in};
+use berth_transport::http::Upstream;
+
+use crate::error::ResolveError;
+use berth_transport::policy::{Refusal, refusal_in};
 
 /// One remote as the resolver uses it: the URL to connect to (credentials expanded) and the
 /// URL to show (credentials removed).
 #[derive(Debug, Clone)]
 pub(crate) struct Remote {
     /// The URL: fetched, shown and scrubbed through one value.
-    pub url: crate::url::SourceUrl,
+    pub url: berth_transport::url::SourceUrl,
     /// The server's source policy, if any: redirects must stay within it.
-    pub policy: Option<std::sync::Arc<crate::policy::FetchPolicy>>,
+    pub policy: Option<std::sync::Arc<berth_transport::policy::FetchPolicy>>,
     /// For `~/.netrc`.
     pub home: Option<PathBuf>,
     /// Stops a fetch that is receiving a pack (gix's interrupt flag).
-    pub cancel: crate::Cancel,
+    pub cancel: crate::context::Cancel,
 }
 
 impl Remote {
@@ -61,7 +63,7 @@ impl Remote {
         };
         if *response.url() != probe {
             return Err(refused(Refusal::GitRedirect {
-                to: crate::url::scrub(response.url().as_str(), &self.url.secrets)
+                to: berth_transport::url::scrub(response.url().as_str(), &self.url.secrets)
                     .trim_end_matches("/info/refs?service=git-upload-pack")
                     .to_owned(),
             }));
@@ -142,13 +144,13 @@ impl Remote {
                 let protocol = ctx.protocol.as_deref().unwrap_or_default();
                 let host_port = ctx.host.as_deref().unwrap_or_default();
                 let host = host_port.rsplit_once(':').map_or(host_port, |(h, _)| h);
-                if !crate::auth::may_send_password(protocol, host) {
+                if !berth_transport::auth::may_send_password(protocol, host) {
                     // Never send a password in clear text across a network.
                     return Ok(None);
                 }
                 if let Some((username, password)) = own
                     .clone()
-                    .or_else(|| crate::auth::netrc(host, home.as_deref()))
+                    .or_else(|| berth_transport::auth::netrc(host, home.as_deref()))
                 {
                     return Ok(Some(gix::credentials::protocol::Outcome {
                         identity: gix::sec::identity::Account {
@@ -171,7 +173,7 @@ pub(crate) fn fetch_error(remote: &Remote, e: &gix::Error) -> ResolveError {
         return ResolveError::Refused { url, why };
     }
     let cause = Upstream::with_causes(&error_chain(e), &remote.url, e.iter_errors());
-    if e.iter_errors().any(crate::error::is_timeout) {
+    if e.iter_errors().any(berth_transport::http::is_timeout) {
         ResolveError::Timeout { url, cause }
     } else {
         ResolveError::Fetch { url, cause }
@@ -213,7 +215,7 @@ pub(crate) fn error_chain(e: &gix::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::FetchPolicy;
+    use berth_transport::policy::FetchPolicy;
 
     /// The preflight aside, gix's own connection goes through the policy's resolver, and
     /// its refusal reaches the caller as the policy's (the server's 403), not as a failed
@@ -225,13 +227,14 @@ mod tests {
         let repo = gix::init_bare(dir.path()).expect("init");
         // Port 9 of this machine: were the address let through, nothing would leave it.
         let remote = Remote {
-            url: crate::url::SourceUrl::new("https://localhost:9/acme/tools.git").expect("url"),
+            url: berth_transport::url::SourceUrl::new("https://localhost:9/acme/tools.git")
+                .expect("url"),
             policy: Some(std::sync::Arc::new(FetchPolicy::new(
                 vec!["localhost".into()],
                 false,
             ))),
             home: None,
-            cancel: crate::Cancel::new(),
+            cancel: crate::context::Cancel::new(),
         };
         let gix_remote = repo.remote_at(remote.url.fetch.as_str()).expect("remote");
         let options = remote

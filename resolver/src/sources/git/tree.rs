@@ -12,7 +12,7 @@ use gix::bstr::{BString, ByteSlice};
 use gix::objs::tree::EntryKind;
 
 use crate::error::ResolveError;
-use crate::tree_path::{self, Node};
+use berth_transport::tree_path::{self, Node};
 
 use super::*;
 
@@ -270,6 +270,7 @@ pub(crate) struct GitTree<'a> {
 
 impl tree_path::Tree for GitTree<'_> {
     type Dir = ObjectId;
+    type Error = ResolveError;
 
     fn root(&self) -> ObjectId {
         self.root

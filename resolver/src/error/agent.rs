@@ -51,7 +51,7 @@ pub enum AgentError {
     },
     /// uv failed (resolving or building); its output, credentials removed.
     #[error("{0}")]
-    Uv(#[source] crate::error::Upstream),
+    Uv(#[source] berth_transport::http::Upstream),
     /// uv wrote a `pylock.toml` berth cannot read.
     #[error("uv wrote a pylock.toml berth cannot read: {0}")]
     Pylock(#[source] toml::de::Error),

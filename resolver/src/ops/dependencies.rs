@@ -12,9 +12,9 @@ use berth_lockfile_schema::marketplace::MarketplaceRequest;
 use berth_lockfile_schema::{Lock, LockedPlugin, PluginRequest, Source, SourceKind};
 use semver::Version;
 
+use crate::context::{Ctx, Resolved};
 use crate::error::ResolveError;
-use crate::marketplace::ReadMarketplace;
-use crate::ops::{Ctx, Resolved};
+use crate::sources::marketplace::ReadMarketplace;
 
 /// Where a requirement on a plugin comes from: the chain of plugin names from a plugin
 /// the manifest asks for, and the range (if any).
@@ -299,7 +299,8 @@ impl Ctx<'_> {
     /// The tags of a git source's repository (listed once per run).
     fn tag_names(&self, source: &Source) -> Result<Vec<String>, ResolveError> {
         let (remote, cache) = self.remote(source)?;
-        let db = crate::git::GitDb::open(self.store, &cache, &remote.url.shown, self.reporter)?;
+        let db =
+            crate::sources::git::GitDb::open(self.store, &cache, &remote.url.shown, self.reporter)?;
         let tags = self.tags(&db, &remote, &cache)?;
         db.finish()?;
         Ok(tags.into_iter().map(|(t, _)| t).collect())

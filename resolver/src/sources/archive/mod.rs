@@ -1,20 +1,26 @@
 //! Archive sources: download while hashing, cache by content, unpack safely, pick the
 //! plugin folder.
 
+mod source;
+
+pub(crate) use source::Archive;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use berth_lockfile_schema::Sha256Hash;
 use berth_store::{Sha256Sink, Staging, Store};
 
-use crate::error::{ArchiveProblem, DownloadError, ResolveError, Upstream};
-use crate::extract::{ArchiveFormat, ArchiveLimits, extract, find_escaping_link};
-use crate::policy::{FetchPolicy, Refusal, refusal_in};
-use crate::tree_path::{DiskTree, resolve_dir};
-use crate::url::SourceUrl;
-use crate::{Reporter, auth};
+use berth_transport::http::{Upstream, client_builder};
+
+use crate::context::{Ctx, Reporter};
+use crate::error::{ArchiveProblem, DownloadError, ResolveError};
+use berth_transport::auth;
+use berth_transport::extract::{ArchiveFormat, ArchiveLimits, extract, find_escaping_link};
+use berth_transport::policy::{FetchPolicy, Refusal, refusal_in};
+use berth_transport::tree_path::{DiskTree, resolve_dir};
+use berth_transport::url::SourceUrl;
 
 use berth_store::ARCHIVES_DIR;
 
@@ -32,14 +38,6 @@ pub(crate) struct Unpacked {
     pub staging: Staging,
     /// The name the plugin has when it has no manifest.
     pub folder_name: String,
-}
-
-/// berth's HTTP client settings (user agent, timeouts), shared by every client it makes.
-pub(crate) fn client_builder() -> reqwest::blocking::ClientBuilder {
-    reqwest::blocking::Client::builder()
-        .user_agent(concat!("berth/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(Duration::from_secs(30))
-        .timeout(None)
 }
 
 fn client() -> Result<&'static reqwest::blocking::Client, Upstream> {
@@ -62,7 +60,7 @@ pub(crate) fn download(
     limits: ArchiveLimits,
     home: Option<&Path>,
     reporter: &dyn Reporter,
-    cancel: &crate::Cancel,
+    cancel: &crate::context::Cancel,
     policy: Option<&Arc<FetchPolicy>>,
 ) -> Result<(Staging, PathBuf, Sha256Hash), ResolveError> {
     let fail = |cause: DownloadError| ResolveError::Download {
@@ -186,6 +184,25 @@ pub(crate) fn download(
 }
 
 /// The cached archive with this hash, if one was kept.
+impl Ctx<'_> {
+    /// Downloads `source` into a new staging folder with this run's limits and credentials
+    /// (see [`download`]).
+    pub(crate) fn download(
+        &self,
+        source: &ArchiveSource,
+    ) -> Result<(Staging, PathBuf, Sha256Hash), ResolveError> {
+        download(
+            self.store,
+            source,
+            self.settings.archive_limits,
+            self.settings.home_dir.as_deref(),
+            self.reporter,
+            &self.settings.cancel,
+            self.settings.policy.as_ref(),
+        )
+    }
+}
+
 pub(crate) fn cached(store: &Store, hash: &Sha256Hash, format: ArchiveFormat) -> Option<PathBuf> {
     let path = cache_path(store, hash, format);
     path.is_file().then_some(path)

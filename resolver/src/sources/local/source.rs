@@ -4,12 +4,12 @@ use berth_lockfile_schema::{LockedPlugin, Pin, PluginRequest, Source};
 
 use berth_store::Staging;
 
-use super::PluginSource;
+use crate::context::*;
 use crate::error::ResolveError;
-use crate::local::{
+use crate::sources::PluginSource;
+use crate::sources::local::{
     LOCAL_EXCLUDE, LOCAL_EXCLUDED, MAX_METADATA_BYTES, existing_dir, local_dir, name_and_hash,
 };
-use crate::ops::*;
 
 impl Ctx<'_> {
     /// Hashes a local folder; the files the runtime will skip are looked for only when it is
@@ -25,7 +25,7 @@ impl Ctx<'_> {
         let dir = existing_dir(&local_dir(path, self.settings))?;
         let (name, hash) = name_and_hash(&dir)?;
         let declared = Declared::read(|rel| {
-            crate::local::read_regular_file(&dir, rel, MAX_METADATA_BYTES)
+            crate::sources::local::read_regular_file(&dir, rel, MAX_METADATA_BYTES)
                 .ok()
                 .flatten()
         });
@@ -82,7 +82,7 @@ impl PluginSource for Local {
         _request: Option<&PluginRequest>,
     ) -> Result<Staging, ResolveError> {
         let Pin::Local { path } = &locked.pin else {
-            return Err(super::other_kind(locked));
+            return Err(crate::sources::other_kind(locked));
         };
         let dir = existing_dir(&local_dir(path, ctx.settings))?;
         let staging = ctx.store.stage()?;
@@ -97,7 +97,7 @@ impl PluginSource for Local {
         _request: Option<&PluginRequest>,
     ) -> Result<berth_lockfile_schema::Sha256Hash, ResolveError> {
         let Pin::Local { path } = &locked.pin else {
-            return Err(super::other_kind(locked));
+            return Err(crate::sources::other_kind(locked));
         };
         let dir = existing_dir(&local_dir(path, ctx.settings))?;
         Ok(name_and_hash(&dir)?.1)

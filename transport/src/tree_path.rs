@@ -8,13 +8,12 @@ use std::collections::VecDeque;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use crate::error::ResolveError;
-
 /// Linux gives up after 40 links in one lookup (`MAXSYMLINKS`); so does berth.
 const MAX_LINKS: usize = 40;
 
 /// What a name in a folder of the tree is.
-pub(crate) enum Node<D> {
+#[derive(Debug)]
+pub enum Node<D> {
     Dir(D),
     File,
     /// A symlink and its target, as stored.
@@ -25,17 +24,20 @@ pub(crate) enum Node<D> {
 }
 
 /// A tree whose folders can be looked into one name at a time.
-pub(crate) trait Tree {
+pub trait Tree {
     /// How the tree names a folder (a git tree id, a path).
     type Dir: Clone;
+    /// Why looking into it failed (an I/O error, a missing git object).
+    type Error;
     /// The tree's top folder.
     fn root(&self) -> Self::Dir;
     /// What `name` is in folder `dir`.
-    fn child(&self, dir: &Self::Dir, name: &[u8]) -> Result<Node<Self::Dir>, ResolveError>;
+    fn child(&self, dir: &Self::Dir, name: &[u8]) -> Result<Node<Self::Dir>, Self::Error>;
 }
 
 /// A folder found by [`resolve_dir`].
-pub(crate) struct Found<D> {
+#[derive(Debug)]
+pub struct Found<D> {
     pub dir: D,
     /// Its path with every link resolved (`""`: the tree's top folder).
     pub real_path: String,
@@ -157,10 +159,10 @@ fn joined(stack: &[(Vec<u8>, impl Sized)], name: Option<&[u8]>) -> String {
 /// kernel does: a link's target is read from the link's own folder, links in the middle of
 /// the path and chains of links are followed. A link that leaves the tree (or is absolute),
 /// dangles, loops or ends at a file is refused, naming it.
-pub(crate) fn resolve_dir<T: Tree>(
+pub fn resolve_dir<T: Tree>(
     tree: &T,
     path: &str,
-) -> Result<Result<Found<T::Dir>, NoFolder>, ResolveError> {
+) -> Result<Result<Found<T::Dir>, NoFolder>, T::Error> {
     let mut stack: Vec<(Vec<u8>, T::Dir)> = Vec::new();
     let mut pending: VecDeque<Pending> = parts(path.as_bytes(), None).collect();
     // Every link followed so far: its path and its target.
@@ -230,11 +232,7 @@ pub(crate) fn resolve_dir<T: Tree>(
 /// as the runtime judges it: absolute targets leave; a relative one is read from the link's
 /// folder, following the links it meets inside the tree; once it reaches something missing
 /// (or a file) the rest is judged lexically. A loop leads nowhere, so not out.
-pub(crate) fn link_leaves<T: Tree>(
-    tree: &T,
-    link: &str,
-    target: &[u8],
-) -> Result<bool, ResolveError> {
+pub fn link_leaves<T: Tree>(tree: &T, link: &str, target: &[u8]) -> Result<bool, T::Error> {
     if target.starts_with(b"/") {
         return Ok(true);
     }
@@ -282,18 +280,20 @@ pub(crate) fn link_leaves<T: Tree>(
 
 /// A folder on disk as a [`Tree`] (an unpacked archive, a local plugin folder). Folders are
 /// their paths; nothing is followed but by [`resolve_dir`] and [`link_leaves`].
-pub(crate) struct DiskTree {
+#[derive(Debug)]
+pub struct DiskTree {
     pub root: PathBuf,
 }
 
 impl Tree for DiskTree {
     type Dir = PathBuf;
+    type Error = std::io::Error;
 
     fn root(&self) -> PathBuf {
         self.root.clone()
     }
 
-    fn child(&self, dir: &PathBuf, name: &[u8]) -> Result<Node<PathBuf>, ResolveError> {
+    fn child(&self, dir: &PathBuf, name: &[u8]) -> Result<Node<PathBuf>, std::io::Error> {
         let path = dir.join(std::ffi::OsStr::from_bytes(name));
         match std::fs::symlink_metadata(&path) {
             Ok(meta) if meta.file_type().is_symlink() => Ok(Node::Link(
@@ -309,7 +309,8 @@ impl Tree for DiskTree {
             {
                 Ok(Node::Missing)
             }
-            Err(e) => Err(fs_err::symlink_metadata(&path).map_or_else(Into::into, |_| e.into())),
+            // fs-err's error names the path.
+            Err(e) => Err(fs_err::symlink_metadata(&path).map_or_else(|named| named, |_| e)),
         }
     }
 }
@@ -335,12 +336,17 @@ mod tests {
 
     impl Tree for Fake {
         type Dir = String;
+        type Error = std::convert::Infallible;
 
         fn root(&self) -> String {
             String::new()
         }
 
-        fn child(&self, dir: &String, name: &[u8]) -> Result<Node<String>, ResolveError> {
+        fn child(
+            &self,
+            dir: &String,
+            name: &[u8],
+        ) -> Result<Node<String>, std::convert::Infallible> {
             let name = String::from_utf8_lossy(name);
             let path = if dir.is_empty() {
                 name.into_owned()

@@ -10,10 +10,10 @@ use base64::Engine as _;
 use berth_lockfile_schema::ArchiveFormat;
 use sha2::{Digest, Sha256, Sha384, Sha512};
 
-use crate::archive::ArchiveSource;
+use crate::context::Ctx;
 use crate::error::ResolveError;
-use crate::ops::Ctx;
-use crate::url::SourceUrl;
+use crate::sources::archive::ArchiveSource;
+use berth_transport::url::SourceUrl;
 
 /// The public registry, used when an entry names none.
 pub(crate) const DEFAULT_REGISTRY: &str = "https://registry.npmjs.org";
@@ -225,7 +225,7 @@ impl Ctx<'_> {
         self.require_network(|| format!("the npm registry's `{package}`"))?;
         let mut limits = self.settings.archive_limits;
         limits.max_bytes = limits.max_bytes.min(MAX_DOCUMENT_BYTES);
-        let (staging, file, _) = crate::archive::download(
+        let (staging, file, _) = crate::sources::archive::download(
             self.store,
             &source,
             limits,

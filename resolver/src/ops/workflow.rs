@@ -8,10 +8,9 @@ use std::convert::Infallible;
 use berth_lockfile_schema::{Lock, Manifest, Staleness};
 use berth_store::Store;
 
-use crate::{
-    EntryError, LocalCheck, LocalRelock, LockOptions, Reporter, Settings, SyncOutcome, Upgrade,
-    lock_plugins, sync_plugins,
-};
+use super::{LocalRelock, LockOptions, SyncOutcome, Upgrade, lock_plugins, sync_plugins};
+use crate::context::{LocalCheck, Reporter, Settings};
+use crate::error::EntryError;
 
 /// How [`lock_and_sync`] treats the lock before syncing it.
 #[derive(Debug, Clone, Copy)]
@@ -227,7 +226,9 @@ mod tests {
     use berth_lockfile_schema::parse_manifest;
 
     use super::*;
-    use crate::{ArchiveLimits, Network, SilentReporter};
+    use berth_transport::extract::ArchiveLimits;
+
+    use crate::context::{Network, SilentReporter};
 
     /// A lockfile in memory that counts its writes and keeps the lock each one replaced.
     #[derive(Default)]

@@ -5,20 +5,32 @@ use berth_lockfile_schema::{LockedPlugin, Pin, PluginRequest, Source};
 use berth_store::Staging;
 use gix::ObjectId;
 
-use super::PluginSource;
-use crate::Network;
+use crate::context::Network;
+use crate::context::*;
 use crate::error::ResolveError;
-use crate::git::{GitDb, Remote, Want};
-use crate::local::MAX_METADATA_BYTES;
 use crate::meta::plugin_name_from_manifest;
-use crate::ops::*;
-use crate::url::{SourceUrl, cache_dir_name, git_url, repo_name};
+use crate::sources::PluginSource;
+use crate::sources::git::{GitDb, Remote, Want};
+use crate::sources::local::MAX_METADATA_BYTES;
+use berth_transport::url::{SourceUrl, cache_dir_name, repo_name};
+
+/// The git URL of a git source, `${VAR}` references still in it.
+pub fn git_url(source: &Source, github_url: &str) -> Option<String> {
+    match source {
+        Source::GitHub { owner, repo, .. } => Some(format!(
+            "{}/{owner}/{repo}.git",
+            github_url.trim_end_matches('/')
+        )),
+        Source::Git { url } => Some(url.clone()),
+        Source::Archive { .. } | Source::Local { .. } | Source::Marketplace { .. } => None,
+    }
+}
 
 impl Ctx<'_> {
     pub(crate) fn remote(&self, source: &Source) -> Result<(Remote, String), ResolveError> {
         let raw = git_url(source, &self.settings.github_url).expect("only called for git sources");
         let url = SourceUrl::new(&raw)?;
-        crate::url::refuse_plain_http_password(&url)?;
+        berth_transport::url::refuse_plain_http_password(&url)?;
         if let (Some(policy), Some(parsed)) = (&self.settings.policy, url.parsed()) {
             policy.check(parsed).map_err(|why| ResolveError::Refused {
                 url: url.shown.clone(),
@@ -147,13 +159,13 @@ impl Ctx<'_> {
                 source,
             })?;
         let tags = self.tags(db, remote, cache)?;
-        crate::semver_tags::pick(&req, tags.iter().map(|(t, _)| t.as_str())).map_err(|nearest| {
-            ResolveError::NoMatchingVersion {
+        crate::sources::git::semver_tags::pick(&req, tags.iter().map(|(t, _)| t.as_str())).map_err(
+            |nearest| ResolveError::NoMatchingVersion {
                 url: remote.url.shown.clone(),
                 range: range.to_owned(),
                 nearest,
-            }
-        })
+            },
+        )
     }
 
     /// The remote's tags and their commits, listed once per run (offline: the cache's).
@@ -231,7 +243,7 @@ impl PluginSource for Git {
         request: Option<&PluginRequest>,
     ) -> Result<Staging, ResolveError> {
         let Pin::Git { rev, .. } = &locked.pin else {
-            return Err(super::other_kind(locked));
+            return Err(crate::sources::other_kind(locked));
         };
         ctx.stage_git(locked, request, rev)
     }
@@ -249,5 +261,19 @@ impl PluginSource for Git {
         db.fetch_commit(&want.remote, want.id, want.hint.as_deref(), ctx.reporter)?;
         let (tree, _) = db.plugin_tree(want.id, want.subdir.as_deref())?;
         Ok(db.nar_hash(tree, want.id)?.hash)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn github_sources_expand_under_the_base() {
+        let source = Source::parse("github:acme/tools/plugins/x").expect("valid");
+        assert_eq!(
+            git_url(&source, "http://127.0.0.1:9/git/").as_deref(),
+            Some("http://127.0.0.1:9/git/acme/tools.git")
+        );
     }
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 /// `localhost`, `127.x.x.x` or `::1` (brackets allowed).
-pub(crate) fn is_loopback(host: &str) -> bool {
+pub fn is_loopback(host: &str) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     host.eq_ignore_ascii_case("localhost")
         || host == "::1"
@@ -17,13 +17,13 @@ pub(crate) fn is_loopback(host: &str) -> bool {
 
 /// Whether a password may be sent to `host` over `scheme`: always over https (and ssh),
 /// over plain http only to this machine.
-pub(crate) fn may_send_password(scheme: &str, host: &str) -> bool {
+pub fn may_send_password(scheme: &str, host: &str) -> bool {
     scheme != "http" || is_loopback(host)
 }
 
 /// The login and password `~/.netrc` (or `$NETRC`) gives for `host`: its `machine` entry,
 /// else its `default` entry.
-pub(crate) fn netrc(host: &str, home: Option<&Path>) -> Option<(String, String)> {
+pub fn netrc(host: &str, home: Option<&Path>) -> Option<(String, String)> {
     let path = match std::env::var_os("NETRC") {
         Some(path) => path.into(),
         None => home?.join(".netrc"),

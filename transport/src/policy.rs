@@ -16,7 +16,7 @@ pub struct FetchPolicy {
     /// Names the operator pinned to addresses (`--resolve`), trusted as given: they are
     /// the operator's own mapping, not an answer from DNS.
     pub pinned: std::collections::HashMap<String, Vec<IpAddr>>,
-    client: std::sync::OnceLock<Result<reqwest::blocking::Client, crate::error::Upstream>>,
+    client: std::sync::OnceLock<Result<reqwest::blocking::Client, crate::http::Upstream>>,
 }
 
 impl FetchPolicy {
@@ -84,7 +84,7 @@ impl FetchPolicy {
     /// The DNS resolver every connection under this policy goes through: the system's,
     /// then [`FetchPolicy::check_address`] on each address, so an allowed name that
     /// resolves to an internal address is refused before anything connects.
-    pub(crate) fn resolver(self: &Arc<Self>) -> Arc<PolicyResolver> {
+    pub fn resolver(self: &Arc<Self>) -> Arc<PolicyResolver> {
         Arc::new(PolicyResolver {
             policy: self.clone(),
         })
@@ -92,13 +92,13 @@ impl FetchPolicy {
 
     /// An HTTP client that checks every redirect against this policy before following it,
     /// and every address it connects to (made once per policy).
-    pub(crate) fn client(
+    pub fn client(
         self: &std::sync::Arc<Self>,
-    ) -> Result<&reqwest::blocking::Client, crate::error::Upstream> {
+    ) -> Result<&reqwest::blocking::Client, crate::http::Upstream> {
         let policy = self.clone();
         self.client
             .get_or_init(move || {
-                crate::archive::client_builder()
+                crate::http::client_builder()
                     .dns_resolver(policy.resolver())
                     .redirect(reqwest::redirect::Policy::custom(move |attempt| {
                         if attempt.previous().len() >= 10 {
@@ -116,7 +116,7 @@ impl FetchPolicy {
                         }
                     }))
                     .build()
-                    .map_err(|e| crate::error::Upstream::from_text(e.to_string()))
+                    .map_err(|e| crate::http::Upstream::from_text(e.to_string()))
             })
             .as_ref()
             .map_err(Clone::clone)
@@ -186,7 +186,7 @@ pub enum Refusal {
 
 /// The policy's refusal among an error's causes (a redirect or an address refused inside
 /// reqwest or gix), if that is why it failed.
-pub(crate) fn refusal_in(error: &(dyn std::error::Error + 'static)) -> Option<Refusal> {
+pub fn refusal_in(error: &(dyn std::error::Error + 'static)) -> Option<Refusal> {
     let mut source = Some(error);
     while let Some(e) = source {
         if let Some(refused) = e.downcast_ref::<Refusal>() {
@@ -247,13 +247,13 @@ fn is_internal_v4(ip: Ipv4Addr) -> bool {
 /// address checked. One internal address refuses the name (a rebinding answer may mix
 /// them).
 #[derive(Debug)]
-pub(crate) struct PolicyResolver {
+pub struct PolicyResolver {
     policy: Arc<FetchPolicy>,
 }
 
 impl PolicyResolver {
     /// The addresses of `host`, or why they are refused.
-    pub(crate) fn lookup(
+    pub fn lookup(
         &self,
         host: &str,
     ) -> Result<Vec<SocketAddr>, Box<dyn std::error::Error + Send + Sync>> {

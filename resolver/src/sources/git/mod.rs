@@ -3,9 +3,12 @@
 //! objects (to hash them, or to export them into a store staging folder).
 
 mod remote;
+pub(crate) mod semver_tags;
+mod source;
 mod tree;
 
 pub(crate) use remote::{CacheError, Remote, fetch_error};
+pub(crate) use source::Git;
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +20,7 @@ use gix::remote::Direction;
 use gix::remote::fetch::{Shallow, Tags};
 use gix::remote::ref_map;
 
-use crate::Reporter;
+use crate::context::Reporter;
 use crate::error::ResolveError;
 
 /// What to resolve on the remote.

@@ -11,11 +11,11 @@ use berth_lockfile_schema::{
 };
 use sha2::{Digest, Sha256};
 
+use crate::context::Ctx;
 use crate::error::{ResolveError, Rewritten};
-use crate::git::GitDb;
-use crate::local::{existing_dir, local_dir, read_regular_file};
-use crate::npm::Integrity;
-use crate::ops::Ctx;
+use crate::sources::git::GitDb;
+use crate::sources::local::{existing_dir, local_dir, read_regular_file};
+use crate::sources::npm::Integrity;
 
 /// A marketplace read for this lock: its pin and its catalog.
 #[derive(Debug, Clone)]
@@ -156,12 +156,12 @@ impl Ctx<'_> {
     pub(crate) fn resolve_derived(
         &self,
         derived: &Derived,
-    ) -> Result<crate::ops::Resolved, ResolveError> {
+    ) -> Result<crate::context::Resolved, ResolveError> {
         match &derived.npm {
             Some((package, integrity)) => {
                 self.lock_archive_checked(&derived.request, Some((package, integrity)))
             }
-            None => self.resolve_new(&derived.request),
+            None => super::resolve_new(self, &derived.request),
         }
     }
 }
@@ -351,8 +351,8 @@ fn too_large_in(error: ResolveError, declared: &MarketplaceRequest, rel: &str) -
 /// `locked` pins when given, else at its `ref` now.
 pub fn read_marketplace(
     store: &berth_store::Store,
-    settings: &crate::Settings,
-    reporter: &dyn crate::Reporter,
+    settings: &crate::context::Settings,
+    reporter: &dyn crate::context::Reporter,
     declared: &MarketplaceRequest,
     locked: Option<&LockedMarketplace>,
 ) -> Result<(LockedMarketplace, Catalog), ResolveError> {

@@ -5,13 +5,13 @@ use std::path::PathBuf;
 use berth_lockfile_schema::{LockedPlugin, Pin, PluginRequest, Sha256Hash, Source};
 use berth_store::Staging;
 
-use super::PluginSource;
-use crate::archive::{self, ArchiveSource};
+use crate::context::*;
 use crate::error::ResolveError;
-use crate::local::MAX_METADATA_BYTES;
 use crate::meta::plugin_name_from_manifest;
-use crate::ops::*;
-use crate::url::SourceUrl;
+use crate::sources::PluginSource;
+use crate::sources::archive::{self, ArchiveSource};
+use crate::sources::local::MAX_METADATA_BYTES;
+use berth_transport::url::SourceUrl;
 
 impl Ctx<'_> {
     pub(crate) fn archive_source(&self, source: &Source) -> Result<ArchiveSource, ResolveError> {
@@ -33,7 +33,7 @@ impl Ctx<'_> {
     pub(crate) fn lock_archive_checked(
         &self,
         request: &PluginRequest,
-        integrity: Option<(&str, &crate::npm::Integrity)>,
+        integrity: Option<(&str, &crate::sources::npm::Integrity)>,
     ) -> Result<Resolved, ResolveError> {
         let source = self.archive_source(request.parsed_source())?;
         self.require_network(|| format!("`{}`", source.url.shown))?;
@@ -65,11 +65,11 @@ impl Ctx<'_> {
         drop(download);
         let dir = unpacked.staging.path();
         let name = plugin_name_from_manifest(
-            |rel| crate::local::read_regular_file(dir, rel, MAX_METADATA_BYTES),
+            |rel| crate::sources::local::read_regular_file(dir, rel, MAX_METADATA_BYTES),
             &unpacked.folder_name,
         )?;
         let declared = Declared::read(|rel| {
-            crate::local::read_regular_file(dir, rel, MAX_METADATA_BYTES)
+            crate::sources::local::read_regular_file(dir, rel, MAX_METADATA_BYTES)
                 .ok()
                 .flatten()
         });
@@ -163,7 +163,7 @@ impl PluginSource for Archive {
         request: Option<&PluginRequest>,
     ) -> Result<Staging, ResolveError> {
         let Pin::Archive { archive_hash, .. } = &locked.pin else {
-            return Err(super::other_kind(locked));
+            return Err(crate::sources::other_kind(locked));
         };
         ctx.stage_archive(locked, request, archive_hash)
     }
@@ -175,7 +175,7 @@ impl PluginSource for Archive {
         request: Option<&PluginRequest>,
     ) -> Result<berth_lockfile_schema::Sha256Hash, ResolveError> {
         let Pin::Archive { archive_hash, .. } = &locked.pin else {
-            return Err(super::other_kind(locked));
+            return Err(crate::sources::other_kind(locked));
         };
         // A fresh download, not the cache: verify must see what the server sends now.
         let source = ctx.archive_source(&Ctx::source_of(locked, request)?)?;

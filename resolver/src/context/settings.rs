@@ -1,0 +1,116 @@
+//! What the resolver needs from its caller, gathered once by the CLI or the server: the
+//! settings of a run and the flag that cancels it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use berth_transport::cache;
+use berth_transport::extract::ArchiveLimits;
+use berth_transport::policy::FetchPolicy;
+
+use super::SharedResolutions;
+use crate::error::ResolveError;
+
+/// Whether the network may be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Network {
+    /// Fetch what is missing.
+    Online,
+    /// Never fetch; what is not already cached or stored is an error (`--offline`).
+    Offline,
+}
+
+/// What the resolver needs from its caller's environment, gathered once by the CLI or server.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The base URL `github:OWNER/REPO` expands under (`$BERTH_GITHUB_URL`).
+    pub github_url: String,
+    /// Whether the network may be used.
+    pub network: Network,
+    /// How many plugins to resolve or fetch at once.
+    pub jobs: usize,
+    /// The folder relative local sources are resolved from (the manifest's folder).
+    pub base_dir: PathBuf,
+    /// The user's home, for `~/` local sources and `~/.netrc`.
+    pub home_dir: Option<PathBuf>,
+    /// How large an archive may be.
+    pub archive_limits: ArchiveLimits,
+    /// The package index for the `[agent]` package (`--index-url`, `$BERTH_INDEX_URL`);
+    /// may hold `${VAR}` credentials.
+    pub index_url: String,
+    /// Resolutions shared with other lock runs of this process (the server sets this).
+    pub shared: Option<SharedResolutions>,
+    /// Raised when the caller no longer wants the result (the server's deadline passed):
+    /// fetches and downloads stop at their next step with [`ResolveError::Cancelled`].
+    pub cancel: Cancel,
+    /// The server's source policy, checked again at every redirect; `None` (the CLI):
+    /// the user's own sources go where they lead.
+    pub policy: Option<Arc<FetchPolicy>>,
+    /// Binary caches tried, in order, before a plugin is fetched from upstream
+    /// (`--substituter`, `$BERTH_SUBSTITUTERS`).
+    pub substituters: Vec<Arc<cache::Cache>>,
+    /// How old a branch or tag resolution shared through `shared` may be and still be
+    /// reused (the server's `--ref-ttl`); zero: only those made since the run started.
+    pub ref_ttl: std::time::Duration,
+}
+
+/// A flag that stops the resolver's work: checked before every network step, between the
+/// chunks of a download, and by gix while it receives a pack (its interrupt flag).
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// A flag nobody has raised yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks the work to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`Cancel::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// An error once cancelled.
+    pub(crate) fn check(&self) -> Result<(), ResolveError> {
+        if self.is_cancelled() {
+            Err(ResolveError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The flag, shared: for work outside the resolver (building a plugin set) that stops
+    /// when this is cancelled.
+    pub fn shared_flag(&self) -> Arc<AtomicBool> {
+        self.0.clone()
+    }
+
+    /// The flag itself, for gix's interrupt parameter.
+    pub(crate) fn flag(&self) -> &AtomicBool {
+        &self.0
+    }
+}
+
+/// The name of the git cache (under `git-v1/db/`) of a git URL as a lock records it, so
+/// `gc` can tell which caches a lock still uses.
+pub fn git_cache_name(url: &str) -> String {
+    berth_transport::url::cache_dir_name(url)
+}
+
+/// The default `github:` base URL.
+pub const DEFAULT_GITHUB_URL: &str = "https://github.com";
+
+/// How `sync` treats local folders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalCheck {
+    /// Re-hash each local folder and fail if it no longer matches the lock.
+    Rehash,
+    /// Trust the store copy when there is one (`--frozen`).
+    TrustStore,
+}

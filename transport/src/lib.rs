@@ -1,0 +1,24 @@
+//! berth's transport and storage substrate: what every source kind uses to reach and keep
+//! bytes, knowing nothing of plugins, manifests or locks.
+//!
+//! - [`url`]: a source URL with its `${VAR}` credentials expanded and kept out of every
+//!   message; [`auth`]: when a password may be sent, `~/.netrc`;
+//! - [`policy`]: the server's source policy (allowed hosts, no internal addresses) and the
+//!   DNS resolver that enforces it at connect time;
+//! - [`http`]: the one client configuration and what an upstream said, scrubbed;
+//! - [`objects`]: object storage (a folder, S3); [`cache`]: Nix binary caches on it, with
+//!   their signatures;
+//! - [`extract`]: bounded, escape-proof archive extraction; [`tree_path`]: following a
+//!   `repo_path` through a tree's symlinks without leaving it.
+//!
+//! It must not know what a plugin is: the source kinds above it (in `berth-resolver`) turn
+//! these pieces into pins and store entries.
+
+pub mod auth;
+pub mod cache;
+pub mod extract;
+pub mod http;
+pub mod objects;
+pub mod policy;
+pub mod tree_path;
+pub mod url;
