@@ -31,7 +31,7 @@ mod sources;
 
 pub use agent::{AgentVerifyOutcome, AgentVerifyStatus, DEFAULT_INDEX_URL, SOURCE_DATE_EPOCH};
 pub use context::{
-    Cancel, DEFAULT_GITHUB_URL, LocalCheck, Network, Reporter, Settings, SharedResolutions,
+    Cancel, DEFAULT_GITHUB_URL, Event, LocalCheck, Network, Reporter, Settings, SharedResolutions,
     SilentReporter, Task, git_cache_name,
 };
 pub use error::{

@@ -263,7 +263,7 @@ impl IntoResponse for AppError {
             error: ErrorDetail {
                 code: self.code.to_owned(),
                 message: self.message,
-                request_id: crate::fleet::current_request_id(),
+                request_id: crate::request_id::current_request_id(),
             },
         };
         (self.status, Json(body)).into_response()

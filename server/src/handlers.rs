@@ -6,16 +6,15 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use berth_lockfile_schema::{Lock, LockedPluginWire};
-use berth_resolver::Reporter;
 use utoipa::OpenApi;
 use uuid::Uuid;
 
-use crate::AppState;
 use crate::api::{
     AgentSourceBody, ApiJson, ConversationCreated, ConversationDetail, ConversationList,
     ConversationPath, ConversationSummary, CreateConversation, Health, LockedAgentBody,
     LockedPluginBody, PluginSourceBody,
 };
+use crate::state::AppState;
 
 use crate::conversations::{LockedText, Meta};
 use crate::error::{AppError, ErrorBody, ErrorDetail};
@@ -53,28 +52,6 @@ impl utoipa::Modify for ApiKeyScheme {
             "bearer",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
-    }
-}
-
-/// Logs the resolver's progress instead of printing it.
-#[derive(Debug)]
-pub(crate) struct LogReporter;
-
-impl Reporter for LogReporter {
-    fn status(&self, verb: &str, message: &str) {
-        match verb {
-            "Added" => crate::fleet::METRICS
-                .added
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            "Substituted" => crate::fleet::METRICS
-                .cache_hits
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            _ => 0,
-        };
-        tracing::info!("{verb} {message}");
-    }
-    fn warn(&self, message: &str) {
-        tracing::warn!("{message}");
     }
 }
 

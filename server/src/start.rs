@@ -6,31 +6,15 @@
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use berth_lockfile_schema::{
-    AgentOrigin, AgentRequest, Manifest, PluginRequest, Source, parse_lock,
-};
+use berth_lockfile_schema::{AgentRequest, Manifest, PluginRequest, Source, parse_lock};
 use berth_resolver::{Cancel, InMemoryLock, LockAndSyncError, LockMode, lock_and_sync};
 
-use crate::AppState;
 use crate::api::{CreateConversation, MAX_PLUGINS};
 use crate::conversations::{LockedText, Meta};
 use crate::error::AppError;
-use crate::handlers::LogReporter;
-
-/// The source policy for an agent package: a git or archive source is a plugin source; a
-/// requirement comes from the server's own index, and is only checked for credentials.
-fn check_agent_source(
-    policy: &crate::policy::Policy,
-    written: &str,
-    origin: &AgentOrigin,
-) -> Result<(), AppError> {
-    match origin {
-        AgentOrigin::Tree(request) => policy
-            .check(written, request.parsed_source())
-            .map_err(|e| AppError::new(e.status, e.code, format!("agent: {}", e.message))),
-        AgentOrigin::Index { .. } => policy.check_literal(written),
-    }
-}
+use crate::lock_check::{check_agent_source, check_lock_against};
+use crate::report::LogReporter;
+use crate::state::AppState;
 
 /// The registered marketplace `PLUGIN@MARKETPLACE` names, or a 400 naming those there are.
 fn registered_marketplace(
@@ -69,32 +53,6 @@ pub(crate) struct Prepared {
     pub(crate) plan_key: Option<String>,
 }
 
-/// A lockfile's limits and sources against this server's rules: a posted lock, and one read
-/// from a bucket others can write, pass exactly the same checks.
-pub(crate) fn check_lock_against(
-    policy: &crate::policy::Policy,
-    lock: &berth_lockfile_schema::Lock,
-) -> Result<(), AppError> {
-    if lock.plugins.len() > MAX_PLUGINS {
-        return Err(AppError::bad_request(format!(
-            "the lockfile has {} plugins; a conversation may have at most {MAX_PLUGINS}",
-            lock.plugins.len()
-        )));
-    }
-    crate::input::check_lock(lock)?;
-    for plugin in &lock.plugins {
-        let source = berth_lockfile_schema::Source::parse(&plugin.source)
-            .map_err(|e| AppError::bad_request(e.message))?;
-        policy.check(&plugin.source, &source)?;
-    }
-    if let Some(agent) = &lock.agent {
-        let request = AgentRequest::new(&agent.source, agent.git_ref.as_deref(), None, None)
-            .map_err(|(_, m)| AppError::bad_request(format!("agent: {m}")))?;
-        check_agent_source(policy, &agent.source, request.origin())?;
-    }
-    Ok(())
-}
-
 /// A lockfile from a request, parsed and checked against this server's limits and source
 /// policy once for every request that sends the same text.
 fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppError> {
@@ -115,13 +73,13 @@ fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppErro
         .inner
         .conversations
         .intern(LockedText::new(lock, written));
-    if text.len() <= crate::REQUEST_CACHE_MAX_TEXT {
+    if text.len() <= crate::state::REQUEST_CACHE_MAX_TEXT {
         let mut checked = state
             .inner
             .checked
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if checked.len() >= crate::REQUEST_CACHE_ENTRIES {
+        if checked.len() >= crate::state::REQUEST_CACHE_ENTRIES {
             checked.clear();
         }
         checked.insert(text.to_owned(), locked.clone());
@@ -249,12 +207,12 @@ impl AppState {
             .planned
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if key.len() > crate::REQUEST_CACHE_MAX_TEXT {
+        if key.len() > crate::state::REQUEST_CACHE_MAX_TEXT {
             return;
         }
-        if planned.len() >= crate::REQUEST_CACHE_ENTRIES {
+        if planned.len() >= crate::state::REQUEST_CACHE_ENTRIES {
             planned.retain(|_, (at, _)| at.elapsed() < ttl);
-            if planned.len() >= crate::REQUEST_CACHE_ENTRIES {
+            if planned.len() >= crate::state::REQUEST_CACHE_ENTRIES {
                 planned.clear();
             }
         }

@@ -12,7 +12,7 @@ use berth_lockfile_schema::{
 use berth_store::Staging;
 use berth_uv::Uv;
 
-use crate::context::{Ctx, LocalCheck};
+use crate::context::{Ctx, Event, LocalCheck};
 use crate::error::ResolveError;
 use crate::sources::archive::ArchiveSource;
 use berth_transport::extract::ArchiveFormat;
@@ -140,6 +140,7 @@ impl Ctx<'_> {
             added.fetch_add(1, Ordering::Relaxed);
             self.reporter
                 .status("Added", &format!("wheel {}", wheel.file));
+            self.reporter.event(Event::WheelAdded);
         }
         Ok(())
     }

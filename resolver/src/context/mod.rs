@@ -6,7 +6,7 @@
 mod report;
 mod settings;
 
-pub use report::{Reporter, SilentReporter, Task};
+pub use report::{Event, Reporter, SilentReporter, Task};
 pub use settings::{Cancel, DEFAULT_GITHUB_URL, LocalCheck, Network, Settings, git_cache_name};
 
 use std::collections::HashMap;

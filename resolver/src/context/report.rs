@@ -7,6 +7,11 @@ pub trait Reporter: Sync {
     fn status(&self, verb: &str, message: &str);
     /// Something the user should know that does not stop the work.
     fn warn(&self, message: &str);
+    /// Something the resolver did, for callers that count rather than read (the server's
+    /// metrics). Each comes with the status line a reader sees; the default ignores it.
+    fn event(&self, event: Event) {
+        let _ = event;
+    }
     /// A long step starts (a fetch, a download of `total` bytes if known); it runs until the
     /// returned task is dropped. The default reports it as a status line.
     fn task(&self, verb: &str, message: &str, total: Option<u64>) -> Box<dyn Task + '_> {
@@ -14,6 +19,18 @@ pub trait Reporter: Sync {
         self.status(verb, message);
         Box::new(NoTask)
     }
+}
+
+/// What the resolver did, as [`Reporter::event`] tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A plugin was added to the store, fetched from upstream or taken from a binary cache.
+    PluginAdded,
+    /// A plugin was taken from a binary cache (and is also [`Event::PluginAdded`]).
+    Substituted,
+    /// A wheel of the agent package was added to the store.
+    WheelAdded,
 }
 
 /// A running step's progress handle; dropping it ends the step.

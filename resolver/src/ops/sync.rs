@@ -127,6 +127,7 @@ impl Ctx<'_> {
         Ok(found.map(|(staging, label)| {
             self.reporter
                 .status("Substituted", &format!("{} from {label}", locked.name));
+            self.reporter.event(Event::Substituted);
             staging
         }))
     }
@@ -197,6 +198,7 @@ impl Ctx<'_> {
             "Added",
             &format!("{} {}", locked.name, entry.path.display()),
         );
+        self.reporter.event(Event::PluginAdded);
         Ok(entry)
     }
 }

@@ -16,7 +16,7 @@ pub(super) const HEADER: &[u8] = b"berth stat record v1\n";
 
 /// What a record says about one path: the fields of its `lstat`.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Stat {
+pub(crate) struct Stat {
     mode: u32,
     size: u64,
     ino: u64,
@@ -25,7 +25,7 @@ pub(super) struct Stat {
 }
 
 impl Stat {
-    pub(super) fn of_metadata(meta: &std::fs::Metadata) -> Self {
+    pub(crate) fn of_metadata(meta: &std::fs::Metadata) -> Self {
         Self {
             mode: meta.mode(),
             size: meta.size(),
@@ -50,7 +50,7 @@ impl Stat {
     /// One record line: `<mode> <size> <inode> <mtime> <ctime> <path>`, mode in octal with
     /// the file type bits, times as `seconds.nanoseconds`, the path relative to the entry
     /// (`.` for the entry itself) with `\` and newline escaped.
-    pub(super) fn write_line(&self, path: &[u8], out: &mut Vec<u8>) {
+    pub(crate) fn write_line(&self, path: &[u8], out: &mut Vec<u8>) {
         let _ = write!(
             out,
             "{:o} {} {} {}.{:09} {}.{:09} ",
@@ -69,7 +69,7 @@ impl Stat {
     /// Reads a line back (without its newline): the stat and the path, unescaped into
     /// `path`. `None` if the line is not one `write_line` writes. Hand-rolled, since a
     /// check parses every line of every record it reads.
-    pub(super) fn parse_line(line: &[u8], path: &mut Vec<u8>) -> Option<Self> {
+    pub(crate) fn parse_line(line: &[u8], path: &mut Vec<u8>) -> Option<Self> {
         let mut rest = line;
         let mode = u32::try_from(parse_number(&mut rest, 8, b' ')?).ok()?;
         let size = parse_number(&mut rest, 10, b' ')?;
@@ -139,7 +139,7 @@ pub(super) fn parse_signed(text: &mut &[u8], end: u8) -> Option<i64> {
 
 /// The record at `path`, if it can be read. `std::fs::read` would ask for the size first;
 /// records are small, so reading until the end is a call less per entry.
-pub(super) fn read_record(path: &Path) -> Option<Vec<u8>> {
+pub(crate) fn read_record(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut file = std::fs::File::open(path).ok()?;
     let mut record = vec![0; 8 << 10];
@@ -161,7 +161,7 @@ pub(super) fn read_record(path: &Path) -> Option<Vec<u8>> {
 
 /// Whether the entry at `root` is exactly as `record` says: every listed path is there
 /// with the same stat. One `lstat` per path, relative to the entry's folder.
-pub(super) fn matches_record(root: &Path, record: &[u8]) -> bool {
+pub(crate) fn matches_record(root: &Path, record: &[u8]) -> bool {
     let Some(mut rest) = record.strip_prefix(HEADER) else {
         return false;
     };

@@ -12,6 +12,8 @@ use crate::lock::FileLock;
 use crate::nar::{self, Exclude, NarError};
 use crate::record;
 
+mod checked;
+
 /// Where store entries live, under the store root.
 pub const ENTRIES_DIR: &str = "store-v1";
 /// Staging folders, on the same filesystem as the entries so a finished one can be renamed.

@@ -1,0 +1,48 @@
+//! What a lock must pass on this server, whoever wrote it: a lock posted with a request and
+//! one read from a bucket other servers (or anyone with its credentials) can write.
+
+use berth_lockfile_schema::{AgentOrigin, AgentRequest};
+
+use crate::api::MAX_PLUGINS;
+use crate::error::AppError;
+
+/// The source policy for an agent package: a git or archive source is a plugin source; a
+/// requirement comes from the server's own index, and is only checked for credentials.
+pub(crate) fn check_agent_source(
+    policy: &crate::policy::Policy,
+    written: &str,
+    origin: &AgentOrigin,
+) -> Result<(), AppError> {
+    match origin {
+        AgentOrigin::Tree(request) => policy
+            .check(written, request.parsed_source())
+            .map_err(|e| AppError::new(e.status, e.code, format!("agent: {}", e.message))),
+        AgentOrigin::Index { .. } => policy.check_literal(written),
+    }
+}
+
+/// A lockfile's limits and sources against this server's rules: a posted lock, and one read
+/// from a bucket others can write, pass exactly the same checks.
+pub(crate) fn check_lock_against(
+    policy: &crate::policy::Policy,
+    lock: &berth_lockfile_schema::Lock,
+) -> Result<(), AppError> {
+    if lock.plugins.len() > MAX_PLUGINS {
+        return Err(AppError::bad_request(format!(
+            "the lockfile has {} plugins; a conversation may have at most {MAX_PLUGINS}",
+            lock.plugins.len()
+        )));
+    }
+    crate::input::check_lock(lock)?;
+    for plugin in &lock.plugins {
+        let source = berth_lockfile_schema::Source::parse(&plugin.source)
+            .map_err(|e| AppError::bad_request(e.message))?;
+        policy.check(&plugin.source, &source)?;
+    }
+    if let Some(agent) = &lock.agent {
+        let request = AgentRequest::new(&agent.source, agent.git_ref.as_deref(), None, None)
+            .map_err(|(_, m)| AppError::bad_request(format!("agent: {m}")))?;
+        check_agent_source(policy, &agent.source, request.origin())?;
+    }
+    Ok(())
+}
