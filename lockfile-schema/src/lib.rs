@@ -6,6 +6,7 @@
 //! depend on it, and it is the only crate that defines an on-disk format.
 
 mod agent;
+mod dependency;
 mod diagnostic;
 mod hash;
 mod lock;
@@ -17,18 +18,17 @@ pub mod plugin_json;
 pub mod plugin_manifest;
 mod source;
 
-pub use agent::{
-    AGENT_ENTRY_POINT_GROUP, AgentOrigin, AgentRequest, EntryPoint, LockedAgent, LockedAgentWire,
-    LockedWheel, LockedWheelWire, WheelFile, normalize_package_name,
-};
+pub use agent::{AGENT_ENTRY_POINT_GROUP, EntryPoint, WheelFile, normalize_package_name};
 pub use diagnostic::{Diagnostic, line_column};
 pub use hash::{HashParseError, Sha256Hash, nix32, parse_nix32};
 pub use lock::{
-    CommitId, LOCK_HEADER, LOCK_VERSION, Lock, LockError, LockFileWire, LockedPlugin,
-    LockedPluginWire, Pin, Staleness, is_full_commit_id, parse_lock, toml_string,
+    CommitId, LOCK_HEADER, LOCK_VERSION, Lock, LockError, LockFileWire, LockedAgent,
+    LockedAgentWire, LockedPlugin, LockedPluginWire, LockedWheel, LockedWheelWire, Pin, Staleness,
+    is_full_commit_id, parse_lock, toml_string,
 };
 pub use manifest::{
-    Manifest, ParsedManifest, PluginRequest, is_valid_plugin_name, mixed_scripts, parse_manifest,
+    AgentOrigin, AgentRequest, Manifest, ParsedManifest, PluginRequest, is_valid_plugin_name,
+    mixed_scripts, parse_manifest,
 };
 pub use manifest_edit::{
     EditError, NewPlugin, Removal, add_marketplace, add_plugin, remove_plugin,

@@ -1,4 +1,5 @@
 use super::*;
+use crate::{AgentOrigin, AgentRequest, SourceKind};
 
 #[test]
 fn sources_in_the_three_forms() {

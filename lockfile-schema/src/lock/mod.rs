@@ -2,17 +2,22 @@
 //! types and their validation (`wire.rs`), the canonical writer (`writer.rs`) and the
 //! up-to-date check against a manifest (`staleness.rs`).
 
+mod agent;
+mod agent_wire;
+mod marketplace;
 mod staleness;
 mod wire;
 mod writer;
 
+pub use agent::{LockedAgent, LockedWheel};
+pub use agent_wire::{LockedAgentWire, LockedWheelWire};
+pub use marketplace::{LockedMarketplace, LockedMarketplaceWire};
 pub use staleness::Staleness;
 pub(crate) use staleness::differ;
 pub use wire::{LockFileWire, LockedPluginWire};
 pub use writer::toml_string;
 pub(crate) use writer::write_fields;
 
-use crate::agent::LockedAgent;
 use crate::diagnostic::Diagnostic;
 use crate::hash::Sha256Hash;
 use crate::source::SourceKind;
@@ -32,7 +37,7 @@ pub struct Lock {
     /// The custom agent package (SPEC section 8).
     pub agent: Option<LockedAgent>,
     /// The marketplaces read, in manifest order.
-    pub marketplaces: Vec<crate::marketplace::LockedMarketplace>,
+    pub marketplaces: Vec<LockedMarketplace>,
 }
 
 /// One validated lock entry.
@@ -61,7 +66,7 @@ pub struct LockedPlugin {
     /// plugins of marketplaces: dependency ranges are checked against it.
     pub plugin_version: Option<String>,
     /// The plugins it declares it depends on, each in its marketplace.
-    pub dependencies: Vec<crate::marketplace::DependencySpec>,
+    pub dependencies: Vec<crate::dependency::DependencySpec>,
     /// Not asked for by the manifest: in the lock because these plugins need it.
     pub needed_by: Vec<String>,
 }
@@ -221,12 +226,10 @@ pub fn parse_lock(file: &str, text: &str) -> Result<Lock, LockError> {
         .into_iter()
         .map(|m| {
             let name = m.name.clone();
-            crate::marketplace::LockedMarketplace::try_from(m).map_err(|message| {
-                LockError::InvalidMarketplace {
-                    file: file.to_owned(),
-                    name,
-                    message,
-                }
+            LockedMarketplace::try_from(m).map_err(|message| LockError::InvalidMarketplace {
+                file: file.to_owned(),
+                name,
+                message,
             })
         })
         .collect::<Result<_, _>>()?;

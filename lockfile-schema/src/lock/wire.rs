@@ -3,8 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::LockedAgentWire;
 use super::{CommitId, LockedPlugin, Pin};
-use crate::agent::LockedAgentWire;
 use crate::hash::Sha256Hash;
 use crate::manifest::is_valid_plugin_name;
 use crate::source::{Source, SourceKind, normalize_repo_path};
@@ -28,7 +28,7 @@ pub struct LockFileWire {
     pub agent: Option<LockedAgentWire>,
     /// The marketplaces `PLUGIN@MARKETPLACE` entries were read from, in manifest order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub marketplace: Vec<crate::marketplace::LockedMarketplaceWire>,
+    pub marketplace: Vec<super::LockedMarketplaceWire>,
 }
 
 /// One `[[plugin]]` entry of the lockfile.
@@ -189,7 +189,7 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
         let dependencies = w
             .dependencies
             .iter()
-            .map(|d| crate::marketplace::DependencySpec::from_lock_string(d))
+            .map(|d| crate::dependency::DependencySpec::from_lock_string(d))
             .collect::<Result<Vec<_>, _>>()?;
         if let Some(bad) = w.needed_by.iter().find(|n| !is_valid_plugin_name(n)) {
             return Err(format!(
@@ -239,7 +239,7 @@ impl From<&LockedPlugin> for LockedPluginWire {
             dependencies: p
                 .dependencies
                 .iter()
-                .map(crate::marketplace::DependencySpec::to_lock_string)
+                .map(crate::dependency::DependencySpec::to_lock_string)
                 .collect(),
             needed_by: p.needed_by.clone(),
         }

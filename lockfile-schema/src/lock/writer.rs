@@ -12,7 +12,7 @@ impl Lock {
         out.push_str(LOCK_HEADER);
         let _ = writeln!(out, "version = {LOCK_VERSION}");
         for marketplace in &self.marketplaces {
-            let w = crate::marketplace::LockedMarketplaceWire::from(marketplace);
+            let w = super::LockedMarketplaceWire::from(marketplace);
             out.push_str("\n[[marketplace]]\n");
             write_fields(
                 &mut out,

@@ -4,11 +4,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    AgentOrigin, AgentRequest, EntryPoint, LockedAgent, LockedWheel, WheelFile,
-    normalize_package_name,
-};
-use crate::lock::{LockedPlugin, LockedPluginWire, write_fields};
+use super::agent::{LockedAgent, LockedWheel};
+use super::{LockedPlugin, LockedPluginWire, write_fields};
+use crate::agent::{EntryPoint, WheelFile, normalize_package_name};
+use crate::manifest::{AgentOrigin, AgentRequest};
 
 /// The lock's `[agent]` table as it is on disk. Field order is the writer's order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

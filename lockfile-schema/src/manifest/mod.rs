@@ -4,10 +4,14 @@ use std::ops::Range;
 
 use toml_edit::{Item, Key, TableLike, Value};
 
-use crate::agent::AgentRequest;
+mod agent;
+mod marketplace;
+
+pub use agent::{AgentOrigin, AgentRequest};
+pub use marketplace::{CATALOG_PATHS, MarketplaceRequest};
+
 use crate::diagnostic::Diagnostic;
 use crate::hash::Sha256Hash;
-use crate::marketplace::MarketplaceRequest;
 use crate::source::{Source, SourceKind, normalize_repo_path, redact};
 
 /// A parsed, validated manifest.
