@@ -6,6 +6,7 @@
 //! - [`policy`]: the server's source policy (allowed hosts, no internal addresses) and the
 //!   DNS resolver that enforces it at connect time;
 //! - [`http`]: the one client configuration and what an upstream said, scrubbed;
+//!   [`integrity`]: Subresource Integrity values (npm's `dist.integrity`);
 //! - [`objects`]: object storage (a folder, S3); [`cache`]: Nix binary caches on it, with
 //!   their signatures;
 //! - [`extract`]: bounded, escape-proof archive extraction; [`tree_path`]: following a
@@ -18,6 +19,7 @@ pub mod auth;
 pub mod cache;
 pub mod extract;
 pub mod http;
+pub mod integrity;
 pub mod objects;
 pub mod policy;
 pub mod tree_path;

@@ -33,7 +33,7 @@ impl Ctx<'_> {
     pub(crate) fn lock_archive_checked(
         &self,
         request: &PluginRequest,
-        integrity: Option<(&str, &crate::sources::npm::Integrity)>,
+        integrity: Option<(&str, &berth_transport::integrity::Integrity)>,
     ) -> Result<Resolved, ResolveError> {
         let source = self.archive_source(request.parsed_source())?;
         self.require_network(|| format!("`{}`", source.url.shown))?;

@@ -15,7 +15,7 @@ use crate::context::Ctx;
 use crate::error::{ResolveError, Rewritten};
 use crate::sources::git::GitDb;
 use crate::sources::local::{existing_dir, local_dir, read_regular_file};
-use crate::sources::npm::Integrity;
+use berth_transport::integrity::Integrity;
 
 /// A marketplace read for this lock: its pin and its catalog.
 #[derive(Debug, Clone)]
