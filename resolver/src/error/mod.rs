@@ -8,11 +8,12 @@ use berth_store::{NarError, StoreError};
 
 mod agent;
 mod causes;
+mod kind;
 
 pub use agent::{AgentError, WheelProblem};
 pub use causes::{ArchiveProblem, DownloadError, LocalPathProblem};
+pub use kind::ErrorKind;
 
-use berth_transport::extract::ExtractError;
 use berth_transport::http::Upstream;
 use berth_transport::policy::Refusal;
 use berth_transport::tree_path::NoFolder;
@@ -368,90 +369,6 @@ pub enum ResolveError {
     /// A filesystem error outside the store.
     #[error(transparent)]
     Io(#[from] std::io::Error),
-}
-
-/// What kind of failure an error is, for callers that answer differently by kind (the
-/// server's HTTP statuses) without reading messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// The request itself is wrong (an unset `${VAR}`, a source berth cannot fetch).
-    InvalidInput,
-    /// The source policy refused a URL.
-    Refused,
-    /// The upstream failed or is out of reach (offline).
-    Upstream,
-    /// The upstream did not answer in time, or the caller's deadline passed.
-    Timeout,
-    /// The plugin is invalid or not what the lock says (hashes, names, paths, archives).
-    Integrity,
-    /// berth's own files (store, caches) failed.
-    Internal,
-    /// A limit of this machine's refused the source (an archive over
-    /// `BERTH_ARCHIVE_MAX_BYTES` or `BERTH_ARCHIVE_MAX_ENTRIES`): the upstream did
-    /// nothing wrong.
-    OverLimit,
-}
-
-impl ResolveError {
-    /// What kind of failure this is.
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            Self::MissingEnv { .. }
-            | Self::InvalidUrl { .. }
-            | Self::PlainHttpCredentials { .. }
-            | Self::LockedSource { .. }
-            | Self::VersionRange { .. }
-            | Self::Marketplace { .. }
-            | Self::FileTooLarge { .. }
-            | Self::Dependency { .. } => ErrorKind::InvalidInput,
-            Self::Refused { .. } => ErrorKind::Refused,
-            Self::Download {
-                cause: DownloadError::TooLarge { .. } | DownloadError::GrewTooLarge { .. },
-                ..
-            }
-            | Self::Archive {
-                problem:
-                    ArchiveProblem::Extract(
-                        ExtractError::TooManyEntries { .. }
-                        | ExtractError::EntryLimit { .. }
-                        | ExtractError::SizeLimit { .. },
-                    ),
-                ..
-            } => ErrorKind::OverLimit,
-            Self::Fetch { .. }
-            | Self::Download { .. }
-            | Self::Offline { .. }
-            | Self::BinaryCache(_) => ErrorKind::Upstream,
-            Self::Timeout { .. } | Self::Cancelled => ErrorKind::Timeout,
-            Self::Io(_) | Self::Store(_) | Self::Cache { .. } | Self::WrongKind { .. } => {
-                ErrorKind::Internal
-            }
-            Self::RefNotFound { .. }
-            | Self::EmptyRepository { .. }
-            | Self::CommitNotFound { .. }
-            | Self::RepoPath { .. }
-            | Self::UnsafeTree { .. }
-            | Self::GitName { .. }
-            | Self::LocalPath { .. }
-            | Self::LocalChanged { .. }
-            | Self::HashMismatch { .. }
-            | Self::NameMismatch { .. }
-            | Self::PluginManifest(_)
-            | Self::InvalidPluginName { .. }
-            | Self::Archive { .. }
-            | Self::ArchiveHashMismatch { .. }
-            | Self::NoMatchingVersion { .. }
-            | Self::MarketplaceChanged { .. }
-            | Self::Npm { .. }
-            | Self::NpmIntegrity { .. }
-            | Self::MarketplaceRewritten(_)
-            | Self::UnknownPlugin { .. }
-            | Self::Agent(_)
-            | Self::Uv(_)
-            | Self::WheelMismatch { .. }
-            | Self::Nar(_) => ErrorKind::Integrity,
-        }
-    }
 }
 
 impl From<UrlError> for ResolveError {

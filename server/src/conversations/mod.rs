@@ -19,18 +19,21 @@
 //! shared by every conversation that has it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
 use berth_lockfile_schema::{Lock, parse_lock};
 use berth_transport::objects::ObjectStore;
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::api::ConversationSummary;
 
 mod bucket;
 mod commit;
+mod folder;
+mod types;
+
+pub use types::{DataDir, Indexed, LockedText, Meta, Page, Stored};
 
 use commit::{Done, GroupCommit, Job};
 
@@ -53,111 +56,6 @@ pub const MAX_LOCK_BYTES: u64 = 4 * 1024 * 1024;
 /// Checks a lock read from object storage, which anyone with write access to the bucket
 /// may have written: `Err` says why it is refused.
 pub type LockCheck = Arc<dyn Fn(&Lock) -> Result<(), String> + Send + Sync>;
-
-/// Where a server keeps its conversations (`--data-dir`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DataDir {
-    /// A local folder only this server uses.
-    Folder(PathBuf),
-    /// Object storage a fleet shares: `file:///path` or `s3://bucket/prefix`.
-    Objects(String),
-}
-
-impl DataDir {
-    /// `file://…` and `s3://…` are object storage; anything else is a folder.
-    pub fn parse(text: &str) -> Self {
-        if text.starts_with("file://") || text.starts_with("s3://") {
-            Self::Objects(text.to_owned())
-        } else {
-            Self::Folder(PathBuf::from(text))
-        }
-    }
-
-    /// The folder, when it is one.
-    pub fn folder(&self) -> Option<&Path> {
-        match self {
-            Self::Folder(dir) => Some(dir),
-            Self::Objects(_) => None,
-        }
-    }
-}
-
-impl std::fmt::Display for DataDir {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Folder(dir) => write!(f, "{}", dir.display()),
-            Self::Objects(url) => f.write_str(url),
-        }
-    }
-}
-
-/// `meta.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Meta {
-    pub id: Uuid,
-    pub created_at: u64,
-    #[serde(default)]
-    pub metadata: serde_json::Value,
-}
-
-impl Meta {
-    /// A new conversation's: a time-ordered id (listing in id order lists oldest first).
-    pub fn new(metadata: serde_json::Value) -> Self {
-        Self {
-            id: Uuid::now_v7(),
-            created_at: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-            metadata,
-        }
-    }
-}
-
-/// A lock and its exact text.
-#[derive(Debug)]
-pub struct LockedText {
-    pub lock: Lock,
-    pub text: String,
-    /// What every answer about this lock repeats (the `POST` answer's `lockfile`,
-    /// `plugins` and `agent`), serialised once by the first that needs it.
-    pub answer_fields: std::sync::OnceLock<String>,
-    /// Where its plugins' store entries are, worked out once.
-    pub entry_paths: std::sync::OnceLock<Vec<PathBuf>>,
-}
-
-impl LockedText {
-    pub fn new(lock: Lock, text: String) -> Self {
-        Self {
-            lock,
-            text,
-            answer_fields: std::sync::OnceLock::new(),
-            entry_paths: std::sync::OnceLock::new(),
-        }
-    }
-}
-
-/// What the index keeps of a conversation: enough to answer every read but the metadata
-/// without touching the disk or the bucket.
-#[derive(Debug, Clone)]
-pub struct Indexed {
-    pub summary: ConversationSummary,
-    pub lock: Arc<LockedText>,
-}
-
-/// One conversation as read back.
-#[derive(Debug)]
-pub struct Stored {
-    pub meta: Meta,
-    pub lock: Arc<LockedText>,
-}
-
-/// One page of the conversations, in id order (ids are UUIDv7: creation order).
-#[derive(Debug)]
-pub struct Page {
-    pub conversations: Vec<ConversationSummary>,
-    /// The id to pass as `cursor` for the next page; `None` on the last one.
-    pub next_cursor: Option<Uuid>,
-}
 
 /// The conversations of one data folder or bucket.
 pub struct Conversations {
@@ -242,73 +140,6 @@ impl Conversations {
                 ))
             }
         }
-    }
-
-    fn open_folder(data_dir: &Path, check: LockCheck) -> std::io::Result<(Self, Vec<Stored>)> {
-        let root = data_dir.join(CONVERSATIONS_DIR);
-        fs_err::create_dir_all(&root)?;
-        let mut dirs: Vec<(Uuid, PathBuf)> = Vec::new();
-        for entry in fs_err::read_dir(&root)? {
-            let entry = entry?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if let Ok(id) = Uuid::parse_str(&name) {
-                dirs.push((id, entry.path()));
-            } else if name.starts_with(".tmp-") || name.starts_with(".trash-") {
-                // Left by a crash mid-create or mid-delete: never a visible conversation.
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-        let this = Self {
-            backing: Backing::Folder {
-                group: GroupCommit::start(root.clone())?,
-                root,
-            },
-            check,
-            index: RwLock::default(),
-            locks: Mutex::default(),
-        };
-        // Reading many small files is I/O bound: a few threads, each on a slice.
-        let threads = std::thread::available_parallelism()
-            .map_or(2, |n| n.get())
-            .clamp(2, 8);
-        let chunk = dirs.len().div_ceil(threads).max(1);
-        let loaded: Vec<Stored> = std::thread::scope(|scope| {
-            let handles: Vec<_> = dirs
-                .chunks(chunk)
-                .map(|part| {
-                    let this = &this;
-                    scope.spawn(move || {
-                        part.iter()
-                            .filter_map(|(id, dir)| match this.read_dir_one(dir) {
-                                Ok(stored) if stored.meta.id == *id => Some(stored),
-                                Ok(_) => {
-                                    tracing::warn!(
-                                        "conversation {id}: meta.json names another id; skipped"
-                                    );
-                                    None
-                                }
-                                Err(e) => {
-                                    tracing::warn!("conversation {id}: unreadable ({e}); skipped");
-                                    None
-                                }
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
-        });
-        {
-            let mut index = this.write_index();
-            for s in &loaded {
-                index.insert(s.meta.id, indexed(&s.meta, s.lock.clone()));
-            }
-        }
-        Ok((this, loaded))
     }
 
     fn write_index(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<Uuid, Indexed>> {
@@ -479,18 +310,6 @@ impl Conversations {
             Backing::Objects { store, .. } => self.fetch(store.as_ref(), id),
         }
     }
-
-    fn read_dir_one(&self, dir: &Path) -> std::io::Result<Stored> {
-        let meta: Meta =
-            serde_json::from_slice(&fs_err::read(dir.join(META_FILE))?).map_err(invalid)?;
-        let lock_path = dir.join(LOCK_FILE);
-        let lock_text = fs_err::read_to_string(&lock_path)?;
-        let lock = self
-            .parse_once(&lock_path.display().to_string(), &lock_text)
-            .map_err(invalid)?;
-        Ok(Stored { meta, lock })
-    }
-
     /// Up to `limit` conversations with ids after `cursor`, in id order.
     pub fn list(&self, cursor: Option<Uuid>, limit: usize) -> std::io::Result<Page> {
         let limit = limit.max(1);

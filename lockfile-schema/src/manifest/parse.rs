@@ -1,0 +1,330 @@
+//! Reading `plugins.toml`: every table and key checked, with the line and column of what
+//! is wrong and a warning for what is unknown or risky.
+
+use std::ops::Range;
+
+use toml_edit::{Item, Key, TableLike, Value};
+
+use super::{AgentRequest, MarketplaceRequest};
+use super::{Manifest, ParsedManifest, PluginRequest};
+use crate::diagnostic::Diagnostic;
+use crate::hash::Sha256Hash;
+use crate::source::{Source, redact};
+
+const PLUGIN_KEYS: [&str; 7] = [
+    "source",
+    "ref",
+    "version",
+    "repo_path",
+    "hash",
+    "archive_hash",
+    "name",
+];
+
+const AGENT_KEYS: [&str; 4] = ["source", "ref", "entry_point", "python"];
+
+const MARKETPLACE_KEYS: [&str; 4] = ["name", "source", "ref", "repo_path"];
+
+/// Parses `plugins.toml`. `file` is the path to name in messages.
+pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnostic> {
+    let doc = toml_edit::Document::parse(text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        Diagnostic::at(
+            file,
+            text,
+            offset,
+            format!("invalid TOML: {}", e.message().trim_end()),
+        )
+    })?;
+    let mut reader = Reader {
+        file,
+        text,
+        warnings: Vec::new(),
+    };
+    let mut plugins = Vec::new();
+    let mut agent = None;
+    let mut marketplaces: Vec<MarketplaceRequest> = Vec::new();
+    // Marketplaces first, wherever they are in the file: plugins name them.
+    if let Some(item) = doc.get("marketplace") {
+        for (table, span) in reader.tables_of("marketplace", item)? {
+            let marketplace = reader.marketplace(table, span.clone())?;
+            if marketplaces.iter().any(|m| m.name == marketplace.name) {
+                return Err(reader.error(
+                    value_span(table, "name").or(span),
+                    format!(
+                        "marketplace `{}` is declared twice; give each `[[marketplace]]` its own `name`",
+                        marketplace.name
+                    ),
+                ));
+            }
+            marketplaces.push(marketplace);
+        }
+    }
+    for (key, item) in doc.iter() {
+        match key {
+            "marketplace" => {}
+            "plugin" => {
+                for (table, span) in reader.tables_of(key, item)? {
+                    let plugin = reader.plugin(table, span)?;
+                    if let Source::Marketplace { marketplace, .. } = plugin.parsed_source()
+                        && !marketplaces.iter().any(|m| &m.name == marketplace)
+                    {
+                        let declared: Vec<String> =
+                            marketplaces.iter().map(|m| format!("`{}`", m.name)).collect();
+                        return Err(reader.error(
+                            value_span(table, "source"),
+                            format!(
+                                "`{}` names marketplace `{marketplace}`, which no `[[marketplace]]` declares ({}); add it with `berth marketplace add {marketplace} SOURCE`",
+                                plugin.display_source(),
+                                if declared.is_empty() {
+                                    "there are none".to_owned()
+                                } else {
+                                    format!("declared: {}", declared.join(", "))
+                                }
+                            ),
+                        ));
+                    }
+                    plugins.push(plugin);
+                }
+            }
+            "agent" => {
+                let Some(table) = item.as_table_like() else {
+                    return Err(reader.error(
+                        item.span(),
+                        format!(
+                            "`agent` must be a table (`[agent]`), found a {}",
+                            item.type_name()
+                        ),
+                    ));
+                };
+                agent = Some(reader.agent(table, item.span())?);
+            }
+            other => reader.warn(
+                doc.as_table().key(other).and_then(Key::span),
+                format!("unknown key `{other}` is ignored (expected `[[plugin]]` and `[[marketplace]]` tables and an optional `[agent]`)"),
+            ),
+        }
+    }
+    Ok(ParsedManifest {
+        manifest: Manifest {
+            plugins,
+            agent,
+            marketplaces,
+        },
+        warnings: reader.warnings,
+    })
+}
+
+/// A table of the manifest and where it starts.
+type SpannedTable<'a> = (&'a dyn TableLike, Option<Range<usize>>);
+
+struct Reader<'a> {
+    file: &'a str,
+    text: &'a str,
+    warnings: Vec<Diagnostic>,
+}
+
+impl<'a> Reader<'a> {
+    fn error(&self, span: Option<Range<usize>>, message: String) -> Diagnostic {
+        Diagnostic::at(self.file, self.text, span.map_or(0, |s| s.start), message)
+    }
+
+    fn warn(&mut self, span: Option<Range<usize>>, message: String) {
+        let diagnostic = self.error(span, message);
+        self.warnings.push(diagnostic);
+    }
+
+    /// `[[plugin]]` tables, or `plugin = [{...}, ...]` written inline.
+    fn tables_of(&self, key: &str, item: &'a Item) -> Result<Vec<SpannedTable<'a>>, Diagnostic> {
+        match item {
+            Item::ArrayOfTables(array) => Ok(array
+                .iter()
+                .map(|t| (t as &dyn TableLike, t.span()))
+                .collect()),
+            Item::Value(Value::Array(array)) => array
+                .iter()
+                .map(|v| match v {
+                    Value::InlineTable(t) => Ok((t as &dyn TableLike, t.span())),
+                    other => Err(self.error(
+                        other.span(),
+                        format!(
+                            "`{key}` entries must be tables with a `source`, found a {}",
+                            other.type_name()
+                        ),
+                    )),
+                })
+                .collect(),
+            other => Err(self.error(
+                other.span(),
+                format!(
+                    "`{key}` must be an array of tables (`[[{key}]]`), found a {}",
+                    other.type_name()
+                ),
+            )),
+        }
+    }
+
+    fn plugin(
+        &mut self,
+        table: &dyn TableLike,
+        span: Option<Range<usize>>,
+    ) -> Result<PluginRequest, Diagnostic> {
+        let (source, source_span, line) =
+            self.source(table, span.clone(), &PLUGIN_KEYS, "`[[plugin]]`", "entry ")?;
+        let parsed = Source::parse(&source).map_err(|e| self.error(source_span, e.message))?;
+        let hash = self.sri(table, "hash")?;
+        let archive_hash = self.sri(table, "archive_hash")?;
+        let mut request = PluginRequest {
+            source,
+            git_ref: self.string(table, "ref")?,
+            version: self.string(table, "version")?,
+            repo_path: self.string(table, "repo_path")?,
+            hash,
+            archive_hash,
+            name: self.string(table, "name")?,
+            line,
+            parsed,
+            subdir: None,
+        };
+        request
+            .validate()
+            .map_err(|(field, message)| self.error(value_span(table, field).or(span), message))?;
+        Ok(request)
+    }
+
+    fn marketplace(
+        &mut self,
+        table: &dyn TableLike,
+        span: Option<Range<usize>>,
+    ) -> Result<MarketplaceRequest, Diagnostic> {
+        let (source, _, _) = self.source(
+            table,
+            span.clone(),
+            &MARKETPLACE_KEYS,
+            "`[[marketplace]]`",
+            "entry ",
+        )?;
+        let Some(name) = self.string(table, "name")? else {
+            return Err(self.error(span, "`[[marketplace]]` entry has no `name`".into()));
+        };
+        let line = crate::diagnostic::line_column(
+            self.text,
+            value_span(table, "name").map_or(0, |s| s.start),
+        )
+        .0;
+        MarketplaceRequest::new(
+            &name,
+            &source,
+            self.string(table, "ref")?.as_deref(),
+            self.string(table, "repo_path")?.as_deref(),
+        )
+        .map(|m| m.at_line(line))
+        .map_err(|(field, message)| self.error(value_span(table, field).or(span), message))
+    }
+
+    fn agent(
+        &mut self,
+        table: &dyn TableLike,
+        span: Option<Range<usize>>,
+    ) -> Result<AgentRequest, Diagnostic> {
+        let (source, _, line) = self.source(table, span.clone(), &AGENT_KEYS, "`[agent]`", "")?;
+        let git_ref = self.string(table, "ref")?;
+        let entry_point = self.string(table, "entry_point")?;
+        let python = self.string(table, "python")?;
+        AgentRequest::new(
+            &source,
+            git_ref.as_deref(),
+            entry_point.as_deref(),
+            python.as_deref(),
+        )
+        .map(|r| r.at_line(line))
+        .map_err(|(field, message)| self.error(value_span(table, field).or(span), message))
+    }
+
+    /// What `[[plugin]]` and `[agent]` read alike: warnings for unknown keys (with a "did
+    /// you mean") and for a credential written in `source`, then `source` itself, its span
+    /// and its line.
+    fn source(
+        &mut self,
+        table: &dyn TableLike,
+        span: Option<Range<usize>>,
+        known: &[&str],
+        section: &str,
+        entry: &str,
+    ) -> Result<(String, Option<Range<usize>>, usize), Diagnostic> {
+        for (key, _) in table.iter() {
+            if !known.contains(&key) {
+                let hint = known
+                    .iter()
+                    .find(|known| known.replace('_', "-") == key || similar(known, key))
+                    .map(|known| format!("; did you mean `{known}`?"))
+                    .unwrap_or_default();
+                self.warn(
+                    table.key(key).and_then(Key::span),
+                    format!("unknown key `{key}` in {section} is ignored{hint}"),
+                );
+            }
+        }
+        let Some((source_key, source_item)) = table.get_key_value("source") else {
+            return Err(self.error(span, format!("{section} {entry}has no `source`")));
+        };
+        let source = self.string(table, "source")?.unwrap_or_default();
+        let redacted = redact(&source);
+        if redacted.removed_secret {
+            self.warn(
+                source_item.span(),
+                format!(
+                    "source `{}` has a credential written in it; it is left out of everything berth writes and prints. Put it in an environment variable and write `${{VAR}}` instead",
+                    redacted.text
+                ),
+            );
+        }
+        let line =
+            crate::diagnostic::line_column(self.text, source_key.span().map_or(0, |s| s.start)).0;
+        Ok((source, source_item.span(), line))
+    }
+
+    fn sri(&self, table: &dyn TableLike, key: &str) -> Result<Option<Sha256Hash>, Diagnostic> {
+        match self.string(table, key)? {
+            Some(text) => Sha256Hash::from_sri(&text)
+                .map(Some)
+                .map_err(|e| self.error(value_span(table, key), e.to_string())),
+            None => Ok(None),
+        }
+    }
+
+    fn string(&self, table: &dyn TableLike, key: &str) -> Result<Option<String>, Diagnostic> {
+        match table.get(key) {
+            None => Ok(None),
+            Some(item) => match item.as_str() {
+                Some(s) => Ok(Some(s.to_owned())),
+                None => Err(self.error(
+                    item.span(),
+                    format!("`{key}` must be a string, found {}", item.type_name()),
+                )),
+            },
+        }
+    }
+}
+
+fn value_span(table: &dyn TableLike, key: &str) -> Option<Range<usize>> {
+    table.get(key).and_then(Item::span)
+}
+
+/// Whether two keys differ by at most one edit, for "did you mean" hints.
+fn similar(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if a.len().abs_diff(b.len()) > 1 {
+        return false;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut row = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            row.push((prev[j] + cost).min(prev[j + 1] + 1).min(row[j] + 1));
+        }
+        prev = row;
+    }
+    prev[b.len()] <= 1
+}

@@ -1,0 +1,116 @@
+//! What a conversation is made of, as the index keeps it: its metadata and its shared,
+//! parsed lock; and where conversations are kept (`--data-dir`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use berth_lockfile_schema::Lock;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::api::ConversationSummary;
+
+/// Where a server keeps its conversations (`--data-dir`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataDir {
+    /// A local folder only this server uses.
+    Folder(PathBuf),
+    /// Object storage a fleet shares: `file:///path` or `s3://bucket/prefix`.
+    Objects(String),
+}
+
+impl DataDir {
+    /// `file://…` and `s3://…` are object storage; anything else is a folder.
+    pub fn parse(text: &str) -> Self {
+        if text.starts_with("file://") || text.starts_with("s3://") {
+            Self::Objects(text.to_owned())
+        } else {
+            Self::Folder(PathBuf::from(text))
+        }
+    }
+
+    /// The folder, when it is one.
+    pub fn folder(&self) -> Option<&Path> {
+        match self {
+            Self::Folder(dir) => Some(dir),
+            Self::Objects(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for DataDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Folder(dir) => write!(f, "{}", dir.display()),
+            Self::Objects(url) => f.write_str(url),
+        }
+    }
+}
+
+/// `meta.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Meta {
+    pub id: Uuid,
+    pub created_at: u64,
+    #[serde(default)]
+    pub metadata: serde_json::Value,
+}
+
+impl Meta {
+    /// A new conversation's: a time-ordered id (listing in id order lists oldest first).
+    pub fn new(metadata: serde_json::Value) -> Self {
+        Self {
+            id: Uuid::now_v7(),
+            created_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            metadata,
+        }
+    }
+}
+
+/// A lock and its exact text.
+#[derive(Debug)]
+pub struct LockedText {
+    pub lock: Lock,
+    pub text: String,
+    /// What every answer about this lock repeats (the `POST` answer's `lockfile`,
+    /// `plugins` and `agent`), serialised once by the first that needs it.
+    pub answer_fields: std::sync::OnceLock<String>,
+    /// Where its plugins' store entries are, worked out once.
+    pub entry_paths: std::sync::OnceLock<Vec<PathBuf>>,
+}
+
+impl LockedText {
+    pub fn new(lock: Lock, text: String) -> Self {
+        Self {
+            lock,
+            text,
+            answer_fields: std::sync::OnceLock::new(),
+            entry_paths: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+/// What the index keeps of a conversation: enough to answer every read but the metadata
+/// without touching the disk or the bucket.
+#[derive(Debug, Clone)]
+pub struct Indexed {
+    pub summary: ConversationSummary,
+    pub lock: Arc<LockedText>,
+}
+
+/// One conversation as read back.
+#[derive(Debug)]
+pub struct Stored {
+    pub meta: Meta,
+    pub lock: Arc<LockedText>,
+}
+
+/// One page of the conversations, in id order (ids are UUIDv7: creation order).
+#[derive(Debug)]
+pub struct Page {
+    pub conversations: Vec<ConversationSummary>,
+    /// The id to pass as `cursor` for the next page; `None` on the last one.
+    pub next_cursor: Option<Uuid>,
+}
