@@ -150,107 +150,109 @@ fn shared_credentials(home: Option<&Path>, profile: &str) -> Option<Credentials>
     }
 }
 
+impl S3Backend {
+    /// Signs `verb` on `key`'s object, sends it (with `body` and its length for a PUT)
+    /// and sorts the answer: see [`respond`].
+    fn call(
+        &self,
+        verb: Verb,
+        key: &str,
+        body: Option<(reqwest::blocking::Body, u64)>,
+        missing: &[u16],
+    ) -> io::Result<Option<reqwest::blocking::Response>> {
+        let object = self.key(key);
+        let credentials = self.credentials.as_ref();
+        let (method, url) = match verb {
+            Verb::Get => (
+                reqwest::Method::GET,
+                self.bucket
+                    .get_object(credentials, &object)
+                    .sign(SIGNED_FOR),
+            ),
+            Verb::Head => (
+                reqwest::Method::HEAD,
+                self.bucket
+                    .head_object(credentials, &object)
+                    .sign(SIGNED_FOR),
+            ),
+            Verb::Put => (
+                reqwest::Method::PUT,
+                self.bucket
+                    .put_object(credentials, &object)
+                    .sign(SIGNED_FOR),
+            ),
+            Verb::Delete => (
+                reqwest::Method::DELETE,
+                self.bucket
+                    .delete_object(credentials, &object)
+                    .sign(SIGNED_FOR),
+            ),
+        };
+        let mut request = self.http.request(method.clone(), url);
+        if let Some((body, len)) = body {
+            request = request
+                .header(reqwest::header::CONTENT_LENGTH, len)
+                .body(body);
+        }
+        respond(&format!("{method} `{object}`"), request, missing)
+    }
+}
+
+/// The object operations berth signs.
+#[derive(Debug, Clone, Copy)]
+enum Verb {
+    Get,
+    Head,
+    Put,
+    Delete,
+}
+
+/// Sends `request` (`what` names it in errors, never its URL: a presigned URL carries a
+/// signature) and sorts the answer: a success is the response, a status in `missing` is
+/// `None` (the object is not there), anything else an error.
+fn respond(
+    what: &str,
+    request: reqwest::blocking::RequestBuilder,
+    missing: &[u16],
+) -> io::Result<Option<reqwest::blocking::Response>> {
+    let response = request.send().map_err(|e| request_error(what, e))?;
+    let status = response.status();
+    if status.is_success() {
+        Ok(Some(response))
+    } else if missing.contains(&status.as_u16()) {
+        Ok(None)
+    } else {
+        Err(status_error(what, status))
+    }
+}
+
 impl ObjectStore for S3Backend {
     fn open(&self, key: &str) -> io::Result<Option<Box<dyn Read + Send>>> {
-        let object = self.key(key);
-        let url = self
-            .bucket
-            .get_object(self.credentials.as_ref(), &object)
-            .sign(SIGNED_FOR);
-        let what = format!("GET `{object}`");
-        let response = self
-            .http
-            .get(url)
-            .send()
-            .map_err(|e| request_error(&what, e))?;
-        match response.status().as_u16() {
-            200 => Ok(Some(Box::new(response))),
-            404 => Ok(None),
-            _ => Err(status_error(&what, response.status())),
-        }
+        let response = self.call(Verb::Get, key, None, &[404])?;
+        Ok(response.map(|r| Box::new(r) as Box<dyn Read + Send>))
     }
 
     fn exists(&self, key: &str) -> io::Result<bool> {
-        let object = self.key(key);
-        let url = self
-            .bucket
-            .head_object(self.credentials.as_ref(), &object)
-            .sign(SIGNED_FOR);
-        let what = format!("HEAD `{object}`");
-        let response = self
-            .http
-            .head(url)
-            .send()
-            .map_err(|e| request_error(&what, e))?;
-        match response.status().as_u16() {
-            200 => Ok(true),
-            404 => Ok(false),
-            _ => Err(status_error(&what, response.status())),
-        }
+        Ok(self.call(Verb::Head, key, None, &[404])?.is_some())
     }
 
     fn put_file(&self, key: &str, path: &Path) -> io::Result<()> {
-        let object = self.key(key);
-        let url = self
-            .bucket
-            .put_object(self.credentials.as_ref(), &object)
-            .sign(SIGNED_FOR);
-        let what = format!("PUT `{object}`");
         let file = fs_err::File::open(path)?;
         let len = file.metadata()?.len();
-        // One PUT: S3 makes the object visible whole or not at all.
-        let response = self
-            .http
-            .put(url)
-            .header(reqwest::header::CONTENT_LENGTH, len)
-            .body(reqwest::blocking::Body::sized(file.into_parts().0, len))
-            .send()
-            .map_err(|e| request_error(&what, e))?;
-        if response.status().is_success() {
-            Ok(())
-        } else {
-            Err(status_error(&what, response.status()))
-        }
+        // One PUT of a sized body (Content-Length, no chunking): S3 makes the object
+        // visible whole or not at all.
+        let body = reqwest::blocking::Body::sized(file.into_parts().0, len);
+        self.call(Verb::Put, key, Some((body, len)), &[]).map(drop)
     }
 
     fn put_bytes(&self, key: &str, bytes: &[u8]) -> io::Result<()> {
-        let object = self.key(key);
-        let url = self
-            .bucket
-            .put_object(self.credentials.as_ref(), &object)
-            .sign(SIGNED_FOR);
-        let what = format!("PUT `{object}`");
-        let response = self
-            .http
-            .put(url)
-            .body(bytes.to_vec())
-            .send()
-            .map_err(|e| request_error(&what, e))?;
-        if response.status().is_success() {
-            Ok(())
-        } else {
-            Err(status_error(&what, response.status()))
-        }
+        let body = (bytes.to_vec().into(), bytes.len() as u64);
+        self.call(Verb::Put, key, Some(body), &[]).map(drop)
     }
 
     fn delete(&self, key: &str) -> io::Result<()> {
-        let object = self.key(key);
-        let url = self
-            .bucket
-            .delete_object(self.credentials.as_ref(), &object)
-            .sign(SIGNED_FOR);
-        let what = format!("DELETE `{object}`");
-        let response = self
-            .http
-            .delete(url)
-            .send()
-            .map_err(|e| request_error(&what, e))?;
-        // S3 answers 204 whether or not the key existed.
-        if response.status().is_success() || response.status().as_u16() == 404 {
-            Ok(())
-        } else {
-            Err(status_error(&what, response.status()))
-        }
+        // S3 answers 204 whether or not the key existed; a 404 is just as gone.
+        self.call(Verb::Delete, key, None, &[404]).map(drop)
     }
 
     fn list(&self, prefix: &str, start_after: Option<&str>, max: usize) -> io::Result<Listing> {
@@ -264,14 +266,8 @@ impl ObjectStore for S3Backend {
         action.with_max_keys(max.clamp(1, 1000));
         let url = action.sign(SIGNED_FOR);
         let what = format!("LIST `{full_prefix}`");
-        let response = self
-            .http
-            .get(url)
-            .send()
-            .map_err(|e| request_error(&what, e))?;
-        if !response.status().is_success() {
-            return Err(status_error(&what, response.status()));
-        }
+        let response = respond(&what, self.http.get(url), &[])?
+            .expect("a success, as nothing counts as missing");
         let text = response.text().map_err(|e| request_error(&what, e))?;
         let parsed = rusty_s3::actions::ListObjectsV2::parse_response(&text)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{what}: {e}")))?;
@@ -334,31 +330,14 @@ impl HttpBackend {
 
 impl ObjectStore for HttpBackend {
     fn open(&self, key: &str) -> io::Result<Option<Box<dyn Read + Send>>> {
-        let what = format!("GET `{key}`");
-        let response = self
-            .http
-            .get(self.url(key)?)
-            .send()
-            .map_err(|e| request_error(&what, e))?;
-        match response.status().as_u16() {
-            200 => Ok(Some(Box::new(response))),
-            404 | 410 => Ok(None),
-            _ => Err(status_error(&what, response.status())),
-        }
+        let request = self.http.get(self.url(key)?);
+        let response = respond(&format!("GET `{key}`"), request, &[404, 410])?;
+        Ok(response.map(|r| Box::new(r) as Box<dyn Read + Send>))
     }
 
     fn exists(&self, key: &str) -> io::Result<bool> {
-        let what = format!("HEAD `{key}`");
-        let response = self
-            .http
-            .head(self.url(key)?)
-            .send()
-            .map_err(|e| request_error(&what, e))?;
-        match response.status().as_u16() {
-            200 => Ok(true),
-            404 | 410 => Ok(false),
-            _ => Err(status_error(&what, response.status())),
-        }
+        let request = self.http.head(self.url(key)?);
+        Ok(respond(&format!("HEAD `{key}`"), request, &[404, 410])?.is_some())
     }
 
     fn put_file(&self, key: &str, _path: &Path) -> io::Result<()> {
