@@ -56,14 +56,6 @@ const ALLOWED: &[(&str, &[&str])] = &[
 /// The most lines of code a source file may have before its `#[cfg(test)] mod tests`.
 const MAX_CODE_LINES: usize = 500;
 
-/// Files not yet split, each with the lines it has now: they may shrink, never grow.
-/// Issue #26 leaves them for the next change that touches them.
-const NOT_YET_SPLIT: &[(&str, usize)] = &[
-    ("runtime/src/skills.rs", 559),
-    ("store/src/nar_unpack.rs", 541),
-    ("cli/src/args/mod.rs", 538),
-];
-
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -175,12 +167,7 @@ fn no_source_file_has_more_than_500_lines_of_code() {
         .filter_map(|f| {
             let text = std::fs::read_to_string(f).expect("read a source file");
             let code = code_lines(&text);
-            let rel = f.strip_prefix(workspace()).unwrap_or(f);
-            let limit = NOT_YET_SPLIT
-                .iter()
-                .find(|(path, _)| rel == Path::new(path))
-                .map_or(MAX_CODE_LINES, |(_, lines)| *lines);
-            (code > limit).then(|| format!("{}: {code} lines", f.display()))
+            (code > MAX_CODE_LINES).then(|| format!("{}: {code} lines", f.display()))
         })
         .collect();
     assert!(

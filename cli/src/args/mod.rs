@@ -4,9 +4,14 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod plugins;
 mod serve;
 mod store;
 
+pub use plugins::{
+    AddArgs, ListArgs, LockArgs, PluginsArgs, PluginsCommand, RemoveArgs, ShowArgs, SyncArgs,
+    UpdateArgs, VerifyArgs,
+};
 pub use serve::ServeArgs;
 pub use store::{GcArgs, SignKeyCommand, StoreArgs, StoreCommand, StorePushArgs, StoreVerifyArgs};
 
@@ -325,15 +330,6 @@ pub struct MarketplaceListArgs {
     pub offline: bool,
 }
 
-#[derive(Debug, Args)]
-pub struct PluginsArgs {
-    #[command(flatten)]
-    pub project: ProjectArgs,
-
-    #[command(subcommand)]
-    pub command: PluginsCommand,
-}
-
 /// Where the project's files are, and how much to do at once.
 #[derive(Debug, Args)]
 pub struct ProjectArgs {
@@ -376,164 +372,6 @@ pub struct ProjectArgs {
         help_heading = "Project options"
     )]
     pub index_url: String,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum PluginsCommand {
-    /// Resolve plugins.toml into plugins.lock
-    ///
-    /// Entries that are new or whose request changed (`source`, `ref`, `version`,
-    /// `repo_path`, `hash`, `name`) are resolved to an exact commit and content hash; every
-    /// other entry keeps its pin, so with an unchanged manifest nothing is fetched and the
-    /// lockfile stays byte-identical. Local folders are re-hashed every time. An `[agent]`
-    /// package is resolved with uv (0.13.9, from `$BERTH_UV` or PATH) against
-    /// `--index-url`, and every wheel of its closure is locked by sha256.
-    #[command(after_help = "Examples:\n  \
-        berth plugins lock                         # pin new and changed entries\n  \
-        berth plugins lock --upgrade               # move every branch and tag\n  \
-        berth plugins lock --upgrade-plugin review # move one plugin\n  \
-        berth plugins lock --check                 # CI: fail if the lock is stale")]
-    Lock(LockArgs),
-
-    /// Make every locked plugin present in the store, verified
-    ///
-    /// Locks first if the lockfile is missing or out of date (unless `--locked` or
-    /// `--frozen`). Every store entry, and every wheel of a locked `[agent]`, is checked
-    /// against the lock's hash before it is added.
-    /// Local folders are re-hashed; one that changed since it was locked stops the sync
-    /// until `berth plugins lock` records the change.
-    #[command(after_help = "Examples:\n  \
-        berth plugins sync                      # lock if needed, then fetch\n  \
-        berth plugins sync --locked             # CI: the committed lock must be current\n  \
-        berth plugins sync --frozen --offline   # deploy: exactly the lock, no network")]
-    Sync(SyncArgs),
-
-    /// Fetch every locked plugin afresh and check it still hashes to the lock
-    ///
-    /// Bypasses the store and the git cache. Exits 1 naming each plugin that differs or
-    /// cannot be fetched, with the expected and actual hash.
-    Verify(VerifyArgs),
-
-    /// List the locked plugins
-    List(ListArgs),
-
-    /// Add a plugin to the manifest, then lock
-    ///
-    /// The new entry is appended to plugins.toml, keeping its comments and layout, and
-    /// resolved; a plugin whose name is already in the manifest is refused unless
-    /// `--force` (later entries win name clashes).
-    #[command(after_help = "Examples:\n  \
-        berth plugins add github:acme/review-tools --ref v1.2.0 --repo-path plugins/review\n  \
-        berth plugins add https://example.com/lint-1.0.tar.gz\n  \
-        berth plugins add git@github.com:acme/tools.git --version '^1.2'")]
-    #[command(disable_version_flag = true)]
-    Add(AddArgs),
-
-    /// Remove the plugins with this name from the manifest, then lock
-    Remove(RemoveArgs),
-
-    /// Move the named plugins (or all) to the newest commit their branch, tag or version allows
-    Update(UpdateArgs),
-
-    /// Show the merged plugin set: skills, MCP servers, hooks, agents
-    ///
-    /// Built from the lock and the store alone; never touches the network. `--json` prints
-    /// the document `berth run` passes to agents (SPEC section 5).
-    Show(ShowArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct AddArgs {
-    /// The source: `github:OWNER/REPO[/PATH]`, a git or archive URL, `./path`, or
-    /// `PLUGIN@MARKETPLACE` for a plugin of a declared marketplace
-    pub source: String,
-
-    /// A branch, tag or full commit (git sources)
-    #[arg(long = "ref", value_name = "REF", conflicts_with = "range")]
-    pub git_ref: Option<String>,
-
-    /// A semver range matched against the repository's tags, such as `^1.2`
-    #[arg(long = "version", id = "range", value_name = "RANGE")]
-    pub version: Option<String>,
-
-    /// The plugin's folder inside the repository or archive
-    #[arg(long, value_name = "PATH")]
-    pub repo_path: Option<String>,
-
-    /// Add it even if a plugin of the same name is already in the manifest
-    #[arg(long)]
-    pub force: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct RemoveArgs {
-    /// The plugin's name, as `berth plugins list` shows it
-    pub name: String,
-}
-
-#[derive(Debug, Args)]
-pub struct UpdateArgs {
-    /// The plugins to update [default: all]
-    pub names: Vec<String>,
-}
-
-#[derive(Debug, Args)]
-pub struct ShowArgs {
-    /// Print the plugin set as JSON on stdout
-    #[arg(long)]
-    pub json: bool,
-
-    /// Refuse plugin sets with more skills than this
-    #[arg(long, value_name = "N", default_value_t = 100)]
-    pub max_skills: usize,
-}
-
-#[derive(Debug, Args)]
-pub struct LockArgs {
-    /// Write nothing; exit 1 naming what would change (for CI)
-    #[arg(long)]
-    pub check: bool,
-
-    /// Re-resolve every entry, moving branches and tags to their current commits
-    #[arg(long, conflicts_with = "upgrade_plugin")]
-    pub upgrade: bool,
-
-    /// Re-resolve the named plugin only (repeatable)
-    #[arg(long, value_name = "NAME")]
-    pub upgrade_plugin: Vec<String>,
-
-    /// Never use the network: resolve from what the git cache last saw
-    #[arg(long)]
-    pub offline: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct SyncArgs {
-    /// Fail if the lockfile is missing or out of date instead of updating it
-    #[arg(long, conflicts_with = "frozen")]
-    pub locked: bool,
-
-    /// Use the lockfile as it is, without reading the manifest
-    #[arg(long)]
-    pub frozen: bool,
-
-    /// Never use the network; fail naming every plugin that is not already available
-    #[arg(long)]
-    pub offline: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct VerifyArgs {
-    /// Print the result as JSON on stdout
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct ListArgs {
-    /// Print the locked plugins as JSON on stdout
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[cfg(test)]
