@@ -298,6 +298,8 @@ fn a_lock_sending_a_local_entry_elsewhere_is_refused() {
         + "\n";
     assert_ne!(forged, honest);
     std::fs::write(ctx.lock_path(), &forged).expect("write");
+    // Both locks stored what they locked; what follows must copy nothing.
+    ctx.wipe_store_entries();
     for args in [
         &["plugins", "sync", "--frozen"][..],
         &["plugins", "show"],

@@ -48,6 +48,7 @@ fn a_tampered_hash_is_refused_and_adds_nothing() {
     let ctx = TestContext::new();
     small_project(&ctx);
     ctx.ok(&["plugins", "lock"]);
+    ctx.wipe_store_entries();
     let lock = ctx.lock_text();
     let real = lock_field(&lock, 1, "hash").expect("hash");
     let fake = Sha256Hash::from_bytes([42; 32]).to_sri();
@@ -217,16 +218,17 @@ fn a_killed_sync_leaves_no_partial_entry_and_the_next_one_completes() {
     let ctx = TestContext::new();
     heavy_project(&ctx, 6);
     // Kill at each step a cold sync passes, in its order (see `berth_store::fault`): a new
-    // git cache fetched while locking, the lockfile written, a tree half exported, an
-    // entry hashed but not renamed, an entry renamed but not yet read-only. Each run gets
-    // further than the one before.
+    // git cache fetched while locking, a tree half exported, an entry hashed but not
+    // renamed, an entry renamed but not yet read-only (a new lock's entries are stored and
+    // scanned before it is written), the lockfile written. Each run gets further than the
+    // one before.
     use berth_store::fault::*;
     for step in [
         PERSIST_BEFORE_RENAME,
-        FILE_BEFORE_RENAME,
         GIT_EXPORT_MID,
         COMMIT_BEFORE_RENAME,
         COMMIT_AFTER_RENAME,
+        FILE_BEFORE_RENAME,
     ] {
         common::kill_at_step(ctx.berth().args(["plugins", "sync"]), step);
         assert_store_verified(&ctx.store);

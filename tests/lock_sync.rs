@@ -457,6 +457,7 @@ fn submodules_are_skipped_with_a_warning() {
         "{}",
         lock.stderr
     );
+    ctx.wipe_store_entries();
     let sync = ctx.ok(&["plugins", "sync"]);
     assert!(
         sync.stderr.contains("skipped git submodule `vendor/tool`"),

@@ -16,6 +16,9 @@ use crate::printer::Printer;
 /// or on `git-upload-pack`, so more than the core count pays off.
 const DEFAULT_JOBS: usize = 8;
 
+/// The policy file read when `--policy` is not given, next to the manifest.
+pub const POLICY_FILE: &str = "berth-policy.toml";
+
 #[derive(Debug)]
 pub struct Context {
     pub printer: Printer,
@@ -33,6 +36,11 @@ pub struct Context {
     pub index_url: String,
     /// Binary caches tried before upstream (`--substituter`).
     pub substituters: Vec<std::sync::Arc<berth_transport::cache::Cache>>,
+    /// The policy file: `--policy`, else `berth-policy.toml` next to the manifest if it
+    /// exists; `None`: berth's defaults.
+    pub policy_path: Option<PathBuf>,
+    /// `plugins.approvals.toml`: the lockfile's name with `.approvals.toml`.
+    pub approvals_path: PathBuf,
 }
 
 /// A failure with follow-up lines: the `error:` line, then one line per detail.
@@ -90,7 +98,14 @@ impl Context {
             .filter(|u| !u.is_empty())
             .unwrap_or_else(|| DEFAULT_GITHUB_URL.to_owned());
         let archive_limits = ArchiveLimits::from_env()?;
+        let policy_path = project.policy.clone().or_else(|| {
+            let default = manifest_dir.join(POLICY_FILE);
+            default.is_file().then_some(default)
+        });
+        let approvals_path = lock_path.with_extension("approvals.toml");
         Ok(Self {
+            policy_path,
+            approvals_path,
             archive_limits,
             printer,
             store: Store::new(store_root),

@@ -4,6 +4,7 @@
 mod args;
 mod commands;
 mod context;
+mod governance;
 mod printer;
 
 use std::process::ExitCode;
@@ -59,6 +60,8 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
                 PluginsCommand::Add(args) => commands::edit::add(&ctx, args),
                 PluginsCommand::Remove(args) => commands::edit::remove(&ctx, args),
                 PluginsCommand::Update(args) => commands::edit::update(&ctx, args),
+                PluginsCommand::Diff(args) => commands::diff::run(&ctx, args),
+                PluginsCommand::Approve(args) => commands::approve::run(&ctx, args),
             }
         }
         Command::Marketplace(market) => {
@@ -71,6 +74,10 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
         Command::Run(args) => {
             let ctx = Context::new(cli, &args.project, printer)?;
             commands::run::run(&ctx, args)
+        }
+        Command::Audit(args) => {
+            let ctx = Context::new(cli, &args.project, printer)?;
+            commands::audit::run(&ctx, args)
         }
         Command::Serve(args) => commands::serve::run(cli, args, printer),
         Command::Store(store) => commands::store::run(cli, store, printer),

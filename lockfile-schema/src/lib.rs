@@ -8,6 +8,7 @@
 mod agent;
 mod dependency;
 mod diagnostic;
+pub mod governance;
 mod hash;
 mod lock;
 mod manifest;

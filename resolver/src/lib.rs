@@ -41,7 +41,8 @@ pub use error::{
 pub use meta::plugin_name_from_manifest;
 pub use ops::{
     InMemoryLock, LocalRelock, LockAndSyncError, LockMode, LockOptions, LockOutcome, Lockfile,
-    Relock, SyncOutcome, Synced, Upgrade, VerifyOutcome, VerifyStatus, lock_and_sync, lock_plugins,
-    mark_live, sync_plugins, verify_agent, verify_plugins,
+    PolicyLoadError, Relock, SyncOutcome, Synced, Upgrade, VerifyOutcome, VerifyStatus,
+    load_policy, lock_and_sync, lock_plugins, mark_live, sync_plugins, verify_agent,
+    verify_plugins,
 };
 pub use sources::read_marketplace;

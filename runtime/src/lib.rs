@@ -23,6 +23,7 @@ pub mod manifest {
 pub mod mcp;
 pub mod process;
 mod pystr;
+pub mod review;
 mod root;
 mod set;
 pub mod skills;
@@ -32,6 +33,7 @@ pub use agents::Agent;
 pub use error::RuntimeError;
 pub use expand::{ROOT_VARIABLES, expand_roots};
 pub use manifest::{Format, ManifestError, PluginManifest, read_manifest};
+pub use review::{Surface, SurfaceDiff, surface_of};
 pub use root::{MAX_FILE_BYTES, PluginRoot};
 pub use set::{
     BuildOptions, PLUGIN_DATA_DIR, PluginInfo, PluginSet, build_plugin_set, plugin_data_dir,

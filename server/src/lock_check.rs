@@ -46,3 +46,46 @@ pub(crate) fn check_lock_against(
     }
     Ok(())
 }
+
+/// What may run on this server (`berth serve --policy`, with its approvals file): the same
+/// policy the CLI applies, checked when a plugin set is first built for a lock (a start, or
+/// a restored conversation's set), so a lock that does not pass is never served.
+#[derive(Debug, Clone, Default)]
+pub struct RunPolicy {
+    /// The effective policy (berth's defaults without `--policy`).
+    pub policy: berth_lockfile_schema::governance::Policy,
+    /// The approvals beside it.
+    pub approvals: berth_lockfile_schema::governance::Approvals,
+}
+
+/// Checks a built set's plugins against the server's [`RunPolicy`]: sources,
+/// capabilities, approvals and hidden Unicode. A violation is 403 `policy_denied`, naming
+/// plugin, capability, rule and policy file.
+pub(crate) fn check_run_policy(
+    run: &RunPolicy,
+    set: &berth_runtime::PluginSet,
+) -> Result<(), AppError> {
+    let plugins: Vec<berth_runtime::review::UnderReview<'_>> = set
+        .plugins
+        .iter()
+        .map(|p| berth_runtime::review::UnderReview {
+            locked: &p.locked,
+            entry: &p.path,
+            scan: true,
+        })
+        .collect();
+    let checked = berth_runtime::review::check_plugins(&run.policy, &run.approvals, &plugins)
+        .map_err(|e| AppError::from_runtime(&e))?;
+    match checked.violations.as_slice() {
+        [] => Ok(()),
+        violations => Err(AppError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "policy_denied",
+            violations
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        )),
+    }
+}

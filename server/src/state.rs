@@ -27,6 +27,8 @@ pub struct Config {
     pub allowed_host_headers: Vec<String>,
     /// Which sources may be fetched.
     pub policy: Policy,
+    /// What may run (`--policy`): checked before a lock's plugin set is first served.
+    pub run_policy: crate::lock_check::RunPolicy,
     /// The marketplaces conversations may ask plugins of (`--marketplace`).
     pub marketplaces: Vec<berth_lockfile_schema::marketplace::MarketplaceRequest>,
     /// Never fetch: serve what the store has.
@@ -306,6 +308,7 @@ impl AppState {
             }
             Err(e) => return Err(AppError::from_runtime(&e)),
         };
+        crate::lock_check::check_run_policy(&config.run_policy, &set)?;
         let json: Arc<str> = set.to_json().into();
         let mut sets = self
             .inner

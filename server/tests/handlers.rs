@@ -57,6 +57,7 @@ fn fixture_configured(
             .iter()
             .map(|h| (*h).to_owned())
             .collect(),
+        run_policy: Default::default(),
         policy: Policy {
             allowed_hosts: DEFAULT_ALLOWED_HOSTS
                 .iter()

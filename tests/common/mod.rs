@@ -226,6 +226,16 @@ impl TestContext {
     pub fn store_entries(&self) -> Vec<String> {
         list_dir(&self.store.join("store-v1"))
     }
+
+    /// Removes every store entry: `lock` stores what it adds (to scan it), so a test of
+    /// what `sync` alone adds starts from an empty store.
+    #[allow(dead_code)]
+    pub fn wipe_store_entries(&self) {
+        for entry in self.store_entries() {
+            berth_store::remove_tree(&self.store.join("store-v1").join(entry))
+                .expect("remove a store entry");
+        }
+    }
 }
 
 /// `fixtures/git_http_server.py` serving a folder of repositories on 127.0.0.1; stopped

@@ -9,8 +9,8 @@ mod serve;
 mod store;
 
 pub use plugins::{
-    AddArgs, ListArgs, LockArgs, PluginsArgs, PluginsCommand, RemoveArgs, ShowArgs, SyncArgs,
-    UpdateArgs, VerifyArgs,
+    AddArgs, ApproveArgs, DiffArgs, DiffFormat, ListArgs, LockArgs, PluginsArgs, PluginsCommand,
+    RemoveArgs, ShowArgs, SyncArgs, UpdateArgs, VerifyArgs,
 };
 pub use serve::ServeArgs;
 pub use store::{GcArgs, SignKeyCommand, StoreArgs, StoreCommand, StorePushArgs, StoreVerifyArgs};
@@ -142,6 +142,19 @@ pub enum Command {
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Store(StoreArgs),
 
+    /// Scan the locked plugins for hidden Unicode and check them against the policy
+    ///
+    /// Every file of every locked plugin in the store is read for characters a reviewer
+    /// cannot see: bidirectional controls and Unicode tag characters (critical) and
+    /// zero-width characters (warnings). With a policy, its sources and capabilities are
+    /// checked too. Exits 1 on a critical finding (unless the policy says `hidden_unicode =
+    /// "warn"`) or a policy violation; never touches the network.
+    #[command(after_help = "Examples:\n  \
+        berth audit\n  \
+        berth audit --policy berth-policy.toml\n  \
+        berth audit --format sarif --output berth.sarif   # for code scanning")]
+    Audit(AuditArgs),
+
     /// Serve conversations that keep exactly their locked plugin set
     ///
     /// Each conversation gets one lockfile, resolved when it starts and kept in the data
@@ -175,6 +188,31 @@ pub struct RunArgs {
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    #[command(flatten)]
+    pub project: ProjectArgs,
+
+    /// `text`, `json` or `sarif` (SARIF 2.1.0, as code-scanning tools read it)
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub format: AuditFormat,
+
+    /// Write the report here instead of stdout
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// How `berth audit` prints its findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditFormat {
+    /// One line per finding
+    Text,
+    /// A JSON document
+    Json,
+    /// SARIF 2.1.0
+    Sarif,
 }
 
 #[derive(Debug, Args)]
@@ -372,6 +410,17 @@ pub struct ProjectArgs {
         help_heading = "Project options"
     )]
     pub index_url: String,
+
+    /// The policy: which sources and capabilities may run [default: `berth-policy.toml`
+    /// next to the manifest, if there is one]
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "BERTH_POLICY",
+        help_heading = "Project options"
+    )]
+    pub policy: Option<PathBuf>,
 }
 
 #[cfg(test)]

@@ -75,6 +75,80 @@ pub enum PluginsCommand {
     /// Built from the lock and the store alone; never touches the network. `--json` prints
     /// the document `berth run` passes to agents (SPEC section 5).
     Show(ShowArgs),
+
+    /// Show what changes between two locks: hooks, MCP servers, executables, skills
+    ///
+    /// Lists each plugin that was added, removed, or whose content moved, and inside it
+    /// what it may run: hooks (event, matcher, the exact command), MCP and LSP servers
+    /// (command and arguments, or URL), executables and the files commands name, skills,
+    /// commands and agents (changed means the content differs) and their allowed tools. A
+    /// plugin whose content did not change is not listed. What is not in the store is
+    /// fetched as `sync` would.
+    #[command(after_help = "Examples:\n  \
+        berth plugins diff --from HEAD                 # the lock at git's HEAD vs the file\n  \
+        berth plugins diff --from origin/main --format markdown   # a pull-request comment\n  \
+        berth plugins diff --from old.lock --to new.lock --json")]
+    Diff(DiffArgs),
+
+    /// Approve the plugins' current capability surface for a policy's `approve` rules
+    ///
+    /// Records, in `plugins.approvals.toml` next to the lock, the digest of what each
+    /// plugin runs (its hook commands, MCP and LSP definitions, executables and every
+    /// plugin file they name) with who approved it and when. A change to any of those
+    /// needs a new approval; a change to skill or command text alone does not.
+    #[command(after_help = "Examples:\n  \
+        berth plugins approve review\n  \
+        berth plugins approve --all --by 'Alice <alice@example.com>'")]
+    Approve(ApproveArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The old lock: a file, or a git revision whose lockfile is read (`HEAD`, `main~3`)
+    #[arg(long, value_name = "FILE|REV")]
+    pub from: String,
+
+    /// The new lock [default: the project's lockfile]
+    #[arg(long, value_name = "FILE")]
+    pub to: Option<std::path::PathBuf>,
+
+    /// Print JSON on stdout (same as `--format json`)
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+
+    /// `text`, `json` or `markdown` (for a pull-request comment)
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub format: DiffFormat,
+
+    /// Never use the network: a plugin not in the store or git cache is an error
+    #[arg(long)]
+    pub offline: bool,
+}
+
+/// How `berth plugins diff` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    /// For a terminal
+    Text,
+    /// The documented JSON document
+    Json,
+    /// Markdown, for a pull-request comment
+    Markdown,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// The plugins to approve, by locked name
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub names: Vec<String>,
+
+    /// Approve every locked plugin
+    #[arg(long)]
+    pub all: bool,
+
+    /// Who approves [default: git's `user.name <user.email>`]
+    #[arg(long, value_name = "WHO")]
+    pub by: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -85,6 +85,17 @@ pub struct ServeArgs {
     #[arg(long = "marketplace", value_name = "NAME=SOURCE[#REF]")]
     pub marketplaces: Vec<String>,
 
+    /// What may run: a `berth-policy.toml` (sources, hooks, MCP servers, executables,
+    /// hidden Unicode, approvals). Every conversation's plugins pass it before their set is
+    /// served; a start that does not is answered 403 `policy_denied` and stores nothing
+    #[arg(long, value_name = "FILE", env = "BERTH_POLICY")]
+    pub policy: Option<std::path::PathBuf>,
+
+    /// The approvals the policy's `approve` rules read [default: `plugins.approvals.toml`
+    /// next to the policy file]
+    #[arg(long, value_name = "FILE", requires = "policy")]
+    pub approvals: Option<std::path::PathBuf>,
+
     /// Never fetch: serve conversations from the store as it is
     #[arg(long)]
     pub offline: bool,

@@ -84,6 +84,13 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<()> {
         }
         .into());
     }
+    ctx.admit(
+        previous.as_ref().map(|(l, _)| l),
+        &lock,
+        Some(&manifest),
+        berth_resolver::Network::Online,
+        true,
+    )?;
     write_manifest(ctx, &text)?;
     ctx.printer.status(
         "Added",

@@ -16,6 +16,7 @@ pub fn run(ctx: &Context, args: &HookRunArgs) -> Result<()> {
         ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;
+    ctx.gate_runtime(&lock)?;
     let fields = match &args.input {
         None => serde_json::Map::new(),
         Some(path) => {

@@ -93,6 +93,13 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
         }
         .into());
     }
+    ctx.admit(
+        previous.as_ref().map(|(l, _)| l),
+        &lock,
+        Some(&manifest),
+        network,
+        true,
+    )?;
     write_outcome(ctx, previous.as_ref(), &lock)
 }
 
@@ -128,6 +135,13 @@ pub fn lock_and_write(
     upgrade: Upgrade,
 ) -> Result<Lock> {
     let lock = resolve(ctx, manifest, previous.map(|(l, _)| l), upgrade)?;
+    ctx.admit(
+        previous.map(|(l, _)| l),
+        &lock,
+        Some(manifest),
+        Network::Online,
+        true,
+    )?;
     write_outcome(ctx, previous, &lock)?;
     Ok(lock)
 }

@@ -58,6 +58,13 @@ pub fn add(ctx: &Context, args: &MarketplaceAddArgs) -> Result<()> {
         previous.as_ref().map(|(l, _)| l),
         Upgrade::Nothing,
     )?;
+    ctx.admit(
+        previous.as_ref().map(|(l, _)| l),
+        &lock,
+        Some(&manifest),
+        berth_resolver::Network::Online,
+        true,
+    )?;
     super::edit::write_manifest(ctx, &text)?;
     ctx.printer.status(
         "Added",

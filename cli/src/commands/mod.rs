@@ -1,6 +1,10 @@
 //! One module per command: each turns its arguments into settings and calls the libraries.
 
 pub mod agent;
+pub mod approve;
+pub mod audit;
+pub mod diff;
+mod diff_report;
 pub mod edit;
 pub mod hooks;
 pub mod list;

@@ -54,7 +54,9 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         .iter()
         .map(|text| marketplace(text, &policy))
         .collect::<Result<Vec<_>>>()?;
+    let run_policy = run_policy(args)?;
     let config = Config {
+        run_policy,
         data_dir: data_dir.clone(),
         store: Store::new(store_root),
         api_key: args.api_key.clone().filter(|k| !k.is_empty()),
@@ -137,4 +139,26 @@ fn marketplace(
             .map_err(|e| anyhow::anyhow!("`--marketplace {text}`: {}", e.message))?;
     }
     Ok(request)
+}
+
+/// `--policy` and its approvals, read once at start (restart the server to change them).
+fn run_policy(args: &ServeArgs) -> Result<berth_server::RunPolicy> {
+    let Some(path) = &args.policy else {
+        return Ok(berth_server::RunPolicy::default());
+    };
+    let policy = berth_resolver::load_policy(path)?;
+    let approvals_path = args.approvals.clone().unwrap_or_else(|| {
+        path.parent()
+            .unwrap_or(std::path::Path::new("."))
+            .join("plugins.approvals.toml")
+    });
+    let label = approvals_path.display().to_string();
+    let approvals = match std::fs::read_to_string(&approvals_path) {
+        Ok(text) => berth_lockfile_schema::governance::parse_approvals(&text, &label)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && args.approvals.is_none() => {
+            Default::default()
+        }
+        Err(e) => return Err(e).with_context(|| format!("could not read `{label}`")),
+    };
+    Ok(berth_server::RunPolicy { policy, approvals })
 }

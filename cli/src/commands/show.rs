@@ -15,6 +15,7 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
         ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;
+    ctx.gate_runtime(&lock)?;
     if args.json {
         ctx.printer.data(&set.to_json());
     } else {

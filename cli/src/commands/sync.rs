@@ -10,6 +10,7 @@ use berth_store::FileLock;
 use super::describe_changes;
 use crate::args::SyncArgs;
 use crate::context::{Context, Failure};
+use crate::governance::Scan;
 
 pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
     let _hold = ctx.hold_store()?;
@@ -37,8 +38,24 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
             ctx.settings(network),
         ),
     };
-    let synced = lock_and_sync(&ctx.store, &settings, &ctx.printer, mode, &ProjectLock(ctx))
+    let project_lock = ProjectLock {
+        ctx,
+        manifest: manifest.as_ref(),
+        network,
+        admitted: std::cell::Cell::new(false),
+    };
+    let synced = lock_and_sync(&ctx.store, &settings, &ctx.printer, mode, &project_lock)
         .map_err(|e| failure(ctx, mode, e))?;
+    // A new lock was admitted before it was written; a lock taken as it was is checked
+    // now, scanning what this run added (the lock's content, when anything was added).
+    if !project_lock.admitted.get() && (synced.sync.added > 0 || ctx.policy_path.is_some()) {
+        let scan = if synced.sync.added > 0 {
+            Scan::All
+        } else {
+            Scan::Nothing
+        };
+        ctx.gate(&ctx.governance()?, &synced.lock, scan)?;
+    }
     ctx.register_root()?;
     ctx.printer.status(
         "Synced",
@@ -54,29 +71,38 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
 
 /// The project's lockfile as the sync workflow reads and writes it: a damaged one is
 /// replaced (with a warning), and a new lock is announced entry by entry.
-struct ProjectLock<'a>(&'a Context);
+struct ProjectLock<'a> {
+    ctx: &'a Context,
+    manifest: Option<&'a berth_lockfile_schema::Manifest>,
+    network: Network,
+    /// Whether a new lock was admitted by the policy (and its additions scanned).
+    admitted: std::cell::Cell<bool>,
+}
 
 impl Lockfile for ProjectLock<'_> {
     type Error = anyhow::Error;
     type Guard = FileLock;
 
     fn guard(&self) -> Result<FileLock> {
-        self.0.guard_lockfile()
+        self.ctx.guard_lockfile()
     }
 
     fn read(&self) -> Result<Option<Lock>> {
-        Ok(self.0.read_lock()?.map(|(lock, _)| lock))
+        Ok(self.ctx.read_lock()?.map(|(lock, _)| lock))
     }
 
     fn read_to_replace(&self) -> Result<Option<Lock>> {
-        Ok(self.0.read_lock_to_replace()?.map(|(lock, _)| lock))
+        Ok(self.ctx.read_lock_to_replace()?.map(|(lock, _)| lock))
     }
 
     fn write(&self, previous: Option<&Lock>, lock: &Lock) -> Result<()> {
+        self.ctx
+            .admit(previous, lock, self.manifest, self.network, false)?;
+        self.admitted.set(true);
         for change in describe_changes(previous, lock) {
-            self.0.printer.status(change.verb, &change.text);
+            self.ctx.printer.status(change.verb, &change.text);
         }
-        self.0.write_lock(&lock.to_toml())
+        self.ctx.write_lock(&lock.to_toml())
     }
 }
 

@@ -1,17 +1,19 @@
 //! The operations over a manifest: `lock` (with its dependency settling), `sync`,
-//! `verify`, the lock-then-sync workflow the CLI and the server share, and what a lock
+//! `verify`, reading a policy and what it extends, the lock-then-sync workflow the CLI and the server share, and what a lock
 //! keeps alive for `gc`. They loop over entries and reach a source kind only through
 //! [`crate::sources`].
 
 mod dependencies;
 mod live;
 mod lock;
+mod policy;
 mod sync;
 mod verify;
 mod workflow;
 
 pub use live::mark_live;
 pub use lock::*;
+pub use policy::{PolicyLoadError, load_policy};
 pub use sync::*;
 pub use verify::*;
 pub use workflow::{

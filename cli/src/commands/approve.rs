@@ -1,0 +1,152 @@
+//! `berth plugins approve`: record the plugins' current capability surface as approved.
+
+use anyhow::{Context as _, Result, bail};
+use berth_lockfile_schema::governance::Approval;
+use berth_runtime::review::surface_of;
+
+use crate::args::ApproveArgs;
+use crate::context::{Context, write_atomically};
+
+pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
+    let _hold = ctx.hold_store()?;
+    let _guard = ctx.guard_lockfile()?;
+    let lock = ctx.require_lock("")?;
+    for name in &args.names {
+        if !lock.plugins.iter().any(|p| p.name == *name) {
+            bail!(
+                "no plugin named `{name}` in `{}`; the locked plugins are {}",
+                ctx.lock_label(),
+                lock.plugins
+                    .iter()
+                    .map(|p| format!("`{}`", p.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    let by = match &args.by {
+        Some(by) if !by.trim().is_empty() => by.trim().to_owned(),
+        Some(_) => {
+            bail!("`--by` is empty; say who approves, such as `--by 'Alice <alice@example.com>'`")
+        }
+        None => git_user(ctx)?,
+    };
+    let at = utc_now();
+    let mut approvals = ctx.read_approvals()?;
+    let wanted: Vec<_> = lock
+        .plugins
+        .iter()
+        .filter(|p| args.all || args.names.contains(&p.name))
+        .collect();
+    let keys: Vec<_> = wanted.iter().map(|p| (&p.hash, p.name.as_str())).collect();
+    for (plugin, found) in wanted.iter().zip(ctx.store.checked_lookup_all(&keys)) {
+        let Some(entry) = found? else {
+            bail!(
+                "plugin `{}` is not in the store; run `berth plugins sync`, review it (`berth plugins diff`), then approve it",
+                plugin.name
+            );
+        };
+        let surface = surface_of(&plugin.name, &entry.path)?;
+        let digest = surface.approval_digest();
+        let unchanged = approvals
+            .get(&plugin.name)
+            .is_some_and(|a| a.surface == digest);
+        if unchanged {
+            ctx.printer.status(
+                "Approved",
+                &format!("`{}` already, as it is now (unchanged)", plugin.name),
+            );
+            continue;
+        }
+        approvals.record(Approval {
+            plugin: plugin.name.clone(),
+            surface: digest.clone(),
+            by: by.clone(),
+            at: at.clone(),
+        });
+        ctx.printer.status(
+            "Approved",
+            &format!(
+                "`{}`: {} hooks, {} MCP servers, {} LSP servers, {} executables ({})",
+                plugin.name,
+                surface.hooks.len(),
+                surface.mcp_servers.len(),
+                surface.lsp_servers.len(),
+                surface.executables.len(),
+                digest.chars().take(19).collect::<String>()
+            ),
+        );
+    }
+    let label = ctx.approvals_path.display().to_string();
+    write_atomically(&ctx.approvals_path, approvals.to_toml().as_bytes())
+        .with_context(|| format!("could not write `{label}`"))?;
+    ctx.printer
+        .status("Wrote", &format!("`{label}`; commit it next to the lock"));
+    Ok(())
+}
+
+/// `Name <email>` from git's configuration, as a commit would say it.
+fn git_user(ctx: &Context) -> Result<String> {
+    let dir = ctx
+        .lock_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let get = |key: &str| -> Option<String> {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["config", "--get", key])
+            .output()
+            .ok()?;
+        let value = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+        (out.status.success() && !value.is_empty()).then_some(value)
+    };
+    match (get("user.name"), get("user.email")) {
+        (Some(name), Some(email)) => Ok(format!("{name} <{email}>")),
+        (Some(name), None) => Ok(name),
+        (None, Some(email)) => Ok(format!("<{email}>")),
+        (None, None) => bail!(
+            "git has no `user.name` or `user.email` here; say who approves with `--by 'Name <email>'`"
+        ),
+    }
+}
+
+/// Now, as RFC 3339 in UTC to the second (`2026-11-25T06:00:00Z`).
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    rfc3339(secs)
+}
+
+/// Seconds since 1970 as RFC 3339 in UTC (Howard Hinnant's days-to-civil).
+fn rfc3339(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rest = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rfc3339_of_known_instants() {
+        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(super::rfc3339(1_795_589_999), "2026-11-25T06:59:59Z");
+    }
+}

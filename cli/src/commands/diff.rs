@@ -1,0 +1,174 @@
+//! `berth plugins diff`: what changes between two locks, as capabilities.
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result, bail};
+use berth_lockfile_schema::{Lock, LockedPlugin, parse_lock};
+use berth_resolver::{LocalCheck, Network, sync_plugins};
+use berth_runtime::review::{Surface, diff, surface_of};
+
+use crate::args::{DiffArgs, DiffFormat};
+use crate::context::{Context, Failure};
+
+use super::diff_report::{self, LockDiff, PinView, PluginDiff};
+
+pub fn run(ctx: &Context, args: &DiffArgs) -> Result<()> {
+    let _hold = ctx.hold_store()?;
+    let to_path = args.to.clone().unwrap_or_else(|| ctx.lock_path.clone());
+    let to_label = to_path.display().to_string();
+    let new = read_lock_file(&to_path)?;
+    let (old, from_label) = read_from(ctx, &args.from)?;
+    let network = if args.offline {
+        Network::Offline
+    } else {
+        Network::Online
+    };
+    let report = lock_diff(ctx, &old, &new, network, from_label, to_label)?;
+    let format = if args.json {
+        DiffFormat::Json
+    } else {
+        args.format
+    };
+    let text = match format {
+        DiffFormat::Json => {
+            serde_json::to_string_pretty(&report).expect("a diff is always serialisable")
+        }
+        DiffFormat::Text => diff_report::text(&report),
+        DiffFormat::Markdown => diff_report::markdown(&report),
+    };
+    ctx.printer.data(&text);
+    Ok(())
+}
+
+fn read_lock_file(path: &Path) -> Result<Lock> {
+    let label = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("could not read `{label}`"))?;
+    Ok(parse_lock(&label, &text)?)
+}
+
+/// `--from`: a lock file if one is there, else a git revision of the project's lockfile.
+fn read_from(ctx: &Context, from: &str) -> Result<(Lock, String)> {
+    let path = Path::new(from);
+    if path.is_file() {
+        return Ok((read_lock_file(path)?, from.to_owned()));
+    }
+    let dir = ctx
+        .lock_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = ctx
+        .lock_path
+        .file_name()
+        .context("the lockfile has no file name")?
+        .to_string_lossy()
+        .into_owned();
+    let spec = format!("{from}:./{name}");
+    let output = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["show", "--no-textconv", &spec])
+        .output()
+        .context("could not run `git` to read the old lock; pass `--from FILE` instead")?;
+    if !output.status.success() {
+        bail!(
+            "`--from {from}` is neither a file nor a git revision holding `{}` ({}); pass a lockfile or a revision such as `HEAD`",
+            ctx.lock_label(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    let label = format!("{from}:{}", ctx.lock_label());
+    let text =
+        String::from_utf8(output.stdout).with_context(|| format!("`{label}` is not UTF-8"))?;
+    Ok((parse_lock(&label, &text)?, label))
+}
+
+/// The plugins whose content differs between `old` and `new`, with their surfaces'
+/// difference; what is not in the store is fetched first, as `sync` would.
+pub fn lock_diff(
+    ctx: &Context,
+    old: &Lock,
+    new: &Lock,
+    network: Network,
+    from: String,
+    to: String,
+) -> Result<LockDiff> {
+    let find = |lock: &Lock, name: &str| lock.plugins.iter().find(|p| p.name == name).cloned();
+    let mut pairs: Vec<(Option<LockedPlugin>, Option<LockedPlugin>)> = Vec::new();
+    for plugin in &new.plugins {
+        match find(old, &plugin.name) {
+            Some(before) if before.hash == plugin.hash => {}
+            before => pairs.push((before, Some(plugin.clone()))),
+        }
+    }
+    for plugin in &old.plugins {
+        if find(new, &plugin.name).is_none() {
+            pairs.push((Some(plugin.clone()), None));
+        }
+    }
+    let side = |lock: &Lock, plugins: Vec<LockedPlugin>| Lock {
+        plugins,
+        agent: None,
+        marketplaces: lock.marketplaces.clone(),
+    };
+    let old_side = side(old, pairs.iter().filter_map(|p| p.0.clone()).collect());
+    let new_side = side(new, pairs.iter().filter_map(|p| p.1.clone()).collect());
+    let old_surfaces = surfaces(ctx, &old_side, network)?;
+    let new_surfaces = surfaces(ctx, &new_side, network)?;
+    let empty = Surface::default();
+    let mut plugins = Vec::new();
+    for (before, after) in &pairs {
+        let old_surface = before
+            .as_ref()
+            .and_then(|p| old_surfaces.iter().find(|(n, _)| *n == p.name))
+            .map_or(&empty, |(_, s)| s);
+        let new_surface = after
+            .as_ref()
+            .and_then(|p| new_surfaces.iter().find(|(n, _)| *n == p.name))
+            .map_or(&empty, |(_, s)| s);
+        let status = match (before, after) {
+            (None, Some(_)) => "added",
+            (Some(_), None) => "removed",
+            _ => "moved",
+        };
+        plugins.push(PluginDiff {
+            name: after
+                .as_ref()
+                .or(before.as_ref())
+                .map(|p| p.name.clone())
+                .unwrap_or_default(),
+            status,
+            old: before.as_ref().map(PinView::of),
+            new: after.as_ref().map(PinView::of),
+            changes: diff(old_surface, new_surface),
+        });
+    }
+    Ok(LockDiff {
+        version: 1,
+        from,
+        to,
+        plugins,
+    })
+}
+
+/// Every plugin of `lock` fetched into the store if missing, and its surface.
+fn surfaces(ctx: &Context, lock: &Lock, network: Network) -> Result<Vec<(String, Surface)>> {
+    if lock.plugins.is_empty() {
+        return Ok(Vec::new());
+    }
+    let synced = sync_plugins(
+        &ctx.store,
+        &ctx.frozen_settings(network),
+        &ctx.printer,
+        lock,
+        None,
+        LocalCheck::TrustStore,
+    )
+    .map_err(|errors| Failure::from_entries("could not fetch", errors))?;
+    lock.plugins
+        .iter()
+        .zip(&synced.entries)
+        .map(|(plugin, entry)| Ok((plugin.name.clone(), surface_of(&plugin.name, &entry.path)?)))
+        .collect()
+}

@@ -1,0 +1,297 @@
+//! What `berth plugins diff` reports: the JSON document, and its forms for people (a
+//! terminal listing and a pull-request comment).
+
+use std::fmt::Write as _;
+
+use berth_lockfile_schema::{LockedPlugin, Pin};
+use berth_runtime::review::{HookEntry, McpEntry, SurfaceDiff};
+use serde::Serialize;
+
+/// The document `--json` prints (docs/governance.md describes it).
+#[derive(Debug, Serialize)]
+pub struct LockDiff {
+    /// The document's format version.
+    pub version: u32,
+    /// The old lock: a file, or `REV:PATH`.
+    pub from: String,
+    /// The new lock.
+    pub to: String,
+    /// Every plugin whose content differs, in the new lock's order, then the removed ones.
+    pub plugins: Vec<PluginDiff>,
+}
+
+/// One plugin that was added, removed or moved.
+#[derive(Debug, Serialize)]
+pub struct PluginDiff {
+    /// Its locked name.
+    pub name: String,
+    /// `added`, `removed` or `moved`.
+    pub status: &'static str,
+    /// Its old pin (removed and moved plugins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old: Option<PinView>,
+    /// Its new pin (added and moved plugins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new: Option<PinView>,
+    /// What it may run and what it tells the agent, old against new.
+    pub changes: SurfaceDiff,
+}
+
+/// What a lock entry was made from.
+#[derive(Debug, Serialize)]
+pub struct PinView {
+    /// The source as locked.
+    pub source: String,
+    /// The commit (git sources).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rev: Option<String>,
+    /// sha256 of the downloaded archive (archive sources).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive_hash: Option<String>,
+    /// The plugin's own version, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The content hash.
+    pub hash: String,
+}
+
+impl PinView {
+    pub fn of(plugin: &LockedPlugin) -> Self {
+        let (rev, archive_hash) = match &plugin.pin {
+            Pin::Git { rev, .. } => (Some(rev.to_string()), None),
+            Pin::Archive { archive_hash, .. } => (None, Some(archive_hash.to_sri())),
+            Pin::Local { .. } => (None, None),
+        };
+        Self {
+            source: plugin.source.clone(),
+            rev,
+            archive_hash,
+            version: plugin.plugin_version.clone(),
+            hash: plugin.hash.to_sri(),
+        }
+    }
+}
+
+/// One line of a plugin's changes: `+` added, `-` removed, `~` changed; its words, and the
+/// literal parts (commands, paths, names) to set in code.
+struct Line {
+    sign: char,
+    what: String,
+    literal: String,
+}
+
+fn line(sign: char, what: impl Into<String>, literal: impl Into<String>) -> Line {
+    Line {
+        sign,
+        what: what.into(),
+        literal: literal.into(),
+    }
+}
+
+fn hook_text(h: &HookEntry) -> (String, String) {
+    let matcher = if h.matcher.is_empty() || h.matcher == "*" {
+        String::new()
+    } else {
+        format!(" [{}]", h.matcher)
+    };
+    let what = format!("{} hook on {}{matcher}", h.kind, h.event);
+    (what, h.command.clone())
+}
+
+fn mcp_text(s: &McpEntry) -> String {
+    match (&s.command, &s.url) {
+        (Some(command), _) => std::iter::once(command.as_str())
+            .chain(s.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+        (None, Some(url)) => url.clone(),
+        (None, None) => format!("({})", s.transport),
+    }
+}
+
+fn lines(changes: &SurfaceDiff) -> Vec<Line> {
+    let mut out = Vec::new();
+    for h in &changes.hooks.added {
+        let (what, cmd) = hook_text(h);
+        out.push(line('+', what, cmd));
+    }
+    for h in &changes.hooks.removed {
+        let (what, cmd) = hook_text(h);
+        out.push(line('-', what, cmd));
+    }
+    for c in &changes.hooks.changed {
+        let (what, cmd) = hook_text(&c.new);
+        out.push(line(
+            '~',
+            format!("{what} (timeout {}s -> {}s)", c.old.timeout, c.new.timeout),
+            cmd,
+        ));
+    }
+    for (name, s) in &changes.mcp_servers.added {
+        out.push(line('+', format!("MCP server `{name}`"), mcp_text(s)));
+    }
+    for (name, s) in &changes.mcp_servers.removed {
+        out.push(line('-', format!("MCP server `{name}`"), mcp_text(s)));
+    }
+    for (name, c) in &changes.mcp_servers.changed {
+        out.push(line(
+            '~',
+            format!("MCP server `{name}` (was `{}`)", mcp_text(&c.old)),
+            mcp_text(&c.new),
+        ));
+    }
+    for (name, v) in &changes.lsp_servers.added {
+        out.push(line('+', format!("LSP server `{name}`"), v.to_string()));
+    }
+    for (name, v) in &changes.lsp_servers.removed {
+        out.push(line('-', format!("LSP server `{name}`"), v.to_string()));
+    }
+    for (name, c) in &changes.lsp_servers.changed {
+        out.push(line('~', format!("LSP server `{name}`"), c.new.to_string()));
+    }
+    let names = [
+        ("executable", &changes.executables),
+        ("file a command names", &changes.named_files),
+        ("skill", &changes.skills),
+        ("command", &changes.commands),
+        ("agent", &changes.agents),
+    ];
+    for (kind, diff) in names {
+        for n in &diff.added {
+            out.push(line('+', kind, n.clone()));
+        }
+        for n in &diff.removed {
+            out.push(line('-', kind, n.clone()));
+        }
+        for n in &diff.changed {
+            out.push(line('~', format!("{kind} (content)"), n.clone()));
+        }
+    }
+    for t in &changes.tools_changed {
+        let show = |tools: &Option<Vec<String>>| match tools {
+            Some(tools) => format!("[{}]", tools.join(", ")),
+            None => "(any)".to_owned(),
+        };
+        out.push(line(
+            '~',
+            format!("tools of {} `{}`: {} ->", t.kind, t.name, show(&t.old)),
+            show(&t.new),
+        ));
+    }
+    out
+}
+
+fn pin_text(pin: &PinView) -> String {
+    let at = pin
+        .rev
+        .as_deref()
+        .map(|r| r.chars().take(12).collect())
+        .unwrap_or_else(|| pin.hash.chars().take(19).collect::<String>());
+    match &pin.version {
+        Some(v) => format!("{v} ({at})"),
+        None => at,
+    }
+}
+
+fn heading(p: &PluginDiff) -> String {
+    match (&p.old, &p.new) {
+        (Some(old), Some(new)) => format!("{} -> {}", pin_text(old), pin_text(new)),
+        (None, Some(new)) => format!("{} from {}", pin_text(new), new.source),
+        (Some(old), None) => format!("was {} from {}", pin_text(old), old.source),
+        (None, None) => String::new(),
+    }
+}
+
+/// For a terminal.
+pub fn text(report: &LockDiff) -> String {
+    let mut out = String::new();
+    if report.plugins.is_empty() {
+        let _ = writeln!(
+            out,
+            "No plugin's content differs between `{}` and `{}`.",
+            report.from, report.to
+        );
+        return out;
+    }
+    for p in &report.plugins {
+        let _ = writeln!(out, "{} {}: {}", p.status, p.name, heading(p));
+        let lines = lines(&p.changes);
+        if lines.is_empty() {
+            let _ = writeln!(out, "    (same components; other files differ)");
+        }
+        for l in lines {
+            let _ = writeln!(out, "  {} {}: {}", l.sign, l.what, l.literal);
+        }
+    }
+    out
+}
+
+/// A code span that holds `text` whatever backticks it has.
+fn code(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{}{pad}{fence}", text.replace('\n', " "))
+}
+
+/// For a pull-request comment.
+pub fn markdown(report: &LockDiff) -> String {
+    let mut out = String::from("## berth: plugin changes\n\n");
+    if report.plugins.is_empty() {
+        let _ = writeln!(
+            out,
+            "No plugin's content differs between {} and {}.",
+            code(&report.from),
+            code(&report.to)
+        );
+        return out;
+    }
+    let runs = |p: &PluginDiff| {
+        let c = &p.changes;
+        !(c.hooks.is_empty()
+            && c.mcp_servers.is_empty()
+            && c.lsp_servers.is_empty()
+            && c.executables.is_empty()
+            && c.named_files.is_empty())
+    };
+    let count = report.plugins.iter().filter(|p| runs(p)).count();
+    let _ = writeln!(
+        out,
+        "{} plugin{} changed; **{count}** change{} what runs (hooks, MCP or LSP servers, executables).\n",
+        report.plugins.len(),
+        if report.plugins.len() == 1 { "" } else { "s" },
+        if count == 1 { "s" } else { "" },
+    );
+    for p in &report.plugins {
+        let _ = writeln!(
+            out,
+            "### {} {}{}\n",
+            code(&p.name),
+            p.status,
+            if runs(p) {
+                " ⚠️ runs different code"
+            } else {
+                ""
+            }
+        );
+        let _ = writeln!(out, "{}\n", heading(p).replace("->", "→"));
+        let lines = lines(&p.changes);
+        if lines.is_empty() {
+            let _ = writeln!(out, "- same components; other files differ");
+        }
+        for l in lines {
+            let sign = match l.sign {
+                '+' => "**added**",
+                '-' => "**removed**",
+                _ => "**changed**",
+            };
+            let _ = writeln!(out, "- {sign} {}: {}", l.what, code(&l.literal));
+        }
+        out.push('\n');
+    }
+    out
+}

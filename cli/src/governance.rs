@@ -1,0 +1,202 @@
+//! The project's policy and approvals, and the gate that `lock`, `sync`, `show`, `run`,
+//! `hooks run` and `audit` pass a lock through before they write or run anything.
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result};
+use berth_lockfile_schema::Lock;
+use berth_lockfile_schema::governance::{Approvals, Policy, parse_approvals};
+use berth_runtime::review::{Checked, UnderReview, Violation, check_plugins};
+
+use crate::context::{Context, Failure};
+
+/// A project's policy (berth's defaults when it has no policy file) and its approvals.
+pub struct Governance {
+    pub policy: Policy,
+    pub approvals: Approvals,
+    /// The policy file, when there is one.
+    pub policy_path: Option<PathBuf>,
+}
+
+/// Which locked plugins have their files scanned for hidden Unicode.
+#[derive(Clone, Copy)]
+pub enum Scan<'a> {
+    /// None: their content is what was scanned when it was locked or synced.
+    Nothing,
+    /// Every one (`berth audit`).
+    All,
+    /// Those whose content is not in this earlier lock (what `lock` and `sync` add).
+    AddedSince(Option<&'a Lock>),
+}
+
+impl Context {
+    /// Reads the policy (and everything it extends) and the approvals file.
+    pub fn governance(&self) -> Result<Governance> {
+        let policy = match &self.policy_path {
+            Some(path) => berth_resolver::load_policy(path)?,
+            None => Policy::default(),
+        };
+        Ok(Governance {
+            policy,
+            approvals: self.read_approvals()?,
+            policy_path: self.policy_path.clone(),
+        })
+    }
+
+    /// The approvals file, empty when there is none.
+    pub fn read_approvals(&self) -> Result<Approvals> {
+        let label = self.approvals_path.display().to_string();
+        match std::fs::read_to_string(&self.approvals_path) {
+            Ok(text) => Ok(parse_approvals(&text, &label)?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Approvals::default()),
+            Err(e) => Err(e).with_context(|| format!("could not read `{label}`")),
+        }
+    }
+
+    /// Checks `lock` (every entry already in the store) against the project's policy:
+    /// sources, capabilities and approvals for every plugin, hidden Unicode for those
+    /// `scan` names. Warnings are printed; a violation fails naming plugin, capability and
+    /// policy file.
+    pub fn gate(&self, governance: &Governance, lock: &Lock, scan: Scan<'_>) -> Result<Checked> {
+        let checked = self.review(governance, lock, scan)?;
+        for finding in checked.warnings() {
+            self.printer.warn(&finding);
+        }
+        refuse(&checked.violations)?;
+        Ok(checked)
+    }
+
+    /// [`Context::gate`] without printing or failing: what `berth audit` reports.
+    pub fn review(&self, governance: &Governance, lock: &Lock, scan: Scan<'_>) -> Result<Checked> {
+        let wanted: Vec<_> = lock
+            .plugins
+            .iter()
+            .map(|p| (&p.hash, p.name.as_str()))
+            .collect();
+        let mut entries = Vec::with_capacity(lock.plugins.len());
+        for (locked, found) in lock
+            .plugins
+            .iter()
+            .zip(self.store.checked_lookup_all(&wanted))
+        {
+            match found? {
+                Some(entry) => entries.push(entry.path),
+                None => anyhow::bail!(
+                    "plugin `{}` is not in the store; run `berth plugins sync` first",
+                    locked.name
+                ),
+            }
+        }
+        let plugins: Vec<UnderReview<'_>> = lock
+            .plugins
+            .iter()
+            .zip(&entries)
+            .map(|(locked, entry)| UnderReview {
+                locked,
+                entry,
+                scan: match scan {
+                    Scan::Nothing => false,
+                    Scan::All => true,
+                    Scan::AddedSince(before) => !before.is_some_and(|b| {
+                        b.plugins
+                            .iter()
+                            .any(|p| p.hash == locked.hash && p.name == locked.name)
+                    }),
+                },
+            })
+            .collect();
+        Ok(check_plugins(
+            &governance.policy,
+            &governance.approvals,
+            &plugins,
+        )?)
+    }
+
+    /// The gate of the commands that only read a synced lock (`show`, `run`, `hooks run`):
+    /// with no policy file there is nothing to check beyond what `sync` checked.
+    pub fn gate_runtime(&self, lock: &Lock) -> Result<()> {
+        if self.policy_path.is_none() {
+            return Ok(());
+        }
+        let governance = self.governance()?;
+        self.gate(&governance, lock, Scan::Nothing).map(drop)
+    }
+}
+
+/// Fails with every one of `violations`, if there are any.
+pub fn refuse(violations: &[Violation]) -> Result<()> {
+    if violations.is_empty() {
+        return Ok(());
+    }
+    let message = if violations.len() == 1 {
+        violations[0].to_string()
+    } else {
+        format!(
+            "the policy refuses {} things in the locked plugins",
+            violations.len()
+        )
+    };
+    let notes = if violations.len() == 1 {
+        Vec::new()
+    } else {
+        violations.iter().map(ToString::to_string).collect()
+    };
+    Err(Failure { message, notes }.into())
+}
+
+impl Context {
+    /// Admits a new lock before it is written (`lock`, `add`, `remove`, `update`, `sync`):
+    /// its entries are fetched into the store as `sync` would (store entries are inert and
+    /// content-addressed), the plugins it adds are scanned, and with a policy file every
+    /// plugin is checked. Fails, writing nothing, on a violation; with `pending_ok` (the
+    /// commands that only write the lock) a plugin that waits for an approval is a
+    /// warning, since approving needs the lock.
+    pub fn admit(
+        &self,
+        previous: Option<&Lock>,
+        lock: &Lock,
+        manifest: Option<&berth_lockfile_schema::Manifest>,
+        network: berth_resolver::Network,
+        pending_ok: bool,
+    ) -> Result<()> {
+        let adds = lock.plugins.iter().any(|p| {
+            !previous.is_some_and(|b| {
+                b.plugins
+                    .iter()
+                    .any(|q| q.hash == p.hash && q.name == p.name)
+            })
+        });
+        if !adds && self.policy_path.is_none() {
+            return Ok(());
+        }
+        let governance = self.governance()?;
+        berth_resolver::sync_plugins(
+            &self.store,
+            &self.settings(network),
+            &self.printer,
+            lock,
+            manifest,
+            berth_resolver::LocalCheck::TrustStore,
+        )
+        .map_err(|errors| Failure::from_entries("could not fetch", errors))?;
+        let mut checked = self.review(&governance, lock, Scan::AddedSince(previous))?;
+        for finding in checked.warnings() {
+            self.printer.warn(&finding);
+        }
+        if !pending_ok {
+            return refuse(&checked.violations);
+        }
+        // A lock may name what is not approved yet: approving needs the lock. What runs
+        // it (`sync`, `show`, `run`, `hooks run`, the server) refuses until it is.
+        let (pending, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut checked.violations)
+            .into_iter()
+            .partition(|v| v.needs_approval);
+        refuse(&refused)?;
+        for violation in pending {
+            self.printer.warn(&format!(
+                "{violation} (the lock is written; nothing runs it until then)"
+            ));
+        }
+        Ok(())
+    }
+}

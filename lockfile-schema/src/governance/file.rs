@@ -1,0 +1,210 @@
+//! One policy file, as written.
+
+use serde::Deserialize;
+
+use crate::diagnostic::Diagnostic;
+
+/// What a capability rule says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Let it run.
+    Allow,
+    /// Let it run once `berth plugins approve` recorded the plugin's current surface.
+    Approve,
+    /// Never let it run.
+    Deny,
+}
+
+impl Level {
+    /// As the policy file writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Allow => "allow",
+            Level::Approve => "approve",
+            Level::Deny => "deny",
+        }
+    }
+}
+
+/// What `hidden_unicode` says of a critical finding (bidirectional controls, tag
+/// characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnicodeLevel {
+    /// Report it and go on.
+    Warn,
+    /// Refuse the plugin.
+    Deny,
+}
+
+impl UnicodeLevel {
+    /// As the policy file writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnicodeLevel::Warn => "warn",
+            UnicodeLevel::Deny => "deny",
+        }
+    }
+}
+
+/// What a plugin may do, each ruled by `[capabilities]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Capability {
+    /// Hooks: commands (and prompts) run at lifecycle events.
+    Hooks,
+    /// MCP and LSP servers berth's harness starts as programs over stdio.
+    McpStdio,
+    /// MCP servers reached by URL.
+    McpRemote,
+    /// Files with an exec bit, and `bin/`.
+    Executables,
+}
+
+impl Capability {
+    /// Every capability.
+    pub const ALL: [Capability; 4] = [
+        Capability::Hooks,
+        Capability::McpStdio,
+        Capability::McpRemote,
+        Capability::Executables,
+    ];
+
+    /// Its key in `[capabilities]`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capability::Hooks => "hooks",
+            Capability::McpStdio => "mcp_stdio",
+            Capability::McpRemote => "mcp_remote",
+            Capability::Executables => "executables",
+        }
+    }
+}
+
+/// One policy file: each setting `None` when the file does not say it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyFile {
+    /// Parent policies: files (relative to this one's folder) or https URLs.
+    #[serde(default)]
+    pub extends: Vec<String>,
+    /// `[sources]`.
+    #[serde(default)]
+    pub sources: Sources,
+    /// `[capabilities]`.
+    #[serde(default)]
+    pub capabilities: Capabilities,
+}
+
+/// `[sources]`: patterns over a plugin's source and its marketplace's name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sources {
+    /// Only these (when given).
+    pub allow: Option<Vec<String>>,
+    /// Never these.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+/// `[capabilities]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capabilities {
+    /// `hooks`.
+    pub hooks: Option<Level>,
+    /// `mcp_stdio`.
+    pub mcp_stdio: Option<Level>,
+    /// `mcp_remote`.
+    pub mcp_remote: Option<Level>,
+    /// `mcp_remote_hosts`: when given, a remote MCP server's host must match one.
+    pub mcp_remote_hosts: Option<Vec<String>>,
+    /// `executables`.
+    pub executables: Option<Level>,
+    /// `hidden_unicode`.
+    pub hidden_unicode: Option<UnicodeLevel>,
+}
+
+impl Capabilities {
+    /// What this file says of `capability`.
+    pub fn get(&self, capability: Capability) -> Option<Level> {
+        match capability {
+            Capability::Hooks => self.hooks,
+            Capability::McpStdio => self.mcp_stdio,
+            Capability::McpRemote => self.mcp_remote,
+            Capability::Executables => self.executables,
+        }
+    }
+}
+
+/// Parses one policy file; `label` names it in messages.
+pub fn parse_policy(text: &str, label: &str) -> Result<PolicyFile, Diagnostic> {
+    toml::from_str(text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        Diagnostic::at(
+            label,
+            text,
+            offset,
+            format!(
+                "not a berth policy: {} (see docs/governance.md for its keys)",
+                e.message().trim_end()
+            ),
+        )
+    })
+}
+
+/// The parents `file` extends, as written.
+pub fn extends_of(file: &PolicyFile) -> &[String] {
+    &file.extends
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_parses() {
+        let file = parse_policy(
+            r#"
+extends = ["../org/berth-policy.toml"]
+[sources]
+allow = ["github:acme/*", "official"]
+deny = ["github:acme/experimental-*"]
+[capabilities]
+hooks = "approve"
+mcp_stdio = "approve"
+mcp_remote = "allow"
+mcp_remote_hosts = ["*.acme.dev"]
+executables = "deny"
+hidden_unicode = "warn"
+"#,
+            "p.toml",
+        )
+        .expect("valid");
+        assert_eq!(file.extends, ["../org/berth-policy.toml"]);
+        assert_eq!(file.sources.deny, ["github:acme/experimental-*"]);
+        assert_eq!(
+            file.capabilities.get(Capability::Hooks),
+            Some(Level::Approve)
+        );
+        assert_eq!(
+            file.capabilities.get(Capability::Executables),
+            Some(Level::Deny)
+        );
+        assert_eq!(file.capabilities.hidden_unicode, Some(UnicodeLevel::Warn));
+    }
+
+    #[test]
+    fn an_unknown_key_names_its_line() {
+        let e = parse_policy(
+            "[capabilities]\nhooks = \"allow\"\nhook = \"deny\"\n",
+            "p.toml",
+        )
+        .expect_err("unknown key");
+        assert_eq!((e.file.as_str(), e.line), ("p.toml", 3), "{e}");
+        assert!(e.message.contains("hook"), "{e}");
+        let e =
+            parse_policy("[capabilities]\nhooks = \"maybe\"\n", "p.toml").expect_err("bad level");
+        assert_eq!(e.line, 2, "{e}");
+    }
+}

@@ -1,0 +1,53 @@
+//! What may run: the policy file `berth-policy.toml` (one file, and the effective policy of
+//! a file and everything it extends) and the approvals file `plugins.approvals.toml`.
+//!
+//! `file` parses one policy file; `chain` folds a chain of them, parents first, into the
+//! effective policy and refuses a child that loosens a parent; `approvals` is the approvals
+//! file. Reading files and URLs is the caller's (the resolver's `load_policy`).
+
+mod approvals;
+mod chain;
+mod file;
+
+pub use approvals::{APPROVALS_VERSION, Approval, Approvals, parse_approvals};
+pub use chain::{HostRefused, Policy, PolicyError, SourceDenied};
+pub use file::{Capability, Level, PolicyFile, UnicodeLevel, extends_of, parse_policy};
+
+/// `*` matches any run of characters (`/` included); everything else is literal.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for middle in &parts[1..parts.len() - 1] {
+        match rest.find(middle) {
+            Some(i) => rest = &rest[i + middle.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_match;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("github:acme/*", "github:acme/tools"));
+        assert!(glob_match("github:acme/*", "github:acme/a/b"));
+        assert!(!glob_match("github:acme/*", "github:acmex/tools"));
+        assert!(glob_match("*.acme.dev", "mcp.acme.dev"));
+        assert!(!glob_match("*.acme.dev", "acme.dev"));
+        assert!(glob_match("a*b*c", "a-b-c"));
+        assert!(!glob_match("a*b*c", "a-c-b"));
+        assert!(glob_match("official", "official"));
+        assert!(!glob_match("official", "official2"));
+        assert!(glob_match("*", ""));
+    }
+}

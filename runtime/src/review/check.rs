@@ -1,0 +1,307 @@
+//! A lock's plugins against a policy and its approvals: sources, capabilities, approvals
+//! and hidden Unicode, each violation naming plugin, capability, rule and policy file.
+
+use std::fmt;
+use std::path::Path;
+
+use berth_lockfile_schema::LockedPlugin;
+use berth_lockfile_schema::governance::{Approvals, Capability, Level, Policy, UnicodeLevel};
+use serde::Serialize;
+
+use super::hidden::{Finding, Severity, scan_plugin};
+use super::surface::{Surface, surface_of};
+use crate::error::RuntimeError;
+
+/// Where berth's own defaults apply, in messages.
+const DEFAULTS: &str = "berth's defaults";
+
+/// One plugin to check: its lock entry, its store folder, and whether to scan its files.
+#[derive(Debug, Clone, Copy)]
+pub struct UnderReview<'a> {
+    /// The lock entry.
+    pub locked: &'a LockedPlugin,
+    /// Its verified store entry.
+    pub entry: &'a Path,
+    /// Whether its files are scanned for hidden Unicode.
+    pub scan: bool,
+}
+
+/// Something the policy does not let through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// The plugin.
+    pub plugin: String,
+    /// `source`, `hooks`, `mcp_stdio`, `mcp_remote`, `executables` or `hidden_unicode`.
+    pub capability: String,
+    /// The rule, as the policy file writes it (`hooks = "approve"`).
+    pub rule: String,
+    /// The policy file that set the rule (or berth's defaults).
+    pub file: String,
+    /// What the plugin has that the rule refuses, and what to do next.
+    pub detail: String,
+    /// Whether an approval (`berth plugins approve`) would let it through.
+    pub needs_approval: bool,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "plugin `{}`: {} is refused by `{}` in `{}`: {}",
+            self.plugin, self.capability, self.rule, self.file, self.detail
+        )
+    }
+}
+
+/// What a check found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Checked {
+    /// What the policy refuses; empty when the lock passes.
+    pub violations: Vec<Violation>,
+    /// Every hidden character found, with its plugin (critical ones under a `warn` policy,
+    /// and zero-width ones, are here and not violations).
+    pub findings: Vec<(String, Finding)>,
+}
+
+impl Checked {
+    /// The findings that are not violations, one line each.
+    pub fn warnings(&self) -> Vec<String> {
+        self.findings
+            .iter()
+            .filter(|(plugin, f)| {
+                !self.violations.iter().any(|v| {
+                    v.plugin == *plugin
+                        && v.capability == "hidden_unicode"
+                        && f.severity == Severity::Critical
+                })
+            })
+            .map(|(plugin, f)| finding_line(plugin, f))
+            .collect()
+    }
+}
+
+/// `plugin `x`, skills/a/SKILL.md:3:7: U+202E (bidirectional control)`.
+pub fn finding_line(plugin: &str, f: &Finding) -> String {
+    format!(
+        "plugin `{plugin}`, {}:{}:{}: {} ({}, {})",
+        f.file,
+        f.line,
+        f.column,
+        f.code_point_label(),
+        f.what,
+        match f.severity {
+            Severity::Critical => "critical",
+            Severity::Warning => "warning",
+        }
+    )
+}
+
+/// Checks every plugin against `policy` and `approvals`.
+pub fn check_plugins(
+    policy: &Policy,
+    approvals: &Approvals,
+    plugins: &[UnderReview<'_>],
+) -> Result<Checked, RuntimeError> {
+    let mut checked = Checked::default();
+    let needs_surface = [
+        Capability::Hooks,
+        Capability::McpStdio,
+        Capability::McpRemote,
+        Capability::Executables,
+    ]
+    .iter()
+    .any(|c| policy.capability(*c).0 != Level::Allow)
+        || policy.has_remote_hosts();
+    for plugin in plugins {
+        let name = plugin.locked.name.as_str();
+        let marketplace = plugin
+            .locked
+            .requested
+            .as_deref()
+            .and_then(|r| r.rsplit_once('@'))
+            .map(|(_, m)| m);
+        if let Err(denied) = policy.check_source(&plugin.locked.source, marketplace) {
+            checked.violations.push(Violation {
+                plugin: name.to_owned(),
+                capability: "source".to_owned(),
+                rule: denied.rule.clone(),
+                file: denied.file.clone(),
+                detail: format!(
+                    "its source `{}`{} is {} `{}`",
+                    plugin.locked.source,
+                    marketplace
+                        .map(|m| format!(" (marketplace `{m}`)"))
+                        .unwrap_or_default(),
+                    denied.reason,
+                    denied.file
+                ),
+                needs_approval: false,
+            });
+        }
+        if needs_surface {
+            let surface = surface_of(name, plugin.entry)?;
+            check_capabilities(policy, approvals, name, &surface, &mut checked.violations);
+        }
+        if plugin.scan {
+            let findings = scan_plugin(plugin.entry)?;
+            let (level, file) = policy.hidden_unicode();
+            if level == UnicodeLevel::Deny
+                && let Some(first) = findings.iter().find(|f| f.severity == Severity::Critical)
+            {
+                let count = findings
+                    .iter()
+                    .filter(|f| f.severity == Severity::Critical)
+                    .count();
+                checked.violations.push(Violation {
+                    plugin: name.to_owned(),
+                    capability: "hidden_unicode".to_owned(),
+                    rule: "hidden_unicode = \"deny\"".to_owned(),
+                    file: file.unwrap_or(DEFAULTS).to_owned(),
+                    detail: format!(
+                        "{count} hidden character{} a reviewer cannot see, first at {}:{}:{} ({} {}); `berth audit` lists them",
+                        if count == 1 { "" } else { "s" },
+                        first.file,
+                        first.line,
+                        first.column,
+                        first.code_point_label(),
+                        first.what
+                    ),
+                    needs_approval: false,
+                });
+            }
+            checked
+                .findings
+                .extend(findings.into_iter().map(|f| (name.to_owned(), f)));
+        }
+    }
+    Ok(checked)
+}
+
+/// The capability rules for one plugin's surface.
+fn check_capabilities(
+    policy: &Policy,
+    approvals: &Approvals,
+    name: &str,
+    surface: &Surface,
+    violations: &mut Vec<Violation>,
+) {
+    let digest = surface.approval_digest();
+    let approval = approvals.get(name);
+    let approved = approval.is_some_and(|a| a.surface == digest);
+    let remote = surface.remote_urls();
+    let present = [
+        (
+            Capability::Hooks,
+            surface.has_hooks(),
+            describe_hooks(surface),
+        ),
+        (
+            Capability::McpStdio,
+            surface.has_stdio_servers(),
+            describe_stdio(surface),
+        ),
+        (
+            Capability::McpRemote,
+            !remote.is_empty(),
+            format!("MCP servers at {}", quoted(remote.iter().copied())),
+        ),
+        (
+            Capability::Executables,
+            surface.has_executables(),
+            format!(
+                "executables {}",
+                quoted(surface.executables.keys().map(String::as_str))
+            ),
+        ),
+    ];
+    for (capability, has, what) in present {
+        if !has {
+            continue;
+        }
+        let (level, file) = policy.capability(capability);
+        let file = file.unwrap_or(DEFAULTS).to_owned();
+        let rule = |level: &str| format!("{} = \"{level}\"", capability.as_str());
+        match level {
+            Level::Allow => {}
+            Level::Deny => violations.push(Violation {
+                plugin: name.to_owned(),
+                capability: capability.as_str().to_owned(),
+                rule: rule("deny"),
+                file,
+                detail: format!("it has {what}"),
+                needs_approval: false,
+            }),
+            Level::Approve if approved => {}
+            Level::Approve => violations.push(Violation {
+                plugin: name.to_owned(),
+                capability: capability.as_str().to_owned(),
+                rule: rule("approve"),
+                file,
+                detail: match approval {
+                    Some(a) => format!(
+                        "it has {what}, and what it runs changed since {} approved it on {}; review `berth plugins diff`, then run `berth plugins approve {name}`",
+                        a.by, a.at
+                    ),
+                    None => format!(
+                        "it has {what}, not approved; review it, then run `berth plugins approve {name}`"
+                    ),
+                },
+                needs_approval: true,
+            }),
+        }
+    }
+    for url in remote {
+        if let Err(refused) = policy.check_remote_host(url) {
+            violations.push(Violation {
+                plugin: name.to_owned(),
+                capability: "mcp_remote".to_owned(),
+                rule: "mcp_remote_hosts".to_owned(),
+                file: refused.file.clone(),
+                detail: format!("its MCP server at `{url}` is not on a listed host"),
+                needs_approval: false,
+            });
+        }
+    }
+}
+
+fn describe_hooks(surface: &Surface) -> String {
+    let commands = surface.hooks.iter().map(|h| {
+        if h.kind == "command" {
+            format!("{} `{}`", h.event, h.command)
+        } else {
+            format!("{} ({} hook)", h.event, h.kind)
+        }
+    });
+    format!("hooks: {}", commands.collect::<Vec<_>>().join(", "))
+}
+
+fn describe_stdio(surface: &Surface) -> String {
+    let mut parts: Vec<String> = surface
+        .mcp_servers
+        .iter()
+        .filter_map(|(n, s)| {
+            s.command.as_ref().map(|c| {
+                let mut line = c.clone();
+                for a in &s.args {
+                    line.push(' ');
+                    line.push_str(a);
+                }
+                format!("MCP server `{n}` (`{line}`)")
+            })
+        })
+        .collect();
+    parts.extend(
+        surface
+            .lsp_servers
+            .keys()
+            .map(|n| format!("LSP server `{n}`")),
+    );
+    parts.join(", ")
+}
+
+fn quoted<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    items
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

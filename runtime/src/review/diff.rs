@@ -1,0 +1,393 @@
+//! What changed between two surfaces of a plugin, as a stable JSON document.
+//!
+//! Every field is left out of the JSON when it holds nothing, so an unchanged plugin
+//! diffs to `{}`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::surface::{Component, HookEntry, McpEntry, Surface};
+
+/// The differences between an old and a new [`Surface`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct SurfaceDiff {
+    /// Hooks added and removed, identified by (event, matcher, kind, command, source):
+    /// a changed command is a removal and an addition; a changed timeout is a change.
+    #[serde(skip_serializing_if = "HookDiff::is_empty")]
+    pub hooks: HookDiff,
+    /// MCP servers by name; a change carries the old and the new definition.
+    #[serde(skip_serializing_if = "MapDiff::is_empty")]
+    pub mcp_servers: MapDiff<McpEntry>,
+    /// LSP servers by name, as raw JSON; a change carries the old and the new definition.
+    #[serde(skip_serializing_if = "MapDiff::is_empty")]
+    pub lsp_servers: MapDiff<Value>,
+    /// Executables by path; changed: the content differs.
+    #[serde(skip_serializing_if = "NameDiff::is_empty")]
+    pub executables: NameDiff,
+    /// Files named by hooks and servers, by path; changed: the content differs.
+    #[serde(skip_serializing_if = "NameDiff::is_empty")]
+    pub named_files: NameDiff,
+    /// Skills by name; changed: the digest differs.
+    #[serde(skip_serializing_if = "NameDiff::is_empty")]
+    pub skills: NameDiff,
+    /// Commands by name; changed: the digest differs.
+    #[serde(skip_serializing_if = "NameDiff::is_empty")]
+    pub commands: NameDiff,
+    /// Sub-agents by name; changed: the digest differs.
+    #[serde(skip_serializing_if = "NameDiff::is_empty")]
+    pub agents: NameDiff,
+    /// Skills, commands and sub-agents present in both whose tools differ, ordered by
+    /// kind (`agent`, `command`, `skill`) then name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools_changed: Vec<ToolsChange>,
+}
+
+/// Hooks added, removed and changed, each list ordered by event, matcher, kind, command
+/// and source.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct HookDiff {
+    /// Hooks only the new surface has.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub added: Vec<HookEntry>,
+    /// Hooks only the old surface has.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<HookEntry>,
+    /// Hooks in both whose timeout differs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<Change<HookEntry>>,
+}
+
+/// Named definitions added, removed and changed, by name.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MapDiff<T> {
+    /// Definitions only the new surface has.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub added: BTreeMap<String, T>,
+    /// Definitions only the old surface has.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub removed: BTreeMap<String, T>,
+    /// Definitions in both that differ.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub changed: BTreeMap<String, Change<T>>,
+}
+
+/// An item before and after.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change<T> {
+    /// As the old surface has it.
+    pub old: T,
+    /// As the new surface has it.
+    pub new: T,
+}
+
+/// Names (or paths) added, removed and changed, sorted.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct NameDiff {
+    /// Only in the new surface.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub added: Vec<String>,
+    /// Only in the old surface.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
+    /// In both, with different content.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
+}
+
+/// A skill's, command's or sub-agent's tools, before and after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolsChange {
+    /// `skill`, `command` or `agent`.
+    pub kind: &'static str,
+    /// Its name.
+    pub name: String,
+    /// The old tools (`None`: not given).
+    pub old: Option<Vec<String>>,
+    /// The new tools (`None`: not given).
+    pub new: Option<Vec<String>>,
+}
+
+impl<T> Default for MapDiff<T> {
+    fn default() -> Self {
+        Self {
+            added: BTreeMap::new(),
+            removed: BTreeMap::new(),
+            changed: BTreeMap::new(),
+        }
+    }
+}
+
+impl HookDiff {
+    /// Whether no hook was added, removed or changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
+impl<T> MapDiff<T> {
+    /// Whether nothing was added, removed or changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
+impl NameDiff {
+    /// Whether nothing was added, removed or changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
+impl SurfaceDiff {
+    /// Whether the two surfaces are the same in every category (warnings aside).
+    pub fn is_empty(&self) -> bool {
+        self.hooks.is_empty()
+            && self.mcp_servers.is_empty()
+            && self.lsp_servers.is_empty()
+            && self.executables.is_empty()
+            && self.named_files.is_empty()
+            && self.skills.is_empty()
+            && self.commands.is_empty()
+            && self.agents.is_empty()
+            && self.tools_changed.is_empty()
+    }
+}
+
+/// What changed from `old` to `new`.
+pub fn diff(old: &Surface, new: &Surface) -> SurfaceDiff {
+    let mut tools_changed = Vec::new();
+    for (kind, old_map, new_map) in [
+        ("agent", &old.agents, &new.agents),
+        ("command", &old.commands, &new.commands),
+        ("skill", &old.skills, &new.skills),
+    ] {
+        tools_changed.extend(tools_diff(kind, old_map, new_map));
+    }
+    SurfaceDiff {
+        hooks: hooks_diff(&old.hooks, &new.hooks),
+        mcp_servers: map_diff(&old.mcp_servers, &new.mcp_servers),
+        lsp_servers: map_diff(&old.lsp_servers, &new.lsp_servers),
+        executables: name_diff(&old.executables, &new.executables),
+        named_files: name_diff(&old.named_files, &new.named_files),
+        skills: name_diff(&old.skills, &new.skills),
+        commands: name_diff(&old.commands, &new.commands),
+        agents: name_diff(&old.agents, &new.agents),
+        tools_changed,
+    }
+}
+
+type HookKey<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
+
+fn hook_key(h: &HookEntry) -> HookKey<'_> {
+    (&h.event, &h.matcher, &h.kind, &h.command, &h.source)
+}
+
+/// Hooks paired by identity; the same hook given twice pairs in order, and what is left
+/// over on either side was added or removed.
+fn hooks_diff(old: &[HookEntry], new: &[HookEntry]) -> HookDiff {
+    let mut by_key: BTreeMap<HookKey<'_>, (Vec<&HookEntry>, Vec<&HookEntry>)> = BTreeMap::new();
+    for h in old {
+        by_key.entry(hook_key(h)).or_default().0.push(h);
+    }
+    for h in new {
+        by_key.entry(hook_key(h)).or_default().1.push(h);
+    }
+    let mut out = HookDiff::default();
+    for (olds, news) in by_key.into_values() {
+        for (o, n) in olds.iter().zip(&news) {
+            if o != n {
+                out.changed.push(Change {
+                    old: (*o).clone(),
+                    new: (*n).clone(),
+                });
+            }
+        }
+        out.removed
+            .extend(olds.iter().skip(news.len()).map(|h| (*h).clone()));
+        out.added
+            .extend(news.iter().skip(olds.len()).map(|h| (*h).clone()));
+    }
+    out
+}
+
+fn map_diff<T: Clone + PartialEq>(
+    old: &BTreeMap<String, T>,
+    new: &BTreeMap<String, T>,
+) -> MapDiff<T> {
+    let mut out = MapDiff::default();
+    for (name, o) in old {
+        match new.get(name) {
+            None => {
+                out.removed.insert(name.clone(), o.clone());
+            }
+            Some(n) if n != o => {
+                let change = Change {
+                    old: o.clone(),
+                    new: n.clone(),
+                };
+                out.changed.insert(name.clone(), change);
+            }
+            Some(_) => {}
+        }
+    }
+    for (name, n) in new {
+        if !old.contains_key(name) {
+            out.added.insert(name.clone(), n.clone());
+        }
+    }
+    out
+}
+
+/// Digests (or components, compared by digest) by name.
+trait Digested {
+    fn digest(&self) -> &str;
+}
+
+impl Digested for String {
+    fn digest(&self) -> &str {
+        self
+    }
+}
+
+impl Digested for Component {
+    fn digest(&self) -> &str {
+        &self.digest
+    }
+}
+
+fn name_diff<T: Digested>(old: &BTreeMap<String, T>, new: &BTreeMap<String, T>) -> NameDiff {
+    let mut out = NameDiff::default();
+    for (name, o) in old {
+        match new.get(name) {
+            None => out.removed.push(name.clone()),
+            Some(n) if n.digest() != o.digest() => out.changed.push(name.clone()),
+            Some(_) => {}
+        }
+    }
+    out.added = new
+        .keys()
+        .filter(|name| !old.contains_key(*name))
+        .cloned()
+        .collect();
+    out
+}
+
+fn tools_diff(
+    kind: &'static str,
+    old: &BTreeMap<String, Component>,
+    new: &BTreeMap<String, Component>,
+) -> Vec<ToolsChange> {
+    old.iter()
+        .filter_map(|(name, o)| {
+            let n = new.get(name)?;
+            (n.tools != o.tools).then(|| ToolsChange {
+                kind,
+                name: name.clone(),
+                old: o.tools.clone(),
+                new: n.tools.clone(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{fixture, write};
+    use super::super::surface::surface_of;
+    use super::*;
+
+    #[test]
+    fn an_added_hook_and_a_changed_skill() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fixture(dir.path());
+        let old = surface_of("demo", dir.path()).expect("old");
+        assert!(diff(&old, &old).is_empty());
+        assert_eq!(
+            serde_json::to_string(&diff(&old, &old)).expect("json"),
+            "{}"
+        );
+        let hooks = serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/scripts/check.sh --strict", "timeout": 10}
+        ]}], "SessionStart": [{"hooks": [{"command": "echo hi"}]}]}});
+        write(dir.path(), "hooks/hooks.json", &hooks.to_string(), 0o644);
+        write(
+            dir.path(),
+            "skills/beta/SKILL.md",
+            "---\nname: beta\n---\nNew.\n",
+            0o644,
+        );
+        let new = surface_of("demo", dir.path()).expect("new");
+        let changes = diff(&old, &new);
+        let added = HookEntry {
+            event: "session_start".into(),
+            matcher: "*".into(),
+            kind: "command".into(),
+            command: "echo hi".into(),
+            timeout: 60,
+            source: "hooks/hooks.json".into(),
+        };
+        let expected = SurfaceDiff {
+            hooks: HookDiff {
+                added: vec![added],
+                ..HookDiff::default()
+            },
+            skills: NameDiff {
+                changed: vec!["beta".into()],
+                ..NameDiff::default()
+            },
+            ..SurfaceDiff::default()
+        };
+        assert_eq!(changes, expected);
+        assert_eq!(
+            serde_json::to_string(&changes).expect("json"),
+            r#"{"hooks":{"added":[{"event":"session_start","matcher":"*","kind":"command","command":"echo hi","timeout":60,"source":"hooks/hooks.json"}]},"skills":{"changed":["beta"]}}"#
+        );
+    }
+
+    #[test]
+    fn commands_timeouts_servers_and_tools() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fixture(dir.path());
+        let old = surface_of("demo", dir.path()).expect("old");
+        let mut new = old.clone();
+        new.hooks[0].timeout = 5;
+        new.hooks.push(HookEntry {
+            command: "other".into(),
+            ..old.hooks[0].clone()
+        });
+        new.mcp_servers
+            .get_mut("local")
+            .expect("local")
+            .args
+            .push("x".into());
+        new.mcp_servers.remove("remote");
+        new.skills.get_mut("alpha").expect("alpha").tools = None;
+        new.executables.insert("bin/new".into(), "00".into());
+        let changes = diff(&old, &new);
+        assert_eq!(changes.hooks.changed.len(), 1);
+        assert_eq!(changes.hooks.changed[0].new.timeout, 5);
+        assert_eq!(changes.hooks.added.len(), 1);
+        assert!(changes.hooks.removed.is_empty());
+        assert_eq!(
+            changes.mcp_servers.changed.keys().collect::<Vec<_>>(),
+            ["local"]
+        );
+        assert_eq!(
+            changes.mcp_servers.removed.keys().collect::<Vec<_>>(),
+            ["remote"]
+        );
+        assert_eq!(changes.executables.added, ["bin/new"]);
+        assert!(changes.skills.is_empty(), "tools alone leave the digest");
+        assert_eq!(
+            changes.tools_changed,
+            [ToolsChange {
+                kind: "skill",
+                name: "alpha".into(),
+                old: Some(vec!["Bash".into(), "Read".into()]),
+                new: None,
+            }]
+        );
+    }
+}

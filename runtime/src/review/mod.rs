@@ -1,0 +1,24 @@
+//! Reviewing a plugin before it is trusted: its capability surface (what it can run and
+//! what it tells the agent), the difference between two surfaces, and hidden Unicode in
+//! its files. Reads a store entry only; never runs anything.
+//!
+//! `walk` lists and hashes an entry's files; `sources` reads what the runtime's loaders
+//! do not (LSP servers, files named in commands); `surface` builds on both, `diff`
+//! compares surfaces and `hidden` scans files; `check` holds a lock's plugins against a
+//! policy and its approvals, using `surface` and `hidden`. Dependencies point that way only.
+
+mod check;
+mod diff;
+#[cfg(test)]
+mod fixture;
+mod hidden;
+mod sources;
+mod surface;
+mod walk;
+
+pub use check::{Checked, UnderReview, Violation, check_plugins, finding_line};
+pub use diff::{Change, HookDiff, MapDiff, NameDiff, SurfaceDiff, ToolsChange, diff};
+pub use hidden::{Finding, Severity, classify, scan_plugin, scan_text};
+pub use surface::{
+    Component, DATA_PLACEHOLDER, HookEntry, McpEntry, ROOT_PLACEHOLDER, Surface, surface_of,
+};

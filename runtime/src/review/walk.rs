@@ -1,0 +1,109 @@
+//! The regular files of a store entry, and their SHA-256 digests.
+//!
+//! Symlinks are skipped, never followed: a review reads only what the entry itself holds.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// One regular file of an entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FileEntry {
+    /// Its path relative to the entry, with forward slashes.
+    pub(crate) rel: String,
+    /// Its path on disk.
+    pub(crate) path: PathBuf,
+    /// Whether any execute bit is set.
+    pub(crate) executable: bool,
+}
+
+/// Every regular file below `entry`, sorted by relative path; symlinks are skipped.
+pub(crate) fn regular_files(entry: &Path) -> std::io::Result<Vec<FileEntry>> {
+    let mut out = Vec::new();
+    let mut pending = vec![(entry.to_path_buf(), String::new())];
+    while let Some((dir, prefix)) = pending.pop() {
+        for item in fs_err::read_dir(&dir)? {
+            let item = item?;
+            let name = item.file_name().to_string_lossy().into_owned();
+            let rel = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            // `DirEntry::file_type` does not follow links, so a symlink is seen as one.
+            let kind = item.file_type()?;
+            if kind.is_dir() {
+                pending.push((item.path(), rel));
+            } else if kind.is_file() {
+                let meta = fs_err::symlink_metadata(item.path())?;
+                out.push(FileEntry {
+                    rel,
+                    path: item.path(),
+                    executable: is_executable(&meta),
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    Ok(out)
+}
+
+#[cfg(unix)]
+fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_executable(_meta: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// The lowercase hex SHA-256 of the file at `path`, streamed.
+pub(crate) fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let mut file = fs_err::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+/// The lowercase hex SHA-256 of `bytes`.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// The digest of a set of files: SHA-256 over, for each `(relpath, content)` pair in
+/// path order, the path, a NUL, the content's length in decimal, a NUL and the content.
+/// Lengths keep one file's end from passing for the next one's start.
+pub(crate) fn sha256_files(files: &[&FileEntry], base: &str) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    for file in files {
+        let rel = file
+            .rel
+            .strip_prefix(base)
+            .map_or(file.rel.as_str(), |r| r.trim_start_matches('/'));
+        let content = fs_err::read(&file.path)?;
+        hasher.update(rel.as_bytes());
+        hasher.update([0]);
+        hasher.update(content.len().to_string().as_bytes());
+        hasher.update([0]);
+        hasher.update(&content);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::with_capacity(64), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
