@@ -99,7 +99,11 @@ impl Context {
             .unwrap_or_else(|| DEFAULT_GITHUB_URL.to_owned());
         let archive_limits = ArchiveLimits::from_env()?;
         let policy_path = project.policy.clone().or_else(|| {
-            let default = manifest_dir.join(POLICY_FILE);
+            let default = if manifest_dir == Path::new(".") {
+                PathBuf::from(POLICY_FILE)
+            } else {
+                manifest_dir.join(POLICY_FILE)
+            };
             default.is_file().then_some(default)
         });
         let approvals_path = lock_path.with_extension("approvals.toml");

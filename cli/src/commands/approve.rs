@@ -67,12 +67,12 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
         ctx.printer.status(
             "Approved",
             &format!(
-                "`{}`: {} hooks, {} MCP servers, {} LSP servers, {} executables ({})",
+                "`{}`: {}, {}, {}, {} ({})",
                 plugin.name,
-                surface.hooks.len(),
-                surface.mcp_servers.len(),
-                surface.lsp_servers.len(),
-                surface.executables.len(),
+                count(surface.hooks.len(), "hook"),
+                count(surface.mcp_servers.len(), "MCP server"),
+                count(surface.lsp_servers.len(), "LSP server"),
+                count(surface.executables.len(), "executable"),
                 digest.chars().take(19).collect::<String>()
             ),
         );
@@ -83,6 +83,15 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
     ctx.printer
         .status("Wrote", &format!("`{label}`; commit it next to the lock"));
     Ok(())
+}
+
+/// `1 hook`, `2 hooks`.
+pub fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
 
 /// `Name <email>` from git's configuration, as a commit would say it.

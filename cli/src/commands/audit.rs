@@ -35,9 +35,9 @@ pub fn run(ctx: &Context, args: &AuditArgs) -> Result<()> {
         .count();
     let warnings = checked.findings.len() - critical;
     let summary = format!(
-        "{} plugins: {critical} critical and {warnings} warning findings, {} policy violations{}",
-        lock.plugins.len(),
-        checked.violations.len(),
+        "{}: {critical} critical and {warnings} warning findings, {}{}",
+        super::approve::count(lock.plugins.len(), "plugin"),
+        super::approve::count(checked.violations.len(), "policy violation"),
         match &governance.policy_path {
             Some(p) => format!(" (policy `{}`)", p.display()),
             None => " (no policy file: berth's defaults)".to_owned(),

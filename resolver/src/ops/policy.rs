@@ -109,8 +109,12 @@ fn resolve(origin: &Origin, entry: &str, label: &str) -> Result<(Origin, String)
     }
     match origin {
         Origin::File(path) => {
-            let base = path.parent().unwrap_or(Path::new("."));
-            let joined = base.join(entry);
+            let joined = match path.parent() {
+                Some(base) if !base.as_os_str().is_empty() && base != Path::new(".") => {
+                    base.join(entry)
+                }
+                _ => PathBuf::from(entry),
+            };
             let shown = joined.display().to_string();
             Ok((Origin::File(joined), shown))
         }

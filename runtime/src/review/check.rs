@@ -47,8 +47,8 @@ impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "plugin `{}`: {} is refused by `{}` in `{}`: {}",
-            self.plugin, self.capability, self.rule, self.file, self.detail
+            "plugin `{}`: {} [`{}` in `{}`]",
+            self.plugin, self.detail, self.rule, self.file
         )
     }
 }
@@ -127,13 +127,12 @@ pub fn check_plugins(
                 rule: denied.rule.clone(),
                 file: denied.file.clone(),
                 detail: format!(
-                    "its source `{}`{} is {} `{}`",
+                    "its source `{}`{} is {} the policy",
                     plugin.locked.source,
                     marketplace
                         .map(|m| format!(" (marketplace `{m}`)"))
                         .unwrap_or_default(),
                     denied.reason,
-                    denied.file
                 ),
                 needs_approval: false,
             });
@@ -228,7 +227,7 @@ fn check_capabilities(
                 capability: capability.as_str().to_owned(),
                 rule: rule("deny"),
                 file,
-                detail: format!("it has {what}"),
+                detail: format!("it has {what}, which the policy denies"),
                 needs_approval: false,
             }),
             Level::Approve if approved => {}
@@ -239,11 +238,11 @@ fn check_capabilities(
                 file,
                 detail: match approval {
                     Some(a) => format!(
-                        "it has {what}, and what it runs changed since {} approved it on {}; review `berth plugins diff`, then run `berth plugins approve {name}`",
+                        "what it runs changed since {} approved it on {} (it has {what}); review the change (`berth plugins diff`), then run `berth plugins approve {name}`",
                         a.by, a.at
                     ),
                     None => format!(
-                        "it has {what}, not approved; review it, then run `berth plugins approve {name}`"
+                        "it has {what}, not approved yet; review it (`berth plugins diff`), then run `berth plugins approve {name}`"
                     ),
                 },
                 needs_approval: true,
