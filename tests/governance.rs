@@ -7,7 +7,7 @@
 mod common;
 
 use common::market::{ALL, manifest, market};
-use common::{GitRepo, ServeProcess, TestContext, lock_plugins};
+use common::{FileServer, GitRepo, ServeProcess, TestContext, lock_plugins};
 use serde_json::{Value, json};
 
 const HOOK: &str = "${CLAUDE_PLUGIN_ROOT}/scripts/check.sh";
@@ -263,7 +263,31 @@ fn a_parent_policy_wins_over_a_child_and_a_loosening_child_is_an_error() {
     }
     assert!(!ctx.lock_path().exists(), "nothing written");
 
+    // The organisation's policy served on a loopback address and extended by URL.
+    let served = ctx.root.join("served");
+    std::fs::create_dir_all(&served).expect("mkdir");
+    std::fs::copy(org.join("berth-policy.toml"), served.join("org.toml")).expect("copy");
+    let server = FileServer::start(&served, None);
+    let url = server.url("org.toml");
+    std::fs::write(&policy, format!("extends = [\"{url}\"]\n")).expect("write");
+    let run = ctx.run(&["plugins", "lock"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    for needle in ["plugin `hooked`", "hooks = \"deny\"", url.as_str()] {
+        assert!(
+            run.stderr.contains(needle),
+            "{needle} not in {}",
+            run.stderr
+        );
+    }
+    // A policy that extends itself is an error, not a loop.
+    std::fs::write(&policy, "extends = [\"berth-policy.toml\"]\n").expect("write");
+    let run = ctx.run(&["plugins", "lock"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("extends itself"), "{}", run.stderr);
+    assert!(!ctx.lock_path().exists(), "nothing written");
+
     // Sources: the parent's deny applies to the child's project, with `--policy` too.
+    std::fs::write(&policy, "extends = [\"../org/berth-policy.toml\"]\n").expect("write");
     tools_repo(&ctx, "evil-tools");
     ctx.write_manifest("[[plugin]]\nsource = \"github:acme/evil-tools\"\n");
     let run = ctx.run(&[
