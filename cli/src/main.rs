@@ -75,6 +75,10 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
             let ctx = Context::new(cli, &args.project, printer)?;
             commands::run::run(&ctx, args)
         }
+        Command::Materialize(args) => {
+            let ctx = Context::new(cli, &args.project, printer)?;
+            commands::materialize::run(&ctx, args)
+        }
         Command::Audit(args) => {
             let ctx = Context::new(cli, &args.project, printer)?;
             commands::audit::run(&ctx, args)

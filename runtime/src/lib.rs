@@ -13,6 +13,7 @@ pub mod commands;
 mod error;
 mod expand;
 pub mod frontmatter;
+pub mod harness;
 pub mod hook_run;
 pub mod hooks;
 use berth_lockfile_schema::plugin_json as json;

@@ -142,6 +142,21 @@ pub enum Command {
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Store(StoreArgs),
 
+    /// Write the locked plugin set where a harness reads it natively, offline
+    ///
+    /// Built from the lock and the store alone, like `berth run`; every plugin is a link
+    /// to its verified, read-only store entry. Running it again with nothing changed
+    /// changes nothing; `--check` reports drift (a file edited, added or removed since)
+    /// and exits 1. What the harness cannot express is a warning.
+    ///
+    /// Targets: `claude`, a Claude Code configuration folder (use it as
+    /// `CLAUDE_CONFIG_DIR`): the locked plugins installed from a local marketplace named
+    /// `berth`, enabled in `settings.json`; other keys of its files are kept.
+    #[command(after_help = "Examples:\n  \
+        berth materialize claude ~/.claude           # then: claude plugin list\n  \
+        berth materialize claude .berth/claude --check")]
+    Materialize(MaterializeArgs),
+
     /// Scan the locked plugins for hidden Unicode and check them against the policy
     ///
     /// Every file of every locked plugin in the store is read for characters a reviewer
@@ -188,6 +203,33 @@ pub struct RunArgs {
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct MaterializeArgs {
+    #[command(flatten)]
+    pub project: ProjectArgs,
+
+    /// The harness
+    pub target: MaterializeTarget,
+
+    /// The folder to write (created if missing)
+    pub dir: PathBuf,
+
+    /// Write nothing; exit 1 naming every file edited, added or removed since
+    #[arg(long)]
+    pub check: bool,
+
+    /// Use the lockfile as it is; without this, a manifest next to it must agree with it
+    #[arg(long)]
+    pub frozen: bool,
+}
+
+/// The harnesses `berth materialize` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MaterializeTarget {
+    /// A Claude Code configuration folder (`CLAUDE_CONFIG_DIR`)
+    Claude,
 }
 
 #[derive(Debug, Args)]

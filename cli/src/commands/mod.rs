@@ -10,6 +10,7 @@ pub mod hooks;
 pub mod list;
 pub mod lock;
 pub mod marketplace;
+pub mod materialize;
 pub mod run;
 pub mod serve;
 pub mod show;

@@ -1,0 +1,222 @@
+//! A harness layout as a plan of files, applied idempotently and checked for drift.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// One path of a layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Planned {
+    /// A file with these bytes.
+    File(Vec<u8>),
+    /// A symbolic link to this (absolute) path: a verified, read-only store entry.
+    Link(PathBuf),
+}
+
+/// What a target writes under its folder.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// Every path it writes, relative to the folder.
+    pub files: BTreeMap<PathBuf, Planned>,
+    /// Folders (relative) that berth owns whole: anything else in them is drift, and is
+    /// removed when the plan is applied.
+    pub owned: Vec<PathBuf>,
+    /// What of the set the harness cannot express, one line each.
+    pub warnings: Vec<String>,
+}
+
+/// What applying a plan did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Paths written or re-linked.
+    pub written: Vec<PathBuf>,
+    /// Paths already as planned.
+    pub unchanged: usize,
+    /// Files and links removed from owned folders (with the folders that held them).
+    pub removed: Vec<PathBuf>,
+}
+
+/// How a folder differs from its plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Drift {
+    /// A planned path holds something else.
+    Edited(PathBuf),
+    /// A planned path is missing.
+    Removed(PathBuf),
+    /// A path in an owned folder is not in the plan.
+    Added(PathBuf),
+}
+
+impl std::fmt::Display for Drift {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Drift::Edited(p) => write!(f, "edited: {}", p.display()),
+            Drift::Removed(p) => write!(f, "removed: {}", p.display()),
+            Drift::Added(p) => write!(f, "added: {}", p.display()),
+        }
+    }
+}
+
+/// Whether `path` already is what `planned` says.
+fn is_current(path: &Path, planned: &Planned) -> std::io::Result<Option<bool>> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    Ok(Some(match planned {
+        Planned::Link(target) => {
+            meta.file_type().is_symlink() && std::fs::read_link(path)? == *target
+        }
+        Planned::File(bytes) => meta.file_type().is_file() && std::fs::read(path)? == *bytes,
+    }))
+}
+
+/// Every path under `dir` (relative to `root`), folders included, deepest first.
+fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(root.join(dir)) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let rel = dir.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            walk(root, &rel, out)?;
+        }
+        out.push(rel);
+    }
+    Ok(())
+}
+
+/// Whether `rel` is a planned path or a folder on the way to one.
+fn is_planned(plan: &Plan, rel: &Path) -> bool {
+    plan.files.contains_key(rel) || plan.files.keys().any(|p| p.starts_with(rel))
+}
+
+/// How `root` differs from `plan`: planned paths edited or missing, and paths in owned
+/// folders that the plan does not name.
+pub fn check(root: &Path, plan: &Plan) -> std::io::Result<Vec<Drift>> {
+    let mut drift = Vec::new();
+    for (rel, planned) in &plan.files {
+        match is_current(&root.join(rel), planned)? {
+            None => drift.push(Drift::Removed(rel.clone())),
+            Some(false) => drift.push(Drift::Edited(rel.clone())),
+            Some(true) => {}
+        }
+    }
+    for owned in &plan.owned {
+        let mut found = Vec::new();
+        walk(root, owned, &mut found)?;
+        found.sort();
+        for rel in found {
+            if !is_planned(plan, &rel) {
+                drift.push(Drift::Added(rel));
+            }
+        }
+    }
+    Ok(drift)
+}
+
+/// Makes `root` what `plan` says, touching only what differs: files are written beside
+/// their place and renamed over it, links made beside and renamed, and what owned folders
+/// hold beyond the plan removed.
+pub fn apply(root: &Path, plan: &Plan) -> std::io::Result<Applied> {
+    let mut applied = Applied::default();
+    for (rel, planned) in &plan.files {
+        let path = root.join(rel);
+        if is_current(&path, planned)? == Some(true) {
+            applied.unchanged += 1;
+            continue;
+        }
+        let parent = path.parent().unwrap_or(root);
+        std::fs::create_dir_all(parent)?;
+        let tmp = parent.join(format!(
+            ".{}.berth-tmp",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        ));
+        let _ = std::fs::remove_file(&tmp);
+        match planned {
+            Planned::File(bytes) => {
+                let mut file = std::fs::File::create(&tmp)?;
+                file.write_all(bytes)?;
+                file.sync_all()?;
+            }
+            Planned::Link(target) => std::os::unix::fs::symlink(target, &tmp)?,
+        }
+        // A folder where a file or link belongs is replaced (a link over a folder would
+        // otherwise fail).
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            std::fs::remove_dir_all(&path)?;
+        }
+        std::fs::rename(&tmp, &path)?;
+        applied.written.push(rel.clone());
+    }
+    for owned in &plan.owned {
+        let mut found = Vec::new();
+        walk(root, owned, &mut found)?;
+        for rel in found {
+            if is_planned(plan, &rel) {
+                continue;
+            }
+            let path = root.join(&rel);
+            match std::fs::symlink_metadata(&path) {
+                // Its contents came first (the walk is deepest first) and were counted.
+                Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&path)?,
+                Ok(_) => {
+                    std::fs::remove_file(&path)?;
+                    applied.removed.push(rel);
+                }
+                Err(_) => continue,
+            }
+        }
+    }
+    Ok(applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        let mut plan = Plan::default();
+        plan.files
+            .insert(PathBuf::from("a/x.json"), Planned::File(b"{}\n".to_vec()));
+        plan.files.insert(
+            PathBuf::from("a/owned/link"),
+            Planned::Link(PathBuf::from("/nonexistent/target")),
+        );
+        plan.owned.push(PathBuf::from("a/owned"));
+        plan
+    }
+
+    #[test]
+    fn applying_twice_writes_once_and_check_finds_each_kind_of_drift() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        let plan = plan();
+        assert_eq!(check(root, &plan).expect("check").len(), 2);
+        let first = apply(root, &plan).expect("apply");
+        assert_eq!(first.written.len(), 2);
+        let second = apply(root, &plan).expect("apply");
+        assert_eq!((second.written.len(), second.unchanged), (0, 2));
+        assert!(check(root, &plan).expect("check").is_empty());
+
+        std::fs::write(root.join("a/x.json"), "{\"edited\": 1}\n").expect("edit");
+        std::fs::write(root.join("a/owned/extra"), "x").expect("add");
+        std::fs::remove_file(root.join("a/owned/link")).expect("remove");
+        let drift = check(root, &plan).expect("check");
+        assert_eq!(
+            drift,
+            vec![
+                Drift::Removed(PathBuf::from("a/owned/link")),
+                Drift::Edited(PathBuf::from("a/x.json")),
+                Drift::Added(PathBuf::from("a/owned/extra")),
+            ]
+        );
+        let repaired = apply(root, &plan).expect("apply");
+        assert_eq!(repaired.removed, vec![PathBuf::from("a/owned/extra")]);
+        assert!(check(root, &plan).expect("check").is_empty());
+    }
+}

@@ -1,0 +1,9 @@
+//! Writing the locked plugin set where a harness reads it natively (`berth materialize`):
+//! each target (`claude.rs`) turns a [`PluginSet`](crate::PluginSet) into a [`Plan`] of
+//! files and links to verified store entries, naming what the harness cannot express;
+//! `files.rs` applies a plan (only what differs) and finds drift from it.
+
+pub mod claude;
+mod files;
+
+pub use files::{Applied, Drift, Plan, Planned, apply, check};
