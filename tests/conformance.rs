@@ -42,8 +42,11 @@ fn placeholders(ctx: &TestContext, set: &str) -> Value {
         .enumerate()
     {
         let path = plugin["path"].as_str().expect("path");
-        let entry = std::path::Path::new(path).file_name().expect("entry name");
-        let data = ctx.store.join("plugin-data-v1").join(entry);
+        let data = common::plugin_data_dir(
+            &ctx.store,
+            plugin["name"].as_str().expect("name"),
+            plugin["source"].as_str().expect("source"),
+        );
         text = text.replace(&data.display().to_string(), &format!("<plugin-data#{i}>"));
         text = text.replace(path, &format!("<plugin#{i}>"));
         // Hooks and MCP servers see the plugin through the set's view (a link named after

@@ -45,15 +45,12 @@ fn without_paths(text: &str, store: &Path) -> String {
         .enumerate()
     {
         let path = plugin["path"].as_str().expect("path");
-        let entry = Path::new(path).file_name().expect("entry");
-        text = text.replace(
-            &store
-                .join("plugin-data-v1")
-                .join(entry)
-                .display()
-                .to_string(),
-            &format!("<data#{i}>"),
+        let data = common::plugin_data_dir(
+            store,
+            plugin["name"].as_str().expect("name"),
+            plugin["source"].as_str().expect("source"),
         );
+        text = text.replace(&data.display().to_string(), &format!("<data#{i}>"));
         text = text.replace(path, &format!("<path#{i}>"));
         let root = plugin["root"].as_str().expect("root");
         text = text.replace(root, &format!("<root#{i}>"));
@@ -541,4 +538,45 @@ fn a_matcher_that_does_not_match_runs_nothing() {
         "an unknown event is a usage error: {}",
         bad.stderr
     );
+}
+
+#[test]
+fn an_update_keeps_the_plugins_data_folder() {
+    let ctx = TestContext::new();
+    let repo = ctx.repo("gamma");
+    copy_tree(&fixtures().join("conformance/samples/gamma"), &repo.path);
+    repo.commit("v1");
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/gamma\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    let data_of = |set: &Value| -> (String, String) {
+        let server = &set["mcp_servers"]["shared-server"];
+        let args: Vec<&str> = server["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .map(|a| a.as_str().expect("string"))
+            .collect();
+        let data = args[args.iter().position(|a| *a == "--data").expect("--data") + 1];
+        (
+            data.to_owned(),
+            set["plugins"][0]["path"].as_str().expect("path").to_owned(),
+        )
+    };
+    let show = |ctx: &TestContext| -> Value {
+        serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("JSON")
+    };
+    let (data_v1, entry_v1) = data_of(&show(&ctx));
+    let expected = common::plugin_data_dir(&ctx.store, "gamma", "github:acme/gamma").join("db");
+    assert_eq!(data_v1, expected.display().to_string());
+
+    repo.write(
+        "skills/added/SKILL.md",
+        "---\nname: added\ndescription: new\n---\nnew\n",
+    );
+    repo.commit("v2");
+    ctx.ok(&["plugins", "lock", "--upgrade"]);
+    ctx.ok(&["plugins", "sync"]);
+    let (data_v2, entry_v2) = data_of(&show(&ctx));
+    assert_ne!(entry_v1, entry_v2, "the update is a new store entry");
+    assert_eq!(data_v1, data_v2, "its data folder is the same");
 }

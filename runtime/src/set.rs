@@ -121,7 +121,7 @@ pub fn build_plugin_set(
     };
     for ((locked, entry), exposed) in lock.plugins.iter().zip(entries).zip(roots) {
         let root = PluginRoot::new(&locked.name, &entry)?.exposed_at(exposed.clone());
-        let data_dir = plugin_data_dir(store, &entry);
+        let data_dir = plugin_data_dir(store, locked);
         let mut warnings = Vec::new();
         let manifest = read_manifest(
             |rel| match root.read_text(rel) {
@@ -231,13 +231,19 @@ pub fn build_plugin_set(
     Ok(set)
 }
 
-/// The writable data folder of the plugin stored at `entry` (`${PLUGIN_DATA}`): one per
-/// store entry, outside the read-only store.
-pub fn plugin_data_dir(store: &Store, entry: &Path) -> PathBuf {
+/// The writable data folder of a locked plugin (`${PLUGIN_DATA}`), outside the read-only
+/// store: `<store>/plugin-data-v1/<name>-<first 16 hex digits of sha256(source)>`. One per
+/// plugin (its name and its source as locked), not per store entry, so an update of the
+/// plugin finds the data its earlier version kept, as the OpenHands SDK keys its
+/// `~/.openhands/plugin-data/<name>-<hash>` by plugin too.
+pub fn plugin_data_dir(store: &Store, locked: &LockedPlugin) -> PathBuf {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(locked.source.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
     store
         .root()
         .join(PLUGIN_DATA_DIR)
-        .join(entry.file_name().unwrap_or_default())
+        .join(format!("{}-{hex}", locked.name))
 }
 
 impl PluginSet {

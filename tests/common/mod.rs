@@ -238,6 +238,16 @@ impl TestContext {
     }
 }
 
+/// Where berth keeps a plugin's writable data (`${PLUGIN_DATA}`): per plugin, by its name
+/// and locked source (docs/openhands-sdk.md), so an update keeps it.
+#[allow(dead_code)]
+pub fn plugin_data_dir(store: &Path, name: &str, source: &str) -> PathBuf {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(source.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    store.join("plugin-data-v1").join(format!("{name}-{hex}"))
+}
+
 /// `fixtures/git_http_server.py` serving a folder of repositories on 127.0.0.1; stopped
 /// when dropped. Its request log is read with [`GitHttpServer::requests`].
 pub struct GitHttpServer {

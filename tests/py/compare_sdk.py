@@ -112,11 +112,11 @@ def main() -> None:
             plugin = doc["hooks"][event][i]["plugin"]
             matchers[i] = replace_strings(matcher, expand_for(plugin))
 
-    # 2. plugin-data: an Agent Plugins server's ${PLUGIN_DATA} is a folder per store entry
-    #    under berth's store, not ~/.openhands/plugin-data/<name>-<hash>.
+    # 2. plugin-data: an Agent Plugins server's ${PLUGIN_DATA} is a folder per plugin (name
+    #    and source) under berth's store, not ~/.openhands/plugin-data/<name>-<hash>.
     def data_dirs(s: str) -> str:
         out = re.sub(r"/[^\"]*/\.openhands/plugin-data/([^/\"]+)-[0-9a-f]{16}", r"<data:\1>", s)
-        out = re.sub(r"/[^\"]*/plugin-data-v1/[0-9a-z]{52}-([^/\"]+)", r"<data:\1>", out)
+        out = re.sub(r"/[^\"]*/plugin-data-v1/([^/\"]+)-[0-9a-f]{16}", r"<data:\1>", out)
         if out != s:
             seen.add("plugin-data")
         return out
