@@ -409,19 +409,14 @@ fn an_npm_tarball_that_differs_from_its_registry_integrity_is_refused() {
 }
 
 #[test]
-fn a_strict_false_entry_loads_its_folder_as_the_sdk_does_and_says_what_it_ignores() {
+fn a_strict_false_entry_defines_its_plugin_as_claude_code_does() {
     let m = market();
     let ctx = &m.ctx;
     ctx.write_manifest(&manifest(&["loose"]));
-    let run = ctx.ok(&["plugins", "lock"]);
-    assert!(
-        run.stderr.contains(
-            "plugin `loose`: its entry defines `skills`, `lspServers` itself (`strict: false`)"
-        ) && run.stderr.contains("as the OpenHands SDK does"),
-        "{}",
-        run.stderr
-    );
+    ctx.ok(&["plugins", "lock"]);
     let lock = ctx.lock_text();
+    // The entry names the plugin, and the lock keeps what the entry said.
+    assert_eq!(lock_field(&lock, 0, "name").as_deref(), Some("loose"));
     assert_eq!(
         lock_field(&lock, 0, "requested").as_deref(),
         Some("loose@acme")
@@ -430,7 +425,33 @@ fn a_strict_false_entry_loads_its_folder_as_the_sdk_does_and_says_what_it_ignore
         lock_field(&lock, 0, "repo_path").as_deref(),
         Some("plugins/rel")
     );
+    assert_eq!(
+        lock_field(&lock, 0, "definition").as_deref(),
+        Some(
+            r#"{"lspServers":{"x":{"command":"x-lsp"}},"skills":["./skills/rel-skill"],"strict":false}"#
+        )
+    );
     ctx.ok(&["plugins", "sync"]);
+    let set: Value =
+        serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("JSON");
+    assert_eq!(set["plugins"][0]["name"], "loose");
+    let skills: Vec<&str> = set["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .map(|s| s["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(skills, ["rel-skill"]);
+    assert!(
+        serde_json::to_string(&set["warnings"])
+            .expect("json")
+            .contains("`lspServers`, which the plugin set does not carry yet"),
+        "{}",
+        set["warnings"]
+    );
+    // The lock is byte-identical when locked again.
+    ctx.ok(&["plugins", "lock", "--upgrade"]);
+    assert_eq!(ctx.lock_text(), lock);
 }
 
 /// A manifest declaring the local marketplace `./m` and asking for `pick@m`.

@@ -231,3 +231,194 @@ fn check_finds_an_edited_an_added_and_a_removed_file() {
     );
     ctx.ok(&["materialize", "claude", d, "--check"]);
 }
+
+/// A local marketplace with the entry forms Claude Code builds plugins from: a
+/// `strict: false` entry listing some skills of a folder of many (as `anthropics/skills`
+/// lists `document-skills`), a `strict: true` entry adding a skill to its plugin's own,
+/// and a `strict: false` entry defining hooks, MCP servers and agents inline.
+fn entry_forms_marketplace(dir: &Path) {
+    let write = |rel: &str, text: &str| {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    let skill =
+        |name: &str| format!("---\nname: {name}\ndescription: the {name} skill\n---\nbody\n");
+    for s in ["xlsx", "docx", "pdf", "other"] {
+        write(&format!("skills/{s}/SKILL.md"), &skill(s));
+    }
+    write(
+        "agents/reviewer.md",
+        "---\nname: reviewer\ndescription: r\n---\nx\n",
+    );
+    write(
+        "plugins/tools/.claude-plugin/plugin.json",
+        "{\"name\": \"tools\", \"version\": \"2.0.0\"}\n",
+    );
+    write("plugins/tools/skills/a/SKILL.md", &skill("a"));
+    write(
+        "plugins/tools/commands/own.md",
+        "---\ndescription: own command\n---\nx\n",
+    );
+    write("plugins/tools/extra-skills/b/SKILL.md", &skill("b"));
+    write(
+        "hk/agents/helper.md",
+        "---\nname: helper\ndescription: h\n---\nx\n",
+    );
+    write(
+        "hk/agents/unlisted.md",
+        "---\nname: unlisted\ndescription: u\n---\nx\n",
+    );
+    write(
+        ".claude-plugin/marketplace.json",
+        r#"{"name": "mk", "owner": {"name": "t"}, "plugins": [
+  {"name": "document-skills", "source": "./", "strict": false,
+   "skills": ["./skills/xlsx", "./skills/docx", "./skills/pdf"]},
+  {"name": "tools", "source": "./plugins/tools", "skills": ["./extra-skills/b"]},
+  {"name": "hooked", "source": "./hk", "strict": false,
+   "agents": ["./agents/helper.md"],
+   "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo hi"}]}]},
+   "mcpServers": {"fetch": {"command": "uvx", "args": ["mcp-server-fetch"]}}}
+]}
+"#,
+    );
+}
+
+/// `Skills (3)  docx, pdf, xlsx` lines of `claude plugin details`, by kind.
+fn claude_inventory(details: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut out = std::collections::BTreeMap::new();
+    for line in details.lines() {
+        let line = line.trim();
+        for kind in ["Skills", "Agents", "Hooks", "MCP servers"] {
+            if let Some(rest) = line.strip_prefix(&format!("{kind} (")) {
+                let (_, names) = rest.split_once(')').expect("a count");
+                let names = names.split("  (").next().unwrap_or("").trim();
+                let mut list: Vec<String> = names
+                    .split(", ")
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                list.sort();
+                out.insert(kind.to_owned(), list);
+            }
+        }
+    }
+    out
+}
+
+/// The same inventory of plugin `name` in berth's set.
+fn berth_inventory(set: &Value, name: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    let of = |list: &Value| -> Vec<Value> {
+        list.as_array()
+            .expect("a list")
+            .iter()
+            .filter(|v| v["plugin"] == name)
+            .cloned()
+            .collect()
+    };
+    let prefix = format!("{name}:");
+    let mut skills: Vec<String> = of(&set["skills"])
+        .iter()
+        .map(|s| {
+            let n = s["name"].as_str().expect("name");
+            n.strip_prefix(&prefix).unwrap_or(n).to_owned()
+        })
+        .collect();
+    skills.sort();
+    let mut agents: Vec<String> = of(&set["agents"])
+        .iter()
+        .map(|a| a["name"].as_str().expect("name").to_owned())
+        .collect();
+    agents.sort();
+    let mut hooks: Vec<String> = set["hooks"]
+        .as_object()
+        .expect("hooks")
+        .iter()
+        .filter(|(_, matchers)| !of(matchers).is_empty())
+        .map(|(event, _)| {
+            event
+                .split('_')
+                .map(|w| w[..1].to_uppercase() + &w[1..])
+                .collect::<String>()
+        })
+        .collect();
+    hooks.sort();
+    let mut servers: Vec<String> = set["mcp_servers"]
+        .as_object()
+        .expect("servers")
+        .iter()
+        .filter(|(_, s)| s["plugin"] == name)
+        .map(|(n, _)| n.clone())
+        .collect();
+    servers.sort();
+    [
+        ("Skills", skills),
+        ("Agents", agents),
+        ("Hooks", hooks),
+        ("MCP servers", servers),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+#[test]
+fn marketplace_entries_build_the_plugins_claude_code_installs() {
+    let Some(bin) = claude_bin() else {
+        require_or_skip(
+            "BERTH_CLAUDE",
+            "point it at a `claude` from `npm install @anthropic-ai/claude-code` (.ci/run does)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    let market = ctx.work.join("mk");
+    entry_forms_marketplace(&market);
+    ctx.write_manifest(
+        "[[marketplace]]\nname = \"mk\"\nsource = \"./mk\"\n\n[[plugin]]\nsource = \"document-skills@mk\"\n\n[[plugin]]\nsource = \"tools@mk\"\n\n[[plugin]]\nsource = \"hooked@mk\"\n",
+    );
+    ctx.ok(&["plugins", "sync"]);
+    let lock = ctx.lock_text();
+    let names: Vec<String> = common::lock_plugins(&lock)
+        .iter()
+        .map(|p| p["name"].as_str().expect("name").to_owned())
+        .collect();
+    assert_eq!(names, ["document-skills", "tools", "hooked"], "{lock}");
+    let set: Value =
+        serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("JSON");
+
+    let dir = ctx.root.join("claude-config");
+    let market_arg = market.to_str().expect("utf-8");
+    claude(
+        &ctx,
+        &bin,
+        &dir,
+        &["plugin", "marketplace", "add", market_arg],
+    );
+    for name in &names {
+        claude(
+            &ctx,
+            &bin,
+            &dir,
+            &["plugin", "install", &format!("{name}@mk")],
+        );
+        let details = claude(
+            &ctx,
+            &bin,
+            &dir,
+            &["plugin", "details", &format!("{name}@mk")],
+        );
+        assert_eq!(
+            berth_inventory(&set, name),
+            claude_inventory(&details),
+            "plugin `{name}`: berth's set against Claude Code's install:\n{details}"
+        );
+    }
+    // The lock holds what the entries said: the set is the same without the catalog.
+    std::fs::remove_dir_all(&market).expect("remove the marketplace");
+    let again: Value =
+        serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("JSON");
+    for name in &names {
+        assert_eq!(berth_inventory(&again, name), berth_inventory(&set, name));
+    }
+}

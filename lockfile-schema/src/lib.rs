@@ -6,6 +6,7 @@
 //! depend on it, and it is the only crate that defines an on-disk format.
 
 mod agent;
+mod definition;
 mod dependency;
 mod diagnostic;
 pub mod governance;
@@ -20,6 +21,7 @@ pub mod plugin_manifest;
 mod source;
 
 pub use agent::{AGENT_ENTRY_POINT_GROUP, EntryPoint, WheelFile, normalize_package_name};
+pub use definition::{COMPONENT_KEYS, EntryDefinition, plugin_path};
 pub use diagnostic::{Diagnostic, line_column};
 pub use hash::{HashParseError, Sha256Hash, nix32, parse_nix32};
 pub use lock::{

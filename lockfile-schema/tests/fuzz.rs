@@ -118,6 +118,14 @@ fn locked_plugin() -> impl Strategy<Value = LockedPlugin> {
                 plugin_version: None,
                 dependencies: Vec::new(),
                 needed_by: Vec::new(),
+                // A definition with a component whose keys the writer must sort.
+                definition: is_local.then(|| berth_lockfile_schema::EntryDefinition {
+                    strict: false,
+                    components: serde_json::json!({"skills": ["./skills/a", "b"], "mcpServers": {"z": {"command": "x"}, "a": {"url": "https://e.example"}}})
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                }),
                 source,
                 git_ref: git_ref.filter(|_| is_git),
                 version: None,

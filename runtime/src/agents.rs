@@ -92,18 +92,63 @@ pub fn load_agents(
         {
             continue;
         }
+        agents.extend(agent_at(root, &rel, &entry, warnings)?);
+    }
+    Ok(agents)
+}
+
+/// The agents a marketplace entry names (`agents`: files, or folders of `*.md`), in the
+/// order it names them.
+pub(crate) fn load_agent_paths(
+    root: &PluginRoot,
+    paths: &[String],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Agent>, RuntimeError> {
+    let mut agents = Vec::new();
+    for path in paths {
+        if root.is_dir(path)? {
+            for entry in root.list(path)? {
+                let rel = format!("{path}/{entry}");
+                if entry.to_lowercase().ends_with(".md")
+                    && !entry.eq_ignore_ascii_case("readme.md")
+                    && root.is_file(&rel)?
+                {
+                    agents.extend(agent_at(root, &rel, &entry, warnings)?);
+                }
+            }
+        } else if root.is_file(path)? && path.to_lowercase().ends_with(".md") {
+            let file = path.rsplit('/').next().unwrap_or(path);
+            agents.extend(agent_at(root, path, file, warnings)?);
+        } else {
+            warnings.push(format!(
+                "plugin `{}`: its marketplace entry names agent `{path}`, which is not a `.md` file or a folder of them",
+                root.plugin()
+            ));
+        }
+    }
+    Ok(agents)
+}
+
+/// The agent in file `rel` (named `entry` in its folder), or `None` with a warning.
+fn agent_at(
+    root: &PluginRoot,
+    rel: &str,
+    entry: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Agent>, RuntimeError> {
+    {
         let mut skip = |why: String| {
             warnings.push(format!(
                 "plugin `{}`: skipped agent `{rel}`: {why}",
                 root.plugin()
             ))
         };
-        let text = match root.read_text(&rel) {
+        let text = match root.read_text(rel) {
             Ok(Some(text)) => text,
-            Ok(None) => continue,
+            Ok(None) => return Ok(None),
             Err(RuntimeError::NotUtf8 { .. }) => {
                 skip("not UTF-8 text".into());
-                continue;
+                return Ok(None);
             }
             Err(e) => return Err(e),
         };
@@ -112,7 +157,7 @@ pub fn load_agents(
         match agent_from_text(
             &text,
             stem,
-            &rel,
+            rel,
             &root.exposed().to_string_lossy(),
             &mut dropped,
         ) {
@@ -120,12 +165,14 @@ pub fn load_agents(
                 for why in dropped {
                     skip(why);
                 }
-                agents.push(agent);
+                Ok(Some(agent))
             }
-            Err(why) => skip(why),
+            Err(why) => {
+                skip(why);
+                Ok(None)
+            }
         }
     }
-    Ok(agents)
 }
 
 /// One agent file's text as the SDK reads it. `root` is where plugin-root variables in its

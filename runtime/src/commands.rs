@@ -45,15 +45,59 @@ pub fn load_commands(
         if !is_md || entry == "README.md" || entry == "readme.md" || !root.is_file(&rel)? {
             continue;
         }
+        commands.extend(command_at(root, &rel, &entry, warnings)?);
+    }
+    Ok(commands)
+}
+
+/// The commands a marketplace entry names (`commands`: files, or folders of `*.md`),
+/// in the order it names them.
+pub(crate) fn load_command_paths(
+    root: &PluginRoot,
+    paths: &[String],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Command>, RuntimeError> {
+    let mut commands = Vec::new();
+    for path in paths {
+        if root.is_dir(path)? {
+            for entry in root.list(path)? {
+                let rel = format!("{path}/{entry}");
+                let is_md = entry.to_lowercase().ends_with(".md") && entry.len() > 3;
+                if is_md && !entry.eq_ignore_ascii_case("readme.md") && root.is_file(&rel)? {
+                    commands.extend(command_at(root, &rel, &entry, warnings)?);
+                }
+            }
+        } else if root.is_file(path)? && path.to_lowercase().ends_with(".md") {
+            let file = path.rsplit('/').next().unwrap_or(path);
+            commands.extend(command_at(root, path, file, warnings)?);
+        } else {
+            warnings.push(format!(
+                "plugin `{}`: its marketplace entry names command `{path}`, which is not a `.md` file or a folder of them",
+                root.plugin()
+            ));
+        }
+    }
+    Ok(commands)
+}
+
+/// The command in file `rel` (named `entry` in its folder), or `None` with a warning.
+fn command_at(
+    root: &PluginRoot,
+    rel: &str,
+    entry: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Command>, RuntimeError> {
+    let rel = rel.to_owned();
+    {
         let text = match root.read_text(&rel) {
             Ok(Some(text)) => text,
-            Ok(None) => continue,
+            Ok(None) => return Ok(None),
             Err(RuntimeError::NotUtf8 { .. }) => {
                 warnings.push(format!(
                     "plugin `{}`: skipped command `{rel}`: not UTF-8 text",
                     root.plugin()
                 ));
-                continue;
+                return Ok(None);
             }
             Err(e) => return Err(e),
         };
@@ -64,7 +108,7 @@ pub fn load_commands(
                     "plugin `{}`: skipped command `{rel}`: {why}",
                     root.plugin()
                 ));
-                continue;
+                return Ok(None);
             }
         };
         let meta = &doc.meta;
@@ -95,16 +139,15 @@ pub fn load_commands(
         if let Some(note) = truncation_note(description.chars().count(), &skill_name, &rel) {
             warnings.push(format!("plugin `{}`: {note}", root.plugin()));
         }
-        commands.push(Command {
+        Ok(Some(Command {
             name: stem,
             description,
             argument_hint,
             allowed_tools,
             content: doc.content,
             source: rel,
-        });
+        }))
     }
-    Ok(commands)
 }
 
 impl Command {

@@ -10,6 +10,7 @@
 pub mod agent_env;
 mod agents;
 pub mod commands;
+mod components;
 mod error;
 mod expand;
 pub mod frontmatter;

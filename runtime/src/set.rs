@@ -6,14 +6,14 @@ use berth_lockfile_schema::{Lock, LockedPlugin, Pin};
 use berth_store::Store;
 use serde_json::{Map, Value, json};
 
-use crate::agents::{Agent, load_agents};
-use crate::commands::load_commands;
+use crate::agents::Agent;
+use crate::components::{Components, load_components};
 use crate::error::RuntimeError;
-use crate::hooks::{EVENTS, HookMatcher, load_hooks, matchers_to_json};
+use crate::hooks::{EVENTS, HookMatcher, matchers_to_json};
 use crate::manifest::{PluginManifest, read_manifest};
-use crate::mcp::{McpServer, load_mcp};
+use crate::mcp::McpServer;
 use crate::root::PluginRoot;
-use crate::skills::{Skill, load_skills};
+use crate::skills::Skill;
 
 /// Where plugins' writable data folders (`${PLUGIN_DATA}`) live, under the store root.
 pub const PLUGIN_DATA_DIR: &str = "plugin-data-v1";
@@ -149,14 +149,20 @@ pub fn build_plugin_set(
             _ => Ok(()),
         };
         go_on()?;
-        let skills = load_skills(&root, &mut warnings)?;
-        go_on()?;
-        let commands = load_commands(&root, manifest.format, &mut warnings)?;
-        go_on()?;
-        let hooks = load_hooks(&root, manifest.format, &mut warnings)?;
-        let servers = load_mcp(&root, manifest.format, &data_dir, &mut warnings)?;
-        go_on()?;
-        let agents = load_agents(&root, manifest.format, &mut warnings)?;
+        let Components {
+            skills,
+            commands,
+            hooks,
+            servers,
+            agents,
+        } = load_components(
+            &root,
+            manifest.format,
+            &data_dir,
+            locked.definition.as_ref(),
+            &mut warnings,
+            &go_on,
+        )?;
         set.warnings.extend(root.take_skipped());
         set.warnings.append(&mut warnings);
 

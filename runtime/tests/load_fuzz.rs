@@ -377,6 +377,7 @@ fn add_plugin(store: &Store, name: &str, files: &[(&str, Content)]) -> LockedPlu
         plugin_version: None,
         dependencies: Vec::new(),
         needed_by: Vec::new(),
+        definition: None,
         source: format!("./{name}"),
         git_ref: None,
         version: None,

@@ -46,7 +46,7 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
                 plugin.name
             );
         };
-        let surface = surface_of(&plugin.name, &entry.path)?;
+        let surface = surface_of(&plugin.name, &entry.path, plugin.definition.as_ref())?;
         let digest = surface.approval_digest();
         let unchanged = approvals
             .get(&plugin.name)

@@ -169,6 +169,11 @@ fn surfaces(ctx: &Context, lock: &Lock, network: Network) -> Result<Vec<(String,
     lock.plugins
         .iter()
         .zip(&synced.entries)
-        .map(|(plugin, entry)| Ok((plugin.name.clone(), surface_of(&plugin.name, &entry.path)?)))
+        .map(|(plugin, entry)| {
+            Ok((
+                plugin.name.clone(),
+                surface_of(&plugin.name, &entry.path, plugin.definition.as_ref())?,
+            ))
+        })
         .collect()
 }

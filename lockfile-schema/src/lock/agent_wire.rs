@@ -122,6 +122,7 @@ impl TryFrom<LockedAgentWire> for LockedAgent {
                     plugin_version: None,
                     dependencies: Vec::new(),
                     needed_by: Vec::new(),
+                    definition: None,
                     name: w.package.clone(),
                     source: w.source.clone(),
                     git_ref: w.git_ref.clone(),

@@ -69,6 +69,9 @@ pub struct LockedPlugin {
     pub dependencies: Vec<crate::dependency::DependencySpec>,
     /// Not asked for by the manifest: in the lock because these plugins need it.
     pub needed_by: Vec<String>,
+    /// What its marketplace entry defines of it (Claude Code's `strict: false` and
+    /// component fields), pinned so the runtime needs no catalog.
+    pub definition: Option<crate::EntryDefinition>,
 }
 
 impl LockedPlugin {
@@ -309,6 +312,7 @@ mod tests {
                     plugin_version: None,
                     dependencies: Vec::new(),
                     needed_by: Vec::new(),
+                    definition: None,
                     source: "github:acme/review-tools".into(),
                     git_ref: Some("v1.2.0".into()),
                     version: None,
@@ -330,6 +334,7 @@ mod tests {
                     plugin_version: None,
                     dependencies: Vec::new(),
                     needed_by: Vec::new(),
+                    definition: None,
                     source: "./plugins/house-rules".into(),
                     git_ref: None,
                     version: None,

@@ -92,6 +92,12 @@ pub struct LockedPluginWire {
     /// Present on entries the manifest does not ask for: the plugins that need them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub needed_by: Vec<String>,
+    /// What the plugin's marketplace entry defines of it, as canonical JSON: `strict`
+    /// (false: the entry alone defines the plugin) and the component fields it gives
+    /// (`skills`, `commands`, `agents`, `hooks`, `mcpServers`, `lspServers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub definition: Option<String>,
 }
 
 impl TryFrom<LockedPluginWire> for LockedPlugin {
@@ -196,7 +202,13 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
                 "`needed_by` names `{bad}`, which is not a plugin name"
             ));
         }
+        let definition = w
+            .definition
+            .as_deref()
+            .map(crate::EntryDefinition::from_json)
+            .transpose()?;
         Ok(LockedPlugin {
+            definition,
             plugin_version: w.plugin_version,
             dependencies,
             needed_by: w.needed_by,
@@ -242,6 +254,7 @@ impl From<&LockedPlugin> for LockedPluginWire {
                 .map(crate::dependency::DependencySpec::to_lock_string)
                 .collect(),
             needed_by: p.needed_by.clone(),
+            definition: p.definition.as_ref().map(crate::EntryDefinition::to_json),
         }
     }
 }

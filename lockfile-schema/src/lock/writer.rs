@@ -49,6 +49,7 @@ impl Lock {
             write_fields(&mut out, &[("plugin_version", w.plugin_version.as_ref())]);
             write_list(&mut out, "dependencies", &w.dependencies);
             write_list(&mut out, "needed_by", &w.needed_by);
+            write_fields(&mut out, &[("definition", w.definition.as_ref())]);
         }
         if let Some(agent) = &self.agent {
             agent.write_toml(&mut out);

@@ -62,23 +62,16 @@ pub struct CatalogEntry {
     pub strict: bool,
     /// `dependencies` the entry declares (besides the plugin's own manifest's).
     pub dependencies: Vec<super::DependencySpec>,
-    /// The component keys (`skills`, `commands`, `agents`, `hooks`, `mcpServers`,
-    /// `lspServers`, `outputStyles`) the entry defines inline. The OpenHands SDK loads the
-    /// plugin's folder and does not apply them (its `MarketplacePluginEntry` keeps them
-    /// for later), and neither does berth: `lock` names them in a warning.
+    /// What the entry defines of the plugin (`strict: false`, or component fields), as
+    /// Claude Code applies it; or why it cannot be used (a path leaving the plugin).
+    pub definition: Result<Option<crate::EntryDefinition>, String>,
+    /// Component keys the entry gives that berth does not apply (`outputStyles`): `lock`
+    /// names them in a warning.
     pub inline_components: Vec<String>,
 }
 
-/// Component keys a catalog entry may define itself (Claude Code's `strict: false`).
-const INLINE_COMPONENTS: [&str; 7] = [
-    "skills",
-    "commands",
-    "agents",
-    "hooks",
-    "mcpServers",
-    "lspServers",
-    "outputStyles",
-];
+/// Component keys an entry may give that no harness berth serves reads.
+const UNAPPLIED_COMPONENTS: [&str; 1] = ["outputStyles"];
 
 /// Parses a catalog's bytes. `marketplace` and `path` name it in errors.
 pub fn parse_catalog(marketplace: &str, path: &str, bytes: &[u8]) -> Result<Catalog, CatalogError> {
@@ -137,7 +130,8 @@ pub fn parse_catalog(marketplace: &str, path: &str, bytes: &[u8]) -> Result<Cata
                 .and_then(serde_json::Value::as_bool)
                 .unwrap_or(true),
             dependencies: super::parse_dependencies(entry.get("dependencies")).0,
-            inline_components: INLINE_COMPONENTS
+            definition: crate::EntryDefinition::from_entry(entry),
+            inline_components: UNAPPLIED_COMPONENTS
                 .iter()
                 .filter(|k| entry.get(**k).is_some_and(|v| !v.is_null()))
                 .map(|k| (*k).to_owned())
@@ -179,6 +173,11 @@ impl Catalog {
             ));
         }
         if let Err(why) = &entry.source {
+            return Err(format!(
+                "marketplace `{marketplace}`, plugin `{plugin}`: its entry {why}"
+            ));
+        }
+        if let Err(why) = &entry.definition {
             return Err(format!(
                 "marketplace `{marketplace}`, plugin `{plugin}`: its entry {why}"
             ));

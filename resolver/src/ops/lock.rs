@@ -148,6 +148,7 @@ pub fn lock_plugins(
                                     let mut plugin = locked.clone();
                                     plugin.plugin_version = r.plugin.plugin_version;
                                     plugin.dependencies = r.plugin.dependencies;
+                                    plugin.definition = r.plugin.definition;
                                     Resolved {
                                         plugin,
                                         skipped: Vec::new(),
@@ -353,6 +354,11 @@ fn with_requested(mut resolved: Resolved, request: &PluginRequest, derived: &Der
 /// Fills in what a marketplace plugin declares (see [`with_requested`]).
 pub(crate) fn declare(resolved: &mut Resolved, derived: &Derived) {
     let market = Some(derived.marketplace.as_str());
+    // An entry that alone defines its plugin names it, as Claude Code does.
+    resolved.plugin.definition = derived.definition.clone();
+    if derived.definition.as_ref().is_some_and(|d| !d.strict) {
+        resolved.plugin.name = derived.entry_name.clone();
+    }
     resolved.plugin.plugin_version = resolved
         .declared
         .version

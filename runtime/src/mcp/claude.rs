@@ -39,6 +39,15 @@ pub(super) fn claude_code(
             return Ok(Vec::new());
         }
     };
+    Ok(servers_of(servers, &mut warn))
+}
+
+/// The servers of a `{name: server}` map, each read as `.mcp.json`'s; an invalid one is
+/// dropped with a message to `warn`.
+fn servers_of(
+    servers: serde_json::Map<String, Value>,
+    warn: &mut dyn FnMut(String),
+) -> Vec<(String, McpServer)> {
     let mut out = Vec::new();
     for (name, server) in servers {
         // `auth` in a `.mcp.json` is FastMCP's string form, which the SDK's own model
@@ -53,6 +62,56 @@ pub(super) fn claude_code(
             Ok(server) => out.push((name, server)),
             Err(why) => warn(format!("MCP server `{name}` ignored: {why}")),
         }
+    }
+    out
+}
+
+/// The servers a marketplace entry's `mcpServers` gives: a `{name: server}` object (or a
+/// `{"mcpServers": {...}}` one), a path to such a file in the plugin, or a list of those;
+/// plugin-root variables expanded as in `.mcp.json`.
+pub(crate) fn entry_servers(
+    root: &PluginRoot,
+    value: &Value,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<(String, McpServer)>, RuntimeError> {
+    let plugin = root.plugin().to_owned();
+    let mut out = Vec::new();
+    let items: Vec<&Value> = match value {
+        Value::Array(items) => items.iter().collect(),
+        other => vec![other],
+    };
+    for item in items {
+        let (label, object) = match item {
+            Value::String(path) => {
+                let Some(text) = root.read_text(path)? else {
+                    warnings.push(format!(
+                        "plugin `{plugin}`: its marketplace entry names MCP servers in `{path}`, which is not a file of the plugin"
+                    ));
+                    continue;
+                };
+                match crate::json::parse(&text) {
+                    Ok(value) => (path.clone(), value),
+                    Err(why) => {
+                        warnings.push(format!(
+                            "plugin `{plugin}`: `{path}`: {why}; no MCP servers loaded from it"
+                        ));
+                        continue;
+                    }
+                }
+            }
+            other => ("its marketplace entry".to_owned(), other.clone()),
+        };
+        let object = expand_value(object, &root.exposed().to_string_lossy());
+        let servers = match object.get("mcpServers") {
+            Some(Value::Object(servers)) => servers.clone(),
+            _ => match object {
+                Value::Object(servers) => servers,
+                _ => continue,
+            },
+        };
+        let mut warn =
+            |message: String| warnings.push(format!("plugin `{plugin}`: {label}: {message}"));
+        out.extend(servers_of(servers, &mut warn));
     }
     Ok(out)
 }

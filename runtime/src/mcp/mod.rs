@@ -4,7 +4,7 @@ mod agent_plugins;
 mod claude;
 
 pub use agent_plugins::AGENT_PLUGINS_MCP_SCHEMA;
-pub(crate) use claude::agent_servers;
+pub(crate) use claude::{agent_servers, entry_servers};
 
 use std::path::Path;
 

@@ -138,7 +138,7 @@ pub fn check_plugins(
             });
         }
         if needs_surface {
-            let surface = surface_of(name, plugin.entry)?;
+            let surface = surface_of(name, plugin.entry, plugin.locked.definition.as_ref())?;
             check_capabilities(policy, approvals, name, &surface, &mut checked.violations);
         }
         if plugin.scan {

@@ -302,7 +302,7 @@ mod tests {
     fn an_added_hook_and_a_changed_skill() {
         let dir = tempfile::tempdir().expect("tempdir");
         fixture(dir.path());
-        let old = surface_of("demo", dir.path()).expect("old");
+        let old = surface_of("demo", dir.path(), None).expect("old");
         assert!(diff(&old, &old).is_empty());
         assert_eq!(
             serde_json::to_string(&diff(&old, &old)).expect("json"),
@@ -318,7 +318,7 @@ mod tests {
             "---\nname: beta\n---\nNew.\n",
             0o644,
         );
-        let new = surface_of("demo", dir.path()).expect("new");
+        let new = surface_of("demo", dir.path(), None).expect("new");
         let changes = diff(&old, &new);
         let added = HookEntry {
             event: "session_start".into(),
@@ -350,7 +350,7 @@ mod tests {
     fn commands_timeouts_servers_and_tools() {
         let dir = tempfile::tempdir().expect("tempdir");
         fixture(dir.path());
-        let old = surface_of("demo", dir.path()).expect("old");
+        let old = surface_of("demo", dir.path(), None).expect("old");
         let mut new = old.clone();
         new.hooks[0].timeout = 5;
         new.hooks.push(HookEntry {

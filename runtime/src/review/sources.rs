@@ -19,9 +19,20 @@ const LSP_FILE: &str = ".lsp.json";
 pub(crate) fn lsp_servers(
     root: &PluginRoot,
     manifest_file: Option<&str>,
+    definition: Option<&berth_lockfile_schema::EntryDefinition>,
     warnings: &mut Vec<String>,
 ) -> Result<BTreeMap<String, Value>, RuntimeError> {
     let mut servers = BTreeMap::new();
+    if let Some(value) = definition.and_then(|d| d.components.get("lspServers")) {
+        add_lsp(
+            root,
+            "its marketplace entry",
+            value,
+            true,
+            &mut servers,
+            warnings,
+        )?;
+    }
     if let Some(file) = manifest_file
         && let Some(document) = read_json(root, file, warnings)?
         && let Some(value) = document.get("lspServers")

@@ -9,14 +9,11 @@ use serde_json::Value;
 
 use super::sources::{canonical, insert_unique, lsp_servers, named_paths};
 use super::walk::{FileEntry, regular_files, sha256_file, sha256_files, sha256_hex};
-use crate::agents::load_agents;
-use crate::commands::load_commands;
 use crate::error::RuntimeError;
-use crate::hooks::{HookDefinition, HookMatcher, load_hooks};
+use crate::hooks::{HookDefinition, HookMatcher};
 use crate::manifest::{Format, read_manifest};
-use crate::mcp::{McpServer, agent_servers, load_mcp};
+use crate::mcp::{McpServer, agent_servers};
 use crate::root::PluginRoot;
-use crate::skills::load_skills;
 
 /// Where the surface says the plugin is: the loaders write this in place of the plugin's
 /// folder, so a surface is the same wherever the store is.
@@ -165,7 +162,14 @@ impl Surface {
 /// A `SKILL.md` skill's digest covers every regular file of its folder (the whole plugin
 /// for a root `SKILL.md`): SHA-256 over each file's relative path, a NUL, its length in
 /// decimal, a NUL and its bytes, in path order. Symlinks are skipped, never followed.
-pub fn surface_of(plugin: &str, entry: &Path) -> Result<Surface, RuntimeError> {
+///
+/// `definition` is what the plugin's marketplace entry defines of it (the lock's), applied
+/// as the set applies it.
+pub fn surface_of(
+    plugin: &str,
+    entry: &Path,
+    definition: Option<&berth_lockfile_schema::EntryDefinition>,
+) -> Result<Surface, RuntimeError> {
     let root = PluginRoot::new(plugin, entry)?.exposed_at(PathBuf::from(ROOT_PLACEHOLDER));
     let manifest = read_manifest(
         |rel| match root.read_text(rel) {
@@ -185,12 +189,21 @@ pub fn surface_of(plugin: &str, entry: &Path) -> Result<Surface, RuntimeError> {
         .map(|w| format!("plugin `{plugin}`: {w}"))
         .collect();
     let format = manifest.format;
-    let skills = load_skills(&root, &mut warnings)?;
-    let commands = load_commands(&root, format, &mut warnings)?;
-    let hooks = load_hooks(&root, format, &mut warnings)?;
-    let servers = load_mcp(&root, format, Path::new(DATA_PLACEHOLDER), &mut warnings)?;
-    let agents = load_agents(&root, format, &mut warnings)?;
-    let lsp = lsp_servers(&root, manifest.file, &mut warnings)?;
+    let crate::components::Components {
+        skills,
+        commands,
+        hooks,
+        servers,
+        agents,
+    } = crate::components::load_components(
+        &root,
+        format,
+        Path::new(DATA_PLACEHOLDER),
+        definition,
+        &mut warnings,
+        &|| Ok(()),
+    )?;
+    let lsp = lsp_servers(&root, manifest.file, definition, &mut warnings)?;
     warnings.extend(root.take_skipped());
 
     let (hooks_file, mcp_file) = match format {
@@ -407,7 +420,7 @@ mod tests {
     fn surface_of_a_plugin() {
         let dir = tempfile::tempdir().expect("tempdir");
         fixture(dir.path());
-        let surface = surface_of("demo", dir.path()).expect("surface");
+        let surface = surface_of("demo", dir.path(), None).expect("surface");
         let expected = Surface {
             hooks: vec![HookEntry {
                 event: "pre_tool_use".into(),
@@ -492,7 +505,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         fixture(dir.path());
         let digest = || {
-            surface_of("demo", dir.path())
+            surface_of("demo", dir.path(), None)
                 .expect("surface")
                 .approval_digest()
         };
@@ -554,7 +567,7 @@ mod tests {
         let agent = "---\nname: rev\ndescription: Reviews.\ntools: [Read]\nmcp_servers:\n  db:\n    command: ${CLAUDE_PLUGIN_ROOT}/db.sh\nhooks:\n  Stop:\n    - hooks:\n        - command: echo done\n---\nReview.\n";
         write(d, "agents/rev.md", agent, 0o644);
         write(d, "db.sh", "db\n", 0o644);
-        let surface = surface_of("demo", d).expect("surface");
+        let surface = surface_of("demo", d, None).expect("surface");
         assert_eq!(
             surface.lsp_servers.keys().collect::<Vec<_>>(),
             ["go", "go#2"]

@@ -151,6 +151,59 @@ pub fn load_skills(
     }
 }
 
+/// The skills a marketplace entry names (`skills`: a skill's folder holding a `SKILL.md`,
+/// a folder of such folders, or a `.md` file), in the order it names them; a later skill
+/// of the same name replaces an earlier one, as Claude Code's install does.
+pub(crate) fn load_skill_paths(
+    root: &PluginRoot,
+    paths: &[String],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Skill>, RuntimeError> {
+    let mut skills: Vec<Skill> = Vec::new();
+    let add = |skill: Skill, skills: &mut Vec<Skill>| match skills
+        .iter_mut()
+        .find(|s| s.name == skill.name)
+    {
+        Some(existing) => *existing = skill,
+        None => skills.push(skill),
+    };
+    for path in paths {
+        let dir = if path == "." { "" } else { path.as_str() };
+        if root.is_dir(path)? {
+            if let Some(file) = find_skill_md(root, dir)? {
+                if let Some(skill) = load_skill_file(root, &file, true, warnings)? {
+                    add(skill, &mut skills);
+                }
+                continue;
+            }
+            for entry in root.list(path)? {
+                let sub = if dir.is_empty() {
+                    entry
+                } else {
+                    format!("{dir}/{entry}")
+                };
+                if root.is_dir(&sub)?
+                    && let Some(file) = find_skill_md(root, &sub)?
+                    && let Some(skill) = load_skill_file(root, &file, true, warnings)?
+                {
+                    add(skill, &mut skills);
+                }
+            }
+        } else if root.is_file(path)? && path.to_lowercase().ends_with(".md") {
+            let is_skill_md = path.to_lowercase().ends_with("skill.md");
+            if let Some(skill) = load_skill_file(root, path, is_skill_md, warnings)? {
+                add(skill, &mut skills);
+            }
+        } else {
+            warnings.push(format!(
+                "plugin `{}`: its marketplace entry names skill `{path}`, which is not a skill's folder or file",
+                root.plugin()
+            ));
+        }
+    }
+    Ok(skills)
+}
+
 /// The first file (sorted) in `dir` (`""` for the plugin's root) named `skill.md` in any
 /// case, as a path relative to the plugin.
 fn find_skill_md(root: &PluginRoot, dir: &str) -> Result<Option<String>, RuntimeError> {

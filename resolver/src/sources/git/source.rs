@@ -84,6 +84,7 @@ impl Ctx<'_> {
                 plugin_version: None,
                 dependencies: Vec::new(),
                 needed_by: Vec::new(),
+                definition: None,
                 source: request.display_source(),
                 git_ref: request.git_ref.clone(),
                 version: request.version.clone(),

@@ -48,6 +48,7 @@ impl Ctx<'_> {
                 plugin_version: None,
                 dependencies: Vec::new(),
                 needed_by: Vec::new(),
+                definition: None,
                 source: request.display_source(),
                 git_ref: None,
                 version: None,

@@ -35,6 +35,10 @@ pub(crate) struct Derived {
     pub(crate) version: Option<String>,
     /// The entry's `dependencies`.
     pub(crate) dependencies: Vec<berth_lockfile_schema::marketplace::DependencySpec>,
+    /// What the entry defines of the plugin (`strict: false`, component fields).
+    pub(crate) definition: Option<berth_lockfile_schema::EntryDefinition>,
+    /// The entry's name: the plugin's name when the entry alone defines it.
+    pub(crate) entry_name: String,
 }
 
 impl Ctx<'_> {
@@ -92,7 +96,7 @@ impl Ctx<'_> {
         }
         if !entry.inline_components.is_empty() {
             self.reporter.warn(&format!(
-                "marketplace `{}`, plugin `{}`: its entry defines {} itself{}; berth loads the plugin's folder as the OpenHands SDK does and does not apply them",
+                "marketplace `{}`, plugin `{}`: its entry defines {}, which berth does not apply",
                 declared.name,
                 entry.name,
                 entry
@@ -101,7 +105,6 @@ impl Ctx<'_> {
                     .map(|k| format!("`{k}`"))
                     .collect::<Vec<_>>()
                     .join(", "),
-                if entry.strict { "" } else { " (`strict: false`)" }
             ));
         }
         request.hash = pick.hash;
@@ -113,6 +116,8 @@ impl Ctx<'_> {
             marketplace: declared.name.clone(),
             version: entry.version.clone(),
             dependencies: entry.dependencies.clone(),
+            definition: entry.definition.clone().unwrap_or_default(),
+            entry_name: entry.name.clone(),
         })
     }
 
