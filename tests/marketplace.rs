@@ -442,13 +442,8 @@ fn a_strict_false_entry_defines_its_plugin_as_claude_code_does() {
         .map(|s| s["name"].as_str().expect("name"))
         .collect();
     assert_eq!(skills, ["rel-skill"]);
-    assert!(
-        serde_json::to_string(&set["warnings"])
-            .expect("json")
-            .contains("`lspServers`, which the plugin set does not carry yet"),
-        "{}",
-        set["warnings"]
-    );
+    assert_eq!(set["lsp_servers"]["x"]["command"], "x-lsp", "{set}");
+    assert_eq!(set["lsp_servers"]["x"]["plugin"], "loose");
     // The lock is byte-identical when locked again.
     ctx.ok(&["plugins", "lock", "--upgrade"]);
     assert_eq!(ctx.lock_text(), lock);

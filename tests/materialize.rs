@@ -262,6 +262,10 @@ fn entry_forms_marketplace(dir: &Path) {
     );
     write("plugins/tools/extra-skills/b/SKILL.md", &skill("b"));
     write(
+        "plugins/tools/.lsp.json",
+        "{\"gopls\": {\"command\": \"${CLAUDE_PLUGIN_ROOT}/bin/gopls\", \"extensionToLanguage\": {\".go\": \"go\"}}}\n",
+    );
+    write(
         "hk/agents/helper.md",
         "---\nname: helper\ndescription: h\n---\nx\n",
     );
@@ -278,7 +282,8 @@ fn entry_forms_marketplace(dir: &Path) {
   {"name": "hooked", "source": "./hk", "strict": false,
    "agents": ["./agents/helper.md"],
    "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo hi"}]}]},
-   "mcpServers": {"fetch": {"command": "uvx", "args": ["mcp-server-fetch"]}}}
+   "mcpServers": {"fetch": {"command": "uvx", "args": ["mcp-server-fetch"]}},
+   "lspServers": {"pyright": {"command": "pyright-langserver", "args": ["--stdio"], "extensionToLanguage": {".py": "python"}}}}
 ]}
 "#,
     );
@@ -289,7 +294,7 @@ fn claude_inventory(details: &str) -> std::collections::BTreeMap<String, Vec<Str
     let mut out = std::collections::BTreeMap::new();
     for line in details.lines() {
         let line = line.trim();
-        for kind in ["Skills", "Agents", "Hooks", "MCP servers"] {
+        for kind in ["Skills", "Agents", "Hooks", "MCP servers", "LSP servers"] {
             if let Some(rest) = line.strip_prefix(&format!("{kind} (")) {
                 let (_, names) = rest.split_once(')').expect("a count");
                 let names = names.split("  (").next().unwrap_or("").trim();
@@ -351,11 +356,20 @@ fn berth_inventory(set: &Value, name: &str) -> std::collections::BTreeMap<String
         .map(|(n, _)| n.clone())
         .collect();
     servers.sort();
+    let mut lsp: Vec<String> = set["lsp_servers"]
+        .as_object()
+        .expect("LSP servers")
+        .iter()
+        .filter(|(_, s)| s["plugin"] == name)
+        .map(|(n, _)| n.clone())
+        .collect();
+    lsp.sort();
     [
         ("Skills", skills),
         ("Agents", agents),
         ("Hooks", hooks),
         ("MCP servers", servers),
+        ("LSP servers", lsp),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -386,6 +400,15 @@ fn marketplace_entries_build_the_plugins_claude_code_installs() {
     assert_eq!(names, ["document-skills", "tools", "hooked"], "{lock}");
     let set: Value =
         serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("JSON");
+    // LSP servers are in the set with the plugin root filled in, as MCP servers are.
+    let gopls = set["lsp_servers"]["gopls"]["command"]
+        .as_str()
+        .expect("gopls");
+    assert!(
+        gopls.ends_with("/tools/bin/gopls") && !gopls.contains("${"),
+        "{gopls}"
+    );
+    assert_eq!(set["lsp_servers"]["pyright"]["plugin"], "hooked");
 
     let dir = ctx.root.join("claude-config");
     let market_arg = market.to_str().expect("utf-8");

@@ -27,6 +27,8 @@ pub(crate) struct Components {
     pub(crate) hooks: Hooks,
     pub(crate) servers: Vec<(String, McpServer)>,
     pub(crate) agents: Vec<Agent>,
+    /// LSP servers by name, plugin-root variables filled in.
+    pub(crate) lsp: Vec<(String, Value)>,
 }
 
 /// Loads a plugin's components. `go_on` is asked between kinds (a caller's cancel flag).
@@ -34,6 +36,7 @@ pub(crate) fn load_components(
     root: &PluginRoot,
     format: Format,
     data_dir: &Path,
+    manifest_file: Option<&str>,
     definition: Option<&EntryDefinition>,
     warnings: &mut Vec<String>,
     go_on: &dyn Fn() -> Result<(), RuntimeError>,
@@ -52,6 +55,7 @@ pub(crate) fn load_components(
         hooks: Vec::new(),
         servers: Vec::new(),
         agents: Vec::new(),
+        lsp: Vec::new(),
     };
     if from_folder("skills") {
         c.skills = load_skills(root, warnings)?;
@@ -71,6 +75,11 @@ pub(crate) fn load_components(
     if from_folder("agents") {
         c.agents = load_agents(root, format, warnings)?;
     }
+    let exposed = root.exposed().to_string_lossy().into_owned();
+    c.lsp = crate::lsp::lsp_servers(root, manifest_file, definition, warnings)?
+        .into_iter()
+        .map(|(name, server)| (name, crate::lsp::expand_roots_in(server, &exposed)))
+        .collect();
     let Some(def) = definition else {
         return Ok(c);
     };
@@ -98,12 +107,6 @@ pub(crate) fn load_components(
             c.servers.retain(|(n, _)| *n != name);
             c.servers.push((name, server));
         }
-    }
-    if def.components.contains_key("lspServers") {
-        warnings.push(format!(
-            "plugin `{}`: its marketplace entry defines `lspServers`, which the plugin set does not carry yet",
-            root.plugin()
-        ));
     }
     Ok(c)
 }

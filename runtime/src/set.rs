@@ -66,6 +66,9 @@ pub struct PluginSet {
     pub hooks: Vec<(&'static str, Vec<(HookMatcher, String)>)>,
     /// Sub-agents: the first definition of a name wins; with their plugin.
     pub agents: Vec<(Agent, String)>,
+    /// LSP servers by name (`lspServers`, `.lsp.json`), merged like MCP servers, with
+    /// plugin-root variables filled in; with their plugin.
+    pub lsp_servers: Vec<(String, Value, String)>,
     /// What was dropped or overridden, naming plugin, file and entry.
     pub warnings: Vec<String>,
 }
@@ -83,6 +86,7 @@ pub fn build_plugin_set(
         mcp_servers: Vec::new(),
         hooks: EVENTS.iter().map(|e| (*e, Vec::new())).collect(),
         agents: Vec::new(),
+        lsp_servers: Vec::new(),
         warnings: Vec::new(),
     };
     // Each entry is checked against its stat record, never trusted for being present: a
@@ -155,10 +159,12 @@ pub fn build_plugin_set(
             hooks,
             servers,
             agents,
+            lsp,
         } = load_components(
             &root,
             manifest.format,
             &data_dir,
+            manifest.file,
             locked.definition.as_ref(),
             &mut warnings,
             &go_on,
@@ -216,6 +222,23 @@ pub fn build_plugin_set(
                 .expect("every event has a slot");
             slot.1
                 .extend(matchers.into_iter().map(|m| (m, name.to_owned())));
+        }
+        for (server_name, server) in lsp {
+            match set
+                .lsp_servers
+                .iter_mut()
+                .find(|(n, _, _)| *n == server_name)
+            {
+                Some(slot) => {
+                    set.warnings.push(format!(
+                        "plugin `{name}`: LSP server `{server_name}` overrides the one from plugin `{}`",
+                        slot.2
+                    ));
+                    slot.1 = server;
+                    slot.2 = name.to_owned();
+                }
+                None => set.lsp_servers.push((server_name, server, name.to_owned())),
+            }
         }
         for agent in agents {
             match set.agents.iter().find(|(a, _)| a.name == agent.name) {
@@ -325,12 +348,21 @@ impl PluginSet {
                 agent
             })
             .collect();
+        let mut lsp = Map::new();
+        for (name, server, plugin) in &self.lsp_servers {
+            let mut server = server.clone();
+            if let Value::Object(map) = &mut server {
+                map.insert("plugin".to_owned(), Value::String(plugin.clone()));
+            }
+            lsp.insert(name.clone(), server);
+        }
         json!({
             "plugins": plugins,
             "skills": skills,
             "mcp_servers": servers,
             "hooks": hooks,
             "agents": agents,
+            "lsp_servers": lsp,
             "warnings": self.warnings,
         })
     }

@@ -2,8 +2,8 @@
 //! what it tells the agent), the difference between two surfaces, and hidden Unicode in
 //! its files. Reads a store entry only; never runs anything.
 //!
-//! `walk` lists and hashes an entry's files; `sources` reads what the runtime's loaders
-//! do not (LSP servers, files named in commands); `surface` builds on both, `diff`
+//! `walk` lists and hashes an entry's files; `sources` finds the plugin files that
+//! commands name; `surface` builds on both, `diff`
 //! compares surfaces and `hidden` scans files; `check` holds a lock's plugins against a
 //! policy and its approvals, using `surface` and `hidden`. Dependencies point that way only.
 

@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::sources::{canonical, insert_unique, lsp_servers, named_paths};
+use super::sources::named_paths;
 use super::walk::{FileEntry, regular_files, sha256_file, sha256_files, sha256_hex};
 use crate::error::RuntimeError;
 use crate::hooks::{HookDefinition, HookMatcher};
+use crate::lsp::{canonical, insert_unique};
 use crate::manifest::{Format, read_manifest};
 use crate::mcp::{McpServer, agent_servers};
 use crate::root::PluginRoot;
@@ -195,15 +196,17 @@ pub fn surface_of(
         hooks,
         servers,
         agents,
+        lsp,
     } = crate::components::load_components(
         &root,
         format,
         Path::new(DATA_PLACEHOLDER),
+        manifest.file,
         definition,
         &mut warnings,
         &|| Ok(()),
     )?;
-    let lsp = lsp_servers(&root, manifest.file, definition, &mut warnings)?;
+    let lsp: BTreeMap<String, Value> = lsp.into_iter().map(|(n, v)| (n, canonical(&v))).collect();
     warnings.extend(root.take_skipped());
 
     let (hooks_file, mcp_file) = match format {
