@@ -10,6 +10,12 @@ use std::process::Command;
 use common::{GitRepo, TestContext, copy_tree, fixtures, require_or_skip};
 use serde_json::Value;
 
+fn gemini_bin() -> Option<PathBuf> {
+    std::env::var_os("BERTH_GEMINI")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+}
+
 fn claude_bin() -> Option<PathBuf> {
     std::env::var_os("BERTH_CLAUDE")
         .filter(|p| !p.is_empty())
@@ -37,7 +43,7 @@ fn claude(ctx: &TestContext, bin: &Path, dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// A plugin with every component Claude Code counts.
+/// A plugin with every component Claude Code counts, and a command.
 fn review_repo(ctx: &TestContext) -> GitRepo {
     let repo = ctx.repo("review");
     repo.write(
@@ -59,6 +65,10 @@ fn review_repo(ctx: &TestContext) -> GitRepo {
     repo.write(
         ".mcp.json",
         "{\"mcpServers\": {\"fetch\": {\"command\": \"uvx\", \"args\": [\"mcp-server-fetch\"]}}}\n",
+    );
+    repo.write(
+        "commands/lint.md",
+        "---\ndescription: Lints the change\n---\nLint $ARGUMENTS carefully.\n",
     );
     repo.commit("review");
     repo
@@ -159,7 +169,7 @@ fn claude_code_lists_and_details_exactly_the_locked_plugins() {
 
     let details = claude(&ctx, &bin, &dir, &["plugin", "details", "review@berth"]);
     for needle in [
-        "Skills (1)  rv",
+        "Skills (2)  lint, rv",
         "Agents (1)  helper",
         "Hooks (1)  PreToolUse",
         "MCP servers (1)  fetch",
@@ -444,4 +454,113 @@ fn marketplace_entries_build_the_plugins_claude_code_installs() {
     for name in &names {
         assert_eq!(berth_inventory(&again, name), berth_inventory(&set, name));
     }
+}
+
+#[test]
+fn gemini_cli_lists_the_materialized_extensions() {
+    let Some(bin) = gemini_bin() else {
+        require_or_skip(
+            "BERTH_GEMINI",
+            "point it at a `gemini` from `npm install @google/gemini-cli` (.ci/run does)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    project(&ctx);
+    let home = ctx.root.join("gemini-home");
+    let dir = home.join(".gemini");
+    let d = dir.to_str().expect("utf-8");
+    let run = ctx.ok(&["materialize", "gemini", d]);
+    // What Gemini CLI cannot express is said, never dropped silently.
+    assert!(
+        run.stderr
+            .contains("plugin `review`: its 1 hook matcher(s) are not written")
+            && run
+                .stderr
+                .contains("plugin `review`: its 1 agent(s) are not written"),
+        "{}",
+        run.stderr
+    );
+    let list = |home: &Path| -> String {
+        let out = Command::new(&bin)
+            .args(["extensions", "list"])
+            .env("HOME", home)
+            .current_dir(&ctx.work)
+            .output()
+            .expect("run gemini");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let listed = list(&home);
+    for needle in [
+        "review (1.2.0)",
+        "MCP servers:\n  fetch",
+        "Agent skills:\n  rv: Reviews a change",
+        "house-rules",
+    ] {
+        assert!(listed.contains(needle), "{needle} not in {listed}");
+    }
+    let command =
+        std::fs::read_to_string(dir.join("extensions/review/commands/lint.toml")).expect("command");
+    assert_eq!(
+        command,
+        "description = \"Lints the change\"\nprompt = \"Lint {{args}} carefully.\"\n"
+    );
+    let skill = std::fs::canonicalize(dir.join("extensions/review/skills/rv")).expect("link");
+    assert!(
+        skill.starts_with(ctx.store.join("store-v1")),
+        "{}",
+        skill.display()
+    );
+
+    // Nothing changed, nothing written; a plugin that left the lock leaves Gemini CLI too,
+    // and an extension of the user's own stays.
+    let again = ctx.ok(&["materialize", "gemini", d]);
+    assert!(again.stderr.contains("(0 written"), "{}", again.stderr);
+    std::fs::create_dir_all(dir.join("extensions/mine")).expect("mkdir");
+    std::fs::write(
+        dir.join("extensions/mine/gemini-extension.json"),
+        "{\"name\": \"mine\", \"version\": \"0.1.0\"}\n",
+    )
+    .expect("write");
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/review\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    ctx.ok(&["materialize", "gemini", d]);
+    let listed = list(&home);
+    assert!(
+        listed.contains("review (1.2.0)") && listed.contains("mine (0.1.0)"),
+        "{listed}"
+    );
+    assert!(!listed.contains("house-rules"), "{listed}");
+    assert!(!dir.join("extensions/house-rules").exists());
+
+    // Drift: an edited, an added and a removed file.
+    let manifest = dir.join("extensions/review/gemini-extension.json");
+    let text = std::fs::read_to_string(&manifest).expect("read");
+    std::fs::write(&manifest, text.replace("uvx", "evil")).expect("edit");
+    std::fs::write(
+        dir.join("extensions/review/commands/extra.toml"),
+        "prompt = \"x\"\n",
+    )
+    .expect("add");
+    std::fs::remove_file(dir.join("extensions/review/skills/rv")).expect("remove");
+    let check = ctx.run(&["materialize", "gemini", d, "--check"]);
+    assert_eq!(check.code, 1, "{}", check.stderr);
+    for needle in [
+        "edited: extensions/review/gemini-extension.json",
+        "added: extensions/review/commands/extra.toml",
+        "removed: extensions/review/skills/rv",
+    ] {
+        assert!(
+            check.stderr.contains(needle),
+            "{needle} not in {}",
+            check.stderr
+        );
+    }
+    ctx.ok(&["materialize", "gemini", d]);
+    ctx.ok(&["materialize", "gemini", d, "--check"]);
 }

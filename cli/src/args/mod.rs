@@ -151,10 +151,13 @@ pub enum Command {
     ///
     /// Targets: `claude`, a Claude Code configuration folder (use it as
     /// `CLAUDE_CONFIG_DIR`): the locked plugins installed from a local marketplace named
-    /// `berth`, enabled in `settings.json`; other keys of its files are kept.
+    /// `berth`, enabled in `settings.json`; other keys of its files are kept. `gemini`, a
+    /// Gemini CLI home folder (`~/.gemini`): one extension per plugin with its MCP
+    /// servers, skills and commands.
     #[command(after_help = "Examples:\n  \
         berth materialize claude ~/.claude           # then: claude plugin list\n  \
-        berth materialize claude .berth/claude --check")]
+        berth materialize claude .berth/claude --check\n  \
+        berth materialize gemini ~/.gemini           # then: gemini extensions list")]
     Materialize(MaterializeArgs),
 
     /// Scan the locked plugins for hidden Unicode and check them against the policy
@@ -230,6 +233,8 @@ pub struct MaterializeArgs {
 pub enum MaterializeTarget {
     /// A Claude Code configuration folder (`CLAUDE_CONFIG_DIR`)
     Claude,
+    /// A Gemini CLI home folder (`~/.gemini`): one extension per plugin
+    Gemini,
 }
 
 #[derive(Debug, Args)]

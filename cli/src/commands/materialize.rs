@@ -27,6 +27,7 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
         .with_context(|| format!("`{}` has no absolute form", args.dir.display()))?;
     let (plan, harness): (Plan, &str) = match args.target {
         MaterializeTarget::Claude => (harness::claude::plan(&set, &root)?, "Claude Code"),
+        MaterializeTarget::Gemini => (harness::gemini::plan(&set, &root)?, "Gemini CLI"),
     };
     for warning in &plan.warnings {
         ctx.printer.warn(warning);
@@ -70,5 +71,6 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
 fn target_name(target: MaterializeTarget) -> &'static str {
     match target {
         MaterializeTarget::Claude => "claude",
+        MaterializeTarget::Gemini => "gemini",
     }
 }

@@ -171,6 +171,13 @@ pub fn apply(root: &Path, plan: &Plan) -> std::io::Result<Applied> {
                 Err(_) => continue,
             }
         }
+        // An owned folder the plan no longer writes into goes too (a plugin that left).
+        let path = root.join(owned);
+        if !plan.files.keys().any(|p| p.starts_with(owned))
+            && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir())
+        {
+            std::fs::remove_dir_all(&path)?;
+        }
     }
     Ok(applied)
 }

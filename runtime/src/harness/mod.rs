@@ -1,9 +1,10 @@
 //! Writing the locked plugin set where a harness reads it natively (`berth materialize`):
-//! each target (`claude.rs`) turns a [`PluginSet`](crate::PluginSet) into a [`Plan`] of
+//! each target (`claude.rs`, `gemini.rs`) turns a [`PluginSet`](crate::PluginSet) into a [`Plan`] of
 //! files and links to verified store entries, naming what the harness cannot express;
 //! `files.rs` applies a plan (only what differs) and finds drift from it.
 
 pub mod claude;
 mod files;
+pub mod gemini;
 
 pub use files::{Applied, Drift, Plan, Planned, apply, check};
