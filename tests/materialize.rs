@@ -564,3 +564,160 @@ fn gemini_cli_lists_the_materialized_extensions() {
     ctx.ok(&["materialize", "gemini", d]);
     ctx.ok(&["materialize", "gemini", d, "--check"]);
 }
+
+/// Loads each folder with the real OpenHands SDK's `Plugin.load` (the SDK's Python,
+/// `BERTH_SDK_PYTHON`) and returns what it found, by plugin name.
+const SDK_LOAD: &str = r#"
+import json, sys
+from openhands.sdk.plugin import Plugin
+out = {}
+for d in sys.argv[1:]:
+    p = Plugin.load(d)
+    mcp = p.mcp_config or {}
+    servers = mcp.get("mcpServers", mcp)
+    hooks = p.hooks.model_dump(mode="json", by_alias=True) if p.hooks else {}
+    hooks = hooks.get("hooks", hooks)
+    out[p.name] = {
+        "skills": sorted(s.name for s in p.skills),
+        "commands": sorted(c.name for c in p.commands),
+        "mcp": sorted(servers),
+        "agents": sorted(a.name for a in p.agents),
+        "hooks": sorted("".join(w.capitalize() for w in e.split("_")) for e, m in hooks.items() if m),
+    }
+print(json.dumps(out, sort_keys=True))
+"#;
+
+#[test]
+fn the_openhands_sdk_loads_the_materialized_agent_plugins() {
+    let Some(python) = std::env::var_os("BERTH_SDK_PYTHON")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+    else {
+        require_or_skip(
+            "BERTH_SDK_PYTHON",
+            "see tests/python_sdk.rs (.ci/run makes that venv)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    project(&ctx);
+    let dir = ctx.root.join("agent-plugins");
+    let d = dir.to_str().expect("utf-8");
+    let run = ctx.ok(&["materialize", "agent-plugins", d]);
+    let set: Value =
+        serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("JSON");
+    let names: Vec<String> = set["plugins"]
+        .as_array()
+        .expect("plugins")
+        .iter()
+        .map(|p| p["name"].as_str().expect("name").to_owned())
+        .collect();
+    let folders: Vec<String> = names
+        .iter()
+        .map(|n| dir.join(n).display().to_string())
+        .collect();
+    let out = Command::new(&python)
+        .args(["-c", SDK_LOAD])
+        .args(&folders)
+        .env("HOME", &ctx.home)
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .env("OPENHANDS_SUPPRESS_BANNER", "1")
+        .current_dir(&ctx.work)
+        .output()
+        .expect("run the SDK");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let loaded: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    for name in &names {
+        let of = |key: &str| -> Vec<Value> {
+            set[key]
+                .as_array()
+                .expect("a list")
+                .iter()
+                .filter(|v| v["plugin"] == name.as_str())
+                .cloned()
+                .collect()
+        };
+        let prefix = format!("{name}:");
+        let mut skills: Vec<String> = Vec::new();
+        let mut commands: Vec<String> = Vec::new();
+        for skill in of("skills") {
+            let n = skill["name"].as_str().expect("name");
+            match n.strip_prefix(&prefix) {
+                Some(c) => commands.push(c.to_owned()),
+                None => skills.push(n.to_owned()),
+            }
+        }
+        skills.sort();
+        commands.sort();
+        let mut agents: Vec<String> = of("agents")
+            .iter()
+            .map(|a| a["name"].as_str().expect("name").to_owned())
+            .collect();
+        agents.sort();
+        let mut mcp: Vec<String> = set["mcp_servers"]
+            .as_object()
+            .expect("servers")
+            .iter()
+            .filter(|(_, s)| s["plugin"] == name.as_str())
+            .map(|(n, _)| n.clone())
+            .collect();
+        mcp.sort();
+        let mut hooks: Vec<String> = set["hooks"]
+            .as_object()
+            .expect("hooks")
+            .iter()
+            .filter(|(_, m)| {
+                m.as_array()
+                    .is_some_and(|m| m.iter().any(|x| x["plugin"] == name.as_str()))
+            })
+            .map(|(e, _)| {
+                e.split('_')
+                    .map(|w| w[..1].to_uppercase() + &w[1..])
+                    .collect::<String>()
+            })
+            .collect();
+        hooks.sort();
+        let ours = serde_json::json!({
+            "skills": skills, "commands": commands, "mcp": mcp, "agents": agents, "hooks": hooks,
+        });
+        assert_eq!(
+            loaded[name.as_str()],
+            ours,
+            "plugin `{name}`: the SDK's load against berth's set"
+        );
+    }
+    assert!(run.stderr.contains("Wrote 2 plugins"), "{}", run.stderr);
+    // Every skill file is a read-only copy of the verified store entry's (the SDK does
+    // not follow links out of a plugin).
+    let copy = dir.join("review/skills/rv/SKILL.md");
+    let meta = std::fs::symlink_metadata(&copy).expect("a copy");
+    assert!(
+        meta.is_file() && meta.permissions().readonly(),
+        "{}",
+        copy.display()
+    );
+
+    // Drift: an edited, an added and a removed file.
+    std::fs::write(dir.join("review/plugin.json"), "{}\n").expect("edit");
+    std::fs::write(dir.join("review/extra.md"), "x").expect("add");
+    std::fs::remove_file(dir.join("review/mcp.json")).expect("remove");
+    let check = ctx.run(&["materialize", "agent-plugins", d, "--check"]);
+    assert_eq!(check.code, 1, "{}", check.stderr);
+    for needle in [
+        "edited: review/plugin.json",
+        "added: review/extra.md",
+        "removed: review/mcp.json",
+    ] {
+        assert!(
+            check.stderr.contains(needle),
+            "{needle} not in {}",
+            check.stderr
+        );
+    }
+    ctx.ok(&["materialize", "agent-plugins", d]);
+    ctx.ok(&["materialize", "agent-plugins", d, "--check"]);
+}

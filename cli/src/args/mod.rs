@@ -153,7 +153,8 @@ pub enum Command {
     /// `CLAUDE_CONFIG_DIR`): the locked plugins installed from a local marketplace named
     /// `berth`, enabled in `settings.json`; other keys of its files are kept. `gemini`, a
     /// Gemini CLI home folder (`~/.gemini`): one extension per plugin with its MCP
-    /// servers, skills and commands.
+    /// servers, skills and commands. `agent-plugins`, a folder with one Agent Plugins 1.0
+    /// plugin per locked plugin.
     #[command(after_help = "Examples:\n  \
         berth materialize claude ~/.claude           # then: claude plugin list\n  \
         berth materialize claude .berth/claude --check\n  \
@@ -235,6 +236,9 @@ pub enum MaterializeTarget {
     Claude,
     /// A Gemini CLI home folder (`~/.gemini`): one extension per plugin
     Gemini,
+    /// A folder of Agent Plugins 1.0 plugins, one per locked plugin (Cursor, VS Code,
+    /// the OpenHands SDK)
+    AgentPlugins,
 }
 
 #[derive(Debug, Args)]

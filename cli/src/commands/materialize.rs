@@ -28,6 +28,9 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
     let (plan, harness): (Plan, &str) = match args.target {
         MaterializeTarget::Claude => (harness::claude::plan(&set, &root)?, "Claude Code"),
         MaterializeTarget::Gemini => (harness::gemini::plan(&set, &root)?, "Gemini CLI"),
+        MaterializeTarget::AgentPlugins => {
+            (harness::agent_plugins::plan(&set, &root)?, "Agent Plugins")
+        }
     };
     for warning in &plan.warnings {
         ctx.printer.warn(warning);
@@ -72,5 +75,6 @@ fn target_name(target: MaterializeTarget) -> &'static str {
     match target {
         MaterializeTarget::Claude => "claude",
         MaterializeTarget::Gemini => "gemini",
+        MaterializeTarget::AgentPlugins => "agent-plugins",
     }
 }

@@ -11,6 +11,9 @@ pub enum Planned {
     File(Vec<u8>),
     /// A symbolic link to this (absolute) path: a verified, read-only store entry.
     Link(PathBuf),
+    /// A read-only copy of this file of a verified store entry (for harnesses that do not
+    /// follow links), executable when it is.
+    Copy(PathBuf),
 }
 
 /// What a target writes under its folder.
@@ -69,6 +72,9 @@ fn is_current(path: &Path, planned: &Planned) -> std::io::Result<Option<bool>> {
             meta.file_type().is_symlink() && std::fs::read_link(path)? == *target
         }
         Planned::File(bytes) => meta.file_type().is_file() && std::fs::read(path)? == *bytes,
+        Planned::Copy(source) => {
+            meta.file_type().is_file() && std::fs::read(path)? == std::fs::read(source)?
+        }
     }))
 }
 
@@ -144,6 +150,13 @@ pub fn apply(root: &Path, plan: &Plan) -> std::io::Result<Applied> {
                 file.sync_all()?;
             }
             Planned::Link(target) => std::os::unix::fs::symlink(target, &tmp)?,
+            Planned::Copy(source) => {
+                use std::os::unix::fs::PermissionsExt as _;
+                let exec = std::fs::metadata(source)?.permissions().mode() & 0o111 != 0;
+                std::fs::write(&tmp, std::fs::read(source)?)?;
+                let mode = if exec { 0o555 } else { 0o444 };
+                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
+            }
         }
         // A folder where a file or link belongs is replaced (a link over a folder would
         // otherwise fail).
