@@ -721,3 +721,92 @@ fn the_openhands_sdk_loads_the_materialized_agent_plugins() {
     ctx.ok(&["materialize", "agent-plugins", d]);
     ctx.ok(&["materialize", "agent-plugins", d, "--check"]);
 }
+
+fn codex_bin() -> Option<PathBuf> {
+    std::env::var_os("BERTH_CODEX")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+}
+
+#[test]
+fn codex_lists_the_materialized_plugins_as_installed() {
+    let Some(bin) = codex_bin() else {
+        require_or_skip(
+            "BERTH_CODEX",
+            "point it at a `codex` from `npm install @openai/codex` (.ci/run does)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    project(&ctx);
+    let home = ctx.root.join("codex-home");
+    let dir = home.join(".codex");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    // A user's own configuration stays.
+    std::fs::write(
+        dir.join("config.toml"),
+        "model = \"o3\"\n\n[mcp_servers.mine]\ncommand = \"mine\"\n",
+    )
+    .expect("write");
+    let d = dir.to_str().expect("utf-8");
+    ctx.ok(&["materialize", "codex", d]);
+    let installed = |ctx: &TestContext| -> Vec<String> {
+        let out = Command::new(&bin)
+            .args(["plugin", "list", "--json"])
+            .env("HOME", &home)
+            .env("CODEX_HOME", &dir)
+            .current_dir(&ctx.work)
+            .output()
+            .expect("run codex");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let list: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let mut ids: Vec<String> = list["installed"]
+            .as_array()
+            .expect("installed")
+            .iter()
+            .inspect(|p| assert_eq!(p["enabled"], true, "{p}"))
+            .map(|p| p["pluginId"].as_str().expect("id").to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(installed(&ctx), ["house-rules@berth", "review@berth"]);
+    let config = std::fs::read_to_string(dir.join("config.toml")).expect("read");
+    assert!(config.starts_with("model = \"o3\""), "{config}");
+    assert!(config.contains("[mcp_servers.mine]"), "{config}");
+
+    let again = ctx.ok(&["materialize", "codex", d]);
+    assert!(again.stderr.contains("(0 written"), "{}", again.stderr);
+
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/review\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    ctx.ok(&["materialize", "codex", d]);
+    assert_eq!(installed(&ctx), ["review@berth"]);
+    let config = std::fs::read_to_string(dir.join("config.toml")).expect("read");
+    assert!(!config.contains("house-rules"), "{config}");
+
+    // Drift: an edited, an added and a removed file.
+    let catalog = dir.join("berth-marketplace/.claude-plugin/marketplace.json");
+    std::fs::write(&catalog, "{}\n").expect("edit");
+    std::fs::write(dir.join("plugins/cache/berth/review/1.2.0/extra.md"), "x").expect("add");
+    std::fs::remove_file(dir.join("plugins/cache/berth/review/1.2.0/.mcp.json")).expect("remove");
+    let check = ctx.run(&["materialize", "codex", d, "--check"]);
+    assert_eq!(check.code, 1, "{}", check.stderr);
+    for needle in [
+        "edited: berth-marketplace/.claude-plugin/marketplace.json",
+        "added: plugins/cache/berth/review/1.2.0/extra.md",
+        "removed: plugins/cache/berth/review/1.2.0/.mcp.json",
+    ] {
+        assert!(
+            check.stderr.contains(needle),
+            "{needle} not in {}",
+            check.stderr
+        );
+    }
+    ctx.ok(&["materialize", "codex", d]);
+    ctx.ok(&["materialize", "codex", d, "--check"]);
+}

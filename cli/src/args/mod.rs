@@ -154,11 +154,13 @@ pub enum Command {
     /// `berth`, enabled in `settings.json`; other keys of its files are kept. `gemini`, a
     /// Gemini CLI home folder (`~/.gemini`): one extension per plugin with its MCP
     /// servers, skills and commands. `agent-plugins`, a folder with one Agent Plugins 1.0
-    /// plugin per locked plugin.
+    /// plugin per locked plugin. `codex`, a Codex home folder (`CODEX_HOME`) with the
+    /// plugins installed from a local marketplace named `berth`.
     #[command(after_help = "Examples:\n  \
         berth materialize claude ~/.claude           # then: claude plugin list\n  \
         berth materialize claude .berth/claude --check\n  \
-        berth materialize gemini ~/.gemini           # then: gemini extensions list")]
+        berth materialize gemini ~/.gemini           # then: gemini extensions list\n  \
+        berth materialize codex ~/.codex             # then: codex plugin list")]
     Materialize(MaterializeArgs),
 
     /// Scan the locked plugins for hidden Unicode and check them against the policy
@@ -234,6 +236,9 @@ pub struct MaterializeArgs {
 pub enum MaterializeTarget {
     /// A Claude Code configuration folder (`CLAUDE_CONFIG_DIR`)
     Claude,
+    /// A Codex CLI home folder (`CODEX_HOME`, `~/.codex`): the plugins installed from a
+    /// local marketplace
+    Codex,
     /// A Gemini CLI home folder (`~/.gemini`): one extension per plugin
     Gemini,
     /// A folder of Agent Plugins 1.0 plugins, one per locked plugin (Cursor, VS Code,

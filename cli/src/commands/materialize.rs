@@ -27,6 +27,7 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
         .with_context(|| format!("`{}` has no absolute form", args.dir.display()))?;
     let (plan, harness): (Plan, &str) = match args.target {
         MaterializeTarget::Claude => (harness::claude::plan(&set, &root)?, "Claude Code"),
+        MaterializeTarget::Codex => (harness::codex::plan(&set, &root)?, "Codex"),
         MaterializeTarget::Gemini => (harness::gemini::plan(&set, &root)?, "Gemini CLI"),
         MaterializeTarget::AgentPlugins => {
             (harness::agent_plugins::plan(&set, &root)?, "Agent Plugins")
@@ -74,6 +75,7 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
 fn target_name(target: MaterializeTarget) -> &'static str {
     match target {
         MaterializeTarget::Claude => "claude",
+        MaterializeTarget::Codex => "codex",
         MaterializeTarget::Gemini => "gemini",
         MaterializeTarget::AgentPlugins => "agent-plugins",
     }

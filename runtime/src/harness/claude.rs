@@ -32,7 +32,7 @@ const SETTINGS: &str = "settings.json";
 
 /// The version Claude Code shows and installs under: the plugin's own (from its
 /// `plugin.json`) when it is a plain version string, else the start of its content hash.
-fn version_of(info: &crate::set::PluginInfo) -> String {
+pub(super) fn version_of(info: &crate::set::PluginInfo) -> String {
     let own = &info.manifest.version;
     let plain = !own.is_empty()
         && own.len() <= 64

@@ -1,0 +1,159 @@
+//! Codex CLI: a Codex home folder (`CODEX_HOME`, `~/.codex`) in which the locked plugins
+//! are installed from a local marketplace named `berth`, as `codex plugin add` leaves
+//! them: `berth-marketplace/.claude-plugin/marketplace.json` (Codex reads Claude Code's
+//! catalog) with a link per plugin, `plugins/cache/berth/NAME/VERSION/` (the install, a
+//! read-only copy of the store entry's files: Codex takes only real folders there), and
+//! berth's tables of `config.toml` (`[marketplaces.berth]`, `[plugins."NAME@berth"]`);
+//! every other table of `config.toml` is kept.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use toml_edit::{DocumentMut, Item, Table, value};
+
+use super::claude::version_of;
+use super::files::{Plan, Planned};
+use crate::error::RuntimeError;
+use crate::set::PluginSet;
+
+/// The marketplace the locked plugins are installed from: plugin ids are `NAME@berth`.
+pub const MARKETPLACE: &str = "berth";
+const MARKET_DIR: &str = "berth-marketplace";
+const CONFIG: &str = "config.toml";
+
+fn regular_files(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir.join(rel))?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let kind = entry.file_type()?;
+        let path = rel.join(entry.file_name());
+        if kind.is_dir() {
+            regular_files(dir, &path, out)?;
+        } else if kind.is_file() {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// The layout of `set` in the Codex home folder `root` (absolute), merged with its
+/// `config.toml`.
+pub fn plan(set: &PluginSet, root: &Path) -> Result<Plan, RuntimeError> {
+    let mut plan = Plan {
+        owned: vec![
+            PathBuf::from(MARKET_DIR),
+            PathBuf::from("plugins/cache").join(MARKETPLACE),
+        ],
+        ..Plan::default()
+    };
+    let mut chosen: Vec<&crate::set::PluginInfo> = Vec::new();
+    for info in &set.plugins {
+        if let Some(i) = chosen
+            .iter()
+            .position(|c| c.locked.name == info.locked.name)
+        {
+            plan.warnings.push(format!(
+                "plugin `{}` is locked twice; Codex sees only the later one",
+                info.locked.name
+            ));
+            chosen.remove(i);
+        }
+        chosen.push(info);
+    }
+    let mut entries = Vec::new();
+    let mut ids = Vec::new();
+    for info in chosen {
+        let name = &info.locked.name;
+        let version = version_of(info);
+        plan.files.insert(
+            PathBuf::from(MARKET_DIR).join(name),
+            Planned::Link(info.path.clone()),
+        );
+        let install = PathBuf::from("plugins/cache")
+            .join(MARKETPLACE)
+            .join(name)
+            .join(&version);
+        let mut files = Vec::new();
+        regular_files(&info.path, Path::new(""), &mut files)?;
+        for rel in files {
+            plan.files
+                .insert(install.join(&rel), Planned::Copy(info.path.join(&rel)));
+        }
+        let mut entry = json!({"name": name, "source": format!("./{name}"), "version": version});
+        if !info.manifest.description.is_empty() {
+            entry["description"] = json!(info.manifest.description);
+        }
+        entries.push(entry);
+        ids.push(format!("{name}@{MARKETPLACE}"));
+        if set.lsp_servers.iter().any(|(_, _, p)| p == name) {
+            plan.warnings.push(format!(
+                "plugin `{name}`: its LSP servers are not read by Codex"
+            ));
+        }
+    }
+    let catalog = json!({
+        "name": MARKETPLACE,
+        "owner": {"name": "berth"},
+        "plugins": entries,
+    });
+    let mut text = serde_json::to_vec_pretty(&catalog).expect("JSON is always serialisable");
+    text.push(b'\n');
+    plan.files.insert(
+        PathBuf::from(MARKET_DIR).join(".claude-plugin/marketplace.json"),
+        Planned::File(text),
+    );
+
+    let path = root.join(CONFIG);
+    let existing = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let mut doc: DocumentMut = existing.parse().map_err(|e| RuntimeError::Invalid {
+        plugin: MARKETPLACE.to_owned(),
+        file: path.display().to_string(),
+        message: format!("is not TOML ({e}); fix or remove it, then materialize again"),
+    })?;
+    let table = |doc: &mut DocumentMut, key: &str| -> Result<(), RuntimeError> {
+        if !doc.contains_key(key) {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            doc.insert(key, Item::Table(t));
+        }
+        if doc[key].is_table() {
+            Ok(())
+        } else {
+            Err(RuntimeError::Invalid {
+                plugin: MARKETPLACE.to_owned(),
+                file: path.display().to_string(),
+                message: format!("has `{key}` that is not a table"),
+            })
+        }
+    };
+    table(&mut doc, "marketplaces")?;
+    let mut market = Table::new();
+    market.insert("source_type", value("local"));
+    market.insert("source", value(root.join(MARKET_DIR).display().to_string()));
+    doc["marketplaces"][MARKETPLACE] = Item::Table(market);
+    table(&mut doc, "plugins")?;
+    let plugins = doc["plugins"].as_table_mut().expect("a table");
+    let suffix = format!("@{MARKETPLACE}");
+    let stale: Vec<String> = plugins
+        .iter()
+        .map(|(k, _)| k.to_owned())
+        .filter(|k| k.ends_with(&suffix) && !ids.contains(k))
+        .collect();
+    for key in stale {
+        plugins.remove(&key);
+    }
+    for id in &ids {
+        let mut t = Table::new();
+        t.insert("enabled", value(true));
+        plugins.insert(id, Item::Table(t));
+    }
+    plan.files.insert(
+        PathBuf::from(CONFIG),
+        Planned::File(doc.to_string().into_bytes()),
+    );
+    Ok(plan)
+}
