@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::files::{Plan, Planned};
+use super::files::{Plan, Planned, regular_files};
 use crate::error::RuntimeError;
 use crate::hooks::{matchers_to_json, pascal_case};
 use crate::mcp::McpServer;
@@ -64,22 +64,6 @@ fn server_json(server: &McpServer) -> Value {
         out.insert("headers".into(), Value::Object(server.headers.clone()));
     }
     Value::Object(out)
-}
-
-/// Every regular file under `dir` (relative to it), links skipped, never followed.
-fn regular_files(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir.join(rel))?.collect::<Result<_, _>>()?;
-    entries.sort_by_key(std::fs::DirEntry::file_name);
-    for entry in entries {
-        let kind = entry.file_type()?;
-        let path = rel.join(entry.file_name());
-        if kind.is_dir() {
-            regular_files(dir, &path, out)?;
-        } else if kind.is_file() {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
 
 /// Plugin folders under `root` that berth wrote before (they hold its marker).

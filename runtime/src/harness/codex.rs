@@ -12,7 +12,7 @@ use serde_json::json;
 use toml_edit::{DocumentMut, Item, Table, value};
 
 use super::claude::version_of;
-use super::files::{Plan, Planned};
+use super::files::{Plan, Planned, regular_files};
 use crate::error::RuntimeError;
 use crate::set::PluginSet;
 
@@ -20,21 +20,6 @@ use crate::set::PluginSet;
 pub const MARKETPLACE: &str = "berth";
 const MARKET_DIR: &str = "berth-marketplace";
 const CONFIG: &str = "config.toml";
-
-fn regular_files(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir.join(rel))?.collect::<Result<_, _>>()?;
-    entries.sort_by_key(std::fs::DirEntry::file_name);
-    for entry in entries {
-        let kind = entry.file_type()?;
-        let path = rel.join(entry.file_name());
-        if kind.is_dir() {
-            regular_files(dir, &path, out)?;
-        } else if kind.is_file() {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
 
 /// The layout of `set` in the Codex home folder `root` (absolute), merged with its
 /// `config.toml`.

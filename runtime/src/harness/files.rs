@@ -60,6 +60,22 @@ impl std::fmt::Display for Drift {
     }
 }
 
+/// Every regular file under `dir` (relative to it), links skipped, never followed.
+pub(super) fn regular_files(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir.join(rel))?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let kind = entry.file_type()?;
+        let path = rel.join(entry.file_name());
+        if kind.is_dir() {
+            regular_files(dir, &path, out)?;
+        } else if kind.is_file() {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
 /// Whether `path` already is what `planned` says.
 fn is_current(path: &Path, planned: &Planned) -> std::io::Result<Option<bool>> {
     let meta = match std::fs::symlink_metadata(path) {
