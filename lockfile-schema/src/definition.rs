@@ -85,19 +85,19 @@ fn check_paths(key: &str, value: &Value) -> Result<(), String> {
     }
 }
 
-/// Sorts every object's keys, so the same definition always writes the same text.
-fn sorted(value: &Value) -> Value {
+/// `value` with every object's keys sorted, so equal JSON always writes the same text.
+pub fn canonical_json(value: &Value) -> Value {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
             Value::Object(
                 keys.into_iter()
-                    .map(|k| (k.clone(), sorted(&map[k])))
+                    .map(|k| (k.clone(), canonical_json(&map[k])))
                     .collect(),
             )
         }
-        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        Value::Array(items) => Value::Array(items.iter().map(canonical_json).collect()),
         other => other.clone(),
     }
 }
@@ -117,7 +117,7 @@ impl EntryDefinition {
                 None | Some(Value::Null) => {}
                 Some(value) => {
                     check_paths(key, value)?;
-                    components.insert(key.to_owned(), sorted(value));
+                    components.insert(key.to_owned(), canonical_json(value));
                 }
             }
         }
@@ -131,7 +131,7 @@ impl EntryDefinition {
         for (k, v) in &self.components {
             map.insert(k.clone(), v.clone());
         }
-        serde_json::to_string(&sorted(&Value::Object(map))).expect("JSON is serialisable")
+        serde_json::to_string(&canonical_json(&Value::Object(map))).expect("JSON is serialisable")
     }
 
     /// Reads what [`EntryDefinition::to_json`] wrote, checking it as a catalog entry.

@@ -21,7 +21,7 @@ pub mod plugin_manifest;
 mod source;
 
 pub use agent::{AGENT_ENTRY_POINT_GROUP, EntryPoint, WheelFile, normalize_package_name};
-pub use definition::{COMPONENT_KEYS, EntryDefinition, plugin_path};
+pub use definition::{COMPONENT_KEYS, EntryDefinition, canonical_json, plugin_path};
 pub use diagnostic::{Diagnostic, line_column};
 pub use hash::{HashParseError, Sha256Hash, nix32, parse_nix32};
 pub use lock::{

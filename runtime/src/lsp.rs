@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::RuntimeError;
 use crate::root::PluginRoot;
@@ -153,19 +153,7 @@ pub(crate) fn insert_unique<T>(
 
 /// `value` with every object's keys sorted, so that equal definitions serialise alike.
 pub(crate) fn canonical(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            Value::Object(
-                keys.into_iter()
-                    .map(|k| (k.clone(), canonical(&map[k])))
-                    .collect::<Map<_, _>>(),
-            )
-        }
-        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
-        other => other.clone(),
-    }
+    berth_lockfile_schema::canonical_json(value)
 }
 
 /// `path` as a normalised path inside the plugin: relative, without `..`.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::files::{Plan, Planned, regular_files};
+use super::files::{Plan, Planned, marked, one_per_name, regular_files};
 use crate::error::RuntimeError;
 use crate::hooks::{matchers_to_json, pascal_case};
 use crate::mcp::McpServer;
@@ -66,36 +66,14 @@ fn server_json(server: &McpServer) -> Value {
     Value::Object(out)
 }
 
-/// Plugin folders under `root` that berth wrote before (they hold its marker).
-fn marked(root: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return Vec::new();
-    };
-    let mut out: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.path().join(MARKER).is_file())
-        .map(|e| PathBuf::from(e.file_name()))
-        .collect();
-    out.sort();
-    out
-}
-
 /// The layout of `set` under `root` (absolute): `root/NAME/` per plugin.
 pub fn plan(set: &PluginSet, root: &Path) -> Result<Plan, RuntimeError> {
     let mut plan = Plan {
-        owned: marked(root),
+        owned: marked(root, Path::new(""), MARKER),
         ..Plan::default()
     };
-    let mut seen: Vec<&str> = Vec::new();
-    for info in set.plugins.iter().rev() {
+    for info in one_per_name(set, "Agent Plugins", &mut plan.warnings) {
         let name = info.locked.name.as_str();
-        if seen.contains(&name) {
-            plan.warnings.push(format!(
-                "plugin `{name}` is locked twice; only the later one is written"
-            ));
-            continue;
-        }
-        seen.push(name);
         let dir = PathBuf::from(name);
         if !plan.owned.contains(&dir) {
             plan.owned.push(dir.clone());

@@ -14,7 +14,7 @@ use berth_lockfile_schema::Pin;
 use berth_lockfile_schema::plugin_manifest::Format;
 use serde_json::{Map, Value, json};
 
-use super::files::{Plan, Planned};
+use super::files::{Plan, Planned, one_per_name};
 use crate::error::RuntimeError;
 use crate::set::PluginSet;
 
@@ -99,21 +99,7 @@ pub fn plan(set: &PluginSet, root: &Path) -> Result<Plan, RuntimeError> {
         ..Plan::default()
     };
     let market_dir = root.join("plugins/marketplaces").join(MARKETPLACE);
-    // The later of two plugins with one name wins, as in the set.
-    let mut chosen: Vec<&crate::set::PluginInfo> = Vec::new();
-    for info in &set.plugins {
-        if let Some(i) = chosen
-            .iter()
-            .position(|c| c.locked.name == info.locked.name)
-        {
-            plan.warnings.push(format!(
-                "plugin `{}` is locked twice; Claude Code sees only the later one",
-                info.locked.name
-            ));
-            chosen.remove(i);
-        }
-        chosen.push(info);
-    }
+    let chosen = one_per_name(set, "Claude Code", &mut plan.warnings);
     let mut entries = Vec::new();
     let mut installed = Vec::new();
     let mut enabled = Vec::new();

@@ -12,7 +12,7 @@ use serde_json::json;
 use toml_edit::{DocumentMut, Item, Table, value};
 
 use super::claude::version_of;
-use super::files::{Plan, Planned, regular_files};
+use super::files::{Plan, Planned, one_per_name, regular_files};
 use crate::error::RuntimeError;
 use crate::set::PluginSet;
 
@@ -31,20 +31,7 @@ pub fn plan(set: &PluginSet, root: &Path) -> Result<Plan, RuntimeError> {
         ],
         ..Plan::default()
     };
-    let mut chosen: Vec<&crate::set::PluginInfo> = Vec::new();
-    for info in &set.plugins {
-        if let Some(i) = chosen
-            .iter()
-            .position(|c| c.locked.name == info.locked.name)
-        {
-            plan.warnings.push(format!(
-                "plugin `{}` is locked twice; Codex sees only the later one",
-                info.locked.name
-            ));
-            chosen.remove(i);
-        }
-        chosen.push(info);
-    }
+    let chosen = one_per_name(set, "Codex", &mut plan.warnings);
     let mut entries = Vec::new();
     let mut ids = Vec::new();
     for info in chosen {

@@ -76,6 +76,45 @@ pub(super) fn regular_files(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> s
     Ok(())
 }
 
+/// The folders under `root/parent` that a target wrote before: those holding its `marker`
+/// file, as paths relative to `root`, sorted.
+pub(super) fn marked(root: &Path, parent: &Path, marker: &str) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(root.join(parent)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join(marker).is_file())
+        .map(|e| parent.join(e.file_name()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The set's plugins, one per name: the later of two with one name wins, as in the set's
+/// merge, with a warning naming `harness`.
+pub(super) fn one_per_name<'a>(
+    set: &'a crate::set::PluginSet,
+    harness: &str,
+    warnings: &mut Vec<String>,
+) -> Vec<&'a crate::set::PluginInfo> {
+    let mut chosen: Vec<&crate::set::PluginInfo> = Vec::new();
+    for info in &set.plugins {
+        if let Some(i) = chosen
+            .iter()
+            .position(|c| c.locked.name == info.locked.name)
+        {
+            warnings.push(format!(
+                "plugin `{}` is locked twice; {harness} sees only the later one",
+                info.locked.name
+            ));
+            chosen.remove(i);
+        }
+        chosen.push(info);
+    }
+    chosen
+}
+
 /// Whether `path` already is what `planned` says.
 fn is_current(path: &Path, planned: &Planned) -> std::io::Result<Option<bool>> {
     let meta = match std::fs::symlink_metadata(path) {

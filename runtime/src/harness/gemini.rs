@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::files::{Plan, Planned};
+use super::files::{Plan, Planned, marked, one_per_name};
 use crate::error::RuntimeError;
 use crate::mcp::McpServer;
 use crate::set::PluginSet;
@@ -82,36 +82,14 @@ fn pretty(value: &Value) -> Vec<u8> {
     text
 }
 
-/// Extension folders under `root` that berth wrote before (they hold its marker).
-fn marked(root: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(root.join("extensions")) else {
-        return Vec::new();
-    };
-    let mut out: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.path().join(MARKER).is_file())
-        .map(|e| PathBuf::from("extensions").join(e.file_name()))
-        .collect();
-    out.sort();
-    out
-}
-
 /// The layout of `set` in the Gemini home folder `root` (absolute).
 pub fn plan(set: &PluginSet, root: &Path) -> Result<Plan, RuntimeError> {
     let mut plan = Plan {
-        owned: marked(root),
+        owned: marked(root, Path::new("extensions"), MARKER),
         ..Plan::default()
     };
-    let mut seen: Vec<&str> = Vec::new();
-    for info in set.plugins.iter().rev() {
+    for info in one_per_name(set, "Gemini CLI", &mut plan.warnings) {
         let name = info.locked.name.as_str();
-        if seen.contains(&name) {
-            plan.warnings.push(format!(
-                "plugin `{name}` is locked twice; Gemini CLI sees only the later one"
-            ));
-            continue;
-        }
-        seen.push(name);
         let dir = PathBuf::from("extensions").join(name);
         if !plan.owned.contains(&dir) {
             plan.owned.push(dir.clone());
