@@ -3,7 +3,7 @@
 //! its files. Reads a store entry only; never runs anything.
 //!
 //! `walk` lists and hashes an entry's files; `sources` finds the plugin files that
-//! commands name; `surface` builds on both, `diff`
+//! commands name; `shape` is what a surface holds and `surface` builds one from both, `diff`
 //! compares surfaces and `hidden` scans files; `check` holds a lock's plugins against a
 //! policy and its approvals, using `surface` and `hidden`. Dependencies point that way only.
 
@@ -12,6 +12,7 @@ mod diff;
 #[cfg(test)]
 mod fixture;
 mod hidden;
+mod shape;
 mod sources;
 mod surface;
 mod walk;
