@@ -24,6 +24,11 @@ fn claude_bin() -> Option<PathBuf> {
 
 /// Runs the real `claude` on configuration folder `dir`; returns stdout.
 fn claude(ctx: &TestContext, bin: &Path, dir: &Path, args: &[&str]) -> String {
+    claude_in(ctx, bin, dir, &ctx.work, args)
+}
+
+/// Runs the real `claude` on configuration folder `dir` in folder `cwd`; returns stdout.
+fn claude_in(ctx: &TestContext, bin: &Path, dir: &Path, cwd: &Path, args: &[&str]) -> String {
     let out = Command::new(bin)
         .args(args)
         .env("CLAUDE_CONFIG_DIR", dir)
@@ -31,7 +36,7 @@ fn claude(ctx: &TestContext, bin: &Path, dir: &Path, args: &[&str]) -> String {
         .env("DISABLE_AUTOUPDATER", "1")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_TELEMETRY", "1")
-        .current_dir(&ctx.work)
+        .current_dir(cwd)
         .output()
         .expect("run claude");
     assert!(
@@ -217,13 +222,25 @@ fn check_finds_an_edited_an_added_and_a_removed_file() {
     let text = std::fs::read_to_string(&installed).expect("read");
     std::fs::write(&installed, text.replace("1.2.0", "9.9.9")).expect("edit");
     std::fs::write(dir.join("plugins/marketplaces/berth/extra.md"), "x").expect("add");
-    std::fs::remove_file(dir.join("plugins/cache/berth/review/1.2.0")).expect("remove");
+    let install = std::fs::read_dir(dir.join("plugins/cache/berth/review"))
+        .expect("read_dir")
+        .next()
+        .expect("one install")
+        .expect("entry")
+        .file_name()
+        .into_string()
+        .expect("utf-8");
+    assert!(
+        install.starts_with("1.2.0-"),
+        "by version and hash: {install}"
+    );
+    std::fs::remove_file(dir.join("plugins/cache/berth/review").join(&install)).expect("remove");
     let check = ctx.run(&["materialize", "claude", d, "--check"]);
     assert_eq!(check.code, 1, "{}", check.stderr);
     for needle in [
         "edited: plugins/installed_plugins.json",
         "added: plugins/marketplaces/berth/extra.md",
-        "removed: plugins/cache/berth/review/1.2.0",
+        &format!("removed: plugins/cache/berth/review/{install}"),
         "drifted",
     ] {
         assert!(
@@ -240,6 +257,154 @@ fn check_finds_an_edited_an_added_and_a_removed_file() {
         repair.stderr
     );
     ctx.ok(&["materialize", "claude", d, "--check"]);
+}
+
+/// `claude plugin list --json` run in `cwd`: each id with whether it is enabled there and
+/// the project it was installed for.
+fn claude_listing(
+    ctx: &TestContext,
+    bin: &Path,
+    dir: &Path,
+    cwd: &Path,
+) -> Vec<(String, bool, String)> {
+    let list: Value = serde_json::from_str(&claude_in(
+        ctx,
+        bin,
+        dir,
+        cwd,
+        &["plugin", "list", "--json"],
+    ))
+    .expect("JSON");
+    let mut out: Vec<(String, bool, String)> = list
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|p| {
+            assert_eq!(p["scope"], "project", "{p}");
+            (
+                p["id"].as_str().expect("id").to_owned(),
+                p["enabled"].as_bool().expect("enabled"),
+                p["projectPath"].as_str().expect("projectPath").to_owned(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn claude_project_form_enables_the_plugins_in_one_repository_only() {
+    let Some(bin) = claude_bin() else {
+        require_or_skip(
+            "BERTH_CLAUDE",
+            "point it at a `claude` from `npm install @anthropic-ai/claude-code` (.ci/run does)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    project(&ctx);
+    let dir = ctx.root.join("claude");
+    let d = dir.to_str().expect("utf-8");
+    let work = ctx.work.to_str().expect("utf-8").to_owned();
+    let wrote = ctx.ok(&["materialize", "claude", d, "--project", "."]);
+    assert!(wrote.stderr.contains("enabled in `.`"), "{}", wrote.stderr);
+
+    // The repository's settings enable exactly the locked plugins and name no path of
+    // this machine, so a team can commit them.
+    let text = std::fs::read_to_string(ctx.work.join(".claude/settings.json")).expect("read");
+    let settings: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(
+        settings["enabledPlugins"],
+        serde_json::json!({"house-rules@berth": true, "review@berth": true}),
+        "{text}"
+    );
+    assert!(!text.contains(&*ctx.root.to_string_lossy()), "{text}");
+
+    // The real Claude Code: enabled in the repository, installed but not enabled elsewhere.
+    let elsewhere = ctx.root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    let both = |enabled: bool| {
+        vec![
+            ("house-rules@berth".to_owned(), enabled, work.clone()),
+            ("review@berth".to_owned(), enabled, work.clone()),
+        ]
+    };
+    assert_eq!(claude_listing(&ctx, &bin, &dir, &ctx.work), both(true));
+    assert_eq!(claude_listing(&ctx, &bin, &dir, &elsewhere), both(false));
+    let details = claude_in(
+        &ctx,
+        &bin,
+        &dir,
+        &ctx.work,
+        &["plugin", "details", "review@berth"],
+    );
+    assert!(details.contains("Skills (2)  lint, rv"), "{details}");
+
+    // A second repository locks `review` at a later commit, same version: both installs
+    // live in one configuration folder, each enabled in its own repository.
+    let review = GitRepo::init(&ctx.upstream.join("review.git"), &ctx.home);
+    review.write(
+        "skills/later/SKILL.md",
+        "---\nname: later\ndescription: Came later\n---\nLater.\n",
+    );
+    review.commit("later");
+    let other = ctx.root.join("other");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    std::fs::write(
+        other.join("plugins.toml"),
+        "[[plugin]]\nsource = \"github:acme/review\"\n",
+    )
+    .expect("write");
+    ctx.ok_in(&other, &["plugins", "sync"]);
+    ctx.ok_in(&other, &["materialize", "claude", d, "--project", "."]);
+    // Claude Code shows an id enabled or not by the folder it runs in, on each of its
+    // install records (one per repository).
+    let other_path = other.to_str().expect("utf-8").to_owned();
+    let listing = |enabled_rules: bool| {
+        let mut all = vec![
+            ("house-rules@berth".to_owned(), enabled_rules, work.clone()),
+            ("review@berth".to_owned(), true, other_path.clone()),
+            ("review@berth".to_owned(), true, work.clone()),
+        ];
+        all.sort();
+        all
+    };
+    assert_eq!(claude_listing(&ctx, &bin, &dir, &ctx.work), listing(true));
+    assert_eq!(claude_listing(&ctx, &bin, &dir, &other), listing(false));
+    let in_other = claude_in(
+        &ctx,
+        &bin,
+        &dir,
+        &other,
+        &["plugin", "details", "review@berth"],
+    );
+    assert!(
+        in_other.contains("Skills (3)  later, lint, rv"),
+        "{in_other}"
+    );
+    // The first repository's install is untouched by the second's.
+    assert!(details.contains("Skills (2)"), "{details}");
+    ctx.ok(&["materialize", "claude", d, "--project", ".", "--check"]);
+
+    // Drift in the repository's settings is named with its full path.
+    std::fs::write(ctx.work.join(".claude/settings.json"), "{}\n").expect("edit");
+    let check = ctx.run(&["materialize", "claude", d, "--project", ".", "--check"]);
+    assert_eq!(check.code, 1, "{}", check.stderr);
+    assert!(
+        check.stderr.contains("edited: ") && check.stderr.contains(".claude/settings.json"),
+        "{}",
+        check.stderr
+    );
+    ctx.ok(&["materialize", "claude", d, "--project", "."]);
+    ctx.ok(&["materialize", "claude", d, "--project", ".", "--check"]);
+
+    let wrong = ctx.run(&["materialize", "gemini", d, "--project", "."]);
+    assert_eq!(wrong.code, 1, "{}", wrong.stderr);
+    assert!(
+        wrong.stderr.contains("claude target only"),
+        "{}",
+        wrong.stderr
+    );
 }
 
 /// A local marketplace with the entry forms Claude Code builds plugins from: a

@@ -151,7 +151,8 @@ pub enum Command {
     ///
     /// Targets: `claude`, a Claude Code configuration folder (use it as
     /// `CLAUDE_CONFIG_DIR`): the locked plugins installed from a local marketplace named
-    /// `berth`, enabled in `settings.json`; other keys of its files are kept. `gemini`, a
+    /// `berth`, enabled in `settings.json` (with `--project REPO`, enabled in that
+    /// repository's `.claude/settings.json` instead); other keys of its files are kept. `gemini`, a
     /// Gemini CLI home folder (`~/.gemini`): one extension per plugin with its MCP
     /// servers, skills and commands. `agent-plugins`, a folder with one Agent Plugins 1.0
     /// plugin per locked plugin. `codex`, a Codex home folder (`CODEX_HOME`) with the
@@ -159,6 +160,7 @@ pub enum Command {
     #[command(after_help = "Examples:\n  \
         berth materialize claude ~/.claude           # then: claude plugin list\n  \
         berth materialize claude .berth/claude --check\n  \
+        berth materialize claude ~/.claude --project .   # enabled in this repository only\n  \
         berth materialize gemini ~/.gemini           # then: gemini extensions list\n  \
         berth materialize codex ~/.codex             # then: codex plugin list")]
     Materialize(MaterializeArgs),
@@ -229,6 +231,12 @@ pub struct MaterializeArgs {
     /// Use the lockfile as it is; without this, a manifest next to it must agree with it
     #[arg(long)]
     pub frozen: bool,
+
+    /// claude only: enable the plugins in this repository instead of for the user, as
+    /// `claude plugin install --scope project` does: REPO/.claude/settings.json gets
+    /// `enabledPlugins` (commit it), DIR the installs, recorded for REPO
+    #[arg(long = "project", value_name = "REPO")]
+    pub project_repo: Option<PathBuf>,
 }
 
 /// The harnesses `berth materialize` writes for.

@@ -7,7 +7,17 @@
 //! and its own keys of `plugins/installed_plugins.json` (version 2),
 //! `plugins/known_marketplaces.json` and `settings.json` (`enabledPlugins`,
 //! `extraKnownMarketplaces`); every other key of those files is kept.
+//!
+//! In the project form ([`Scope::Project`]) the plugins are enabled for one repository,
+//! as `claude plugin install --scope project` does: the repository's
+//! `.claude/settings.json` gets `enabledPlugins` (the file a team commits), and the
+//! configuration folder records installs with `scope: "project"` and `projectPath`. One
+//! configuration folder holds the installs of every scope and project at once: each run
+//! replaces the records of its own scope (and project) only, and an install folder is
+//! named by version and content hash, so two projects locking one plugin differently do
+//! not overwrite each other.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use berth_lockfile_schema::Pin;
@@ -29,6 +39,29 @@ const CATALOG: &str = "plugins/marketplaces/berth/.claude-plugin/marketplace.jso
 const INSTALLED: &str = "plugins/installed_plugins.json";
 const KNOWN: &str = "plugins/known_marketplaces.json";
 const SETTINGS: &str = "settings.json";
+const CACHE: &str = "plugins/cache/berth";
+
+/// Where Claude Code enables the locked plugins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope<'a> {
+    /// For the user, in every folder: the configuration folder's `settings.json`.
+    User,
+    /// In one repository (an absolute path): its `.claude/settings.json`.
+    Project(&'a Path),
+}
+
+impl Scope<'_> {
+    /// Whether an install record of `installed_plugins.json` belongs to this scope.
+    fn owns(&self, record: &Value) -> bool {
+        match self {
+            Scope::User => record["scope"] == "user",
+            Scope::Project(repo) => {
+                record["scope"] == "project"
+                    && record["projectPath"].as_str() == Some(&*repo.to_string_lossy())
+            }
+        }
+    }
+}
 
 /// The version Claude Code shows and installs under: the plugin's own (from its
 /// `plugin.json`) when it is a plain version string, else the start of its content hash.
@@ -88,51 +121,82 @@ fn pretty(value: &Value) -> Vec<u8> {
     text
 }
 
+/// The install folder of a plugin, relative to the configuration folder: by version and
+/// content hash, so installs of one version with different contents (two projects) differ.
+fn install_dir(info: &crate::set::PluginInfo, version: &str) -> PathBuf {
+    let hash: String = info.locked.hash.to_nix32().chars().take(12).collect();
+    let key = if hash.starts_with(version) {
+        hash
+    } else {
+        format!("{version}-{}", &hash[..8])
+    };
+    PathBuf::from(CACHE).join(&info.locked.name).join(key)
+}
+
+/// The ids berth enables, `NAME@berth`, one per locked name.
+fn enabled_ids(chosen: &[&crate::set::PluginInfo]) -> Vec<(String, Value)> {
+    chosen
+        .iter()
+        .map(|info| (format!("{}@{MARKETPLACE}", info.locked.name), json!(true)))
+        .collect()
+}
+
+/// The install records of other scopes and projects that stay, each with the store entry
+/// its install folder links to (a record whose folder is gone or not berth's is dropped).
+fn kept_records(
+    root: &Path,
+    installs: &Map<String, Value>,
+    scope: Scope<'_>,
+) -> Vec<(String, Value, PathBuf)> {
+    let suffix = format!("@{MARKETPLACE}");
+    let cache = root.join(CACHE);
+    let mut kept = Vec::new();
+    let Some(plugins) = installs.get("plugins").and_then(Value::as_object) else {
+        return kept;
+    };
+    for (id, records) in plugins.iter().filter(|(id, _)| id.ends_with(&suffix)) {
+        for record in records.as_array().into_iter().flatten() {
+            if scope.owns(record) {
+                continue;
+            }
+            let Some(path) = record["installPath"].as_str().map(PathBuf::from) else {
+                continue;
+            };
+            if let (true, Ok(target)) = (path.starts_with(&cache), std::fs::read_link(&path)) {
+                kept.push((id.clone(), record.clone(), target));
+            }
+        }
+    }
+    kept
+}
+
 /// The layout of `set` in the Claude Code configuration folder `root` (absolute), merged
-/// with what `root` already holds.
-pub fn plan(set: &PluginSet, root: &Path) -> Result<Plan, RuntimeError> {
+/// with what `root` already holds, enabled in `scope`.
+pub fn plan(set: &PluginSet, root: &Path, scope: Scope<'_>) -> Result<Plan, RuntimeError> {
     let mut plan = Plan {
         owned: vec![
             PathBuf::from("plugins/marketplaces").join(MARKETPLACE),
-            PathBuf::from("plugins/cache").join(MARKETPLACE),
+            PathBuf::from(CACHE),
         ],
         ..Plan::default()
     };
     let market_dir = root.join("plugins/marketplaces").join(MARKETPLACE);
     let chosen = one_per_name(set, "Claude Code", &mut plan.warnings);
-    let mut entries = Vec::new();
-    let mut installed = Vec::new();
-    let mut enabled = Vec::new();
-    for info in chosen {
+    let mut installs = read_object(root, INSTALLED)?;
+    let kept = kept_records(root, &installs, scope);
+    // Each id's install records, with the store entry each links to.
+    let mut records: BTreeMap<String, Vec<(Value, PathBuf)>> = BTreeMap::new();
+    for info in &chosen {
         let name = &info.locked.name;
         let version = version_of(info);
-        let id = format!("{name}@{MARKETPLACE}");
         if info.manifest.format == Format::AgentPlugins {
             plan.warnings.push(format!(
                 "plugin `{name}` is an Agent Plugins 1.0 plugin: Claude Code reads the Claude Code layout only, so its `mcp.json` servers and its `dev.openhands/` hooks, commands and agents are not seen there"
             ));
         }
-        plan.files.insert(
-            PathBuf::from("plugins/marketplaces")
-                .join(MARKETPLACE)
-                .join(name),
-            Planned::Link(info.path.clone()),
-        );
-        let install = PathBuf::from("plugins/cache")
-            .join(MARKETPLACE)
-            .join(name)
-            .join(&version);
+        let install = install_dir(info, &version);
         plan.files
             .insert(install.clone(), Planned::Link(info.path.clone()));
-        let mut entry = json!({
-            "name": name,
-            "source": format!("./{name}"),
-            "version": version,
-        });
-        if !info.manifest.description.is_empty() {
-            entry["description"] = json!(info.manifest.description);
-        }
-        entries.push(entry);
         let mut record = json!({
             "scope": "user",
             "installPath": root.join(&install).display().to_string(),
@@ -143,8 +207,45 @@ pub fn plan(set: &PluginSet, root: &Path) -> Result<Plan, RuntimeError> {
         if let Pin::Git { rev, .. } = &info.locked.pin {
             record["gitCommitSha"] = json!(rev.to_string());
         }
-        installed.push((id.clone(), json!([record])));
-        enabled.push((id, json!(true)));
+        if let Scope::Project(repo) = scope {
+            record["scope"] = json!("project");
+            record["projectPath"] = json!(repo.display().to_string());
+        }
+        records
+            .entry(format!("{name}@{MARKETPLACE}"))
+            .or_default()
+            .push((record, info.path.clone()));
+    }
+    // Other scopes' and projects' installs stay.
+    for (id, record, target) in kept {
+        let install = Path::new(record["installPath"].as_str().unwrap_or_default());
+        if let Ok(rel) = install.strip_prefix(root) {
+            plan.files
+                .insert(rel.to_path_buf(), Planned::Link(target.clone()));
+        }
+        records.entry(id).or_default().push((record, target));
+    }
+    // The catalog offers each id once: its first install by scope and project, so that
+    // the folder is the same whichever project was written last.
+    let mut entries = Vec::new();
+    for (id, list) in &mut records {
+        list.sort_by(|(a, _), (b, _)| {
+            (a["scope"].as_str(), a["projectPath"].as_str())
+                .cmp(&(b["scope"].as_str(), b["projectPath"].as_str()))
+        });
+        let (first, target) = &list[0];
+        let name = id.trim_end_matches(&format!("@{MARKETPLACE}"));
+        plan.files.insert(
+            PathBuf::from("plugins/marketplaces")
+                .join(MARKETPLACE)
+                .join(name),
+            Planned::Link(target.clone()),
+        );
+        entries.push(json!({
+            "name": name,
+            "source": format!("./{name}"),
+            "version": first["version"],
+        }));
     }
     let catalog = json!({
         "name": MARKETPLACE,
@@ -170,9 +271,12 @@ pub fn plan(set: &PluginSet, root: &Path) -> Result<Plan, RuntimeError> {
         Planned::File(pretty(&Value::Object(known))),
     );
 
-    let mut installs = read_object(root, INSTALLED)?;
     installs.insert("version".to_owned(), json!(2));
-    set_ids(object(&mut installs, "plugins"), &installed);
+    let records: Vec<(String, Value)> = records
+        .into_iter()
+        .map(|(id, list)| (id, list.into_iter().map(|(record, _)| record).collect()))
+        .collect();
+    set_ids(object(&mut installs, "plugins"), &records);
     plan.files.insert(
         PathBuf::from(INSTALLED),
         Planned::File(pretty(&Value::Object(installs))),
@@ -181,9 +285,34 @@ pub fn plan(set: &PluginSet, root: &Path) -> Result<Plan, RuntimeError> {
     let mut settings = read_object(root, SETTINGS)?;
     object(&mut settings, "extraKnownMarketplaces")
         .insert(MARKETPLACE.to_owned(), json!({"source": source}));
-    set_ids(object(&mut settings, "enabledPlugins"), &enabled);
+    if scope == Scope::User {
+        set_ids(
+            object(&mut settings, "enabledPlugins"),
+            &enabled_ids(&chosen),
+        );
+    }
     plan.files.insert(
         PathBuf::from(SETTINGS),
+        Planned::File(pretty(&Value::Object(settings))),
+    );
+    Ok(plan)
+}
+
+/// The repository side of the project form: `repo/.claude/settings.json` with
+/// `enabledPlugins` naming exactly the locked plugins (`NAME@berth`), every other key kept.
+/// It holds no path of this machine, so a team can commit it; each machine installs the
+/// plugins with `berth materialize claude --project REPO`.
+pub fn project_settings(set: &PluginSet, repo: &Path) -> Result<Plan, RuntimeError> {
+    let mut plan = Plan::default();
+    let chosen = one_per_name(set, "Claude Code", &mut Vec::new());
+    let rel = ".claude/settings.json";
+    let mut settings = read_object(repo, rel)?;
+    set_ids(
+        object(&mut settings, "enabledPlugins"),
+        &enabled_ids(&chosen),
+    );
+    plan.files.insert(
+        PathBuf::from(rel),
         Planned::File(pretty(&Value::Object(settings))),
     );
     Ok(plan)

@@ -50,6 +50,18 @@ pub enum Drift {
     Added(PathBuf),
 }
 
+impl Drift {
+    /// The same drift with its path under `dir`.
+    #[must_use]
+    pub fn under(&self, dir: &Path) -> Drift {
+        match self {
+            Drift::Edited(p) => Drift::Edited(dir.join(p)),
+            Drift::Removed(p) => Drift::Removed(dir.join(p)),
+            Drift::Added(p) => Drift::Added(dir.join(p)),
+        }
+    }
+}
+
 impl std::fmt::Display for Drift {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
