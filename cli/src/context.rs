@@ -149,6 +149,11 @@ impl Context {
             policy: None,
             substituters: self.substituters.clone(),
             ref_ttl: std::time::Duration::ZERO,
+            npm_registry: std::env::var("BERTH_NPM_REGISTRY")
+                .ok()
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| berth_resolver::DEFAULT_NPM_REGISTRY.to_owned()),
+            payload_finder: Some(berth_runtime::runners::wanted),
         }
     }
 

@@ -18,6 +18,7 @@ pub mod marketplace;
 pub mod narinfo;
 pub mod plugin_json;
 pub mod plugin_manifest;
+pub mod runner;
 mod source;
 
 pub use agent::{AGENT_ENTRY_POINT_GROUP, EntryPoint, WheelFile, normalize_package_name};
@@ -26,8 +27,8 @@ pub use diagnostic::{Diagnostic, line_column};
 pub use hash::{HashParseError, Sha256Hash, nix32, parse_nix32};
 pub use lock::{
     CommitId, LOCK_HEADER, LOCK_VERSION, Lock, LockError, LockFileWire, LockedAgent,
-    LockedAgentWire, LockedPlugin, LockedPluginWire, LockedWheel, LockedWheelWire, Pin, Staleness,
-    is_full_commit_id, parse_lock, toml_string,
+    LockedAgentWire, LockedNpmPackage, LockedPayload, LockedPlugin, LockedPluginWire, LockedWheel,
+    LockedWheelWire, Pin, Staleness, is_full_commit_id, parse_lock, toml_string,
 };
 pub use manifest::{
     AgentOrigin, AgentRequest, Manifest, ParsedManifest, PluginRequest, is_valid_plugin_name,

@@ -17,6 +17,8 @@
 //!   its mechanics and its `PluginSource` impl;
 //! - `agent`: the agent package (a Python package built with uv), locked and synced with
 //!   the plugins;
+//! - `payload`: the packages runner-started MCP servers fetch (`npx`, `uvx`), locked with
+//!   their closures by npm and uv, stored as entries;
 //! - `ops`: lock, sync, verify, dependencies, the lock-then-sync workflow.
 //!
 //! This file only declares the modules and says what is public.
@@ -26,6 +28,7 @@ mod context;
 mod error;
 mod meta;
 mod ops;
+mod payload;
 mod skipped;
 mod sources;
 
@@ -42,7 +45,8 @@ pub use meta::plugin_name_from_manifest;
 pub use ops::{
     InMemoryLock, LocalRelock, LockAndSyncError, LockMode, LockOptions, LockOutcome, Lockfile,
     PolicyLoadError, Relock, SyncOutcome, Synced, Upgrade, VerifyOutcome, VerifyStatus,
-    load_policy, lock_and_sync, lock_plugins, mark_live, sync_plugins, verify_agent,
+    load_policy, lock_and_sync, lock_plugins, mark_live, pin_payloads, sync_plugins, verify_agent,
     verify_plugins,
 };
+pub use payload::{DEFAULT_NPM_REGISTRY, PayloadFinder, lock_payloads};
 pub use sources::read_marketplace;

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use berth_lockfile_schema::{EntryPoint, LockedAgent};
+use berth_lockfile_schema::{EntryPoint, LockedAgent, LockedWheel};
 use berth_store::{Store, StoreError};
 use sha2::{Digest, Sha256};
 
@@ -112,18 +112,47 @@ pub fn ensure_env(store: &Store, agent: &LockedAgent) -> Result<AgentEnv, AgentE
         let trash = store.stage()?;
         fs_err::rename(&path, trash.path().join("old"))?;
     }
+    let marker = serde_json::json!({
+        "package": agent.package,
+        "version": agent.version,
+        "entry_point": agent.entry_point.to_string(),
+        "wheels": agent.wheels.iter().map(|w| &w.sha256).collect::<Vec<_>>(),
+    });
+    build_env(
+        store,
+        &path,
+        &agent.package,
+        &agent.python_version,
+        &agent.wheels,
+        &|wheel| store.wheel_path(&wheel.sha256, &wheel.file),
+        marker,
+    )?;
+    Ok(done(true))
+}
+
+/// Builds, offline, the environment at `path` (absent) from `wheels` (each found at
+/// `stored(wheel)`, checked by uv against its sha256) with an interpreter of
+/// `python_version`; `marker` (with the interpreter's version added) is written last.
+pub(crate) fn build_env(
+    store: &Store,
+    path: &Path,
+    package: &str,
+    python_version: &str,
+    wheels: &[LockedWheel],
+    stored: &dyn Fn(&LockedWheel) -> PathBuf,
+    mut marker: serde_json::Value,
+) -> Result<(), AgentError> {
     let uv = Uv::find()?;
-    let python = uv.find_python(Some(&agent.python_version))?;
+    let python = uv.find_python(Some(python_version))?;
     let env = store.stage()?;
     let work = store.stage()?;
     let links = work.path().join("wheels");
     fs_err::create_dir(&links)?;
     let mut pins: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
-    for wheel in &agent.wheels {
-        let stored = store.wheel_path(&wheel.sha256, &wheel.file);
+    for wheel in wheels {
         let link = links.join(&wheel.file);
         if !link.exists() {
-            std::os::unix::fs::symlink(&stored, &link)?;
+            std::os::unix::fs::symlink(stored(wheel), &link)?;
         }
         pins.entry((&wheel.name, &wheel.version))
             .or_default()
@@ -151,7 +180,7 @@ pub fn ensure_env(store: &Store, agent: &LockedAgent) -> Result<AgentEnv, AgentE
             .arg("--python")
             .arg(&python.path)
             .arg(env.path()),
-        &format!("creating the environment of agent `{}`", agent.package),
+        &format!("creating the environment of `{package}`"),
     )?;
     uv.run(
         uv.command()
@@ -175,15 +204,9 @@ pub fn ensure_env(store: &Store, agent: &LockedAgent) -> Result<AgentEnv, AgentE
             .arg(&links)
             .arg("-r")
             .arg(&requirements_file),
-        &format!("installing the locked wheels of agent `{}`", agent.package),
+        &format!("installing the locked wheels of `{package}`"),
     )?;
-    let marker = serde_json::json!({
-        "package": agent.package,
-        "version": agent.version,
-        "entry_point": agent.entry_point.to_string(),
-        "python": python.version,
-        "wheels": agent.wheels.iter().map(|w| &w.sha256).collect::<Vec<_>>(),
-    });
+    marker["python"] = serde_json::json!(python.version);
     fs_err::write(
         env.path().join(ENV_MARKER),
         format!(
@@ -191,8 +214,8 @@ pub fn ensure_env(store: &Store, agent: &LockedAgent) -> Result<AgentEnv, AgentE
             serde_json::to_string_pretty(&marker).unwrap_or_default()
         ),
     )?;
-    env.persist_to(&path)?;
-    Ok(done(true))
+    env.persist_to(path)?;
+    Ok(())
 }
 
 /// The launcher `berth agent exec` runs in the environment: it loads exactly the locked

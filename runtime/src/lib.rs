@@ -24,10 +24,12 @@ pub mod manifest {
     pub use berth_lockfile_schema::plugin_manifest::*;
 }
 pub mod mcp;
+mod payloads;
 pub mod process;
 mod pystr;
 pub mod review;
 mod root;
+pub mod runners;
 mod set;
 pub mod skills;
 

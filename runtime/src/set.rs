@@ -26,6 +26,9 @@ pub struct BuildOptions {
     /// Raised when the caller gives up (a server's request deadline, or its shutdown):
     /// the build stops at the next plugin or component with [`RuntimeError::Cancelled`].
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Leave MCP servers' runner lines (`npx -y pkg`) as the plugins wrote them, rather
+    /// than starting the lock's pinned payloads (what `lock` reads to pin them).
+    pub raw_commands: bool,
 }
 
 impl Default for BuildOptions {
@@ -33,6 +36,7 @@ impl Default for BuildOptions {
         Self {
             max_skills: Some(100),
             cancel: None,
+            raw_commands: false,
         }
     }
 }
@@ -256,6 +260,9 @@ pub fn build_plugin_set(
             root: exposed,
             data_dir,
         });
+    }
+    if !options.raw_commands {
+        crate::payloads::rewrite(store, lock, &mut set.mcp_servers)?;
     }
     Ok(set)
 }

@@ -401,6 +401,7 @@ proptest! {
             plugins: vec![add_plugin(&store, "alpha", &first), add_plugin(&store, "beta", &second)],
             agent: None,
             marketplaces: Vec::new(),
+            payloads: Vec::new(),
         };
         match build_plugin_set(&store, &lock, &BuildOptions::default()) {
             Ok(set) => {
@@ -454,6 +455,7 @@ fn a_cancelled_build_stops_before_reading_plugins() {
         )],
         agent: None,
         marketplaces: Vec::new(),
+        payloads: Vec::new(),
     };
     let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let options = BuildOptions {

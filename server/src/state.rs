@@ -248,6 +248,10 @@ impl AppState {
             policy: Some(self.inner.fetch_policy.clone()),
             substituters: config.substituters.clone(),
             ref_ttl: config.ref_ttl,
+            // A server does not run npm or uv for a client's plugins (their requests would
+            // not pass the source policy): it runs the payloads a posted lock pins.
+            npm_registry: berth_resolver::DEFAULT_NPM_REGISTRY.to_owned(),
+            payload_finder: None,
         }
     }
 
@@ -292,6 +296,7 @@ impl AppState {
         let options = berth_runtime::BuildOptions {
             max_skills: Some(config.max_skills),
             cancel: Some(cancel.shared_flag()),
+            ..berth_runtime::BuildOptions::default()
         };
         let set = match berth_runtime::build_plugin_set(&config.store, &lock.lock, &options) {
             Ok(set) => set,

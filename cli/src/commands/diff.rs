@@ -10,7 +10,7 @@ use berth_runtime::review::{Surface, diff, surface_of};
 use crate::args::{DiffArgs, DiffFormat};
 use crate::context::{Context, Failure};
 
-use super::diff_report::{self, LockDiff, PinView, PluginDiff};
+use super::diff_report::{self, LockDiff, PayloadDiff, PinView, PluginDiff};
 
 pub fn run(ctx: &Context, args: &DiffArgs) -> Result<()> {
     let _hold = ctx.hold_store()?;
@@ -111,6 +111,7 @@ pub fn lock_diff(
         plugins,
         agent: None,
         marketplaces: lock.marketplaces.clone(),
+        payloads: Vec::new(),
     };
     let old_side = side(old, pairs.iter().filter_map(|p| p.0.clone()).collect());
     let new_side = side(new, pairs.iter().filter_map(|p| p.1.clone()).collect());
@@ -149,6 +150,7 @@ pub fn lock_diff(
         from,
         to,
         plugins,
+        payloads: PayloadDiff::between(&old.payloads, &new.payloads),
     })
 }
 

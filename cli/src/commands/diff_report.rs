@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use berth_lockfile_schema::{LockedPlugin, Pin};
+use berth_lockfile_schema::{LockedPayload, LockedPlugin, Pin};
 use berth_runtime::review::{HookEntry, McpEntry, SurfaceDiff};
 use serde::Serialize;
 
@@ -18,6 +18,70 @@ pub struct LockDiff {
     pub to: String,
     /// Every plugin whose content differs, in the new lock's order, then the removed ones.
     pub plugins: Vec<PluginDiff>,
+    /// Every MCP server package (a runner's payload) whose pinned version moved, was
+    /// pinned or was dropped, in the new lock's order, then the dropped ones.
+    pub payloads: Vec<PayloadDiff>,
+}
+
+/// One MCP server's package whose pin changed.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct PayloadDiff {
+    /// The plugin.
+    pub plugin: String,
+    /// The MCP server.
+    pub server: String,
+    /// The runner as written (`npx`, `uvx`).
+    pub runner: String,
+    /// The package.
+    pub package: String,
+    /// The old pinned version; `null` when it was not pinned.
+    pub from: Option<String>,
+    /// The new pinned version; `null` when it is no longer pinned.
+    pub to: Option<String>,
+}
+
+impl PayloadDiff {
+    /// The payloads whose pins differ between `old` and `new`, paired by plugin and server.
+    pub fn between(old: &[LockedPayload], new: &[LockedPayload]) -> Vec<Self> {
+        let key = |p: &LockedPayload| (p.plugin.clone(), p.server.clone());
+        let view = |p: &LockedPayload| (p.package.clone(), p.version.clone(), p.hash);
+        let mut out = Vec::new();
+        for after in new {
+            let before = old.iter().find(|p| key(p) == key(after));
+            if before.is_some_and(|b| view(b) == view(after)) {
+                continue;
+            }
+            out.push(PayloadDiff {
+                plugin: after.plugin.clone(),
+                server: after.server.clone(),
+                runner: after.runner.clone(),
+                package: after.package.clone(),
+                from: before.map(|b| b.version.clone()),
+                to: Some(after.version.clone()),
+            });
+        }
+        for before in old.iter().filter(|b| !new.iter().any(|a| key(a) == key(b))) {
+            out.push(PayloadDiff {
+                plugin: before.plugin.clone(),
+                server: before.server.clone(),
+                runner: before.runner.clone(),
+                package: before.package.clone(),
+                from: Some(before.version.clone()),
+                to: None,
+            });
+        }
+        out
+    }
+
+    /// `fake-mcp 1.1.0 -> 1.2.0`, `fake-mcp pinned at 1.1.0`, `fake-mcp no longer pinned`.
+    fn change(&self) -> String {
+        match (&self.from, &self.to) {
+            (Some(a), Some(b)) => format!("{} {a} -> {b}", self.package),
+            (None, Some(b)) => format!("{} pinned at {b}", self.package),
+            (Some(a), None) => format!("{} {a} no longer pinned", self.package),
+            (None, None) => self.package.clone(),
+        }
+    }
 }
 
 /// One plugin that was added, removed or moved.
@@ -205,6 +269,16 @@ fn heading(p: &PluginDiff) -> String {
 /// For a terminal.
 pub fn text(report: &LockDiff) -> String {
     let mut out = String::new();
+    for p in &report.payloads {
+        let _ = writeln!(
+            out,
+            "package of {}'s MCP server {} ({}): {}",
+            p.plugin,
+            p.server,
+            p.runner,
+            p.change()
+        );
+    }
     if report.plugins.is_empty() {
         let _ = writeln!(
             out,
@@ -241,6 +315,20 @@ fn code(text: &str) -> String {
 /// For a pull-request comment.
 pub fn markdown(report: &LockDiff) -> String {
     let mut out = String::from("## berth: plugin changes\n\n");
+    if !report.payloads.is_empty() {
+        let _ = writeln!(out, "MCP server packages (what `npx`/`uvx` lines run):\n");
+        for p in &report.payloads {
+            let _ = writeln!(
+                out,
+                "- {} of plugin {} ({}): {}",
+                code(&p.server),
+                code(&p.plugin),
+                code(&p.runner),
+                p.change()
+            );
+        }
+        out.push('\n');
+    }
     if report.plugins.is_empty() {
         let _ = writeln!(
             out,

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use berth_lockfile_schema::{Lock, Manifest};
-use berth_resolver::{LocalRelock, LockOptions, Network, Upgrade, lock_plugins};
+use berth_resolver::{LocalRelock, LockOptions, Network, Upgrade, lock_plugins, pin_payloads};
 
 use super::describe_changes;
 use crate::args::LockArgs;
@@ -168,13 +168,24 @@ fn resolve_with(
         manifest_label: ctx.manifest_label(),
         local: LocalRelock::Rehash,
     };
-    let outcome = lock_plugins(
+    let settings = ctx.settings(network);
+    let mut outcome = lock_plugins(
         &ctx.store,
-        &ctx.settings(network),
+        &settings,
         &ctx.printer,
         manifest,
         previous,
         &options,
+    )
+    .map_err(|errors| Failure::from_entries("could not lock", errors))?;
+    pin_payloads(
+        &ctx.store,
+        &settings,
+        &ctx.printer,
+        Some(manifest),
+        &mut outcome.lock,
+        previous,
+        &options.upgrade,
     )
     .map_err(|errors| Failure::from_entries("could not lock", errors))?;
     Ok(outcome.lock)

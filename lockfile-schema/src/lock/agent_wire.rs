@@ -138,26 +138,7 @@ impl TryFrom<LockedAgentWire> for LockedAgent {
                 Some(LockedPlugin::try_from(plugin)?)
             }
         };
-        let mut wheels = Vec::with_capacity(w.wheel.len());
-        for (i, wheel) in w.wheel.into_iter().enumerate() {
-            let label = format!("wheel {} (`{}`)", i + 1, wheel.file);
-            if !is_sha256_hex(&wheel.sha256) {
-                return Err(format!("{label}: `sha256` is not 64 lower-case hex digits"));
-            }
-            let Some(file) = WheelFile::parse(&wheel.file) else {
-                return Err(format!("{label}: `file` is not a wheel file name"));
-            };
-            if wheel.name.is_empty() || normalize_package_name(&wheel.name) != wheel.name {
-                return Err(format!("{label}: `name` is not a normalised package name"));
-            }
-            wheels.push(LockedWheel {
-                name: wheel.name,
-                version: wheel.version,
-                file,
-                url: wheel.url,
-                sha256: wheel.sha256,
-            });
-        }
+        let wheels = wheels_from_wire(w.wheel)?;
         let built = wheels.iter().filter(|w| w.url.is_none()).count();
         match (&tree, built) {
             (None, 0) | (Some(_), 1) => {}
@@ -196,6 +177,48 @@ impl TryFrom<LockedAgentWire> for LockedAgent {
     }
 }
 
+/// Validates a closure's `wheel` entries.
+pub(super) fn wheels_from_wire(wire: Vec<LockedWheelWire>) -> Result<Vec<LockedWheel>, String> {
+    let mut wheels = Vec::with_capacity(wire.len());
+    for (i, wheel) in wire.into_iter().enumerate() {
+        let label = format!("wheel {} (`{}`)", i + 1, wheel.file);
+        if !is_sha256_hex(&wheel.sha256) {
+            return Err(format!("{label}: `sha256` is not 64 lower-case hex digits"));
+        }
+        let Some(file) = WheelFile::parse(&wheel.file) else {
+            return Err(format!("{label}: `file` is not a wheel file name"));
+        };
+        if wheel.name.is_empty() || normalize_package_name(&wheel.name) != wheel.name {
+            return Err(format!("{label}: `name` is not a normalised package name"));
+        }
+        wheels.push(LockedWheel {
+            name: wheel.name,
+            version: wheel.version,
+            file,
+            url: wheel.url,
+            sha256: wheel.sha256,
+        });
+    }
+    Ok(wheels)
+}
+
+/// Writes a closure's wheels as `[[TABLE]]` entries.
+pub(super) fn write_wheels(out: &mut String, table: &str, wheels: &[LockedWheel]) {
+    for wheel in wheels {
+        out.push_str(&format!("\n[[{table}]]\n"));
+        write_fields(
+            out,
+            &[
+                ("name", Some(&wheel.name)),
+                ("version", Some(&wheel.version)),
+                ("file", Some(&wheel.file.to_string())),
+                ("url", wheel.url.as_ref()),
+                ("sha256", Some(&wheel.sha256)),
+            ],
+        );
+    }
+}
+
 impl LockedAgent {
     /// The canonical `[agent]` text of the lockfile (with its leading blank line).
     pub(crate) fn write_toml(&self, out: &mut String) {
@@ -220,18 +243,6 @@ impl LockedAgent {
                 ("hash", pin(|t| Some(&t.hash))),
             ],
         );
-        for wheel in &self.wheels {
-            out.push_str("\n[[agent.wheel]]\n");
-            write_fields(
-                out,
-                &[
-                    ("name", Some(&wheel.name)),
-                    ("version", Some(&wheel.version)),
-                    ("file", Some(&wheel.file.to_string())),
-                    ("url", wheel.url.as_ref()),
-                    ("sha256", Some(&wheel.sha256)),
-                ],
-            );
-        }
+        write_wheels(out, "agent.wheel", &self.wheels);
     }
 }

@@ -5,6 +5,7 @@
 mod agent;
 mod agent_wire;
 mod marketplace;
+mod payload;
 mod staleness;
 mod wire;
 mod writer;
@@ -12,6 +13,7 @@ mod writer;
 pub use agent::{LockedAgent, LockedWheel};
 pub use agent_wire::{LockedAgentWire, LockedWheelWire};
 pub use marketplace::{LockedMarketplace, LockedMarketplaceWire};
+pub use payload::{LockedNpmPackage, LockedPayload, LockedPayloadWire};
 pub use staleness::Staleness;
 pub(crate) use staleness::differ;
 pub use wire::{LockFileWire, LockedPluginWire};
@@ -38,6 +40,9 @@ pub struct Lock {
     pub agent: Option<LockedAgent>,
     /// The marketplaces read, in manifest order.
     pub marketplaces: Vec<LockedMarketplace>,
+    /// The packages MCP servers start through runners (`npx`, `uvx`), pinned with their
+    /// closures, by plugin then server.
+    pub payloads: Vec<LockedPayload>,
 }
 
 /// One validated lock entry.
@@ -158,6 +163,20 @@ pub enum LockError {
         /// What is wrong.
         message: String,
     },
+    /// Well-formed TOML with a bad value in a `[[payload]]`.
+    #[error(
+        "{file}: payload of plugin `{plugin}`, server `{server}`: {message}; run `berth plugins lock` to regenerate the lockfile"
+    )]
+    InvalidPayload {
+        /// The lockfile.
+        file: String,
+        /// The plugin.
+        plugin: String,
+        /// The server.
+        server: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Well-formed TOML with a bad value in `[agent]`.
     #[error("{file}: `[agent]`: {message}; run `berth plugins lock` to regenerate the lockfile")]
     InvalidAgent {
@@ -236,10 +255,24 @@ pub fn parse_lock(file: &str, text: &str) -> Result<Lock, LockError> {
             })
         })
         .collect::<Result<_, _>>()?;
+    let payloads = wire
+        .payload
+        .into_iter()
+        .map(|p| {
+            let (plugin, server) = (p.plugin.clone(), p.server.clone());
+            LockedPayload::try_from(p).map_err(|message| LockError::InvalidPayload {
+                file: file.to_owned(),
+                plugin,
+                server,
+                message,
+            })
+        })
+        .collect::<Result<_, _>>()?;
     Ok(Lock {
         plugins,
         agent,
         marketplaces,
+        payloads,
     })
 }
 
@@ -351,6 +384,7 @@ mod tests {
             ],
             agent: None,
             marketplaces: Vec::new(),
+            payloads: Vec::new(),
         }
     }
 

@@ -29,6 +29,10 @@ pub struct LockFileWire {
     /// The marketplaces `PLUGIN@MARKETPLACE` entries were read from, in manifest order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub marketplace: Vec<super::LockedMarketplaceWire>,
+    /// The packages MCP servers start through package runners (`npx`, `uvx`), each pinned
+    /// with its dependency closure.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub payload: Vec<super::LockedPayloadWire>,
 }
 
 /// One `[[plugin]]` entry of the lockfile.

@@ -54,6 +54,9 @@ impl Lock {
         if let Some(agent) = &self.agent {
             agent.write_toml(&mut out);
         }
+        for payload in &self.payloads {
+            payload.write_toml(&mut out);
+        }
         out
     }
 }

@@ -49,16 +49,18 @@ pub(crate) struct WheelMeta {
     pub name: String,
     pub version: String,
     pub entry_points: Vec<EntryPoint>,
+    /// Its `console_scripts`.
+    pub scripts: Vec<EntryPoint>,
 }
 
 #[derive(Deserialize)]
-struct Pylock {
+pub(crate) struct Pylock {
     #[serde(default)]
     packages: Vec<PylockPackage>,
 }
 
 #[derive(Deserialize)]
-struct PylockPackage {
+pub(crate) struct PylockPackage {
     name: String,
     version: Option<String>,
     #[serde(default)]
@@ -99,7 +101,7 @@ pub enum AgentVerifyStatus {
 }
 
 impl Ctx<'_> {
-    fn index(&self) -> Result<Index, ResolveError> {
+    pub(crate) fn index(&self) -> Result<Index, ResolveError> {
         let raw = self.settings.index_url.trim_end_matches('/').to_owned();
         let url = SourceUrl::new(&raw)?;
         // The same rule as plugin sources: a password goes over plain http only to this
@@ -141,48 +143,13 @@ impl Ctx<'_> {
             }
         };
         let packages = self.compile(&uv, &python, &index, &requirement, work.path())?;
-        let mut wheels = Vec::new();
-        let mut version = None;
-        for p in packages {
-            let name = normalize_package_name(&p.name);
-            if name == package {
-                version = p.version.clone();
-                if built.is_some() {
-                    continue; // berth's own build, added below
-                }
-            }
-            let pkg_version = p.version.clone().unwrap_or_default();
-            if p.wheels.is_empty() {
-                return Err(AgentError::NoWheel {
-                    package: name.clone(),
-                    version: pkg_version,
-                    python: python.minor_version().to_string(),
-                }
-                .into());
-            }
-            for w in p.wheels {
-                let url = w.url.ok_or_else(|| AgentError::NoWheelUrl {
-                    package: name.clone(),
-                })?;
-                let sha256 =
-                    w.hashes
-                        .get("sha256")
-                        .cloned()
-                        .ok_or_else(|| AgentError::NoWheelHash {
-                            url: redact(&url).text,
-                        })?;
-                let file = w.name.unwrap_or_else(|| file_of_url(&url));
-                let file = WheelFile::parse(file.trim())
-                    .ok_or(AgentError::WheelName { file: file.clone() })?;
-                wheels.push(LockedWheel {
-                    name: name.clone(),
-                    version: pkg_version.clone(),
-                    file,
-                    url: Some(redact(&url).text),
-                    sha256: sha256.to_ascii_lowercase(),
-                });
-            }
-        }
+        let version = packages
+            .iter()
+            .find(|p| normalize_package_name(&p.name) == package)
+            .and_then(|p| p.version.clone());
+        // berth's own build is added below.
+        let skip = built.is_some().then_some(package.as_str());
+        let mut wheels = wheels_of(packages, skip, &python)?;
         let (entry_point, tree, version) = match built {
             Some((mut tree, wheel, meta)) => {
                 let entry_point = choose_entry_point(&package, &meta.entry_points, request)?;
@@ -291,7 +258,7 @@ impl Ctx<'_> {
     }
 
     /// `uv pip compile` of one requirement into pylock packages.
-    fn compile(
+    pub(crate) fn compile(
         &self,
         uv: &Uv,
         python: &Python,
@@ -347,6 +314,53 @@ impl Ctx<'_> {
         let lock: Pylock = toml::from_str(&text).map_err(AgentError::Pylock)?;
         Ok(lock.packages)
     }
+}
+
+/// The wheels of a pylock's packages (all but `skip`), each with its URL and sha256.
+pub(crate) fn wheels_of(
+    packages: Vec<PylockPackage>,
+    skip: Option<&str>,
+    python: &Python,
+) -> Result<Vec<LockedWheel>, ResolveError> {
+    let mut wheels = Vec::new();
+    for p in packages {
+        let name = normalize_package_name(&p.name);
+        if skip == Some(name.as_str()) {
+            continue;
+        }
+        let pkg_version = p.version.clone().unwrap_or_default();
+        if p.wheels.is_empty() {
+            return Err(AgentError::NoWheel {
+                package: name.clone(),
+                version: pkg_version,
+                python: python.minor_version().to_string(),
+            }
+            .into());
+        }
+        for w in p.wheels {
+            let url = w.url.ok_or_else(|| AgentError::NoWheelUrl {
+                package: name.clone(),
+            })?;
+            let sha256 =
+                w.hashes
+                    .get("sha256")
+                    .cloned()
+                    .ok_or_else(|| AgentError::NoWheelHash {
+                        url: redact(&url).text,
+                    })?;
+            let file = w.name.unwrap_or_else(|| file_of_url(&url));
+            let file = WheelFile::parse(file.trim())
+                .ok_or(AgentError::WheelName { file: file.clone() })?;
+            wheels.push(LockedWheel {
+                name: name.clone(),
+                version: pkg_version.clone(),
+                file,
+                url: Some(redact(&url).text),
+                sha256: sha256.to_ascii_lowercase(),
+            });
+        }
+    }
+    Ok(wheels)
 }
 
 fn choose_entry_point(

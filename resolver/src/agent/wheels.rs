@@ -196,7 +196,8 @@ impl Ctx<'_> {
     }
 }
 
-/// Reads `Name`, `Version` and the `openhands.agents` entry points of a wheel.
+/// Reads `Name`, `Version`, the `openhands.agents` entry points and the console scripts of
+/// a wheel.
 pub(crate) fn read_wheel_meta(path: &Path) -> Result<WheelMeta, ResolveError> {
     let bad = |problem: WheelProblem| {
         ResolveError::from(AgentError::Wheel {
@@ -247,13 +248,12 @@ pub(crate) fn read_wheel_meta(path: &Path) -> Result<WheelMeta, ResolveError> {
     };
     let name = header("Name:").ok_or_else(|| bad(WheelProblem::NoHeader("Name")))?;
     let version = header("Version:").ok_or_else(|| bad(WheelProblem::NoHeader("Version")))?;
-    let entry_points = entry_points
-        .map(|text| entry_points_of(&text, AGENT_ENTRY_POINT_GROUP))
-        .unwrap_or_default();
+    let text = entry_points.unwrap_or_default();
     Ok(WheelMeta {
         name,
         version,
-        entry_points,
+        entry_points: entry_points_of(&text, AGENT_ENTRY_POINT_GROUP),
+        scripts: entry_points_of(&text, "console_scripts"),
     })
 }
 

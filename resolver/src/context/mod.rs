@@ -7,7 +7,10 @@ mod report;
 mod settings;
 
 pub use report::{Event, Reporter, SilentReporter, Task};
-pub use settings::{Cancel, DEFAULT_GITHUB_URL, LocalCheck, Network, Settings, git_cache_name};
+pub use settings::{
+    Cancel, DEFAULT_GITHUB_URL, DEFAULT_NPM_REGISTRY, LocalCheck, Network, PayloadFinder, Settings,
+    git_cache_name,
+};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -21,6 +21,17 @@ pub enum Network {
     Offline,
 }
 
+/// Reads which MCP servers of a lock's plugins (all in the store) start through a package
+/// runner: the servers, and a warning for each runner line that cannot be pinned.
+pub type PayloadFinder =
+    fn(
+        &berth_store::Store,
+        &berth_lockfile_schema::Lock,
+    ) -> Result<(Vec<berth_lockfile_schema::runner::PayloadWant>, Vec<String>), String>;
+
+/// The npm registry used when `$BERTH_NPM_REGISTRY` does not say otherwise.
+pub const DEFAULT_NPM_REGISTRY: &str = "https://registry.npmjs.org";
+
 /// What the resolver needs from its caller's environment, gathered once by the CLI or server.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -53,6 +64,12 @@ pub struct Settings {
     /// How old a branch or tag resolution shared through `shared` may be and still be
     /// reused (the server's `--ref-ttl`); zero: only those made since the run started.
     pub ref_ttl: std::time::Duration,
+    /// The npm registry runner-started MCP servers are resolved against
+    /// (`$BERTH_NPM_REGISTRY`, else [`DEFAULT_NPM_REGISTRY`]).
+    pub npm_registry: String,
+    /// Reads which MCP servers of a lock start through a package runner (the runtime's
+    /// reader, handed down by the front end); `None`: payloads are not locked.
+    pub payload_finder: Option<PayloadFinder>,
 }
 
 /// A flag that stops the resolver's work: checked before every network step, between the

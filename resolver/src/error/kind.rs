@@ -78,6 +78,7 @@ impl ResolveError {
             | Self::NoMatchingVersion { .. }
             | Self::MarketplaceChanged { .. }
             | Self::Npm { .. }
+            | Self::Payload { .. }
             | Self::NpmIntegrity { .. }
             | Self::MarketplaceRewritten(_)
             | Self::UnknownPlugin { .. }

@@ -324,6 +324,15 @@ pub enum ResolveError {
         message: String,
     },
 
+    /// A runner-started MCP server's package could not be locked or fetched.
+    #[error("{what}: {message}")]
+    Payload {
+        /// The package or line.
+        what: String,
+        /// What went wrong.
+        message: String,
+    },
+
     /// An npm tarball is not what its registry's `dist.integrity` says.
     #[error(
         "npm package `{package}`: `{tarball}` does not match the registry's integrity: expected `{expected}`, got `{actual}`; nothing was written"

@@ -1,5 +1,6 @@
 //! What a lock keeps alive in the store, for `berth store gc`: its plugins' entries, the git
-//! caches and archives they are fetched from, and its agent's wheels and source tree. Which
+//! caches and archives they are fetched from, its agent's wheels and source tree, and its
+//! MCP servers' package closures. Which
 //! locks are live (the roots) is the caller's to say.
 
 use berth_lockfile_schema::{Lock, Pin};
@@ -10,6 +11,13 @@ pub fn mark_live(live: &mut Live, lock: &Lock) {
     if let Some(agent) = &lock.agent {
         live.wheels
             .extend(agent.wheels.iter().map(|w| w.sha256.clone()));
+    }
+    for payload in &lock.payloads {
+        live.entries.insert(format!(
+            "{}-{}",
+            payload.hash.to_nix32(),
+            entry_name(&payload.entry_name())
+        ));
     }
     let tree = lock.agent.as_ref().and_then(|a| a.tree.as_ref());
     for plugin in lock.plugins.iter().chain(tree) {

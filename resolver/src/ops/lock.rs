@@ -23,6 +23,17 @@ pub enum Upgrade {
     Plugins(Vec<String>),
 }
 
+impl Upgrade {
+    /// Whether it lets the pins of `plugin` (and its servers' payloads) move.
+    pub fn covers(&self, plugin: &str) -> bool {
+        match self {
+            Upgrade::Nothing => false,
+            Upgrade::All => true,
+            Upgrade::Plugins(names) => names.iter().any(|n| n == plugin),
+        }
+    }
+}
+
 /// How to run `lock`.
 #[derive(Debug, Clone, Default)]
 pub struct LockOptions {
@@ -274,6 +285,8 @@ pub fn lock_plugins(
             plugins,
             agent,
             marketplaces: markets.into_iter().map(|m| m.locked).collect(),
+            // Kept as they were: `lock_payloads` pins them once the plugins are stored.
+            payloads: previous.map(|p| p.payloads.clone()).unwrap_or_default(),
         },
         resolved: resolved.into_inner(),
     })

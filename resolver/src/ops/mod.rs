@@ -6,6 +6,7 @@
 mod dependencies;
 mod live;
 mod lock;
+mod pin;
 mod policy;
 mod sync;
 mod verify;
@@ -13,6 +14,7 @@ mod workflow;
 
 pub use live::mark_live;
 pub use lock::*;
+pub use pin::pin_payloads;
 pub use policy::{PolicyLoadError, load_policy};
 pub use sync::*;
 pub use verify::*;

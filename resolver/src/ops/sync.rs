@@ -49,8 +49,21 @@ pub fn sync_plugins(
             .collect()
     };
     let agent_present = lock.agent.as_ref().is_none_or(|a| store.has_agent(a));
+    let payload_names: Vec<String> = lock.payloads.iter().map(|p| p.entry_name()).collect();
+    let payloads_wanted: Vec<_> = lock
+        .payloads
+        .iter()
+        .zip(&payload_names)
+        .map(|(p, name)| (&p.hash, name.as_str()))
+        .collect();
+    let payloads_present = payloads_wanted.is_empty()
+        || store
+            .checked_lookup_all(&payloads_wanted)
+            .into_iter()
+            .all(|found| matches!(found, Ok(Some(_))));
     if let Some(entries) = present
         && agent_present
+        && payloads_present
     {
         // Staging a killed process left (a `gc` or `sync` stopped mid-way) goes even when
         // there is nothing to add: one `readdir` of an empty `tmp/` in the common case.
@@ -85,6 +98,21 @@ pub fn sync_plugins(
                 label: format!("agent `{}`", agent.package),
                 error: Box::new(error),
             });
+        }
+    }
+    for payload in &lock.payloads {
+        match ctx.sync_payload(payload) {
+            Ok((_, true)) => {
+                added.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok((_, false)) => {}
+            Err(error) => errors.push(EntryError {
+                label: format!(
+                    "package `{}` {} (MCP server `{}` of plugin `{}`)",
+                    payload.package, payload.version, payload.server, payload.plugin
+                ),
+                error: Box::new(error),
+            }),
         }
     }
     if !errors.is_empty() {

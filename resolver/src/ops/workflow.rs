@@ -198,13 +198,23 @@ fn update<F: Lockfile>(
         manifest_label: manifest_label.to_owned(),
         local: LocalRelock::Keep,
     };
-    let outcome = lock_plugins(
+    let mut outcome = lock_plugins(
         store,
         settings,
         reporter,
         manifest,
         previous.as_ref(),
         &options,
+    )
+    .map_err(LockAndSyncError::Lock)?;
+    super::pin_payloads(
+        store,
+        settings,
+        reporter,
+        Some(manifest),
+        &mut outcome.lock,
+        previous.as_ref(),
+        &Upgrade::Nothing,
     )
     .map_err(LockAndSyncError::Lock)?;
     lockfile
@@ -272,6 +282,8 @@ mod tests {
             policy: None,
             substituters: Vec::new(),
             ref_ttl: std::time::Duration::ZERO,
+            npm_registry: String::new(),
+            payload_finder: None,
         }
     }
 

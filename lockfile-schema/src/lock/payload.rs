@@ -1,0 +1,242 @@
+//! The lock's `[[payload]]` tables: the code a package runner would fetch at every start
+//! (an MCP server's `npx -y pkg@^1`, `uvx mcp-server-fetch`), pinned with its whole
+//! dependency closure and the NAR hash of the store entry that holds it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::agent::LockedWheel;
+use super::agent_wire::{LockedWheelWire, wheels_from_wire, write_wheels};
+use super::write_fields;
+use crate::hash::Sha256Hash;
+use crate::runner::Ecosystem;
+
+/// One npm package of a closure, at its place in `node_modules`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockedNpmPackage {
+    /// Its folder in the closure, as npm's lockfile names it (`node_modules/a`,
+    /// `node_modules/a/node_modules/b`).
+    pub path: String,
+    /// Its version.
+    pub version: String,
+    /// The tarball's URL.
+    pub url: String,
+    /// The registry's `dist.integrity` of the tarball (SRI, sha512 as a rule).
+    pub integrity: String,
+}
+
+/// One locked payload: what one MCP server of one plugin runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockedPayload {
+    /// The plugin whose server it is.
+    pub plugin: String,
+    /// The MCP server's name.
+    pub server: String,
+    /// The runner as written (`npx`, `uvx`, ...).
+    pub runner: String,
+    /// The package spec as written in the server's command line.
+    pub spec: String,
+    /// npm or Python.
+    pub ecosystem: Ecosystem,
+    /// The package's name.
+    pub package: String,
+    /// The version the spec resolved to.
+    pub version: String,
+    /// What to run: npm, the script's path in the closure
+    /// (`node_modules/pkg/bin/cli.js`); Python, the console script's name.
+    pub entry: String,
+    /// NAR hash of the closure's store entry.
+    pub hash: Sha256Hash,
+    /// The Python version (`major.minor`) a Python closure was resolved for.
+    pub python_version: Option<String>,
+    /// An npm closure's packages, in path order.
+    pub npm: Vec<LockedNpmPackage>,
+    /// A Python closure's wheels, sorted by name then file.
+    pub wheels: Vec<LockedWheel>,
+}
+
+impl LockedPayload {
+    /// The name of its store entry: `npm-<package>-<version>` or `py-<package>-<version>`,
+    /// the scope's `@` and `/` made `-`.
+    pub fn entry_name(&self) -> String {
+        let prefix = match self.ecosystem {
+            Ecosystem::Npm => "npm",
+            Ecosystem::Python => "py",
+        };
+        let package = self.package.trim_start_matches('@').replace('/', "-");
+        format!("{prefix}-{package}-{}", self.version)
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '+') {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect()
+    }
+}
+
+/// One `[[payload]]` entry as it is on disk. Field order is the writer's order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LockedPayloadWire {
+    /// The plugin whose MCP server runs it.
+    #[schemars(length(min = 1))]
+    pub plugin: String,
+    /// The MCP server's name.
+    #[schemars(length(min = 1))]
+    pub server: String,
+    /// The runner as written: `npx`, `npm exec`, `bunx`, `pnpm dlx`, `uvx`, `uv tool run`,
+    /// `pipx run`.
+    #[schemars(length(min = 1))]
+    pub runner: String,
+    /// The package spec as written in the command line (`fake-mcp@^1`).
+    #[schemars(length(min = 1))]
+    pub spec: String,
+    /// `npm` or `python`.
+    #[schemars(regex(pattern = r"^(npm|python)$"))]
+    pub ecosystem: String,
+    /// The package's name.
+    #[schemars(length(min = 1))]
+    pub package: String,
+    /// The exact version the spec resolved to.
+    #[schemars(length(min = 1))]
+    pub version: String,
+    /// npm: the script's path in the closure; Python: the console script's name.
+    #[schemars(length(min = 1))]
+    pub entry: String,
+    /// NAR sha256 of the closure's store entry, SRI form.
+    #[schemars(regex(pattern = r"^sha256-[A-Za-z0-9+/]{43}=$"))]
+    pub hash: String,
+    /// The Python version (`major.minor`) of a Python closure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", regex(pattern = r"^[0-9]+\.[0-9]+$"))]
+    pub python_version: Option<String>,
+    /// An npm closure: every package at its `node_modules` path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub npm: Vec<LockedNpmPackageWire>,
+    /// A Python closure: every wheel.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wheel: Vec<LockedWheelWire>,
+}
+
+/// One `[[payload.npm]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LockedNpmPackageWire {
+    /// Its folder in the closure (`node_modules/...`).
+    #[schemars(regex(pattern = r"^node_modules/"))]
+    pub path: String,
+    /// Its version.
+    #[schemars(length(min = 1))]
+    pub version: String,
+    /// The tarball's URL.
+    #[schemars(length(min = 1))]
+    pub url: String,
+    /// The tarball's integrity, SRI (`sha512-...`).
+    #[schemars(length(min = 8))]
+    pub integrity: String,
+}
+
+/// Whether `path` is a plain `node_modules/...` path with no way out of the closure.
+fn is_closure_path(path: &str) -> bool {
+    path.starts_with("node_modules/")
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains('\\'))
+}
+
+impl TryFrom<LockedPayloadWire> for LockedPayload {
+    type Error = String;
+
+    fn try_from(w: LockedPayloadWire) -> Result<Self, String> {
+        let ecosystem = Ecosystem::parse(&w.ecosystem)
+            .ok_or_else(|| format!("`ecosystem = \"{}\"` is not `npm` or `python`", w.ecosystem))?;
+        let hash = Sha256Hash::from_sri(&w.hash).map_err(|e| e.to_string())?;
+        let mut npm = Vec::with_capacity(w.npm.len());
+        for p in w.npm {
+            if !is_closure_path(&p.path) {
+                return Err(format!("`{}` is not a `node_modules/` path", p.path));
+            }
+            npm.push(LockedNpmPackage {
+                path: p.path,
+                version: p.version,
+                url: p.url,
+                integrity: p.integrity,
+            });
+        }
+        let wheels = wheels_from_wire(w.wheel)?;
+        match ecosystem {
+            Ecosystem::Npm => {
+                if npm.is_empty() || !wheels.is_empty() {
+                    return Err("an npm payload lists its `npm` packages and no wheels".into());
+                }
+                if !is_closure_path(&w.entry) {
+                    return Err(format!(
+                        "`entry = \"{}\"` is not a path in the closure",
+                        w.entry
+                    ));
+                }
+            }
+            Ecosystem::Python => {
+                if wheels.is_empty() || !npm.is_empty() || w.python_version.is_none() {
+                    return Err("a Python payload lists its wheels and its `python_version`".into());
+                }
+                if w.entry.contains(['/', '\\']) || w.entry.starts_with('.') {
+                    return Err(format!("`entry = \"{}\"` is not a script name", w.entry));
+                }
+            }
+        }
+        Ok(LockedPayload {
+            plugin: w.plugin,
+            server: w.server,
+            runner: w.runner,
+            spec: w.spec,
+            ecosystem,
+            package: w.package,
+            version: w.version,
+            entry: w.entry,
+            hash,
+            python_version: w.python_version,
+            npm,
+            wheels,
+        })
+    }
+}
+
+impl LockedPayload {
+    /// The canonical `[[payload]]` text (with its leading blank line).
+    pub(crate) fn write_toml(&self, out: &mut String) {
+        out.push_str("\n[[payload]]\n");
+        let hash = self.hash.to_sri();
+        write_fields(
+            out,
+            &[
+                ("plugin", Some(&self.plugin)),
+                ("server", Some(&self.server)),
+                ("runner", Some(&self.runner)),
+                ("spec", Some(&self.spec)),
+                ("ecosystem", Some(&self.ecosystem.as_str().to_owned())),
+                ("package", Some(&self.package)),
+                ("version", Some(&self.version)),
+                ("entry", Some(&self.entry)),
+                ("hash", Some(&hash)),
+                ("python_version", self.python_version.as_ref()),
+            ],
+        );
+        for p in &self.npm {
+            out.push_str("\n[[payload.npm]]\n");
+            write_fields(
+                out,
+                &[
+                    ("path", Some(&p.path)),
+                    ("version", Some(&p.version)),
+                    ("url", Some(&p.url)),
+                    ("integrity", Some(&p.integrity)),
+                ],
+            );
+        }
+        write_wheels(out, "payload.wheel", &self.wheels);
+    }
+}

@@ -1,0 +1,64 @@
+//! Pinning the payloads of a lock's runner-started MCP servers (`npx`, `uvx`): the step
+//! after `lock_plugins` that `berth plugins lock` and the lock-then-sync workflow share.
+
+use berth_lockfile_schema::{Lock, Manifest};
+use berth_store::Store;
+
+use super::{Upgrade, sync_plugins};
+use crate::context::{LocalCheck, Reporter, Settings};
+use crate::error::EntryError;
+use crate::payload::lock_payloads;
+
+/// Fills `lock.payloads`. When the plugins are those of `previous` (same names and
+/// hashes) and nothing is upgraded, `previous`'s payloads stay as they are, with no
+/// store or network needed (so `lock --check` of a current lock is offline); otherwise
+/// the plugins are made present in the store, their servers read, and every runner line
+/// pinned (keeping a previous pin while its line is unchanged, unless `upgrade` covers
+/// its plugin).
+pub fn pin_payloads(
+    store: &Store,
+    settings: &Settings,
+    reporter: &dyn Reporter,
+    manifest: Option<&Manifest>,
+    lock: &mut Lock,
+    previous: Option<&Lock>,
+    upgrade: &Upgrade,
+) -> Result<(), Vec<EntryError>> {
+    if settings.payload_finder.is_none() {
+        return Ok(());
+    }
+    let same_plugins = previous.is_some_and(|p| {
+        p.plugins.len() == lock.plugins.len()
+            && p.plugins
+                .iter()
+                .zip(&lock.plugins)
+                .all(|(a, b)| a.name == b.name && a.hash == b.hash)
+    });
+    if let (true, Upgrade::Nothing, Some(previous)) = (same_plugins, upgrade, previous) {
+        lock.payloads = previous.payloads.clone();
+        return Ok(());
+    }
+    // The plugins only: a payload that is no longer wanted need not be fetched.
+    let payloads = std::mem::take(&mut lock.payloads);
+    sync_plugins(
+        store,
+        settings,
+        reporter,
+        lock,
+        manifest,
+        LocalCheck::TrustStore,
+    )?;
+    let kept = Lock {
+        payloads,
+        ..Lock::default()
+    };
+    lock.payloads = lock_payloads(
+        store,
+        settings,
+        reporter,
+        lock,
+        Some(previous.unwrap_or(&kept)),
+        &|plugin| upgrade.covers(plugin),
+    )?;
+    Ok(())
+}

@@ -1,0 +1,258 @@
+//! Package payloads: the code an MCP server's runner line (`npx -y pkg@^1`, `uvx pkg`)
+//! would fetch from a registry at every start, locked with its whole dependency closure by
+//! the ecosystem's own resolver (npm's lockfile resolution in `npm.rs`, uv in `python.rs`),
+//! kept as a content-addressed store entry (NAR hash, like a plugin) and synced and
+//! substituted like one.
+//!
+//! Which servers start through a runner is the runtime's to say (it reads plugin folders);
+//! the front end hands that reader to the resolver as [`Settings::payload_finder`].
+
+mod npm;
+mod python;
+
+use std::collections::BTreeMap;
+
+use berth_lockfile_schema::runner::Ecosystem;
+use berth_lockfile_schema::{Lock, LockedPayload};
+use berth_store::{Staging, Store, StoreEntry, StoreError, UnpackLimits};
+
+pub use crate::context::{DEFAULT_NPM_REGISTRY, PayloadFinder};
+
+use crate::context::{Ctx, Event, Network, Reporter, Settings};
+use crate::error::{EntryError, ResolveError};
+
+/// Why a payload was not locked.
+pub(crate) enum NotLocked {
+    /// The line is left as written, with a warning saying why (install scripts, a
+    /// platform-specific dependency, no program to run).
+    Left(String),
+    /// Locking failed (the registry, the index, a download).
+    Failed(Box<ResolveError>),
+}
+
+impl From<ResolveError> for NotLocked {
+    fn from(e: ResolveError) -> Self {
+        NotLocked::Failed(Box::new(e))
+    }
+}
+
+impl From<std::io::Error> for NotLocked {
+    fn from(e: std::io::Error) -> Self {
+        NotLocked::Failed(Box::new(e.into()))
+    }
+}
+
+impl From<StoreError> for NotLocked {
+    fn from(e: StoreError) -> Self {
+        NotLocked::Failed(Box::new(e.into()))
+    }
+}
+
+/// The payloads of `lock`'s runner-started MCP servers: a previous pin is kept while the
+/// server's line still asks for the same package spec (unless `upgrade` covers its
+/// plugin, `may_move` says); the rest are resolved, their closures fetched, checked and added to the store.
+/// Without a [`Settings::payload_finder`] the lock's own payloads are returned as they are.
+pub fn lock_payloads(
+    store: &Store,
+    settings: &Settings,
+    reporter: &dyn Reporter,
+    lock: &Lock,
+    previous: Option<&Lock>,
+    may_move: &dyn Fn(&str) -> bool,
+) -> Result<Vec<LockedPayload>, Vec<EntryError>> {
+    let Some(finder) = settings.payload_finder else {
+        return Ok(lock.payloads.clone());
+    };
+    let (wants, warnings) = finder(store, lock).map_err(|message| {
+        vec![EntryError {
+            label: "MCP servers".to_owned(),
+            error: Box::new(ResolveError::Payload {
+                what: "the plugins' MCP servers".to_owned(),
+                message,
+            }),
+        }]
+    })?;
+    for warning in warnings {
+        reporter.warn(&warning);
+    }
+    let ctx = Ctx::new(store, settings, reporter);
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    // One resolution per package spec in a run, shared by every server that names it.
+    let mut resolved: BTreeMap<(Ecosystem, String, Option<String>), LockedPayload> =
+        BTreeMap::new();
+    for want in wants {
+        let call = &want.call;
+        let same = |p: &&LockedPayload| {
+            p.plugin == want.plugin
+                && p.server == want.server
+                && p.runner == call.runner
+                && p.spec == call.spec
+        };
+        let kept = previous
+            .into_iter()
+            .chain(std::iter::once(lock))
+            .flat_map(|l| &l.payloads)
+            .find(same)
+            .filter(|_| !may_move(&want.plugin));
+        if let Some(kept) = kept {
+            out.push(kept.clone());
+            continue;
+        }
+        let key = (call.ecosystem, call.spec.clone(), call.program.clone());
+        if let Some(done) = resolved.get(&key) {
+            out.push(LockedPayload {
+                plugin: want.plugin.clone(),
+                server: want.server.clone(),
+                runner: call.runner.clone(),
+                ..done.clone()
+            });
+            continue;
+        }
+        let label = format!(
+            "plugin `{}`, MCP server `{}` (`{} {}`)",
+            want.plugin, want.server, call.runner, call.spec
+        );
+        if settings.network == Network::Offline {
+            errors.push(EntryError {
+                label,
+                error: Box::new(ResolveError::Offline {
+                    what: format!("the package `{}`", call.spec),
+                }),
+            });
+            continue;
+        }
+        reporter.status(
+            "Resolving",
+            &format!(
+                "`{} {}` of plugin `{}`",
+                call.runner, call.spec, want.plugin
+            ),
+        );
+        let result = match call.ecosystem {
+            Ecosystem::Npm => ctx.lock_npm(&want),
+            Ecosystem::Python => ctx.lock_python(&want),
+        };
+        match result {
+            Ok(payload) => {
+                reporter.status(
+                    "Locked",
+                    &format!(
+                        "{} {} for MCP server `{}` of plugin `{}` ({} packages)",
+                        payload.package,
+                        payload.version,
+                        want.server,
+                        want.plugin,
+                        payload.npm.len() + payload.wheels.len()
+                    ),
+                );
+                resolved.insert(key, payload.clone());
+                out.push(payload);
+            }
+            Err(NotLocked::Left(why)) => reporter.warn(&format!(
+                "plugin `{}`, MCP server `{}`: `{} {}` is left as written and fetched at every start: {why}",
+                want.plugin, want.server, call.runner, call.spec
+            )),
+            Err(NotLocked::Failed(error)) => errors.push(EntryError { label, error }),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+impl Ctx<'_> {
+    /// Makes a locked payload's closure present in the store: found, substituted, or
+    /// fetched again from its pins and checked against the locked hash.
+    pub(crate) fn sync_payload(
+        &self,
+        payload: &LockedPayload,
+    ) -> Result<(StoreEntry, bool), ResolveError> {
+        let name = payload.entry_name();
+        match self.store.checked_lookup(&payload.hash, &name) {
+            Ok(Some(entry)) => return Ok((entry, false)),
+            Ok(None) => {}
+            Err(StoreError::Tampered { path, found, .. }) => {
+                self.reporter.warn(&format!(
+                    "store entry `{}` of the package `{}` was changed after it was added ({found}); replacing it",
+                    path.display(),
+                    payload.package
+                ));
+                self.store.discard_entry(&payload.hash, &name)?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let _guard = self
+            .store
+            .lock(&format!("entry-{}", payload.hash.to_nix32()), || {})?;
+        if let Ok(Some(entry)) = self.store.checked_lookup(&payload.hash, &name) {
+            return Ok((entry, false));
+        }
+        let staging = match self.substitute_payload(payload, &name)? {
+            Some(staging) => staging,
+            None => {
+                self.require_network(|| {
+                    format!("the package `{}` {}", payload.package, payload.version)
+                })?;
+                let built = match payload.ecosystem {
+                    Ecosystem::Npm => self.assemble_npm(&payload.npm),
+                    Ecosystem::Python => self.assemble_wheels(&payload.wheels),
+                };
+                built.map_err(|e| match e {
+                    NotLocked::Failed(e) => *e,
+                    NotLocked::Left(why) => ResolveError::Payload {
+                        what: format!("the package `{}`", payload.package),
+                        message: why,
+                    },
+                })?
+            }
+        };
+        let entry = self.store.commit(staging, &name, Some(&payload.hash))?;
+        self.reporter.status(
+            "Added",
+            &format!(
+                "{} {} {}",
+                payload.package,
+                payload.version,
+                entry.path.display()
+            ),
+        );
+        Ok((entry, true))
+    }
+
+    /// The payload's closure from the first substituter that has it, unpacked and checked.
+    fn substitute_payload(
+        &self,
+        payload: &LockedPayload,
+        name: &str,
+    ) -> Result<Option<Staging>, ResolveError> {
+        let limits = UnpackLimits {
+            max_total_bytes: self.settings.archive_limits.max_bytes,
+            max_entries: self.settings.archive_limits.max_entries,
+            ..UnpackLimits::default()
+        };
+        let skipped = |e: &berth_transport::cache::CacheError| {
+            self.reporter.warn(&format!(
+                "package `{}`: {e}; trying the next substituter, then its registry",
+                payload.package
+            ));
+        };
+        let found = berth_transport::cache::substitute_staged(
+            self.store,
+            &self.settings.substituters,
+            &payload.hash,
+            name,
+            &limits,
+            self.settings.network == Network::Offline,
+            &skipped,
+        )?;
+        Ok(found.map(|(staging, label)| {
+            self.reporter
+                .status("Substituted", &format!("{name} from {label}"));
+            self.reporter.event(Event::Substituted);
+            staging
+        }))
+    }
+}

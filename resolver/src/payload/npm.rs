@@ -1,0 +1,290 @@
+//! npm payloads: npm itself resolves the closure (`npm install --package-lock-only
+//! --ignore-scripts` against the registry), berth reads its `package-lock.json`, fetches
+//! every tarball, checks it against the lock's `integrity` and lays the closure out as
+//! `node_modules/` in a staging folder that becomes a store entry.
+
+use std::path::Path;
+use std::process::Command;
+
+use berth_lockfile_schema::runner::PayloadWant;
+use berth_lockfile_schema::{LockedNpmPackage, LockedPayload};
+use berth_store::Staging;
+use berth_transport::extract::ArchiveFormat;
+use berth_transport::integrity::Integrity;
+use berth_transport::url::SourceUrl;
+use serde_json::Value;
+
+use super::NotLocked;
+use crate::context::Ctx;
+use crate::error::ResolveError;
+use crate::sources::archive::{self, ArchiveSource};
+
+/// The largest `package.json` of a payload berth reads.
+const MAX_PACKAGE_JSON: u64 = 1 << 20;
+
+impl Ctx<'_> {
+    /// Resolves an npm runner line with npm and adds its closure to the store.
+    pub(super) fn lock_npm(&self, want: &PayloadWant) -> Result<LockedPayload, NotLocked> {
+        let call = &want.call;
+        let work = self.store.stage()?;
+        let manifest = serde_json::json!({
+            "name": "berth-payload",
+            "version": "0.0.0",
+            "private": true,
+            "dependencies": {(call.package.clone()): call.requirement},
+        });
+        fs_err::write(work.path().join("package.json"), manifest.to_string())?;
+        let registry = self.settings.npm_registry.trim_end_matches('/');
+        let mut cmd = Command::new(std::env::var_os("BERTH_NPM").unwrap_or_else(|| "npm".into()));
+        cmd.current_dir(work.path())
+            .args([
+                "install",
+                "--package-lock-only",
+                "--ignore-scripts",
+                "--no-audit",
+                "--no-fund",
+                "--no-update-notifier",
+                "--loglevel=error",
+            ])
+            .arg(format!("--registry={registry}/"))
+            .env("npm_config_yes", "true");
+        let out = cmd.output().map_err(|e| ResolveError::Payload {
+            what: format!("`{}`", call.spec),
+            message: format!(
+                "could not run `npm` ({e}); npm resolves npm packages at lock time: install Node.js, or set $BERTH_NPM"
+            ),
+        })?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let message = stderr
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .take(6)
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(ResolveError::Payload {
+                what: format!("`{}` from `{registry}`", call.spec),
+                message: format!("npm could not resolve it: {message}"),
+            }
+            .into());
+        }
+        let text = fs_err::read_to_string(work.path().join("package-lock.json"))?;
+        let lockfile: Value = serde_json::from_str(&text).map_err(|e| ResolveError::Payload {
+            what: format!("`{}`", call.spec),
+            message: format!("npm wrote a `package-lock.json` berth cannot read: {e}"),
+        })?;
+        let packages = closure(&lockfile, registry).map_err(NotLocked::Left)?;
+        let own = format!("node_modules/{}", call.package);
+        let version = packages
+            .iter()
+            .find(|p| p.path == own)
+            .map(|p| p.version.clone())
+            .ok_or_else(|| NotLocked::Left(format!("npm's lock has no `{own}`")))?;
+        let staging = self.assemble_npm(&packages)?;
+        let entry = bin_of(staging.path(), &own, &call.package, call.program.as_deref())
+            .map_err(NotLocked::Left)?;
+        let mut payload = LockedPayload {
+            plugin: want.plugin.clone(),
+            server: want.server.clone(),
+            runner: call.runner.clone(),
+            spec: call.spec.clone(),
+            ecosystem: call.ecosystem,
+            package: call.package.clone(),
+            version,
+            entry,
+            hash: berth_lockfile_schema::Sha256Hash::from_bytes([0; 32]),
+            python_version: None,
+            npm: packages,
+            wheels: Vec::new(),
+        };
+        let stored = self.store.commit(staging, &payload.entry_name(), None)?;
+        payload.hash = stored.hash;
+        Ok(payload)
+    }
+
+    /// Fetches every package of a closure, checks its tarball against its integrity and
+    /// unpacks it at its `node_modules` path of a new staging folder.
+    pub(super) fn assemble_npm(&self, packages: &[LockedNpmPackage]) -> Result<Staging, NotLocked> {
+        let closure = self.store.stage()?;
+        let limits = self.settings.archive_limits;
+        for package in packages {
+            let source = ArchiveSource {
+                url: SourceUrl::new(&package.url).map_err(ResolveError::from)?,
+                format: ArchiveFormat::TarGz,
+            };
+            let expected = Integrity::parse(&package.integrity).ok_or_else(|| {
+                NotLocked::Left(format!(
+                    "`{}` has no sha256/sha384/sha512 integrity",
+                    package.path
+                ))
+            })?;
+            let (download, file, _) = self.download(&source)?;
+            let actual = expected.of_file(&file)?;
+            if actual != expected {
+                return Err(ResolveError::NpmIntegrity {
+                    package: format!("{}@{}", package.path, package.version),
+                    tarball: source.url.shown.clone(),
+                    expected: expected.to_string(),
+                    actual: actual.to_string(),
+                }
+                .into());
+            }
+            let unpacked = archive::unpack(self.store, &source, &file, None, limits)?;
+            drop(download);
+            let place = closure.path().join(&package.path);
+            fs_err::create_dir_all(place.parent().expect("a node_modules path has a parent"))?;
+            fs_err::rename(unpacked.staging.path(), &place)?;
+        }
+        Ok(closure)
+    }
+}
+
+/// The packages of npm's `package-lock.json` (version 2 or 3) to install, by path; a
+/// package berth cannot lay out faithfully is the reason the line stays as written. A
+/// package without `resolved` (npm leaves it out with `omit-lockfile-registry-resolved`)
+/// is at its registry's standard place, `REGISTRY/NAME/-/BASENAME-VERSION.tgz`.
+fn closure(lockfile: &Value, registry: &str) -> Result<Vec<LockedNpmPackage>, String> {
+    let Some(packages) = lockfile.get("packages").and_then(Value::as_object) else {
+        return Err("npm's lock has no `packages` (npm 7 or newer writes them)".to_owned());
+    };
+    let mut out = Vec::new();
+    for (path, p) in packages {
+        if path.is_empty() {
+            continue;
+        }
+        let flag = |key: &str| p.get(key).and_then(Value::as_bool).unwrap_or(false);
+        let name = path.rsplit("node_modules/").next().unwrap_or(path);
+        if flag("link") {
+            return Err(format!("`{name}` is a link, not a registry package"));
+        }
+        if flag("hasInstallScript") {
+            return Err(format!(
+                "`{name}` runs install scripts, which berth does not run"
+            ));
+        }
+        if flag("optional") && (p.get("os").is_some() || p.get("cpu").is_some()) {
+            return Err(format!(
+                "`{name}` is an optional dependency for some platforms only, so one closure cannot serve every machine"
+            ));
+        }
+        let text = |key: &str| p.get(key).and_then(Value::as_str).map(str::to_owned);
+        let standard = |version: &String| {
+            let bare = name.rsplit('/').next().unwrap_or(name);
+            format!("{registry}/{name}/-/{bare}-{version}.tgz")
+        };
+        let resolved = text("resolved").or_else(|| text("version").as_ref().map(standard));
+        let (Some(version), Some(url), Some(integrity)) =
+            (text("version"), resolved, text("integrity"))
+        else {
+            return Err(format!(
+                "npm's lock gives `{path}` no version, `resolved` URL or `integrity`"
+            ));
+        };
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            return Err(format!("`{name}` comes from `{url}`, not a registry"));
+        }
+        out.push(LockedNpmPackage {
+            path: path.clone(),
+            version,
+            url,
+            integrity,
+        });
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// The script the runner would run, as a path in the closure: the `bin` named `program`,
+/// else the package's only `bin`, else the one named after the package (as `npx` picks).
+fn bin_of(root: &Path, own: &str, package: &str, program: Option<&str>) -> Result<String, String> {
+    let file = root.join(own).join("package.json");
+    if fs_err::metadata(&file).map_err(|e| e.to_string())?.len() > MAX_PACKAGE_JSON {
+        return Err(format!("`{own}/package.json` is too large"));
+    }
+    let text = fs_err::read_to_string(&file).map_err(|e| e.to_string())?;
+    let manifest: Value =
+        serde_json::from_str(&text).map_err(|e| format!("`{own}/package.json`: {e}"))?;
+    let bare = package.rsplit('/').next().unwrap_or(package);
+    let bins: Vec<(String, String)> = match manifest.get("bin") {
+        Some(Value::String(path)) => vec![(bare.to_owned(), path.clone())],
+        Some(Value::Object(map)) => map
+            .iter()
+            .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let chosen = match program {
+        Some(wanted) => bins.iter().find(|(name, _)| name == wanted),
+        None if bins.len() == 1 => bins.first(),
+        None => bins.iter().find(|(name, _)| name == bare),
+    };
+    let Some((_, path)) = chosen else {
+        let names: Vec<&str> = bins.iter().map(|(n, _)| n.as_str()).collect();
+        return Err(format!(
+            "`{package}` has no program `{}` to run (its `bin`: {})",
+            program.unwrap_or(bare),
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        ));
+    };
+    let clean: Vec<&str> = path
+        .split('/')
+        .filter(|part| !part.is_empty() && *part != ".")
+        .collect();
+    if clean.is_empty() || clean.contains(&"..") {
+        return Err(format!("`{package}`'s `bin` `{path}` leaves the package"));
+    }
+    let entry = format!("{own}/{}", clean.join("/"));
+    if !root.join(&entry).is_file() {
+        return Err(format!(
+            "`{package}`'s `bin` `{path}` is not a file of the package"
+        ));
+    }
+    Ok(entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npm_locks_become_closures_and_what_cannot_be_laid_out_is_named() {
+        let lock = serde_json::json!({"lockfileVersion": 3, "packages": {
+            "": {"dependencies": {"a": "^1"}},
+            "node_modules/b": {"version": "2.0.0", "resolved": "http://127.0.0.1:1/b-2.0.0.tgz", "integrity": "sha512-x"},
+            "node_modules/a": {"version": "1.1.0", "resolved": "http://127.0.0.1:1/a-1.1.0.tgz", "integrity": "sha512-y"},
+            "node_modules/@s/c": {"version": "3.0.0", "integrity": "sha512-z"},
+        }});
+        let got = closure(&lock, "http://127.0.0.1:1").expect("a closure");
+        assert_eq!(
+            got.iter().map(|p| p.path.as_str()).collect::<Vec<_>>(),
+            ["node_modules/@s/c", "node_modules/a", "node_modules/b"]
+        );
+        assert_eq!(
+            got[0].url, "http://127.0.0.1:1/@s/c/-/c-3.0.0.tgz",
+            "the registry's own place"
+        );
+        for (extra, why) in [
+            (
+                serde_json::json!({"hasInstallScript": true}),
+                "install scripts",
+            ),
+            (
+                serde_json::json!({"optional": true, "os": ["darwin"]}),
+                "some platforms",
+            ),
+            (serde_json::json!({"link": true}), "a link"),
+        ] {
+            let mut lock = lock.clone();
+            let entry = lock["packages"]["node_modules/b"]
+                .as_object_mut()
+                .expect("object");
+            entry.extend(extra.as_object().expect("object").clone());
+            let err = closure(&lock, "http://127.0.0.1:1").expect_err(why);
+            assert!(err.contains(why), "{err}");
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! Which MCP servers of a lock's plugins start through a package runner (`npx`, `uvx`):
+//! what `lock` pins as payloads. Read from the set as it would run, before `payloads.rs`
+//! rewrites the pinned ones.
+
+use berth_lockfile_schema::Lock;
+use berth_lockfile_schema::runner::{PayloadWant, parse_runner};
+use berth_store::Store;
+
+use crate::set::{BuildOptions, build_plugin_set};
+
+/// The MCP servers of `lock`'s plugins (all in `store`) that start through a package
+/// runner, as the set would run them (overridden servers are not run, so not wanted), and
+/// a warning for each runner line berth cannot pin, naming plugin, server and why.
+pub fn wanted(store: &Store, lock: &Lock) -> Result<(Vec<PayloadWant>, Vec<String>), String> {
+    let set = build_plugin_set(
+        store,
+        lock,
+        &BuildOptions {
+            max_skills: None,
+            raw_commands: true,
+            ..BuildOptions::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let mut wants = Vec::new();
+    let mut warnings = Vec::new();
+    for (server, config, plugin) in &set.mcp_servers {
+        let Some(command) = config.command.as_deref() else {
+            continue;
+        };
+        match parse_runner(command, &config.args) {
+            Ok(Some(call)) => wants.push(PayloadWant {
+                plugin: plugin.clone(),
+                server: server.clone(),
+                call,
+            }),
+            Ok(None) => {}
+            Err(why) => warnings.push(format!(
+                "plugin `{plugin}`, MCP server `{server}`: left as written and fetched at every start: {why}"
+            )),
+        }
+    }
+    Ok((wants, warnings))
+}

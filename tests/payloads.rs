@@ -1,0 +1,480 @@
+//! Locked payloads (issue #29): an MCP server started by `npx` or `uvx` is pinned at
+//! `lock` with its whole closure, kept in the store, and started from there with the
+//! registry gone. npm resolves against a static registry on 127.0.0.1 (packuments and
+//! tarballs built here); uv against the fixture index (`fixtures/agents/`) on 127.0.0.1.
+
+mod common;
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use base64::Engine as _;
+use common::{FileServer, TestContext, build_agent_index, require_or_skip, tar_gz};
+use serde_json::{Value, json};
+use sha2::Digest as _;
+
+/// Whether `node` and `npm` are here (else the test skips, or fails in CI).
+fn have_node() -> bool {
+    let works = |tool: &str| {
+        Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let found = works("node") && works("npm");
+    if !found {
+        require_or_skip("node and npm", "install Node.js (`apt-get install -y npm`)");
+    }
+    found
+}
+
+fn have_uv() -> bool {
+    let uv = std::env::var_os("BERTH_UV").map_or_else(|| PathBuf::from("uv"), PathBuf::from);
+    let found = Command::new(&uv)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with("uv 0.13.9"));
+    if !found {
+        require_or_skip(
+            "uv 0.13.9",
+            "install it (`pip install uv==0.13.9`) and set `BERTH_UV` or put it on PATH",
+        );
+    }
+    found
+}
+
+/// A static npm registry under `root`: `registry/NAME` documents, `tarballs/*.tgz`.
+struct Registry {
+    root: PathBuf,
+    server: FileServer,
+    /// Per package: version -> (its `package.json`, its tarball's URL and integrity).
+    packages: std::collections::BTreeMap<String, Vec<(String, Value)>>,
+}
+
+impl Registry {
+    fn start(root: &Path) -> Self {
+        std::fs::create_dir_all(root.join("registry")).expect("mkdir");
+        std::fs::create_dir_all(root.join("tarballs")).expect("mkdir");
+        Self {
+            root: root.to_owned(),
+            server: FileServer::start(root, None),
+            packages: Default::default(),
+        }
+    }
+
+    fn url(&self) -> String {
+        self.server.url("registry")
+    }
+
+    /// Publishes `name@version` with these files (and `package.json` from `manifest`).
+    fn publish(&mut self, name: &str, version: &str, manifest: Value, files: &[(&str, &str)]) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut manifest = manifest;
+        manifest["name"] = json!(name);
+        manifest["version"] = json!(version);
+        std::fs::write(dir.path().join("package.json"), manifest.to_string()).expect("write");
+        for (rel, text) in files {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
+        }
+        let bytes = tar_gz(dir.path(), "package");
+        let file = format!("{name}-{version}.tgz");
+        std::fs::write(self.root.join("tarballs").join(&file), &bytes).expect("write");
+        let integrity = format!(
+            "sha512-{}",
+            base64::engine::general_purpose::STANDARD.encode(sha2::Sha512::digest(&bytes))
+        );
+        let mut document = manifest.clone();
+        document["dist"] = json!({
+            "tarball": self.server.url(&format!("tarballs/{file}")),
+            "integrity": integrity,
+        });
+        self.packages
+            .entry(name.to_owned())
+            .or_default()
+            .push((version.to_owned(), document));
+        self.write_document(name);
+    }
+
+    fn write_document(&self, name: &str) {
+        let versions = &self.packages[name];
+        let latest = versions.last().expect("a version").0.clone();
+        let document = json!({
+            "name": name,
+            "dist-tags": {"latest": latest},
+            "versions": versions.iter().cloned().collect::<serde_json::Map<_, _>>(),
+        });
+        std::fs::write(self.root.join("registry").join(name), document.to_string()).expect("write");
+    }
+}
+
+/// `fake-mcp` (1.0.0, 1.1.0 and 2.0.0; a `bin` that needs `fake-dep`) and `fake-dep`.
+fn fake_registry(root: &Path) -> Registry {
+    let mut registry = Registry::start(root);
+    registry.publish(
+        "fake-dep",
+        "1.0.0",
+        json!({"main": "index.js"}),
+        &[("index.js", "module.exports = { who: 'fake-dep 1.0.0' };\n")],
+    );
+    for version in ["1.0.0", "1.1.0", "2.0.0"] {
+        let server = format!(
+            "#!/usr/bin/env node\n\
+             const dep = require('fake-dep');\n\
+             const lines = require('readline').createInterface({{ input: process.stdin }});\n\
+             lines.on('line', (line) => {{\n\
+               const request = JSON.parse(line);\n\
+               if (request.method !== 'initialize') return;\n\
+               process.stdout.write(JSON.stringify({{ jsonrpc: '2.0', id: request.id, result: {{\n\
+                 protocolVersion: '2024-11-05', capabilities: {{}},\n\
+                 serverInfo: {{ name: 'fake-mcp', version: '{version}', uses: dep.who }} }} }}) + '\\n');\n\
+             }});\n"
+        );
+        registry.publish(
+            "fake-mcp",
+            version,
+            json!({"bin": {"fake-mcp": "bin/server.js"}, "dependencies": {"fake-dep": "^1.0.0"}}),
+            &[("bin/server.js", &server)],
+        );
+    }
+    registry
+}
+
+/// A local plugin `tools` whose `.mcp.json` has `servers`.
+fn tools_plugin(ctx: &TestContext, servers: Value) {
+    let dir = ctx.work.join("tools");
+    std::fs::create_dir_all(dir.join(".claude-plugin")).expect("mkdir");
+    std::fs::write(
+        dir.join(".claude-plugin/plugin.json"),
+        "{\"name\": \"tools\", \"version\": \"1.0.0\"}\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.join(".mcp.json"),
+        json!({"mcpServers": servers}).to_string(),
+    )
+    .expect("write");
+    ctx.write_manifest("[[plugin]]\nsource = \"./tools\"\n");
+}
+
+/// Runs `berth ARGS` with these extra variables; fails the test unless it succeeds.
+fn berth(ctx: &TestContext, env: &[(&str, &str)], args: &[&str]) -> common::Run {
+    let mut cmd = ctx.berth();
+    cmd.args(args);
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    let run = common::Run::from(cmd.output().expect("run berth"));
+    assert_eq!(run.code, 0, "berth {args:?} failed:\n{}", run.stderr);
+    run
+}
+
+/// The set's MCP server `name`, from `berth plugins show --json`.
+fn set_server(ctx: &TestContext, name: &str) -> Value {
+    let show = berth(ctx, &[], &["plugins", "show", "--json"]);
+    let set: Value = serde_json::from_str(&show.stdout).expect("JSON");
+    set["mcp_servers"][name].clone()
+}
+
+/// Starts `server` (a set's stdio MCP server) and returns its answer to `initialize`.
+fn initialize(server: &Value) -> Value {
+    let command = server["command"].as_str().expect("command");
+    let args: Vec<&str> = server["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("string"))
+        .collect();
+    let mut child = Command::new(command)
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {command}: {e}"));
+    let mut stdin = child.stdin.take().expect("stdin");
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2024-11-05", "capabilities": {},
+            "clientInfo": {"name": "berth-test", "version": "0"}}})
+    )
+    .expect("write");
+    stdin.flush().expect("flush");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+}
+
+/// Makes a file of the store entry at `entry` writable and changes it.
+fn tamper(entry: &Path, rel: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let file = entry.join(rel);
+    std::fs::set_permissions(
+        file.parent().expect("parent"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let mut text = std::fs::read_to_string(&file).expect("read");
+    text.push_str("\n// changed\n");
+    std::fs::write(&file, text).expect("write");
+}
+
+#[test]
+fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
+    if !have_node() {
+        return;
+    }
+    let ctx = TestContext::new();
+    let registry = fake_registry(&ctx.root.join("npm"));
+    let url = registry.url();
+    let env = [("BERTH_NPM_REGISTRY", url.as_str())];
+    tools_plugin(
+        &ctx,
+        json!({"fake": {"command": "npx", "args": ["-y", "fake-mcp@^1", "--flag"]}}),
+    );
+    let locked = berth(&ctx, &env, &["plugins", "lock"]);
+    assert!(
+        locked.stderr.contains("fake-mcp 1.1.0"),
+        "{}",
+        locked.stderr
+    );
+    let lock: toml::Value = toml::from_str(&ctx.lock_text()).expect("TOML");
+    let payload = &lock["payload"][0];
+    assert_eq!(payload["plugin"].as_str(), Some("tools"));
+    assert_eq!(payload["server"].as_str(), Some("fake"));
+    assert_eq!(payload["runner"].as_str(), Some("npx"));
+    assert_eq!(payload["spec"].as_str(), Some("fake-mcp@^1"));
+    assert_eq!(
+        payload["version"].as_str(),
+        Some("1.1.0"),
+        "the newest of ^1, not 2.0.0"
+    );
+    assert_eq!(
+        payload["entry"].as_str(),
+        Some("node_modules/fake-mcp/bin/server.js")
+    );
+    let closure: Vec<(&str, &str)> = payload["npm"]
+        .as_array()
+        .expect("npm packages")
+        .iter()
+        .map(|p| {
+            (
+                p["path"].as_str().expect("path"),
+                p["version"].as_str().expect("version"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        closure,
+        [
+            ("node_modules/fake-dep", "1.0.0"),
+            ("node_modules/fake-mcp", "1.1.0")
+        ]
+    );
+    for p in payload["npm"].as_array().expect("npm") {
+        assert!(
+            p["integrity"]
+                .as_str()
+                .expect("integrity")
+                .starts_with("sha512-"),
+            "{p}"
+        );
+    }
+
+    // Sync on a clean store, then the registry goes away: the server still starts.
+    ctx.wipe_store_entries();
+    berth(&ctx, &env, &["plugins", "sync"]);
+    drop(registry.server);
+    let server = set_server(&ctx, "fake");
+    assert_eq!(server["command"], "node", "{server}");
+    let script = server["args"][0].as_str().expect("script");
+    assert!(
+        script.starts_with(&*ctx.store.to_string_lossy())
+            && script.ends_with("node_modules/fake-mcp/bin/server.js"),
+        "{server}"
+    );
+    assert_eq!(
+        server["args"][1], "--flag",
+        "the line's own arguments follow"
+    );
+    let answer = initialize(&server);
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(
+        answer["result"]["serverInfo"]["version"], "1.1.0",
+        "{answer}"
+    );
+    assert_eq!(
+        answer["result"]["serverInfo"]["uses"], "fake-dep 1.0.0",
+        "{answer}"
+    );
+
+    // A changed closure is refused, naming it, as a changed plugin is.
+    let entry = Path::new(script)
+        .ancestors()
+        .nth(4)
+        .expect("the entry")
+        .to_owned();
+    tamper(&entry, "node_modules/fake-dep/index.js");
+    let refused = ctx.run(&["plugins", "show", "--json"]);
+    assert_ne!(refused.code, 0, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("changed") || refused.stderr.contains("tampered"),
+        "{}",
+        refused.stderr
+    );
+
+    // Keeping the pin needs no registry.
+    let kept = berth(&ctx, &env, &["plugins", "lock"]);
+    assert!(kept.stderr.contains("unchanged"), "{}", kept.stderr);
+}
+
+#[test]
+fn lock_upgrade_moves_a_floating_spec_and_diff_shows_the_version() {
+    if !have_node() {
+        return;
+    }
+    let ctx = TestContext::new();
+    let mut registry = fake_registry(&ctx.root.join("npm"));
+    let url = registry.url();
+    let env = [("BERTH_NPM_REGISTRY", url.as_str())];
+    tools_plugin(
+        &ctx,
+        json!({"fake": {"command": "npx", "args": ["-y", "fake-mcp@^1"]}}),
+    );
+    berth(&ctx, &env, &["plugins", "lock"]);
+    let first = ctx.lock_text();
+    std::fs::write(ctx.root.join("before.lock"), &first).expect("write");
+    registry.publish(
+        "fake-mcp",
+        "1.2.0",
+        json!({"bin": {"fake-mcp": "bin/server.js"}, "dependencies": {"fake-dep": "^1.0.0"}}),
+        &[("bin/server.js", "console.log('1.2.0');\n")],
+    );
+    // Publishing makes 1.2.0 `latest`; keep 2.0.0 out of ^1 either way.
+    berth(&ctx, &env, &["plugins", "lock"]);
+    assert_eq!(ctx.lock_text(), first, "a plain lock keeps the pin");
+    let upgraded = berth(&ctx, &env, &["plugins", "lock", "--upgrade"]);
+    assert!(
+        upgraded.stderr.contains("fake-mcp 1.2.0"),
+        "{}",
+        upgraded.stderr
+    );
+    let lock: toml::Value = toml::from_str(&ctx.lock_text()).expect("TOML");
+    assert_eq!(lock["payload"][0]["version"].as_str(), Some("1.2.0"));
+    let before = ctx.root.join("before.lock");
+    let diff = berth(
+        &ctx,
+        &env,
+        &[
+            "plugins",
+            "diff",
+            "--from",
+            before.to_str().expect("utf-8"),
+            "--json",
+        ],
+    );
+    let report: Value = serde_json::from_str(&diff.stdout).expect("JSON");
+    let payloads = &report["payloads"];
+    assert_eq!(
+        payloads,
+        &json!([{"plugin": "tools", "server": "fake", "runner": "npx", "package": "fake-mcp",
+            "from": "1.1.0", "to": "1.2.0"}]),
+        "{report}"
+    );
+    let text = berth(
+        &ctx,
+        &env,
+        &["plugins", "diff", "--from", before.to_str().expect("utf-8")],
+    );
+    assert!(
+        text.stdout.contains("fake-mcp 1.1.0 -> 1.2.0"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn a_uvx_server_is_locked_with_its_wheels_and_runs_from_the_store_offline() {
+    if !have_uv() {
+        return;
+    }
+    let ctx = TestContext::new();
+    let served = ctx.root.join("served");
+    build_agent_index(&served, 0);
+    let server = FileServer::start(&served, None);
+    let index = server.url("simple");
+    let env = [("BERTH_INDEX_URL", index.as_str())];
+    tools_plugin(
+        &ctx,
+        json!({"py": {"command": "uvx", "args": ["fake-mcp-server"]},
+               "plain": {"command": "node", "args": ["server.js"]}}),
+    );
+    berth(&ctx, &env, &["plugins", "lock"]);
+    let lock: toml::Value = toml::from_str(&ctx.lock_text()).expect("TOML");
+    let payloads = lock["payload"].as_array().expect("payloads");
+    assert_eq!(payloads.len(), 1, "only the runner line is a payload");
+    let payload = &payloads[0];
+    assert_eq!(payload["ecosystem"].as_str(), Some("python"));
+    assert_eq!(payload["version"].as_str(), Some("0.3.0"));
+    assert_eq!(payload["entry"].as_str(), Some("fake-mcp-server"));
+    let wheels: Vec<&str> = payload["wheel"]
+        .as_array()
+        .expect("wheels")
+        .iter()
+        .map(|w| w["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(wheels, ["fake-mcp-server", "plain-lib"]);
+
+    ctx.wipe_store_entries();
+    berth(&ctx, &env, &["plugins", "sync"]);
+    drop(server);
+    let py = set_server(&ctx, "py");
+    let command = py["command"].as_str().expect("command");
+    assert!(
+        command.starts_with(&*ctx.store.to_string_lossy())
+            && command.ends_with("/bin/fake-mcp-server"),
+        "{py}"
+    );
+    let answer = initialize(&py);
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "fake-mcp-server",
+        "{answer}"
+    );
+    assert_eq!(
+        answer["result"]["serverInfo"]["uses"], "plain_lib",
+        "{answer}"
+    );
+    assert_eq!(
+        set_server(&ctx, "plain")["command"],
+        "node",
+        "a plain program is left alone"
+    );
+}
+
+#[test]
+fn lines_berth_cannot_pin_are_left_as_written_with_a_warning() {
+    let ctx = TestContext::new();
+    tools_plugin(
+        &ctx,
+        json!({"git": {"command": "npx", "args": ["github:acme/tool"]}}),
+    );
+    let locked = berth(&ctx, &[], &["plugins", "lock"]);
+    assert!(
+        locked.stderr.contains("plugin `tools`, MCP server `git`")
+            && locked.stderr.contains("not a package of the registry"),
+        "{}",
+        locked.stderr
+    );
+    assert!(!ctx.lock_text().contains("[[payload]]"));
+    assert_eq!(set_server(&ctx, "git")["command"], "npx");
+}
