@@ -69,7 +69,7 @@ fn review_repo(ctx: &TestContext) -> GitRepo {
     );
     repo.write(
         ".mcp.json",
-        "{\"mcpServers\": {\"fetch\": {\"command\": \"uvx\", \"args\": [\"mcp-server-fetch\"]}}}\n",
+        "{\"mcpServers\": {\"fetch\": {\"command\": \"fetch-server\", \"args\": [\"--stdio\"]}}}\n",
     );
     repo.write(
         "commands/lint.md",
@@ -170,7 +170,7 @@ fn claude_code_lists_and_details_exactly_the_locked_plugins() {
         .find(|p| p["id"] == "review@berth")
         .expect("review");
     assert_eq!(review["version"], "1.2.0");
-    assert_eq!(review["mcpServers"]["fetch"]["command"], "uvx");
+    assert_eq!(review["mcpServers"]["fetch"]["command"], "fetch-server");
 
     let details = claude(&ctx, &bin, &dir, &["plugin", "details", "review@berth"]);
     for needle in [
@@ -457,7 +457,7 @@ fn entry_forms_marketplace(dir: &Path) {
   {"name": "hooked", "source": "./hk", "strict": false,
    "agents": ["./agents/helper.md"],
    "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo hi"}]}]},
-   "mcpServers": {"fetch": {"command": "uvx", "args": ["mcp-server-fetch"]}},
+   "mcpServers": {"fetch": {"command": "fetch-server", "args": ["--stdio"]}},
    "lspServers": {"pyright": {"command": "pyright-langserver", "args": ["--stdio"], "extensionToLanguage": {".py": "python"}}}}
 ]}
 "#,
@@ -706,7 +706,7 @@ fn gemini_cli_lists_the_materialized_extensions() {
     // Drift: an edited, an added and a removed file.
     let manifest = dir.join("extensions/review/gemini-extension.json");
     let text = std::fs::read_to_string(&manifest).expect("read");
-    std::fs::write(&manifest, text.replace("uvx", "evil")).expect("edit");
+    std::fs::write(&manifest, text.replace("fetch-server", "evil")).expect("edit");
     std::fs::write(
         dir.join("extensions/review/commands/extra.toml"),
         "prompt = \"x\"\n",

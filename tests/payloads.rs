@@ -318,6 +318,26 @@ fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
         "{answer}"
     );
 
+    // A binary cache carries the closure: a fresh store restores it with the registry gone.
+    let cache = format!("file://{}", ctx.root.join("cache").display());
+    let pushed = berth(&ctx, &[], &["store", "push", &cache]);
+    assert!(
+        pushed.stderr.contains("npm-fake-mcp-1.1.0"),
+        "{}",
+        pushed.stderr
+    );
+    ctx.wipe_store_entries();
+    let restored = berth(&ctx, &[], &["plugins", "sync", "--substituter", &cache]);
+    assert!(
+        restored.stderr.contains("Substituted") && restored.stderr.contains("npm-fake-mcp-1.1.0"),
+        "{}",
+        restored.stderr
+    );
+    assert_eq!(
+        initialize(&set_server(&ctx, "fake"))["result"]["serverInfo"]["version"],
+        "1.1.0"
+    );
+
     // A changed closure is refused, naming it, as a changed plugin is.
     let entry = Path::new(script)
         .ancestors()

@@ -358,7 +358,7 @@ impl AppState {
         self.push_to_cache(lock)
     }
 
-    /// Pushes the lock's git and archive plugins to the `--push-to` cache, each once per
+    /// Pushes the lock's git and archive plugins and its payload closures to the `--push-to` cache, each once per
     /// server life (the cache itself skips what it already has). A failure fails the
     /// start: a conversation is answered only when the fleet can restore it.
     pub(crate) fn push_to_cache(
@@ -368,35 +368,47 @@ impl AppState {
         let Some(cache) = &self.config().push_to else {
             return Ok(());
         };
-        let known = |hash| {
+        let known = |hash: &berth_lockfile_schema::Sha256Hash| {
             self.inner
                 .pushed
                 .lock()
                 .expect("the pushed set is never poisoned")
                 .contains(hash)
         };
+        // Git and archive plugins, and the closures of MCP servers' packages.
+        let wanted = lock
+            .plugins
+            .iter()
+            .filter(|p| !matches!(p.pin, berth_lockfile_schema::Pin::Local { .. }))
+            .map(|p| (p.hash, p.name.clone(), format!("plugin `{}`", p.name)))
+            .chain(lock.payloads.iter().map(|p| {
+                (
+                    p.hash,
+                    p.entry_name(),
+                    format!("package `{}` of plugin `{}`", p.package, p.plugin),
+                )
+            }));
         let mut errors = Vec::new();
-        for plugin in &lock.plugins {
-            if matches!(plugin.pin, berth_lockfile_schema::Pin::Local { .. }) || known(&plugin.hash)
-            {
+        for (hash, name, label) in wanted {
+            if known(&hash) {
                 continue;
             }
-            let Some(entry) = self.config().store.lookup(&plugin.hash, &plugin.name) else {
+            let Some(entry) = self.config().store.lookup(&hash, &name) else {
                 continue;
             };
-            match cache.push(&entry.path, &plugin.hash, &plugin.name, None) {
+            match cache.push(&entry.path, &hash, &name, None) {
                 Ok(pushed) => {
                     if let berth_transport::cache::Pushed::Uploaded { bytes } = pushed {
-                        tracing::info!(plugin = %plugin.name, bytes, cache = %cache.label(), "pushed");
+                        tracing::info!(entry = %name, bytes, cache = %cache.label(), "pushed");
                     }
                     self.inner
                         .pushed
                         .lock()
                         .expect("the pushed set is never poisoned")
-                        .insert(plugin.hash);
+                        .insert(hash);
                 }
                 Err(e) => errors.push(berth_resolver::EntryError {
-                    label: format!("plugin `{}`", plugin.name),
+                    label,
                     error: Box::new(berth_resolver::ResolveError::BinaryCache(e)),
                 }),
             }

@@ -77,7 +77,8 @@ fn read_lock(path: &std::path::Path) -> Result<berth_lockfile_schema::Lock> {
     )?)
 }
 
-/// `berth store push`: the lock's plugins (each must be in the store) or every entry.
+/// `berth store push`: the lock's plugins and payload closures (each must be in the
+/// store) or every entry.
 fn push(store: &Store, args: &StorePushArgs, printer: &Printer) -> Result<()> {
     let cache = berth_transport::cache::Cache::open(&args.dest)?;
     let key = match &args.sign_key {
@@ -94,12 +95,16 @@ fn push(store: &Store, args: &StorePushArgs, printer: &Printer) -> Result<()> {
         for plugin in &lock.plugins {
             wanted.push((plugin.hash, plugin.name.clone()));
         }
+        // The closures of its MCP servers' packages, so a fleet restores them too.
+        for payload in &lock.payloads {
+            wanted.push((payload.hash, payload.entry_name()));
+        }
     }
     let (mut uploaded, mut present) = (0, 0);
     for (hash, name) in &wanted {
         let Some(entry) = store.lookup(hash, name) else {
             anyhow::bail!(
-                "plugin `{name}` is not in the store (`{}`); run `berth plugins sync` first",
+                "`{name}` is not in the store (`{}`); run `berth plugins sync` first",
                 store.entry_path(hash, name).display()
             );
         };

@@ -48,11 +48,11 @@ impl Ctx<'_> {
             ])
             .arg(format!("--registry={registry}/"))
             .env("npm_config_yes", "true");
-        let out = cmd.output().map_err(|e| ResolveError::Payload {
-            what: format!("`{}`", call.spec),
-            message: format!(
-                "could not run `npm` ({e}); npm resolves npm packages at lock time: install Node.js, or set $BERTH_NPM"
-            ),
+        // Without npm the line could not run either: it is left as written.
+        let out = cmd.output().map_err(|e| {
+            NotLocked::Left(format!(
+                "npm could not be run ({e}); berth resolves npm packages with npm: install Node.js, or set $BERTH_NPM"
+            ))
         })?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);

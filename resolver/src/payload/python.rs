@@ -17,7 +17,8 @@ impl Ctx<'_> {
     /// Resolves a Python runner line with uv and adds its wheels to the store.
     pub(super) fn lock_python(&self, want: &PayloadWant) -> Result<LockedPayload, NotLocked> {
         let call = &want.call;
-        let uv = Uv::find().map_err(ResolveError::from)?;
+        // Without uv berth cannot resolve the line: it is left as written.
+        let uv = Uv::find().map_err(|e| NotLocked::Left(e.to_string()))?;
         let python = uv.find_python(None).map_err(ResolveError::from)?;
         let index = self.index()?;
         let work = self.store.stage()?;
