@@ -359,6 +359,74 @@ fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
 }
 
 #[test]
+fn a_hook_command_through_npx_runs_the_locked_package() {
+    if !have_node() {
+        return;
+    }
+    let ctx = TestContext::new();
+    let registry = fake_registry(&ctx.root.join("npm"));
+    let url = registry.url();
+    let env = [("BERTH_NPM_REGISTRY", url.as_str())];
+    tools_plugin(&ctx, json!({}));
+    let hooks = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
+        {"type": "command", "command": "npx -y fake-mcp@1.0.0 --hook"},
+        {"type": "command", "command": "npx -y fake-mcp@1.0.0 | tee log"},
+    ]}]}});
+    std::fs::create_dir_all(ctx.work.join("tools/hooks")).expect("mkdir");
+    std::fs::write(ctx.work.join("tools/hooks/hooks.json"), hooks.to_string()).expect("write");
+    berth(&ctx, &env, &["plugins", "lock"]);
+    let lock: toml::Value = toml::from_str(&ctx.lock_text()).expect("TOML");
+    let payloads = lock["payload"].as_array().expect("payloads");
+    assert_eq!(
+        payloads.len(),
+        1,
+        "a line a shell would act on is left: {payloads:?}"
+    );
+    assert_eq!(payloads[0]["hook"].as_bool(), Some(true));
+    assert_eq!(payloads[0]["version"].as_str(), Some("1.0.0"));
+    drop(registry);
+
+    let show = berth(&ctx, &[], &["plugins", "show", "--json"]);
+    let set: Value = serde_json::from_str(&show.stdout).expect("JSON");
+    let (_, matchers) = set["hooks"]
+        .as_object()
+        .expect("hooks")
+        .iter()
+        .find(|(_, m)| m.as_array().is_some_and(|m| !m.is_empty()))
+        .expect("the PreToolUse hooks");
+    let commands: Vec<&str> = matchers[0]["hooks"]
+        .as_array()
+        .expect("hooks")
+        .iter()
+        .map(|h| h["command"].as_str().expect("command"))
+        .collect();
+    assert!(
+        commands[0].starts_with("node ")
+            && commands[0].ends_with("/node_modules/fake-mcp/bin/server.js --hook"),
+        "{commands:?}"
+    );
+    assert_eq!(commands[1], "npx -y fake-mcp@1.0.0 | tee log");
+    let mut child = Command::new("sh")
+        .args(["-c", commands[0]])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sh");
+    writeln!(
+        child.stdin.take().expect("stdin"),
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 7, "method": "initialize"})
+    )
+    .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        answer["result"]["serverInfo"]["version"], "1.0.0",
+        "{answer}"
+    );
+}
+
+#[test]
 fn lock_upgrade_moves_a_floating_spec_and_diff_shows_the_version() {
     if !have_node() {
         return;

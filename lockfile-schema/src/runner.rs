@@ -57,13 +57,16 @@ pub struct RunnerCall {
     pub args: Vec<String>,
 }
 
-/// One MCP server of a locked plugin that starts through a runner: what the lock must pin.
+/// One MCP server or hook of a locked plugin that starts through a runner: what the lock
+/// must pin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PayloadWant {
     /// The plugin.
     pub plugin: String,
-    /// The server's name.
+    /// The MCP server's name, or the hook's event.
     pub server: String,
+    /// Whether it is a hook command (else an MCP server).
+    pub hook: bool,
     /// Its command line, read.
     pub call: RunnerCall,
 }
@@ -87,6 +90,19 @@ fn is_exact_npm_version(text: &str) -> bool {
         && parts
             .iter()
             .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The words of a hook's shell command when it is a plain list of words (no quoting,
+/// variables, redirections, pipes or globs a shell would act on); `None` otherwise, so
+/// only a line whose meaning is certain is rewritten.
+pub fn plain_words(command: &str) -> Option<Vec<String>> {
+    let special = |c: char| "|&;<>()$`\\\"'*?[]{}~!#\n".contains(c);
+    if command.chars().any(special) {
+        return None;
+    }
+    let words: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
+    // `NAME=value cmd` sets a variable for the command.
+    (!words.is_empty() && !words[0].contains('=')).then_some(words)
 }
 
 /// Reads `command args` as a package runner's line. `Ok(None)`: not a runner (a plain
@@ -435,6 +451,30 @@ mod tests {
         assert!(!call("npx protect-mcp@0.7.4 evaluate").floats());
         assert!(call("uvx mcp-server-fetch").floats());
         assert!(!call("uvx mcp-server-time@0.6.2").floats());
+    }
+
+    #[test]
+    fn only_plain_hook_commands_are_split() {
+        assert_eq!(
+            plain_words("npx protect-mcp@0.7.4 evaluate --strict"),
+            Some(vec![
+                "npx".into(),
+                "protect-mcp@0.7.4".into(),
+                "evaluate".into(),
+                "--strict".into()
+            ])
+        );
+        for shell in [
+            "npx x | tee log",
+            "npx x > out",
+            "npx \"$X\"",
+            "${CLAUDE_PLUGIN_ROOT}/run.sh",
+            "npx x && echo done",
+            "FOO=1 npx x",
+            "",
+        ] {
+            assert_eq!(plain_words(shell), None, "{shell}");
+        }
     }
 
     #[test]

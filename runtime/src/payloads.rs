@@ -6,64 +6,122 @@
 
 use std::path::{Path, PathBuf};
 
-use berth_lockfile_schema::runner::{Ecosystem, parse_runner};
+use berth_lockfile_schema::runner::{Ecosystem, parse_runner, plain_words};
 use berth_lockfile_schema::{Lock, LockedPayload};
 use berth_store::Store;
 use sha2::{Digest, Sha256};
 
 use crate::agent_env::{ENV_MARKER, UV_VERSION, build_env};
 use crate::error::RuntimeError;
+use crate::hooks::HookMatcher;
 use crate::mcp::McpServer;
 
-/// The locked payload a server runs, if its line still asks for what was locked.
+/// The locked payload a runner line of `plugin` runs (an MCP server named `server`, or a
+/// hook of event `server`), with the line's own arguments, if the line still asks for what
+/// was locked.
 fn payload_of<'a>(
     lock: &'a Lock,
     plugin: &str,
     server: &str,
-    config: &McpServer,
+    hook: bool,
+    command: &str,
+    args: &[String],
 ) -> Option<(&'a LockedPayload, Vec<String>)> {
-    let payload = lock
-        .payloads
-        .iter()
-        .find(|p| p.plugin == plugin && p.server == server)?;
-    let call = parse_runner(config.command.as_deref()?, &config.args).ok()??;
-    (call.runner == payload.runner && call.spec == payload.spec).then_some((payload, call.args))
+    let call = parse_runner(command, args).ok()??;
+    let payload = lock.payloads.iter().find(|p| {
+        p.plugin == plugin
+            && p.server == server
+            && p.hook == hook
+            && p.runner == call.runner
+            && p.spec == call.spec
+    })?;
+    Some((payload, call.args))
 }
 
-/// Rewrites every server (name, definition, plugin) whose runner line `lock` pinned to
-/// start the stored closure instead; a closure missing from the store (or changed since
-/// it was added) is refused as a plugin is.
+/// The program and arguments that start `payload`'s stored closure with `args`; a
+/// closure missing from the store (or changed since it was added) is refused as a plugin
+/// is.
+fn pinned_command(
+    store: &Store,
+    payload: &LockedPayload,
+    args: Vec<String>,
+) -> Result<(String, Vec<String>), RuntimeError> {
+    let name = payload.entry_name();
+    let Some(entry) = store.checked_lookup(&payload.hash, &name)? else {
+        return Err(RuntimeError::NotSynced {
+            plugin: format!("{}`'s package `{}", payload.plugin, payload.package),
+            path: store.entry_path(&payload.hash, &name),
+        });
+    };
+    Ok(match payload.ecosystem {
+        Ecosystem::Npm => {
+            let script = entry.path.join(&payload.entry).display().to_string();
+            (
+                "node".to_owned(),
+                std::iter::once(script).chain(args).collect(),
+            )
+        }
+        Ecosystem::Python => {
+            let env = payload_env(store, payload, &entry.path)?;
+            let script = env.join("bin").join(&payload.entry).display().to_string();
+            (script, args)
+        }
+    })
+}
+
+/// A word as a POSIX shell reads it back unchanged.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// Rewrites every MCP server (name, definition, plugin) and every hook command whose
+/// runner line `lock` pinned to start the stored closure instead.
 pub(crate) fn rewrite(
     store: &Store,
     lock: &Lock,
     servers: &mut [(String, McpServer, String)],
+    hooks: &mut [(&'static str, Vec<(HookMatcher, String)>)],
 ) -> Result<(), RuntimeError> {
     if lock.payloads.is_empty() {
         return Ok(());
     }
     for (server, config, plugin) in servers {
-        let Some((payload, args)) = payload_of(lock, plugin, server, config) else {
+        let Some(command) = config.command.clone() else {
             continue;
         };
-        let name = payload.entry_name();
-        let Some(entry) = store.checked_lookup(&payload.hash, &name)? else {
-            return Err(RuntimeError::NotSynced {
-                plugin: format!("{plugin}`'s MCP server package `{}", payload.package),
-                path: store.entry_path(&payload.hash, &name),
-            });
+        let Some((payload, args)) = payload_of(lock, plugin, server, false, &command, &config.args)
+        else {
+            continue;
         };
-        match payload.ecosystem {
-            Ecosystem::Npm => {
-                let script = entry.path.join(&payload.entry);
-                config.command = Some("node".to_owned());
-                config.args = std::iter::once(script.display().to_string())
+        let (program, args) = pinned_command(store, payload, args)?;
+        config.command = Some(program);
+        config.args = args;
+    }
+    for (event, matchers) in hooks {
+        for (matcher, plugin) in matchers {
+            for hook in matcher.hooks.iter_mut().filter(|h| h.kind == "command") {
+                let Some(words) = plain_words(&hook.command) else {
+                    continue;
+                };
+                let Some((payload, args)) =
+                    payload_of(lock, plugin, event, true, &words[0], &words[1..])
+                else {
+                    continue;
+                };
+                let (program, args) = pinned_command(store, payload, args)?;
+                hook.command = std::iter::once(program)
                     .chain(args)
-                    .collect();
-            }
-            Ecosystem::Python => {
-                let env = payload_env(store, payload, &entry.path)?;
-                config.command = Some(env.join("bin").join(&payload.entry).display().to_string());
-                config.args = args;
+                    .map(|w| shell_word(&w))
+                    .collect::<Vec<_>>()
+                    .join(" ");
             }
         }
     }

@@ -1,9 +1,10 @@
-//! Which MCP servers of a lock's plugins start through a package runner (`npx`, `uvx`):
+//! Which MCP servers and hook commands of a lock's plugins start through a package runner
+//! (`npx`, `uvx`):
 //! what `lock` pins as payloads. Read from the set as it would run, before `payloads.rs`
 //! rewrites the pinned ones.
 
 use berth_lockfile_schema::Lock;
-use berth_lockfile_schema::runner::{PayloadWant, parse_runner};
+use berth_lockfile_schema::runner::{PayloadWant, parse_runner, plain_words};
 use berth_store::Store;
 
 use crate::set::{BuildOptions, build_plugin_set};
@@ -32,12 +33,40 @@ pub fn wanted(store: &Store, lock: &Lock) -> Result<(Vec<PayloadWant>, Vec<Strin
             Ok(Some(call)) => wants.push(PayloadWant {
                 plugin: plugin.clone(),
                 server: server.clone(),
+                hook: false,
                 call,
             }),
             Ok(None) => {}
             Err(why) => warnings.push(format!(
                 "plugin `{plugin}`, MCP server `{server}`: left as written and fetched at every start: {why}"
             )),
+        }
+    }
+    for (event, matchers) in &set.hooks {
+        for (matcher, plugin) in matchers {
+            for hook in matcher.hooks.iter().filter(|h| h.kind == "command") {
+                // Only a plain list of words is read: a line a shell would expand is left.
+                let Some(words) = plain_words(&hook.command) else {
+                    continue;
+                };
+                match parse_runner(&words[0], &words[1..]) {
+                    Ok(Some(call)) => {
+                        let want = PayloadWant {
+                            plugin: plugin.clone(),
+                            server: (*event).to_owned(),
+                            hook: true,
+                            call,
+                        };
+                        if !wants.contains(&want) {
+                            wants.push(want);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(why) => warnings.push(format!(
+                        "plugin `{plugin}`, `{event}` hook: left as written and fetched at every run: {why}"
+                    )),
+                }
+            }
         }
     }
     Ok((wants, warnings))

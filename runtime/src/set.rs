@@ -262,7 +262,7 @@ pub fn build_plugin_set(
         });
     }
     if !options.raw_commands {
-        crate::payloads::rewrite(store, lock, &mut set.mcp_servers)?;
+        crate::payloads::rewrite(store, lock, &mut set.mcp_servers, &mut set.hooks)?;
     }
     Ok(set)
 }

@@ -28,10 +28,12 @@ pub struct LockedNpmPackage {
 /// One locked payload: what one MCP server of one plugin runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockedPayload {
-    /// The plugin whose server it is.
+    /// The plugin whose server or hook it is.
     pub plugin: String,
-    /// The MCP server's name.
+    /// The MCP server's name, or the hook's event (`PreToolUse`).
     pub server: String,
+    /// Whether a hook command runs it (else an MCP server).
+    pub hook: bool,
     /// The runner as written (`npx`, `uvx`, ...).
     pub runner: String,
     /// The package spec as written in the server's command line.
@@ -84,9 +86,12 @@ pub struct LockedPayloadWire {
     /// The plugin whose MCP server runs it.
     #[schemars(length(min = 1))]
     pub plugin: String,
-    /// The MCP server's name.
+    /// The MCP server's name, or for a hook its event.
     #[schemars(length(min = 1))]
     pub server: String,
+    /// `true` when a hook command runs it; absent for an MCP server.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hook: bool,
     /// The runner as written: `npx`, `npm exec`, `bunx`, `pnpm dlx`, `uvx`, `uv tool run`,
     /// `pipx run`.
     #[schemars(length(min = 1))]
@@ -191,6 +196,7 @@ impl TryFrom<LockedPayloadWire> for LockedPayload {
         Ok(LockedPayload {
             plugin: w.plugin,
             server: w.server,
+            hook: w.hook,
             runner: w.runner,
             spec: w.spec,
             ecosystem,
@@ -215,6 +221,14 @@ impl LockedPayload {
             &[
                 ("plugin", Some(&self.plugin)),
                 ("server", Some(&self.server)),
+            ],
+        );
+        if self.hook {
+            out.push_str("hook = true\n");
+        }
+        write_fields(
+            out,
+            &[
                 ("runner", Some(&self.runner)),
                 ("spec", Some(&self.spec)),
                 ("ecosystem", Some(&self.ecosystem.as_str().to_owned())),

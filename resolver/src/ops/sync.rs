@@ -108,8 +108,11 @@ pub fn sync_plugins(
             Ok((_, false)) => {}
             Err(error) => errors.push(EntryError {
                 label: format!(
-                    "package `{}` {} (MCP server `{}` of plugin `{}`)",
-                    payload.package, payload.version, payload.server, payload.plugin
+                    "package `{}` {} ({} of plugin `{}`)",
+                    payload.package,
+                    payload.version,
+                    crate::payload::user_of(&payload.server, payload.hook),
+                    payload.plugin
                 ),
                 error: Box::new(error),
             }),

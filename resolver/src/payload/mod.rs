@@ -86,6 +86,7 @@ pub fn lock_payloads(
         let same = |p: &&LockedPayload| {
             p.plugin == want.plugin
                 && p.server == want.server
+                && p.hook == want.hook
                 && p.runner == call.runner
                 && p.spec == call.spec
         };
@@ -104,14 +105,16 @@ pub fn lock_payloads(
             out.push(LockedPayload {
                 plugin: want.plugin.clone(),
                 server: want.server.clone(),
+                hook: want.hook,
                 runner: call.runner.clone(),
                 ..done.clone()
             });
             continue;
         }
+        let user = user_of(&want.server, want.hook);
         let label = format!(
-            "plugin `{}`, MCP server `{}` (`{} {}`)",
-            want.plugin, want.server, call.runner, call.spec
+            "plugin `{}`, {user} (`{} {}`)",
+            want.plugin, call.runner, call.spec
         );
         if settings.network == Network::Offline {
             errors.push(EntryError {
@@ -138,10 +141,9 @@ pub fn lock_payloads(
                 reporter.status(
                     "Locked",
                     &format!(
-                        "{} {} for MCP server `{}` of plugin `{}` ({} packages)",
+                        "{} {} for {user} of plugin `{}` ({} packages)",
                         payload.package,
                         payload.version,
-                        want.server,
                         want.plugin,
                         payload.npm.len() + payload.wheels.len()
                     ),
@@ -150,8 +152,8 @@ pub fn lock_payloads(
                 out.push(payload);
             }
             Err(NotLocked::Left(why)) => reporter.warn(&format!(
-                "plugin `{}`, MCP server `{}`: `{} {}` is left as written and fetched at every start: {why}",
-                want.plugin, want.server, call.runner, call.spec
+                "plugin `{}`, {user}: `{} {}` is left as written and fetched at every start: {why}",
+                want.plugin, call.runner, call.spec
             )),
             Err(NotLocked::Failed(error)) => errors.push(EntryError { label, error }),
         }
@@ -160,6 +162,15 @@ pub fn lock_payloads(
         Ok(out)
     } else {
         Err(errors)
+    }
+}
+
+/// `MCP server `NAME`` or `PreToolUse hook`, for messages.
+pub(crate) fn user_of(server: &str, hook: bool) -> String {
+    if hook {
+        format!("`{server}` hook")
+    } else {
+        format!("MCP server `{server}`")
     }
 }
 

@@ -71,6 +71,7 @@ impl Ctx<'_> {
         let mut payload = LockedPayload {
             plugin: want.plugin.clone(),
             server: want.server.clone(),
+            hook: want.hook,
             runner: call.runner.clone(),
             spec: call.spec.clone(),
             ecosystem: call.ecosystem,
