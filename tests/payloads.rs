@@ -442,6 +442,24 @@ fn lock_upgrade_moves_a_floating_spec_and_diff_shows_the_version() {
     berth(&ctx, &env, &["plugins", "lock"]);
     let first = ctx.lock_text();
     std::fs::write(ctx.root.join("before.lock"), &first).expect("write");
+    // What runs needs an approval, which covers the pinned package too.
+    std::fs::write(
+        ctx.work.join("berth-policy.toml"),
+        "[capabilities]\nmcp_stdio = \"approve\"\n",
+    )
+    .expect("write");
+    berth(
+        &ctx,
+        &[],
+        &[
+            "plugins",
+            "approve",
+            "tools",
+            "--by",
+            "Alice <a@example.com>",
+        ],
+    );
+    berth(&ctx, &[], &["plugins", "show", "--json"]);
     registry.publish(
         "fake-mcp",
         "1.2.0",
@@ -459,6 +477,22 @@ fn lock_upgrade_moves_a_floating_spec_and_diff_shows_the_version() {
     );
     let lock: toml::Value = toml::from_str(&ctx.lock_text()).expect("TOML");
     assert_eq!(lock["payload"][0]["version"].as_str(), Some("1.2.0"));
+    // The plugin's folder is the same, but what its server runs moved: approve again.
+    let refused = ctx.run(&["plugins", "show", "--json"]);
+    assert_ne!(refused.code, 0, "{}", refused.stderr);
+    assert!(refused.stderr.contains("approv"), "{}", refused.stderr);
+    berth(
+        &ctx,
+        &[],
+        &[
+            "plugins",
+            "approve",
+            "tools",
+            "--by",
+            "Alice <a@example.com>",
+        ],
+    );
+    berth(&ctx, &[], &["plugins", "show", "--json"]);
     let before = ctx.root.join("before.lock");
     let diff = berth(
         &ctx,

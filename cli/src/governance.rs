@@ -94,6 +94,7 @@ impl Context {
             .map(|(locked, entry)| UnderReview {
                 locked,
                 entry,
+                payloads: &lock.payloads,
                 scan: match scan {
                     Scan::Nothing => false,
                     Scan::All => true,

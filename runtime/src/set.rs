@@ -75,6 +75,9 @@ pub struct PluginSet {
     pub lsp_servers: Vec<(String, Value, String)>,
     /// What was dropped or overridden, naming plugin, file and entry.
     pub warnings: Vec<String>,
+    /// The lock's pinned packages of runner lines, whose closures the MCP servers and
+    /// hooks above start (empty when built with `raw_commands`).
+    pub payloads: Vec<berth_lockfile_schema::LockedPayload>,
 }
 
 /// Builds the plugin set of `lock` from `store` alone: no network, no manifest, no source
@@ -92,6 +95,7 @@ pub fn build_plugin_set(
         agents: Vec::new(),
         lsp_servers: Vec::new(),
         warnings: Vec::new(),
+        payloads: Vec::new(),
     };
     // Each entry is checked against its stat record, never trusted for being present: a
     // changed entry is refused here, naming it (the runtime is offline and repairs nothing;
@@ -263,6 +267,7 @@ pub fn build_plugin_set(
     }
     if !options.raw_commands {
         crate::payloads::rewrite(store, lock, &mut set.mcp_servers, &mut set.hooks)?;
+        set.payloads = lock.payloads.clone();
     }
     Ok(set)
 }

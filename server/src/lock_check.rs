@@ -72,6 +72,7 @@ pub(crate) fn check_run_policy(
             locked: &p.locked,
             entry: &p.path,
             scan: true,
+            payloads: &set.payloads,
         })
         .collect();
     let checked = berth_runtime::review::check_plugins(&run.policy, &run.approvals, &plugins)

@@ -46,7 +46,8 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
                 plugin.name
             );
         };
-        let surface = surface_of(&plugin.name, &entry.path, plugin.definition.as_ref())?;
+        let mut surface = surface_of(&plugin.name, &entry.path, plugin.definition.as_ref())?;
+        surface.pin_packages(&plugin.name, &lock.payloads);
         let digest = surface.approval_digest();
         let unchanged = approvals
             .get(&plugin.name)

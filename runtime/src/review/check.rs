@@ -24,6 +24,9 @@ pub struct UnderReview<'a> {
     pub entry: &'a Path,
     /// Whether its files are scanned for hidden Unicode.
     pub scan: bool,
+    /// The lock's payloads (its runner lines' pinned packages): those of this plugin are
+    /// part of what is approved.
+    pub payloads: &'a [berth_lockfile_schema::LockedPayload],
 }
 
 /// Something the policy does not let through.
@@ -138,7 +141,8 @@ pub fn check_plugins(
             });
         }
         if needs_surface {
-            let surface = surface_of(name, plugin.entry, plugin.locked.definition.as_ref())?;
+            let mut surface = surface_of(name, plugin.entry, plugin.locked.definition.as_ref())?;
+            surface.pin_packages(name, plugin.payloads);
             check_capabilities(policy, approvals, name, &surface, &mut checked.violations);
         }
         if plugin.scan {

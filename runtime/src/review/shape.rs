@@ -41,6 +41,10 @@ pub struct Surface {
     pub commands: BTreeMap<String, Component>,
     /// Sub-agents by name.
     pub agents: BTreeMap<String, Component>,
+    /// The packages the lock pins for its runner lines (`npx`, `uvx`): by MCP server name,
+    /// or `hook:<event>` for a hook; see [`Surface::pin_packages`].
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub packages: BTreeMap<String, PackagePin>,
     /// What could not be read, or was read in an unexpected way, naming plugin and file.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -83,6 +87,19 @@ pub struct McpEntry {
     pub source: String,
 }
 
+/// A package a runner line starts, as the lock pins it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PackagePin {
+    /// The runner as written (`npx`, `uvx`).
+    pub runner: String,
+    /// The package.
+    pub package: String,
+    /// The pinned version.
+    pub version: String,
+    /// The closure's NAR hash (SRI).
+    pub hash: String,
+}
+
 /// A skill, command or sub-agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Component {
@@ -101,12 +118,14 @@ struct Executing<'a> {
     lsp_servers: BTreeMap<&'a str, Value>,
     executables: &'a BTreeMap<String, String>,
     named_files: &'a BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    packages: &'a BTreeMap<String, PackagePin>,
 }
 
 impl Surface {
     /// `sha256:` and the hex SHA-256 of the compact JSON of the executing parts alone
-    /// (`hooks`, `mcp_servers`, `lsp_servers`, `executables`, `named_files`, in that order,
-    /// object keys sorted). Changing a skill's text leaves it unchanged; changing a hook,
+    /// (`hooks`, `mcp_servers`, `lsp_servers`, `executables`, `named_files`, then the
+    /// pinned `packages` when there are any, object keys sorted). Changing a skill's text leaves it unchanged; changing a hook,
     /// a server or a script they name changes it.
     pub fn approval_digest(&self) -> String {
         let executing = Executing {
@@ -119,9 +138,35 @@ impl Surface {
                 .collect(),
             executables: &self.executables,
             named_files: &self.named_files,
+            packages: &self.packages,
         };
         let bytes = serde_json::to_vec(&executing).expect("strings, numbers and maps serialise");
         format!("sha256:{}", sha256_hex(&bytes))
+    }
+
+    /// Adds the packages `payloads` (a lock's) pins for plugin `plugin`, so that what a
+    /// runner line starts is part of what is approved: a new version asks again.
+    pub fn pin_packages(
+        &mut self,
+        plugin: &str,
+        payloads: &[berth_lockfile_schema::LockedPayload],
+    ) {
+        for p in payloads.iter().filter(|p| p.plugin == plugin) {
+            let key = if p.hook {
+                format!("hook:{}", p.server)
+            } else {
+                p.server.clone()
+            };
+            self.packages.insert(
+                key,
+                PackagePin {
+                    runner: p.runner.clone(),
+                    package: p.package.clone(),
+                    version: p.version.clone(),
+                    hash: p.hash.to_sri(),
+                },
+            );
+        }
     }
 
     /// Whether the plugin has any hook.

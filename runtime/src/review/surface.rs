@@ -86,6 +86,7 @@ pub fn surface_of(
         skills: BTreeMap::new(),
         commands: BTreeMap::new(),
         agents: BTreeMap::new(),
+        packages: BTreeMap::new(),
         warnings: Vec::new(),
     };
     let mut add_server = |key: &str, server: &McpServer, source: &str, w: &mut Vec<String>| {
@@ -354,6 +355,7 @@ mod tests {
             ]),
             commands: BTreeMap::new(),
             agents: BTreeMap::new(),
+            packages: BTreeMap::new(),
             warnings: vec![],
         };
         assert_eq!(surface, expected);
