@@ -229,6 +229,85 @@ fn tamper(entry: &Path, rel: &str) {
     std::fs::write(&file, text).expect("write");
 }
 
+/// `berth materialize` for each harness writes the pinned command: read back by the real
+/// Claude Code (`BERTH_CLAUDE`), and from the files Codex, Gemini CLI and Agent Plugins
+/// read.
+fn materialized_servers_start_the_closure(ctx: &TestContext, script: &str) {
+    let expect = |server: &Value, what: &str| {
+        assert_eq!(server["command"], "node", "{what}: {server}");
+        assert_eq!(server["args"][0], script, "{what}: {server}");
+    };
+    let dir = |name: &str| ctx.root.join(name);
+    let run = |target: &str, name: &str| {
+        berth(
+            ctx,
+            &[],
+            &["materialize", target, dir(name).to_str().expect("utf-8")],
+        );
+        berth(
+            ctx,
+            &[],
+            &[
+                "materialize",
+                target,
+                dir(name).to_str().expect("utf-8"),
+                "--check",
+            ],
+        );
+    };
+    run("claude", "claude");
+    match std::env::var_os("BERTH_CLAUDE").filter(|c| !c.is_empty()) {
+        Some(claude) => {
+            let out = Command::new(claude)
+                .args(["plugin", "list", "--json"])
+                .env("CLAUDE_CONFIG_DIR", dir("claude"))
+                .env("HOME", &ctx.home)
+                .env("DISABLE_AUTOUPDATER", "1")
+                .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+                .current_dir(&ctx.work)
+                .output()
+                .expect("run claude");
+            let list: Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+            expect(&list[0]["mcpServers"]["fake"], "Claude Code");
+        }
+        None => require_or_skip(
+            "BERTH_CLAUDE",
+            "point it at a `claude` from npm (.ci/run does)",
+        ),
+    }
+    run("codex", "codex");
+    let installs = dir("codex").join("plugins/cache/berth/tools");
+    let version = std::fs::read_dir(&installs)
+        .expect("an install")
+        .next()
+        .expect("one")
+        .expect("entry")
+        .path();
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(version.join(".claude-plugin/plugin.json")).expect("read"),
+    )
+    .expect("JSON");
+    expect(&manifest["mcpServers"]["fake"], "Codex");
+    assert!(
+        !version.join(".mcp.json").exists(),
+        "the unpinned definition is left out"
+    );
+    run("gemini", "gemini");
+    let gemini: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir("gemini").join("extensions/tools/gemini-extension.json"))
+            .expect("read"),
+    )
+    .expect("JSON");
+    expect(&gemini["mcpServers"]["fake"], "Gemini CLI");
+    run("agent-plugins", "agent-plugins");
+    let mcp: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir("agent-plugins").join("tools/mcp.json")).expect("read"),
+    )
+    .expect("JSON");
+    expect(&mcp["mcpServers"]["fake"], "Agent Plugins");
+}
+
 #[test]
 fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
     if !have_node() {
@@ -317,6 +396,9 @@ fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
         answer["result"]["serverInfo"]["uses"], "fake-dep 1.0.0",
         "{answer}"
     );
+
+    // Every harness target starts the stored closure too.
+    materialized_servers_start_the_closure(&ctx, script);
 
     // A binary cache carries the closure: a fresh store restores it with the registry gone.
     let cache = format!("file://{}", ctx.root.join("cache").display());

@@ -141,13 +141,38 @@ fn enabled_ids(chosen: &[&crate::set::PluginInfo]) -> Vec<(String, Value)> {
         .collect()
 }
 
-/// The install records of other scopes and projects that stay, each with the store entry
-/// its install folder links to (a record whose folder is gone or not berth's is dropped).
+/// What a plugin folder berth writes is: a link to its store entry, or (a plugin whose
+/// runner lines are pinned) a folder of links with its manifest rewritten.
+#[derive(Debug, Clone)]
+enum Folder {
+    Link(PathBuf),
+    Tree(Vec<(PathBuf, Planned)>),
+}
+
+impl Folder {
+    /// Plans the folder at `at`.
+    fn place(&self, plan: &mut Plan, at: &Path) {
+        match self {
+            Folder::Link(target) => {
+                plan.files
+                    .insert(at.to_path_buf(), Planned::Link(target.clone()));
+            }
+            Folder::Tree(files) => {
+                for (rel, planned) in files {
+                    plan.files.insert(at.join(rel), planned.clone());
+                }
+            }
+        }
+    }
+}
+
+/// The install records of other scopes and projects that stay, each with its install
+/// folder as it is (a record whose folder is gone or not berth's is dropped).
 fn kept_records(
     root: &Path,
     installs: &Map<String, Value>,
     scope: Scope<'_>,
-) -> Vec<(String, Value, PathBuf)> {
+) -> Vec<(String, Value, Folder)> {
     let suffix = format!("@{MARKETPLACE}");
     let cache = root.join(CACHE);
     let mut kept = Vec::new();
@@ -162,9 +187,18 @@ fn kept_records(
             let Some(path) = record["installPath"].as_str().map(PathBuf::from) else {
                 continue;
             };
-            if let (true, Ok(target)) = (path.starts_with(&cache), std::fs::read_link(&path)) {
-                kept.push((id.clone(), record.clone(), target));
+            if !path.starts_with(&cache) {
+                continue;
             }
+            let folder = match std::fs::read_link(&path) {
+                Ok(target) => Folder::Link(target),
+                Err(_) if path.is_dir() => match super::pinned::as_it_is(&path) {
+                    Ok(files) => Folder::Tree(files),
+                    Err(_) => continue,
+                },
+                Err(_) => continue,
+            };
+            kept.push((id.clone(), record.clone(), folder));
         }
     }
     kept
@@ -184,8 +218,8 @@ pub fn plan(set: &PluginSet, root: &Path, scope: Scope<'_>) -> Result<Plan, Runt
     let chosen = one_per_name(set, "Claude Code", &mut plan.warnings);
     let mut installs = read_object(root, INSTALLED)?;
     let kept = kept_records(root, &installs, scope);
-    // Each id's install records, with the store entry each links to.
-    let mut records: BTreeMap<String, Vec<(Value, PathBuf)>> = BTreeMap::new();
+    // Each id's install records, with the folder each installs.
+    let mut records: BTreeMap<String, Vec<(Value, Folder)>> = BTreeMap::new();
     for info in &chosen {
         let name = &info.locked.name;
         let version = version_of(info);
@@ -195,8 +229,11 @@ pub fn plan(set: &PluginSet, root: &Path, scope: Scope<'_>) -> Result<Plan, Runt
             ));
         }
         let install = install_dir(info, &version);
-        plan.files
-            .insert(install.clone(), Planned::Link(info.path.clone()));
+        let folder = match super::pinned::overlay(set, info)? {
+            Some(overlay) => Folder::Tree(super::pinned::linked(&info.path, &overlay)?),
+            None => Folder::Link(info.path.clone()),
+        };
+        folder.place(&mut plan, &install);
         let mut record = json!({
             "scope": "user",
             "installPath": root.join(&install).display().to_string(),
@@ -214,16 +251,15 @@ pub fn plan(set: &PluginSet, root: &Path, scope: Scope<'_>) -> Result<Plan, Runt
         records
             .entry(format!("{name}@{MARKETPLACE}"))
             .or_default()
-            .push((record, info.path.clone()));
+            .push((record, folder));
     }
     // Other scopes' and projects' installs stay.
-    for (id, record, target) in kept {
+    for (id, record, folder) in kept {
         let install = Path::new(record["installPath"].as_str().unwrap_or_default());
         if let Ok(rel) = install.strip_prefix(root) {
-            plan.files
-                .insert(rel.to_path_buf(), Planned::Link(target.clone()));
+            folder.place(&mut plan, rel);
         }
-        records.entry(id).or_default().push((record, target));
+        records.entry(id).or_default().push((record, folder));
     }
     // The catalog offers each id once: its first install by scope and project, so that
     // the folder is the same whichever project was written last.
@@ -233,13 +269,13 @@ pub fn plan(set: &PluginSet, root: &Path, scope: Scope<'_>) -> Result<Plan, Runt
             (a["scope"].as_str(), a["projectPath"].as_str())
                 .cmp(&(b["scope"].as_str(), b["projectPath"].as_str()))
         });
-        let (first, target) = &list[0];
+        let (first, folder) = &list[0];
         let name = id.trim_end_matches(&format!("@{MARKETPLACE}"));
-        plan.files.insert(
-            PathBuf::from("plugins/marketplaces")
+        folder.place(
+            &mut plan,
+            &PathBuf::from("plugins/marketplaces")
                 .join(MARKETPLACE)
                 .join(name),
-            Planned::Link(target.clone()),
         );
         entries.push(json!({
             "name": name,

@@ -37,19 +37,36 @@ pub fn plan(set: &PluginSet, root: &Path) -> Result<Plan, RuntimeError> {
     for info in chosen {
         let name = &info.locked.name;
         let version = version_of(info);
-        plan.files.insert(
-            PathBuf::from(MARKET_DIR).join(name),
-            Planned::Link(info.path.clone()),
-        );
         let install = PathBuf::from("plugins/cache")
             .join(MARKETPLACE)
             .join(name)
             .join(&version);
+        // A plugin whose runner lines are pinned: its manifest names the servers inline,
+        // rewritten, in the marketplace's folder and the install alike.
+        let overlay = super::pinned::overlay(set, info)?.unwrap_or_default();
+        if overlay.files.is_empty() {
+            plan.files.insert(
+                PathBuf::from(MARKET_DIR).join(name),
+                Planned::Link(info.path.clone()),
+            );
+        } else {
+            for (rel, planned) in super::pinned::linked(&info.path, &overlay)? {
+                plan.files
+                    .insert(PathBuf::from(MARKET_DIR).join(name).join(rel), planned);
+            }
+        }
         let mut files = Vec::new();
         regular_files(&info.path, Path::new(""), &mut files)?;
         for rel in files {
+            if overlay.hidden.contains(&rel) || overlay.files.contains_key(&rel) {
+                continue;
+            }
             plan.files
                 .insert(install.join(&rel), Planned::Copy(info.path.join(&rel)));
+        }
+        for (rel, bytes) in &overlay.files {
+            plan.files
+                .insert(install.join(rel), Planned::File(bytes.clone()));
         }
         let mut entry = json!({"name": name, "source": format!("./{name}"), "version": version});
         if !info.manifest.description.is_empty() {

@@ -192,6 +192,24 @@ pub fn check(root: &Path, plan: &Plan) -> std::io::Result<Vec<Drift>> {
     Ok(drift)
 }
 
+/// Removes a link where a folder of `rel` now belongs (a plugin that was a link to its
+/// store entry and is now a folder of links), so nothing is written through it into the
+/// store.
+fn unlink_ancestors(root: &Path, rel: &Path) -> std::io::Result<()> {
+    let mut at = root.to_path_buf();
+    let parts: Vec<_> = rel.components().collect();
+    for part in parts.iter().take(parts.len().saturating_sub(1)) {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => std::fs::remove_file(&at)?,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Makes `root` what `plan` says, touching only what differs: files are written beside
 /// their place and renamed over it, links made beside and renamed, and what owned folders
 /// hold beyond the plan removed.
@@ -204,6 +222,7 @@ pub fn apply(root: &Path, plan: &Plan) -> std::io::Result<Applied> {
             continue;
         }
         let parent = path.parent().unwrap_or(root);
+        unlink_ancestors(root, rel)?;
         std::fs::create_dir_all(parent)?;
         let tmp = parent.join(format!(
             ".{}.berth-tmp",

@@ -8,5 +8,6 @@ pub mod claude;
 pub mod codex;
 mod files;
 pub mod gemini;
+mod pinned;
 
 pub use files::{Applied, Drift, Plan, Planned, apply, check};
