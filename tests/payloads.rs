@@ -373,6 +373,15 @@ fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
     // Sync on a clean store, then the registry goes away: the server still starts.
     ctx.wipe_store_entries();
     berth(&ctx, &env, &["plugins", "sync"]);
+    // `verify` fetches the closure afresh and finds the locked hash.
+    let verified = berth(&ctx, &env, &["plugins", "verify"]);
+    assert!(
+        verified
+            .stderr
+            .contains("Verified fake-mcp@1.1.0 (plugin tools)"),
+        "{}",
+        verified.stderr
+    );
     drop(registry.server);
     let server = set_server(&ctx, "fake");
     assert_eq!(server["command"], "node", "{server}");

@@ -46,7 +46,7 @@ pub use ops::{
     InMemoryLock, LocalRelock, LockAndSyncError, LockMode, LockOptions, LockOutcome, Lockfile,
     PolicyLoadError, Relock, SyncOutcome, Synced, Upgrade, VerifyOutcome, VerifyStatus,
     load_policy, lock_and_sync, lock_plugins, mark_live, pin_payloads, sync_plugins, verify_agent,
-    verify_plugins,
+    verify_payloads, verify_plugins,
 };
 pub use payload::{DEFAULT_NPM_REGISTRY, PayloadFinder, lock_payloads};
 pub use sources::read_marketplace;

@@ -1,7 +1,9 @@
 //! `berth plugins verify`
 
 use anyhow::Result;
-use berth_resolver::{AgentVerifyStatus, Network, VerifyStatus, verify_agent, verify_plugins};
+use berth_resolver::{
+    AgentVerifyStatus, Network, VerifyStatus, verify_agent, verify_payloads, verify_plugins,
+};
 use serde_json::json;
 
 use crate::args::VerifyArgs;
@@ -23,6 +25,7 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
         &lock,
         manifest.as_ref(),
     );
+    let payload_outcomes = verify_payloads(&ctx.store, &settings, &ctx.printer, &lock);
     let agent_outcomes = verify_agent(
         &ctx.store,
         &settings,
@@ -32,7 +35,13 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
     );
     let mut problems = Vec::new();
     let mut rows = Vec::new();
-    for outcome in &outcomes {
+    let mut payload_rows = Vec::new();
+    for (outcome, is_payload) in outcomes
+        .iter()
+        .map(|o| (o, false))
+        .chain(payload_outcomes.iter().map(|o| (o, true)))
+    {
+        let kind = if is_payload { "package" } else { "plugin" };
         let (status, actual, error) = match &outcome.status {
             VerifyStatus::Ok => {
                 ctx.printer.status(
@@ -43,23 +52,28 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
             }
             VerifyStatus::Mismatch { actual } => {
                 problems.push(format!(
-                    "plugin `{}`: hash mismatch: expected `{}`, got `{actual}`",
+                    "{kind} `{}`: hash mismatch: expected `{}`, got `{actual}`",
                     outcome.name, outcome.expected
                 ));
                 ("mismatch", Some(actual.to_sri()), None)
             }
             VerifyStatus::Failed(e) => {
-                problems.push(format!("plugin `{}`: {e}", outcome.name));
+                problems.push(format!("{kind} `{}`: {e}", outcome.name));
                 ("error", None, Some(e.to_string()))
             }
         };
-        rows.push(json!({
+        let row = json!({
             "name": outcome.name,
             "status": status,
             "expected": outcome.expected.to_sri(),
             "actual": actual,
             "error": error,
-        }));
+        });
+        if is_payload {
+            payload_rows.push(row);
+        } else {
+            rows.push(row);
+        }
     }
     let mut agent_rows = Vec::new();
     if let Some(agent) = &lock.agent {
@@ -100,6 +114,9 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
         let mut doc = json!({ "ok": problems.is_empty(), "plugins": rows });
         if lock.agent.is_some() {
             doc["agent"] = json!(agent_rows);
+        }
+        if !lock.payloads.is_empty() {
+            doc["payloads"] = json!(payload_rows);
         }
         let mut text = serde_json::to_string_pretty(&doc)?;
         text.push('\n');

@@ -96,6 +96,33 @@ pub fn verify_plugins(
     })
 }
 
+/// Fetches every locked payload (an MCP server's or hook's package closure) afresh from
+/// its registry, bypassing the store and the substituters, and compares its NAR hash with
+/// the lock; `name` is `PACKAGE@VERSION (plugin PLUGIN)`.
+pub fn verify_payloads(
+    store: &Store,
+    settings: &Settings,
+    reporter: &dyn Reporter,
+    lock: &Lock,
+) -> Vec<VerifyOutcome> {
+    let ctx = Ctx::new(store, settings, reporter);
+    run_parallel(&lock.payloads, settings.jobs, |_, payload| {
+        let status = match ctx.fresh_payload_hash(payload) {
+            Ok(actual) if actual == payload.hash => VerifyStatus::Ok,
+            Ok(actual) => VerifyStatus::Mismatch { actual },
+            Err(e) => VerifyStatus::Failed(Arc::new(e)),
+        };
+        VerifyOutcome {
+            name: format!(
+                "{}@{} (plugin {})",
+                payload.package, payload.version, payload.plugin
+            ),
+            expected: payload.hash,
+            status,
+        }
+    })
+}
+
 /// How `verify` gets a locked plugin.
 pub(crate) enum Plan {
     /// A local folder or an archive: on its own.

@@ -203,22 +203,7 @@ impl Ctx<'_> {
         }
         let staging = match self.substitute_payload(payload, &name)? {
             Some(staging) => staging,
-            None => {
-                self.require_network(|| {
-                    format!("the package `{}` {}", payload.package, payload.version)
-                })?;
-                let built = match payload.ecosystem {
-                    Ecosystem::Npm => self.assemble_npm(&payload.npm),
-                    Ecosystem::Python => self.assemble_wheels(&payload.wheels),
-                };
-                built.map_err(|e| match e {
-                    NotLocked::Failed(e) => *e,
-                    NotLocked::Left(why) => ResolveError::Payload {
-                        what: format!("the package `{}`", payload.package),
-                        message: why,
-                    },
-                })?
-            }
+            None => self.fetch_closure(payload)?,
         };
         let entry = self.store.commit(staging, &name, Some(&payload.hash))?;
         self.reporter.status(
@@ -231,6 +216,33 @@ impl Ctx<'_> {
             ),
         );
         Ok((entry, true))
+    }
+
+    /// The NAR hash of a payload's closure fetched afresh from its registry, bypassing
+    /// the store and the substituters (`verify`).
+    pub(crate) fn fresh_payload_hash(
+        &self,
+        payload: &LockedPayload,
+    ) -> Result<berth_lockfile_schema::Sha256Hash, ResolveError> {
+        let staging = self.fetch_closure(payload)?;
+        Ok(berth_store::hash_path(staging.path())?)
+    }
+
+    /// A payload's closure fetched from its registry into a staging folder, every
+    /// package checked against its pin.
+    fn fetch_closure(&self, payload: &LockedPayload) -> Result<Staging, ResolveError> {
+        self.require_network(|| format!("the package `{}` {}", payload.package, payload.version))?;
+        let built = match payload.ecosystem {
+            Ecosystem::Npm => self.assemble_npm(&payload.npm),
+            Ecosystem::Python => self.assemble_wheels(&payload.wheels),
+        };
+        built.map_err(|e| match e {
+            NotLocked::Failed(e) => *e,
+            NotLocked::Left(why) => ResolveError::Payload {
+                what: format!("the package `{}`", payload.package),
+                message: why,
+            },
+        })
     }
 
     /// The payload's closure from the first substituter that has it, unpacked and checked.
