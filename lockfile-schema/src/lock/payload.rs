@@ -164,6 +164,12 @@ impl TryFrom<LockedPayloadWire> for LockedPayload {
             if !is_closure_path(&p.path) {
                 return Err(format!("`{}` is not a `node_modules/` path", p.path));
             }
+            if !(p.url.starts_with("https://") || p.url.starts_with("http://")) {
+                return Err(format!(
+                    "`{}` comes from `{}`, which is not an http(s) URL",
+                    p.path, p.url
+                ));
+            }
             npm.push(LockedNpmPackage {
                 path: p.path,
                 version: p.version,
@@ -252,5 +258,61 @@ impl LockedPayload {
             );
         }
         write_wheels(out, "payload.wheel", &self.wheels);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lock::parse_lock;
+
+    const PAYLOAD: &str = "version = 1\n\n\
+        [[payload]]\nplugin = \"tools\"\nserver = \"fake\"\nrunner = \"npx\"\n\
+        spec = \"fake-mcp@^1\"\necosystem = \"npm\"\npackage = \"fake-mcp\"\n\
+        version = \"1.1.0\"\nentry = \"node_modules/fake-mcp/bin/server.js\"\n\
+        hash = \"sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\"\n\n\
+        [[payload.npm]]\npath = \"node_modules/fake-mcp\"\nversion = \"1.1.0\"\n\
+        url = \"https://registry.example/fake-mcp/-/fake-mcp-1.1.0.tgz\"\n\
+        integrity = \"sha512-AAAA\"\n";
+
+    #[test]
+    fn a_payload_round_trips_through_the_canonical_writer() {
+        let lock = parse_lock("plugins.lock", PAYLOAD).expect("valid");
+        assert_eq!(lock.payloads.len(), 1);
+        assert_eq!(lock.payloads[0].entry_name(), "npm-fake-mcp-1.1.0");
+        let text = lock.to_toml();
+        assert_eq!(parse_lock("plugins.lock", &text).expect("valid"), lock);
+        assert!(text.contains("[[payload.npm]]"), "{text}");
+    }
+
+    #[test]
+    fn a_payload_leaving_its_closure_or_fetched_from_a_file_is_refused() {
+        for (from, to, why) in [
+            (
+                "path = \"node_modules/fake-mcp\"",
+                "path = \"node_modules/../../x\"",
+                "not a `node_modules/` path",
+            ),
+            (
+                "url = \"https://",
+                "url = \"file:///etc/",
+                "not an http(s) URL",
+            ),
+            (
+                "entry = \"node_modules/fake-mcp/bin/server.js\"",
+                "entry = \"/bin/sh\"",
+                "not a path in the closure",
+            ),
+            (
+                "ecosystem = \"npm\"",
+                "ecosystem = \"cargo\"",
+                "not `npm` or `python`",
+            ),
+        ] {
+            let text = PAYLOAD.replace(from, to);
+            let err = parse_lock("plugins.lock", &text)
+                .expect_err(why)
+                .to_string();
+            assert!(err.contains(why) && err.contains("server `fake`"), "{err}");
+        }
     }
 }
