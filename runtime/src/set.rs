@@ -27,7 +27,8 @@ pub struct BuildOptions {
     /// the build stops at the next plugin or component with [`RuntimeError::Cancelled`].
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Leave MCP servers' runner lines (`npx -y pkg`) as the plugins wrote them, rather
-    /// than starting the lock's pinned payloads (what `lock` reads to pin them).
+    /// than starting the lock's pinned payloads, and make no view (what `lock` reads to
+    /// pin them; nothing runs from this set).
     pub raw_commands: bool,
 }
 
@@ -121,9 +122,12 @@ pub fn build_plugin_set(
         .zip(&entries)
         .map(|(l, e)| (l.name.as_str(), e.as_path()))
         .collect();
-    let roots = match store.plugin_view(&named) {
-        Ok(view) => view.paths,
-        Err(e) => {
+    // Reading what a lock would run (`raw_commands`) needs no view: nothing runs from it.
+    let view = (!options.raw_commands).then(|| store.plugin_view(&named));
+    let roots = match view {
+        None => entries.clone(),
+        Some(Ok(view)) => view.paths,
+        Some(Err(e)) => {
             set.warnings.push(format!(
                 "could not make the plugin view in `{}` ({e}); plugins see their store paths, which do not end in their names",
                 store.root().join(berth_store::VIEWS_DIR).display()
