@@ -137,6 +137,49 @@ def bench_noop(berth, scratch, repos, runs):
     return checked, rehashed, paths
 
 
+def make_big_plugin(path: Path):
+    """A 256 MiB plugin: four 48 MiB files and 1024 files of 64 KiB, random bytes."""
+    (path / "small").mkdir(parents=True)
+    for i in range(4):
+        (path / f"big{i}.bin").write_bytes(os.urandom(48 << 20))
+    for i in range(1024):
+        (path / "small" / f"f{i}").write_bytes(os.urandom(64 << 10))
+
+
+def openssl_sha256():
+    """One core's SHA-256 by `openssl speed -evp sha256` (16 KiB blocks), in bytes/s."""
+    out = subprocess.run(
+        ["openssl", "speed", "-evp", "sha256", "-bytes", "16384", "-seconds", "2"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    line = [l for l in out.splitlines() if l.startswith("sha256")][-1]
+    return float(line.split()[-1].rstrip("k")) * 1000
+
+
+def bench_hash(berth, scratch, runs, baseline=None):
+    """The NAR hash of a 256 MiB plugin: `berth store verify` of a store holding only
+    it (every byte read and hashed), next to `nix hash path` of the same folder, one
+    core's `openssl speed -evp sha256` and, given one, an older build; interleaved."""
+    plugin = scratch / "big-plugin"
+    make_big_plugin(plugin)
+    work = scratch / "hash"
+    work.mkdir()
+    (work / "plugins.toml").write_text(f'[[plugin]]\nsource = "{plugin}"\n')
+    env = {"BERTH_STORE": str(scratch / "hash-store")}
+    run([berth, "plugins", "sync"], cwd=work, env=env)
+    nix = shutil.which("nix")
+    builds = [("now", berth)] + ([("before", baseline)] if baseline else [])
+    times = {name: [] for name, _ in builds}
+    times["nix"] = []
+    for _ in range(runs):
+        for name, binary in builds:
+            times[name].append(timed([[binary, "store", "verify", "-q"]], cwd=work, env=env))
+        if nix:
+            times["nix"].append(timed([[nix, "--extra-experimental-features", "nix-command", "hash", "path", str(plugin)]]))
+    size = sum(f.stat().st_size for f in plugin.rglob("*") if f.is_file())
+    return times, size, openssl_sha256()
+
+
 def bench_uv(scratch, runs):
     """uv's no-op sync of 12 packages, or None when uv cannot be set up (no PyPI)."""
     venv = scratch / "uv-venv"
@@ -780,7 +823,7 @@ def machine():
     return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.system()} {platform.release()}, {git}"
 
 
-SECTIONS = ("noop", "cold", "market", "cache", "http", "server", "show", "python", "agent")
+SECTIONS = ("noop", "hash", "cold", "market", "cache", "http", "server", "show", "python", "agent")
 
 
 def main():
@@ -822,6 +865,20 @@ def main():
                 f"(median of {len(noop)}) | {median_ms(noop):.1f} ms "
                 f"| {median_ms(rehashed):.1f} ms (no records: every entry re-hashed, records written) "
                 f"| {median_ms(rehashed) / median_ms(noop):.1f}x faster | ≤ 5 ms |"
+            )
+        if "hash" in wanted:
+            print("NAR hash of a 256 MiB plugin ...", file=sys.stderr)
+            times, size, core = bench_hash(args.berth, scratch, 11, args.baseline)
+            rate = lambda samples: size / statistics.median(samples) / 1e9
+            cells = f"openssl {core / 1e9:.2f} GB/s"
+            if times["nix"]:
+                cells += f"; `nix hash path` {rate(times['nix']):.2f} GB/s"
+            if "before" in times:
+                cells += f"; build {args.baseline_rev} {rate(times['before']):.2f} GB/s"
+            rows.append(
+                f"| NAR hash of a 256 MiB plugin, `store verify` (median of {len(times['now'])}) "
+                f"| {rate(times['now']):.2f} GB/s | {cells} "
+                f"| {rate(times['now']) * 1e9 / core:.0%} of one core's SHA-256 | ≥ 90% of one core's SHA-256 |"
             )
         if "cold" in wanted:
             print("cold lock + sync ...", file=sys.stderr)

@@ -102,10 +102,9 @@ pub fn dump_excluding(
     out: &mut impl Write,
     exclude: Exclude<'_>,
 ) -> Result<(), NarError> {
-    let mut nar = NarWriter::new(out)?;
-    dump_node(path, &mut nar, exclude, 0)?;
-    nar.finish()?;
-    Ok(())
+    let mut steps = Vec::new();
+    walk(path, &mut steps, exclude, 0)?;
+    write_steps(&steps, out)
 }
 
 /// The low-level NAR encoder: callers describe a tree depth-first, with each folder's
@@ -125,19 +124,25 @@ impl<W: Write> NarWriter<W> {
 
     /// A regular file whose `len` bytes of content come from `contents`.
     pub fn file(&mut self, executable: bool, len: u64, contents: &mut impl Read) -> io::Result<()> {
+        self.begin_file(executable, len)?;
+        let copied = io::copy(&mut contents.take(len), &mut self.out)?;
+        if copied != len {
+            return Err(short_file());
+        }
+        self.end_file(len)
+    }
+
+    /// A regular file's header; its `len` bytes of contents follow, then [`Self::end_file`].
+    fn begin_file(&mut self, executable: bool, len: u64) -> io::Result<()> {
         self.strs(&[b"(", b"type", b"regular"])?;
         if executable {
             self.strs(&[b"executable", b""])?;
         }
         write_str(&mut self.out, b"contents")?;
-        self.out.write_all(&len.to_le_bytes())?;
-        let copied = io::copy(&mut contents.take(len), &mut self.out)?;
-        if copied != len {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "file is shorter than its announced length",
-            ));
-        }
+        self.out.write_all(&len.to_le_bytes())
+    }
+
+    fn end_file(&mut self, len: u64) -> io::Result<()> {
         write_padding(&mut self.out, len)?;
         write_str(&mut self.out, b")")
     }
@@ -202,9 +207,26 @@ impl Write for Sha256Sink {
     }
 }
 
-fn dump_node<W: Write>(
+/// One step of a tree's NAR, in order: what [`walk`] finds and [`dump_excluding`] writes.
+enum Step {
+    BeginDirectory,
+    Entry(Vec<u8>),
+    EndEntry,
+    EndDirectory,
+    Symlink(Vec<u8>),
+    /// A regular file: its contents come from the reader thread, in step order.
+    File {
+        path: PathBuf,
+        executable: bool,
+        len: u64,
+    },
+}
+
+/// The steps of the tree at `path`, names sorted by raw bytes; what NAR cannot hold (a
+/// fifo, a `.git` entry) is refused before anything is written.
+fn walk(
     path: &Path,
-    nar: &mut NarWriter<W>,
+    steps: &mut Vec<Step>,
     exclude: Exclude<'_>,
     depth: usize,
 ) -> Result<(), NarError> {
@@ -212,19 +234,15 @@ fn dump_node<W: Write>(
     let kind = meta.file_type();
     if kind.is_symlink() {
         let target = fs_err::read_link(path)?;
-        nar.symlink(target.as_os_str().as_bytes())?;
+        steps.push(Step::Symlink(target.as_os_str().as_bytes().to_vec()));
     } else if kind.is_file() {
-        let mut file = fs_err::File::open(path)?;
-        let executable = meta.permissions().mode() & 0o100 != 0;
-        nar.file(executable, meta.len(), &mut file).map_err(|e| {
-            if e.kind() == io::ErrorKind::UnexpectedEof {
-                NarError::Changed(path.to_owned())
-            } else {
-                NarError::Io(e)
-            }
-        })?;
+        steps.push(Step::File {
+            path: path.to_owned(),
+            executable: meta.permissions().mode() & 0o100 != 0,
+            len: meta.len(),
+        });
     } else if kind.is_dir() {
-        nar.begin_directory()?;
+        steps.push(Step::BeginDirectory);
         let mut names: Vec<_> = fs_err::read_dir(path)?
             .map(|entry| entry.map(|e| e.file_name()))
             .collect::<Result<_, _>>()?;
@@ -236,15 +254,163 @@ fn dump_node<W: Write>(
             if is_git_name(name.as_bytes()) {
                 return Err(NarError::GitName(path.join(&name)));
             }
-            nar.entry(name.as_bytes())?;
-            dump_node(&path.join(&name), nar, exclude, depth + 1)?;
-            nar.end_entry()?;
+            steps.push(Step::Entry(name.as_bytes().to_vec()));
+            walk(&path.join(&name), steps, exclude, depth + 1)?;
+            steps.push(Step::EndEntry);
         }
-        nar.end_directory()?;
+        steps.push(Step::EndDirectory);
     } else {
         return Err(NarError::UnsupportedFileType(path.to_owned()));
     }
     Ok(())
+}
+
+/// How many chunks the reader thread may be ahead of the writer.
+const READ_AHEAD_CHUNKS: usize = 3;
+
+/// The size of one chunk of the files' contents, read back to back.
+const CHUNK: usize = 1 << 20;
+
+/// A chunk of the files' contents (the concatenation of every file, in order), or why a
+/// file could not be read (its index among the files, for [`NarError::Changed`]).
+type Chunk = Result<Vec<u8>, (usize, io::Error)>;
+
+/// Reads every file of `files` in order, exactly its announced length, into chunks of
+/// [`CHUNK`] bytes of their concatenated contents (small files share a chunk, so the
+/// threads meet once a chunk, not once a file), sent to `out`; the buffers the writer
+/// sends `back` are reused. Stops when the writer hangs up.
+fn read_ahead(
+    files: &[(&Path, u64)],
+    out: &std::sync::mpsc::SyncSender<Chunk>,
+    back: &std::sync::mpsc::Receiver<Vec<u8>>,
+) {
+    let fresh = || {
+        let mut buffer = back.try_recv().unwrap_or_default();
+        buffer.clear();
+        buffer.reserve(CHUNK);
+        buffer
+    };
+    let mut buffer = fresh();
+    for (i, (path, len)) in files.iter().enumerate() {
+        let fail = |e: io::Error| {
+            let _ = out.send(Err((i, e)));
+        };
+        let mut file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(e) => return fail(e),
+        };
+        let mut left = *len;
+        while left > 0 {
+            let room = (CHUNK - buffer.len()) as u64;
+            let want = room.min(left);
+            match (&mut file).take(want).read_to_end(&mut buffer) {
+                Ok(n) if n as u64 == want => {}
+                Ok(_) => return fail(short_file()),
+                Err(e) => return fail(e),
+            }
+            left -= want;
+            if buffer.len() == CHUNK {
+                if out.send(Ok(buffer)).is_err() {
+                    return;
+                }
+                buffer = fresh();
+            }
+        }
+    }
+    if !buffer.is_empty() {
+        let _ = out.send(Ok(buffer));
+    }
+}
+
+/// The writer's end of the contents stream.
+struct Contents {
+    rx: std::sync::mpsc::Receiver<Chunk>,
+    back: std::sync::mpsc::Sender<Vec<u8>>,
+    chunk: Vec<u8>,
+    at: usize,
+}
+
+impl Contents {
+    /// Writes the next `len` bytes of the stream to `out`.
+    fn copy(&mut self, mut len: u64, out: &mut impl Write) -> Result<(), (usize, io::Error)> {
+        while len > 0 {
+            if self.at == self.chunk.len() {
+                let next = self.rx.recv().map_err(|_| (usize::MAX, short_file()))??;
+                let used = std::mem::replace(&mut self.chunk, next);
+                let _ = self.back.send(used);
+                self.at = 0;
+            }
+            let take = (self.chunk.len() - self.at).min(usize::try_from(len).unwrap_or(usize::MAX));
+            out.write_all(&self.chunk[self.at..self.at + take])
+                .map_err(|e| (usize::MAX, e))?;
+            self.at += take;
+            len -= take as u64;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `steps` as a NAR to `out`, the files' contents read by a second thread while
+/// the writer hashes (or writes) what it read before: reading and hashing overlap.
+fn write_steps<W: Write>(steps: &[Step], out: &mut W) -> Result<(), NarError> {
+    let files: Vec<(&Path, u64)> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::File { path, len, .. } => Some((path.as_path(), *len)),
+            _ => None,
+        })
+        .collect();
+    let failed = |(i, e): (usize, io::Error)| match files.get(i) {
+        Some((path, _)) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            NarError::Changed((*path).to_owned())
+        }
+        Some((path, _)) => NarError::Io(io::Error::new(
+            e.kind(),
+            format!("failed to read `{}`: {e}", path.display()),
+        )),
+        None => NarError::Io(e),
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(READ_AHEAD_CHUNKS);
+    let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::scope(|scope| {
+        let reader_files = &files;
+        if !files.is_empty() {
+            scope.spawn(move || read_ahead(reader_files, &tx, &back_rx));
+        }
+        // Moved in, so that a failed write hangs up and the reader stops.
+        let mut contents = Contents {
+            rx,
+            back: back_tx,
+            chunk: Vec::new(),
+            at: 0,
+        };
+        let mut nar = NarWriter::new(&mut *out)?;
+        for step in steps {
+            match step {
+                Step::BeginDirectory => nar.begin_directory()?,
+                Step::Entry(name) => nar.entry(name)?,
+                Step::EndEntry => nar.end_entry()?,
+                Step::EndDirectory => nar.end_directory()?,
+                Step::Symlink(target) => nar.symlink(target)?,
+                Step::File {
+                    executable, len, ..
+                } => {
+                    nar.begin_file(*executable, *len)?;
+                    contents.copy(*len, &mut nar.out).map_err(failed)?;
+                    nar.end_file(*len)?;
+                }
+            }
+        }
+        nar.finish()?;
+        Ok(())
+    })
+}
+
+fn short_file() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "file is shorter than its announced length",
+    )
 }
 
 fn write_str(out: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
@@ -266,6 +432,33 @@ mod tests {
 
     fn sri(path: &Path) -> String {
         hash_path(path).expect("hashable").to_sri()
+    }
+
+    #[test]
+    fn files_read_ahead_on_a_second_thread_hash_as_files_read_in_turn() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("big");
+        let bytes: Vec<u8> = (0..(9u32 << 20) + 3)
+            .map(|i| (i * 31 % 251) as u8)
+            .collect();
+        fs_err::write(&path, &bytes).expect("write");
+        let mut expected = Sha256Sink::default();
+        let mut nar = NarWriter::new(&mut expected).expect("nar");
+        nar.file(false, bytes.len() as u64, &mut bytes.as_slice())
+            .expect("in memory");
+        nar.finish().expect("finish");
+        assert_eq!(hash_path(&path).expect("hash"), expected.finish());
+
+        // A file shorter than its size said (it changed while read) is refused.
+        let steps = [Step::File {
+            path: path.clone(),
+            executable: false,
+            len: bytes.len() as u64 + (1 << 20),
+        }];
+        match write_steps(&steps, &mut io::sink()) {
+            Err(NarError::Changed(p)) => assert_eq!(p, path),
+            other => panic!("expected Changed, got {other:?}"),
+        }
     }
 
     #[test]
