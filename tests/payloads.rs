@@ -370,6 +370,21 @@ fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
         );
     }
 
+    // `plugins list` shows what each runner line is pinned to.
+    let listed = berth(&ctx, &[], &["plugins", "list"]);
+    assert!(
+        listed.stdout.contains("tools: server fake")
+            && listed.stdout.contains("fake-mcp 1.1.0")
+            && listed.stdout.contains("npx fake-mcp@^1"),
+        "{}",
+        listed.stdout
+    );
+    let json: Value =
+        serde_json::from_str(&berth(&ctx, &[], &["plugins", "list", "--json"]).stdout)
+            .expect("JSON");
+    assert_eq!(json["payloads"][0]["version"], "1.1.0", "{json}");
+    assert!(json["payloads"][0]["store_path"].is_string(), "{json}");
+
     // Sync on a clean store, then the registry goes away: the server still starts.
     ctx.wipe_store_entries();
     berth(&ctx, &env, &["plugins", "sync"]);

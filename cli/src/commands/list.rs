@@ -46,10 +46,30 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
                 })).collect::<Vec<_>>(),
             })
         });
-        // `agent` only when the lock has one: the SPEC's shape is `{"plugins": [...]}`.
+        // `agent` and `payloads` only when the lock has them: the SPEC's shape is
+        // `{"plugins": [...]}`.
         let mut doc = json!({ "plugins": plugins });
         if let Some(agent) = agent {
             doc["agent"] = agent;
+        }
+        if !lock.payloads.is_empty() {
+            doc["payloads"] = lock
+                .payloads
+                .iter()
+                .map(|p| {
+                    json!({
+                        "plugin": p.plugin,
+                        "server": p.server,
+                        "hook": p.hook,
+                        "runner": p.runner,
+                        "spec": p.spec,
+                        "package": p.package,
+                        "version": p.version,
+                        "hash": p.hash.to_sri(),
+                        "store_path": payload_path(ctx, p),
+                    })
+                })
+                .collect();
         }
         let mut text = serde_json::to_string_pretty(&doc)?;
         text.push('\n');
@@ -87,8 +107,33 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
             },
         ]);
     }
+    for p in &lock.payloads {
+        let user = if p.hook {
+            format!("{} hook", p.server)
+        } else {
+            format!("server {}", p.server)
+        };
+        rows.push([
+            format!("  {}: {user}", p.plugin),
+            format!("{} {}", p.package, p.version),
+            format!("{} {}", p.runner, p.spec),
+            match payload_path(ctx, p) {
+                Some(_) => "synced".to_owned(),
+                None => "not synced".to_owned(),
+            },
+        ]);
+    }
     let mut text = String::new();
     super::table(&mut text, &rows, "");
     ctx.printer.data(&text);
     Ok(())
+}
+
+/// The store path of a payload's closure, when it is there unchanged.
+fn payload_path(ctx: &Context, p: &berth_lockfile_schema::LockedPayload) -> Option<String> {
+    ctx.store
+        .checked_lookup(&p.hash, &p.entry_name())
+        .ok()
+        .flatten()
+        .map(|e| e.path.display().to_string())
 }
