@@ -373,7 +373,7 @@ fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
     // `plugins list` shows what each runner line is pinned to.
     let listed = berth(&ctx, &[], &["plugins", "list"]);
     assert!(
-        listed.stdout.contains("tools: server fake")
+        listed.stdout.contains("tools: MCP server fake")
             && listed.stdout.contains("fake-mcp 1.1.0")
             && listed.stdout.contains("npx fake-mcp@^1"),
         "{}",
@@ -465,7 +465,7 @@ fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
 }
 
 #[test]
-fn a_hook_command_through_npx_runs_the_locked_package() {
+fn a_hook_command_and_an_lsp_server_through_npx_run_the_locked_package() {
     if !have_node() {
         return;
     }
@@ -480,16 +480,31 @@ fn a_hook_command_through_npx_runs_the_locked_package() {
     ]}]}});
     std::fs::create_dir_all(ctx.work.join("tools/hooks")).expect("mkdir");
     std::fs::write(ctx.work.join("tools/hooks/hooks.json"), hooks.to_string()).expect("write");
+    // An LSP server started the same way.
+    std::fs::write(
+        ctx.work.join("tools/.lsp.json"),
+        json!({"fake": {"command": "npx", "args": ["-y", "fake-mcp@1.0.0", "--stdio"],
+            "extensionToLanguage": {".fake": "fake"}}})
+        .to_string(),
+    )
+    .expect("write");
     berth(&ctx, &env, &["plugins", "lock"]);
     let lock: toml::Value = toml::from_str(&ctx.lock_text()).expect("TOML");
     let payloads = lock["payload"].as_array().expect("payloads");
+    let used: Vec<(&str, &str)> = payloads
+        .iter()
+        .map(|p| {
+            (
+                p["use"].as_str().expect("use"),
+                p["version"].as_str().expect("version"),
+            )
+        })
+        .collect();
     assert_eq!(
-        payloads.len(),
-        1,
-        "a line a shell would act on is left: {payloads:?}"
+        used,
+        [("hook", "1.0.0"), ("lsp_server", "1.0.0")],
+        "a hook line a shell would act on is left: {payloads:?}"
     );
-    assert_eq!(payloads[0]["hook"].as_bool(), Some(true));
-    assert_eq!(payloads[0]["version"].as_str(), Some("1.0.0"));
     drop(registry);
 
     let show = berth(&ctx, &[], &["plugins", "show", "--json"]);
@@ -512,6 +527,43 @@ fn a_hook_command_through_npx_runs_the_locked_package() {
         "{commands:?}"
     );
     assert_eq!(commands[1], "npx -y fake-mcp@1.0.0 | tee log");
+    let lsp = &set["lsp_servers"]["fake"];
+    assert_eq!(lsp["command"], "node", "{lsp}");
+    assert!(
+        lsp["args"][0]
+            .as_str()
+            .expect("script")
+            .ends_with("/node_modules/fake-mcp/bin/server.js")
+            && lsp["args"][1] == "--stdio",
+        "{lsp}"
+    );
+    // A harness that reads the plugin's own folder gets the pinned hook and LSP server
+    // inline, the floating definitions left out.
+    let codex = ctx.root.join("codex");
+    berth(
+        &ctx,
+        &[],
+        &["materialize", "codex", codex.to_str().expect("utf-8")],
+    );
+    let install = std::fs::read_dir(codex.join("plugins/cache/berth/tools"))
+        .expect("an install")
+        .next()
+        .expect("one")
+        .expect("entry")
+        .path();
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(install.join(".claude-plugin/plugin.json")).expect("read"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        manifest["lspServers"]["fake"]["command"], "node",
+        "{manifest}"
+    );
+    let pinned_hook = manifest["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .expect("the hook");
+    assert!(pinned_hook.starts_with("node "), "{manifest}");
+    assert!(!install.join(".lsp.json").exists() && !install.join("hooks/hooks.json").exists());
     let mut child = Command::new("sh")
         .args(["-c", commands[0]])
         .stdin(Stdio::piped())

@@ -57,16 +57,59 @@ pub struct RunnerCall {
     pub args: Vec<String>,
 }
 
-/// One MCP server or hook of a locked plugin that starts through a runner: what the lock
-/// must pin.
+/// What starts a payload: an MCP server, a hook command or an LSP server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum PayloadUse {
+    /// A stdio MCP server (its name is the payload's `server`).
+    #[default]
+    McpServer,
+    /// A `command` hook (the payload's `server` is its event).
+    Hook,
+    /// An LSP server (its name is the payload's `server`).
+    LspServer,
+}
+
+impl PayloadUse {
+    /// `mcp_server`, `hook` or `lsp_server`, as the lock writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PayloadUse::McpServer => "mcp_server",
+            PayloadUse::Hook => "hook",
+            PayloadUse::LspServer => "lsp_server",
+        }
+    }
+
+    /// The use written as [`PayloadUse::as_str`] gives it.
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            PayloadUse::McpServer,
+            PayloadUse::Hook,
+            PayloadUse::LspServer,
+        ]
+        .into_iter()
+        .find(|u| u.as_str() == text)
+    }
+
+    /// `MCP server `NAME``, `` `pre_tool_use` hook`` or `LSP server `NAME``, for messages.
+    pub fn describe(self, server: &str) -> String {
+        match self {
+            PayloadUse::McpServer => format!("MCP server `{server}`"),
+            PayloadUse::Hook => format!("`{server}` hook"),
+            PayloadUse::LspServer => format!("LSP server `{server}`"),
+        }
+    }
+}
+
+/// One MCP server, hook or LSP server of a locked plugin that starts through a runner:
+/// what the lock must pin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PayloadWant {
     /// The plugin.
     pub plugin: String,
-    /// The MCP server's name, or the hook's event.
+    /// The server's name, or the hook's event.
     pub server: String,
-    /// Whether it is a hook command (else an MCP server).
-    pub hook: bool,
+    /// What starts it.
+    pub used_by: PayloadUse,
     /// Its command line, read.
     pub call: RunnerCall,
 }

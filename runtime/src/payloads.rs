@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use berth_lockfile_schema::runner::{Ecosystem, parse_runner, plain_words};
+use berth_lockfile_schema::runner::{Ecosystem, PayloadUse, parse_runner, plain_words};
 use berth_lockfile_schema::{Lock, LockedPayload};
 use berth_store::Store;
 use sha2::{Digest, Sha256};
@@ -23,7 +23,7 @@ fn payload_of<'a>(
     lock: &'a Lock,
     plugin: &str,
     server: &str,
-    hook: bool,
+    used_by: PayloadUse,
     command: &str,
     args: &[String],
 ) -> Option<(&'a LockedPayload, Vec<String>)> {
@@ -31,7 +31,7 @@ fn payload_of<'a>(
     let payload = lock.payloads.iter().find(|p| {
         p.plugin == plugin
             && p.server == server
-            && p.hook == hook
+            && p.used_by == used_by
             && p.runner == call.runner
             && p.spec == call.spec
     })?;
@@ -82,13 +82,14 @@ fn shell_word(word: &str) -> String {
     }
 }
 
-/// Rewrites every MCP server (name, definition, plugin) and every hook command whose
-/// runner line `lock` pinned to start the stored closure instead.
+/// Rewrites every MCP server (name, definition, plugin), hook command and LSP server
+/// whose runner line `lock` pinned to start the stored closure instead.
 pub(crate) fn rewrite(
     store: &Store,
     lock: &Lock,
     servers: &mut [(String, McpServer, String)],
     hooks: &mut [(&'static str, Vec<(HookMatcher, String)>)],
+    lsp_servers: &mut [(String, serde_json::Value, String)],
 ) -> Result<(), RuntimeError> {
     if lock.payloads.is_empty() {
         return Ok(());
@@ -97,8 +98,14 @@ pub(crate) fn rewrite(
         let Some(command) = config.command.clone() else {
             continue;
         };
-        let Some((payload, args)) = payload_of(lock, plugin, server, false, &command, &config.args)
-        else {
+        let Some((payload, args)) = payload_of(
+            lock,
+            plugin,
+            server,
+            PayloadUse::McpServer,
+            &command,
+            &config.args,
+        ) else {
             continue;
         };
         let (program, args) = pinned_command(store, payload, args)?;
@@ -111,9 +118,14 @@ pub(crate) fn rewrite(
                 let Some(words) = plain_words(&hook.command) else {
                     continue;
                 };
-                let Some((payload, args)) =
-                    payload_of(lock, plugin, event, true, &words[0], &words[1..])
-                else {
+                let Some((payload, args)) = payload_of(
+                    lock,
+                    plugin,
+                    event,
+                    PayloadUse::Hook,
+                    &words[0],
+                    &words[1..],
+                ) else {
                     continue;
                 };
                 let (program, args) = pinned_command(store, payload, args)?;
@@ -124,6 +136,20 @@ pub(crate) fn rewrite(
                     .join(" ");
             }
         }
+    }
+    for (server, config, plugin) in lsp_servers {
+        let Some((command, args)) = lsp_line(config) else {
+            continue;
+        };
+        let command = command.to_owned();
+        let Some((payload, args)) =
+            payload_of(lock, plugin, server, PayloadUse::LspServer, &command, &args)
+        else {
+            continue;
+        };
+        let (program, args) = pinned_command(store, payload, args)?;
+        config["command"] = serde_json::json!(program);
+        config["args"] = serde_json::json!(args);
     }
     Ok(())
 }
@@ -182,4 +208,18 @@ fn payload_env(
     )
     .map_err(fail)?;
     Ok(path)
+}
+
+/// An LSP server's `command` and its string `args`, as its definition gives them.
+pub(crate) fn lsp_line(config: &serde_json::Value) -> Option<(&str, Vec<String>)> {
+    let command = config.get("command")?.as_str()?;
+    let args = match config.get("args") {
+        None => Vec::new(),
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .map(|a| a.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()?,
+        Some(_) => return None,
+    };
+    Some((command, args))
 }

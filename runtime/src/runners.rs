@@ -1,10 +1,10 @@
-//! Which MCP servers and hook commands of a lock's plugins start through a package runner
-//! (`npx`, `uvx`):
+//! Which MCP servers, hook commands and LSP servers of a lock's plugins start through a
+//! package runner (`npx`, `uvx`):
 //! what `lock` pins as payloads. Read from the set as it would run, before `payloads.rs`
 //! rewrites the pinned ones.
 
 use berth_lockfile_schema::Lock;
-use berth_lockfile_schema::runner::{PayloadWant, parse_runner, plain_words};
+use berth_lockfile_schema::runner::{PayloadUse, PayloadWant, parse_runner, plain_words};
 use berth_store::Store;
 
 use crate::set::{BuildOptions, build_plugin_set};
@@ -33,7 +33,7 @@ pub fn wanted(store: &Store, lock: &Lock) -> Result<(Vec<PayloadWant>, Vec<Strin
             Ok(Some(call)) => wants.push(PayloadWant {
                 plugin: plugin.clone(),
                 server: server.clone(),
-                hook: false,
+                used_by: PayloadUse::McpServer,
                 call,
             }),
             Ok(None) => {}
@@ -54,7 +54,7 @@ pub fn wanted(store: &Store, lock: &Lock) -> Result<(Vec<PayloadWant>, Vec<Strin
                         let want = PayloadWant {
                             plugin: plugin.clone(),
                             server: (*event).to_owned(),
-                            hook: true,
+                            used_by: PayloadUse::Hook,
                             call,
                         };
                         if !wants.contains(&want) {
@@ -67,6 +67,23 @@ pub fn wanted(store: &Store, lock: &Lock) -> Result<(Vec<PayloadWant>, Vec<Strin
                     )),
                 }
             }
+        }
+    }
+    for (server, config, plugin) in &set.lsp_servers {
+        let Some((command, args)) = crate::payloads::lsp_line(config) else {
+            continue;
+        };
+        match parse_runner(command, &args) {
+            Ok(Some(call)) => wants.push(PayloadWant {
+                plugin: plugin.clone(),
+                server: server.clone(),
+                used_by: PayloadUse::LspServer,
+                call,
+            }),
+            Ok(None) => {}
+            Err(why) => warnings.push(format!(
+                "plugin `{plugin}`, LSP server `{server}`: left as written and fetched at every start: {why}"
+            )),
         }
     }
     Ok((wants, warnings))

@@ -270,7 +270,13 @@ pub fn build_plugin_set(
         });
     }
     if !options.raw_commands {
-        crate::payloads::rewrite(store, lock, &mut set.mcp_servers, &mut set.hooks)?;
+        crate::payloads::rewrite(
+            store,
+            lock,
+            &mut set.mcp_servers,
+            &mut set.hooks,
+            &mut set.lsp_servers,
+        )?;
         set.payloads = lock.payloads.clone();
     }
     Ok(set)

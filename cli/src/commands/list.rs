@@ -60,7 +60,7 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
                     json!({
                         "plugin": p.plugin,
                         "server": p.server,
-                        "hook": p.hook,
+                        "use": p.used_by.as_str(),
                         "runner": p.runner,
                         "spec": p.spec,
                         "package": p.package,
@@ -108,11 +108,7 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
         ]);
     }
     for p in &lock.payloads {
-        let user = if p.hook {
-            format!("{} hook", p.server)
-        } else {
-            format!("server {}", p.server)
-        };
+        let user = p.used_by.describe(&p.server).replace('`', "");
         rows.push([
             format!("  {}: {user}", p.plugin),
             format!("{} {}", p.package, p.version),

@@ -9,7 +9,7 @@ use super::agent::LockedWheel;
 use super::agent_wire::{LockedWheelWire, wheels_from_wire, write_wheels};
 use super::write_fields;
 use crate::hash::Sha256Hash;
-use crate::runner::Ecosystem;
+use crate::runner::{Ecosystem, PayloadUse};
 
 /// One npm package of a closure, at its place in `node_modules`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,10 +30,10 @@ pub struct LockedNpmPackage {
 pub struct LockedPayload {
     /// The plugin whose server or hook it is.
     pub plugin: String,
-    /// The MCP server's name, or the hook's event (`PreToolUse`).
+    /// The server's name, or the hook's event (`pre_tool_use`).
     pub server: String,
-    /// Whether a hook command runs it (else an MCP server).
-    pub hook: bool,
+    /// What starts it: an MCP server, a hook or an LSP server.
+    pub used_by: PayloadUse,
     /// The runner as written (`npx`, `uvx`, ...).
     pub runner: String,
     /// The package spec as written in the server's command line.
@@ -86,12 +86,13 @@ pub struct LockedPayloadWire {
     /// The plugin whose MCP server runs it.
     #[schemars(length(min = 1))]
     pub plugin: String,
-    /// The MCP server's name, or for a hook its event.
+    /// The server's name, or for a hook its event.
     #[schemars(length(min = 1))]
     pub server: String,
-    /// `true` when a hook command runs it; absent for an MCP server.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub hook: bool,
+    /// What starts it: `hook` or `lsp_server`; absent for an MCP server.
+    #[serde(default, rename = "use", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", regex(pattern = r"^(mcp_server|hook|lsp_server)$"))]
+    pub used_by: Option<String>,
     /// The runner as written: `npx`, `npm exec`, `bunx`, `pnpm dlx`, `uvx`, `uv tool run`,
     /// `pipx run`.
     #[schemars(length(min = 1))]
@@ -159,6 +160,12 @@ impl TryFrom<LockedPayloadWire> for LockedPayload {
         let ecosystem = Ecosystem::parse(&w.ecosystem)
             .ok_or_else(|| format!("`ecosystem = \"{}\"` is not `npm` or `python`", w.ecosystem))?;
         let hash = Sha256Hash::from_sri(&w.hash).map_err(|e| e.to_string())?;
+        let used_by = match w.used_by.as_deref() {
+            None => PayloadUse::McpServer,
+            Some(text) => PayloadUse::parse(text).ok_or_else(|| {
+                format!("`use = \"{text}\"` is not `mcp_server`, `hook` or `lsp_server`")
+            })?,
+        };
         let mut npm = Vec::with_capacity(w.npm.len());
         for p in w.npm {
             if !is_closure_path(&p.path) {
@@ -202,7 +209,7 @@ impl TryFrom<LockedPayloadWire> for LockedPayload {
         Ok(LockedPayload {
             plugin: w.plugin,
             server: w.server,
-            hook: w.hook,
+            used_by,
             runner: w.runner,
             spec: w.spec,
             ecosystem,
@@ -229,8 +236,8 @@ impl LockedPayload {
                 ("server", Some(&self.server)),
             ],
         );
-        if self.hook {
-            out.push_str("hook = true\n");
+        if self.used_by != PayloadUse::McpServer {
+            out.push_str(&format!("use = \"{}\"\n", self.used_by.as_str()));
         }
         write_fields(
             out,

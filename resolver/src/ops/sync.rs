@@ -111,7 +111,7 @@ pub fn sync_plugins(
                     "package `{}` {} ({} of plugin `{}`)",
                     payload.package,
                     payload.version,
-                    crate::payload::user_of(&payload.server, payload.hook),
+                    payload.used_by.describe(&payload.server),
                     payload.plugin
                 ),
                 error: Box::new(error),

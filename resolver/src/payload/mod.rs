@@ -86,7 +86,7 @@ pub fn lock_payloads(
         let same = |p: &&LockedPayload| {
             p.plugin == want.plugin
                 && p.server == want.server
-                && p.hook == want.hook
+                && p.used_by == want.used_by
                 && p.runner == call.runner
                 && p.spec == call.spec
         };
@@ -105,13 +105,13 @@ pub fn lock_payloads(
             out.push(LockedPayload {
                 plugin: want.plugin.clone(),
                 server: want.server.clone(),
-                hook: want.hook,
+                used_by: want.used_by,
                 runner: call.runner.clone(),
                 ..done.clone()
             });
             continue;
         }
-        let user = user_of(&want.server, want.hook);
+        let user = want.used_by.describe(&want.server);
         let label = format!(
             "plugin `{}`, {user} (`{} {}`)",
             want.plugin, call.runner, call.spec
@@ -162,15 +162,6 @@ pub fn lock_payloads(
         Ok(out)
     } else {
         Err(errors)
-    }
-}
-
-/// `MCP server `NAME`` or `PreToolUse hook`, for messages.
-pub(crate) fn user_of(server: &str, hook: bool) -> String {
-    if hook {
-        format!("`{server}` hook")
-    } else {
-        format!("MCP server `{server}`")
     }
 }
 

@@ -1,13 +1,15 @@
 //! A plugin whose runner lines the lock pins (`npx -y pkg@^1` rewritten to start the
 //! stored closure), in a harness that reads the plugin's own folder (Claude Code, Codex):
 //! the folder as its store entry, but with `.claude-plugin/plugin.json` naming the set's
-//! MCP servers (and, when a hook is pinned, its hooks) inline, rewritten, and the files
-//! whose definitions they replace (`.mcp.json`, `hooks/hooks.json`) left out.
+//! MCP servers (and, when a hook or an LSP server is pinned, its hooks or LSP servers)
+//! inline, rewritten, and the files whose definitions they replace (`.mcp.json`,
+//! `hooks/hooks.json`, `.lsp.json`) left out.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use berth_lockfile_schema::plugin_manifest::Format;
+use berth_lockfile_schema::runner::PayloadUse;
 use serde_json::{Map, Value, json};
 
 use super::files::Planned;
@@ -78,7 +80,7 @@ pub(super) fn overlay(set: &PluginSet, info: &PluginInfo) -> Result<Option<Overl
         .collect();
     manifest.insert("mcpServers".into(), Value::Object(servers));
     overlay.hidden.push(PathBuf::from(".mcp.json"));
-    if pinned.iter().any(|p| p.hook) {
+    if pinned.iter().any(|p| p.used_by == PayloadUse::Hook) {
         let mut hooks = Map::new();
         for (event, matchers) in &set.hooks {
             let mine: Vec<Value> = matchers
@@ -102,6 +104,16 @@ pub(super) fn overlay(set: &PluginSet, info: &PluginInfo) -> Result<Option<Overl
         }
         manifest.insert("hooks".into(), Value::Object(hooks));
         overlay.hidden.push(PathBuf::from("hooks/hooks.json"));
+    }
+    if pinned.iter().any(|p| p.used_by == PayloadUse::LspServer) {
+        let servers: Map<String, Value> = set
+            .lsp_servers
+            .iter()
+            .filter(|(_, _, p)| p == name)
+            .map(|(n, s, _)| (n.clone(), s.clone()))
+            .collect();
+        manifest.insert("lspServers".into(), Value::Object(servers));
+        overlay.hidden.push(PathBuf::from(".lsp.json"));
     }
     let mut text =
         serde_json::to_vec_pretty(&Value::Object(manifest)).expect("JSON is always serialisable");

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::walk::sha256_hex;
 use crate::lsp::canonical;
+use berth_lockfile_schema::runner::PayloadUse;
 
 /// Where the surface says the plugin is: the loaders write this in place of the plugin's
 /// folder, so a surface is the same wherever the store is.
@@ -42,7 +43,8 @@ pub struct Surface {
     /// Sub-agents by name.
     pub agents: BTreeMap<String, Component>,
     /// The packages the lock pins for its runner lines (`npx`, `uvx`): by MCP server name,
-    /// or `hook:<event>` for a hook; see [`Surface::pin_packages`].
+    /// `hook:<event>` for a hook, `lsp_server:<name>` for an LSP server; see
+    /// [`Surface::pin_packages`].
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub packages: BTreeMap<String, PackagePin>,
     /// What could not be read, or was read in an unexpected way, naming plugin and file.
@@ -152,10 +154,9 @@ impl Surface {
         payloads: &[berth_lockfile_schema::LockedPayload],
     ) {
         for p in payloads.iter().filter(|p| p.plugin == plugin) {
-            let key = if p.hook {
-                format!("hook:{}", p.server)
-            } else {
-                p.server.clone()
+            let key = match p.used_by {
+                PayloadUse::McpServer => p.server.clone(),
+                other => format!("{}:{}", other.as_str(), p.server),
             };
             self.packages.insert(
                 key,
