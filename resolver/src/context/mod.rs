@@ -270,3 +270,42 @@ pub(crate) fn split<T>(results: Vec<Result<T, EntryError>>) -> (Vec<T>, Vec<Entr
     }
     (ok, errors)
 }
+
+impl Ctx<'_> {
+    /// The store entry `name` with NAR hash `hash` from the first substituter that has it,
+    /// unpacked and checked in a staging folder; `None` when none has it. A cache that
+    /// holds something else under its name, or fails, is reported (naming `what`) and the
+    /// next one tried.
+    pub(crate) fn substitute_entry(
+        &self,
+        hash: &Sha256Hash,
+        name: &str,
+        what: &str,
+    ) -> Result<Option<berth_store::Staging>, ResolveError> {
+        let limits = berth_store::UnpackLimits {
+            max_total_bytes: self.settings.archive_limits.max_bytes,
+            max_entries: self.settings.archive_limits.max_entries,
+            ..berth_store::UnpackLimits::default()
+        };
+        let skipped = |e: &berth_transport::cache::CacheError| {
+            self.reporter.warn(&format!(
+                "{what}: {e}; trying the next substituter, then upstream"
+            ));
+        };
+        let found = berth_transport::cache::substitute_staged(
+            self.store,
+            &self.settings.substituters,
+            hash,
+            name,
+            &limits,
+            self.settings.network == Network::Offline,
+            &skipped,
+        )?;
+        Ok(found.map(|(staging, label)| {
+            self.reporter
+                .status("Substituted", &format!("{name} from {label}"));
+            self.reporter.event(Event::Substituted);
+            staging
+        }))
+    }
+}

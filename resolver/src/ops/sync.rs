@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use berth_lockfile_schema::{Lock, LockedPlugin, Manifest, Pin, PluginRequest};
-use berth_store::{Staging, Store, StoreEntry, StoreError, UnpackLimits};
+use berth_store::{Store, StoreEntry, StoreError};
 
 use crate::context::*;
 use crate::context::{Reporter, Settings};
@@ -128,41 +128,6 @@ pub fn sync_plugins(
 }
 
 impl Ctx<'_> {
-    /// The plugin from the first substituter that has it, unpacked and checked against the
-    /// lock in a staging folder; `None` when none has it. A cache that holds something else
-    /// under its name, or fails, is reported and the next one tried.
-    pub(crate) fn substitute(
-        &self,
-        locked: &LockedPlugin,
-    ) -> Result<Option<Staging>, ResolveError> {
-        let limits = UnpackLimits {
-            max_total_bytes: self.settings.archive_limits.max_bytes,
-            max_entries: self.settings.archive_limits.max_entries,
-            ..UnpackLimits::default()
-        };
-        let skipped = |e: &berth_transport::cache::CacheError| {
-            self.reporter.warn(&format!(
-                "plugin `{}`: {e}; trying the next substituter, then upstream",
-                locked.name
-            ));
-        };
-        let found = berth_transport::cache::substitute_staged(
-            self.store,
-            &self.settings.substituters,
-            &locked.hash,
-            &locked.name,
-            &limits,
-            self.settings.network == crate::context::Network::Offline,
-            &skipped,
-        )?;
-        Ok(found.map(|(staging, label)| {
-            self.reporter
-                .status("Substituted", &format!("{} from {label}", locked.name));
-            self.reporter.event(Event::Substituted);
-            staging
-        }))
-    }
-
     pub(crate) fn sync_one(
         &self,
         locked: &LockedPlugin,
@@ -216,7 +181,8 @@ impl Ctx<'_> {
                     .add_dir(&dir, &locked.name, Some(&locked.hash), LOCAL_EXCLUDE)?
             }
             Pin::Git { .. } | Pin::Archive { .. } => {
-                let staging = match self.substitute(locked)? {
+                let what = format!("plugin `{}`", locked.name);
+                let staging = match self.substitute_entry(&locked.hash, &locked.name, &what)? {
                     Some(staging) => staging,
                     None => crate::sources::stage_tree(self, locked, request)?,
                 };

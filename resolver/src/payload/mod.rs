@@ -12,14 +12,24 @@ mod python;
 
 use std::collections::BTreeMap;
 
-use berth_lockfile_schema::runner::Ecosystem;
+use berth_lockfile_schema::runner::{Ecosystem, PayloadWant};
 use berth_lockfile_schema::{Lock, LockedPayload};
-use berth_store::{Staging, Store, StoreEntry, StoreError, UnpackLimits};
+use berth_store::{Staging, Store, StoreEntry, StoreError};
 
 pub use crate::context::{DEFAULT_NPM_REGISTRY, PayloadFinder};
 
-use crate::context::{Ctx, Event, Network, Reporter, Settings};
+use crate::context::{Ctx, Network, Reporter, Settings};
 use crate::error::{EntryError, ResolveError};
+
+/// A closure an ecosystem resolved and staged, not yet in the store.
+pub(crate) struct Staged {
+    version: String,
+    entry: String,
+    python_version: Option<String>,
+    npm: Vec<berth_lockfile_schema::LockedNpmPackage>,
+    wheels: Vec<berth_lockfile_schema::LockedWheel>,
+    staging: Staging,
+}
 
 /// Why a payload was not locked.
 pub(crate) enum NotLocked {
@@ -135,7 +145,8 @@ pub fn lock_payloads(
         let result = match call.ecosystem {
             Ecosystem::Npm => ctx.lock_npm(&want),
             Ecosystem::Python => ctx.lock_python(&want),
-        };
+        }
+        .and_then(|staged| ctx.commit_payload(&want, staged));
         match result {
             Ok(payload) => {
                 reporter.status(
@@ -166,6 +177,36 @@ pub fn lock_payloads(
 }
 
 impl Ctx<'_> {
+    /// The payload of `want` whose closure `staged` holds, added to the store under its
+    /// NAR hash.
+    fn commit_payload(
+        &self,
+        want: &PayloadWant,
+        staged: Staged,
+    ) -> Result<LockedPayload, NotLocked> {
+        let call = &want.call;
+        let mut payload = LockedPayload {
+            plugin: want.plugin.clone(),
+            server: want.server.clone(),
+            used_by: want.used_by,
+            runner: call.runner.clone(),
+            spec: call.spec.clone(),
+            ecosystem: call.ecosystem,
+            package: call.package.clone(),
+            version: staged.version,
+            entry: staged.entry,
+            hash: berth_lockfile_schema::Sha256Hash::from_bytes([0; 32]),
+            python_version: staged.python_version,
+            npm: staged.npm,
+            wheels: staged.wheels,
+        };
+        payload.hash = self
+            .store
+            .commit(staged.staging, &payload.entry_name(), None)?
+            .hash;
+        Ok(payload)
+    }
+
     /// Makes a locked payload's closure present in the store: found, substituted, or
     /// fetched again from its pins and checked against the locked hash.
     pub(crate) fn sync_payload(
@@ -192,7 +233,8 @@ impl Ctx<'_> {
         if let Ok(Some(entry)) = self.store.checked_lookup(&payload.hash, &name) {
             return Ok((entry, false));
         }
-        let staging = match self.substitute_payload(payload, &name)? {
+        let what = format!("package `{}`", payload.package);
+        let staging = match self.substitute_entry(&payload.hash, &name, &what)? {
             Some(staging) => staging,
             None => self.fetch_closure(payload)?,
         };
@@ -234,39 +276,5 @@ impl Ctx<'_> {
                 message: why,
             },
         })
-    }
-
-    /// The payload's closure from the first substituter that has it, unpacked and checked.
-    fn substitute_payload(
-        &self,
-        payload: &LockedPayload,
-        name: &str,
-    ) -> Result<Option<Staging>, ResolveError> {
-        let limits = UnpackLimits {
-            max_total_bytes: self.settings.archive_limits.max_bytes,
-            max_entries: self.settings.archive_limits.max_entries,
-            ..UnpackLimits::default()
-        };
-        let skipped = |e: &berth_transport::cache::CacheError| {
-            self.reporter.warn(&format!(
-                "package `{}`: {e}; trying the next substituter, then its registry",
-                payload.package
-            ));
-        };
-        let found = berth_transport::cache::substitute_staged(
-            self.store,
-            &self.settings.substituters,
-            &payload.hash,
-            name,
-            &limits,
-            self.settings.network == Network::Offline,
-            &skipped,
-        )?;
-        Ok(found.map(|(staging, label)| {
-            self.reporter
-                .status("Substituted", &format!("{name} from {label}"));
-            self.reporter.event(Event::Substituted);
-            staging
-        }))
     }
 }

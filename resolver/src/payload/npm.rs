@@ -6,15 +6,15 @@
 use std::path::Path;
 use std::process::Command;
 
+use berth_lockfile_schema::LockedNpmPackage;
 use berth_lockfile_schema::runner::PayloadWant;
-use berth_lockfile_schema::{LockedNpmPackage, LockedPayload};
 use berth_store::Staging;
 use berth_transport::extract::ArchiveFormat;
 use berth_transport::integrity::Integrity;
 use berth_transport::url::SourceUrl;
 use serde_json::Value;
 
-use super::NotLocked;
+use super::{NotLocked, Staged};
 use crate::context::Ctx;
 use crate::error::ResolveError;
 use crate::sources::archive::{self, ArchiveSource};
@@ -23,8 +23,8 @@ use crate::sources::archive::{self, ArchiveSource};
 const MAX_PACKAGE_JSON: u64 = 1 << 20;
 
 impl Ctx<'_> {
-    /// Resolves an npm runner line with npm and adds its closure to the store.
-    pub(super) fn lock_npm(&self, want: &PayloadWant) -> Result<LockedPayload, NotLocked> {
+    /// Resolves an npm runner line with npm and stages its closure.
+    pub(super) fn lock_npm(&self, want: &PayloadWant) -> Result<Staged, NotLocked> {
         let call = &want.call;
         let work = self.store.stage()?;
         let manifest = serde_json::json!({
@@ -83,24 +83,14 @@ impl Ctx<'_> {
         let staging = self.assemble_npm(&packages)?;
         let entry = bin_of(staging.path(), &own, &call.package, call.program.as_deref())
             .map_err(NotLocked::Left)?;
-        let mut payload = LockedPayload {
-            plugin: want.plugin.clone(),
-            server: want.server.clone(),
-            used_by: want.used_by,
-            runner: call.runner.clone(),
-            spec: call.spec.clone(),
-            ecosystem: call.ecosystem,
-            package: call.package.clone(),
+        Ok(Staged {
             version,
             entry,
-            hash: berth_lockfile_schema::Sha256Hash::from_bytes([0; 32]),
             python_version: None,
             npm: packages,
             wheels: Vec::new(),
-        };
-        let stored = self.store.commit(staging, &payload.entry_name(), None)?;
-        payload.hash = stored.hash;
-        Ok(payload)
+            staging,
+        })
     }
 
     /// Fetches every package of a closure, checks its tarball against its integrity and

@@ -3,19 +3,19 @@
 //! sha256 and keeps the wheels as `wheels/` of a store entry; the runtime builds the
 //! environment from them offline.
 
+use berth_lockfile_schema::LockedWheel;
 use berth_lockfile_schema::runner::PayloadWant;
-use berth_lockfile_schema::{LockedPayload, LockedWheel};
 use berth_store::Staging;
 use berth_uv::Uv;
 
-use super::NotLocked;
+use super::{NotLocked, Staged};
 use crate::agent::{read_wheel_meta, wheels_of};
 use crate::context::Ctx;
 use crate::error::ResolveError;
 
 impl Ctx<'_> {
-    /// Resolves a Python runner line with uv and adds its wheels to the store.
-    pub(super) fn lock_python(&self, want: &PayloadWant) -> Result<LockedPayload, NotLocked> {
+    /// Resolves a Python runner line with uv and stages its wheels.
+    pub(super) fn lock_python(&self, want: &PayloadWant) -> Result<Staged, NotLocked> {
         let call = &want.call;
         // Without uv berth cannot resolve the line: it is left as written.
         let uv = Uv::find().map_err(|e| NotLocked::Left(e.to_string()))?;
@@ -68,24 +68,14 @@ impl Ctx<'_> {
                     }
                 ))
             })?;
-        let mut payload = LockedPayload {
-            plugin: want.plugin.clone(),
-            server: want.server.clone(),
-            used_by: want.used_by,
-            runner: call.runner.clone(),
-            spec: call.spec.clone(),
-            ecosystem: call.ecosystem,
-            package: call.package.clone(),
+        Ok(Staged {
             version: own.version.clone(),
             entry,
-            hash: berth_lockfile_schema::Sha256Hash::from_bytes([0; 32]),
             python_version: Some(python.minor_version()),
             npm: Vec::new(),
             wheels,
-        };
-        let stored = self.store.commit(staging, &payload.entry_name(), None)?;
-        payload.hash = stored.hash;
-        Ok(payload)
+            staging,
+        })
     }
 
     /// Fetches every wheel of a closure into `wheels/` of a new staging folder, each
