@@ -62,19 +62,56 @@ pub const ENV_MARKER: &str = "berth-env.json";
 /// built it is not part of the key (a venv is tied to its base interpreter; an environment
 /// whose interpreter is gone is rebuilt).
 pub fn env_key(agent: &LockedAgent) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(b"berth-agent-env-v1\n");
-    hasher.update(format!("python {}\n", agent.python_version));
-    hasher.update(format!("uv {UV_VERSION}\n"));
-    hasher.update(format!("entry_point {}\n", agent.entry_point));
+    let mut lines = vec![
+        "berth-agent-env-v1".to_owned(),
+        format!("python {}", agent.python_version),
+        format!("uv {UV_VERSION}"),
+        format!("entry_point {}", agent.entry_point),
+    ];
     let mut wheels: Vec<&str> = agent.wheels.iter().map(|w| w.sha256.as_str()).collect();
     wheels.sort_unstable();
-    for sha in wheels {
-        hasher.update(format!("wheel {sha}\n"));
+    lines.extend(wheels.into_iter().map(|sha| format!("wheel {sha}")));
+    digest_key(&lines)
+}
+
+/// An environment's key: the first 32 hex digits of the SHA-256 of `lines`, each ended
+/// by a newline.
+pub(crate) fn digest_key(lines: &[String]) -> String {
+    let mut hasher = Sha256::new();
+    for line in lines {
+        hasher.update(line.as_bytes());
+        hasher.update(b"\n");
     }
     let mut key = berth_lockfile_schema::Sha256Hash::from_bytes(hasher.finalize().into()).to_hex();
     key.truncate(32);
     key
+}
+
+/// Whether the environment at `path` is complete (its marker is written last) and its
+/// base interpreter still there.
+pub(crate) fn is_ready(path: &Path) -> bool {
+    path.join(ENV_MARKER).is_file() && std::fs::canonicalize(path.join("bin/python")).is_ok()
+}
+
+/// Runs `build` for the environment at `path` under the store's lock `env-<key>`, unless
+/// another process made it ready meanwhile; one whose interpreter is gone is moved aside
+/// in one step first. Returns whether this call built it.
+pub(crate) fn build_locked(
+    store: &Store,
+    key: &str,
+    path: &Path,
+    build: impl FnOnce() -> Result<(), AgentError>,
+) -> Result<bool, AgentError> {
+    let _guard = store.lock(&format!("env-{key}"), || {})?;
+    if is_ready(path) {
+        return Ok(false);
+    }
+    if path.exists() {
+        let trash = store.stage()?;
+        fs_err::rename(path, trash.path().join("old"))?;
+    }
+    build()?;
+    Ok(true)
 }
 
 /// Finds or builds (offline, from the store alone) the environment of the locked agent.
@@ -84,16 +121,12 @@ pub fn env_key(agent: &LockedAgent) -> String {
 pub fn ensure_env(store: &Store, agent: &LockedAgent) -> Result<AgentEnv, AgentError> {
     let key = env_key(agent);
     let path = store.env_path(&key, &agent.package);
-    // Complete (the marker is written last) and its base interpreter still there.
-    let ready = |path: &Path| {
-        path.join(ENV_MARKER).is_file() && std::fs::canonicalize(path.join("bin/python")).is_ok()
-    };
     let done = |created| AgentEnv {
         path: path.clone(),
         entry_point: agent.entry_point.clone(),
         created,
     };
-    if ready(&path) {
+    if is_ready(&path) {
         return Ok(done(false));
     }
     let missing = store.missing_wheels(agent);
@@ -103,31 +136,24 @@ pub fn ensure_env(store: &Store, agent: &LockedAgent) -> Result<AgentEnv, AgentE
             files: missing,
         });
     }
-    let _guard = store.lock(&format!("env-{key}"), || {})?;
-    if ready(&path) {
-        return Ok(done(false));
-    }
-    if path.exists() {
-        // Its interpreter is gone: move it aside in one step, then build afresh.
-        let trash = store.stage()?;
-        fs_err::rename(&path, trash.path().join("old"))?;
-    }
     let marker = serde_json::json!({
         "package": agent.package,
         "version": agent.version,
         "entry_point": agent.entry_point.to_string(),
         "wheels": agent.wheels.iter().map(|w| &w.sha256).collect::<Vec<_>>(),
     });
-    build_env(
-        store,
-        &path,
-        &agent.package,
-        &agent.python_version,
-        &agent.wheels,
-        &|wheel| store.wheel_path(&wheel.sha256, &wheel.file),
-        marker,
-    )?;
-    Ok(done(true))
+    let created = build_locked(store, &key, &path, || {
+        build_env(
+            store,
+            &path,
+            &agent.package,
+            &agent.python_version,
+            &agent.wheels,
+            &|wheel| store.wheel_path(&wheel.sha256, &wheel.file),
+            marker,
+        )
+    })?;
+    Ok(done(created))
 }
 
 /// Builds, offline, the environment at `path` (absent) from `wheels` (each found at

@@ -9,9 +9,8 @@ use std::path::{Path, PathBuf};
 use berth_lockfile_schema::runner::{Ecosystem, PayloadUse, parse_runner, plain_words};
 use berth_lockfile_schema::{Lock, LockedPayload};
 use berth_store::Store;
-use sha2::{Digest, Sha256};
 
-use crate::agent_env::{ENV_MARKER, UV_VERSION, build_env};
+use crate::agent_env::{UV_VERSION, build_env, build_locked, digest_key, is_ready};
 use crate::error::RuntimeError;
 use crate::hooks::HookMatcher;
 use crate::mcp::McpServer;
@@ -162,17 +161,14 @@ fn payload_env(
     entry: &Path,
 ) -> Result<PathBuf, RuntimeError> {
     let python_version = payload.python_version.as_deref().unwrap_or_default();
-    let mut hasher = Sha256::new();
-    hasher.update(b"berth-payload-env-v1\n");
-    hasher.update(format!("python {python_version}\nuv {UV_VERSION}\n"));
-    hasher.update(format!("closure {}\n", payload.hash.to_sri()));
-    let mut key = berth_lockfile_schema::Sha256Hash::from_bytes(hasher.finalize().into()).to_hex();
-    key.truncate(32);
+    let key = digest_key(&[
+        "berth-payload-env-v1".to_owned(),
+        format!("python {python_version}"),
+        format!("uv {UV_VERSION}"),
+        format!("closure {}", payload.hash.to_sri()),
+    ]);
     let path = store.env_path(&key, &payload.package);
-    let ready = |path: &Path| {
-        path.join(ENV_MARKER).is_file() && std::fs::canonicalize(path.join("bin/python")).is_ok()
-    };
-    if ready(&path) {
+    if is_ready(&path) {
         return Ok(path);
     }
     let fail = |e: crate::agent_env::AgentError| RuntimeError::Invalid {
@@ -183,29 +179,23 @@ fn payload_env(
         ),
         message: e.to_string(),
     };
-    let _guard = store.lock(&format!("env-{key}"), || {})?;
-    if ready(&path) {
-        return Ok(path);
-    }
-    if path.exists() {
-        let trash = store.stage()?;
-        std::fs::rename(&path, trash.path().join("old"))?;
-    }
     let marker = serde_json::json!({
         "package": payload.package,
         "version": payload.version,
         "closure": payload.hash.to_sri(),
     });
     let wheels = entry.join("wheels");
-    build_env(
-        store,
-        &path,
-        &payload.package,
-        python_version,
-        &payload.wheels,
-        &|wheel| wheels.join(&wheel.file),
-        marker,
-    )
+    build_locked(store, &key, &path, || {
+        build_env(
+            store,
+            &path,
+            &payload.package,
+            python_version,
+            &payload.wheels,
+            &|wheel| wheels.join(&wheel.file),
+            marker,
+        )
+    })
     .map_err(fail)?;
     Ok(path)
 }
