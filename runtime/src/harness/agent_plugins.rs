@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::files::{Plan, Planned, marked, one_per_name, regular_files};
+use super::files::{Plan, Planned, marked, one_per_name, pretty, regular_files, stdio_fields};
 use crate::error::RuntimeError;
 use crate::hooks::{matchers_to_json, pascal_case};
 use crate::mcp::McpServer;
@@ -20,12 +20,6 @@ use crate::set::PluginSet;
 const MARKER: &str = ".berth";
 const PLUGIN_SCHEMA: &str = "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json";
 const MCP_SCHEMA: &str = "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json";
-
-fn pretty(value: &Value) -> Vec<u8> {
-    let mut text = serde_json::to_vec_pretty(value).expect("JSON is always serialisable");
-    text.push(b'\n');
-    text
-}
 
 /// `value` without its `null` fields, recursively.
 fn without_nulls(value: Value) -> Value {
@@ -45,18 +39,7 @@ fn without_nulls(value: Value) -> Value {
 fn server_json(server: &McpServer) -> Value {
     let mut out = Map::new();
     out.insert("type".into(), json!(server.transport));
-    if let Some(command) = &server.command {
-        out.insert("command".into(), json!(command));
-    }
-    if !server.args.is_empty() {
-        out.insert("args".into(), json!(server.args));
-    }
-    if !server.env.is_empty() {
-        out.insert("env".into(), Value::Object(server.env.clone()));
-    }
-    if let Some(cwd) = &server.cwd {
-        out.insert("cwd".into(), json!(cwd));
-    }
+    stdio_fields(server, &mut out);
     if let Some(url) = &server.url {
         out.insert("url".into(), json!(url));
     }

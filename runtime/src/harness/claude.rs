@@ -24,7 +24,7 @@ use berth_lockfile_schema::Pin;
 use berth_lockfile_schema::plugin_manifest::Format;
 use serde_json::{Map, Value, json};
 
-use super::files::{Plan, Planned, one_per_name};
+use super::files::{Plan, Planned, one_per_name, pretty};
 use crate::error::RuntimeError;
 use crate::set::PluginSet;
 
@@ -113,12 +113,6 @@ fn set_ids(map: &mut Map<String, Value>, ids: &[(String, Value)]) {
     for (id, value) in ids {
         map.insert(id.clone(), value.clone());
     }
-}
-
-fn pretty(value: &Value) -> Vec<u8> {
-    let mut text = serde_json::to_vec_pretty(value).expect("JSON is always serialisable");
-    text.push(b'\n');
-    text
 }
 
 /// The install folder of a plugin, relative to the configuration folder: by version and

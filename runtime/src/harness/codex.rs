@@ -12,7 +12,7 @@ use serde_json::json;
 use toml_edit::{DocumentMut, Item, Table, value};
 
 use super::claude::version_of;
-use super::files::{Plan, Planned, one_per_name, regular_files};
+use super::files::{Plan, Planned, one_per_name, pretty, regular_files};
 use crate::error::RuntimeError;
 use crate::set::PluginSet;
 
@@ -85,11 +85,9 @@ pub fn plan(set: &PluginSet, root: &Path) -> Result<Plan, RuntimeError> {
         "owner": {"name": "berth"},
         "plugins": entries,
     });
-    let mut text = serde_json::to_vec_pretty(&catalog).expect("JSON is always serialisable");
-    text.push(b'\n');
     plan.files.insert(
         PathBuf::from(MARKET_DIR).join(".claude-plugin/marketplace.json"),
-        Planned::File(text),
+        Planned::File(pretty(&catalog)),
     );
 
     let path = root.join(CONFIG);

@@ -72,6 +72,34 @@ impl std::fmt::Display for Drift {
     }
 }
 
+/// `value` as pretty JSON with a final newline, as every target writes its JSON files.
+pub(super) fn pretty(value: &serde_json::Value) -> Vec<u8> {
+    let mut text = serde_json::to_vec_pretty(value).expect("JSON is always serialisable");
+    text.push(b'\n');
+    text
+}
+
+/// A stdio MCP server's fields as harness configurations spell them: `command`, then
+/// `args`, `env` and `cwd` when it has them.
+pub(super) fn stdio_fields(
+    server: &crate::mcp::McpServer,
+    out: &mut serde_json::Map<String, serde_json::Value>,
+) {
+    use serde_json::{Value, json};
+    if let Some(command) = &server.command {
+        out.insert("command".into(), json!(command));
+    }
+    if !server.args.is_empty() {
+        out.insert("args".into(), json!(server.args));
+    }
+    if !server.env.is_empty() {
+        out.insert("env".into(), Value::Object(server.env.clone()));
+    }
+    if let Some(cwd) = &server.cwd {
+        out.insert("cwd".into(), json!(cwd));
+    }
+}
+
 /// Every regular file under `dir` (relative to it), links skipped, never followed.
 pub(super) fn regular_files(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(dir.join(rel))?.collect::<Result<_, _>>()?;

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::files::{Plan, Planned, marked, one_per_name};
+use berth_lockfile_schema::toml_string;
+
+use super::files::{Plan, Planned, marked, one_per_name, pretty, stdio_fields};
 use crate::error::RuntimeError;
 use crate::mcp::McpServer;
 use crate::set::PluginSet;
@@ -26,17 +28,8 @@ fn server_json(server: &McpServer) -> Result<Value, String> {
     let mut out = Map::new();
     match server.transport.as_str() {
         "stdio" => {
-            let command = server.command.clone().ok_or("it has no command")?;
-            out.insert("command".into(), json!(command));
-            if !server.args.is_empty() {
-                out.insert("args".into(), json!(server.args));
-            }
-            if !server.env.is_empty() {
-                out.insert("env".into(), Value::Object(server.env.clone()));
-            }
-            if let Some(cwd) = &server.cwd {
-                out.insert("cwd".into(), json!(cwd));
-            }
+            server.command.as_ref().ok_or("it has no command")?;
+            stdio_fields(server, &mut out);
         }
         transport => {
             let url = server.url.clone().ok_or("it has no URL")?;
@@ -54,32 +47,6 @@ fn server_json(server: &McpServer) -> Result<Value, String> {
         out.insert("description".into(), json!(description));
     }
     Ok(Value::Object(out))
-}
-
-/// A TOML basic string.
-fn toml_string(text: &str) -> String {
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\u{:04X}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn pretty(value: &Value) -> Vec<u8> {
-    let mut text = serde_json::to_vec_pretty(value).expect("JSON is always serialisable");
-    text.push(b'\n');
-    text
 }
 
 /// The layout of `set` in the Gemini home folder `root` (absolute).

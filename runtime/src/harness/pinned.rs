@@ -12,7 +12,7 @@ use berth_lockfile_schema::plugin_manifest::Format;
 use berth_lockfile_schema::runner::PayloadUse;
 use serde_json::{Map, Value, json};
 
-use super::files::Planned;
+use super::files::{Planned, pretty, stdio_fields};
 use crate::error::RuntimeError;
 use crate::hooks::pascal_case;
 use crate::set::{PluginInfo, PluginSet};
@@ -33,14 +33,7 @@ pub(super) struct Overlay {
 fn claude_server(server: &crate::mcp::McpServer) -> Value {
     let mut out = Map::new();
     if server.transport == "stdio" {
-        out.insert("command".into(), json!(server.command));
-        out.insert("args".into(), json!(server.args));
-        if let Some(cwd) = &server.cwd {
-            out.insert("cwd".into(), json!(cwd));
-        }
-        if !server.env.is_empty() {
-            out.insert("env".into(), Value::Object(server.env.clone()));
-        }
+        stdio_fields(server, &mut out);
     } else {
         out.insert("type".into(), json!(server.transport));
         out.insert("url".into(), json!(server.url));
@@ -115,10 +108,9 @@ pub(super) fn overlay(set: &PluginSet, info: &PluginInfo) -> Result<Option<Overl
         manifest.insert("lspServers".into(), Value::Object(servers));
         overlay.hidden.push(PathBuf::from(".lsp.json"));
     }
-    let mut text =
-        serde_json::to_vec_pretty(&Value::Object(manifest)).expect("JSON is always serialisable");
-    text.push(b'\n');
-    overlay.files.insert(PathBuf::from(MANIFEST), text);
+    overlay
+        .files
+        .insert(PathBuf::from(MANIFEST), pretty(&Value::Object(manifest)));
     Ok(Some(overlay))
 }
 
