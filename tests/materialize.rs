@@ -407,6 +407,22 @@ fn claude_project_form_enables_the_plugins_in_one_repository_only() {
     );
 }
 
+/// `materialize TARGET DIR --check` exits 1 naming each of `drift`; materializing again
+/// repairs it, and a second check passes.
+fn check_names_drift_then_repairs(ctx: &TestContext, target: &str, d: &str, drift: &[&str]) {
+    let check = ctx.run(&["materialize", target, d, "--check"]);
+    assert_eq!(check.code, 1, "{}", check.stderr);
+    for needle in drift {
+        assert!(
+            check.stderr.contains(needle),
+            "{needle} not in {}",
+            check.stderr
+        );
+    }
+    ctx.ok(&["materialize", target, d]);
+    ctx.ok(&["materialize", target, d, "--check"]);
+}
+
 /// A local marketplace with the entry forms Claude Code builds plugins from: a
 /// `strict: false` entry listing some skills of a folder of many (as `anthropics/skills`
 /// lists `document-skills`), a `strict: true` entry adding a skill to its plugin's own,
@@ -713,21 +729,16 @@ fn gemini_cli_lists_the_materialized_extensions() {
     )
     .expect("add");
     std::fs::remove_file(dir.join("extensions/review/skills/rv")).expect("remove");
-    let check = ctx.run(&["materialize", "gemini", d, "--check"]);
-    assert_eq!(check.code, 1, "{}", check.stderr);
-    for needle in [
-        "edited: extensions/review/gemini-extension.json",
-        "added: extensions/review/commands/extra.toml",
-        "removed: extensions/review/skills/rv",
-    ] {
-        assert!(
-            check.stderr.contains(needle),
-            "{needle} not in {}",
-            check.stderr
-        );
-    }
-    ctx.ok(&["materialize", "gemini", d]);
-    ctx.ok(&["materialize", "gemini", d, "--check"]);
+    check_names_drift_then_repairs(
+        &ctx,
+        "gemini",
+        d,
+        &[
+            "edited: extensions/review/gemini-extension.json",
+            "added: extensions/review/commands/extra.toml",
+            "removed: extensions/review/skills/rv",
+        ],
+    );
 }
 
 /// Loads each folder with the real OpenHands SDK's `Plugin.load` (the SDK's Python,
@@ -870,21 +881,16 @@ fn the_openhands_sdk_loads_the_materialized_agent_plugins() {
     std::fs::write(dir.join("review/plugin.json"), "{}\n").expect("edit");
     std::fs::write(dir.join("review/extra.md"), "x").expect("add");
     std::fs::remove_file(dir.join("review/mcp.json")).expect("remove");
-    let check = ctx.run(&["materialize", "agent-plugins", d, "--check"]);
-    assert_eq!(check.code, 1, "{}", check.stderr);
-    for needle in [
-        "edited: review/plugin.json",
-        "added: review/extra.md",
-        "removed: review/mcp.json",
-    ] {
-        assert!(
-            check.stderr.contains(needle),
-            "{needle} not in {}",
-            check.stderr
-        );
-    }
-    ctx.ok(&["materialize", "agent-plugins", d]);
-    ctx.ok(&["materialize", "agent-plugins", d, "--check"]);
+    check_names_drift_then_repairs(
+        &ctx,
+        "agent-plugins",
+        d,
+        &[
+            "edited: review/plugin.json",
+            "added: review/extra.md",
+            "removed: review/mcp.json",
+        ],
+    );
 }
 
 fn codex_bin() -> Option<PathBuf> {
@@ -959,19 +965,14 @@ fn codex_lists_the_materialized_plugins_as_installed() {
     std::fs::write(&catalog, "{}\n").expect("edit");
     std::fs::write(dir.join("plugins/cache/berth/review/1.2.0/extra.md"), "x").expect("add");
     std::fs::remove_file(dir.join("plugins/cache/berth/review/1.2.0/.mcp.json")).expect("remove");
-    let check = ctx.run(&["materialize", "codex", d, "--check"]);
-    assert_eq!(check.code, 1, "{}", check.stderr);
-    for needle in [
-        "edited: berth-marketplace/.claude-plugin/marketplace.json",
-        "added: plugins/cache/berth/review/1.2.0/extra.md",
-        "removed: plugins/cache/berth/review/1.2.0/.mcp.json",
-    ] {
-        assert!(
-            check.stderr.contains(needle),
-            "{needle} not in {}",
-            check.stderr
-        );
-    }
-    ctx.ok(&["materialize", "codex", d]);
-    ctx.ok(&["materialize", "codex", d, "--check"]);
+    check_names_drift_then_repairs(
+        &ctx,
+        "codex",
+        d,
+        &[
+            "edited: berth-marketplace/.claude-plugin/marketplace.json",
+            "added: plugins/cache/berth/review/1.2.0/extra.md",
+            "removed: plugins/cache/berth/review/1.2.0/.mcp.json",
+        ],
+    );
 }

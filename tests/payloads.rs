@@ -229,6 +229,28 @@ fn tamper(entry: &Path, rel: &str) {
     std::fs::write(&file, text).expect("write");
 }
 
+/// Approves plugin `tools` as it is now, and checks that the set is then let through.
+fn approve_tools(ctx: &TestContext) {
+    let by = ["--by", "Alice <a@example.com>"];
+    berth(ctx, &[], &["plugins", "approve", "tools", by[0], by[1]]);
+    berth(ctx, &[], &["plugins", "show", "--json"]);
+}
+
+/// The install of plugin `tools` in the Codex home `codex`, and its manifest.
+fn codex_install(codex: &Path) -> (PathBuf, Value) {
+    let install = std::fs::read_dir(codex.join("plugins/cache/berth/tools"))
+        .expect("an install")
+        .next()
+        .expect("one")
+        .expect("entry")
+        .path();
+    let manifest = serde_json::from_str(
+        &std::fs::read_to_string(install.join(".claude-plugin/plugin.json")).expect("read"),
+    )
+    .expect("JSON");
+    (install, manifest)
+}
+
 /// `berth materialize` for each harness writes the pinned command: read back by the real
 /// Claude Code (`BERTH_CLAUDE`), and from the files Codex, Gemini CLI and Agent Plugins
 /// read.
@@ -277,17 +299,7 @@ fn materialized_servers_start_the_closure(ctx: &TestContext, script: &str) {
         ),
     }
     run("codex", "codex");
-    let installs = dir("codex").join("plugins/cache/berth/tools");
-    let version = std::fs::read_dir(&installs)
-        .expect("an install")
-        .next()
-        .expect("one")
-        .expect("entry")
-        .path();
-    let manifest: Value = serde_json::from_str(
-        &std::fs::read_to_string(version.join(".claude-plugin/plugin.json")).expect("read"),
-    )
-    .expect("JSON");
+    let (version, manifest) = codex_install(&dir("codex"));
     expect(&manifest["mcpServers"]["fake"], "Codex");
     assert!(
         !version.join(".mcp.json").exists(),
@@ -545,16 +557,7 @@ fn a_hook_command_and_an_lsp_server_through_npx_run_the_locked_package() {
         &[],
         &["materialize", "codex", codex.to_str().expect("utf-8")],
     );
-    let install = std::fs::read_dir(codex.join("plugins/cache/berth/tools"))
-        .expect("an install")
-        .next()
-        .expect("one")
-        .expect("entry")
-        .path();
-    let manifest: Value = serde_json::from_str(
-        &std::fs::read_to_string(install.join(".claude-plugin/plugin.json")).expect("read"),
-    )
-    .expect("JSON");
+    let (install, manifest) = codex_install(&codex);
     assert_eq!(
         manifest["lspServers"]["fake"]["command"], "node",
         "{manifest}"
@@ -606,18 +609,7 @@ fn lock_upgrade_moves_a_floating_spec_and_diff_shows_the_version() {
         "[capabilities]\nmcp_stdio = \"approve\"\n",
     )
     .expect("write");
-    berth(
-        &ctx,
-        &[],
-        &[
-            "plugins",
-            "approve",
-            "tools",
-            "--by",
-            "Alice <a@example.com>",
-        ],
-    );
-    berth(&ctx, &[], &["plugins", "show", "--json"]);
+    approve_tools(&ctx);
     registry.publish(
         "fake-mcp",
         "1.2.0",
@@ -639,18 +631,7 @@ fn lock_upgrade_moves_a_floating_spec_and_diff_shows_the_version() {
     let refused = ctx.run(&["plugins", "show", "--json"]);
     assert_ne!(refused.code, 0, "{}", refused.stderr);
     assert!(refused.stderr.contains("approv"), "{}", refused.stderr);
-    berth(
-        &ctx,
-        &[],
-        &[
-            "plugins",
-            "approve",
-            "tools",
-            "--by",
-            "Alice <a@example.com>",
-        ],
-    );
-    berth(&ctx, &[], &["plugins", "show", "--json"]);
+    approve_tools(&ctx);
     let before = ctx.root.join("before.lock");
     let diff = berth(
         &ctx,
