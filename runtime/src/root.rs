@@ -1,6 +1,12 @@
 //! Reading a plugin's files without ever leaving its store path.
 
+use std::collections::HashSet;
+use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use crate::error::RuntimeError;
 
@@ -14,14 +20,53 @@ pub use berth_lockfile_schema::plugin_manifest::MAX_FILE_BYTES;
 pub struct PluginRoot {
     plugin: String,
     root: PathBuf,
+    /// The folder, opened once: every `lstat` and `open` inside it is relative to it, so
+    /// the kernel walks only the path inside the plugin, never the store's path again.
+    dir: OwnedFd,
     exposed: PathBuf,
-    skipped: std::sync::Mutex<Vec<(String, String)>>,
+    skipped: Mutex<Vec<(String, String)>>,
+    /// Folders inside the plugin already seen by `lstat` to be real folders (no link):
+    /// a set's loaders read many files under the same few folders, and each folder is
+    /// checked once per build instead of once per file under it.
+    real_dirs: Mutex<HashSet<PathBuf>>,
+}
+
+/// What a resolved path is, from the `lstat` that resolved it.
+#[derive(Clone, Copy)]
+enum Kind {
+    Dir,
+    File { len: u64 },
+    Other,
+}
+
+impl Kind {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        if meta.is_dir() {
+            Kind::Dir
+        } else if meta.is_file() {
+            Kind::File { len: meta.len() }
+        } else {
+            Kind::Other
+        }
+    }
+
+    fn of_stat(st: &rustix::fs::Stat) -> Self {
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory => Kind::Dir,
+            FileType::RegularFile => Kind::File {
+                len: u64::try_from(st.st_size).unwrap_or(0),
+            },
+            _ => Kind::Other,
+        }
+    }
 }
 
 /// What a path inside the plugin turns out to be.
 enum Resolved {
-    /// It exists, at this real path inside the plugin.
-    Inside(PathBuf),
+    /// It exists, at this real path (relative to the plugin's folder, or absolute when a
+    /// link was followed); with what it is when that is known without another `stat` (the
+    /// last component was not a link).
+    Inside(PathBuf, Option<Kind>),
     /// Nothing is there (or a link inside the plugin dangles).
     Absent,
     /// A symlink on the way leads out of the plugin.
@@ -32,12 +77,25 @@ impl PluginRoot {
     /// `path` is the store entry of plugin `plugin`; hooks and MCP servers see it at
     /// `path` too (see [`PluginRoot::exposed_at`]).
     pub fn new(plugin: &str, path: &Path) -> Result<Self, RuntimeError> {
-        let root = fs_err::canonicalize(path)?;
+        Self::canonical(plugin, fs_err::canonicalize(path)?)
+    }
+
+    /// As [`PluginRoot::new`] for a `path` the caller already knows is canonical (absolute,
+    /// no link in it), which saves resolving every component again.
+    pub fn canonical(plugin: &str, root: PathBuf) -> Result<Self, RuntimeError> {
+        let dir = rustix::fs::open(
+            &root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| io_error(&root, e))?;
         Ok(Self {
             plugin: plugin.to_owned(),
             exposed: root.clone(),
             root,
-            skipped: std::sync::Mutex::new(Vec::new()),
+            dir,
+            skipped: Mutex::new(Vec::new()),
+            real_dirs: Mutex::new(HashSet::new()),
         })
     }
 
@@ -60,10 +118,7 @@ impl PluginRoot {
 
     /// The paths skipped so far, each with why, in the order met; clears the list.
     pub fn take_skipped(&self) -> Vec<String> {
-        let mut skipped = self
-            .skipped
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut skipped = self.skipped.lock().unwrap_or_else(PoisonError::into_inner);
         std::mem::take(&mut *skipped)
             .into_iter()
             .map(|(file, why)| format!("plugin `{}`: skipped `{file}`: {why}", self.plugin))
@@ -71,19 +126,21 @@ impl PluginRoot {
     }
 
     fn skip(&self, file: &str, why: String) {
-        let mut skipped = self
-            .skipped
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut skipped = self.skipped.lock().unwrap_or_else(PoisonError::into_inner);
         if !skipped.iter().any(|(f, _)| f == file) {
             skipped.push((file.to_owned(), why));
         }
     }
 
     /// `resolve`, with a link that leaves the plugin noted as skipped and taken as absent.
-    fn resolve_or_skip(&self, rel: &str) -> Result<Option<PathBuf>, RuntimeError> {
+    fn resolve_or_skip(&self, rel: &str) -> Result<Option<(PathBuf, Kind)>, RuntimeError> {
         match self.resolve(rel)? {
-            Resolved::Inside(path) => Ok(Some(path)),
+            Resolved::Inside(path, Some(kind)) => Ok(Some((path, kind))),
+            Resolved::Inside(path, None) => match std::fs::metadata(&path) {
+                Ok(meta) => Ok(Some((path, Kind::of(&meta)))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(fs_err::metadata(&path).map_or_else(Into::into, |_| e.into())),
+            },
             Resolved::Absent => Ok(None),
             Resolved::Escapes => {
                 self.skip(
@@ -101,38 +158,50 @@ impl PluginRoot {
         &self.plugin
     }
 
-    /// Where `rel` really is. Walks the components with `lstat`; only a path with a
-    /// symlink in it pays for a full `canonicalize`.
+    /// Where `rel` really is. Walks the components with `lstat` (a folder already seen to
+    /// be real is not asked again); only a path with a symlink in it pays for a full
+    /// `canonicalize`.
     fn resolve(&self, rel: &str) -> Result<Resolved, RuntimeError> {
-        let mut current = self.root.clone();
+        let mut current = PathBuf::from(".");
+        let mut kind = Some(Kind::Dir);
+        let mut real_dirs = self
+            .real_dirs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         for part in Path::new(rel).components() {
             match part {
                 std::path::Component::CurDir => {}
                 std::path::Component::Normal(name) => {
                     current.push(name);
-                    match std::fs::symlink_metadata(&current) {
-                        Ok(meta) if meta.file_type().is_symlink() => {
+                    if real_dirs.contains(&current) {
+                        kind = Some(Kind::Dir);
+                        continue;
+                    }
+                    match rustix::fs::statat(&self.dir, &current, AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                            drop(real_dirs);
                             return self.resolve_through_links(rel);
                         }
-                        Ok(_) => {}
-                        Err(e)
-                            if matches!(
-                                e.kind(),
-                                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-                            ) =>
-                        {
+                        Ok(st) => {
+                            let found = Kind::of_stat(&st);
+                            if matches!(found, Kind::Dir) {
+                                real_dirs.insert(current.clone());
+                            }
+                            kind = Some(found);
+                        }
+                        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => {
                             return Ok(Resolved::Absent);
                         }
-                        Err(e) => {
-                            return Err(fs_err::symlink_metadata(&current)
-                                .map_or_else(Into::into, |_| e.into()));
-                        }
+                        Err(e) => return Err(io_error(&self.root.join(&current), e)),
                     }
                 }
-                _ => return self.resolve_through_links(rel),
+                _ => {
+                    drop(real_dirs);
+                    return self.resolve_through_links(rel);
+                }
             }
         }
-        Ok(Resolved::Inside(current))
+        Ok(Resolved::Inside(current, kind))
     }
 
     fn resolve_through_links(&self, rel: &str) -> Result<Resolved, RuntimeError> {
@@ -159,7 +228,7 @@ impl PluginRoot {
             }
         };
         if real.starts_with(&self.root) {
-            Ok(Resolved::Inside(real))
+            Ok(Resolved::Inside(real, None))
         } else {
             Ok(Resolved::Escapes)
         }
@@ -169,25 +238,33 @@ impl PluginRoot {
     /// symlink leaving the plugin, a file over [`MAX_FILE_BYTES`]; see
     /// [`PluginRoot::take_skipped`]).
     pub fn read_text(&self, rel: &str) -> Result<Option<String>, RuntimeError> {
-        let Some(real) = self.resolve_or_skip(rel)? else {
+        let Some((real, Kind::File { len })) = self.resolve_or_skip(rel)? else {
             return Ok(None);
         };
-        let meta = fs_err::metadata(&real)?;
-        if !meta.is_file() {
+        if len > MAX_FILE_BYTES {
+            self.skip_large(rel, len);
             return Ok(None);
         }
-        if meta.len() > MAX_FILE_BYTES {
-            self.skip(
-                rel,
-                format!(
-                    "it is {} bytes, more than the {} MiB a plugin file may have",
-                    meta.len(),
-                    MAX_FILE_BYTES / (1024 * 1024)
-                ),
-            );
+        // Read with the size `lstat` gave (no second `stat` and `lseek` as `fs::read` does),
+        // never past the limit even if the file grew since.
+        let mut file = std::fs::File::from(
+            rustix::fs::openat(
+                &self.dir,
+                &real,
+                OFlags::RDONLY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| io_error(&self.root.join(&real), e))?,
+        );
+        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0) + 1);
+        (&mut file)
+            .take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| io_error(&self.root.join(&real), e))?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            self.skip_large(rel, bytes.len() as u64);
             return Ok(None);
         }
-        let bytes = fs_err::read(&real)?;
         String::from_utf8(bytes)
             .map(Some)
             .map_err(|_| RuntimeError::NotUtf8 {
@@ -196,36 +273,71 @@ impl PluginRoot {
             })
     }
 
+    fn skip_large(&self, rel: &str, len: u64) {
+        self.skip(
+            rel,
+            format!(
+                "it is {len} bytes, more than the {} MiB a plugin file may have",
+                MAX_FILE_BYTES / (1024 * 1024)
+            ),
+        );
+    }
+
     /// Whether anything (even a dangling link) is at `rel`, without following links.
     pub fn exists(&self, rel: &str) -> Result<bool, RuntimeError> {
-        Ok(std::fs::symlink_metadata(self.root.join(rel)).is_ok())
+        let rel = if rel.is_empty() { "." } else { rel };
+        Ok(rustix::fs::statat(&self.dir, rel, AtFlags::SYMLINK_NOFOLLOW).is_ok())
     }
 
     /// Whether `rel` is a folder inside the plugin (a link leaving it is skipped).
     pub fn is_dir(&self, rel: &str) -> Result<bool, RuntimeError> {
-        Ok(self.resolve_or_skip(rel)?.is_some_and(|p| p.is_dir()))
+        Ok(matches!(self.resolve_or_skip(rel)?, Some((_, Kind::Dir))))
     }
 
     /// Whether `rel` is a file inside the plugin (a link leaving it is skipped).
     pub fn is_file(&self, rel: &str) -> Result<bool, RuntimeError> {
-        Ok(self.resolve_or_skip(rel)?.is_some_and(|p| p.is_file()))
+        Ok(matches!(
+            self.resolve_or_skip(rel)?,
+            Some((_, Kind::File { .. }))
+        ))
     }
 
     /// The names in folder `rel`, sorted; empty if it does not exist or leaves the plugin.
     pub fn list(&self, rel: &str) -> Result<Vec<String>, RuntimeError> {
-        let Some(real) = self.resolve_or_skip(rel)? else {
+        let Some((real, Kind::Dir)) = self.resolve_or_skip(rel)? else {
             return Ok(Vec::new());
         };
-        if !real.is_dir() {
-            return Ok(Vec::new());
+        let error = |e: rustix::io::Errno| io_error(&self.root.join(&real), e);
+        let fd = rustix::fs::openat(
+            &self.dir,
+            &real,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(error)?;
+        let mut names = Vec::new();
+        for entry in rustix::fs::Dir::read_from(&fd).map_err(error)? {
+            let entry = entry.map_err(error)?;
+            let name = entry.file_name().to_bytes();
+            if name != b"." && name != b".." {
+                if let Ok(name) = std::str::from_utf8(name) {
+                    names.push(name.to_owned());
+                }
+            }
         }
-        let mut names: Vec<String> = fs_err::read_dir(&real)?
-            .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect();
         names.sort();
         Ok(names)
     }
+}
+
+/// A failed system call on `path`, as the error `fs_err` would give (naming the path).
+fn io_error(path: &Path, e: impl Into<std::io::Error>) -> RuntimeError {
+    let e: std::io::Error = e.into();
+    std::io::Error::new(
+        e.kind(),
+        format!("failed to read `{}`: {e}", path.display()),
+    )
+    .into()
 }
 
 /// `..` and `.` removed lexically (for a symlink target that does not exist).

@@ -135,8 +135,10 @@ pub fn build_plugin_set(
             entries.clone()
         }
     };
+    let mut folders = CanonicalFolders::default();
     for ((locked, entry), exposed) in lock.plugins.iter().zip(entries).zip(roots) {
-        let root = PluginRoot::new(&locked.name, &entry)?.exposed_at(exposed.clone());
+        let root = PluginRoot::canonical(&locked.name, folders.canonical(&entry)?)?
+            .exposed_at(exposed.clone());
         let data_dir = plugin_data_dir(store, locked);
         let mut warnings = Vec::new();
         let manifest = read_manifest(
@@ -401,5 +403,30 @@ impl PluginSet {
     /// lock order.
     pub fn plugin_roots(&self) -> Vec<&Path> {
         self.plugins.iter().map(|p| p.root.as_path()).collect()
+    }
+}
+
+/// Store entries made canonical with one `canonicalize` of the folder they share, instead
+/// of one per entry (each resolves every component of the store's path again).
+#[derive(Default)]
+struct CanonicalFolders {
+    known: Vec<(PathBuf, PathBuf)>,
+}
+
+impl CanonicalFolders {
+    fn canonical(&mut self, entry: &Path) -> Result<PathBuf, RuntimeError> {
+        let (Some(parent), Some(name)) = (entry.parent(), entry.file_name()) else {
+            return Ok(fs_err::canonicalize(entry)?);
+        };
+        // An entry that is itself a link is resolved the long way.
+        if fs_err::symlink_metadata(entry)?.file_type().is_symlink() {
+            return Ok(fs_err::canonicalize(entry)?);
+        }
+        if let Some((_, real)) = self.known.iter().find(|(p, _)| p == parent) {
+            return Ok(real.join(name));
+        }
+        let real = fs_err::canonicalize(parent)?;
+        self.known.push((parent.to_path_buf(), real.clone()));
+        Ok(real.join(name))
     }
 }
