@@ -319,11 +319,11 @@ impl PluginRoot {
         for entry in rustix::fs::Dir::read_from(&fd).map_err(error)? {
             let entry = entry.map_err(error)?;
             let name = entry.file_name().to_bytes();
-            if name != b"." && name != b".."
+            if name != b"."
+                && name != b".."
                 && let Ok(name) = std::str::from_utf8(name)
             {
                 names.push(name.to_owned());
-            }
             }
         }
         names.sort();
