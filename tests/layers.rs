@@ -40,6 +40,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "berth-runtime",
         ],
     ),
+    // The Python extension reads a lock's plugin set: what the runtime reads, nothing
+    // that fetches.
+    (
+        "berth-python",
+        &["berth-lockfile-schema", "berth-store", "berth-runtime"],
+    ),
     (
         "berth",
         &[

@@ -17,7 +17,7 @@ use crate::printer::Printer;
 const DEFAULT_JOBS: usize = 8;
 
 /// The policy file read when `--policy` is not given, next to the manifest.
-pub const POLICY_FILE: &str = "berth-policy.toml";
+pub use berth_lockfile_schema::governance::POLICY_FILE;
 
 #[derive(Debug)]
 pub struct Context {
@@ -273,16 +273,8 @@ fn parent_dir(path: &Path) -> PathBuf {
 }
 
 pub fn default_store_root(home: Option<&Path>) -> Result<PathBuf> {
-    if let Some(dir) = std::env::var_os("BERTH_STORE").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir).join("berth"));
-    }
-    match home {
-        Some(home) => Ok(home.join(".cache").join("berth")),
-        None => bail!("cannot find a store folder: set `BERTH_STORE` or pass `--store DIR`"),
-    }
+    berth_store::default_root(home)
+        .context("cannot find a store folder: set `BERTH_STORE` or pass `--store DIR`")
 }
 
 /// Writes `bytes` to a temporary file in `path`'s folder, syncs it and renames it over

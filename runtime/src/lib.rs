@@ -17,6 +17,7 @@ pub mod frontmatter;
 pub mod harness;
 pub mod hook_run;
 pub mod hooks;
+mod loading;
 mod lsp;
 use berth_lockfile_schema::plugin_json as json;
 /// Plugin manifests (`plugin.json`), as the plugin format defines them.

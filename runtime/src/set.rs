@@ -7,12 +7,12 @@ use berth_store::Store;
 use serde_json::{Map, Value, json};
 
 use crate::agents::Agent;
-use crate::components::{Components, load_components};
+use crate::components::Components;
 use crate::error::RuntimeError;
 use crate::hooks::{EVENTS, HookMatcher, matchers_to_json};
-use crate::manifest::{PluginManifest, read_manifest};
+use crate::loading::{Job, Loaded, load_all};
+use crate::manifest::PluginManifest;
 use crate::mcp::McpServer;
-use crate::root::PluginRoot;
 use crate::skills::Skill;
 
 /// Where plugins' writable data folders (`${PLUGIN_DATA}`) live, under the store root.
@@ -136,54 +136,38 @@ pub fn build_plugin_set(
         }
     };
     let mut folders = CanonicalFolders::default();
-    for ((locked, entry), exposed) in lock.plugins.iter().zip(entries).zip(roots) {
-        let root = PluginRoot::canonical(&locked.name, folders.canonical(&entry)?)?
-            .exposed_at(exposed.clone());
-        let data_dir = plugin_data_dir(store, locked);
-        let mut warnings = Vec::new();
-        let manifest = read_manifest(
-            |rel| match root.read_text(rel) {
-                Ok(text) => Ok(text.map(String::into_bytes)),
-                Err(e) => Err(e.to_string()),
-            },
-            &locked.name,
-        )
-        .map_err(|e| RuntimeError::Invalid {
-            plugin: locked.name.clone(),
-            file: e.file,
-            message: e.message,
-        })?;
-        warnings.extend(
-            manifest
-                .warnings
-                .iter()
-                .map(|w| format!("plugin `{}`: {w}", locked.name)),
-        );
+    let mut jobs = Vec::with_capacity(lock.plugins.len());
+    for ((locked, entry), exposed) in lock.plugins.iter().zip(&entries).zip(roots) {
+        jobs.push(Job {
+            locked,
+            path: folders.canonical(entry)?,
+            exposed,
+            data_dir: plugin_data_dir(store, locked),
+        });
+    }
+    let cancelled = || {
+        options
+            .cancel
+            .as_ref()
+            .is_some_and(|flag| flag.load(std::sync::atomic::Ordering::SeqCst))
+    };
+    let loaded = load_all(&jobs, &cancelled);
+    for ((job, entry), loaded) in jobs.into_iter().zip(entries).zip(loaded) {
+        let Loaded {
+            manifest,
+            components:
+                Components {
+                    skills,
+                    commands,
+                    hooks,
+                    servers,
+                    agents,
+                    lsp,
+                },
+            mut warnings,
+        } = loaded?;
+        let locked = job.locked;
         let name = locked.name.as_str();
-        let go_on = || match &options.cancel {
-            Some(flag) if flag.load(std::sync::atomic::Ordering::SeqCst) => {
-                Err(RuntimeError::Cancelled)
-            }
-            _ => Ok(()),
-        };
-        go_on()?;
-        let Components {
-            skills,
-            commands,
-            hooks,
-            servers,
-            agents,
-            lsp,
-        } = load_components(
-            &root,
-            manifest.format,
-            &data_dir,
-            manifest.file,
-            locked.definition.as_ref(),
-            &mut warnings,
-            &go_on,
-        )?;
-        set.warnings.extend(root.take_skipped());
         set.warnings.append(&mut warnings);
 
         for skill in skills
@@ -267,8 +251,8 @@ pub fn build_plugin_set(
             locked: locked.clone(),
             manifest,
             path: entry,
-            root: exposed,
-            data_dir,
+            root: job.exposed,
+            data_dir: job.data_dir,
         });
     }
     if !options.raw_commands {

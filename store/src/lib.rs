@@ -26,7 +26,7 @@ pub use nix::{NIX_STORE_DIR, nix_store_path};
 pub use record::RECORDS_DIR;
 pub use store::{
     ENTRIES_DIR, GIT_DIR, LOCKS_DIR, Staging, Store, StoreEntry, StoreError, TMP_DIR, copy_tree,
-    entry_name, remove_tree,
+    default_root, entry_name, remove_tree,
 };
 pub use views::{PluginView, VIEWS_DIR};
 pub use wheels::{ENVS_DIR, WHEELS_DIR, WheelMismatch, hash_file, sha256_file};

@@ -13,6 +13,9 @@ pub use approvals::{APPROVALS_VERSION, Approval, Approvals, parse_approvals};
 pub use chain::{HostRefused, Policy, PolicyError, SourceDenied};
 pub use file::{Capability, Level, PolicyFile, UnicodeLevel, extends_of, parse_policy};
 
+/// The policy file's name, next to the manifest.
+pub const POLICY_FILE: &str = "berth-policy.toml";
+
 /// `*` matches any run of characters (`/` included); everything else is literal.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
     let parts: Vec<&str> = pattern.split('*').collect();

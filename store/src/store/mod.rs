@@ -75,6 +75,19 @@ pub struct StoreEntry {
     pub hash: Sha256Hash,
 }
 
+/// The store berth uses when none is named: `BERTH_STORE`, else `$XDG_CACHE_HOME/berth`,
+/// else `~/.cache/berth` (`home`); `None` when none of them is set.
+pub fn default_root(home: Option<&Path>) -> Option<PathBuf> {
+    let set = |name: &str| std::env::var_os(name).filter(|d| !d.is_empty());
+    if let Some(dir) = set("BERTH_STORE") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = set("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(dir).join("berth"));
+    }
+    home.map(|home| home.join(".cache").join("berth"))
+}
+
 impl Store {
     /// A store at `root`. Nothing is created until something is written.
     pub fn new(root: impl Into<PathBuf>) -> Self {

@@ -1,0 +1,108 @@
+//! `berth._native`: the plugin set of a lock, built inside the Python process that asks for
+//! it. `berth.openhands` calls [`plugin_set`] instead of running `berth plugins show --json`
+//! and parsing its output: the same runtime code reads the same lock and store, and the
+//! document is handed over as Python objects (no process, no JSON text).
+//!
+//! It reads; it never fetches, writes a lock or runs anything. A lock governed by a policy
+//! file is left to the binary (see [`plugin_set`]).
+
+use std::path::{Path, PathBuf};
+
+use berth_lockfile_schema::governance::POLICY_FILE;
+use berth_runtime::{BuildOptions, build_plugin_set};
+use berth_store::Store;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyList, PyString};
+use serde_json::Value;
+
+/// `berth plugins --lockfile LOCKFILE show --json` with no skill limit, as Python objects
+/// (dicts, lists, strings, numbers, `None`), equal to what `json.loads` makes of the
+/// binary's output. `store` is the store folder (default: `BERTH_STORE`, else
+/// `$XDG_CACHE_HOME/berth`, else `~/.cache/berth`, as the binary picks it).
+///
+/// Returns `None` when a policy file (`berth-policy.toml`) sits next to the lock: the
+/// binary enforces it (its `extends` may name URLs, which only the resolver fetches), so
+/// the caller runs the binary instead. Raises `RuntimeError` with the binary's message for
+/// a missing or invalid lock and for a plugin missing from the store or changed in it.
+#[pyfunction]
+#[pyo3(signature = (lockfile, store=None))]
+fn plugin_set<'py>(
+    py: Python<'py>,
+    lockfile: PathBuf,
+    store: Option<PathBuf>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let built = py.detach(|| build(&lockfile, store));
+    match built {
+        Ok(Some(doc)) => Ok(Some(to_python(py, &doc)?)),
+        Ok(None) => Ok(None),
+        Err(message) => Err(PyRuntimeError::new_err(message)),
+    }
+}
+
+/// The set's document, or `None` when a policy governs the lock.
+fn build(lockfile: &Path, store: Option<PathBuf>) -> Result<Option<Value>, String> {
+    let dir = lockfile.parent().unwrap_or(Path::new("."));
+    if dir.join(POLICY_FILE).exists() {
+        return Ok(None);
+    }
+    let label = lockfile.display().to_string();
+    let text = match std::fs::read_to_string(lockfile) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "there is no lockfile at `{label}`; run `berth plugins lock` to create it"
+            ));
+        }
+        Err(e) => return Err(format!("could not read `{label}`: {e}")),
+    };
+    let lock = berth_lockfile_schema::parse_lock(&label, &text).map_err(|e| e.to_string())?;
+    let root = match store {
+        Some(root) => root,
+        None => berth_store::default_root(std::env::var_os("HOME").map(PathBuf::from).as_deref())
+            .ok_or("cannot find a store folder: set `BERTH_STORE` or pass `store=`")?,
+    };
+    let options = BuildOptions {
+        max_skills: None,
+        ..BuildOptions::default()
+    };
+    let set = build_plugin_set(&Store::new(root), &lock, &options).map_err(|e| e.to_string())?;
+    Ok(Some(set.to_json_value()))
+}
+
+/// A JSON value as the Python objects `json.loads` gives for it.
+fn to_python<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_pyobject(py)?.into_any(),
+            (None, Some(u)) => u.into_pyobject(py)?.into_any(),
+            (None, None) => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
+        },
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_python(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (key, item) in map {
+                dict.set_item(key, to_python(py, item)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(plugin_set, module)?)?;
+    module.add("POLICY_FILE", POLICY_FILE)?;
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,130 @@
+//! Reading every locked plugin from its store entry, a few plugins at a time: each plugin
+//! is read on its own (its manifest, then its components), and the set merges what was
+//! read afterwards in lock order, so the result does not depend on which thread read what.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use berth_lockfile_schema::LockedPlugin;
+
+use crate::components::{Components, load_components};
+use crate::error::RuntimeError;
+use crate::manifest::{PluginManifest, read_manifest};
+use crate::root::PluginRoot;
+
+/// At most this many threads read plugins (the reads are small files: past a few threads
+/// the kernel's path lookups, not the waiting, are the cost).
+const MAX_THREADS: usize = 4;
+
+/// One plugin to read.
+pub(crate) struct Job<'a> {
+    pub(crate) locked: &'a LockedPlugin,
+    /// Its store entry, canonical.
+    pub(crate) path: PathBuf,
+    /// Where hooks, MCP servers and commands see it.
+    pub(crate) exposed: PathBuf,
+    /// Its writable data folder.
+    pub(crate) data_dir: PathBuf,
+}
+
+/// What was read of one plugin.
+pub(crate) struct Loaded {
+    pub(crate) manifest: PluginManifest,
+    pub(crate) components: Components,
+    /// What was skipped and noticed, in the order the set reports it.
+    pub(crate) warnings: Vec<String>,
+}
+
+/// Reads every job, on up to [`MAX_THREADS`] threads; the results are in `jobs`' order.
+/// `cancelled` is asked between plugins and components.
+pub(crate) fn load_all(
+    jobs: &[Job<'_>],
+    cancelled: &(dyn Fn() -> bool + Sync),
+) -> Vec<Result<Loaded, RuntimeError>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(MAX_THREADS)
+        .min(jobs.len());
+    if threads <= 1 {
+        return jobs.iter().map(|job| load(job, cancelled)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<Loaded, RuntimeError>>> =
+        std::iter::repeat_with(|| None).take(jobs.len()).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(job) = jobs.get(i) else { break };
+                        done.push((i, load(job, cancelled)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        for worker in workers {
+            // A panic in a loader is a bug: it is passed on, not turned into an error.
+            let done = worker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            for (i, result) in done {
+                results[i] = Some(result);
+            }
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or(Err(RuntimeError::Cancelled)))
+        .collect()
+}
+
+/// Reads one plugin: its manifest, then its components.
+fn load(job: &Job<'_>, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Loaded, RuntimeError> {
+    let go_on = || {
+        if cancelled() {
+            Err(RuntimeError::Cancelled)
+        } else {
+            Ok(())
+        }
+    };
+    go_on()?;
+    let name = &job.locked.name;
+    let root = PluginRoot::canonical(name, job.path.clone())?.exposed_at(job.exposed.clone());
+    let manifest = read_manifest(
+        |rel| match root.read_text(rel) {
+            Ok(text) => Ok(text.map(String::into_bytes)),
+            Err(e) => Err(e.to_string()),
+        },
+        name,
+    )
+    .map_err(|e| RuntimeError::Invalid {
+        plugin: name.clone(),
+        file: e.file,
+        message: e.message,
+    })?;
+    let mut warnings: Vec<String> = manifest
+        .warnings
+        .iter()
+        .map(|w| format!("plugin `{name}`: {w}"))
+        .collect();
+    go_on()?;
+    let components = load_components(
+        &root,
+        manifest.format,
+        &job.data_dir,
+        manifest.file,
+        job.locked.definition.as_ref(),
+        &mut warnings,
+        &go_on,
+    )?;
+    let mut all = root.take_skipped();
+    all.append(&mut warnings);
+    Ok(Loaded {
+        manifest,
+        components,
+        warnings: all,
+    })
+}
