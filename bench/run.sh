@@ -6,7 +6,7 @@
 # and built once into ~/.cache/berth-bench-baseline (BERTH_BASELINE_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p berth
+cargo build --release -q -p berth -p berth-python
 target="${CARGO_TARGET_DIR:-target}"
 extra=()
 rev="${BERTH_BASELINE_REV:-4baf2c1}"

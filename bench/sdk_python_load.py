@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Both sides of the Python row, inside one already running Python with the OpenHands SDK:
-`berth.openhands.load_plugins(lock, agent)` (which runs the berth binary and builds SDK
-objects from its plugin set) and the SDK's own `load_plugins(specs, agent)` over the same
-folders, interleaved. Prints the seconds of every call of each, and the skill counts.
+"""The Python rows, inside one already running Python with the OpenHands SDK:
+`berth.openhands.load_plugins(lock, agent)` with the plugin set built in-process by the
+extension `berth._native` (BERTH_NATIVE names the build), the same with the berth binary
+run instead, and the SDK's own `load_plugins(specs, agent)` over the same folders,
+interleaved. Prints the seconds of every call of each, the in-process `plugin_set` call
+alone, and the skill counts.
 
 Usage: sdk_python_load.py RUNS LOCKFILE FOLDER...
 """
@@ -24,7 +26,8 @@ from openhands.sdk import LLM, Agent  # noqa: E402
 from openhands.sdk.plugin import PluginSource  # noqa: E402
 from openhands.sdk.plugin import load_plugins as sdk_load_plugins  # noqa: E402
 
-from berth.openhands import load_plugins  # noqa: E402
+import berth.openhands  # noqa: E402
+from berth.openhands import load_plugins, plugin_set  # noqa: E402
 
 logging.disable(logging.WARNING)
 runs, lockfile, folders = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
@@ -33,18 +36,36 @@ specs = [PluginSource(source=d) for d in folders]
 limit = 100_000
 
 
+native = berth.openhands.native
+
+
 def ours():
     return load_plugins(lockfile, agent, max_skills=limit)
+
+
+def ours_binary():
+    berth.openhands.native = lambda: None
+    try:
+        return load_plugins(lockfile, agent, max_skills=limit)
+    finally:
+        berth.openhands.native = native
 
 
 def theirs():
     return sdk_load_plugins(specs, agent, max_skills=limit)
 
 
-counts = [len(f()[0].agent_context.skills) for f in (ours, theirs)]
-times = {"berth": [], "sdk": []}
+def set_only():
+    return plugin_set(lockfile)
+
+
+if native() is None:
+    sys.exit("the extension berth._native does not load here: set BERTH_NATIVE to its build")
+runners = {"berth": ours, "berth_binary": ours_binary, "sdk": theirs, "plugin_set": set_only}
+counts = [len(f()[0].agent_context.skills) for f in (ours, ours_binary, theirs)]
+times = {name: [] for name in runners}
 for _ in range(runs):
-    for name, f in (("berth", ours), ("sdk", theirs)):
+    for name, f in runners.items():
         start = time.perf_counter()
         f()
         times[name].append(time.perf_counter() - start)

@@ -1,15 +1,19 @@
 """berth for the OpenHands SDK (``openhands-sdk``, imported only when used).
 
 ``load_plugins(lockfile, agent)`` is the SDK's ``load_plugins`` built from a berth lock and
-the store alone: the bundled ``berth`` binary reads the locked plugins (it never fetches)
-and this module turns its plugin set into the SDK's own objects (``Skill``,
-``MCPServer``, ``HookConfig``, ``AgentDefinition``) and merges them into the agent with the
-SDK's rules. ``plugin_sources(lockfile)`` gives the SDK its own ``PluginSource`` objects,
+the store alone: berth's runtime reads the locked plugins (it never fetches) and this
+module turns its plugin set into the SDK's own objects (``Skill``, ``MCPServer``,
+``HookConfig``, ``AgentDefinition``) and merges them into the agent with the SDK's rules.
+The runtime runs inside this process when the wheel's extension ``berth._native`` loads,
+and as the bundled ``berth`` binary otherwise (or when ``BERTH_NATIVE=0``); both give the
+same plugin set. ``plugin_sources(lockfile)`` gives the SDK its own ``PluginSource`` objects,
 pinned to the locked commits, for callers that must hand the SDK its own type.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -17,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
-from berth import run
+from berth import BerthError, run
 
 if TYPE_CHECKING:
     from openhands.sdk.agent.base import AgentBase
@@ -32,6 +36,7 @@ __all__ = [
     "agent_definitions",
     "load_plugins",
     "locked_plugins",
+    "native",
     "plugin_set",
     "plugin_sources",
     "to_sdk",
@@ -54,11 +59,48 @@ def locked_plugins(lockfile: PathLike, store: PathLike | None = None) -> list[di
     return plugins
 
 
+@functools.cache
+def native() -> Any | None:
+    """The extension module ``berth._native`` (the runtime inside this process), or
+    ``None`` when this interpreter cannot load it (not CPython 3.10+, a wheel without it,
+    a checkout that has not built it) or ``BERTH_NATIVE=0`` asks for the binary.
+    ``BERTH_NATIVE=PATH`` loads the extension from a build at PATH."""
+    setting = os.environ.get("BERTH_NATIVE", "")
+    if setting == "0":
+        return None
+    if setting:
+        spec = importlib.util.spec_from_file_location("berth._native", setting)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"BERTH_NATIVE={setting} is not a loadable extension")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    try:
+        from berth import _native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _native
+
+
 def plugin_set(lockfile: PathLike, store: PathLike | None = None) -> dict[str, Any]:
     """The lock's merged plugin set, as ``berth plugins show --json`` prints it (SPEC §5):
     built from the lock and the store only; a plugin missing from the store is a
-    ``BerthError`` telling you to run ``berth plugins sync``."""
+    ``BerthError`` telling you to run ``berth plugins sync``.
+
+    Built in this process by ``berth._native`` when it loads; by the binary otherwise,
+    and always when a policy file (``berth-policy.toml``) sits next to the lock, which the
+    binary enforces."""
     lock = Path(lockfile).resolve()
+    extension = native()
+    if extension is not None:
+        try:
+            doc: dict[str, Any] | None = extension.plugin_set(
+                str(lock), None if store is None else os.fspath(store)
+            )
+        except RuntimeError as e:
+            raise BerthError(1, f"error: {e}") from None
+        if doc is not None:
+            return doc
     out = run(
         [
             "plugins",

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use berth_lockfile_schema::LockedPlugin;
+use berth_store::EntryTree;
 
 use crate::components::{Components, load_components};
 use crate::error::RuntimeError;
@@ -21,6 +22,8 @@ pub(crate) struct Job<'a> {
     pub(crate) locked: &'a LockedPlugin,
     /// Its store entry, canonical.
     pub(crate) path: PathBuf,
+    /// Its paths as its stat record lists them, when the store's check read the record.
+    pub(crate) tree: Option<EntryTree>,
     /// Where hooks, MCP servers and commands see it.
     pub(crate) exposed: PathBuf,
     /// Its writable data folder.
@@ -92,7 +95,10 @@ fn load(job: &Job<'_>, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Loaded, 
     };
     go_on()?;
     let name = &job.locked.name;
-    let root = PluginRoot::canonical(name, job.path.clone())?.exposed_at(job.exposed.clone());
+    let mut root = PluginRoot::canonical(name, job.path.clone())?.exposed_at(job.exposed.clone());
+    if let Some(tree) = &job.tree {
+        root = root.with_tree(tree);
+    }
     let manifest = read_manifest(
         |rel| match root.read_text(rel) {
             Ok(text) => Ok(text.map(String::into_bytes)),

@@ -1,6 +1,6 @@
 //! Reading a plugin's files without ever leaving its store path.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -25,17 +25,31 @@ pub struct PluginRoot {
     dir: OwnedFd,
     exposed: PathBuf,
     skipped: Mutex<Vec<(String, String)>>,
-    /// Folders inside the plugin already seen by `lstat` to be real folders (no link):
-    /// a set's loaders read many files under the same few folders, and each folder is
-    /// checked once per build instead of once per file under it.
-    real_dirs: Mutex<HashSet<PathBuf>>,
+    /// What is already known of paths inside the plugin (its entry in the store does not
+    /// change while it is read): a set's loaders read many files under the same few
+    /// folders and ask for names in folders they just listed.
+    seen: Mutex<Seen>,
 }
 
-/// What a resolved path is, from the `lstat` that resolved it.
+/// Paths (relative, from `.`) already seen by `lstat` or in a listing of their folder.
+#[derive(Debug, Default)]
+struct Seen {
+    /// What each path is, with a regular file's size when known.
+    types: HashMap<PathBuf, (FileType, Option<u64>)>,
+    /// Folders listed whole: a name not in `types` under them is absent.
+    listed: HashSet<PathBuf>,
+    /// The names in folders whose contents came from the entry's record, sorted.
+    children: HashMap<PathBuf, Vec<String>>,
+}
+
+/// What a resolved path is, from the `lstat` or listing that resolved it.
 #[derive(Clone, Copy)]
 enum Kind {
     Dir,
-    File { len: u64 },
+    /// A regular file, with its size when an `lstat` gave it.
+    File {
+        len: Option<u64>,
+    },
     Other,
 }
 
@@ -44,7 +58,9 @@ impl Kind {
         if meta.is_dir() {
             Kind::Dir
         } else if meta.is_file() {
-            Kind::File { len: meta.len() }
+            Kind::File {
+                len: Some(meta.len()),
+            }
         } else {
             Kind::Other
         }
@@ -54,8 +70,17 @@ impl Kind {
         match FileType::from_raw_mode(st.st_mode) {
             FileType::Directory => Kind::Dir,
             FileType::RegularFile => Kind::File {
-                len: u64::try_from(st.st_size).unwrap_or(0),
+                len: Some(u64::try_from(st.st_size).unwrap_or(0)),
             },
+            _ => Kind::Other,
+        }
+    }
+
+    /// From a listing's type (never a link or unknown: those are asked with `lstat`).
+    fn of_type(file_type: FileType, len: Option<u64>) -> Self {
+        match file_type {
+            FileType::Directory => Kind::Dir,
+            FileType::RegularFile => Kind::File { len },
             _ => Kind::Other,
         }
     }
@@ -95,8 +120,46 @@ impl PluginRoot {
             root,
             dir,
             skipped: Mutex::new(Vec::new()),
-            real_dirs: Mutex::new(HashSet::new()),
+            seen: Mutex::new(Seen::default()),
         })
+    }
+
+    /// The same plugin, with what its entry's stat record lists (`tree`, just checked
+    /// against the disk by the store) taken as known: every path's type and size and every
+    /// folder's names, so reading the plugin asks the disk only to open its files.
+    pub fn with_tree(self, tree: &berth_store::EntryTree) -> Self {
+        use std::os::unix::ffi::OsStrExt as _;
+        {
+            let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+            for entry in &tree.paths {
+                let file_type = FileType::from_raw_mode(entry.mode as rustix::fs::RawMode);
+                let len = (file_type == FileType::RegularFile).then_some(entry.size);
+                if entry.path == b"." {
+                    seen.types.insert(PathBuf::from("."), (file_type, len));
+                    seen.listed.insert(PathBuf::from("."));
+                    seen.children.entry(PathBuf::from(".")).or_default();
+                    continue;
+                }
+                let path = Path::new(".").join(std::ffi::OsStr::from_bytes(&entry.path));
+                if let (Some(parent), Some(name)) =
+                    (path.parent(), path.file_name().and_then(|n| n.to_str()))
+                {
+                    seen.children
+                        .entry(parent.to_path_buf())
+                        .or_default()
+                        .push(name.to_owned());
+                }
+                if file_type == FileType::Directory {
+                    seen.listed.insert(path.clone());
+                    seen.children.entry(path.clone()).or_default();
+                }
+                seen.types.insert(path, (file_type, len));
+            }
+            for names in seen.children.values_mut() {
+                names.sort();
+            }
+        }
+        self
     }
 
     /// The same plugin, shown to hooks and MCP servers at `exposed` (a link named after
@@ -158,48 +221,53 @@ impl PluginRoot {
         &self.plugin
     }
 
-    /// Where `rel` really is. Walks the components with `lstat` (a folder already seen to
-    /// be real is not asked again); only a path with a symlink in it pays for a full
-    /// `canonicalize`.
+    /// Where `rel` really is. Walks the components with `lstat`, relative to the plugin's
+    /// folder (a component already seen, or absent from a folder already listed, is not
+    /// asked again); only a path with a symlink in it pays for a full `canonicalize`.
     fn resolve(&self, rel: &str) -> Result<Resolved, RuntimeError> {
         let mut current = PathBuf::from(".");
         let mut kind = Some(Kind::Dir);
-        let mut real_dirs = self
-            .real_dirs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         for part in Path::new(rel).components() {
-            match part {
-                std::path::Component::CurDir => {}
-                std::path::Component::Normal(name) => {
-                    current.push(name);
-                    if real_dirs.contains(&current) {
-                        kind = Some(Kind::Dir);
-                        continue;
-                    }
-                    match rustix::fs::statat(&self.dir, &current, AtFlags::SYMLINK_NOFOLLOW) {
-                        Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
-                            drop(real_dirs);
-                            return self.resolve_through_links(rel);
-                        }
-                        Ok(st) => {
-                            let found = Kind::of_stat(&st);
-                            if matches!(found, Kind::Dir) {
-                                real_dirs.insert(current.clone());
-                            }
-                            kind = Some(found);
-                        }
-                        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => {
-                            return Ok(Resolved::Absent);
-                        }
-                        Err(e) => return Err(io_error(&self.root.join(&current), e)),
-                    }
-                }
+            let name = match part {
+                std::path::Component::CurDir => continue,
+                std::path::Component::Normal(name) => name,
                 _ => {
-                    drop(real_dirs);
+                    drop(seen);
                     return self.resolve_through_links(rel);
                 }
+            };
+            // A file (or anything but a folder) before the last component: nothing is there.
+            if !matches!(kind, Some(Kind::Dir)) {
+                return Ok(Resolved::Absent);
             }
+            let listed = seen.listed.contains(&current);
+            current.push(name);
+            let (file_type, len) = match seen.types.get(&current) {
+                Some(known) => *known,
+                None if listed => return Ok(Resolved::Absent),
+                None => match rustix::fs::statat(&self.dir, &current, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => {
+                        let file_type = FileType::from_raw_mode(st.st_mode);
+                        let kind = Kind::of_stat(&st);
+                        let len = match kind {
+                            Kind::File { len } => len,
+                            _ => None,
+                        };
+                        seen.types.insert(current.clone(), (file_type, len));
+                        (file_type, len)
+                    }
+                    Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => {
+                        return Ok(Resolved::Absent);
+                    }
+                    Err(e) => return Err(io_error(&self.root.join(&current), e)),
+                },
+            };
+            if file_type == FileType::Symlink {
+                drop(seen);
+                return self.resolve_through_links(rel);
+            }
+            kind = Some(Kind::of_type(file_type, len));
         }
         Ok(Resolved::Inside(current, kind))
     }
@@ -241,30 +309,36 @@ impl PluginRoot {
         let Some((real, Kind::File { len })) = self.resolve_or_skip(rel)? else {
             return Ok(None);
         };
+        let error = |e| io_error(&self.root.join(&real), e);
+        let fd = rustix::fs::openat(
+            &self.dir,
+            &real,
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(error)?;
+        let len = match len {
+            Some(len) => len,
+            None => u64::try_from(rustix::fs::fstat(&fd).map_err(error)?.st_size).unwrap_or(0),
+        };
         if len > MAX_FILE_BYTES {
             self.skip_large(rel, len);
             return Ok(None);
         }
-        // Read with the size `lstat` gave (no second `stat` and `lseek` as `fs::read` does),
-        // never past the limit even if the file grew since.
-        let mut file = std::fs::File::from(
-            rustix::fs::openat(
-                &self.dir,
-                &real,
-                OFlags::RDONLY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(|e| io_error(&self.root.join(&real), e))?,
-        );
-        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0) + 1);
-        (&mut file)
-            .take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| io_error(&self.root.join(&real), e))?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            self.skip_large(rel, bytes.len() as u64);
-            return Ok(None);
+        // Exactly the size the entry has (it does not change in the store): no second
+        // `stat`, no `lseek`, no read to find the end as `fs::read` makes.
+        let mut file = std::fs::File::from(fd);
+        let mut bytes = vec![0; usize::try_from(len).unwrap_or(0)];
+        let mut filled = 0;
+        while filled < bytes.len() {
+            match file.read(&mut bytes[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_error(&self.root.join(&real), e)),
+            }
         }
+        bytes.truncate(filled);
         String::from_utf8(bytes)
             .map(Some)
             .map_err(|_| RuntimeError::NotUtf8 {
@@ -307,6 +381,15 @@ impl PluginRoot {
         let Some((real, Kind::Dir)) = self.resolve_or_skip(rel)? else {
             return Ok(Vec::new());
         };
+        if let Some(names) = self
+            .seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .children
+            .get(&real)
+        {
+            return Ok(names.clone());
+        }
         let error = |e: rustix::io::Errno| io_error(&self.root.join(&real), e);
         let fd = rustix::fs::openat(
             &self.dir,
@@ -316,14 +399,31 @@ impl PluginRoot {
         )
         .map_err(error)?;
         let mut names = Vec::new();
-        for entry in rustix::fs::Dir::read_from(&fd).map_err(error)? {
+        let mut types = Vec::new();
+        let mut complete = true;
+        for entry in rustix::fs::Dir::new(fd).map_err(error)? {
             let entry = entry.map_err(error)?;
             let name = entry.file_name().to_bytes();
-            if name != b"."
-                && name != b".."
-                && let Ok(name) = std::str::from_utf8(name)
-            {
-                names.push(name.to_owned());
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let Ok(name) = std::str::from_utf8(name) else {
+                // Not a name berth reads; looked up by `lstat` if ever asked for.
+                complete = false;
+                continue;
+            };
+            match entry.file_type() {
+                FileType::Unknown => complete = false,
+                known => types.push((real.join(name), (known, None))),
+            }
+            names.push(name.to_owned());
+        }
+        // A folder reached through a link is not remembered (its path is not relative).
+        if real.is_relative() {
+            let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+            seen.types.extend(types);
+            if complete {
+                seen.listed.insert(real);
             }
         }
         names.sort();

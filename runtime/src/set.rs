@@ -107,14 +107,20 @@ pub fn build_plugin_set(
         .map(|p| (&p.hash, p.name.as_str()))
         .collect();
     let mut entries = Vec::with_capacity(lock.plugins.len());
-    for (locked, found) in lock.plugins.iter().zip(store.checked_lookup_all(&wanted)) {
-        let Some(entry) = found? else {
+    let mut trees = Vec::with_capacity(lock.plugins.len());
+    for (locked, found) in lock
+        .plugins
+        .iter()
+        .zip(store.checked_lookup_all_with_trees(&wanted))
+    {
+        let Some((entry, tree)) = found? else {
             return Err(RuntimeError::NotSynced {
                 plugin: locked.name.clone(),
                 path: store.entry_path(&locked.hash, &locked.name),
             });
         };
         entries.push(entry.path);
+        trees.push(tree);
     }
     let named: Vec<(&str, &Path)> = lock
         .plugins
@@ -137,10 +143,13 @@ pub fn build_plugin_set(
     };
     let mut folders = CanonicalFolders::default();
     let mut jobs = Vec::with_capacity(lock.plugins.len());
-    for ((locked, entry), exposed) in lock.plugins.iter().zip(&entries).zip(roots) {
+    for (((locked, entry), exposed), tree) in
+        lock.plugins.iter().zip(&entries).zip(roots).zip(trees)
+    {
         jobs.push(Job {
             locked,
             path: folders.canonical(entry)?,
+            tree,
             exposed,
             data_dir: plugin_data_dir(store, locked),
         });

@@ -23,10 +23,10 @@ pub use lock::{FileLock, SharedUse};
 pub use nar::{Exclude, NarError, NarWriter, Sha256Sink, hash_path, hash_path_excluding};
 pub use nar_unpack::{NarUnpackError, UnpackLimits, Unpacked, unpack as unpack_nar};
 pub use nix::{NIX_STORE_DIR, nix_store_path};
-pub use record::RECORDS_DIR;
+pub use record::{EntryTree, RECORDS_DIR, TreePath};
 pub use store::{
-    ENTRIES_DIR, GIT_DIR, LOCKS_DIR, Staging, Store, StoreEntry, StoreError, TMP_DIR, copy_tree,
-    default_root, entry_name, remove_tree,
+    ENTRIES_DIR, GIT_DIR, LOCKS_DIR, Listed, Staging, Store, StoreEntry, StoreError, TMP_DIR,
+    copy_tree, default_root, entry_name, remove_tree,
 };
 pub use views::{PluginView, VIEWS_DIR};
 pub use wheels::{ENVS_DIR, WHEELS_DIR, WheelMismatch, hash_file, sha256_file};

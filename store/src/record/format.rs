@@ -10,6 +10,8 @@ use std::path::Path;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
+use super::{EntryTree, TreePath};
+
 /// The first line of every record; a record that does not start with it is ignored (and
 /// replaced once its entry is re-hashed).
 pub(super) const HEADER: &[u8] = b"berth stat record v1\n";
@@ -160,8 +162,9 @@ pub(crate) fn read_record(path: &Path) -> Option<Vec<u8>> {
 }
 
 /// Whether the entry at `root` is exactly as `record` says: every listed path is there
-/// with the same stat. One `lstat` per path, relative to the entry's folder.
-pub(crate) fn matches_record(root: &Path, record: &[u8]) -> bool {
+/// with the same stat. One `lstat` per path, relative to the entry's folder. With `tree`,
+/// the paths checked are added to it (complete only when this returns `true`).
+pub(crate) fn matches_record(root: &Path, record: &[u8], mut tree: Option<&mut EntryTree>) -> bool {
     let Some(mut rest) = record.strip_prefix(HEADER) else {
         return false;
     };
@@ -190,6 +193,13 @@ pub(crate) fn matches_record(root: &Path, record: &[u8]) -> bool {
         };
         if now.map_or(true, |st| Stat::of_rustix(&st) != recorded) {
             return false;
+        }
+        if let Some(tree) = tree.as_deref_mut() {
+            tree.paths.push(TreePath {
+                path: path.clone(),
+                mode: recorded.mode,
+                size: recorded.size,
+            });
         }
     }
     // Without the entry's own line, a file added at its top would go unseen.

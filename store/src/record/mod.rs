@@ -30,6 +30,27 @@ pub(crate) mod format;
 pub(crate) use format::{committed_record, stat_walk, walk_contents};
 pub(crate) use format::{matches_record, read_record};
 
+/// An entry's paths as its stat record lists them, handed out right after every one was
+/// found unchanged on disk ([`crate::Store::checked_lookup_all_with_trees`]): a reader of
+/// the entry learns what is in it without listing its folders or asking for each path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EntryTree {
+    /// In NAR order (a folder before its contents, names sorted bytewise), the entry
+    /// itself first as `.`.
+    pub paths: Vec<TreePath>,
+}
+
+/// One path of an [`EntryTree`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreePath {
+    /// Relative to the entry, `/`-separated; `.` for the entry itself.
+    pub path: Vec<u8>,
+    /// `st_mode`, with the file type bits.
+    pub mode: u32,
+    /// `st_size`.
+    pub size: u64,
+}
+
 /// Where stat records live, under the store root.
 pub const RECORDS_DIR: &str = "meta-v1";
 

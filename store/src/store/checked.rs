@@ -9,12 +9,16 @@ use berth_lockfile_schema::Sha256Hash;
 
 use super::{Store, StoreEntry, StoreError};
 use crate::nar;
-use crate::record::{RECORDS_DIR, SUFFIX, matches_record, read_record, stat_walk};
+use crate::record::{EntryTree, RECORDS_DIR, SUFFIX, matches_record, read_record, stat_walk};
 
 /// [`Store::checked_lookup_all`] starts a thread per this many entries,
 const ENTRIES_PER_THREAD: usize = 16;
 /// up to this many threads (the calling one included).
 const MAX_CHECK_THREADS: usize = 4;
+
+/// An entry found unchanged, with its paths when its record was read
+/// ([`Store::checked_lookup_all_with_trees`]).
+pub type Listed = (StoreEntry, Option<EntryTree>);
 
 impl Store {
     /// The entry with this hash and name if it is present and unchanged since it was
@@ -31,6 +35,18 @@ impl Store {
         hash: &Sha256Hash,
         name: &str,
     ) -> Result<Option<StoreEntry>, StoreError> {
+        self.checked_lookup_tree(hash, name, None)
+    }
+
+    /// [`Store::checked_lookup`], filling `tree` with the entry's paths when its record
+    /// was read and matched (left empty when the entry was re-hashed or only its presence
+    /// was asked).
+    fn checked_lookup_tree(
+        &self,
+        hash: &Sha256Hash,
+        name: &str,
+        tree: Option<&mut EntryTree>,
+    ) -> Result<Option<StoreEntry>, StoreError> {
         let path = self.entry_path(hash, name);
         let folder = entry_folder(&path);
         if let Some(recent) = &self.recent_checks
@@ -42,7 +58,7 @@ impl Store {
                 _ => None,
             });
         }
-        let found = self.checked_lookup_uncached(hash, name, path, &folder);
+        let found = self.checked_lookup_uncached(hash, name, path, &folder, tree);
         if let Some(recent) = &self.recent_checks {
             recent.set(&folder, matches!(found, Ok(Some(_))));
         }
@@ -68,10 +84,16 @@ impl Store {
         name: &str,
         path: PathBuf,
         folder: &str,
+        mut tree: Option<&mut EntryTree>,
     ) -> Result<Option<StoreEntry>, StoreError> {
         // The record's `.` line stands for the entry's folder being there (and a folder).
-        if read_record(&self.record_path(folder)).is_some_and(|r| matches_record(&path, &r)) {
+        if read_record(&self.record_path(folder))
+            .is_some_and(|r| matches_record(&path, &r, tree.as_deref_mut()))
+        {
             return Ok(Some(StoreEntry { path, hash: *hash }));
+        }
+        if let Some(tree) = tree {
+            tree.paths.clear();
         }
         let Some(entry) = self.lookup(hash, name) else {
             return Ok(None);
@@ -110,25 +132,47 @@ impl Store {
         &self,
         wanted: &[(&Sha256Hash, &str)],
     ) -> Vec<Result<Option<StoreEntry>, StoreError>> {
+        self.check_all(wanted, false)
+            .into_iter()
+            .map(|found| found.map(|entry| entry.map(|(entry, _)| entry)))
+            .collect()
+    }
+
+    /// [`Store::checked_lookup_all`], each entry found with its paths as its record lists
+    /// them (`None` when the entry was re-hashed instead, or only its presence was asked).
+    pub fn checked_lookup_all_with_trees(
+        &self,
+        wanted: &[(&Sha256Hash, &str)],
+    ) -> Vec<Result<Option<Listed>, StoreError>> {
+        self.check_all(wanted, true)
+    }
+
+    fn check_all(
+        &self,
+        wanted: &[(&Sha256Hash, &str)],
+        trees: bool,
+    ) -> Vec<Result<Option<Listed>, StoreError>> {
+        let check = |(hash, name): &(&Sha256Hash, &str)| {
+            let mut tree = EntryTree::default();
+            let found = self.checked_lookup_tree(hash, name, trees.then_some(&mut tree));
+            found.map(|entry| entry.map(|entry| (entry, (!tree.paths.is_empty()).then_some(tree))))
+        };
         let threads = wanted
             .len()
             .div_ceil(ENTRIES_PER_THREAD)
             .min(MAX_CHECK_THREADS);
         if threads <= 1 {
-            return wanted
-                .iter()
-                .map(|(hash, name)| self.checked_lookup(hash, name))
-                .collect();
+            return wanted.iter().map(check).collect();
         }
         let next = AtomicUsize::new(0);
         let work = || {
             let mut done = Vec::new();
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((hash, name)) = wanted.get(i) else {
+                let Some(wanted) = wanted.get(i) else {
                     return done;
                 };
-                done.push((i, self.checked_lookup(hash, name)));
+                done.push((i, check(wanted)));
             }
         };
         let mut results = std::thread::scope(|scope| {
@@ -407,8 +451,44 @@ mod tests {
         assert_ne!(record(&store, &entry).expect("record"), old);
         assert!(matches_record(
             &entry.path,
-            &record(&store, &entry).expect("record")
+            &record(&store, &entry).expect("record"),
+            None
         ));
+    }
+
+    #[test]
+    fn a_checked_entry_comes_with_the_paths_its_record_lists() {
+        let (_dir, store, entry) = store_with_entry();
+        let wanted = [(&entry.hash, "demo")];
+        let found = store.checked_lookup_all_with_trees(&wanted);
+        let Some(Ok(Some((got, Some(tree))))) = found.into_iter().next() else {
+            panic!("the entry is found with its tree");
+        };
+        assert_eq!(got, entry);
+        let paths: Vec<(&[u8], u32, u64)> = tree
+            .paths
+            .iter()
+            .map(|p| (p.path.as_slice(), p.mode & 0o170_000, p.size))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                (b".".as_slice(), 0o040_000, paths[0].2),
+                (b"run.sh", 0o100_000, 10),
+                (b"skills", 0o040_000, paths[2].2),
+                (b"skills/a", 0o040_000, paths[3].2),
+                (b"skills/a/SKILL.md", 0o100_000, 3),
+            ]
+        );
+        // A changed entry is re-hashed (and refused): no tree is handed out for it.
+        let file = entry.path.join("run.sh");
+        writable(&file);
+        fs_err::write(&file, "#!/bin/sh\nexit 1\n").expect("tamper");
+        let found = store.checked_lookup_all_with_trees(&wanted);
+        assert!(
+            matches!(found[0], Err(StoreError::Tampered { .. })),
+            "{found:?}"
+        );
     }
 
     #[test]
@@ -444,6 +524,6 @@ mod tests {
         assert_eq!(path, b"a\nb\\c");
         let meta = fs_err::symlink_metadata(dir.path().join("a\nb\\c")).expect("stat");
         assert_eq!(stat, Stat::of_metadata(&meta));
-        assert!(matches_record(dir.path(), &walk));
+        assert!(matches_record(dir.path(), &walk, None));
     }
 }

@@ -13,6 +13,7 @@ use crate::nar::{self, Exclude, NarError};
 use crate::record;
 
 mod checked;
+pub use checked::Listed;
 
 /// Where store entries live, under the store root.
 pub const ENTRIES_DIR: &str = "store-v1";
