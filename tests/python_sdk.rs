@@ -3,6 +3,10 @@
 //! gives the SDK's own `PluginSource`s pinned to the locked commits, and the SDK's own
 //! `Plugin.fetch` then gets exactly the locked content even after the branch moved.
 //!
+//! `berth.openhands` builds the set in-process with berth's extension (`berth._native`,
+//! built here and named by `BERTH_NATIVE`) in every test; the comparison with the SDK's own
+//! loader also runs with the binary instead (`BERTH_NATIVE=0`), and both must match it.
+//!
 //! The SDK imports LiteLLM, which fetches a price list from the internet unless told not
 //! to: every run here sets `LITELLM_LOCAL_MODEL_COST_MAP`, so nothing leaves 127.0.0.1.
 
@@ -19,9 +23,33 @@ fn sdk_python() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// Runs `script` (Python) with the SDK's interpreter, this checkout's `berth` module and
-/// the berth binary under test; returns stdout, failing the test on a non-zero exit.
+/// Runs `script` (Python) with the SDK's interpreter, this checkout's `berth` module, its
+/// extension and the berth binary under test; returns stdout, failing the test on a
+/// non-zero exit.
 fn python(ctx: &TestContext, python: &Path, script: &str, args: &[&str]) -> String {
+    python_with(ctx, python, Runtime::InProcess, script, args)
+}
+
+/// How `berth.openhands` builds a plugin set.
+#[derive(Debug, Clone, Copy)]
+enum Runtime {
+    /// In the Python process, with the extension `berth._native`.
+    InProcess,
+    /// By running the berth binary (`BERTH_NATIVE=0`).
+    Binary,
+}
+
+fn python_with(
+    ctx: &TestContext,
+    python: &Path,
+    runtime: Runtime,
+    script: &str,
+    args: &[&str],
+) -> String {
+    let native = match runtime {
+        Runtime::InProcess => common::native::native_extension().into_os_string(),
+        Runtime::Binary => "0".into(),
+    };
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the repository")
@@ -30,6 +58,7 @@ fn python(ctx: &TestContext, python: &Path, script: &str, args: &[&str]) -> Stri
         .current_dir(&ctx.work)
         .env("PYTHONPATH", repo)
         .env("BERTH_BIN", berth_bin())
+        .env("BERTH_NATIVE", native)
         .env("BERTH_STORE", &ctx.store)
         .env("HOME", &ctx.home)
         .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -159,6 +188,16 @@ fn an_archive_the_sdk_cannot_fetch_is_an_error_naming_the_plugin() {
 
 /// Runs one of the scripts in `tests/py/` with the SDK's interpreter; its stdout is JSON.
 fn script(ctx: &TestContext, python_bin: &Path, name: &str, args: &[&str]) -> serde_json::Value {
+    script_with(ctx, python_bin, Runtime::InProcess, name, args)
+}
+
+fn script_with(
+    ctx: &TestContext,
+    python_bin: &Path,
+    runtime: Runtime,
+    name: &str,
+    args: &[&str],
+) -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the repository")
@@ -169,7 +208,7 @@ fn script(ctx: &TestContext, python_bin: &Path, name: &str, args: &[&str]) -> se
         name,
         path.display().to_string()
     );
-    let out = python(ctx, python_bin, &code, args);
+    let out = python_with(ctx, python_bin, runtime, &code, args);
     serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{name} printed JSON ({e}):\n{out}"))
 }
 
@@ -252,20 +291,86 @@ fn load_plugins_gives_what_the_sdks_own_loader_gives() {
         let mut args = vec![ctx.lock_path().display().to_string()];
         args.extend(folders);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let got = script(&ctx, &python_bin, "compare_sdk.py", &args);
-        assert_eq!(got["mismatch"], "", "{names:?}: {got}");
-        assert_eq!(got["agents_mismatch"], "", "{names:?}: {got}");
-        assert_eq!(
-            got["differences"],
-            serde_json::json!(differences),
-            "{names:?}: {got}"
-        );
-        assert_eq!(got["skills"], got["sdk_skills"], "{names:?}");
-        assert!(
-            got["skills"].as_array().expect("skills").len() >= 6,
-            "{names:?}: {got}"
-        );
+        for runtime in [Runtime::InProcess, Runtime::Binary] {
+            let got = script_with(&ctx, &python_bin, runtime, "compare_sdk.py", &args);
+            assert_eq!(
+                got["in_process"],
+                matches!(runtime, Runtime::InProcess),
+                "{runtime:?}: {got}"
+            );
+            assert_eq!(got["mismatch"], "", "{names:?} {runtime:?}: {got}");
+            assert_eq!(got["agents_mismatch"], "", "{names:?} {runtime:?}: {got}");
+            assert_eq!(
+                got["differences"],
+                serde_json::json!(differences),
+                "{names:?} {runtime:?}: {got}"
+            );
+            assert_eq!(got["skills"], got["sdk_skills"], "{names:?}");
+            assert!(
+                got["skills"].as_array().expect("skills").len() >= 6,
+                "{names:?}: {got}"
+            );
+        }
     }
+}
+
+/// A policy next to the lock is the binary's to enforce: `berth.openhands` sees it and runs
+/// the binary instead of the extension, so a plugin the policy refuses is refused the same.
+#[test]
+fn a_policy_next_to_the_lock_is_enforced_with_the_extension_loaded() {
+    let Some(python_bin) = sdk_python() else {
+        require_or_skip("BERTH_SDK_PYTHON", "see the first test in this file");
+        return;
+    };
+    let ctx = TestContext::new();
+    common::copy_tree(
+        &common::fixtures().join("conformance/samples/beta"),
+        &ctx.work.join("beta"),
+    );
+    lock_folders(&ctx, &["beta"]);
+    let probe = "import json, sys\nimport berth.openhands as b\ntry:\n    doc = b.plugin_set(sys.argv[1], *sys.argv[2:])\n    print(json.dumps({'native': b.native() is not None, 'plugins': [p['name'] for p in doc['plugins']], 'hooks': sorted(k for k, v in doc['hooks'].items() if v)}))\nexcept b.BerthError as e:\n    print(json.dumps({'native': b.native() is not None, 'error': str(e)}))\n";
+    let lock = ctx.lock_path().display().to_string();
+    let read_from = |ctx: &TestContext, store: Option<&str>| -> serde_json::Value {
+        let mut args = vec![lock.as_str()];
+        args.extend(store);
+        let out = python(ctx, &python_bin, probe, &args);
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("JSON ({e}): {out}"))
+    };
+    let read = |ctx: &TestContext| read_from(ctx, None);
+    let open = read(&ctx);
+    assert_eq!(open["native"], true, "{open}");
+    assert_eq!(open["plugins"], serde_json::json!(["beta"]), "{open}");
+    assert!(
+        !open["hooks"].as_array().expect("hooks").is_empty(),
+        "{open}"
+    );
+
+    std::fs::write(
+        ctx.work.join("berth-policy.toml"),
+        "[capabilities]\nhooks = \"deny\"\n",
+    )
+    .expect("write policy");
+    let refused = read(&ctx);
+    let error = refused["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("refused: {refused}"));
+    for needle in ["plugin `beta`", "hooks", "berth-policy.toml"] {
+        assert!(error.contains(needle), "{needle} not in {error}");
+    }
+
+    // In-process errors are the binary's: a plugin missing from the store names the fix.
+    std::fs::remove_file(ctx.work.join("berth-policy.toml")).expect("remove policy");
+    let empty = ctx.root.join("empty-store").display().to_string();
+    let missing = read_from(&ctx, Some(&empty));
+    assert_eq!(missing["native"], true, "{missing}");
+    let error = missing["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("missing: {missing}"));
+    assert!(
+        error.starts_with("error: plugin `beta` is not in the store")
+            && error.contains("berth plugins sync"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -12,6 +12,8 @@ use std::process::{Command, Output, Stdio};
 pub mod market;
 /// A real S3 server on 127.0.0.1.
 pub mod moto;
+/// berth's Python extension, built for the tests that load it.
+pub mod native;
 // The CI rule for a missing tool, shared with the store's tests.
 #[path = "skip.rs"]
 mod skip;

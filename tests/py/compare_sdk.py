@@ -23,7 +23,7 @@ from openhands.sdk import LLM, Agent
 from openhands.sdk.plugin import Plugin, PluginSource
 from openhands.sdk.plugin import load_plugins as sdk_load_plugins
 
-from berth.openhands import agent_definitions, load_plugins, plugin_set
+from berth.openhands import agent_definitions, load_plugins, native, plugin_set
 
 EXPOSE = {"expose_secrets": True}
 ROOT_VARIABLES = ("${CLAUDE_PLUGIN_ROOT}", "${PLUGIN_ROOT}")
@@ -169,6 +169,7 @@ def main() -> None:
                 "sdk_skills": [s["name"] for s in sdk["skills"]],
                 "agents_mismatch": first_difference(sdk_agents, json.loads(our_agents)) or "",
                 "agents": [a["name"] for a in sdk_agents],
+                "in_process": native() is not None,
             }
         )
     )
