@@ -8,7 +8,8 @@ one wheel carries the binary and the extension and the checkout is left as it wa
 cannot be in .gitignore: maturin leaves out of a wheel what git ignores.)
 
 Cargo's profile follows maturin's: ``MATURIN_PEP517_ARGS="--profile dev"`` builds both
-with the dev profile (the tests do; the default is release).
+with the dev profile (the tests do; the default is release); the extension is stripped
+of symbols when maturin strips the binary (``strip = true`` in ``[tool.maturin]``).
 """
 
 from __future__ import annotations
@@ -51,18 +52,30 @@ def _profile() -> str:
     return "release"
 
 
+def _strip() -> bool:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: strip, as pyproject.toml asks
+        return True
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return bool(tomllib.load(f).get("tool", {}).get("maturin", {}).get("strip", False))
+
+
 def build_extension() -> Path:
     """Builds the extension with cargo and copies it to ``python/berth``; returns the copy."""
     cargo = os.environ.get("CARGO", "cargo")
     command = [
         cargo,
-        "build",
+        "rustc",
         "--profile",
         _profile(),
         "-p",
         CRATE,
+        "--lib",
         "--message-format=json-render-diagnostics",
     ]
+    if _strip():
+        command += ["--", "-C", "strip=symbols"]
     env = dict(os.environ, PYO3_BUILD_EXTENSION_MODULE="1")
     done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     if done.returncode != 0:
