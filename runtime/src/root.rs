@@ -272,9 +272,37 @@ impl PluginRoot {
         Ok(Resolved::Inside(current, kind))
     }
 
+    /// Where `rel` leads with every link followed: opened (`O_PATH`, following links as
+    /// `canonicalize` does) relative to the plugin's folder, and named by the kernel
+    /// (`/proc/self/fd`), instead of `canonicalize` asking `readlink` of every component
+    /// from `/`. Fails as `canonicalize` would (a dangling link is `NotFound`); `None`
+    /// without `/proc`, for the caller to `canonicalize`.
+    fn real_path(&self, rel: &str) -> std::io::Result<Option<PathBuf>> {
+        let rel = if rel.is_empty() { "." } else { rel };
+        let fd = rustix::fs::openat(
+            &self.dir,
+            rel,
+            OFlags::PATH | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let Ok(named) = rustix::fs::readlinkat(
+            rustix::fs::CWD,
+            format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd)),
+            Vec::new(),
+        ) else {
+            return Ok(None);
+        };
+        use std::os::unix::ffi::OsStringExt as _;
+        let path = PathBuf::from(std::ffi::OsString::from_vec(named.into_bytes()));
+        Ok(path.is_absolute().then_some(path))
+    }
+
     fn resolve_through_links(&self, rel: &str) -> Result<Resolved, RuntimeError> {
         let joined = self.root.join(rel);
-        let real = match std::fs::canonicalize(&joined) {
+        let real = match self
+            .real_path(rel)
+            .and_then(|named| named.map_or_else(|| std::fs::canonicalize(&joined), Ok))
+        {
             Ok(real) => real,
             Err(e)
                 if matches!(
