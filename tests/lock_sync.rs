@@ -521,13 +521,17 @@ fn a_server_refusing_unadvertised_commits_gets_the_refs_instead() {
     ctx.write_manifest(&format!(
         "[[plugin]]\nsource = \"github:acme/old-server\"\nref = \"{old}\"\n"
     ));
-    // Protocol v0: `git-upload-pack` refuses to send a commit no ref points at, so berth
-    // must fall back to fetching the branches and tags.
+    // Protocol v0 over `git daemon` (git://): `upload-pack` refuses to send a commit no ref
+    // points at, so berth must fall back to fetching the branches and tags. (A `file://`
+    // remote is read in-process, and `git http-backend` lets a client have any commit a
+    // ref reaches.)
     let config = ctx.root.join("gitconfig-protocol-v0");
     std::fs::write(&config, "[protocol]\n\tversion = 0\n").expect("write config");
+    let daemon = GitDaemon::start(&ctx.upstream);
     let out = ctx
         .berth()
         .env("GIT_CONFIG_GLOBAL", &config)
+        .env("BERTH_GITHUB_URL", daemon.url())
         .args(["plugins", "sync"])
         .output()
         .expect("run");
@@ -550,6 +554,60 @@ fn a_server_refusing_unadvertised_commits_gets_the_refs_instead() {
         refs.contains("refs/heads/main"),
         "the fallback fetched the branches: {refs}"
     );
+}
+
+/// `git daemon` serving a folder of repositories over git:// on 127.0.0.1, stopped when
+/// dropped.
+struct GitDaemon {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl GitDaemon {
+    fn start(root: &std::path::Path) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        // `git daemon` runs `git-daemon` as a child: started directly, it is the process
+        // that is stopped.
+        let exec_path = std::process::Command::new("git")
+            .arg("--exec-path")
+            .output()
+            .expect("git --exec-path");
+        let exec_path = String::from_utf8_lossy(&exec_path.stdout).trim().to_owned();
+        let child = std::process::Command::new(std::path::Path::new(&exec_path).join("git-daemon"))
+            .arg("--reuseaddr")
+            .arg("--export-all")
+            .arg(format!("--base-path={}", root.display()))
+            .arg("--listen=127.0.0.1")
+            .arg(format!("--port={port}"))
+            .arg(root)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start git daemon");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "git daemon did not listen"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Self { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("git://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for GitDaemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 #[test]
@@ -693,5 +751,79 @@ fn a_plugin_name_mixing_scripts_is_warned_about() {
         ],
         "{}",
         run.stderr
+    );
+}
+
+/// A `file://` remote is read in-process (no `git upload-pack` per fetch): `lock`, `sync`
+/// and `verify` work with no `git` on `PATH`, and the cache holds what a depth-1 fetch
+/// would: the commit marked shallow, its whole tree, refs for `--offline`.
+#[test]
+fn a_file_remote_is_read_in_process_without_git() {
+    let ctx = TestContext::new();
+    let repo = ctx.repo("tools");
+    repo.copy_fixture("lint", "plugins/lint");
+    repo.commit("one");
+    repo.tag_annotated("v1");
+    repo.write("later.md", "later\n");
+    let head = repo.commit("two");
+    ctx.write_manifest(
+        "[[plugin]]\nsource = \"github:acme/tools/plugins/lint\"\nref = \"v1\"\n\n[[plugin]]\nsource = \"github:acme/tools\"\n",
+    );
+    let without_git = |args: &[&str]| {
+        let out = ctx
+            .berth()
+            .env("PATH", "/nonexistent")
+            .args(args)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    without_git(&["plugins", "sync"]);
+    without_git(&["plugins", "verify"]);
+    let lock = ctx.lock_text();
+    let lint = berth_store::hash_path(&fixtures().join("plugins/lint")).expect("hash");
+    assert_eq!(lock_field(&lock, 0, "hash"), Some(lint.to_sri()));
+    assert_eq!(lock_field(&lock, 1, "rev"), Some(head.clone()));
+    let dbs = common::list_dir(&ctx.store.join("git-v1/db"));
+    assert_eq!(dbs.len(), 1, "{dbs:?}");
+    let db = ctx.store.join("git-v1/db").join(&dbs[0]);
+    let shallow = std::fs::read_to_string(db.join("shallow")).expect("shallow file");
+    assert!(shallow.lines().any(|l| l == head), "{shallow}");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(&db)
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // Every object of both commits' trees is there, and git finds the cache sound.
+    git(&["fsck", "--no-dangling"]);
+    let refs = git(&["show-ref"]);
+    assert!(
+        refs.contains("refs/tags/v1") && refs.contains("refs/berth/HEAD"),
+        "{refs}"
+    );
+    // `--offline` resolves from what the cache saw.
+    let out = ctx
+        .berth()
+        .env("PATH", "/nonexistent")
+        .args(["plugins", "lock", "--offline", "--check"])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

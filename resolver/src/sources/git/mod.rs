@@ -2,6 +2,7 @@
 //! advertisement, fetching exactly the needed commit, and reading trees straight from git
 //! objects (to hash them, or to export them into a store staging folder).
 
+mod local;
 mod remote;
 pub(crate) mod semver_tags;
 mod source;
@@ -22,6 +23,7 @@ use gix::remote::ref_map;
 
 use crate::context::Reporter;
 use crate::error::ResolveError;
+use local::LocalRepo;
 
 /// What to resolve on the remote.
 #[derive(Debug, Clone)]
@@ -151,6 +153,9 @@ impl GitDb {
         want: &Want,
         reporter: &dyn Reporter,
     ) -> Result<ObjectId, ResolveError> {
+        if let Some(local) = LocalRepo::of(remote) {
+            return self.resolve_local(&local?, remote, want, reporter);
+        }
         let specs = match want {
             Want::DefaultBranch => vec!["+HEAD:refs/berth/HEAD".to_owned()],
             Want::Named(name) if name.starts_with("refs/") => vec![format!("+{name}:{name}")],
@@ -170,24 +175,10 @@ impl GitDb {
             Ok(prepare) => prepare,
             Err(e) => return Err(fetch_error(e)),
         };
-        let (ref_name, commit) = pick(prepare.ref_map(), want, remote, reporter)?;
+        let (ref_name, commit) = pick(&advertised(prepare.ref_map()), want, remote, reporter)?;
         if self.has_commit(commit) {
             // Nothing to fetch, but remember where the ref points for `lock --offline`.
-            let local = match want {
-                Want::DefaultBranch => "refs/berth/HEAD".to_owned(),
-                Want::Named(_) => ref_name,
-            };
-            self.repo
-                .reference(
-                    local.as_str(),
-                    commit,
-                    gix::refs::transaction::PreviousValue::Any,
-                    "berth: resolved",
-                )
-                .map_err(|e| ResolveError::Cache {
-                    path: self.path.clone(),
-                    source: Box::new(CacheError(e)),
-                })?;
+            self.remember(want, ref_name, commit)?;
             return Ok(commit);
         }
         // The ref listing may have taken a while: stop here if the caller gave up.
@@ -204,12 +195,63 @@ impl GitDb {
         self.refresh_after_fetch(commit, remote)
     }
 
+    /// [`GitDb::resolve`] for a repository on this machine: its refs read in-process, its
+    /// commit copied into the cache unless it is there.
+    fn resolve_local(
+        &self,
+        local: &LocalRepo,
+        remote: &Remote,
+        want: &Want,
+        reporter: &dyn Reporter,
+    ) -> Result<ObjectId, ResolveError> {
+        let names = match want {
+            Want::DefaultBranch => vec!["HEAD".to_owned()],
+            Want::Named(name) if name.starts_with("refs/") => vec![name.clone()],
+            Want::Named(name) => vec![format!("refs/heads/{name}"), format!("refs/tags/{name}")],
+        };
+        let (ref_name, commit) = pick(&local.refs(&names), want, remote, reporter)?;
+        if !self.has_commit(commit) {
+            remote.cancel.check()?;
+            self.copy_commit(local, commit, remote)?;
+        }
+        self.remember(want, ref_name, commit)?;
+        Ok(commit)
+    }
+
+    /// Records where `want` pointed (`ref_name` on the remote) for `lock --offline`.
+    fn remember(
+        &self,
+        want: &Want,
+        ref_name: String,
+        commit: ObjectId,
+    ) -> Result<(), ResolveError> {
+        let local = match want {
+            Want::DefaultBranch => "refs/berth/HEAD".to_owned(),
+            Want::Named(_) => ref_name,
+        };
+        self.repo
+            .reference(
+                local.as_str(),
+                commit,
+                gix::refs::transaction::PreviousValue::Any,
+                "berth: resolved",
+            )
+            .map_err(|e| ResolveError::Cache {
+                path: self.path.clone(),
+                source: Box::new(CacheError(e)),
+            })?;
+        Ok(())
+    }
+
     /// The remote's tags and the commits they point to (annotated tags peeled), from its
     /// ref advertisement alone: nothing is fetched.
     pub(crate) fn list_tags(
         &self,
         remote: &Remote,
     ) -> Result<Vec<(String, ObjectId)>, ResolveError> {
+        if let Some(local) = LocalRepo::of(remote) {
+            return Ok(local?.tags());
+        }
         let fetch_error = |e: gix::Error| fetch_error(remote, &e);
         let gix_remote = self.remote_with(["+refs/tags/*:refs/tags/*"], remote)?;
         let options = ref_map::Options {
@@ -287,6 +329,10 @@ impl GitDb {
             &format!("{} at {}", remote.url.shown, short(id)),
             None,
         );
+        if let Some(local) = LocalRepo::of(remote) {
+            self.copy_commit(&local?, id, remote)?;
+            return self.remember_commit(id);
+        }
         let by_id = self.fetch_specs(
             remote,
             &[format!("{id}:refs/berth/commits/{id}")],
@@ -323,6 +369,24 @@ impl GitDb {
             }),
             Err(e) => Err(e),
         }
+    }
+
+    /// Keeps a commit fetched by id from being collected as unreferenced, as the fetch's
+    /// refspec `ID:refs/berth/commits/ID` does.
+    fn remember_commit(&self, id: ObjectId) -> Result<(), ResolveError> {
+        let name = format!("refs/berth/commits/{id}");
+        self.repo
+            .reference(
+                name.as_str(),
+                id,
+                gix::refs::transaction::PreviousValue::Any,
+                "berth: fetched",
+            )
+            .map_err(|e| ResolveError::Cache {
+                path: self.path.clone(),
+                source: Box::new(CacheError(e)),
+            })?;
+        Ok(())
     }
 
     fn fetch_specs(
@@ -363,13 +427,8 @@ impl GitDb {
     }
 }
 
-/// The commit `want` names among the refs the remote advertised, and the ref that named it.
-fn pick(
-    map: &gix::remote::fetch::RefMap,
-    want: &Want,
-    remote: &Remote,
-    reporter: &dyn Reporter,
-) -> Result<(String, ObjectId), ResolveError> {
+/// The refs a remote advertised, each with the commit it leads to (`None` when unborn).
+fn advertised(map: &gix::remote::fetch::RefMap) -> Vec<(String, Option<ObjectId>)> {
     let mut found: Vec<(String, Option<ObjectId>)> = Vec::new();
     for mapping in &map.mappings {
         if let gix::remote::fetch::refmap::Source::Ref(r) = &mapping.remote {
@@ -393,6 +452,17 @@ fn pick(
             found.push((name.to_string(), commit));
         }
     }
+    found
+}
+
+/// The commit `want` names among the refs the remote has (`found`), and the ref that named
+/// it.
+fn pick(
+    found: &[(String, Option<ObjectId>)],
+    want: &Want,
+    remote: &Remote,
+    reporter: &dyn Reporter,
+) -> Result<(String, ObjectId), ResolveError> {
     let lookup = |name: &str| found.iter().find(|(n, _)| n == name).map(|(_, c)| *c);
     match want {
         Want::DefaultBranch => match lookup("HEAD") {
