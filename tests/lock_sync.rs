@@ -489,11 +489,27 @@ fn offline_lock_resolves_from_what_the_cache_saw() {
     ctx.write_manifest(
         "[[plugin]]\nsource = \"github:acme/tools\"\n\n[[plugin]]\nsource = \"github:acme/tools\"\nref = \"v1\"\n",
     );
-    ctx.ok(&["plugins", "lock"]);
+    // Over HTTP (a `file://` remote is read in place, with no cache): the server is then
+    // stopped and the repositories moved away.
+    let server = common::GitHttpServer::start(&ctx.upstream, &ctx.root.join("http.log"), &[]);
+    let berth = |args: &[&str]| {
+        let out = ctx
+            .berth()
+            .env("BERTH_GITHUB_URL", server.url())
+            .args(args)
+            .output()
+            .expect("run");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(berth(&["plugins", "lock"]).0, Some(0));
     let online = ctx.lock_text();
     std::fs::remove_file(ctx.lock_path()).expect("rm lock");
     std::fs::rename(&ctx.upstream, ctx.root.join("gone")).expect("upstream gone");
-    ctx.ok(&["plugins", "lock", "--offline"]);
+    let (code, stderr) = berth(&["plugins", "lock", "--offline"]);
+    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
         ctx.lock_text(),
         online,
@@ -501,12 +517,12 @@ fn offline_lock_resolves_from_what_the_cache_saw() {
     );
 
     ctx.write_manifest("[[plugin]]\nsource = \"github:acme/tools\"\nref = \"dev\"\n");
-    let run = ctx.run(&["plugins", "lock", "--offline"]);
-    assert_eq!(run.code, 1);
+    let (code, stderr) = berth(&["plugins", "lock", "--offline"]);
+    drop(server);
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
-        run.errors()[0].contains("`dev`") && run.errors()[0].contains("--offline"),
-        "{}",
-        run.stderr
+        stderr.contains("`dev`") && stderr.contains("--offline"),
+        "{stderr}"
     );
 }
 
@@ -754,9 +770,10 @@ fn a_plugin_name_mixing_scripts_is_warned_about() {
     );
 }
 
-/// A `file://` remote is read in-process (no `git upload-pack` per fetch): `lock`, `sync`
-/// and `verify` work with no `git` on `PATH`, and the cache holds what a depth-1 fetch
-/// would: the commit marked shallow, its whole tree, refs for `--offline`.
+/// A `file://` remote is read in-process and in place (no `git upload-pack` per fetch, no
+/// cache: the repository is on this machine): `lock`, `sync`, `verify` and `lock
+/// --offline` work with no `git` on `PATH`; `verify`'s fresh fetch gets what a depth-1
+/// fetch would, which git finds sound.
 #[test]
 fn a_file_remote_is_read_in_process_without_git() {
     let ctx = TestContext::new();
@@ -781,49 +798,30 @@ fn a_file_remote_is_read_in_process_without_git() {
             "{args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        String::from_utf8_lossy(&out.stderr).into_owned()
     };
     without_git(&["plugins", "sync"]);
-    without_git(&["plugins", "verify"]);
     let lock = ctx.lock_text();
     let lint = berth_store::hash_path(&fixtures().join("plugins/lint")).expect("hash");
     assert_eq!(lock_field(&lock, 0, "hash"), Some(lint.to_sri()));
     assert_eq!(lock_field(&lock, 1, "rev"), Some(head.clone()));
-    let dbs = common::list_dir(&ctx.store.join("git-v1/db"));
-    assert_eq!(dbs.len(), 1, "{dbs:?}");
-    let db = ctx.store.join("git-v1/db").join(&dbs[0]);
-    let shallow = std::fs::read_to_string(db.join("shallow")).expect("shallow file");
-    assert!(shallow.lines().any(|l| l == head), "{shallow}");
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .arg("--git-dir")
-            .arg(&db)
-            .args(args)
-            .output()
-            .expect("git");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    // Every object of both commits' trees is there, and git finds the cache sound.
-    git(&["fsck", "--no-dangling"]);
-    let refs = git(&["show-ref"]);
     assert!(
-        refs.contains("refs/tags/v1") && refs.contains("refs/berth/HEAD"),
-        "{refs}"
+        !ctx.store.join("git-v1/db").exists()
+            || common::list_dir(&ctx.store.join("git-v1/db")).is_empty(),
+        "nothing is cached of a repository on this machine"
     );
-    // `--offline` resolves from what the cache saw.
-    let out = ctx
-        .berth()
-        .env("PATH", "/nonexistent")
-        .args(["plugins", "lock", "--offline", "--check"])
-        .output()
-        .expect("run");
+    without_git(&["plugins", "lock", "--offline", "--check"]);
+    let verified = without_git(&["plugins", "verify", "-v"]);
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        verified.contains("lint") && verified.contains("tools"),
+        "{verified}"
     );
+    // A locked commit the repository no longer has is named as missing.
+    std::fs::remove_dir_all(ctx.store.join("store-v1")).expect("empty the store");
+    std::fs::remove_dir_all(ctx.store.join("meta-v1")).expect("forget records");
+    let lock = ctx.lock_text().replace(&head, &"1".repeat(40));
+    std::fs::write(ctx.lock_path(), lock).expect("write lock");
+    let out = ctx.run(&["plugins", "sync", "--frozen"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains(&"1".repeat(40)), "{}", out.stderr);
 }

@@ -112,6 +112,8 @@ fn entries_on_one_repository_share_one_fetch() {
 fn progress_bars_on_a_terminal_plain_lines_elsewhere() {
     let ctx = TestContext::new();
     twenty_repositories(&ctx);
+    // Fetched over HTTP: a `file://` repository is read in place, with nothing to fetch.
+    let _server = ctx.serve_github_over_http();
     let piped = ctx.run(&["plugins", "lock"]);
     assert_eq!(piped.code, 0, "{}", piped.stderr);
     assert!(
@@ -150,10 +152,7 @@ fn progress_bars_on_a_terminal_plain_lines_elsewhere() {
         .arg(&typescript)
         .current_dir(&ctx.work)
         .env("HOME", &ctx.home)
-        .env(
-            "BERTH_GITHUB_URL",
-            format!("file://{}", ctx.upstream.display()),
-        )
+        .env("BERTH_GITHUB_URL", ctx.github_url())
         .env("TERM", "xterm")
         .env_remove("NO_COLOR")
         .stdout(std::process::Stdio::null())

@@ -48,6 +48,8 @@ fn entry_of(ctx: &TestContext, plugin: &str) -> Option<String> {
 fn gc_keeps_what_roots_use_and_forgets_gone_roots() {
     let ctx = TestContext::new();
     repos(&ctx);
+    // Over HTTP, so the projects' fetches fill git caches for gc to keep and free.
+    let _server = ctx.serve_github_over_http();
     project(&ctx, &ctx.root.join("a"), &[0, 1]);
     project(&ctx, &ctx.root.join("b"), &[1, 2]);
     project(&ctx, &ctx.root.join("c"), &[3]);

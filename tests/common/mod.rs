@@ -120,6 +120,9 @@ pub struct TestContext {
     pub work: PathBuf,
     pub store: PathBuf,
     pub upstream: PathBuf,
+    /// Where `github:` leads: `file://` the upstream folder, unless
+    /// [`TestContext::serve_github_over_http`] set a server.
+    github_url: std::sync::Mutex<Option<String>>,
 }
 
 impl Default for TestContext {
@@ -142,6 +145,7 @@ impl TestContext {
             upstream: root.join("upstream"),
             root,
             _root: root_dir,
+            github_url: std::sync::Mutex::new(None),
         };
         for dir in [&ctx.home, &ctx.work, &ctx.upstream] {
             std::fs::create_dir_all(dir).expect("create test folder");
@@ -154,11 +158,30 @@ impl TestContext {
         let mut cmd = Command::new(berth_bin());
         cmd.current_dir(&self.work);
         apply_env(&mut cmd, &self.home);
-        cmd.env("BERTH_STORE", &self.store).env(
-            "BERTH_GITHUB_URL",
-            format!("file://{}", self.upstream.display()),
-        );
+        cmd.env("BERTH_STORE", &self.store)
+            .env("BERTH_GITHUB_URL", self.github_url());
         cmd
+    }
+
+    /// The `github:` base the commands run here get.
+    pub fn github_url(&self) -> String {
+        self.github_url
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .unwrap_or_else(|| format!("file://{}", self.upstream.display()))
+    }
+
+    /// Serves the upstream repositories over HTTP (`git http-backend` on 127.0.0.1) and
+    /// points `github:` at the server for every later command, for tests of what only a
+    /// remote has (git caches, fetch progress): a `file://` repository is read in place.
+    pub fn serve_github_over_http(&self) -> GitHttpServer {
+        let server = GitHttpServer::start(&self.upstream, &self.root.join("github-http.log"), &[]);
+        *self
+            .github_url
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(server.url());
+        server
     }
 
     /// Runs `berth ARGS` and returns what it did.

@@ -391,12 +391,17 @@ fn make_read_only(root: &Path, include_root: bool) -> std::io::Result<()> {
     for entry in fs_err::read_dir(root)? {
         let entry = entry?;
         let path = entry.path();
-        let meta = fs_err::symlink_metadata(&path)?;
+        // An `lstat` relative to the open folder.
+        let meta = entry.metadata()?;
         if meta.is_dir() {
             make_read_only(&path, true)?;
         } else if meta.is_file() {
-            let exec = meta.permissions().mode() & 0o100 != 0;
-            set_mode(&path, if exec { 0o555 } else { 0o444 })?;
+            let mode = meta.permissions().mode() & 0o7777;
+            let wanted = if mode & 0o100 != 0 { 0o555 } else { 0o444 };
+            // A file written read-only already (a git export) is left as it is.
+            if mode != wanted {
+                set_mode(&path, wanted)?;
+            }
         }
     }
     if include_root {

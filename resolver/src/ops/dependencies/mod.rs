@@ -304,7 +304,7 @@ impl Ctx<'_> {
     fn tag_names(&self, source: &Source) -> Result<Vec<String>, ResolveError> {
         let (remote, cache) = self.remote(source)?;
         let db =
-            crate::sources::git::GitDb::open(self.store, &cache, &remote.url.shown, self.reporter)?;
+            crate::sources::git::GitDb::for_remote(self.store, &remote, &cache, self.reporter)?;
         let tags = self.tags(&db, &remote, &cache)?;
         db.finish()?;
         Ok(tags.into_iter().map(|(t, _)| t).collect())

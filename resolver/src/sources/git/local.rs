@@ -1,8 +1,10 @@
 //! `file://` remotes read in-process. A fetch from a `file://` URL runs a `git upload-pack`
 //! process per connection, which costs more than everything else berth does for a small
 //! repository; here the repository's refs and objects are read with gix straight from its
-//! folder instead. What lands in the cache is what a depth-1 fetch would bring: the commit
-//! (marked shallow), its tree and its blobs, byte for byte, and the same local refs.
+//! folder instead. `lock` and `sync` read the repository in place (it is on this machine:
+//! there is nothing to cache, as Nix reads a `git+file` input); a throw-away database
+//! (`verify`'s fresh fetch) gets what a depth-1 fetch would bring: the commit (marked
+//! shallow), its tree and its blobs, byte for byte.
 
 use std::path::PathBuf;
 
@@ -13,7 +15,7 @@ use crate::error::ResolveError;
 
 /// A repository on this machine that a `file://` remote names, opened for reading.
 pub(crate) struct LocalRepo {
-    repo: gix::Repository,
+    pub(super) repo: gix::Repository,
 }
 
 impl LocalRepo {
@@ -33,42 +35,52 @@ impl LocalRepo {
         )
     }
 
-    /// Each of `names` that exists, with the commit it leads to (`None`: it leads to no
-    /// commit, as an unborn `HEAD`), as the remote's ref advertisement would list them.
-    pub(crate) fn refs(&self, names: &[String]) -> Vec<(String, Option<ObjectId>)> {
-        names
-            .iter()
-            .filter_map(|name| {
-                let mut reference = self.repo.try_find_reference(name.as_str()).ok()??;
-                let commit = reference.peel_to_commit().ok().map(|c| c.id);
-                Some((name.clone(), commit))
-            })
-            .collect()
+    /// The repository, to be read in place.
+    pub(crate) fn into_repo(self) -> gix::Repository {
+        self.repo
     }
 
-    /// The repository's tags and the commits they lead to (annotated tags peeled).
     pub(crate) fn tags(&self) -> Vec<(String, ObjectId)> {
-        let Ok(platform) = self.repo.references() else {
-            return Vec::new();
-        };
-        let Ok(tags) = platform.tags() else {
-            return Vec::new();
-        };
-        tags.filter_map(Result::ok)
-            .filter_map(|mut r| {
-                let name = r.name().shorten().to_string();
-                let id = r.peel_to_commit().ok()?.id;
-                Some((name, id))
-            })
-            .collect()
+        tags_of(&self.repo)
     }
+}
 
-    fn has_commit(&self, id: ObjectId) -> bool {
-        matches!(
-            self.repo.try_find_header(id),
-            Ok(Some(header)) if header.kind() == gix::object::Kind::Commit
-        )
-    }
+/// Each of `names` that exists in `repo`, with the commit it leads to (`None`: it leads to
+/// no commit, as an unborn `HEAD`), as a ref advertisement would list them.
+pub(crate) fn refs_of(repo: &gix::Repository, names: &[String]) -> Vec<(String, Option<ObjectId>)> {
+    names
+        .iter()
+        .filter_map(|name| {
+            let mut reference = repo.try_find_reference(name.as_str()).ok()??;
+            let commit = reference.peel_to_commit().ok().map(|c| c.id);
+            Some((name.clone(), commit))
+        })
+        .collect()
+}
+
+/// `repo`'s tags and the commits they lead to (annotated tags peeled).
+pub(crate) fn tags_of(repo: &gix::Repository) -> Vec<(String, ObjectId)> {
+    let Ok(platform) = repo.references() else {
+        return Vec::new();
+    };
+    let Ok(tags) = platform.tags() else {
+        return Vec::new();
+    };
+    tags.filter_map(Result::ok)
+        .filter_map(|mut r| {
+            let name = r.name().shorten().to_string();
+            let id = r.peel_to_commit().ok()?.id;
+            Some((name, id))
+        })
+        .collect()
+}
+
+/// Whether `repo` has commit `id`.
+pub(crate) fn has_commit_in(repo: &gix::Repository, id: ObjectId) -> bool {
+    matches!(
+        repo.try_find_header(id),
+        Ok(Some(header)) if header.kind() == gix::object::Kind::Commit
+    )
 }
 
 impl GitDb {
@@ -81,7 +93,7 @@ impl GitDb {
         id: ObjectId,
         remote: &Remote,
     ) -> Result<(), ResolveError> {
-        if !local.has_commit(id) {
+        if !has_commit_in(&local.repo, id) {
             return Err(ResolveError::CommitNotFound {
                 url: remote.url.shown.clone(),
                 rev: id.to_string(),

@@ -23,7 +23,7 @@ use gix::remote::ref_map;
 
 use crate::context::Reporter;
 use crate::error::ResolveError;
-use local::LocalRepo;
+use local::{LocalRepo, has_commit_in, refs_of, tags_of};
 
 /// What to resolve on the remote.
 #[derive(Debug, Clone)]
@@ -43,6 +43,9 @@ pub(crate) struct GitDb {
     pending: Option<Staging>,
     /// The cache's cross-process lock (none for a throw-away database).
     _lock: Option<FileLock>,
+    /// `repo` is the remote's own repository on this machine (a `file://` remote), read in
+    /// place: nothing is fetched into it or written to it.
+    in_place: bool,
 }
 
 impl GitDb {
@@ -71,6 +74,7 @@ impl GitDb {
                 path,
                 pending: Some(staging),
                 _lock: Some(lock),
+                in_place: false,
             });
         }
         // We hold the lock, so lock files inside the repository are leftovers of a process
@@ -96,7 +100,32 @@ impl GitDb {
             path,
             pending: None,
             _lock: Some(lock),
+            in_place: false,
         })
+    }
+
+    /// The database to resolve `remote` with: a `file://` remote's own repository, read in
+    /// place (see [`local`]); any other remote's cache `dir_name` ([`GitDb::open`]).
+    pub(crate) fn for_remote(
+        store: &Store,
+        remote: &Remote,
+        dir_name: &str,
+        reporter: &dyn Reporter,
+    ) -> Result<Self, ResolveError> {
+        match LocalRepo::of(remote) {
+            Some(local) => Ok(Self {
+                repo: local?.into_repo(),
+                path: remote
+                    .url
+                    .parsed()
+                    .and_then(|u| u.to_file_path().ok())
+                    .unwrap_or_default(),
+                pending: None,
+                _lock: None,
+                in_place: true,
+            }),
+            None => Self::open(store, dir_name, &remote.url.shown, reporter),
+        }
     }
 
     /// Keeps a database this process created, now that it holds something.
@@ -119,6 +148,7 @@ impl GitDb {
             path: dir.to_owned(),
             pending: None,
             _lock: None,
+            in_place: false,
         })
     }
 
@@ -139,10 +169,7 @@ impl GitDb {
     }
 
     pub(crate) fn has_commit(&self, id: ObjectId) -> bool {
-        matches!(
-            self.repo.try_find_header(id),
-            Ok(Some(header)) if header.kind() == gix::object::Kind::Commit
-        )
+        has_commit_in(&self.repo, id)
     }
 
     /// Resolves `want` from the remote's ref advertisement and fetches its commit (depth 1)
@@ -153,6 +180,15 @@ impl GitDb {
         want: &Want,
         reporter: &dyn Reporter,
     ) -> Result<ObjectId, ResolveError> {
+        if self.in_place {
+            let (_, commit) = pick(
+                &refs_of(&self.repo, &ref_names(want)),
+                want,
+                remote,
+                reporter,
+            )?;
+            return self.refresh_after_fetch(commit, remote);
+        }
         if let Some(local) = LocalRepo::of(remote) {
             return self.resolve_local(&local?, remote, want, reporter);
         }
@@ -204,12 +240,12 @@ impl GitDb {
         want: &Want,
         reporter: &dyn Reporter,
     ) -> Result<ObjectId, ResolveError> {
-        let names = match want {
-            Want::DefaultBranch => vec!["HEAD".to_owned()],
-            Want::Named(name) if name.starts_with("refs/") => vec![name.clone()],
-            Want::Named(name) => vec![format!("refs/heads/{name}"), format!("refs/tags/{name}")],
-        };
-        let (ref_name, commit) = pick(&local.refs(&names), want, remote, reporter)?;
+        let (ref_name, commit) = pick(
+            &refs_of(&local.repo, &ref_names(want)),
+            want,
+            remote,
+            reporter,
+        )?;
         if !self.has_commit(commit) {
             remote.cancel.check()?;
             self.copy_commit(local, commit, remote)?;
@@ -249,6 +285,9 @@ impl GitDb {
         &self,
         remote: &Remote,
     ) -> Result<Vec<(String, ObjectId)>, ResolveError> {
+        if self.in_place {
+            return Ok(tags_of(&self.repo));
+        }
         if let Some(local) = LocalRepo::of(remote) {
             return Ok(local?.tags());
         }
@@ -284,8 +323,11 @@ impl GitDb {
             .collect())
     }
 
-    /// The tags the cache has seen (`--offline`).
+    /// The tags the cache has seen (`--offline`); a repository read in place, its tags.
     pub(crate) fn local_tags(&self) -> Vec<(String, ObjectId)> {
+        if self.in_place {
+            return tags_of(&self.repo);
+        }
         let Ok(platform) = self.repo.references() else {
             return Vec::new();
         };
@@ -301,8 +343,14 @@ impl GitDb {
             .collect()
     }
 
-    /// Resolves `want` from what the cache last saw of the remote (`--offline`).
+    /// Resolves `want` from what the cache last saw of the remote (`--offline`); a
+    /// repository read in place (on this machine, so no network) from its refs now.
     pub(crate) fn resolve_offline(&self, want: &Want) -> Option<ObjectId> {
+        if self.in_place {
+            let found = refs_of(&self.repo, &ref_names(want));
+            let lookup = |name: &str| found.iter().find(|(n, _)| n == name).and_then(|(_, c)| *c);
+            return ref_names(want).iter().find_map(|name| lookup(name));
+        }
         let candidates: Vec<String> = match want {
             Want::DefaultBranch => vec!["refs/berth/HEAD".into()],
             Want::Named(name) if name.starts_with("refs/") => vec![name.clone()],
@@ -324,6 +372,10 @@ impl GitDb {
         hint_ref: Option<&str>,
         reporter: &dyn Reporter,
     ) -> Result<(), ResolveError> {
+        if self.in_place {
+            // Nothing to fetch into a repository read in place: it has the commit or not.
+            return self.refresh_after_fetch(id, remote).map(drop);
+        }
         let _task = reporter.task(
             "Fetching",
             &format!("{} at {}", remote.url.shown, short(id)),
@@ -424,6 +476,15 @@ impl GitDb {
                 rev: commit.to_string(),
             })
         }
+    }
+}
+
+/// The refs that may name what `want` asks for, in the order they are tried.
+fn ref_names(want: &Want) -> Vec<String> {
+    match want {
+        Want::DefaultBranch => vec!["HEAD".to_owned()],
+        Want::Named(name) if name.starts_with("refs/") => vec![name.clone()],
+        Want::Named(name) => vec![format!("refs/heads/{name}"), format!("refs/tags/{name}")],
     }
 }
 

@@ -48,7 +48,7 @@ impl Ctx<'_> {
 
     pub(crate) fn lock_git(&self, request: &PluginRequest) -> Result<Resolved, ResolveError> {
         let (remote, cache) = self.remote(request.parsed_source())?;
-        let db = GitDb::open(self.store, &cache, &remote.url.shown, self.reporter)?;
+        let db = GitDb::for_remote(self.store, &remote, &cache, self.reporter)?;
         // A `version` range becomes the tag it picks, then resolves like `ref = "<tag>"`.
         let resolved_ref = match &request.version {
             Some(range) => Some(self.pick_tag(&db, &remote, &cache, range)?),
@@ -197,7 +197,7 @@ impl Ctx<'_> {
         let id = ObjectId::from(rev.to_bytes());
         let staging = self.store.stage()?;
         {
-            let db = GitDb::open(self.store, &cache, &remote.url.shown, self.reporter)?;
+            let db = GitDb::for_remote(self.store, &remote, &cache, self.reporter)?;
             if !db.has_commit(id) {
                 self.require_network(|| {
                     format!(

@@ -145,7 +145,6 @@ impl GitDb {
         rev: ObjectId,
         dest: &Path,
     ) -> Result<Vec<String>, ResolveError> {
-        use std::os::unix::fs::PermissionsExt;
         let mut current = dest.to_owned();
         self.walk(tree, rev, &[], &mut |event| {
             match event {
@@ -154,10 +153,16 @@ impl GitDb {
                 Event::Entry(name) => current.push(std::ffi::OsStr::from_bytes(name)),
                 Event::EndDir => {}
                 Event::File { executable, data } => {
-                    fs_err::write(&current, data)?;
-                    if executable {
-                        fs_err::set_permissions(&current, std::fs::Permissions::from_mode(0o755))?;
-                    }
+                    // Created with the mode the store gives it (read-only), so committing
+                    // the entry has nothing to change on it.
+                    use fs_err::os::unix::fs::OpenOptionsExt as _;
+                    use std::io::Write as _;
+                    fs_err::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .mode(if executable { 0o555 } else { 0o444 })
+                        .open(&current)?
+                        .write_all(data)?;
                     berth_store::fault::pause_at(berth_store::fault::GIT_EXPORT_MID);
                 }
                 Event::Symlink { target } => {

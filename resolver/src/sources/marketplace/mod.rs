@@ -197,7 +197,7 @@ impl Ctx<'_> {
             }
             _ => {
                 let (remote, cache) = self.remote(declared.parsed_source())?;
-                let db = GitDb::open(self.store, &cache, &remote.url.shown, self.reporter)?;
+                let db = GitDb::for_remote(self.store, &remote, &cache, self.reporter)?;
                 let wanted = match previous.and_then(|p| p.git.as_ref()) {
                     Some((_, rev)) => Some(rev.to_string()),
                     None => declared.git_ref.clone(),
