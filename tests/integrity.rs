@@ -112,6 +112,8 @@ fn verify_passes_on_an_honest_lock_without_touching_the_store() {
 fn offline_sync_names_what_is_missing_and_frozen_needs_no_manifest() {
     let ctx = TestContext::new();
     small_project(&ctx);
+    // A remote with a cache (a `file://` repository is read in place, never cached).
+    let _server = ctx.serve_github_over_http();
     ctx.ok(&["plugins", "lock"]);
     let lock = ctx.lock_text();
     // A store that has never seen these repositories.
@@ -208,7 +210,9 @@ fn heavy_project(ctx: &TestContext, repos: usize) {
             &format!("{{\"name\": \"heavy-{i}\"}}"),
         );
         repo.commit("heavy");
-        manifest.push_str(&format!("[[plugin]]\nsource = \"{}\"\n\n", repo.url()));
+        manifest.push_str(&format!(
+            "[[plugin]]\nsource = \"github:acme/heavy-{i}\"\n\n"
+        ));
     }
     ctx.write_manifest(&manifest);
 }
@@ -217,6 +221,8 @@ fn heavy_project(ctx: &TestContext, repos: usize) {
 fn a_killed_sync_leaves_no_partial_entry_and_the_next_one_completes() {
     let ctx = TestContext::new();
     heavy_project(&ctx, 6);
+    // A remote, whose first fetch makes a git cache (a `file://` repository makes none).
+    let _server = ctx.serve_github_over_http();
     // Kill at each step a cold sync passes, in its order (see `berth_store::fault`): a new
     // git cache fetched while locking, a tree half exported, an entry hashed but not
     // renamed, an entry renamed but not yet read-only (a new lock's entries are stored and
@@ -262,6 +268,8 @@ fn fetched_packs(store: &Path) -> usize {
 fn two_syncs_started_together_both_succeed_and_fetch_once() {
     let ctx = TestContext::new();
     heavy_project(&ctx, 4);
+    // A remote, whose fetches are counted (a `file://` repository is read in place).
+    let _server = ctx.serve_github_over_http();
     for locked in [false, true] {
         let store = ctx.root.join(format!("shared-store-{locked}"));
         let args: &[&str] = if locked {
@@ -353,6 +361,8 @@ fn append(path: &Path, text: &str) {
 fn sync_replaces_an_entry_whose_skill_was_appended_to() {
     let ctx = TestContext::new();
     small_project(&ctx);
+    // A remote with a cache, which repairs the entry once the remote is gone.
+    let _server = ctx.serve_github_over_http();
     ctx.ok(&["plugins", "sync"]);
     let entry = entry_of(&ctx, "review");
     let skill = entry.join("skills/code-review/SKILL.md");

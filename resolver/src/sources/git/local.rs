@@ -10,7 +10,9 @@ use std::path::PathBuf;
 
 use gix::ObjectId;
 
+use super::refs::{Want, pick, ref_names};
 use super::{CacheError, GitDb, Remote};
+use crate::context::Reporter;
 use crate::error::ResolveError;
 
 /// A repository on this machine that a `file://` remote names, opened for reading.
@@ -84,6 +86,47 @@ pub(crate) fn has_commit_in(repo: &gix::Repository, id: ObjectId) -> bool {
 }
 
 impl GitDb {
+    /// [`GitDb::resolve`] for a repository on this machine: its refs read in-process, its
+    /// commit copied into the cache unless it is there.
+    pub(super) fn resolve_local(
+        &self,
+        local: &LocalRepo,
+        remote: &Remote,
+        want: &Want,
+        reporter: &dyn Reporter,
+    ) -> Result<ObjectId, ResolveError> {
+        let (ref_name, commit) = pick(
+            &refs_of(&local.repo, &ref_names(want)),
+            want,
+            remote,
+            reporter,
+        )?;
+        if !self.has_commit(commit) {
+            remote.cancel.check()?;
+            self.copy_commit(local, commit, remote)?;
+        }
+        self.remember(want, ref_name, commit)?;
+        Ok(commit)
+    }
+
+    /// Keeps a commit fetched by id from being collected as unreferenced, as the fetch's
+    /// refspec `ID:refs/berth/commits/ID` does.
+    pub(super) fn remember_commit(&self, id: ObjectId) -> Result<(), ResolveError> {
+        let name = format!("refs/berth/commits/{id}");
+        self.repo
+            .reference(
+                name.as_str(),
+                id,
+                gix::refs::transaction::PreviousValue::Any,
+                "berth: fetched",
+            )
+            .map_err(|e| ResolveError::Cache {
+                path: self.path.clone(),
+                source: Box::new(CacheError(e)),
+            })?;
+        Ok(())
+    }
+
     /// Copies commit `id` of `local` into the cache as a depth-1 fetch would: the commit,
     /// its tree and every blob and tree under it (submodules' commits are not objects of
     /// this repository and are left out, as a fetch leaves them), then marks it shallow.

@@ -3,6 +3,7 @@
 //! objects (to hash them, or to export them into a store staging folder).
 
 mod local;
+mod refs;
 mod remote;
 pub(crate) mod semver_tags;
 mod source;
@@ -24,15 +25,8 @@ use gix::remote::ref_map;
 use crate::context::Reporter;
 use crate::error::ResolveError;
 use local::{LocalRepo, has_commit_in, refs_of, tags_of};
-
-/// What to resolve on the remote.
-#[derive(Debug, Clone)]
-pub(crate) enum Want {
-    /// The remote's default branch (its `HEAD`).
-    DefaultBranch,
-    /// A branch or tag name (a branch wins when both exist), or a full `refs/...` name.
-    Named(String),
-}
+pub(crate) use refs::Want;
+use refs::{advertised, pick, ref_names};
 
 /// A bare git database under `git-v1/db/`, locked for this process while open.
 pub(crate) struct GitDb {
@@ -231,29 +225,6 @@ impl GitDb {
         self.refresh_after_fetch(commit, remote)
     }
 
-    /// [`GitDb::resolve`] for a repository on this machine: its refs read in-process, its
-    /// commit copied into the cache unless it is there.
-    fn resolve_local(
-        &self,
-        local: &LocalRepo,
-        remote: &Remote,
-        want: &Want,
-        reporter: &dyn Reporter,
-    ) -> Result<ObjectId, ResolveError> {
-        let (ref_name, commit) = pick(
-            &refs_of(&local.repo, &ref_names(want)),
-            want,
-            remote,
-            reporter,
-        )?;
-        if !self.has_commit(commit) {
-            remote.cancel.check()?;
-            self.copy_commit(local, commit, remote)?;
-        }
-        self.remember(want, ref_name, commit)?;
-        Ok(commit)
-    }
-
     /// Records where `want` pointed (`ref_name` on the remote) for `lock --offline`.
     fn remember(
         &self,
@@ -423,24 +394,6 @@ impl GitDb {
         }
     }
 
-    /// Keeps a commit fetched by id from being collected as unreferenced, as the fetch's
-    /// refspec `ID:refs/berth/commits/ID` does.
-    fn remember_commit(&self, id: ObjectId) -> Result<(), ResolveError> {
-        let name = format!("refs/berth/commits/{id}");
-        self.repo
-            .reference(
-                name.as_str(),
-                id,
-                gix::refs::transaction::PreviousValue::Any,
-                "berth: fetched",
-            )
-            .map_err(|e| ResolveError::Cache {
-                path: self.path.clone(),
-                source: Box::new(CacheError(e)),
-            })?;
-        Ok(())
-    }
-
     fn fetch_specs(
         &self,
         remote: &Remote,
@@ -475,86 +428,6 @@ impl GitDb {
                 url: remote.url.shown.clone(),
                 rev: commit.to_string(),
             })
-        }
-    }
-}
-
-/// The refs that may name what `want` asks for, in the order they are tried.
-fn ref_names(want: &Want) -> Vec<String> {
-    match want {
-        Want::DefaultBranch => vec!["HEAD".to_owned()],
-        Want::Named(name) if name.starts_with("refs/") => vec![name.clone()],
-        Want::Named(name) => vec![format!("refs/heads/{name}"), format!("refs/tags/{name}")],
-    }
-}
-
-/// The refs a remote advertised, each with the commit it leads to (`None` when unborn).
-fn advertised(map: &gix::remote::fetch::RefMap) -> Vec<(String, Option<ObjectId>)> {
-    let mut found: Vec<(String, Option<ObjectId>)> = Vec::new();
-    for mapping in &map.mappings {
-        if let gix::remote::fetch::refmap::Source::Ref(r) = &mapping.remote {
-            let (name, commit) = match r {
-                Ref::Direct {
-                    full_ref_name,
-                    object,
-                }
-                | Ref::Peeled {
-                    full_ref_name,
-                    object,
-                    ..
-                }
-                | Ref::Symbolic {
-                    full_ref_name,
-                    object,
-                    ..
-                } => (full_ref_name, Some(*object)),
-                Ref::Unborn { full_ref_name, .. } => (full_ref_name, None),
-            };
-            found.push((name.to_string(), commit));
-        }
-    }
-    found
-}
-
-/// The commit `want` names among the refs the remote has (`found`), and the ref that named
-/// it.
-fn pick(
-    found: &[(String, Option<ObjectId>)],
-    want: &Want,
-    remote: &Remote,
-    reporter: &dyn Reporter,
-) -> Result<(String, ObjectId), ResolveError> {
-    let lookup = |name: &str| found.iter().find(|(n, _)| n == name).map(|(_, c)| *c);
-    match want {
-        Want::DefaultBranch => match lookup("HEAD") {
-            Some(Some(commit)) => Ok(("HEAD".to_owned(), commit)),
-            _ => Err(ResolveError::EmptyRepository {
-                url: remote.url.shown.clone(),
-            }),
-        },
-        Want::Named(name) => {
-            let (branch_ref, tag_ref) = if name.starts_with("refs/") {
-                (name.clone(), String::new())
-            } else {
-                (format!("refs/heads/{name}"), format!("refs/tags/{name}"))
-            };
-            let (branch, tag) = (lookup(&branch_ref), lookup(&tag_ref));
-            if let (Some(Some(b)), Some(Some(t))) = (branch, tag)
-                && b != t
-            {
-                reporter.warn(&format!(
-                    "`{}` has both a branch and a tag named `{name}`; using the branch (write `refs/tags/{name}` to use the tag)",
-                    remote.url.shown
-                ));
-            }
-            match (branch.flatten(), tag.flatten()) {
-                (Some(commit), _) => Ok((branch_ref, commit)),
-                (None, Some(commit)) => Ok((tag_ref, commit)),
-                (None, None) => Err(ResolveError::RefNotFound {
-                    url: remote.url.shown.clone(),
-                    git_ref: name.clone(),
-                }),
-            }
         }
     }
 }
