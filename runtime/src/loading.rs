@@ -10,7 +10,7 @@ use berth_store::EntryTree;
 
 use crate::components::{Components, load_components};
 use crate::error::RuntimeError;
-use crate::manifest::{PluginManifest, read_manifest};
+use crate::manifest::PluginManifest;
 use crate::root::PluginRoot;
 
 /// At most this many threads read plugins (the reads are small files: past a few threads
@@ -99,23 +99,7 @@ fn load(job: &Job<'_>, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Loaded, 
     if let Some(tree) = &job.tree {
         root = root.with_tree(tree);
     }
-    let manifest = read_manifest(
-        |rel| match root.read_text(rel) {
-            Ok(text) => Ok(text.map(String::into_bytes)),
-            Err(e) => Err(e.to_string()),
-        },
-        name,
-    )
-    .map_err(|e| RuntimeError::Invalid {
-        plugin: name.clone(),
-        file: e.file,
-        message: e.message,
-    })?;
-    let mut warnings: Vec<String> = manifest
-        .warnings
-        .iter()
-        .map(|w| format!("plugin `{name}`: {w}"))
-        .collect();
+    let (manifest, mut warnings) = root.read_manifest()?;
     go_on()?;
     let components = load_components(
         &root,

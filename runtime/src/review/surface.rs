@@ -11,7 +11,7 @@ use super::walk::{FileEntry, regular_files, sha256_file, sha256_files, sha256_he
 use crate::error::RuntimeError;
 use crate::hooks::{HookDefinition, HookMatcher};
 use crate::lsp::{canonical, insert_unique};
-use crate::manifest::{Format, read_manifest};
+use crate::manifest::Format;
 use crate::mcp::{McpServer, agent_servers};
 use crate::root::PluginRoot;
 
@@ -36,23 +36,7 @@ pub fn surface_of(
     definition: Option<&berth_lockfile_schema::EntryDefinition>,
 ) -> Result<Surface, RuntimeError> {
     let root = PluginRoot::new(plugin, entry)?.exposed_at(PathBuf::from(ROOT_PLACEHOLDER));
-    let manifest = read_manifest(
-        |rel| match root.read_text(rel) {
-            Ok(text) => Ok(text.map(String::into_bytes)),
-            Err(e) => Err(e.to_string()),
-        },
-        plugin,
-    )
-    .map_err(|e| RuntimeError::Invalid {
-        plugin: plugin.to_owned(),
-        file: e.file,
-        message: e.message,
-    })?;
-    let mut warnings: Vec<String> = manifest
-        .warnings
-        .iter()
-        .map(|w| format!("plugin `{plugin}`: {w}"))
-        .collect();
+    let (manifest, mut warnings) = root.read_manifest()?;
     let format = manifest.format;
     let crate::components::Components {
         skills,

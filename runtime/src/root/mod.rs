@@ -1,6 +1,5 @@
 //! Reading a plugin's files without ever leaving its store path.
 
-use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -9,8 +8,12 @@ use std::sync::{Mutex, PoisonError};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use crate::error::RuntimeError;
+use crate::manifest::{PluginManifest, read_manifest};
+use known::{Kind, Seen};
 
 pub use berth_lockfile_schema::plugin_manifest::MAX_FILE_BYTES;
+
+mod known;
 
 /// A plugin's folder in the store. Every read resolves symlinks and checks the result is
 /// still inside the folder. What cannot be read safely (a symlink that leaves the folder,
@@ -29,61 +32,6 @@ pub struct PluginRoot {
     /// change while it is read): a set's loaders read many files under the same few
     /// folders and ask for names in folders they just listed.
     seen: Mutex<Seen>,
-}
-
-/// Paths (relative, from `.`) already seen by `lstat` or in a listing of their folder.
-#[derive(Debug, Default)]
-struct Seen {
-    /// What each path is, with a regular file's size when known.
-    types: HashMap<PathBuf, (FileType, Option<u64>)>,
-    /// Folders listed whole: a name not in `types` under them is absent.
-    listed: HashSet<PathBuf>,
-    /// The names in folders whose contents came from the entry's record, sorted.
-    children: HashMap<PathBuf, Vec<String>>,
-}
-
-/// What a resolved path is, from the `lstat` or listing that resolved it.
-#[derive(Clone, Copy)]
-enum Kind {
-    Dir,
-    /// A regular file, with its size when an `lstat` gave it.
-    File {
-        len: Option<u64>,
-    },
-    Other,
-}
-
-impl Kind {
-    fn of(meta: &std::fs::Metadata) -> Self {
-        if meta.is_dir() {
-            Kind::Dir
-        } else if meta.is_file() {
-            Kind::File {
-                len: Some(meta.len()),
-            }
-        } else {
-            Kind::Other
-        }
-    }
-
-    fn of_stat(st: &rustix::fs::Stat) -> Self {
-        match FileType::from_raw_mode(st.st_mode) {
-            FileType::Directory => Kind::Dir,
-            FileType::RegularFile => Kind::File {
-                len: Some(u64::try_from(st.st_size).unwrap_or(0)),
-            },
-            _ => Kind::Other,
-        }
-    }
-
-    /// From a listing's type (never a link or unknown: those are asked with `lstat`).
-    fn of_type(file_type: FileType, len: Option<u64>) -> Self {
-        match file_type {
-            FileType::Directory => Kind::Dir,
-            FileType::RegularFile => Kind::File { len },
-            _ => Kind::Other,
-        }
-    }
 }
 
 /// What a path inside the plugin turns out to be.
@@ -128,37 +76,7 @@ impl PluginRoot {
     /// against the disk by the store) taken as known: every path's type and size and every
     /// folder's names, so reading the plugin asks the disk only to open its files.
     pub fn with_tree(self, tree: &berth_store::EntryTree) -> Self {
-        use std::os::unix::ffi::OsStrExt as _;
-        {
-            let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-            for entry in &tree.paths {
-                let file_type = FileType::from_raw_mode(entry.mode as rustix::fs::RawMode);
-                let len = (file_type == FileType::RegularFile).then_some(entry.size);
-                if entry.path == b"." {
-                    seen.types.insert(PathBuf::from("."), (file_type, len));
-                    seen.listed.insert(PathBuf::from("."));
-                    seen.children.entry(PathBuf::from(".")).or_default();
-                    continue;
-                }
-                let path = Path::new(".").join(std::ffi::OsStr::from_bytes(&entry.path));
-                if let (Some(parent), Some(name)) =
-                    (path.parent(), path.file_name().and_then(|n| n.to_str()))
-                {
-                    seen.children
-                        .entry(parent.to_path_buf())
-                        .or_default()
-                        .push(name.to_owned());
-                }
-                if file_type == FileType::Directory {
-                    seen.listed.insert(path.clone());
-                    seen.children.entry(path.clone()).or_default();
-                }
-                seen.types.insert(path, (file_type, len));
-            }
-            for names in seen.children.values_mut() {
-                names.sort();
-            }
-        }
+        *self.seen.lock().unwrap_or_else(PoisonError::into_inner) = Seen::from_tree(tree);
         self
     }
 
@@ -219,6 +137,30 @@ impl PluginRoot {
     /// The plugin's name, for messages.
     pub fn plugin(&self) -> &str {
         &self.plugin
+    }
+
+    /// The plugin's manifest (or its defaults), read through this root, and what reading it
+    /// noticed, each warning naming the plugin. An unusable manifest is
+    /// [`RuntimeError::Invalid`], naming plugin and file.
+    pub fn read_manifest(&self) -> Result<(PluginManifest, Vec<String>), RuntimeError> {
+        let manifest = read_manifest(
+            |rel| match self.read_text(rel) {
+                Ok(text) => Ok(text.map(String::into_bytes)),
+                Err(e) => Err(e.to_string()),
+            },
+            &self.plugin,
+        )
+        .map_err(|e| RuntimeError::Invalid {
+            plugin: self.plugin.clone(),
+            file: e.file,
+            message: e.message,
+        })?;
+        let warnings = manifest
+            .warnings
+            .iter()
+            .map(|w| format!("plugin `{}`: {w}", self.plugin))
+            .collect();
+        Ok((manifest, warnings))
     }
 
     /// Where `rel` really is. Walks the components with `lstat`, relative to the plugin's
