@@ -112,19 +112,7 @@ impl GitDb {
     /// Keeps a commit fetched by id from being collected as unreferenced, as the fetch's
     /// refspec `ID:refs/berth/commits/ID` does.
     pub(super) fn remember_commit(&self, id: ObjectId) -> Result<(), ResolveError> {
-        let name = format!("refs/berth/commits/{id}");
-        self.repo
-            .reference(
-                name.as_str(),
-                id,
-                gix::refs::transaction::PreviousValue::Any,
-                "berth: fetched",
-            )
-            .map_err(|e| ResolveError::Cache {
-                path: self.path.clone(),
-                source: Box::new(CacheError(e)),
-            })?;
-        Ok(())
+        self.set_ref(&format!("refs/berth/commits/{id}"), id, "berth: fetched")
     }
 
     /// Copies commit `id` of `local` into the cache as a depth-1 fetch would: the commit,
@@ -211,7 +199,7 @@ impl GitDb {
         Ok(())
     }
 
-    fn cache_error(&self, e: gix::Error) -> ResolveError {
+    pub(super) fn cache_error(&self, e: gix::Error) -> ResolveError {
         ResolveError::Cache {
             path: self.path.clone(),
             source: Box::new(CacheError(e)),

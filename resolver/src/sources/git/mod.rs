@@ -236,17 +236,19 @@ impl GitDb {
             Want::DefaultBranch => "refs/berth/HEAD".to_owned(),
             Want::Named(_) => ref_name,
         };
+        self.set_ref(&local, commit, "berth: resolved")
+    }
+
+    /// Points the cache's ref `name` at `id`.
+    fn set_ref(&self, name: &str, id: ObjectId, message: &str) -> Result<(), ResolveError> {
         self.repo
             .reference(
-                local.as_str(),
-                commit,
+                name,
+                id,
                 gix::refs::transaction::PreviousValue::Any,
-                "berth: resolved",
+                message,
             )
-            .map_err(|e| ResolveError::Cache {
-                path: self.path.clone(),
-                source: Box::new(CacheError(e)),
-            })?;
+            .map_err(|e| self.cache_error(e))?;
         Ok(())
     }
 
@@ -296,38 +298,18 @@ impl GitDb {
 
     /// The tags the cache has seen (`--offline`); a repository read in place, its tags.
     pub(crate) fn local_tags(&self) -> Vec<(String, ObjectId)> {
-        if self.in_place {
-            return tags_of(&self.repo);
-        }
-        let Ok(platform) = self.repo.references() else {
-            return Vec::new();
-        };
-        let Ok(tags) = platform.tags() else {
-            return Vec::new();
-        };
-        tags.filter_map(Result::ok)
-            .filter_map(|mut r| {
-                let name = r.name().shorten().to_string();
-                let id = r.peel_to_commit().ok()?.id;
-                Some((name, id))
-            })
-            .collect()
+        tags_of(&self.repo)
     }
 
     /// Resolves `want` from what the cache last saw of the remote (`--offline`); a
     /// repository read in place (on this machine, so no network) from its refs now.
     pub(crate) fn resolve_offline(&self, want: &Want) -> Option<ObjectId> {
-        if self.in_place {
-            let found = refs_of(&self.repo, &ref_names(want));
-            let lookup = |name: &str| found.iter().find(|(n, _)| n == name).and_then(|(_, c)| *c);
-            return ref_names(want).iter().find_map(|name| lookup(name));
-        }
-        let candidates: Vec<String> = match want {
-            Want::DefaultBranch => vec!["refs/berth/HEAD".into()],
-            Want::Named(name) if name.starts_with("refs/") => vec![name.clone()],
-            Want::Named(name) => vec![format!("refs/heads/{name}"), format!("refs/tags/{name}")],
+        // A cache keeps where the remote's `HEAD` pointed under a ref of its own.
+        let names = match want {
+            Want::DefaultBranch if !self.in_place => vec!["refs/berth/HEAD".to_owned()],
+            _ => ref_names(want),
         };
-        candidates.iter().find_map(|name| {
+        names.iter().find_map(|name| {
             let mut reference = self.repo.try_find_reference(name.as_str()).ok()??;
             let id = reference.peel_to_commit().ok()?.id;
             self.has_commit(id).then_some(id)
