@@ -41,18 +41,12 @@ fn setup(ctx: &TestContext) {
     }
 }
 
-/// `berth ARGS` in `dir`, with `github:` served from `github` (a server's URL) when given.
-fn run_with(
-    ctx: &TestContext,
-    github: Option<&str>,
-    dir: &Path,
-    args: &[&str],
-) -> std::process::Output {
-    let mut cmd = ctx.berth();
-    if let Some(url) = github {
-        cmd.env("BERTH_GITHUB_URL", url);
-    }
-    cmd.current_dir(dir).args(args).output().expect("run")
+fn run_in(ctx: &TestContext, dir: &Path, args: &[&str]) -> std::process::Output {
+    ctx.berth()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run")
 }
 
 /// Removes project `plugins`' store entries (and, with `caches`, their git caches), so the
@@ -111,9 +105,6 @@ struct Projects<'a> {
     ctx: &'a TestContext,
     a: PathBuf,
     b: PathBuf,
-    /// Where `github:` is served: over HTTP, so fetches fill git caches (a `file://`
-    /// repository is read in place and never cached).
-    github: String,
 }
 
 impl Projects<'_> {
@@ -149,9 +140,7 @@ impl Projects<'_> {
             }
         };
         let mut cmd = self.ctx.berth();
-        cmd.env("BERTH_GITHUB_URL", &self.github)
-            .current_dir(dir)
-            .args(args);
+        cmd.current_dir(dir).args(args);
         (cmd, locks)
     }
 
@@ -170,7 +159,7 @@ impl Projects<'_> {
             std::fs::rename(&parked, self.b.join("plugins.lock")).expect("unpark");
         }
         for dir in [&self.a, &self.b] {
-            let next = run_with(self.ctx, Some(&self.github), dir, &["plugins", "sync"]);
+            let next = run_in(self.ctx, dir, &["plugins", "sync"]);
             assert!(
                 next.status.success(),
                 "{what}: the next sync in {}: {}",
@@ -209,15 +198,16 @@ impl Projects<'_> {
 fn syncs_and_gcs_killed_at_each_step_never_leave_a_corrupt_store() {
     let ctx = TestContext::new();
     setup(&ctx);
-    let server = common::GitHttpServer::start(&ctx.upstream, &ctx.root.join("http.log"), &[]);
+    // Over HTTP, so fetches fill git caches (a `file://` repository is read in place and
+    // never cached), and the kills at a new cache's steps have a cache to make.
+    let _server = ctx.serve_github_over_http();
     let projects = Projects {
         ctx: &ctx,
         a: ctx.root.join("a"),
         b: ctx.root.join("b"),
-        github: server.url(),
     };
     for dir in [&projects.a, &projects.b] {
-        let first = run_with(&ctx, Some(&projects.github), dir, &["plugins", "sync"]);
+        let first = run_in(&ctx, dir, &["plugins", "sync"]);
         assert!(
             first.status.success(),
             "{}",

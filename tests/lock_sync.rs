@@ -489,27 +489,14 @@ fn offline_lock_resolves_from_what_the_cache_saw() {
     ctx.write_manifest(
         "[[plugin]]\nsource = \"github:acme/tools\"\n\n[[plugin]]\nsource = \"github:acme/tools\"\nref = \"v1\"\n",
     );
-    // Over HTTP (a `file://` remote is read in place, with no cache): the server is then
-    // stopped and the repositories moved away.
-    let server = common::GitHttpServer::start(&ctx.upstream, &ctx.root.join("http.log"), &[]);
-    let berth = |args: &[&str]| {
-        let out = ctx
-            .berth()
-            .env("BERTH_GITHUB_URL", server.url())
-            .args(args)
-            .output()
-            .expect("run");
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    assert_eq!(berth(&["plugins", "lock"]).0, Some(0));
+    // Over HTTP (a `file://` remote is read in place, with no cache); the repositories
+    // are then moved away, so the server has nothing to serve.
+    let _server = ctx.serve_github_over_http();
+    ctx.ok(&["plugins", "lock"]);
     let online = ctx.lock_text();
     std::fs::remove_file(ctx.lock_path()).expect("rm lock");
     std::fs::rename(&ctx.upstream, ctx.root.join("gone")).expect("upstream gone");
-    let (code, stderr) = berth(&["plugins", "lock", "--offline"]);
-    assert_eq!(code, Some(0), "{stderr}");
+    ctx.ok(&["plugins", "lock", "--offline"]);
     assert_eq!(
         ctx.lock_text(),
         online,
@@ -517,12 +504,12 @@ fn offline_lock_resolves_from_what_the_cache_saw() {
     );
 
     ctx.write_manifest("[[plugin]]\nsource = \"github:acme/tools\"\nref = \"dev\"\n");
-    let (code, stderr) = berth(&["plugins", "lock", "--offline"]);
-    drop(server);
-    assert_eq!(code, Some(1), "{stderr}");
+    let run = ctx.run(&["plugins", "lock", "--offline"]);
+    assert_eq!(run.code, 1);
     assert!(
-        stderr.contains("`dev`") && stderr.contains("--offline"),
-        "{stderr}"
+        run.errors()[0].contains("`dev`") && run.errors()[0].contains("--offline"),
+        "{}",
+        run.stderr
     );
 }
 
