@@ -401,7 +401,7 @@ fn readme_section(title: &str) -> String {
 fn the_readme_is_short_and_has_exactly_the_two_set_up_commands() {
     let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
     let lines = readme.lines().count();
-    assert!(lines <= 260, "README.md has {lines} lines; at most 260");
+    assert!(lines <= 270, "README.md has {lines} lines; at most 270");
     let set_up = readme_section("Set up");
     let commands: Vec<String> = blocks(&set_up)
         .iter()
