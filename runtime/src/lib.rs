@@ -31,6 +31,7 @@ mod pystr;
 pub mod review;
 mod root;
 pub mod runners;
+pub mod runs;
 mod set;
 pub mod skills;
 

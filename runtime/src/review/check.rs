@@ -205,15 +205,26 @@ fn check_capabilities(
         ),
         (
             Capability::McpRemote,
-            !remote.is_empty(),
-            format!("MCP servers at {}", quoted(remote.iter().copied())),
+            surface.has_remote_servers(),
+            with_unmodeled(
+                surface,
+                Capability::McpRemote,
+                (!remote.is_empty())
+                    .then(|| format!("MCP servers at {}", quoted(remote.iter().copied()))),
+            ),
         ),
         (
             Capability::Executables,
             surface.has_executables(),
-            format!(
-                "executables {}",
-                quoted(surface.executables.keys().map(String::as_str))
+            with_unmodeled(
+                surface,
+                Capability::Executables,
+                (!surface.executables.is_empty()).then(|| {
+                    format!(
+                        "executables {}",
+                        quoted(surface.executables.keys().map(String::as_str))
+                    )
+                }),
             ),
         ),
     ];
@@ -265,17 +276,40 @@ fn check_capabilities(
             });
         }
     }
+    // A remote server berth cannot model has no host to check: no list lets it through.
+    if let Some(file) = policy.files().find(|_| policy.has_remote_hosts()) {
+        for u in surface.unmodeled(Capability::McpRemote) {
+            violations.push(Violation {
+                plugin: name.to_owned(),
+                capability: "mcp_remote".to_owned(),
+                rule: "mcp_remote_hosts".to_owned(),
+                file: file.to_owned(),
+                detail: format!(
+                    "`{}` has {}, whose host berth cannot check",
+                    u.source, u.what
+                ),
+                needs_approval: false,
+            });
+        }
+    }
 }
 
 fn describe_hooks(surface: &Surface) -> String {
     let commands = surface.hooks.iter().map(|h| {
-        if h.kind == "command" {
+        let what = if h.kind == "command" {
             format!("{} `{}`", h.event, h.command)
         } else {
             format!("{} ({} hook)", h.event, h.kind)
+        };
+        if h.source.is_empty() {
+            what
+        } else {
+            format!("{what} in `{}`", h.source)
         }
     });
-    format!("hooks: {}", commands.collect::<Vec<_>>().join(", "))
+    let commands: Vec<String> = commands.collect();
+    let listed = (!commands.is_empty()).then(|| format!("hooks: {}", commands.join(", ")));
+    with_unmodeled(surface, Capability::Hooks, listed)
 }
 
 fn describe_stdio(surface: &Surface) -> String {
@@ -299,7 +333,32 @@ fn describe_stdio(surface: &Surface) -> String {
             .keys()
             .map(|n| format!("LSP server `{n}`")),
     );
-    parts.join(", ")
+    with_unmodeled(
+        surface,
+        Capability::McpStdio,
+        (!parts.is_empty()).then(|| parts.join(", ")),
+    )
+}
+
+/// `listed` (what is modelled, if any), then what the plugin has that counts as
+/// `capability` without being modelled.
+fn with_unmodeled(surface: &Surface, capability: Capability, listed: Option<String>) -> String {
+    let unmodeled: Vec<String> = surface
+        .unmodeled(capability)
+        .map(|u| format!("`{}`: {}", u.source, u.what))
+        .collect();
+    let also = (!unmodeled.is_empty()).then(|| {
+        format!(
+            "what berth cannot model, counted as {}: {}",
+            capability.as_str(),
+            unmodeled.join("; ")
+        )
+    });
+    listed
+        .into_iter()
+        .chain(also)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn quoted<'a>(items: impl Iterator<Item = &'a str>) -> String {

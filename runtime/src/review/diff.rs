@@ -6,29 +6,39 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::surface::{Component, HookEntry, McpEntry, Surface};
+use crate::runs::{LspEntry, Unmodeled};
 
 /// The differences between an old and a new [`Surface`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct SurfaceDiff {
-    /// Hooks added and removed, identified by (event, matcher, kind, command, source):
-    /// a changed command is a removal and an addition; a changed timeout is a change.
+    /// Hooks added and removed, identified by (event, matcher, kind, command, arguments,
+    /// source): a changed command is a removal and an addition; any other field that
+    /// differs (timeout, `async`, `if`, `shell`, ...) is a change.
     #[serde(skip_serializing_if = "HookDiff::is_empty")]
     pub hooks: HookDiff,
-    /// MCP servers by name; a change carries the old and the new definition.
+    /// MCP servers by name; a change carries the old and the new definition, and the names
+    /// of the environment variables and headers whose values changed (never the values).
     #[serde(skip_serializing_if = "MapDiff::is_empty")]
     pub mcp_servers: MapDiff<McpEntry>,
-    /// LSP servers by name, as raw JSON; a change carries the old and the new definition.
+    /// LSP servers by name (environment values hidden); a change carries the old and the
+    /// new definition and the names of changed environment variables.
     #[serde(skip_serializing_if = "MapDiff::is_empty")]
-    pub lsp_servers: MapDiff<Value>,
+    pub lsp_servers: MapDiff<LspEntry>,
     /// Executables by path; changed: the content differs.
     #[serde(skip_serializing_if = "NameDiff::is_empty")]
     pub executables: NameDiff,
     /// Files named by hooks and servers, by path; changed: the content differs.
     #[serde(skip_serializing_if = "NameDiff::is_empty")]
     pub named_files: NameDiff,
+    /// Every file that is not prose, by path; changed: content, exec bit or link target.
+    #[serde(skip_serializing_if = "NameDiff::is_empty")]
+    pub files: NameDiff,
+    /// Prose files whose running or granting parts (shell lines, front matter naming
+    /// tools, hooks or servers) changed.
+    #[serde(skip_serializing_if = "NameDiff::is_empty")]
+    pub prose_runs: NameDiff,
     /// Skills by name; changed: the digest differs.
     #[serde(skip_serializing_if = "NameDiff::is_empty")]
     pub skills: NameDiff,
@@ -42,6 +52,15 @@ pub struct SurfaceDiff {
     /// kind (`agent`, `command`, `skill`) then name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools_changed: Vec<ToolsChange>,
+    /// Skills, commands and sub-agents (new ones included) whose shell lines differ.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shell_changed: Vec<ShellChange>,
+    /// What a harness may run that berth cannot model, added and removed.
+    #[serde(skip_serializing_if = "UnmodeledDiff::is_empty")]
+    pub unmodeled: UnmodeledDiff,
+    /// Whether what the plugin's marketplace entry defines of it changed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub definition_changed: bool,
 }
 
 /// Hooks added, removed and changed, each list ordered by event, matcher, kind, command
@@ -54,7 +73,7 @@ pub struct HookDiff {
     /// Hooks only the old surface has.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub removed: Vec<HookEntry>,
-    /// Hooks in both whose timeout differs.
+    /// Hooks in both whose other fields differ.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub changed: Vec<Change<HookEntry>>,
 }
@@ -80,6 +99,23 @@ pub struct Change<T> {
     pub old: T,
     /// As the new surface has it.
     pub new: T,
+    /// The environment variables whose value changed (added and removed ones included).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env_changed: Vec<String>,
+    /// The request headers whose value changed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub headers_changed: Vec<String>,
+}
+
+impl<T> Change<T> {
+    fn of(old: T, new: T) -> Self {
+        Self {
+            old,
+            new,
+            env_changed: Vec::new(),
+            headers_changed: Vec::new(),
+        }
+    }
 }
 
 /// Names (or paths) added, removed and changed, sorted.
@@ -107,6 +143,37 @@ pub struct ToolsChange {
     pub old: Option<Vec<String>>,
     /// The new tools (`None`: not given).
     pub new: Option<Vec<String>>,
+}
+
+/// A skill's, command's or sub-agent's shell lines, before and after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShellChange {
+    /// `skill`, `command` or `agent`.
+    pub kind: &'static str,
+    /// Its name.
+    pub name: String,
+    /// The old lines (empty: none, or it is new).
+    pub old: Vec<String>,
+    /// The new lines.
+    pub new: Vec<String>,
+}
+
+/// What cannot be modelled, added and removed.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct UnmodeledDiff {
+    /// Only in the new surface.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub added: Vec<Unmodeled>,
+    /// Only in the old surface.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<Unmodeled>,
+}
+
+impl UnmodeledDiff {
+    /// Whether nothing was added or removed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty()
+    }
 }
 
 impl<T> Default for MapDiff<T> {
@@ -143,45 +210,112 @@ impl NameDiff {
 impl SurfaceDiff {
     /// Whether the two surfaces are the same in every category (warnings aside).
     pub fn is_empty(&self) -> bool {
-        self.hooks.is_empty()
+        !self.changes_what_runs()
+            && self.skills.is_empty()
+            && self.commands.is_empty()
+            && self.agents.is_empty()
+    }
+
+    /// Whether what the plugin runs or grants changed: hooks, servers, executables, any
+    /// file that is not prose, the running parts of prose (shell lines, granting front
+    /// matter), tools, what cannot be modelled, or its marketplace entry's definition.
+    pub fn changes_what_runs(&self) -> bool {
+        !(self.hooks.is_empty()
             && self.mcp_servers.is_empty()
             && self.lsp_servers.is_empty()
             && self.executables.is_empty()
             && self.named_files.is_empty()
-            && self.skills.is_empty()
-            && self.commands.is_empty()
-            && self.agents.is_empty()
+            && self.files.is_empty()
+            && self.prose_runs.is_empty()
             && self.tools_changed.is_empty()
+            && self.shell_changed.is_empty()
+            && self.unmodeled.is_empty()
+            && !self.definition_changed)
     }
 }
 
 /// What changed from `old` to `new`.
 pub fn diff(old: &Surface, new: &Surface) -> SurfaceDiff {
     let mut tools_changed = Vec::new();
+    let mut shell_changed = Vec::new();
     for (kind, old_map, new_map) in [
         ("agent", &old.agents, &new.agents),
         ("command", &old.commands, &new.commands),
         ("skill", &old.skills, &new.skills),
     ] {
         tools_changed.extend(tools_diff(kind, old_map, new_map));
+        shell_changed.extend(shell_diff(kind, old_map, new_map));
     }
+    let prose_old: BTreeMap<String, String> = digests(&old.prose_runs);
+    let prose_new: BTreeMap<String, String> = digests(&new.prose_runs);
     SurfaceDiff {
         hooks: hooks_diff(&old.hooks, &new.hooks),
-        mcp_servers: map_diff(&old.mcp_servers, &new.mcp_servers),
-        lsp_servers: map_diff(&old.lsp_servers, &new.lsp_servers),
+        mcp_servers: map_diff(&old.mcp_servers, &new.mcp_servers, |o, n| {
+            (o.env_changed(n), o.headers_changed(n))
+        }),
+        lsp_servers: map_diff(&old.lsp_servers, &new.lsp_servers, |o, n| {
+            (lsp_env_changed(o, n), Vec::new())
+        }),
         executables: name_diff(&old.executables, &new.executables),
         named_files: name_diff(&old.named_files, &new.named_files),
+        files: name_diff(&old.files, &new.files),
+        prose_runs: name_diff(&prose_old, &prose_new),
         skills: name_diff(&old.skills, &new.skills),
         commands: name_diff(&old.commands, &new.commands),
         agents: name_diff(&old.agents, &new.agents),
         tools_changed,
+        shell_changed,
+        unmodeled: UnmodeledDiff {
+            added: new
+                .unmodeled
+                .iter()
+                .filter(|u| !old.unmodeled.contains(u))
+                .cloned()
+                .collect(),
+            removed: old
+                .unmodeled
+                .iter()
+                .filter(|u| !new.unmodeled.contains(u))
+                .cloned()
+                .collect(),
+        },
+        definition_changed: old.definition != new.definition,
     }
 }
 
-type HookKey<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
+fn digests(parts: &BTreeMap<String, Vec<String>>) -> BTreeMap<String, String> {
+    parts
+        .iter()
+        .map(|(path, p)| (path.clone(), p.join("\n\u{0}")))
+        .collect()
+}
+
+/// The environment variables whose values differ between two LSP definitions.
+fn lsp_env_changed(old: &LspEntry, new: &LspEntry) -> Vec<String> {
+    let env = |e: &LspEntry| -> BTreeMap<String, String> {
+        serde_json::from_str::<serde_json::Value>(&e.raw)
+            .ok()
+            .and_then(|v| v.get("env").and_then(|e| e.as_object()).cloned())
+            .map(|m| m.into_iter().map(|(k, v)| (k, v.to_string())).collect())
+            .unwrap_or_default()
+    };
+    let (a, b) = (env(old), env(new));
+    let mut keys: Vec<String> = a
+        .iter()
+        .filter(|(k, v)| b.get(*k) != Some(*v))
+        .map(|(k, _)| k.clone())
+        .chain(b.keys().filter(|k| !a.contains_key(*k)).cloned())
+        .collect();
+    keys.sort();
+    keys
+}
+
+type HookKey<'a> = (&'a str, &'a str, &'a str, &'a str, &'a [String], &'a str);
 
 fn hook_key(h: &HookEntry) -> HookKey<'_> {
-    (&h.event, &h.matcher, &h.kind, &h.command, &h.source)
+    (
+        &h.event, &h.matcher, &h.kind, &h.command, &h.args, &h.source,
+    )
 }
 
 /// Hooks paired by identity; the same hook given twice pairs in order, and what is left
@@ -198,10 +332,7 @@ fn hooks_diff(old: &[HookEntry], new: &[HookEntry]) -> HookDiff {
     for (olds, news) in by_key.into_values() {
         for (o, n) in olds.iter().zip(&news) {
             if o != n {
-                out.changed.push(Change {
-                    old: (*o).clone(),
-                    new: (*n).clone(),
-                });
+                out.changed.push(Change::of((*o).clone(), (*n).clone()));
             }
         }
         out.removed
@@ -215,6 +346,7 @@ fn hooks_diff(old: &[HookEntry], new: &[HookEntry]) -> HookDiff {
 fn map_diff<T: Clone + PartialEq>(
     old: &BTreeMap<String, T>,
     new: &BTreeMap<String, T>,
+    values: impl Fn(&T, &T) -> (Vec<String>, Vec<String>),
 ) -> MapDiff<T> {
     let mut out = MapDiff::default();
     for (name, o) in old {
@@ -223,9 +355,11 @@ fn map_diff<T: Clone + PartialEq>(
                 out.removed.insert(name.clone(), o.clone());
             }
             Some(n) if n != o => {
+                let (env_changed, headers_changed) = values(o, n);
                 let change = Change {
-                    old: o.clone(),
-                    new: n.clone(),
+                    env_changed,
+                    headers_changed,
+                    ..Change::of(o.clone(), n.clone())
                 };
                 out.changed.insert(name.clone(), change);
             }
@@ -292,6 +426,25 @@ fn tools_diff(
         .collect()
 }
 
+/// Shell lines that differ, for components in both and for new ones that have any.
+fn shell_diff(
+    kind: &'static str,
+    old: &BTreeMap<String, Component>,
+    new: &BTreeMap<String, Component>,
+) -> Vec<ShellChange> {
+    new.iter()
+        .filter_map(|(name, n)| {
+            let before = old.get(name).map(|o| o.shell.clone()).unwrap_or_default();
+            (before != n.shell).then(|| ShellChange {
+                kind,
+                name: name.clone(),
+                old: before,
+                new: n.shell.clone(),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::fixture::{fixture, write};
@@ -325,13 +478,20 @@ mod tests {
             matcher: "*".into(),
             kind: "command".into(),
             command: "echo hi".into(),
+            args: vec![],
             timeout: 60,
+            is_async: false,
             source: "hooks/hooks.json".into(),
+            raw: r#"{"hook":{"command":"echo hi"},"matcher":"*"}"#.into(),
         };
         let expected = SurfaceDiff {
             hooks: HookDiff {
                 added: vec![added],
                 ..HookDiff::default()
+            },
+            files: NameDiff {
+                changed: vec!["hooks/hooks.json".into()],
+                ..NameDiff::default()
             },
             skills: NameDiff {
                 changed: vec!["beta".into()],
@@ -342,7 +502,7 @@ mod tests {
         assert_eq!(changes, expected);
         assert_eq!(
             serde_json::to_string(&changes).expect("json"),
-            r#"{"hooks":{"added":[{"event":"session_start","matcher":"*","kind":"command","command":"echo hi","timeout":60,"source":"hooks/hooks.json"}]},"skills":{"changed":["beta"]}}"#
+            r#"{"hooks":{"added":[{"event":"session_start","matcher":"*","kind":"command","command":"echo hi","timeout":60,"source":"hooks/hooks.json"}]},"files":{"changed":["hooks/hooks.json"]},"skills":{"changed":["beta"]}}"#
         );
     }
 

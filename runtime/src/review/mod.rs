@@ -3,23 +3,29 @@
 //! its files. Reads a store entry only; never runs anything.
 //!
 //! `walk` lists and hashes an entry's files; `sources` finds the plugin files that
-//! commands name; `shape` is what a surface holds and `surface` builds one from both, `diff`
-//! compares surfaces and `hidden` scans files; `check` holds a lock's plugins against a
-//! policy and its approvals, using `surface` and `hidden`. Dependencies point that way only.
+//! commands name; `prose` says which files are prose and which parts of them run;
+//! `shape` is what a surface holds and `surface` builds one from those and from
+//! [`crate::runs`] (what every harness would run), `diff` compares surfaces and `hidden`
+//! scans files; `check` holds a lock's plugins against a policy and its approvals, using
+//! `surface` and `hidden`. Dependencies point that way only.
 
 mod check;
 mod diff;
 #[cfg(test)]
 mod fixture;
 mod hidden;
+mod prose;
 mod shape;
 mod sources;
 mod surface;
 mod walk;
 
 pub use check::{Checked, UnderReview, Violation, check_plugins, finding_line};
-pub use diff::{Change, HookDiff, MapDiff, NameDiff, SurfaceDiff, ToolsChange, diff};
+pub use diff::{
+    Change, HookDiff, MapDiff, NameDiff, ShellChange, SurfaceDiff, ToolsChange, UnmodeledDiff, diff,
+};
 pub use hidden::{Finding, Severity, classify, scan_plugin, scan_text};
+pub use shape::{APPROVAL_DIGEST_VERSION, LspEntry, PackagePin, Unmodeled};
 pub use surface::{
     Component, DATA_PLACEHOLDER, HookEntry, McpEntry, ROOT_PLACEHOLDER, Surface, surface_of,
 };

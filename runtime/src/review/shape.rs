@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::walk::sha256_hex;
-use crate::lsp::canonical;
+pub use crate::runs::{HookEntry, LspEntry, McpEntry, Unmodeled};
+use berth_lockfile_schema::governance::Capability;
 use berth_lockfile_schema::runner::PayloadUse;
 
 /// Where the surface says the plugin is: the loaders write this in place of the plugin's
@@ -22,20 +22,28 @@ pub const DATA_PLACEHOLDER: &str = "${PLUGIN_DATA}";
 /// give equal surfaces and equal JSON.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Surface {
-    /// The hooks the runtime would load (the hooks file's and the sub-agents'), sorted by
+    /// Every hook any harness would load (hooks files, manifests inline or by path, the
+    /// marketplace entry, markdown front matter), monitors and status lines, sorted by
     /// event, matcher and command.
     pub hooks: Vec<HookEntry>,
     /// MCP servers by name: the plugin's under their own name; a sub-agent's or a skill's
     /// as `<defining file>#<name>` (e.g. `agents/reviewer.md#db`).
     pub mcp_servers: BTreeMap<String, McpEntry>,
-    /// LSP servers by name, as raw JSON with object keys sorted.
-    pub lsp_servers: BTreeMap<String, Value>,
-    /// Every regular file with an execute bit, and every regular file under `bin/`:
-    /// relative path -> lowercase hex SHA-256.
+    /// LSP servers by name, as written with object keys sorted (environment values
+    /// hidden).
+    pub lsp_servers: BTreeMap<String, LspEntry>,
+    /// Every regular file with an execute bit, every file under `bin/`, every file of a
+    /// manifest's `workflows`, and every executable a manifest declares for a harness to
+    /// fetch (`binaries`): relative path -> lowercase hex SHA-256 (declared ones:
+    /// `declared sha256:<hex>`).
     pub executables: BTreeMap<String, String>,
     /// Every regular file a hook command, an MCP server's command or arguments, or an LSP
     /// server's command or arguments names: relative path -> lowercase hex SHA-256.
     pub named_files: BTreeMap<String, String>,
+    /// Every file and symlink of the plugin that is not prose (see `prose.rs`), and every
+    /// prose file a command names: relative path -> lowercase hex SHA-256, with ` +x` when
+    /// it is executable; a symlink as `-> TARGET`.
+    pub files: BTreeMap<String, String>,
     /// Skills by name.
     pub skills: BTreeMap<String, Component>,
     /// Commands by name (the file's stem; the agent sees `<plugin>:<name>`).
@@ -47,46 +55,19 @@ pub struct Surface {
     /// [`Surface::pin_packages`].
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub packages: BTreeMap<String, PackagePin>,
+    /// What a harness may run that berth cannot model; each counts as its capability.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unmodeled: Vec<Unmodeled>,
+    /// The parts of each prose file that run or grant (shell lines, granting front matter
+    /// keys), by path.
+    #[serde(skip)]
+    pub prose_runs: BTreeMap<String, Vec<String>>,
+    /// What the plugin's marketplace entry defines of it (canonical JSON), when it does.
+    #[serde(skip)]
+    pub definition: Option<String>,
     /// What could not be read, or was read in an unexpected way, naming plugin and file.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-}
-
-/// One hook.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HookEntry {
-    /// The event, snake_case (`pre_tool_use`).
-    pub event: String,
-    /// The matcher (`*` when the file gives none).
-    pub matcher: String,
-    /// `command`, `prompt` or `agent`.
-    pub kind: String,
-    /// A command hook's shell command, the plugin's folder written `${CLAUDE_PLUGIN_ROOT}`;
-    /// a prompt or agent hook's prompt.
-    pub command: String,
-    /// Seconds before it is killed.
-    pub timeout: u64,
-    /// The file defining it (`hooks/hooks.json`, `agents/reviewer.md`).
-    pub source: String,
-}
-
-/// One MCP server. Environment values are never part of the surface: they may be secrets.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct McpEntry {
-    /// `stdio`, `http`, `streamable-http` or `sse`.
-    pub transport: String,
-    /// The program (stdio).
-    pub command: Option<String>,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// The endpoint (remote transports).
-    pub url: Option<String>,
-    /// The names of the environment variables it is given, sorted.
-    pub env_keys: Vec<String>,
-    /// Its working folder.
-    pub cwd: Option<String>,
-    /// The file defining it (`.mcp.json`, `agents/reviewer.md`, `skills/x/.mcp.json`).
-    pub source: String,
 }
 
 /// A package a runner line starts, as the lock pins it.
@@ -94,10 +75,14 @@ pub struct McpEntry {
 pub struct PackagePin {
     /// The runner as written (`npx`, `uvx`).
     pub runner: String,
+    /// The line's package spec as written (`fake-mcp@1.0.0`).
+    pub spec: String,
     /// The package.
     pub package: String,
     /// The pinned version.
     pub version: String,
+    /// The file of the closure that runs (`node_modules/fake-mcp/bin/server.js`).
+    pub entry: String,
     /// The closure's NAR hash (SRI).
     pub hash: String,
 }
@@ -106,43 +91,45 @@ pub struct PackagePin {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Component {
     /// Lowercase hex SHA-256 of the defining file; for a `SKILL.md` skill, of its whole
-    /// folder (see [`surface_of`]).
+    /// folder (see [`surface_of`](super::surface_of)).
     pub digest: String,
     /// A skill's or command's `allowed-tools`, a sub-agent's `tools`; `None` when not given.
     pub tools: Option<Vec<String>>,
+    /// The shell lines its text runs (`` !`cmd` ``, ```` ```! ```` blocks), as written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shell: Vec<String>,
 }
 
-/// The parts of a surface that run code, which [`Surface::approval_digest`] covers.
+/// What [`Surface::approval_digest`] covers.
 #[derive(Serialize)]
-struct Executing<'a> {
-    hooks: &'a [HookEntry],
-    mcp_servers: &'a BTreeMap<String, McpEntry>,
-    lsp_servers: BTreeMap<&'a str, Value>,
-    executables: &'a BTreeMap<String, String>,
-    named_files: &'a BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+struct Approved<'a> {
+    version: u32,
+    files: &'a BTreeMap<String, String>,
+    prose: &'a BTreeMap<String, Vec<String>>,
+    definition: Option<&'a str>,
     packages: &'a BTreeMap<String, PackagePin>,
 }
 
+/// The version of what an approval digest covers; a new version asks for every approval
+/// again once.
+pub const APPROVAL_DIGEST_VERSION: u32 = 2;
+
 impl Surface {
-    /// `sha256:` and the hex SHA-256 of the compact JSON of the executing parts alone
-    /// (`hooks`, `mcp_servers`, `lsp_servers`, `executables`, `named_files`, then the
-    /// pinned `packages` when there are any, object keys sorted). Changing a skill's text leaves it unchanged; changing a hook,
-    /// a server or a script they name changes it.
+    /// `sha256:` and the hex SHA-256 of the compact JSON of what runs or grants: every
+    /// file and symlink that is not prose (content, exec bit, link target), the running
+    /// and granting parts of prose, the marketplace entry's definition and the pinned
+    /// packages (runner, spec, package, version, entry, hash). Every hook, MCP and LSP
+    /// field lives in one of those, so any change to one asks again; a change to the rest
+    /// of a skill's, command's or agent's text does not.
     pub fn approval_digest(&self) -> String {
-        let executing = Executing {
-            hooks: &self.hooks,
-            mcp_servers: &self.mcp_servers,
-            lsp_servers: self
-                .lsp_servers
-                .iter()
-                .map(|(k, v)| (k.as_str(), canonical(v)))
-                .collect(),
-            executables: &self.executables,
-            named_files: &self.named_files,
+        let approved = Approved {
+            version: APPROVAL_DIGEST_VERSION,
+            files: &self.files,
+            prose: &self.prose_runs,
+            definition: self.definition.as_deref(),
             packages: &self.packages,
         };
-        let bytes = serde_json::to_vec(&executing).expect("strings, numbers and maps serialise");
+        let bytes = serde_json::to_vec(&approved).expect("strings and maps serialise");
         format!("sha256:{}", sha256_hex(&bytes))
     }
 
@@ -162,23 +149,41 @@ impl Surface {
                 key,
                 PackagePin {
                     runner: p.runner.clone(),
+                    spec: p.spec.clone(),
                     package: p.package.clone(),
                     version: p.version.clone(),
+                    entry: p.entry.clone(),
                     hash: p.hash.to_sri(),
                 },
             );
         }
     }
 
-    /// Whether the plugin has any hook.
-    pub fn has_hooks(&self) -> bool {
-        !self.hooks.is_empty()
+    /// What the plugin has that is not modelled and counts as `capability`.
+    pub fn unmodeled(&self, capability: Capability) -> impl Iterator<Item = &Unmodeled> {
+        self.unmodeled
+            .iter()
+            .filter(move |u| u.capability == capability)
     }
 
-    /// Whether the plugin starts local processes as servers: a stdio MCP server or any
-    /// LSP server.
+    /// Whether the plugin has any hook (monitors and status lines included), or something
+    /// not modelled that may be one.
+    pub fn has_hooks(&self) -> bool {
+        !self.hooks.is_empty() || self.unmodeled(Capability::Hooks).next().is_some()
+    }
+
+    /// Whether the plugin starts local processes as servers: a stdio MCP server, any LSP
+    /// server, or something not modelled that may be one.
     pub fn has_stdio_servers(&self) -> bool {
-        !self.lsp_servers.is_empty() || self.mcp_servers.values().any(|s| s.transport == "stdio")
+        !self.lsp_servers.is_empty()
+            || self.mcp_servers.values().any(|s| s.command.is_some())
+            || self.unmodeled(Capability::McpStdio).next().is_some()
+    }
+
+    /// Whether the plugin reaches MCP servers by URL, or has something not modelled that
+    /// may.
+    pub fn has_remote_servers(&self) -> bool {
+        !self.remote_urls().is_empty() || self.unmodeled(Capability::McpRemote).next().is_some()
     }
 
     /// The URLs of the remote MCP servers, in server-name order.
@@ -189,8 +194,9 @@ impl Surface {
             .collect()
     }
 
-    /// Whether the plugin ships executables (exec-bit files or files under `bin/`).
+    /// Whether the plugin ships executables (exec-bit files, files under `bin/`,
+    /// workflows, declared binaries), or something not modelled that may be one.
     pub fn has_executables(&self) -> bool {
-        !self.executables.is_empty()
+        !self.executables.is_empty() || self.unmodeled(Capability::Executables).next().is_some()
     }
 }

@@ -1,8 +1,8 @@
-//! The regular files of a store entry, and their SHA-256 digests.
+//! The files and symlinks of a store entry, and their SHA-256 digests.
 //!
-//! Symlinks are skipped, never followed: a review reads only what the entry itself holds.
+//! Symlinks are listed with their target, never followed: a review reads only what the
+//! entry itself holds.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -16,10 +16,20 @@ pub(crate) struct FileEntry {
     pub(crate) path: PathBuf,
     /// Whether any execute bit is set.
     pub(crate) executable: bool,
+    /// A symlink's target, as written (`None`: a regular file).
+    pub(crate) link: Option<String>,
 }
 
 /// Every regular file below `entry`, sorted by relative path; symlinks are skipped.
 pub(crate) fn regular_files(entry: &Path) -> std::io::Result<Vec<FileEntry>> {
+    let mut all = files_and_links(entry)?;
+    all.retain(|f| f.link.is_none());
+    Ok(all)
+}
+
+/// Every regular file and every symlink below `entry` (links not followed), sorted by
+/// relative path.
+pub(crate) fn files_and_links(entry: &Path) -> std::io::Result<Vec<FileEntry>> {
     let mut out = Vec::new();
     let mut pending = vec![(entry.to_path_buf(), String::new())];
     while let Some((dir, prefix)) = pending.pop() {
@@ -41,6 +51,15 @@ pub(crate) fn regular_files(entry: &Path) -> std::io::Result<Vec<FileEntry>> {
                     rel,
                     path: item.path(),
                     executable: is_executable(&meta),
+                    link: None,
+                });
+            } else if kind.is_symlink() {
+                let target = fs_err::read_link(item.path())?;
+                out.push(FileEntry {
+                    rel,
+                    path: item.path(),
+                    executable: false,
+                    link: Some(target.to_string_lossy().into_owned()),
                 });
             }
         }
@@ -58,21 +77,6 @@ fn is_executable(meta: &std::fs::Metadata) -> bool {
 #[cfg(not(unix))]
 fn is_executable(_meta: &std::fs::Metadata) -> bool {
     false
-}
-
-/// The lowercase hex SHA-256 of the file at `path`, streamed.
-pub(crate) fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = fs_err::File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 64 * 1024];
-    loop {
-        let read = file.read(&mut buffer)?;
-        if read == 0 {
-            break;
-        }
-        hasher.update(&buffer[..read]);
-    }
-    Ok(hex(&hasher.finalize()))
 }
 
 /// The lowercase hex SHA-256 of `bytes`.
