@@ -14,6 +14,8 @@ pub mod market;
 pub mod moto;
 /// berth's Python extension, built for the tests that load it.
 pub mod native;
+/// A static npm registry on 127.0.0.1.
+pub mod npm;
 // The CI rule for a missing tool, shared with the store's tests.
 #[path = "skip.rs"]
 mod skip;

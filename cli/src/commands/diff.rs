@@ -84,8 +84,9 @@ fn read_from(ctx: &Context, from: &str) -> Result<(Lock, String)> {
     Ok((parse_lock(&label, &text)?, label))
 }
 
-/// The plugins whose content differs between `old` and `new`, with their surfaces'
-/// difference; what is not in the store is fetched first, as `sync` would.
+/// The plugins whose content or marketplace definition differs between `old` and `new`,
+/// with their surfaces' difference; what is not in the store is fetched first, as `sync`
+/// would.
 pub fn lock_diff(
     ctx: &Context,
     old: &Lock,
@@ -98,7 +99,9 @@ pub fn lock_diff(
     let mut pairs: Vec<(Option<LockedPlugin>, Option<LockedPlugin>)> = Vec::new();
     for plugin in &new.plugins {
         match find(old, &plugin.name) {
-            Some(before) if before.hash == plugin.hash => {}
+            // The same content and the same marketplace definition: nothing can differ.
+            Some(before)
+                if before.hash == plugin.hash && before.definition == plugin.definition => {}
             before => pairs.push((before, Some(plugin.clone()))),
         }
     }
@@ -133,6 +136,7 @@ pub fn lock_diff(
             (Some(_), None) => "removed",
             _ => "moved",
         };
+        let changes = diff(old_surface, new_surface);
         plugins.push(PluginDiff {
             name: after
                 .as_ref()
@@ -142,7 +146,8 @@ pub fn lock_diff(
             status,
             old: before.as_ref().map(PinView::of),
             new: after.as_ref().map(PinView::of),
-            changes: diff(old_surface, new_surface),
+            runs_different_code: changes.changes_what_runs(),
+            changes,
         });
     }
     Ok(LockDiff {

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use berth_lockfile_schema::{LockedPayload, LockedPlugin, Pin};
-use berth_runtime::review::{HookEntry, McpEntry, SurfaceDiff};
+use berth_runtime::review::{Change, HookEntry, McpEntry, SurfaceDiff};
 use serde::Serialize;
 
 /// The document `--json` prints (docs/governance.md describes it).
@@ -38,19 +38,37 @@ pub struct PayloadDiff {
     pub from: Option<String>,
     /// The new pinned version; `null` when it is no longer pinned.
     pub to: Option<String>,
+    /// The file of the old closure that runs, when it differs from the new one's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_entry: Option<String>,
+    /// The file of the new closure that runs, when it differs from the old one's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_entry: Option<String>,
 }
 
 impl PayloadDiff {
     /// The payloads whose pins differ between `old` and `new`, paired by plugin and server.
     pub fn between(old: &[LockedPayload], new: &[LockedPayload]) -> Vec<Self> {
         let key = |p: &LockedPayload| (p.plugin.clone(), p.server.clone());
-        let view = |p: &LockedPayload| (p.package.clone(), p.version.clone(), p.hash);
+        // Everything the lock pins of a payload, what runs (`entry`) and the line
+        // (`runner`, `spec`) included.
+        let view = |p: &LockedPayload| {
+            (
+                p.package.clone(),
+                p.version.clone(),
+                p.hash,
+                p.entry.clone(),
+                p.runner.clone(),
+                p.spec.clone(),
+            )
+        };
         let mut out = Vec::new();
         for after in new {
             let before = old.iter().find(|p| key(p) == key(after));
             if before.is_some_and(|b| view(b) == view(after)) {
                 continue;
             }
+            let entry_moved = before.is_some_and(|b| b.entry != after.entry);
             out.push(PayloadDiff {
                 plugin: after.plugin.clone(),
                 server: after.server.clone(),
@@ -58,6 +76,8 @@ impl PayloadDiff {
                 package: after.package.clone(),
                 from: before.map(|b| b.version.clone()),
                 to: Some(after.version.clone()),
+                from_entry: before.filter(|_| entry_moved).map(|b| b.entry.clone()),
+                to_entry: entry_moved.then(|| after.entry.clone()),
             });
         }
         for before in old.iter().filter(|b| !new.iter().any(|a| key(a) == key(b))) {
@@ -68,19 +88,28 @@ impl PayloadDiff {
                 package: before.package.clone(),
                 from: Some(before.version.clone()),
                 to: None,
+                from_entry: None,
+                to_entry: None,
             });
         }
         out
     }
 
-    /// `fake-mcp 1.1.0 -> 1.2.0`, `fake-mcp pinned at 1.1.0`, `fake-mcp no longer pinned`.
+    /// `fake-mcp 1.1.0 -> 1.2.0`, `fake-mcp pinned at 1.1.0`, `fake-mcp no longer pinned`,
+    /// `fake-mcp 1.0.0 runs lib/other.js (was bin/server.js)`.
     fn change(&self) -> String {
-        match (&self.from, &self.to) {
+        let runs = match (&self.from_entry, &self.to_entry) {
+            (Some(a), Some(b)) => format!(", runs `{b}` (was `{a}`)"),
+            _ => String::new(),
+        };
+        let version = match (&self.from, &self.to) {
+            (Some(a), Some(b)) if a == b => format!("{} {a}", self.package),
             (Some(a), Some(b)) => format!("{} {a} -> {b}", self.package),
             (None, Some(b)) => format!("{} pinned at {b}", self.package),
             (Some(a), None) => format!("{} {a} no longer pinned", self.package),
             (None, None) => self.package.clone(),
-        }
+        };
+        format!("{version}{runs}")
     }
 }
 
@@ -97,6 +126,8 @@ pub struct PluginDiff {
     /// Its new pin (added and moved plugins).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub new: Option<PinView>,
+    /// Whether what it runs or grants changed (see `SurfaceDiff::changes_what_runs`).
+    pub runs_different_code: bool,
     /// What it may run and what it tells the agent, old against new.
     pub changes: SurfaceDiff,
 }
@@ -173,6 +204,29 @@ fn mcp_text(s: &McpEntry) -> String {
     }
 }
 
+/// `a, b` as `a`, `b`.
+fn names(list: &[String]) -> String {
+    list.iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What besides its identity differs between two versions of a hook.
+fn hook_change(c: &Change<HookEntry>) -> String {
+    let mut what = Vec::new();
+    if c.old.timeout != c.new.timeout {
+        what.push(format!("timeout {}s -> {}s", c.old.timeout, c.new.timeout));
+    }
+    if c.old.is_async != c.new.is_async {
+        what.push(format!("async {} -> {}", c.old.is_async, c.new.is_async));
+    }
+    if what.is_empty() {
+        what.push("other fields".to_owned());
+    }
+    what.join(", ")
+}
+
 fn lines(changes: &SurfaceDiff) -> Vec<Line> {
     let mut out = Vec::new();
     for h in &changes.hooks.added {
@@ -185,11 +239,7 @@ fn lines(changes: &SurfaceDiff) -> Vec<Line> {
     }
     for c in &changes.hooks.changed {
         let (what, cmd) = hook_text(&c.new);
-        out.push(line(
-            '~',
-            format!("{what} (timeout {}s -> {}s)", c.old.timeout, c.new.timeout),
-            cmd,
-        ));
+        out.push(line('~', format!("{what} ({})", hook_change(c)), cmd));
     }
     for (name, s) in &changes.mcp_servers.added {
         out.push(line('+', format!("MCP server `{name}`"), mcp_text(s)));
@@ -198,24 +248,68 @@ fn lines(changes: &SurfaceDiff) -> Vec<Line> {
         out.push(line('-', format!("MCP server `{name}`"), mcp_text(s)));
     }
     for (name, c) in &changes.mcp_servers.changed {
-        out.push(line(
-            '~',
-            format!("MCP server `{name}` (was `{}`)", mcp_text(&c.old)),
-            mcp_text(&c.new),
-        ));
+        let mut what = format!("MCP server `{name}` (was `{}`", mcp_text(&c.old));
+        if !c.env_changed.is_empty() {
+            what.push_str(&format!(
+                "; environment values of {}",
+                names(&c.env_changed)
+            ));
+        }
+        if !c.headers_changed.is_empty() {
+            what.push_str(&format!("; header values of {}", names(&c.headers_changed)));
+        }
+        what.push(')');
+        out.push(line('~', what, mcp_text(&c.new)));
     }
     for (name, v) in &changes.lsp_servers.added {
-        out.push(line('+', format!("LSP server `{name}`"), v.to_string()));
+        out.push(line(
+            '+',
+            format!("LSP server `{name}`"),
+            v.shown.to_string(),
+        ));
     }
     for (name, v) in &changes.lsp_servers.removed {
-        out.push(line('-', format!("LSP server `{name}`"), v.to_string()));
+        out.push(line(
+            '-',
+            format!("LSP server `{name}`"),
+            v.shown.to_string(),
+        ));
     }
     for (name, c) in &changes.lsp_servers.changed {
-        out.push(line('~', format!("LSP server `{name}`"), c.new.to_string()));
+        let env = if c.env_changed.is_empty() {
+            String::new()
+        } else {
+            format!(" (environment values of {})", names(&c.env_changed))
+        };
+        out.push(line(
+            '~',
+            format!("LSP server `{name}`{env}"),
+            c.new.shown.to_string(),
+        ));
+    }
+    for u in &changes.unmodeled.added {
+        let what = format!("{} berth cannot model", u.capability.as_str());
+        out.push(line('+', what, format!("{}: {}", u.source, u.what)));
+    }
+    for u in &changes.unmodeled.removed {
+        let what = format!("{} berth cannot model", u.capability.as_str());
+        out.push(line('-', what, format!("{}: {}", u.source, u.what)));
+    }
+    if changes.definition_changed {
+        out.push(line(
+            '~',
+            "what its marketplace entry defines",
+            "(see the lock's `definition`)",
+        ));
     }
     let names = [
         ("executable", &changes.executables),
         ("file a command names", &changes.named_files),
+        ("file", &changes.files),
+        (
+            "shell lines or granting front matter of",
+            &changes.prose_runs,
+        ),
         ("skill", &changes.skills),
         ("command", &changes.commands),
         ("agent", &changes.agents),
@@ -241,6 +335,22 @@ fn lines(changes: &SurfaceDiff) -> Vec<Line> {
             format!("tools of {} `{}`: {} ->", t.kind, t.name, show(&t.old)),
             show(&t.new),
         ));
+    }
+    for sh in &changes.shell_changed {
+        for added in sh.new.iter().filter(|l| !sh.old.contains(l)) {
+            out.push(line(
+                '+',
+                format!("shell line of {} `{}`", sh.kind, sh.name),
+                added.clone(),
+            ));
+        }
+        for removed in sh.old.iter().filter(|l| !sh.new.contains(l)) {
+            out.push(line(
+                '-',
+                format!("shell line of {} `{}`", sh.kind, sh.name),
+                removed.clone(),
+            ));
+        }
     }
     out
 }
@@ -291,7 +401,10 @@ pub fn text(report: &LockDiff) -> String {
         let _ = writeln!(out, "{} {}: {}", p.status, p.name, heading(p));
         let lines = lines(&p.changes);
         if lines.is_empty() {
-            let _ = writeln!(out, "    (same components; other files differ)");
+            let _ = writeln!(
+                out,
+                "    (only the text of skills, commands or agents differs)"
+            );
         }
         for l in lines {
             let _ = writeln!(out, "  {} {}: {}", l.sign, l.what, l.literal);
@@ -338,18 +451,11 @@ pub fn markdown(report: &LockDiff) -> String {
         );
         return out;
     }
-    let runs = |p: &PluginDiff| {
-        let c = &p.changes;
-        !(c.hooks.is_empty()
-            && c.mcp_servers.is_empty()
-            && c.lsp_servers.is_empty()
-            && c.executables.is_empty()
-            && c.named_files.is_empty())
-    };
+    let runs = |p: &PluginDiff| p.runs_different_code;
     let count = report.plugins.iter().filter(|p| runs(p)).count();
     let _ = writeln!(
         out,
-        "{} plugin{} changed; **{count}** change{} what runs (hooks, MCP or LSP servers, executables).\n",
+        "{} plugin{} changed; **{count}** change{} what runs (hooks, servers, executables, scripts and other files that are not prose, shell lines, tools).\n",
         report.plugins.len(),
         if report.plugins.len() == 1 { "" } else { "s" },
         if count == 1 { "s" } else { "" },
@@ -369,7 +475,7 @@ pub fn markdown(report: &LockDiff) -> String {
         let _ = writeln!(out, "{}\n", heading(p).replace("->", "→"));
         let lines = lines(&p.changes);
         if lines.is_empty() {
-            let _ = writeln!(out, "- same components; other files differ");
+            let _ = writeln!(out, "- only the text of skills, commands or agents differs");
         }
         for l in lines {
             let sign = match l.sign {

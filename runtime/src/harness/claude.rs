@@ -218,9 +218,22 @@ pub fn plan(set: &PluginSet, root: &Path, scope: Scope<'_>) -> Result<Plan, Runt
         let name = &info.locked.name;
         let version = version_of(info);
         if info.manifest.format == Format::AgentPlugins {
-            plan.warnings.push(format!(
-                "plugin `{name}` is an Agent Plugins 1.0 plugin: Claude Code reads the Claude Code layout only, so its `mcp.json` servers and its `dev.openhands/` hooks, commands and agents are not seen there"
-            ));
+            // Claude Code reads `.claude-plugin/`, `hooks/`, `.mcp.json` and the rest of its
+            // own layout whatever else is there; only the Agent Plugins files are unseen.
+            let unseen: Vec<&str> = ["mcp.json", "dev.openhands/"]
+                .into_iter()
+                .filter(|f| std::fs::symlink_metadata(info.path.join(f)).is_ok())
+                .collect();
+            if !unseen.is_empty() {
+                plan.warnings.push(format!(
+                    "plugin `{name}` has Agent Plugins 1.0 files Claude Code does not read ({}): what they define is not seen there",
+                    unseen
+                        .iter()
+                        .map(|f| format!("`{f}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
         }
         let install = install_dir(info, &version);
         let folder = match super::pinned::overlay(set, info)? {
