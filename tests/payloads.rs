@@ -9,11 +9,9 @@ use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use base64::Engine as _;
 use common::npm::{fake_registry, have_node};
-use common::{TestContext, build_agent_index, require_or_skip};
+use common::{FileServer, TestContext, build_agent_index, require_or_skip};
 use serde_json::{Value, json};
-use sha2::Digest as _;
 
 fn have_uv() -> bool {
     let uv = std::env::var_os("BERTH_UV").map_or_else(|| PathBuf::from("uv"), PathBuf::from);
