@@ -156,6 +156,15 @@ fn f1_hooks_and_servers_claude_code_reads_are_denied() {
     // A lock written before the policy: `audit`, `show` and `run` refuse it.
     std::fs::remove_file(ctx.work.join("berth-policy.toml")).expect("rm");
     ctx.ok(&["plugins", "lock"]);
+    // `show` lists what other harnesses run beside the OpenHands set.
+    let shown = ctx.ok(&["plugins", "show"]).stdout;
+    let beyond = shown
+        .split("Run by other harnesses only (9)")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{shown}"));
+    for needle in ["evil", "evil2", "evil3", "pre_compact", "notification", "decoy"] {
+        assert!(beyond.contains(needle), "{needle} not in {beyond}");
+    }
     policy(&ctx, DENY_ALL);
     for args in [&["audit"][..], &["plugins", "show"], &["run", "--", "true"]] {
         let run = ctx.run(args);

@@ -20,6 +20,7 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
         ctx.printer.data(&set.to_json());
     } else {
         let mut text = summary(&set);
+        beyond(&mut text, &berth_runtime::review::beyond_set(&set)?);
         if let Some(agent) = &lock.agent {
             let _ = writeln!(
                 text,
@@ -138,6 +139,35 @@ fn summary(set: &PluginSet) -> String {
         }
     }
     out
+}
+
+/// What other harnesses would run that the set leaves out.
+fn beyond(out: &mut String, beyond: &[berth_runtime::review::Beyond]) {
+    if beyond.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nRun by other harnesses only ({}): Claude Code or Codex load these, OpenHands does not; the policy and approvals cover them",
+        beyond.len()
+    );
+    let rows: Vec<[String; 4]> = beyond
+        .iter()
+        .map(|b| {
+            let at = if b.source.is_empty() || b.source == b.name {
+                String::new()
+            } else {
+                format!(" ({})", b.source)
+            };
+            [
+                b.plugin.clone(),
+                b.kind.clone(),
+                b.name.clone(),
+                format!("{}{at}", b.what),
+            ]
+        })
+        .collect();
+    super::table(out, &rows, "  ");
 }
 
 fn first_line(text: &str) -> String {

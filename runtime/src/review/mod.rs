@@ -9,6 +9,7 @@
 //! scans files; `check` holds a lock's plugins against a policy and its approvals, using
 //! `surface` and `hidden`. Dependencies point that way only.
 
+mod beyond;
 mod check;
 mod diff;
 #[cfg(test)]
@@ -20,6 +21,7 @@ mod sources;
 mod surface;
 mod walk;
 
+pub use beyond::{Beyond, beyond_set};
 pub use check::{Checked, UnderReview, Violation, check_plugins, finding_line};
 pub use diff::{
     Change, HookDiff, MapDiff, NameDiff, ShellChange, SurfaceDiff, ToolsChange, UnmodeledDiff, diff,

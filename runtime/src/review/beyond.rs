@@ -1,0 +1,106 @@
+//! What other harnesses would run from a set's plugins that the OpenHands set leaves out:
+//! hooks of events or files the SDK does not read, servers from manifests it does not
+//! take, and what cannot be modelled. `berth plugins show` lists them, so the set a user
+//! reads is never mistaken for all that a plugin runs.
+
+use super::surface::surface_of;
+use crate::error::RuntimeError;
+use crate::expand::expand_roots;
+use crate::set::PluginSet;
+
+/// One thing a harness other than OpenHands would run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Beyond {
+    /// The plugin.
+    pub plugin: String,
+    /// `hook`, `MCP server`, `LSP server`, or the capability of what cannot be modelled.
+    pub kind: String,
+    /// The event (hooks), the server's name, or the file.
+    pub name: String,
+    /// The command, URL, or what could not be modelled.
+    pub what: String,
+    /// The file defining it.
+    pub source: String,
+}
+
+/// What the plugins of `set` would make Claude Code, Codex or another harness run that
+/// `set` does not hold, plugin by plugin.
+pub fn beyond_set(set: &PluginSet) -> Result<Vec<Beyond>, RuntimeError> {
+    let mut out = Vec::new();
+    for info in &set.plugins {
+        let name = &info.locked.name;
+        let surface = surface_of(name, &info.path, info.locked.definition.as_ref())?;
+        let root = info.root.to_string_lossy();
+        let in_set = |event: &str, command: &str| {
+            set.hooks.iter().any(|(e, matchers)| {
+                *e == event
+                    && matchers.iter().any(|(m, plugin)| {
+                        plugin == name
+                            && m.hooks.iter().any(|h| {
+                                h.command == command || h.prompt.as_deref() == Some(command)
+                            })
+                    })
+            })
+        };
+        for hook in &surface.hooks {
+            if !in_set(&hook.event, &expand_roots(&hook.command, &root)) {
+                out.push(Beyond {
+                    plugin: name.clone(),
+                    kind: "hook".to_owned(),
+                    name: hook.event.clone(),
+                    what: hook.command.clone(),
+                    source: hook.source.clone(),
+                });
+            }
+        }
+        let server_in_set = |server: &str| {
+            set.mcp_servers
+                .iter()
+                .any(|(n, _, plugin)| plugin == name && n == server)
+        };
+        for (key, server) in &surface.mcp_servers {
+            if key.contains('#') || server_in_set(key) {
+                continue;
+            }
+            let what = match (&server.command, &server.url) {
+                (Some(command), _) => std::iter::once(command.as_str())
+                    .chain(server.args.iter().map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                (None, url) => url.clone().unwrap_or_default(),
+            };
+            out.push(Beyond {
+                plugin: name.clone(),
+                kind: "MCP server".to_owned(),
+                name: key.clone(),
+                what,
+                source: server.source.clone(),
+            });
+        }
+        for key in surface.lsp_servers.keys() {
+            let held = set
+                .lsp_servers
+                .iter()
+                .any(|(n, _, plugin)| plugin == name && n == key);
+            if !key.contains('#') && !held {
+                out.push(Beyond {
+                    plugin: name.clone(),
+                    kind: "LSP server".to_owned(),
+                    name: key.clone(),
+                    what: surface.lsp_servers[key].shown.to_string(),
+                    source: String::new(),
+                });
+            }
+        }
+        for u in &surface.unmodeled {
+            out.push(Beyond {
+                plugin: name.clone(),
+                kind: format!("{} (cannot be modelled)", u.capability.as_str()),
+                name: u.source.clone(),
+                what: u.what.clone(),
+                source: u.source.clone(),
+            });
+        }
+    }
+    Ok(out)
+}
