@@ -461,6 +461,11 @@ mod tests {
             canon("HTTPS://Git.Example.COM:443/Team/Tools.git/"),
             "https://git.example.com/Team/Tools"
         );
+        // The row of docs/governance.md.
+        assert_eq!(
+            canon("git+HTTPS://User@Git.Example.com:443/Team/x.git/#main"),
+            "https://git.example.com/Team/x"
+        );
         assert_eq!(
             canon("ssh://git@Git.Example.com:22/team/tools.git"),
             "ssh://git.example.com/team/tools"
