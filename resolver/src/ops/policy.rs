@@ -19,7 +19,7 @@ const MAX_POLICY_BYTES: u64 = 1 << 20;
 const MAX_TOTAL_BYTES: u64 = 4 << 20;
 /// The most documents one policy may read in all: itself and everything it extends, each
 /// counted once.
-pub const MAX_DOCUMENTS: usize = 64;
+const MAX_DOCUMENTS: usize = 64;
 /// How deep `extends` may nest.
 const MAX_DEPTH: usize = 16;
 /// The most redirects a policy URL may take.
