@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 use berth_lockfile_schema::Lock;
-use berth_lockfile_schema::governance::{Approvals, Policy, parse_approvals};
+use berth_lockfile_schema::governance::{Approvals, Canon, Policy, parse_approvals};
 use berth_runtime::review::{Checked, UnderReview, Violation, check_plugins};
 
 use crate::context::{Context, Failure};
@@ -33,7 +33,9 @@ impl Context {
     /// Reads the policy (and everything it extends) and the approvals file.
     pub fn governance(&self) -> Result<Governance> {
         let policy = match &self.policy_path {
-            Some(path) => berth_resolver::load_policy(path)?,
+            // Sources are matched in canonical form, where a URL under `$BERTH_GITHUB_URL`
+            // is the `github:` source it stands for.
+            Some(path) => berth_resolver::load_policy(path, Canon::new(&self.github_url))?,
             None => Policy::default(),
         };
         Ok(Governance {
@@ -95,6 +97,7 @@ impl Context {
                 locked,
                 entry,
                 payloads: &lock.payloads,
+                marketplaces: &lock.marketplaces,
                 scan: match scan {
                     Scan::Nothing => false,
                     Scan::All => true,

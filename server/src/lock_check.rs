@@ -73,6 +73,9 @@ pub(crate) fn check_run_policy(
             entry: &p.path,
             scan: true,
             payloads: &set.payloads,
+            // A posted lock's record of where a plugin was picked from is the client's
+            // word, so on this server every plugin matches `[sources]` by its own source.
+            marketplaces: &[],
         })
         .collect();
     let checked = berth_runtime::review::check_plugins(&run.policy, &run.approvals, &plugins)

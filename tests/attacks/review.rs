@@ -162,7 +162,14 @@ fn f1_hooks_and_servers_claude_code_reads_are_denied() {
         .split("Run by other harnesses only (9)")
         .nth(1)
         .unwrap_or_else(|| panic!("{shown}"));
-    for needle in ["evil", "evil2", "evil3", "pre_compact", "notification", "decoy"] {
+    for needle in [
+        "evil",
+        "evil2",
+        "evil3",
+        "pre_compact",
+        "notification",
+        "decoy",
+    ] {
         assert!(beyond.contains(needle), "{needle} not in {beyond}");
     }
     policy(&ctx, DENY_ALL);

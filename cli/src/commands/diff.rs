@@ -64,11 +64,19 @@ fn read_from(ctx: &Context, from: &str) -> Result<(Lock, String)> {
         .context("the lockfile has no file name")?
         .to_string_lossy()
         .into_owned();
+    // A revision is never an option: `--from=--output=FILE` would have `git show` write
+    // FILE. Refused here with a clear message, and `--end-of-options` keeps git from
+    // reading any later argument as one.
+    if from.starts_with('-') {
+        bail!(
+            "`--from {from}` is neither a file nor a git revision (a revision never starts with `-`); pass a lockfile (`./{from}`) or a revision such as `HEAD`"
+        );
+    }
     let spec = format!("{from}:./{name}");
     let output = std::process::Command::new("git")
         .arg("-C")
         .arg(dir)
-        .args(["show", "--no-textconv", &spec])
+        .args(["show", "--no-textconv", "--end-of-options", &spec])
         .output()
         .context("could not run `git` to read the old lock; pass `--from FILE` instead")?;
     if !output.status.success() {

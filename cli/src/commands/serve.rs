@@ -54,7 +54,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         .iter()
         .map(|text| marketplace(text, &policy))
         .collect::<Result<Vec<_>>>()?;
-    let run_policy = run_policy(args)?;
+    let run_policy = run_policy(args, &policy.github_url)?;
     let config = Config {
         run_policy,
         data_dir: data_dir.clone(),
@@ -142,11 +142,14 @@ fn marketplace(
 }
 
 /// `--policy` and its approvals, read once at start (restart the server to change them).
-fn run_policy(args: &ServeArgs) -> Result<berth_server::RunPolicy> {
+fn run_policy(args: &ServeArgs, github_url: &str) -> Result<berth_server::RunPolicy> {
     let Some(path) = &args.policy else {
         return Ok(berth_server::RunPolicy::default());
     };
-    let policy = berth_resolver::load_policy(path)?;
+    let policy = berth_resolver::load_policy(
+        path,
+        berth_lockfile_schema::governance::Canon::new(github_url),
+    )?;
     let approvals_path = args.approvals.clone().unwrap_or_else(|| {
         path.parent()
             .unwrap_or(std::path::Path::new("."))

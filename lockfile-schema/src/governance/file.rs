@@ -137,9 +137,11 @@ impl Capabilities {
     }
 }
 
-/// Parses one policy file; `label` names it in messages.
+/// Parses one policy file; `label` names it in messages. A `[sources]` pattern that no
+/// source could match in canonical form (a bare marketplace name, a URL with `..` or a
+/// backslash) is an error at its line, so a `deny` that means nothing is never silent.
 pub fn parse_policy(text: &str, label: &str) -> Result<PolicyFile, Diagnostic> {
-    toml::from_str(text).map_err(|e| {
+    let file: PolicyFile = toml::from_str(text).map_err(|e| {
         let offset = e.span().map_or(0, |s| s.start);
         Diagnostic::at(
             label,
@@ -150,7 +152,26 @@ pub fn parse_policy(text: &str, label: &str) -> Result<PolicyFile, Diagnostic> {
                 e.message().trim_end()
             ),
         )
-    })
+    })?;
+    let (allow, deny) = (&file.sources.allow, &file.sources.deny);
+    for (key, pattern) in allow
+        .iter()
+        .flatten()
+        .map(|p| ("allow", p))
+        .chain(deny.iter().map(|p| ("deny", p)))
+    {
+        if let Some(problem) = super::canon::pattern_problem(pattern) {
+            // The pattern's own text, quoted as TOML writes a plain string, is where it is.
+            let offset = text.find(&format!("\"{pattern}\"")).unwrap_or(0);
+            return Err(Diagnostic::at(
+                label,
+                text,
+                offset,
+                format!("`sources.{key}`: {problem}; see docs/governance.md"),
+            ));
+        }
+    }
+    Ok(file)
 }
 
 /// The parents `file` extends, as written.
@@ -168,7 +189,7 @@ mod tests {
             r#"
 extends = ["../org/berth-policy.toml"]
 [sources]
-allow = ["github:acme/*", "official"]
+allow = ["github:acme/*", "github:anthropics/claude-plugins-official"]
 deny = ["github:acme/experimental-*"]
 [capabilities]
 hooks = "approve"
@@ -206,5 +227,22 @@ hidden_unicode = "warn"
         let e =
             parse_policy("[capabilities]\nhooks = \"maybe\"\n", "p.toml").expect_err("bad level");
         assert_eq!(e.line, 2, "{e}");
+    }
+
+    #[test]
+    fn a_pattern_no_source_can_match_names_its_line() {
+        let e = parse_policy(
+            "[sources]\nallow = [\n  \"github:acme/*\",\n  \"official\",\n]\n",
+            "p.toml",
+        )
+        .expect_err("a marketplace alias");
+        assert_eq!((e.line, e.column), (4, 3), "{e}");
+        assert!(e.message.contains("`official` is not a source"), "{e}");
+        let e = parse_policy(
+            "[sources]\ndeny = [\"https://h.example/acme/%2e%2e/x\"]\n",
+            "p.toml",
+        )
+        .expect_err("dot segments");
+        assert!(e.message.starts_with("`sources.deny`: the pattern"), "{e}");
     }
 }

@@ -1,15 +1,17 @@
 //! What may run: the policy file `berth-policy.toml` (one file, and the effective policy of
 //! a file and everything it extends) and the approvals file `plugins.approvals.toml`.
 //!
-//! `file` parses one policy file; `chain` folds a chain of them, parents first, into the
-//! effective policy and refuses a child that loosens a parent; `approvals` is the approvals
-//! file. Reading files and URLs is the caller's (the resolver's `load_policy`).
+//! `file` parses one policy file; `canon` puts sources, patterns and hosts in the one form
+//! they are matched in; `chain` folds a chain of files, parents first, into the effective
+//! policy and refuses a child that loosens a parent; `approvals` is the approvals file. Reading files and URLs is the caller's (the resolver's `load_policy`).
 
 mod approvals;
+mod canon;
 mod chain;
 mod file;
 
 pub use approvals::{APPROVALS_VERSION, Approval, Approvals, parse_approvals};
+pub use canon::{Canon, NotCanonical, url_host};
 pub use chain::{HostRefused, Policy, PolicyError, SourceDenied};
 pub use file::{Capability, Level, PolicyFile, UnicodeLevel, extends_of, parse_policy};
 

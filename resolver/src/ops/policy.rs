@@ -1,14 +1,29 @@
 //! Reading a policy: `berth-policy.toml` and every file or URL it `extends`, parents first.
+//!
+//! The parents form a graph, not a tree: a document two files extend (in any spelling: a
+//! symbolic link, `./a/../b`, a URL with another case or a default port) is read once,
+//! and the whole graph is bounded in documents and bytes, so a hostile fan-out of
+//! `extends` costs at most [`MAX_DOCUMENTS`] reads.
 
+use std::collections::HashSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use berth_lockfile_schema::governance::{Policy, PolicyFile, extends_of, parse_policy};
+use berth_lockfile_schema::governance::{Canon, Policy, PolicyFile, extends_of, parse_policy};
+use berth_lockfile_schema::redact;
+use reqwest::Url;
 
 /// The most a policy file may hold (a policy is a few lines; this bounds a hostile URL).
 const MAX_POLICY_BYTES: u64 = 1 << 20;
+/// The most all the documents of one policy may hold together.
+const MAX_TOTAL_BYTES: u64 = 4 << 20;
+/// The most documents one policy may read in all: itself and everything it extends, each
+/// counted once.
+const MAX_DOCUMENTS: usize = 64;
 /// How deep `extends` may nest.
 const MAX_DEPTH: usize = 16;
+/// The most redirects a policy URL may take.
+const MAX_REDIRECTS: usize = 10;
 
 /// A policy that could not be read, naming the file or URL.
 #[derive(Debug, thiserror::Error)]
@@ -27,85 +42,123 @@ pub enum PolicyLoadError {
 }
 
 /// Reads the policy at `path` and everything it extends, depth first and parents before
-/// children, into the effective (tighten-only) policy. `extends` entries are files
-/// relative to the extending file's folder, or `https://` URLs (plain `http://` only to a
-/// loopback host: a policy read over the network in the clear could be swapped for a
-/// looser one).
-pub fn load_policy(path: &Path) -> Result<Policy, PolicyLoadError> {
-    let mut chain = Vec::new();
-    let mut visiting = Vec::new();
+/// children, into the effective (tighten-only) policy, whose sources are matched in
+/// `canon`'s form. `extends` entries are files relative to the extending file's folder,
+/// or `https://` URLs (plain `http://` only to a loopback address, `127.0.0.0/8`, `::1`
+/// or `localhost`: a policy read over the network in the clear could be swapped for a
+/// looser one); every redirect is held to the same rule, and never leaves https.
+pub fn load_policy(path: &Path, canon: Canon) -> Result<Policy, PolicyLoadError> {
+    let mut graph = Graph::default();
     let label = path.display().to_string();
-    load_into(
-        &Origin::File(path.to_path_buf()),
-        &label,
-        &mut chain,
-        &mut visiting,
-    )?;
-    Policy::from_chain(chain).map_err(|e| PolicyLoadError::Invalid(e.to_string()))
+    graph.load(&Origin::File(path.to_path_buf()), &label)?;
+    Policy::from_chain(graph.chain, canon).map_err(|e| PolicyLoadError::Invalid(e.to_string()))
 }
 
 /// Where a policy file comes from.
 enum Origin {
     File(PathBuf),
-    Url(String),
+    Url(Url),
 }
 
-fn load_into(
-    origin: &Origin,
-    label: &str,
-    chain: &mut Vec<(String, PolicyFile)>,
-    visiting: &mut Vec<String>,
-) -> Result<(), PolicyLoadError> {
-    if visiting.iter().any(|v| v == label) {
-        return Err(PolicyLoadError::Invalid(format!(
-            "the policy `{label}` extends itself (through {}); remove one of the `extends`",
-            visiting.join(" -> ")
-        )));
+/// The documents read so far, and what reading them cost.
+#[derive(Default)]
+struct Graph {
+    /// Every document, parents before the documents that extend them.
+    chain: Vec<(String, PolicyFile)>,
+    /// The identity (canonical path or normalised URL) of every document in `chain`.
+    done: HashSet<String>,
+    /// The documents being read, outermost first: identity and label.
+    visiting: Vec<(String, String)>,
+    /// Documents read, and their bytes.
+    documents: usize,
+    bytes: u64,
+}
+
+impl Graph {
+    fn load(&mut self, origin: &Origin, label: &str) -> Result<(), PolicyLoadError> {
+        let identity = identity(origin, label)?;
+        if self.visiting.iter().any(|(v, _)| *v == identity) {
+            let through: Vec<&str> = self.visiting.iter().map(|(_, l)| l.as_str()).collect();
+            return Err(PolicyLoadError::Invalid(format!(
+                "the policy `{label}` extends itself (through {}); remove one of the `extends`",
+                through.join(" -> ")
+            )));
+        }
+        if self.done.contains(&identity) {
+            // Two documents extend the same parent: it is in the chain once.
+            return Ok(());
+        }
+        if self.visiting.len() >= MAX_DEPTH {
+            return Err(PolicyLoadError::Invalid(format!(
+                "the policy `{label}` is more than {MAX_DEPTH} `extends` deep; extend the top policy directly"
+            )));
+        }
+        if self.documents >= MAX_DOCUMENTS {
+            return Err(PolicyLoadError::Invalid(format!(
+                "the policy `{label}` would be document {} of one policy: a policy reads at most {MAX_DOCUMENTS}, itself and everything it extends; merge some of them",
+                self.documents + 1
+            )));
+        }
+        let limit = MAX_POLICY_BYTES.min(MAX_TOTAL_BYTES - self.bytes);
+        let text = match origin {
+            Origin::File(path) => read_file(path, label, limit)?,
+            Origin::Url(url) => read_url(url, label, limit)?,
+        };
+        self.documents += 1;
+        self.bytes += text.len() as u64;
+        let file =
+            parse_policy(&text, label).map_err(|e| PolicyLoadError::Invalid(e.to_string()))?;
+        self.visiting.push((identity.clone(), label.to_owned()));
+        for parent in extends_of(&file) {
+            let (parent_origin, parent_label) = resolve(origin, parent, label)?;
+            self.load(&parent_origin, &parent_label)?;
+        }
+        self.visiting.pop();
+        self.done.insert(identity);
+        self.chain.push((label.to_owned(), file));
+        Ok(())
     }
-    if visiting.len() >= MAX_DEPTH {
-        return Err(PolicyLoadError::Invalid(format!(
-            "the policy `{label}` is more than {MAX_DEPTH} `extends` deep"
-        )));
+}
+
+/// What makes two spellings of a document one: a file's canonical path (links and `..`
+/// resolved), a URL as the parser normalises it (case of scheme and host, default port,
+/// dot segments), without its fragment.
+fn identity(origin: &Origin, label: &str) -> Result<String, PolicyLoadError> {
+    match origin {
+        Origin::File(path) => {
+            let real = std::fs::canonicalize(path).map_err(|e| PolicyLoadError::Read {
+                label: label.to_owned(),
+                message: e.to_string(),
+            })?;
+            Ok(format!("file:{}", real.display()))
+        }
+        Origin::Url(url) => {
+            let mut url = url.clone();
+            url.set_fragment(None);
+            Ok(format!("url:{url}"))
+        }
     }
-    if chain.iter().any(|(l, _)| l == label) {
-        // Two children extend the same parent: it is in the chain once.
-        return Ok(());
-    }
-    let text = match origin {
-        Origin::File(path) => read_file(path, label)?,
-        Origin::Url(url) => read_url(url, label)?,
-    };
-    let file = parse_policy(&text, label).map_err(|e| PolicyLoadError::Invalid(e.to_string()))?;
-    visiting.push(label.to_owned());
-    for parent in extends_of(&file) {
-        let (parent_origin, parent_label) = resolve(origin, parent, label)?;
-        load_into(&parent_origin, &parent_label, chain, visiting)?;
-    }
-    visiting.pop();
-    chain.push((label.to_owned(), file));
-    Ok(())
 }
 
 /// Where an `extends` entry of the policy at `origin` points.
 fn resolve(origin: &Origin, entry: &str, label: &str) -> Result<(Origin, String), PolicyLoadError> {
     if entry.contains("://") {
-        let url = reqwest::Url::parse(entry).map_err(|e| {
-            PolicyLoadError::Invalid(format!(
-                "the policy `{label}` extends `{entry}`, which is not a URL: {e}"
-            ))
-        })?;
-        let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"))
-            || url.host_str().is_some_and(|h| h.starts_with("127."));
-        match url.scheme() {
-            "https" => {}
-            "http" if loopback => {}
-            _ => {
-                return Err(PolicyLoadError::Invalid(format!(
-                    "the policy `{label}` extends `{entry}`: a policy may extend files and https URLs only"
-                )));
-            }
+        let refuse = |why: String| {
+            PolicyLoadError::Invalid(format!("the policy `{label}` extends `{entry}`: {why}"))
+        };
+        let url = Url::parse(entry).map_err(|e| refuse(format!("it is not a URL ({e})")))?;
+        if let Some(why) = transport_refusal(&url) {
+            return Err(refuse(why.to_owned()));
         }
-        return Ok((Origin::Url(entry.to_owned()), entry.to_owned()));
+        if let Origin::Url(from) = origin
+            && from.scheme() == "https"
+            && url.scheme() != "https"
+        {
+            return Err(refuse(
+                "a policy read over https may extend only https URLs".to_owned(),
+            ));
+        }
+        return Ok((Origin::Url(url), entry.to_owned()));
     }
     match origin {
         Origin::File(path) => {
@@ -124,42 +177,235 @@ fn resolve(origin: &Origin, entry: &str, label: &str) -> Result<(Origin, String)
     }
 }
 
-fn read_file(path: &Path, label: &str) -> Result<String, PolicyLoadError> {
+/// Why a policy may not be read from `url`, decided from the parsed URL alone (before any
+/// name is looked up): https anywhere, plain http only to a loopback address.
+fn transport_refusal(url: &Url) -> Option<&'static str> {
+    match url.scheme() {
+        "https" => None,
+        "http" if is_loopback(url) => None,
+        "http" => Some(
+            "plain `http://` is allowed only to a loopback address (`127.0.0.0/8`, `::1` or `localhost`), since a policy read in the clear could be swapped for a looser one; use an `https://` URL",
+        ),
+        _ => Some("a policy may extend files and `https://` URLs only"),
+    }
+}
+
+/// Why a redirect to `next`, after `previous` (the URL asked for first), is not followed:
+/// it is held to the rule of [`transport_refusal`], never leaves https once on it, and
+/// the chain is at most [`MAX_REDIRECTS`] long.
+fn redirect_refusal(previous: &[Url], next: &Url) -> Option<&'static str> {
+    if previous.len() >= MAX_REDIRECTS {
+        return Some("more than 10 redirects");
+    }
+    if let Some(why) = transport_refusal(next) {
+        return Some(why);
+    }
+    let left_https = previous.iter().any(|u| u.scheme() == "https") && next.scheme() != "https";
+    left_https.then_some("a policy asked for over https is never read over plain http")
+}
+
+/// A loopback IP literal, or `localhost` (which [`read_url`] connects to 127.0.0.1
+/// itself, asking no resolver).
+fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        None => false,
+    }
+}
+
+fn read_file(path: &Path, label: &str, limit: u64) -> Result<String, PolicyLoadError> {
     let fail = |message: String| PolicyLoadError::Read {
         label: label.to_owned(),
         message,
     };
     let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
+    read_bounded(file, limit).map_err(fail)
+}
+
+/// The body of `reader`, refused past `limit` bytes.
+fn read_bounded(reader: impl Read, limit: u64) -> Result<String, String> {
     let mut text = String::new();
-    file.take(MAX_POLICY_BYTES + 1)
+    reader
+        .take(limit + 1)
         .read_to_string(&mut text)
-        .map_err(|e| fail(e.to_string()))?;
-    if text.len() as u64 > MAX_POLICY_BYTES {
-        return Err(fail(format!("it is over {MAX_POLICY_BYTES} bytes")));
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > limit {
+        return Err(format!(
+            "it is over {limit} bytes (a policy file holds at most {MAX_POLICY_BYTES}, and a policy with everything it extends {MAX_TOTAL_BYTES})"
+        ));
     }
     Ok(text)
 }
 
-fn read_url(url: &str, label: &str) -> Result<String, PolicyLoadError> {
+/// A redirect the policy's transport rule refuses.
+#[derive(Debug, thiserror::Error)]
+#[error("it redirects to `{to}`, which is refused: {why}")]
+struct RedirectRefused {
+    to: String,
+    why: &'static str,
+}
+
+fn read_url(url: &Url, label: &str, limit: u64) -> Result<String, PolicyLoadError> {
     let fail = |message: String| PolicyLoadError::Read {
         label: label.to_owned(),
         message,
     };
-    let client = berth_transport::http::client_builder()
+    let mut builder = berth_transport::http::client_builder()
         .timeout(std::time::Duration::from_secs(30))
-        .build()
-        .map_err(|e| fail(e.to_string()))?;
-    let response = client.get(url).send().map_err(|e| fail(e.to_string()))?;
+        .redirect(reqwest::redirect::Policy::custom(
+            |attempt| match redirect_refusal(attempt.previous(), attempt.url()) {
+                Some(why) => {
+                    let to = redact(attempt.url().as_str()).text;
+                    attempt.error(RedirectRefused { to, why })
+                }
+                None => attempt.follow(),
+            },
+        ))
+        // `localhost` is loopback by this rule: no resolver or hosts file decides it.
+        .resolve(
+            "localhost",
+            std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
+        );
+    if url.scheme() == "http" {
+        // Plain http is for this machine only: never through a proxy.
+        builder = builder.no_proxy();
+    }
+    let client = builder.build().map_err(|e| fail(e.to_string()))?;
+    let response = client.get(url.clone()).send().map_err(|e| {
+        let refused = std::iter::successors(Some(&e as &dyn std::error::Error), |e| e.source())
+            .find_map(|e| e.downcast_ref::<RedirectRefused>());
+        fail(refused.map_or_else(|| e.to_string(), ToString::to_string))
+    })?;
     if !response.status().is_success() {
         return Err(fail(format!("the server answered {}", response.status())));
     }
-    let mut text = String::new();
-    response
-        .take(MAX_POLICY_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| fail(e.to_string()))?;
-    if text.len() as u64 > MAX_POLICY_BYTES {
-        return Err(fail(format!("it is over {MAX_POLICY_BYTES} bytes")));
+    read_bounded(response, limit).map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(url: &str) -> Option<&'static str> {
+        transport_refusal(&Url::parse(url).expect("a URL"))
     }
-    Ok(text)
+
+    #[test]
+    fn plain_http_only_to_a_loopback_address() {
+        for allowed in [
+            "https://policies.example.com/p.toml",
+            "http://127.0.0.1:8080/p.toml",
+            "http://127.3.4.5/p.toml",
+            "http://[::1]:8080/p.toml",
+            "http://localhost/p.toml",
+            "http://LOCALHOST:1/p.toml",
+        ] {
+            assert_eq!(refusal(allowed), None, "{allowed}");
+        }
+        for refused in [
+            // F10: a name that starts like an address is a name, looked up in DNS.
+            "http://127.evil.example.invalid/p.toml",
+            "http://127.0.0.1.nip.io/p.toml",
+            "http://0.0.0.0:8080/p.toml",
+            "http://192.0.2.1/p.toml",
+            "http://[::ffff:192.0.2.1]/p.toml",
+            "http://localhost.evil.example/p.toml",
+            "ftp://127.0.0.1/p.toml",
+            "file:///etc/p.toml",
+        ] {
+            assert!(refusal(refused).is_some(), "{refused}");
+        }
+    }
+
+    #[test]
+    fn every_redirect_is_held_to_the_rule_and_never_leaves_https() {
+        let url = |u: &str| Url::parse(u).expect("a URL");
+        let loopback = [url("http://127.0.0.1:1/redir")];
+        assert_eq!(
+            redirect_refusal(&loopback, &url("http://127.0.0.2:1/p")),
+            None
+        );
+        assert_eq!(
+            redirect_refusal(&loopback, &url("https://example.com/p")),
+            None
+        );
+        assert!(redirect_refusal(&loopback, &url("http://0.0.0.0:1/p")).is_some());
+        assert!(redirect_refusal(&loopback, &url("http://192.0.2.1/p")).is_some());
+        assert!(redirect_refusal(&loopback, &url("file:///etc/passwd")).is_some());
+        let secure = [url("https://example.com/p"), url("https://example.com/q")];
+        assert_eq!(
+            redirect_refusal(&secure, &url("https://other.example/p")),
+            None
+        );
+        assert!(redirect_refusal(&secure, &url("http://127.0.0.1:1/p")).is_some());
+        let long: Vec<Url> = (0..10)
+            .map(|i| url(&format!("https://e.example/{i}")))
+            .collect();
+        assert!(redirect_refusal(&long, &url("https://e.example/x")).is_some());
+    }
+
+    #[test]
+    fn one_document_in_any_spelling_has_one_identity() {
+        let a = identity(
+            &Origin::Url(
+                Url::parse("https://Policies.Example.com:443/a/../p.toml#x").expect("url"),
+            ),
+            "a",
+        )
+        .expect("identity");
+        let b = identity(
+            &Origin::Url(Url::parse("https://policies.example.com/p.toml").expect("url")),
+            "b",
+        )
+        .expect("identity");
+        assert_eq!(a, b);
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("p.toml"), "").expect("write");
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("link")).expect("link");
+        let direct = identity(&Origin::File(dir.path().join("p.toml")), "p").expect("identity");
+        let linked =
+            identity(&Origin::File(dir.path().join("link/./link/p.toml")), "p").expect("identity");
+        assert_eq!(direct, linked);
+    }
+
+    #[test]
+    fn fan_out_reads_each_document_once_and_is_bounded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        for link in ["d1", "d2", "d3"] {
+            std::os::unix::fs::symlink(".", root.join(link)).expect("link");
+        }
+        // F11: three spellings of the next level at every level.
+        let levels = 20;
+        for i in 0..levels {
+            let j = i + 1;
+            std::fs::write(
+                root.join(format!("l{i}.toml")),
+                format!("extends = [\"d1/l{j}.toml\", \"d2/l{j}.toml\", \"d3/l{j}.toml\"]\n"),
+            )
+            .expect("write");
+        }
+        std::fs::write(root.join(format!("l{levels}.toml")), "").expect("write");
+        let e = load_policy(&root.join("l0.toml"), Canon::default()).expect_err("too deep");
+        assert!(e.to_string().contains("more than 16 `extends` deep"), "{e}");
+        let policy = load_policy(&root.join("l6.toml"), Canon::default()).expect("shallow");
+        assert_eq!(policy.files().count(), levels - 6 + 1);
+
+        // A wide graph: one file extending 70 distinct files.
+        let wide = root.join("wide");
+        std::fs::create_dir(&wide).expect("mkdir");
+        let parents: Vec<String> = (0..70).map(|i| format!("\"p{i}.toml\"")).collect();
+        for i in 0..70 {
+            std::fs::write(wide.join(format!("p{i}.toml")), "").expect("write");
+        }
+        std::fs::write(
+            wide.join("top.toml"),
+            format!("extends = [{}]\n", parents.join(", ")),
+        )
+        .expect("write");
+        let e = load_policy(&wide.join("top.toml"), Canon::default()).expect_err("too many");
+        assert!(e.to_string().contains("a policy reads at most 64"), "{e}");
+    }
 }

@@ -27,6 +27,11 @@ pub struct UnderReview<'a> {
     /// The lock's payloads (its runner lines' pinned packages): those of this plugin are
     /// part of what is approved.
     pub payloads: &'a [berth_lockfile_schema::LockedPayload],
+    /// The marketplaces whose picks are credited to their pinned source (the lock's
+    /// `[[marketplace]]` entries): a plugin asked for as `x@NAME` may match a `[sources]`
+    /// pattern by the source of the marketplace declared as `NAME` here, never by `NAME`.
+    /// Empty: every plugin matches by its own source alone.
+    pub marketplaces: &'a [berth_lockfile_schema::marketplace::LockedMarketplace],
 }
 
 /// Something the policy does not let through.
@@ -117,28 +122,8 @@ pub fn check_plugins(
         || policy.has_remote_hosts();
     for plugin in plugins {
         let name = plugin.locked.name.as_str();
-        let marketplace = plugin
-            .locked
-            .requested
-            .as_deref()
-            .and_then(|r| r.rsplit_once('@'))
-            .map(|(_, m)| m);
-        if let Err(denied) = policy.check_source(&plugin.locked.source, marketplace) {
-            checked.violations.push(Violation {
-                plugin: name.to_owned(),
-                capability: "source".to_owned(),
-                rule: denied.rule.clone(),
-                file: denied.file.clone(),
-                detail: format!(
-                    "its source `{}`{} is {} the policy",
-                    plugin.locked.source,
-                    marketplace
-                        .map(|m| format!(" (marketplace `{m}`)"))
-                        .unwrap_or_default(),
-                    denied.reason,
-                ),
-                needs_approval: false,
-            });
+        if let Some(violation) = check_source(policy, plugin) {
+            checked.violations.push(violation);
         }
         if needs_surface {
             let mut surface = surface_of(name, plugin.entry, plugin.locked.definition.as_ref())?;
@@ -178,6 +163,49 @@ pub fn check_plugins(
         }
     }
     Ok(checked)
+}
+
+/// The `[sources]` rules for one plugin: its locked source, or the pinned source of the
+/// marketplace it was picked from (by the lock's record of that marketplace; an alias the
+/// lock does not declare credits nothing).
+fn check_source(policy: &Policy, plugin: &UnderReview<'_>) -> Option<Violation> {
+    let alias = plugin
+        .locked
+        .requested
+        .as_deref()
+        .and_then(|r| r.rsplit_once('@'))
+        .map(|(_, m)| m);
+    let marketplace = alias.and_then(|a| plugin.marketplaces.iter().find(|m| m.name == a));
+    let denied = policy
+        .check_source(
+            &plugin.locked.source,
+            marketplace.map(|m| m.source.as_str()),
+        )
+        .err()?;
+    let from = match (alias, marketplace) {
+        (Some(a), Some(m)) => format!(" (marketplace `{a}` at `{}`)", m.source),
+        (Some(a), None) => format!(" (marketplace `{a}`, whose source this check does not know)"),
+        (None, _) => String::new(),
+    };
+    let next = match (&denied.why, denied.reason) {
+        (Some(why), _) => format!(": {why}"),
+        (None, "denied by") => String::new(),
+        (None, _) => format!(
+            "; a pattern matches the plugin's source or its marketplace's source, never a marketplace's name: add one to `{}` or remove the plugin",
+            denied.file
+        ),
+    };
+    Some(Violation {
+        plugin: plugin.locked.name.clone(),
+        capability: "source".to_owned(),
+        rule: denied.rule.clone(),
+        file: denied.file.clone(),
+        detail: format!(
+            "its source `{}`{from} is {} the policy{next}",
+            plugin.locked.source, denied.reason,
+        ),
+        needs_approval: false,
+    })
 }
 
 /// The capability rules for one plugin's surface.
@@ -271,7 +299,15 @@ fn check_capabilities(
                 capability: "mcp_remote".to_owned(),
                 rule: "mcp_remote_hosts".to_owned(),
                 file: refused.file.clone(),
-                detail: format!("its MCP server at `{url}` is not on a listed host"),
+                detail: match &refused.why {
+                    Some(why) => {
+                        format!("its MCP server at `{url}` is not on a listed host: the URL {why}")
+                    }
+                    None => format!(
+                        "its MCP server at `{url}` is not on a listed host (its host is `{}`)",
+                        refused.host
+                    ),
+                },
                 needs_approval: false,
             });
         }
