@@ -299,15 +299,7 @@ fn lsp_env_changed(old: &LspEntry, new: &LspEntry) -> Vec<String> {
             .map(|m| m.into_iter().map(|(k, v)| (k, v.to_string())).collect())
             .unwrap_or_default()
     };
-    let (a, b) = (env(old), env(new));
-    let mut keys: Vec<String> = a
-        .iter()
-        .filter(|(k, v)| b.get(*k) != Some(*v))
-        .map(|(k, _)| k.clone())
-        .chain(b.keys().filter(|k| !a.contains_key(*k)).cloned())
-        .collect();
-    keys.sort();
-    keys
+    crate::runs::changed_keys(&env(old), &env(new))
 }
 
 type HookKey<'a> = (&'a str, &'a str, &'a str, &'a str, &'a [String], &'a str);

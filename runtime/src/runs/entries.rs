@@ -300,39 +300,49 @@ fn settings(source: &str, value: Value, runs: &mut Runs) {
     }
 }
 
-/// The `{name: server}` map of a servers document: its `wrapper` object when it has one
-/// (`mcpServers`, `lspServers`), else the document itself.
-fn server_map(
+/// The servers of a servers document: its `wrapper` object's (`mcpServers`,
+/// `lspServers`) when it has one, else the document's own entries; a server that is not
+/// an object, like a document that is not one, counts as a stdio server berth cannot
+/// model.
+fn servers(
     source: &str,
     value: Value,
     wrapper: &str,
-    capability: Capability,
+    noun: &str,
     runs: &mut Runs,
-) -> Option<Map<String, Value>> {
+) -> Vec<(String, Map<String, Value>)> {
+    let mut cannot = |what: String| unmodeled(runs, Capability::McpStdio, source, what);
     let Value::Object(mut map) = value else {
-        unmodeled(
-            runs,
-            capability,
-            source,
-            "servers that are not a JSON object".to_owned(),
-        );
-        return None;
+        cannot(format!("{noun} servers that are not a JSON object"));
+        return Vec::new();
     };
-    match map.remove(wrapper) {
-        Some(Value::Object(inner)) => Some(inner),
+    let map = match map.remove(wrapper) {
+        Some(Value::Object(inner)) => inner,
         Some(other) => {
-            unmodeled(
-                runs,
-                capability,
-                source,
-                format!("`{wrapper}` that is not an object (`{other}`)"),
-            );
-            None
+            cannot(format!("`{wrapper}` that is not an object (`{other}`)"));
+            return Vec::new();
         }
         None => {
             map.remove("$schema");
-            Some(map)
+            map
         }
+    };
+    let mut out = Vec::new();
+    for (name, server) in map {
+        match server {
+            Value::Object(def) => out.push((name, def)),
+            _ => cannot(format!("{noun} server `{name}` that is not an object")),
+        }
+    }
+    out
+}
+
+/// The name a server is reviewed under.
+fn server_key(keyed: bool, source: &str, name: String) -> String {
+    if keyed {
+        format!("{source}#{name}")
+    } else {
+        name
     }
 }
 
@@ -344,19 +354,7 @@ fn strings(map: &Map<String, Value>, key: &str) -> BTreeMap<String, String> {
 }
 
 fn mcp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
-    let Some(servers) = server_map(source, value, "mcpServers", Capability::McpStdio, runs) else {
-        return;
-    };
-    for (name, server) in servers {
-        let Value::Object(def) = &server else {
-            unmodeled(
-                runs,
-                Capability::McpStdio,
-                source,
-                format!("MCP server `{name}` that is not an object"),
-            );
-            continue;
-        };
+    for (name, def) in servers(source, value, "mcpServers", "MCP", runs) {
         let field = |key: &str| def.get(key).filter(|v| !v.is_null()).map(text);
         let command = field("command");
         let url = field("url")
@@ -387,8 +385,8 @@ fn mcp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
             Some(other) if !other.is_null() => vec![text(other)],
             _ => Vec::new(),
         };
-        let env_values = strings(def, "env");
-        let header_values = strings(def, "headers");
+        let env_values = strings(&def, "env");
+        let header_values = strings(&def, "headers");
         let entry = McpEntry {
             transport,
             command,
@@ -400,16 +398,11 @@ fn mcp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
             source: source.to_owned(),
             env_values,
             header_values,
-            raw: raw(&server),
-        };
-        let key = if keyed {
-            format!("{source}#{name}")
-        } else {
-            name
+            raw: raw(&Value::Object(def)),
         };
         add_unique(
             &mut runs.mcp_servers,
-            &key,
+            &server_key(keyed, source, name),
             entry,
             source,
             plugin,
@@ -419,20 +412,9 @@ fn mcp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
 }
 
 fn lsp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
-    let Some(servers) = server_map(source, value, "lspServers", Capability::McpStdio, runs) else {
-        return;
-    };
-    for (name, server) in servers {
-        let Value::Object(def) = &server else {
-            unmodeled(
-                runs,
-                Capability::McpStdio,
-                source,
-                format!("LSP server `{name}` that is not an object"),
-            );
-            continue;
-        };
-        let mut shown = def.clone();
+    for (name, def) in servers(source, value, "lspServers", "LSP", runs) {
+        let written = raw(&Value::Object(def.clone()));
+        let mut shown = def;
         if let Some(Value::Object(env)) = shown.get_mut("env") {
             for value in env.values_mut() {
                 *value = Value::String("(set)".to_owned());
@@ -440,16 +422,11 @@ fn lsp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
         }
         let entry = LspEntry {
             shown: canonical_json(&Value::Object(shown)),
-            raw: raw(&server),
-        };
-        let key = if keyed {
-            format!("{source}#{name}")
-        } else {
-            name
+            raw: written,
         };
         add_unique(
             &mut runs.lsp_servers,
-            &key,
+            &server_key(keyed, source, name),
             entry,
             source,
             plugin,

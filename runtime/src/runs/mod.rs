@@ -114,7 +114,11 @@ impl McpEntry {
     }
 }
 
-fn changed_keys(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<String> {
+/// The keys whose values differ between `a` and `b` (those in one only included), sorted.
+pub(crate) fn changed_keys(
+    a: &BTreeMap<String, String>,
+    b: &BTreeMap<String, String>,
+) -> Vec<String> {
     let mut keys: Vec<String> = a
         .iter()
         .filter(|(k, v)| b.get(*k) != Some(*v))
