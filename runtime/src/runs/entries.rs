@@ -246,17 +246,33 @@ fn monitors(source: &str, value: Value, runs: &mut Runs) {
             );
             continue;
         };
-        runs.hooks.push(HookEntry {
-            event: "monitor".to_owned(),
-            matcher: item.get("when").map_or("always".to_owned(), text),
-            kind: "command".to_owned(),
-            command,
-            args: Vec::new(),
-            timeout: 0,
-            is_async: true,
-            source: source.to_owned(),
-            raw: raw(&item),
-        });
+        // A monitor runs for the whole session, beside what it watches: no timeout.
+        let when = item.get("when").map_or("always".to_owned(), text);
+        let mut entry = shell_command("monitor", &when, command, source, &item);
+        (entry.timeout, entry.is_async) = (0, true);
+        runs.hooks.push(entry);
+    }
+}
+
+/// A shell command a harness runs on its own (a monitor, a status line), as a hook of
+/// `event`.
+fn shell_command(
+    event: &str,
+    matcher: &str,
+    command: String,
+    source: &str,
+    written: &Value,
+) -> HookEntry {
+    HookEntry {
+        event: event.to_owned(),
+        matcher: matcher.to_owned(),
+        kind: "command".to_owned(),
+        command,
+        args: Vec::new(),
+        timeout: DEFAULT_TIMEOUT_SECS,
+        is_async: false,
+        source: source.to_owned(),
+        raw: raw(written),
     }
 }
 
@@ -286,17 +302,8 @@ fn settings(source: &str, value: Value, runs: &mut Runs) {
             );
             continue;
         };
-        runs.hooks.push(HookEntry {
-            event: snake_case(key),
-            matcher: "*".to_owned(),
-            kind: "command".to_owned(),
-            command,
-            args: Vec::new(),
-            timeout: DEFAULT_TIMEOUT_SECS,
-            is_async: false,
-            source: source.to_owned(),
-            raw: raw(value),
-        });
+        let entry = shell_command(&snake_case(key), "*", command, source, value);
+        runs.hooks.push(entry);
     }
 }
 
