@@ -18,26 +18,56 @@ pub(crate) struct FileEntry {
     pub(crate) executable: bool,
 }
 
+/// A path below an entry, of any kind (folder, file, symlink), by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NamedPath {
+    /// Its path relative to the entry, with forward slashes (U+FFFD for bytes that are
+    /// not UTF-8).
+    pub(crate) rel: String,
+    /// Whether its name's bytes are UTF-8.
+    pub(crate) utf8: bool,
+}
+
+/// What [`walk_entry`] finds.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Walked {
+    /// Every regular file, sorted by relative path.
+    pub(crate) files: Vec<FileEntry>,
+    /// Every path of any kind, sorted by relative path.
+    pub(crate) names: Vec<NamedPath>,
+}
+
 /// Every regular file below `entry`, sorted by relative path; symlinks are skipped.
 pub(crate) fn regular_files(entry: &Path) -> std::io::Result<Vec<FileEntry>> {
-    let mut out = Vec::new();
+    Ok(walk_entry(entry)?.files)
+}
+
+/// Every path below `entry` by name, and its regular files; symlinks are listed, never
+/// followed.
+pub(crate) fn walk_entry(entry: &Path) -> std::io::Result<Walked> {
+    let mut out = Walked::default();
     let mut pending = vec![(entry.to_path_buf(), String::new())];
     while let Some((dir, prefix)) = pending.pop() {
         for item in fs_err::read_dir(&dir)? {
             let item = item?;
-            let name = item.file_name().to_string_lossy().into_owned();
+            let file_name = item.file_name();
+            let name = file_name.to_string_lossy().into_owned();
             let rel = if prefix.is_empty() {
                 name
             } else {
                 format!("{prefix}/{name}")
             };
+            out.names.push(NamedPath {
+                rel: rel.clone(),
+                utf8: file_name.to_str().is_some(),
+            });
             // `DirEntry::file_type` does not follow links, so a symlink is seen as one.
             let kind = item.file_type()?;
             if kind.is_dir() {
                 pending.push((item.path(), rel));
             } else if kind.is_file() {
                 let meta = fs_err::symlink_metadata(item.path())?;
-                out.push(FileEntry {
+                out.files.push(FileEntry {
                     rel,
                     path: item.path(),
                     executable: is_executable(&meta),
@@ -45,7 +75,8 @@ pub(crate) fn regular_files(entry: &Path) -> std::io::Result<Vec<FileEntry>> {
             }
         }
     }
-    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    out.files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    out.names.sort_by(|a, b| a.rel.cmp(&b.rel));
     Ok(out)
 }
 
