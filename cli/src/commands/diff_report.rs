@@ -291,7 +291,7 @@ pub fn text(report: &LockDiff) -> String {
             "No plugin's content differs between `{}` and `{}`.",
             report.from, report.to
         );
-        return out;
+        return escape_for_display(&out).into_owned();
     }
     for p in &report.plugins {
         let _ = writeln!(out, "{} {}: {}", p.status, p.name, heading(p));

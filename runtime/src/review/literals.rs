@@ -6,10 +6,11 @@
 //! JSON and TOML are lexed exactly (a backslash means something only inside their
 //! strings). YAML decodes escapes in double-quoted scalars only, and where one starts
 //! depends on the grammar around it; rather than trust a partial parser, every `"` that
-//! could start one (at a line's start, or after a space, a tab or one of `:?,[{`) is taken
-//! as a start, up to the next `"` that no backslash escapes. A double-quoted scalar always
-//! starts at such a place, so none is missed; a quote inside a plain scalar may be taken
-//! for one too, which can only report more.
+//! could start one (after a line's indentation, or after one of `:-?,[{`, blanks and node
+//! properties) is taken as a start, up to the next `"` that no backslash escapes, each
+//! start on its own (a wrong start cannot hide the next one). A double-quoted scalar
+//! always starts at such a place, so none is missed; a quote in a block scalar or after
+//! `a - ` in a plain one may be taken for one too, which can only report more.
 
 /// A text format whose strings hold escapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,14 +149,43 @@ fn json(text: &str, base: usize, each: &mut impl FnMut(Decoder<'_>)) {
 fn yaml(text: &str, base: usize, each: &mut impl FnMut(Decoder<'_>)) {
     let bytes = text.as_bytes();
     for (i, b) in bytes.iter().enumerate() {
-        let could_start = i == 0
-            || matches!(
-                bytes[i - 1],
-                b'\n' | b'\r' | b' ' | b'\t' | b':' | b'?' | b',' | b'[' | b'{'
-            );
-        if *b == b'"' && could_start && !escaped(bytes, i) {
+        if *b == b'"' && could_start(bytes, i) && !escaped(bytes, i) {
             string(text, i + 1, b"\"", base, each);
         }
+    }
+}
+
+/// Whether a YAML node may start at byte `i`: after the line's indentation, or after an
+/// indicator (`:`, `-`, `?`, `,`, `[`, `{`) and any blanks, with node properties (`!tag`,
+/// `&anchor`) between. A quote inside a plain scalar (`say "hi"`) follows a word.
+fn could_start(bytes: &[u8], i: usize) -> bool {
+    let blank = |b: u8| matches!(b, b' ' | b'\t');
+    let mut j = i;
+    loop {
+        while j > 0 && blank(bytes[j - 1]) {
+            j -= 1;
+        }
+        // A byte-order mark may start the stream.
+        if j == 0
+            || bytes[..j] == *"\u{FEFF}".as_bytes()
+            || matches!(
+                bytes[j - 1],
+                b'\n' | b'\r' | b':' | b'-' | b'?' | b',' | b'[' | b'{'
+            )
+        {
+            return true;
+        }
+        if j == i {
+            return false;
+        }
+        let token = bytes[..j]
+            .iter()
+            .rposition(|b| blank(*b) || matches!(b, b'\n' | b'\r'))
+            .map_or(0, |p| p + 1);
+        if !matches!(bytes[token], b'!' | b'&') {
+            return false;
+        }
+        j = token;
     }
 }
 
@@ -350,13 +380,18 @@ mod tests {
 
     #[test]
     fn yaml_double_quoted_scalars_and_nothing_plain() {
-        let text = "a: \"x \\u202e\"\nb: C:\\build\\e\nc: [\"\\U000E0041\", '\\e']\n- \"\\e\"\n";
+        let text = "a: \"x \\u202e\"\nb: C:\\build\\e\nc: [\"\\U000E0041\", '\\e']\n- \"\\e\"\nd: Use \"C:\\bin\\x.exe\" now\ne: !!str &a \"\\x1b\"\nf: {\"g\":\"\\u2066\"}\n";
         let found: Vec<char> = escapes(text, Syntax::Yaml)
             .into_iter()
             .flatten()
             .map(|(_, c)| c)
             .collect();
-        assert_eq!(found, ['\u{202E}', '\u{E0041}', '\u{1B}']);
+        assert_eq!(
+            found,
+            ['\u{202E}', '\u{E0041}', '\u{1B}', '\u{1B}', '\u{2066}']
+        );
+        let bom = "\u{FEFF}\"k\\u202e\": v\n";
+        assert_eq!(escapes(bom, Syntax::Yaml).len(), 1);
     }
 
     #[test]
