@@ -542,10 +542,12 @@ fn an_entry_without_a_record_is_hashed_once_and_gets_one_and_gc_forgets_it() {
         .into_iter()
         .map(|r| (r.clone(), std::fs::read(records.join(&r)).expect("read")))
         .collect();
+    // Each entry's record, and the verdict that `show` scanned it clean (the store was
+    // written by a berth that scanned nothing it could remember).
     let expected: Vec<String> = ctx
         .store_entries()
         .iter()
-        .map(|e| format!("{e}.stat"))
+        .flat_map(|e| [format!("{e}.stat"), format!("{e}.verdict")])
         .collect();
     assert_eq!(
         written.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>(),
@@ -569,7 +571,11 @@ fn an_entry_without_a_record_is_hashed_once_and_gets_one_and_gc_forgets_it() {
     ctx.ok(&["store", "gc"]);
     assert!(!lint.exists(), "gc removed `lint`");
     assert!(!record_of(&ctx, &lint).exists(), "and its record");
-    assert_eq!(list_dir(&records).len(), 2);
+    assert!(
+        !record_of(&ctx, &lint).with_extension("verdict").exists(),
+        "and its verdict"
+    );
+    assert_eq!(list_dir(&records).len(), 4);
 }
 
 /// `berth serve` on a free port with this context's store and data folder `data`.

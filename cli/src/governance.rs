@@ -1,12 +1,16 @@
 //! The project's policy and approvals, and the gate that `lock`, `sync`, `show`, `run`,
-//! `hooks run` and `audit` pass a lock through before they write or run anything.
+//! `hooks run`, `materialize` and `audit` pass a lock through before they write, show or
+//! run anything.
 
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 use berth_lockfile_schema::Lock;
 use berth_lockfile_schema::governance::{Approvals, Canon, Policy, parse_approvals};
-use berth_runtime::review::{Checked, UnderReview, Violation, check_plugins};
+use berth_runtime::PluginSet;
+use berth_runtime::review::{
+    Checked, UnderReview, Violation, check_plugins, remember_clean, scanned_clean,
+};
 
 use crate::context::{Context, Failure};
 
@@ -18,15 +22,21 @@ pub struct Governance {
     pub policy_path: Option<PathBuf>,
 }
 
-/// Which locked plugins have their files scanned for hidden Unicode.
+/// Which locked plugins have their files scanned for hidden Unicode. Whatever is scanned
+/// and found without a critical character is remembered in the store as scanned clean
+/// (`review::remember_clean`).
 #[derive(Clone, Copy)]
 pub enum Scan<'a> {
     /// None: their content is what was scanned when it was locked or synced.
     Nothing,
     /// Every one (`berth audit`).
     All,
-    /// Those whose content is not in this earlier lock (what `lock` and `sync` add).
+    /// Those whose content is not in this earlier lock (what `lock` and `sync` add), and
+    /// that were never scanned clean.
     AddedSince(Option<&'a Lock>),
+    /// Those never scanned clean by this berth's scanner (what `show`, `run`, `hooks run`
+    /// and `materialize` use: an entry a `sync` refused, or one from an older berth).
+    Unverified,
 }
 
 impl Context {
@@ -70,6 +80,13 @@ impl Context {
 
     /// [`Context::gate`] without printing or failing: what `berth audit` reports.
     pub fn review(&self, governance: &Governance, lock: &Lock, scan: Scan<'_>) -> Result<Checked> {
+        let entries = self.entries(lock)?;
+        let scans = self.scans(lock, scan);
+        self.check_entries(governance, lock, &entries, &scans)
+    }
+
+    /// The checked store entry of every plugin of `lock`, in its order.
+    fn entries(&self, lock: &Lock) -> Result<Vec<PathBuf>> {
         let wanted: Vec<_> = lock
             .plugins
             .iter()
@@ -89,41 +106,76 @@ impl Context {
                 ),
             }
         }
+        Ok(entries)
+    }
+
+    /// Whether each plugin of `lock` is scanned under `scan`.
+    fn scans(&self, lock: &Lock, scan: Scan<'_>) -> Vec<bool> {
+        let clean = |locked| scanned_clean(&self.store, locked);
+        lock.plugins
+            .iter()
+            .map(|locked| match scan {
+                Scan::Nothing => false,
+                Scan::All => true,
+                Scan::AddedSince(before) => {
+                    !before.is_some_and(|b| {
+                        b.plugins
+                            .iter()
+                            .any(|p| p.hash == locked.hash && p.name == locked.name)
+                    }) && !clean(locked)
+                }
+                Scan::Unverified => !clean(locked),
+            })
+            .collect()
+    }
+
+    /// Checks the plugins of `lock` at `entries` (their store entries, in order), scanning
+    /// those `scans` says, and remembers which scanned clean.
+    fn check_entries(
+        &self,
+        governance: &Governance,
+        lock: &Lock,
+        entries: &[PathBuf],
+        scans: &[bool],
+    ) -> Result<Checked> {
         let plugins: Vec<UnderReview<'_>> = lock
             .plugins
             .iter()
-            .zip(&entries)
-            .map(|(locked, entry)| UnderReview {
+            .zip(entries)
+            .zip(scans)
+            .map(|((locked, entry), scan)| UnderReview {
                 locked,
                 entry,
                 payloads: &lock.payloads,
                 marketplaces: &lock.marketplaces,
-                scan: match scan {
-                    Scan::Nothing => false,
-                    Scan::All => true,
-                    Scan::AddedSince(before) => !before.is_some_and(|b| {
-                        b.plugins
-                            .iter()
-                            .any(|p| p.hash == locked.hash && p.name == locked.name)
-                    }),
-                },
+                scan: *scan,
             })
             .collect();
-        Ok(check_plugins(
-            &governance.policy,
-            &governance.approvals,
-            &plugins,
-        )?)
+        let checked = check_plugins(&governance.policy, &governance.approvals, &plugins)?;
+        remember_clean(&self.store, &plugins, &checked);
+        Ok(checked)
     }
 
-    /// The gate of the commands that only read a synced lock (`show`, `run`, `hooks run`):
-    /// with no policy file there is nothing to check beyond what `sync` checked.
-    pub fn gate_runtime(&self, lock: &Lock) -> Result<()> {
-        if self.policy_path.is_none() {
+    /// The gate of the commands that use a synced lock's set (`show`, `run`, `hooks run`,
+    /// `materialize`), before anything is shown, written or run: berth's defaults or the
+    /// policy file, as `lock` and `sync` apply them. Plugins never scanned clean are
+    /// scanned (an entry a `sync` refused stays in the store, inert, and is refused here
+    /// too); with no policy file and every plugin scanned clean there is nothing to check,
+    /// and the cost is one small read per plugin.
+    pub fn gate_runtime(&self, lock: &Lock, set: &PluginSet) -> Result<()> {
+        let scans = self.scans(lock, Scan::Unverified);
+        if self.policy_path.is_none() && !scans.contains(&true) {
             return Ok(());
         }
         let governance = self.governance()?;
-        self.gate(&governance, lock, Scan::Nothing).map(drop)
+        // The set's entries were checked when it was built, in lock order.
+        let entries: Vec<PathBuf> = set.plugins.iter().map(|p| p.path.clone()).collect();
+        debug_assert_eq!(entries.len(), lock.plugins.len());
+        let checked = self.check_entries(&governance, lock, &entries, &scans)?;
+        for finding in checked.warnings() {
+            self.printer.warn(&finding);
+        }
+        refuse(&checked.violations)
     }
 }
 

@@ -1,9 +1,13 @@
 //! All output goes through the printer: status and warnings to stderr (cargo style), data
-//! to stdout.
+//! to stdout. What it prints for people is escaped first (`escape_for_display`): plugin
+//! content in a message, a table or a report never reaches a terminal as a raw escape
+//! sequence, carriage return, bidirectional control or invisible character. JSON goes
+//! through [`Printer::json`], which keeps it the same document.
 
 use std::io::{IsTerminal, Write};
 
 use berth_resolver::{Reporter, Task};
+use berth_runtime::review::{escape_for_display, escape_json};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How much to say on stderr.
@@ -38,6 +42,7 @@ impl Printer {
     /// A right-aligned verb and a message, as cargo prints them.
     pub fn status(&self, verb: &str, message: &str) {
         if self.verbosity >= Verbosity::Normal {
+            let message = escape_for_display(message);
             let line = format!("{} {message}", self.paint(verb, "1;32", 12));
             self.line(&line);
         }
@@ -57,21 +62,33 @@ impl Printer {
 
     pub fn warn(&self, message: &str) {
         let label = self.paint("warning", "1;33", 0);
-        self.line(&format!("{label}: {message}"));
+        self.line(&format!("{label}: {}", escape_for_display(message)));
     }
 
     pub fn error(&self, message: &str) {
         let label = self.paint("error", "1;31", 0);
+        let message = escape_for_display(message);
         let _ = writeln!(std::io::stderr().lock(), "{label}: {message}");
     }
 
     /// An indented follow-up line under an error or warning.
     pub fn note(&self, message: &str) {
+        let message = escape_for_display(message);
         let _ = writeln!(std::io::stderr().lock(), "  {message}");
     }
 
-    /// Data for stdout. A closed pipe (`berth plugins list | head`) ends quietly.
+    /// Text for people on stdout (a listing, a table, a report), escaped.
     pub fn data(&self, text: &str) {
+        self.stdout(&escape_for_display(text));
+    }
+
+    /// A JSON document on stdout, its hidden characters written as JSON escapes.
+    pub fn json(&self, text: &str) {
+        self.stdout(&escape_json(text));
+    }
+
+    /// Writes to stdout. A closed pipe (`berth plugins list | head`) ends quietly.
+    fn stdout(&self, text: &str) {
         let mut out = std::io::stdout().lock();
         if out
             .write_all(text.as_bytes())
@@ -120,7 +137,7 @@ impl Reporter for Printer {
         };
         let bar = bars.add(
             bar.with_prefix(verb.to_owned())
-                .with_message(message.to_owned()),
+                .with_message(escape_for_display(message).into_owned()),
         );
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
         Box::new(Bar {

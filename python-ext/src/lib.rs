@@ -23,7 +23,8 @@ use serde_json::Value;
 ///
 /// Returns `None` when a policy file (`berth-policy.toml`) sits next to the lock: the
 /// binary enforces it (its `extends` may name URLs, which only the resolver fetches), so
-/// the caller runs the binary instead. Raises `RuntimeError` with the binary's message for
+/// the caller runs the binary instead; and when a plugin's store entry was never scanned
+/// clean, which the binary scans (and refuses, or remembers) under berth's defaults. Raises `RuntimeError` with the binary's message for
 /// a missing or invalid lock and for a plugin missing from the store or changed in it.
 #[pyfunction]
 #[pyo3(signature = (lockfile, store=None))]
@@ -40,7 +41,8 @@ fn plugin_set<'py>(
     }
 }
 
-/// The set's document, or `None` when a policy governs the lock.
+/// The set's document, or `None` when the binary must decide (a policy file, or an entry
+/// never scanned clean).
 fn build(lockfile: &Path, store: Option<PathBuf>) -> Result<Option<Value>, String> {
     let dir = lockfile.parent().unwrap_or(Path::new("."));
     if dir.join(POLICY_FILE).exists() {
@@ -66,7 +68,17 @@ fn build(lockfile: &Path, store: Option<PathBuf>) -> Result<Option<Value>, Strin
         max_skills: None,
         ..BuildOptions::default()
     };
-    let set = build_plugin_set(&Store::new(root), &lock, &options).map_err(|e| e.to_string())?;
+    let store = Store::new(root);
+    let set = build_plugin_set(&store, &lock, &options).map_err(|e| e.to_string())?;
+    // berth's defaults refuse hidden characters: a plugin never scanned clean (one a
+    // `sync` refused, or from an older berth) is left to the binary, which scans it.
+    if set
+        .plugins
+        .iter()
+        .any(|p| !berth_runtime::review::scanned_clean(&store, &p.locked))
+    {
+        return Ok(None);
+    }
     Ok(Some(set.to_json_value()))
 }
 

@@ -89,7 +89,7 @@ def plugin_set(lockfile: PathLike, store: PathLike | None = None) -> dict[str, A
 
     Built in this process by ``berth._native`` when it loads; by the binary otherwise,
     and always when a policy file (``berth-policy.toml``) sits next to the lock, which the
-    binary enforces."""
+    binary enforces, or when a plugin was never scanned clean, which the binary scans."""
     lock = Path(lockfile).resolve()
     extension = native()
     if extension is not None:

@@ -59,27 +59,31 @@ pub struct RunPolicy {
 }
 
 /// Checks a built set's plugins against the server's [`RunPolicy`]: sources,
-/// capabilities, approvals and hidden Unicode. A violation is 403 `policy_denied`, naming
-/// plugin, capability, rule and policy file.
+/// capabilities, approvals and hidden Unicode (in the plugins `store` does not remember as
+/// scanned clean, as the CLI's `show` and `run` do; those found clean are remembered). A
+/// violation is 403 `policy_denied`, naming plugin, capability, rule and policy file.
 pub(crate) fn check_run_policy(
     run: &RunPolicy,
+    store: &berth_store::Store,
     set: &berth_runtime::PluginSet,
 ) -> Result<(), AppError> {
-    let plugins: Vec<berth_runtime::review::UnderReview<'_>> = set
+    use berth_runtime::review::{UnderReview, check_plugins, remember_clean, scanned_clean};
+    let plugins: Vec<UnderReview<'_>> = set
         .plugins
         .iter()
-        .map(|p| berth_runtime::review::UnderReview {
+        .map(|p| UnderReview {
             locked: &p.locked,
             entry: &p.path,
-            scan: true,
+            scan: !scanned_clean(store, &p.locked),
             payloads: &set.payloads,
             // A posted lock's record of where a plugin was picked from is the client's
             // word, so on this server every plugin matches `[sources]` by its own source.
             marketplaces: &[],
         })
         .collect();
-    let checked = berth_runtime::review::check_plugins(&run.policy, &run.approvals, &plugins)
+    let checked = check_plugins(&run.policy, &run.approvals, &plugins)
         .map_err(|e| AppError::from_runtime(&e))?;
+    remember_clean(store, &plugins, &checked);
     match checked.violations.as_slice() {
         [] => Ok(()),
         violations => Err(AppError::new(

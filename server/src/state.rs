@@ -313,7 +313,7 @@ impl AppState {
             }
             Err(e) => return Err(AppError::from_runtime(&e)),
         };
-        crate::lock_check::check_run_policy(&config.run_policy, &set)?;
+        crate::lock_check::check_run_policy(&config.run_policy, &config.store, &set)?;
         let json: Arc<str> = set.to_json().into();
         let mut sets = self
             .inner

@@ -167,10 +167,11 @@ pub enum Command {
 
     /// Scan the locked plugins for hidden Unicode and check them against the policy
     ///
-    /// Every file of every locked plugin in the store is read for characters a reviewer
-    /// cannot see: bidirectional controls and Unicode tag characters (critical) and
-    /// zero-width characters (warnings). With a policy, its sources and capabilities are
-    /// checked too. Exits 1 on a critical finding (unless the policy says `hidden_unicode =
+    /// Every file and name of every locked plugin in the store is read for characters a
+    /// reviewer cannot see or a terminal acts on: bidirectional controls, tag characters,
+    /// escape and C1 controls and invisible characters in a row (critical), one invisible
+    /// or other control character alone (warnings), as written or as escapes in JSON, YAML
+    /// and TOML strings. With a policy, its sources and capabilities are checked too. Exits 1 on a critical finding (unless the policy says `hidden_unicode =
     /// "warn"`) or a policy violation; never touches the network.
     #[command(after_help = "Examples:\n  \
         berth audit\n  \

@@ -1,7 +1,9 @@
 //! `berth audit`: hidden Unicode in every locked plugin, and the policy, in one report.
 
 use anyhow::{Context as _, Result};
-use berth_runtime::review::{Checked, Finding, Severity, finding_line};
+use berth_runtime::review::{
+    Checked, Class, Finding, Place, Severity, escape_for_display, escape_json, finding_line,
+};
 use serde_json::{Value, json};
 
 use crate::args::{AuditArgs, AuditFormat};
@@ -13,20 +15,25 @@ pub fn run(ctx: &Context, args: &AuditArgs) -> Result<()> {
     let lock = ctx.require_lock("")?;
     let governance = ctx.governance()?;
     let checked = ctx.review(&governance, &lock, Scan::All)?;
+    // Every form is escaped, written to a file or not: a report is read by people (text)
+    // or shown by tools that render it (SARIF in a code-scanning page).
     let report = match args.format {
-        AuditFormat::Text => text(&checked),
-        AuditFormat::Json => {
-            serde_json::to_string_pretty(&json_report(&checked)).expect("serialisable") + "\n"
-        }
-        AuditFormat::Sarif => {
-            serde_json::to_string_pretty(&sarif(&checked, &ctx.lock_label())).expect("serialisable")
-                + "\n"
-        }
+        AuditFormat::Text => escape_for_display(&text(&checked)).into_owned(),
+        AuditFormat::Json => escape_json(
+            &(serde_json::to_string_pretty(&json_report(&checked)).expect("serialisable") + "\n"),
+        )
+        .into_owned(),
+        AuditFormat::Sarif => escape_json(
+            &(serde_json::to_string_pretty(&sarif(&checked, &ctx.lock_label()))
+                .expect("serialisable")
+                + "\n"),
+        )
+        .into_owned(),
     };
     match &args.output {
         Some(path) => write_atomically(path, report.as_bytes())
             .with_context(|| format!("could not write `{}`", path.display()))?,
-        None => ctx.printer.data(report.trim_end()),
+        None => ctx.printer.data(&report),
     }
     let critical = checked
         .findings
@@ -72,6 +79,8 @@ fn finding_json(plugin: &str, f: &Finding) -> Value {
         "column": f.column,
         "code_point": f.code_point_label(),
         "severity": f.severity,
+        "class": f.class,
+        "place": f.place,
         "what": f.what,
     })
 }
@@ -84,52 +93,89 @@ fn json_report(checked: &Checked) -> Value {
     })
 }
 
-/// The SARIF rule id of a finding.
-fn rule_id(f: &Finding) -> &'static str {
-    match f.what {
-        w if w.contains("bidi") || w.contains("bidirectional") => "berth/hidden-unicode/bidi",
-        w if w.contains("tag") => "berth/hidden-unicode/tag",
-        _ => "berth/hidden-unicode/zero-width",
+/// The classes of findings, with their SARIF rule descriptions.
+const CLASSES: [(Class, &str); 6] = [
+    (
+        Class::Bidi,
+        "A bidirectional control character: text can display in another order than it runs",
+    ),
+    (
+        Class::Tag,
+        "A Unicode tag character: invisible text a model can read",
+    ),
+    (
+        Class::Invisible,
+        "A zero-width or invisible character a reviewer cannot see (several in a row can carry hidden data)",
+    ),
+    (
+        Class::VariationSelector,
+        "Variation selectors beyond an emoji's own: several in a row can carry hidden data",
+    ),
+    (
+        Class::Control,
+        "A control character: an escape sequence, carriage return or backspace can rewrite what a terminal shows",
+    ),
+    (
+        Class::NotUtf8,
+        "Bytes that are not UTF-8: readers replace them and read the rest",
+    ),
+];
+
+/// The SARIF rule id of a finding's class.
+fn rule_id(class: Class) -> String {
+    format!("berth/hidden-unicode/{}", class.as_str())
+}
+
+/// `path` as a relative URI reference: each `/`-separated segment percent-encoded as RFC
+/// 3986 asks (everything but its unreserved characters, as UTF-8 bytes), so a `#`, `?`, `%`
+/// or space in a plugin's file name stays part of the path.
+fn uri_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for (i, segment) in path.split('/').enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        for b in segment.bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+                out.push(char::from(b));
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
     }
+    out
 }
 
 /// SARIF 2.1.0: one run of berth, a result per finding (located at the plugin's file,
 /// `PLUGIN/PATH`, line and column in code points) and per policy violation (located at the
 /// lockfile).
 fn sarif(checked: &Checked, lock_label: &str) -> Value {
-    let rules = [
-        (
-            "berth/hidden-unicode/bidi",
-            "A bidirectional control character: text can display in another order than it runs",
-        ),
-        (
-            "berth/hidden-unicode/tag",
-            "A Unicode tag character: invisible text a model can read",
-        ),
-        (
-            "berth/hidden-unicode/zero-width",
-            "A zero-width character a reviewer cannot see",
-        ),
-        (
-            "berth/policy",
-            "A plugin the project's policy does not let through",
-        ),
-    ];
+    let mut rules: Vec<(String, &str)> = CLASSES
+        .iter()
+        .map(|(class, text)| (rule_id(*class), *text))
+        .collect();
+    rules.push((
+        "berth/policy".to_owned(),
+        "A plugin the project's policy does not let through",
+    ));
     let mut results: Vec<Value> = checked
         .findings
         .iter()
         .map(|(plugin, f)| {
+            let message = format!("{} ({}) in plugin `{plugin}`", f.code_point_label(), f.what);
+            let mut location = json!({
+                "artifactLocation": { "uri": uri_path(&format!("{plugin}/{}", f.file)), "uriBaseId": "BERTH_PLUGINS" },
+            });
+            // A finding in a name has no place in the file's text.
+            if f.place != Place::Name {
+                location["region"] = json!({ "startLine": f.line, "startColumn": f.column });
+            }
             json!({
-                "ruleId": rule_id(f),
+                "ruleId": rule_id(f.class),
                 "level": match f.severity { Severity::Critical => "error", Severity::Warning => "warning" },
-                "message": { "text": format!("{} ({}) in plugin `{plugin}`", f.code_point_label(), f.what) },
-                "locations": [{
-                    "physicalLocation": {
-                        "artifactLocation": { "uri": format!("{plugin}/{}", f.file), "uriBaseId": "BERTH_PLUGINS" },
-                        "region": { "startLine": f.line, "startColumn": f.column }
-                    }
-                }],
-                "properties": { "plugin": plugin, "file": f.file, "codePoint": f.code_point_label() }
+                "message": { "text": escape_for_display(&message) },
+                "locations": [{ "physicalLocation": location }],
+                "properties": { "plugin": plugin, "file": f.file, "codePoint": f.code_point_label(), "place": f.place }
             })
         })
         .collect();
@@ -137,9 +183,9 @@ fn sarif(checked: &Checked, lock_label: &str) -> Value {
         json!({
             "ruleId": "berth/policy",
             "level": "error",
-            "message": { "text": v.to_string() },
+            "message": { "text": escape_for_display(&v.to_string()) },
             "locations": [{
-                "physicalLocation": { "artifactLocation": { "uri": lock_label } }
+                "physicalLocation": { "artifactLocation": { "uri": uri_path(lock_label) } }
             }],
             "properties": { "plugin": v.plugin, "capability": v.capability, "rule": v.rule, "policyFile": v.file }
         })
@@ -164,4 +210,23 @@ fn sarif(checked: &Checked, lock_label: &str) -> Value {
             "results": results
         }]
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uri_path;
+
+    #[test]
+    fn uris_are_percent_encoded_per_segment() {
+        assert_eq!(
+            uri_path("u/docs/a b#c%%d?.md"),
+            "u/docs/a%20b%23c%25%25d%3F.md"
+        );
+        assert_eq!(uri_path("u/ü.md"), "u/%C3%BC.md");
+        assert_eq!(
+            uri_path("hidden/skills/review/SKILL.md"),
+            "hidden/skills/review/SKILL.md"
+        );
+        assert_eq!(uri_path("s/x\u{202e}y"), "s/x%E2%80%AEy");
+    }
 }

@@ -29,14 +29,13 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> Result<()> {
     } else {
         args.format
     };
-    let text = match format {
-        DiffFormat::Json => {
-            serde_json::to_string_pretty(&report).expect("a diff is always serialisable")
-        }
-        DiffFormat::Text => diff_report::text(&report),
-        DiffFormat::Markdown => diff_report::markdown(&report),
-    };
-    ctx.printer.data(&text);
+    match format {
+        DiffFormat::Json => ctx
+            .printer
+            .json(&serde_json::to_string_pretty(&report).expect("a diff is always serialisable")),
+        DiffFormat::Text => ctx.printer.data(&diff_report::text(&report)),
+        DiffFormat::Markdown => ctx.printer.data(&diff_report::markdown(&report)),
+    }
     Ok(())
 }
 

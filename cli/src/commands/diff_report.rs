@@ -1,10 +1,16 @@
 //! What `berth plugins diff` reports: the JSON document, and its forms for people (a
 //! terminal listing and a pull-request comment).
+//!
+//! Plugin content reaches people here, so both forms are escaped as a whole when done
+//! (`escape_for_display`: controls, bidirectional and invisible characters), and the
+//! markdown form sets what a plugin wrote either in a code span (`code`) or as text that
+//! renders as itself (`md_text`: no HTML, no entity, no emphasis, link or heading). A new
+//! line of the report needs nothing more than going through `lines`.
 
 use std::fmt::Write as _;
 
 use berth_lockfile_schema::{LockedPayload, LockedPlugin, Pin};
-use berth_runtime::review::{Change, HookEntry, McpEntry, SurfaceDiff};
+use berth_runtime::review::{Change, HookEntry, McpEntry, SurfaceDiff, escape_for_display};
 use serde::Serialize;
 
 /// The document `--json` prints (docs/governance.md describes it).
@@ -395,7 +401,7 @@ pub fn text(report: &LockDiff) -> String {
             "No plugin's content differs between `{}` and `{}`.",
             report.from, report.to
         );
-        return out;
+        return escape_for_display(&out).into_owned();
     }
     for p in &report.plugins {
         let _ = writeln!(out, "{} {}: {}", p.status, p.name, heading(p));
@@ -410,7 +416,7 @@ pub fn text(report: &LockDiff) -> String {
             let _ = writeln!(out, "  {} {}: {}", l.sign, l.what, l.literal);
         }
     }
-    out
+    escape_for_display(&out).into_owned()
 }
 
 /// A code span that holds `text` whatever backticks it has.
@@ -425,6 +431,47 @@ fn code(text: &str) -> String {
     format!("{fence}{pad}{}{pad}{fence}", text.replace('\n', " "))
 }
 
+/// Markdown text that renders as `text` itself: `<`, `>` and `&` as entities (no HTML, no
+/// `&#x202e;`), the punctuation of emphasis, links, code, tables, strikethrough, headings
+/// and math backslash-escaped, line breaks as spaces.
+fn md_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\n' | '\r' => out.push(' '),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '#' | '!' | '$' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// [`md_text`] for a paragraph of its own: nothing at its start makes it a list, a rule or
+/// a code block.
+fn md_paragraph(text: &str) -> String {
+    let text = md_text(text.trim_start());
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    if text.starts_with(['-', '+', '=']) {
+        format!("\\{text}")
+    } else if digits > 0
+        && text[digits..].starts_with(['.', ')'])
+        && text[digits + 1..]
+            .chars()
+            .next()
+            .is_none_or(char::is_whitespace)
+    {
+        format!("{}\\{}", &text[..digits], &text[digits..])
+    } else {
+        text
+    }
+}
+
 /// For a pull-request comment.
 pub fn markdown(report: &LockDiff) -> String {
     let mut out = String::from("## berth: plugin changes\n\n");
@@ -437,7 +484,7 @@ pub fn markdown(report: &LockDiff) -> String {
                 code(&p.server),
                 code(&p.plugin),
                 code(&p.runner),
-                p.change()
+                md_text(&p.change())
             );
         }
         out.push('\n');
@@ -449,7 +496,7 @@ pub fn markdown(report: &LockDiff) -> String {
             code(&report.from),
             code(&report.to)
         );
-        return out;
+        return escape_for_display(&out).into_owned();
     }
     let runs = |p: &PluginDiff| p.runs_different_code;
     let count = report.plugins.iter().filter(|p| runs(p)).count();
@@ -472,7 +519,7 @@ pub fn markdown(report: &LockDiff) -> String {
                 ""
             }
         );
-        let _ = writeln!(out, "{}\n", heading(p).replace("->", "→"));
+        let _ = writeln!(out, "{}\n", md_paragraph(&heading(p).replace("->", "→")));
         let lines = lines(&p.changes);
         if lines.is_empty() {
             let _ = writeln!(out, "- only the text of skills, commands or agents differs");
@@ -483,9 +530,28 @@ pub fn markdown(report: &LockDiff) -> String {
                 '-' => "**removed**",
                 _ => "**changed**",
             };
-            let _ = writeln!(out, "- {sign} {}: {}", l.what, code(&l.literal));
+            let _ = writeln!(out, "- {sign} {}: {}", md_text(&l.what), code(&l.literal));
         }
         out.push('\n');
     }
-    out
+    escape_for_display(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{code, md_paragraph, md_text};
+
+    #[test]
+    fn markdown_renders_plugin_text_as_itself() {
+        assert_eq!(
+            md_text("hook on [Bash](http://x) <!-- &#x202e; *a* `b` $x$"),
+            "hook on \\[Bash\\](http://x) &lt;\\!-- &amp;\\#x202e; \\*a\\* \\`b\\` \\$x\\$"
+        );
+        assert_eq!(md_paragraph("- 1.0 (abc)"), "\\- 1.0 (abc)");
+        assert_eq!(md_paragraph("1. x"), "1\\. x");
+        assert_eq!(md_paragraph("1.0.0 (abc)"), "1.0.0 (abc)");
+        // A command with backticks keeps its code span: a longer fence, padded.
+        assert_eq!(code("echo `id` ``x``"), "``` echo `id` ``x`` ```");
+        assert_eq!(code("`id`"), "`` `id` ``");
+    }
 }

@@ -16,7 +16,7 @@ pub fn run(ctx: &Context, args: &HookRunArgs) -> Result<()> {
         ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;
-    ctx.gate_runtime(&lock)?;
+    ctx.gate_runtime(&lock, &set)?;
     let fields = match &args.input {
         None => serde_json::Map::new(),
         Some(path) => {
@@ -54,7 +54,7 @@ pub fn run(ctx: &Context, args: &HookRunArgs) -> Result<()> {
     let outcome = run_hooks(&set, &event);
     let mut text = serde_json::to_string_pretty(&outcome.report)?;
     text.push('\n');
-    ctx.printer.data(&text);
+    ctx.printer.json(&text);
     if outcome.blocked {
         return Err(Exit(2).into());
     }

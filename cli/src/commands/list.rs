@@ -73,7 +73,7 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
         }
         let mut text = serde_json::to_string_pretty(&doc)?;
         text.push('\n');
-        ctx.printer.data(&text);
+        ctx.printer.json(&text);
         return Ok(());
     }
     let mut rows: Vec<[String; 4]> = lock

@@ -186,7 +186,7 @@ pub fn list(ctx: &Context, args: &MarketplaceListArgs) -> Result<()> {
         });
         let mut text = serde_json::to_string_pretty(&doc)?;
         text.push('\n');
-        ctx.printer.data(&text);
+        ctx.printer.json(&text);
         return Ok(());
     }
     let mut out = format!(

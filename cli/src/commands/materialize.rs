@@ -35,7 +35,7 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
             ..BuildOptions::default()
         },
     )?;
-    ctx.gate_runtime(&lock)?;
+    ctx.gate_runtime(&lock, &set)?;
     if !args.check {
         std::fs::create_dir_all(&args.dir)
             .with_context(|| format!("could not create `{}`", args.dir.display()))?;

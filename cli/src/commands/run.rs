@@ -19,7 +19,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<()> {
         ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;
-    ctx.gate_runtime(&lock)?;
+    ctx.gate_runtime(&lock, &set)?;
     let json = set.to_json();
     let digest = sha2::Sha256::digest(json.as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();

@@ -15,9 +15,9 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
         ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;
-    ctx.gate_runtime(&lock)?;
+    ctx.gate_runtime(&lock, &set)?;
     if args.json {
-        ctx.printer.data(&set.to_json());
+        ctx.printer.json(&set.to_json());
     } else {
         let mut text = summary(&set);
         beyond(&mut text, &berth_runtime::review::beyond_set(&set)?);

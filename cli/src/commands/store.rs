@@ -228,7 +228,7 @@ fn verify(
     if args.json {
         let mut text = serde_json::to_string_pretty(&json!({"ok": bad == 0, "entries": rows}))?;
         text.push('\n');
-        printer.data(&text);
+        printer.json(&text);
     }
     if bad == 0 {
         printer.status("Verified", &format!("{} store entries", results.len()));
@@ -313,7 +313,7 @@ fn gc(store: &Store, args: &GcArgs, printer: &Printer) -> Result<()> {
         let doc = json!({"dry_run": args.dry_run, "roots": roots, "freed": items, "bytes": total});
         let mut text = serde_json::to_string_pretty(&doc)?;
         text.push('\n');
-        printer.data(&text);
+        printer.json(&text);
     }
     printer.status(
         if args.dry_run { "Would free" } else { "Freed" },

@@ -47,10 +47,11 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
     let synced = lock_and_sync(&ctx.store, &settings, &ctx.printer, mode, &project_lock)
         .map_err(|e| failure(ctx, mode, e))?;
     // A new lock was admitted before it was written; a lock taken as it was is checked
-    // now, scanning what this run added (the lock's content, when anything was added).
+    // now, scanning what this run added (what was never scanned clean, when anything was
+    // added).
     if !project_lock.admitted.get() && (synced.sync.added > 0 || ctx.policy_path.is_some()) {
         let scan = if synced.sync.added > 0 {
-            Scan::All
+            Scan::Unverified
         } else {
             Scan::Nothing
         };

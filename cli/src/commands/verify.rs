@@ -120,7 +120,7 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
         }
         let mut text = serde_json::to_string_pretty(&doc)?;
         text.push('\n');
-        ctx.printer.data(&text);
+        ctx.printer.json(&text);
     }
     match problems.len() {
         0 => {

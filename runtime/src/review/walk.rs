@@ -1,4 +1,4 @@
-//! The files and symlinks of a store entry, and their SHA-256 digests.
+//! The files, symlinks and names of a store entry, and their SHA-256 digests.
 //!
 //! Symlinks are listed with their target, never followed: a review reads only what the
 //! entry itself holds.
@@ -20,34 +20,64 @@ pub(crate) struct FileEntry {
     pub(crate) link: Option<String>,
 }
 
-/// Every regular file below `entry`, sorted by relative path; symlinks are skipped.
-pub(crate) fn regular_files(entry: &Path) -> std::io::Result<Vec<FileEntry>> {
-    let mut all = files_and_links(entry)?;
-    all.retain(|f| f.link.is_none());
-    Ok(all)
+/// A path below an entry, of any kind (folder, file, symlink), by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NamedPath {
+    /// Its path relative to the entry, with forward slashes (U+FFFD for bytes that are
+    /// not UTF-8).
+    pub(crate) rel: String,
+    /// Whether its name's bytes are UTF-8.
+    pub(crate) utf8: bool,
+}
+
+/// What [`walk_entry`] finds.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Walked {
+    /// Every regular file, sorted by relative path.
+    pub(crate) files: Vec<FileEntry>,
+    /// Every symlink, with its target, sorted by relative path.
+    pub(crate) links: Vec<FileEntry>,
+    /// Every path of any kind, sorted by relative path.
+    pub(crate) names: Vec<NamedPath>,
 }
 
 /// Every regular file and every symlink below `entry` (links not followed), sorted by
 /// relative path.
 pub(crate) fn files_and_links(entry: &Path) -> std::io::Result<Vec<FileEntry>> {
-    let mut out = Vec::new();
+    let Walked {
+        mut files, links, ..
+    } = walk_entry(entry)?;
+    files.extend(links);
+    files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    Ok(files)
+}
+
+/// Every path below `entry` by name, and its regular files; symlinks are listed, never
+/// followed.
+pub(crate) fn walk_entry(entry: &Path) -> std::io::Result<Walked> {
+    let mut out = Walked::default();
     let mut pending = vec![(entry.to_path_buf(), String::new())];
     while let Some((dir, prefix)) = pending.pop() {
         for item in fs_err::read_dir(&dir)? {
             let item = item?;
-            let name = item.file_name().to_string_lossy().into_owned();
+            let file_name = item.file_name();
+            let name = file_name.to_string_lossy().into_owned();
             let rel = if prefix.is_empty() {
                 name
             } else {
                 format!("{prefix}/{name}")
             };
+            out.names.push(NamedPath {
+                rel: rel.clone(),
+                utf8: file_name.to_str().is_some(),
+            });
             // `DirEntry::file_type` does not follow links, so a symlink is seen as one.
             let kind = item.file_type()?;
             if kind.is_dir() {
                 pending.push((item.path(), rel));
             } else if kind.is_file() {
                 let meta = fs_err::symlink_metadata(item.path())?;
-                out.push(FileEntry {
+                out.files.push(FileEntry {
                     rel,
                     path: item.path(),
                     executable: is_executable(&meta),
@@ -55,7 +85,7 @@ pub(crate) fn files_and_links(entry: &Path) -> std::io::Result<Vec<FileEntry>> {
                 });
             } else if kind.is_symlink() {
                 let target = fs_err::read_link(item.path())?;
-                out.push(FileEntry {
+                out.links.push(FileEntry {
                     rel,
                     path: item.path(),
                     executable: false,
@@ -64,7 +94,9 @@ pub(crate) fn files_and_links(entry: &Path) -> std::io::Result<Vec<FileEntry>> {
             }
         }
     }
-    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    out.files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    out.links.sort_by(|a, b| a.rel.cmp(&b.rel));
+    out.names.sort_by(|a, b| a.rel.cmp(&b.rel));
     Ok(out)
 }
 

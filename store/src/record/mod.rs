@@ -57,6 +57,9 @@ pub const RECORDS_DIR: &str = "meta-v1";
 /// What a record file is named after: the entry's folder name plus this.
 pub(crate) const SUFFIX: &str = ".stat";
 
+/// What an entry's verdict file is named after, beside its record (`store/verdicts.rs`).
+pub(crate) const VERDICT_SUFFIX: &str = ".verdict";
+
 /// When entries were last found unchanged (the server remembers this for a second, so a
 /// burst of requests for one set checks its entries once).
 #[derive(Debug)]

@@ -9,7 +9,9 @@ use berth_lockfile_schema::Sha256Hash;
 
 use super::{Store, StoreEntry, StoreError};
 use crate::nar;
-use crate::record::{EntryTree, RECORDS_DIR, SUFFIX, matches_record, read_record, stat_walk};
+use crate::record::{
+    EntryTree, RECORDS_DIR, SUFFIX, VERDICT_SUFFIX, matches_record, read_record, stat_walk,
+};
 
 /// [`Store::checked_lookup_all`] starts a thread per this many entries,
 const ENTRIES_PER_THREAD: usize = 16;
@@ -208,10 +210,27 @@ impl Store {
             .join(format!("{folder}{SUFFIX}"))
     }
 
+    /// `meta-v1/<folder>.verdict`, for the entry folder `<nix32>-<name>` (see `verdicts.rs`).
+    pub(super) fn verdict_path(&self, folder: &str) -> PathBuf {
+        self.root()
+            .join(RECORDS_DIR)
+            .join(format!("{folder}{VERDICT_SUFFIX}"))
+    }
+
     /// Records how the entry `folder` looks now: every line of `record` must have been
-    /// taken before what it vouches for was read. Written beside the record and renamed
-    /// over it, so a reader sees the old record or the new one.
+    /// taken before what it vouches for was read.
     pub(crate) fn write_record(&self, folder: &str, record: &[u8]) -> std::io::Result<()> {
+        self.write_meta(&self.record_path(folder), folder, record)
+    }
+
+    /// Writes `content` to `path` under `meta-v1/` for the entry `folder`: beside it first,
+    /// then renamed over it, so a reader sees the old file or the new one.
+    pub(super) fn write_meta(
+        &self,
+        path: &Path,
+        folder: &str,
+        content: &[u8],
+    ) -> std::io::Result<()> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let dir = self.root().join(RECORDS_DIR);
         fs_err::create_dir_all(&dir)?;
@@ -221,24 +240,27 @@ impl Store {
             COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
         let written = fs_err::File::create(&tmp)
-            .and_then(|mut file| file.write_all(record))
-            .and_then(|()| fs_err::rename(&tmp, self.record_path(folder)));
+            .and_then(|mut file| file.write_all(content))
+            .and_then(|()| fs_err::rename(&tmp, path));
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
         written
     }
 
-    /// Forgets the record of the entry `folder` (its entry is gone).
+    /// Forgets the record and the verdict of the entry `folder` (its entry is gone).
     pub(crate) fn remove_record(&self, folder: &str) -> std::io::Result<()> {
-        match std::fs::remove_file(self.record_path(folder)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
+        for path in [self.record_path(folder), self.verdict_path(folder)] {
+            match std::fs::remove_file(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
         }
+        Ok(())
     }
 
-    /// Removes the records whose entry is gone and records left half-written by a
-    /// process that died; returns how many. Called by `gc`, which holds the store
+    /// Removes the records and verdicts whose entry is gone, and those left half-written
+    /// by a process that died; returns how many. Called by `gc`, which holds the store
     /// exclusively, so no entry is being added meanwhile.
     pub(crate) fn remove_stale_records(&self) -> Result<usize, StoreError> {
         let dir = self.root().join(RECORDS_DIR);
@@ -253,7 +275,10 @@ impl Store {
             let file = file?;
             let name = file.file_name();
             let name = name.to_string_lossy();
-            let stale = match name.strip_suffix(SUFFIX) {
+            let stale = match name
+                .strip_suffix(SUFFIX)
+                .or_else(|| name.strip_suffix(VERDICT_SUFFIX))
+            {
                 Some(folder) if !name.starts_with('.') => {
                     std::fs::symlink_metadata(entries.join(folder)).is_err()
                 }

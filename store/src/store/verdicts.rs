@@ -1,0 +1,93 @@
+//! Verdicts: what a reader concluded from an entry's content, remembered beside the entry.
+//!
+//! An entry's content never changes (it is named after its hash, and [`Store::checked_lookup`]
+//! refuses one that did), so a conclusion drawn from it stays true for as long as the
+//! reader would draw it the same way. The runtime's scan for hidden characters records
+//! one when it finds an entry clean, so that `plugins show` and `run` scan only what was
+//! never found clean; the verdict names the scanner's version, and a newer scanner, with
+//! its own words, finds none and scans again.
+//!
+//! A verdict is `meta-v1/<nix32>-<name>.verdict`, beside the entry's stat record: one
+//! line, the reader's words. It is written beside and renamed into place, goes with its
+//! entry (`gc`, `store verify --repair`, `sync` replacing a changed entry), and, like a
+//! stat record, it is bookkeeping against mistakes, not a signature: whoever can write the
+//! store can write it.
+
+use berth_lockfile_schema::Sha256Hash;
+
+use super::{Store, entry_name};
+
+impl Store {
+    /// Whether the entry `(hash, name)` carries exactly `verdict` (one line, without its
+    /// newline). One open and one read of a small file (the commands that use a lock ask
+    /// this of every plugin); a missing or different one is `false`.
+    pub fn has_verdict(&self, hash: &Sha256Hash, name: &str, verdict: &str) -> bool {
+        use std::io::Read as _;
+        let wanted = verdict.len() + 1;
+        let mut buffer = [0u8; 256];
+        let Some(buffer) = buffer.get_mut(..=wanted) else {
+            return false;
+        };
+        let read = std::fs::File::open(self.verdict_path(&folder(hash, name)))
+            .and_then(|mut file| file.read(buffer));
+        // One byte more than the verdict is asked for, so a longer file does not match.
+        read.is_ok_and(|n| n == wanted && buffer[..n] == *format!("{verdict}\n").as_bytes())
+    }
+
+    /// Records `verdict` (one line) for the entry `(hash, name)`, replacing any other.
+    /// Best effort for callers: a read-only store has none, and its entries are read again.
+    pub fn record_verdict(
+        &self,
+        hash: &Sha256Hash,
+        name: &str,
+        verdict: &str,
+    ) -> std::io::Result<()> {
+        let folder = folder(hash, name);
+        self.write_meta(
+            &self.verdict_path(&folder),
+            &folder,
+            format!("{verdict}\n").as_bytes(),
+        )
+    }
+}
+
+fn folder(hash: &Sha256Hash, name: &str) -> String {
+    format!("{}-{}", hash.to_nix32(), entry_name(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nar::Exclude;
+
+    #[test]
+    fn a_verdict_is_kept_with_its_entry_and_goes_with_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("src");
+        fs_err::create_dir_all(&src).expect("mkdir");
+        fs_err::write(src.join("a.md"), "hi\n").expect("write");
+        let store = Store::new(dir.path().join("store"));
+        let entry = store
+            .add_dir(&src, "demo", None, Exclude::NOTHING)
+            .expect("add");
+        assert!(!store.has_verdict(&entry.hash, "demo", "scan 2: clean"));
+        store
+            .record_verdict(&entry.hash, "demo", "scan 2: clean")
+            .expect("record");
+        assert!(store.has_verdict(&entry.hash, "demo", "scan 2: clean"));
+        assert!(!store.has_verdict(&entry.hash, "demo", "scan 3: clean"));
+        assert!(!store.has_verdict(&entry.hash, "other", "scan 2: clean"));
+
+        // gc keeps the verdict of a live entry...
+        assert_eq!(store.remove_stale_records().expect("clean"), 0);
+        assert!(store.has_verdict(&entry.hash, "demo", "scan 2: clean"));
+        // ...and a removed entry's goes with it.
+        store.discard_entry(&entry.hash, "demo").expect("discard");
+        assert!(!store.has_verdict(&entry.hash, "demo", "scan 2: clean"));
+        store
+            .record_verdict(&entry.hash, "demo", "scan 2: clean")
+            .expect("record for an entry that is gone");
+        assert_eq!(store.remove_stale_records().expect("clean"), 1);
+        assert!(!store.has_verdict(&entry.hash, "demo", "scan 2: clean"));
+    }
+}
