@@ -5,13 +5,15 @@
 //! (`escape_for_display`: controls, bidirectional and invisible characters), and the
 //! markdown form sets what a plugin wrote either in a code span (`code`) or as text that
 //! renders as itself (`md_text`: no HTML, no entity, no emphasis, link or heading). A new
-//! line of the report needs nothing more than going through `lines`.
+//! line of the report needs nothing more than going through `diff_lines::lines`.
 
 use std::fmt::Write as _;
 
 use berth_lockfile_schema::{LockedPayload, LockedPlugin, Pin};
-use berth_runtime::review::{Change, HookEntry, McpEntry, SurfaceDiff, escape_for_display};
+use berth_runtime::review::{SurfaceDiff, escape_for_display};
 use serde::Serialize;
+
+use super::diff_lines::lines;
 
 /// The document `--json` prints (docs/governance.md describes it).
 #[derive(Debug, Serialize)]
@@ -171,194 +173,6 @@ impl PinView {
             hash: plugin.hash.to_sri(),
         }
     }
-}
-
-/// One line of a plugin's changes: `+` added, `-` removed, `~` changed; its words, and the
-/// literal parts (commands, paths, names) to set in code.
-struct Line {
-    sign: char,
-    what: String,
-    literal: String,
-}
-
-fn line(sign: char, what: impl Into<String>, literal: impl Into<String>) -> Line {
-    Line {
-        sign,
-        what: what.into(),
-        literal: literal.into(),
-    }
-}
-
-fn hook_text(h: &HookEntry) -> (String, String) {
-    let matcher = if h.matcher.is_empty() || h.matcher == "*" {
-        String::new()
-    } else {
-        format!(" [{}]", h.matcher)
-    };
-    let what = format!("{} hook on {}{matcher}", h.kind, h.event);
-    (what, h.command.clone())
-}
-
-fn mcp_text(s: &McpEntry) -> String {
-    match (&s.command, &s.url) {
-        (Some(command), _) => std::iter::once(command.as_str())
-            .chain(s.args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" "),
-        (None, Some(url)) => url.clone(),
-        (None, None) => format!("({})", s.transport),
-    }
-}
-
-/// `a, b` as `a`, `b`.
-fn names(list: &[String]) -> String {
-    list.iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// What besides its identity differs between two versions of a hook.
-fn hook_change(c: &Change<HookEntry>) -> String {
-    let mut what = Vec::new();
-    if c.old.timeout != c.new.timeout {
-        what.push(format!("timeout {}s -> {}s", c.old.timeout, c.new.timeout));
-    }
-    if c.old.is_async != c.new.is_async {
-        what.push(format!("async {} -> {}", c.old.is_async, c.new.is_async));
-    }
-    if what.is_empty() {
-        what.push("other fields".to_owned());
-    }
-    what.join(", ")
-}
-
-fn lines(changes: &SurfaceDiff) -> Vec<Line> {
-    let mut out = Vec::new();
-    for h in &changes.hooks.added {
-        let (what, cmd) = hook_text(h);
-        out.push(line('+', what, cmd));
-    }
-    for h in &changes.hooks.removed {
-        let (what, cmd) = hook_text(h);
-        out.push(line('-', what, cmd));
-    }
-    for c in &changes.hooks.changed {
-        let (what, cmd) = hook_text(&c.new);
-        out.push(line('~', format!("{what} ({})", hook_change(c)), cmd));
-    }
-    for (name, s) in &changes.mcp_servers.added {
-        out.push(line('+', format!("MCP server `{name}`"), mcp_text(s)));
-    }
-    for (name, s) in &changes.mcp_servers.removed {
-        out.push(line('-', format!("MCP server `{name}`"), mcp_text(s)));
-    }
-    for (name, c) in &changes.mcp_servers.changed {
-        let mut what = format!("MCP server `{name}` (was `{}`", mcp_text(&c.old));
-        if !c.env_changed.is_empty() {
-            what.push_str(&format!(
-                "; environment values of {}",
-                names(&c.env_changed)
-            ));
-        }
-        if !c.headers_changed.is_empty() {
-            what.push_str(&format!("; header values of {}", names(&c.headers_changed)));
-        }
-        what.push(')');
-        out.push(line('~', what, mcp_text(&c.new)));
-    }
-    for (name, v) in &changes.lsp_servers.added {
-        out.push(line(
-            '+',
-            format!("LSP server `{name}`"),
-            v.shown.to_string(),
-        ));
-    }
-    for (name, v) in &changes.lsp_servers.removed {
-        out.push(line(
-            '-',
-            format!("LSP server `{name}`"),
-            v.shown.to_string(),
-        ));
-    }
-    for (name, c) in &changes.lsp_servers.changed {
-        let env = if c.env_changed.is_empty() {
-            String::new()
-        } else {
-            format!(" (environment values of {})", names(&c.env_changed))
-        };
-        out.push(line(
-            '~',
-            format!("LSP server `{name}`{env}"),
-            c.new.shown.to_string(),
-        ));
-    }
-    for u in &changes.unmodeled.added {
-        let what = format!("{} berth cannot model", u.capability.as_str());
-        out.push(line('+', what, format!("{}: {}", u.source, u.what)));
-    }
-    for u in &changes.unmodeled.removed {
-        let what = format!("{} berth cannot model", u.capability.as_str());
-        out.push(line('-', what, format!("{}: {}", u.source, u.what)));
-    }
-    if changes.definition_changed {
-        out.push(line(
-            '~',
-            "what its marketplace entry defines",
-            "(see the lock's `definition`)",
-        ));
-    }
-    let names = [
-        ("executable", &changes.executables),
-        ("file a command names", &changes.named_files),
-        ("file", &changes.files),
-        (
-            "shell lines or granting front matter of",
-            &changes.prose_runs,
-        ),
-        ("skill", &changes.skills),
-        ("command", &changes.commands),
-        ("agent", &changes.agents),
-    ];
-    for (kind, diff) in names {
-        for n in &diff.added {
-            out.push(line('+', kind, n.clone()));
-        }
-        for n in &diff.removed {
-            out.push(line('-', kind, n.clone()));
-        }
-        for n in &diff.changed {
-            out.push(line('~', format!("{kind} (content)"), n.clone()));
-        }
-    }
-    for t in &changes.tools_changed {
-        let show = |tools: &Option<Vec<String>>| match tools {
-            Some(tools) => format!("[{}]", tools.join(", ")),
-            None => "(any)".to_owned(),
-        };
-        out.push(line(
-            '~',
-            format!("tools of {} `{}`: {} ->", t.kind, t.name, show(&t.old)),
-            show(&t.new),
-        ));
-    }
-    for sh in &changes.shell_changed {
-        for added in sh.new.iter().filter(|l| !sh.old.contains(l)) {
-            out.push(line(
-                '+',
-                format!("shell line of {} `{}`", sh.kind, sh.name),
-                added.clone(),
-            ));
-        }
-        for removed in sh.old.iter().filter(|l| !sh.new.contains(l)) {
-            out.push(line(
-                '-',
-                format!("shell line of {} `{}`", sh.kind, sh.name),
-                removed.clone(),
-            ));
-        }
-    }
-    out
 }
 
 fn pin_text(pin: &PinView) -> String {

@@ -4,6 +4,7 @@ pub mod agent;
 pub mod approve;
 pub mod audit;
 pub mod diff;
+mod diff_lines;
 mod diff_report;
 pub mod edit;
 pub mod hooks;
