@@ -1,5 +1,5 @@
 //! Bad input gets one clear line naming the manifest line or plugin, exit status 1, and
-//! nothing written: no lockfile, no store entry, no cache (issue #2, SPEC section 6).
+//! nothing written: no lockfile, no store entry, no cache (issue #2, docs/spec.md section 6).
 
 mod common;
 

@@ -162,7 +162,7 @@ fn a_local_folder_holding_a_nested_dot_git_is_refused_but_its_own_dot_git_is_lef
         );
     }
     // The plugin folder's own top-level `.git` (its repository) is not part of the plugin
-    // (SPEC section 3), so a plugin kept in its own repository still locks.
+    // (docs/spec.md section 3), so a plugin kept in its own repository still locks.
     std::fs::remove_dir_all(plugin.join("skills/s/.git ")).expect("rm");
     std::fs::create_dir_all(plugin.join(".git")).expect("mkdir");
     std::fs::write(plugin.join(".git/config"), HOOK_CONFIG).expect("write");

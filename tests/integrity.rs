@@ -1,5 +1,5 @@
 //! What protects a lock: hash checks, offline and frozen modes, interrupted and concurrent
-//! syncs (issue #2, SPEC sections 4 and 6).
+//! syncs (issue #2, docs/spec.md sections 4 and 6).
 
 mod common;
 

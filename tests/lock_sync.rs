@@ -1,4 +1,4 @@
-//! Locking and syncing git and local plugins end to end (issue #2, SPEC sections 1-4, 6).
+//! Locking and syncing git and local plugins end to end (issue #2, docs/spec.md sections 1-4, 6).
 
 mod common;
 

@@ -145,7 +145,7 @@ mod tests {
 
     #[test]
     fn nix32_matches_the_spec_vector() {
-        // SPEC section 3 gives both forms of the same digest.
+        // docs/spec.md section 3 gives both forms of the same digest.
         let hash = Sha256Hash::from_sri("sha256-YTabh+pYy+1YFX8++ODYhifhcgXuF8i+vwqJMFLypkE=")
             .expect("valid SRI");
         assert_eq!(

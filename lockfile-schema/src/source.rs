@@ -1,4 +1,4 @@
-//! The source strings of SPEC section 1 and the redaction of credentials in them.
+//! The source strings of docs/spec.md section 1 and the redaction of credentials in them.
 
 use std::fmt;
 
@@ -76,7 +76,7 @@ pub struct SourceError {
 const URL_SCHEMES: [&str; 5] = ["https://", "http://", "git://", "ssh://", "file://"];
 
 impl Source {
-    /// Parses a manifest `source` string per SPEC section 1.
+    /// Parses a manifest `source` string per docs/spec.md section 1.
     pub fn parse(text: &str) -> Result<Self, SourceError> {
         let shown = redact(text).text;
         let fail = |message: String| Err(SourceError { message });

@@ -1,4 +1,4 @@
-"""A client for ``berth serve`` (SPEC §7), standard library only.
+"""A client for ``berth serve`` (docs/spec.md §7), standard library only.
 
 Each call is one HTTP request; an error answer becomes a :class:`ServerError` carrying the
 server's status, ``code`` and ``message``. Plugin sets come back as JSON, or as the
@@ -49,7 +49,7 @@ class ServerConversation:
     lockfile: str
     #: The locked plugins.
     plugins: list[dict[str, Any]]
-    #: The merged plugin set (SPEC §5).
+    #: The merged plugin set (docs/spec.md §5).
     plugin_set: dict[str, Any]
 
 
@@ -125,7 +125,7 @@ class Client:
         return text
 
     def plugin_set(self, conversation_id: str) -> dict[str, Any]:
-        """A conversation's merged plugin set (SPEC §5), built from its lock and the store."""
+        """A conversation's merged plugin set (docs/spec.md §5), built from its lock and the store."""
         doc: dict[str, Any] = self._request("GET", self._path(conversation_id, "plugin_set"))
         return doc
 

@@ -83,7 +83,7 @@ def native() -> Any | None:
 
 
 def plugin_set(lockfile: PathLike, store: PathLike | None = None) -> dict[str, Any]:
-    """The lock's merged plugin set, as ``berth plugins show --json`` prints it (SPEC §5):
+    """The lock's merged plugin set, as ``berth plugins show --json`` prints it (docs/spec.md §5):
     built from the lock and the store only; a plugin missing from the store is a
     ``BerthError`` telling you to run ``berth plugins sync``.
 

@@ -1,4 +1,4 @@
-//! The plugin's own name, from its manifest (SPEC section 5), read with the runtime's rules
+//! The plugin's own name, from its manifest (docs/spec.md section 5), read with the runtime's rules
 //! so the name locked is the name the plugin set uses.
 
 use berth_lockfile_schema::is_valid_plugin_name;

@@ -1,4 +1,4 @@
-//! The custom agent package's environment (SPEC section 8): a Python environment built
+//! The custom agent package's environment (docs/spec.md section 8): a Python environment built
 //! offline from the locked wheels in the store, content-addressed and shared by every
 //! conversation with the same lock, and the launcher that calls the locked entry point.
 //!

@@ -1,4 +1,4 @@
-//! The merged plugin set of SPEC section 5: built from a lock and the store alone.
+//! The merged plugin set of docs/spec.md section 5: built from a lock and the store alone.
 
 use std::path::{Path, PathBuf};
 
@@ -293,7 +293,7 @@ pub fn plugin_data_dir(store: &Store, locked: &LockedPlugin) -> PathBuf {
 }
 
 impl PluginSet {
-    /// The set as the JSON document of SPEC section 5, in a fixed order: the same lock and
+    /// The set as the JSON document of docs/spec.md section 5, in a fixed order: the same lock and
     /// store give the same bytes.
     pub fn to_json_value(&self) -> Value {
         let plugins: Vec<Value> = self

@@ -32,7 +32,7 @@ pub struct PluginSourceBody {
     pub repo_path: Option<String>,
 }
 
-/// The conversation's custom agent package (SPEC section 8), as the manifest's `[agent]`.
+/// The conversation's custom agent package (docs/spec.md section 8), as the manifest's `[agent]`.
 #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSourceBody {
@@ -112,7 +112,7 @@ pub struct ConversationCreated {
     pub plugins: Vec<LockedPluginBody>,
     /// The locked agent package, if any.
     pub agent: Option<LockedAgentBody>,
-    /// The merged plugin set (SPEC section 5).
+    /// The merged plugin set (docs/spec.md section 5).
     #[schema(value_type = Object)]
     pub plugin_set: serde_json::Value,
 }

@@ -17,7 +17,7 @@ pub struct AppError {
     pub message: String,
 }
 
-/// The error body of SPEC section 7.
+/// The error body of docs/spec.md section 7.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorBody {
     pub error: ErrorDetail,

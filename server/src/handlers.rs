@@ -217,7 +217,7 @@ fn created_answer(meta: &Meta, locked: &LockedText, set_json: &str) -> Result<Re
                 "lockfile": locked.text,
                 "plugins": locked_plugins(&locked.lock),
             });
-            // `agent` only when the conversation has one: SPEC section 7's answer is unchanged.
+            // `agent` only when the conversation has one: docs/spec.md section 7's answer is unchanged.
             if let Some(agent) = locked_agent(&locked.lock) {
                 fields["agent"] = serde_json::to_value(agent).map_err(AppError::internal)?;
             }
@@ -391,7 +391,7 @@ pub async fn lockfile(
     path = "/api/conversations/{id}/plugin_set",
     params(("id" = String, Path, description = "the conversation's id")),
     responses(
-        (status = 200, description = "the plugin set (SPEC section 5)", body = Object),
+        (status = 200, description = "the plugin set (docs/spec.md section 5)", body = Object),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 502, body = ErrorBody), (status = 503, description = "plugins missing from the store and the server is offline", body = ErrorBody)
     )

@@ -1,4 +1,4 @@
-//! The router of SPEC section 7 and serving it: the routes, the layers every request
+//! The router of docs/spec.md section 7 and serving it: the routes, the layers every request
 //! passes (request id, tracing, draining, the host check, the API key), and the graceful
 //! stop on SIGTERM.
 
@@ -15,7 +15,7 @@ use crate::api::MAX_BODY_BYTES;
 use crate::state::AppState;
 use crate::{fleet, handlers, host};
 
-/// The router of SPEC section 7, for a server whose listening address is not known (the
+/// The router of docs/spec.md section 7, for a server whose listening address is not known (the
 /// handler tests): without an API key it answers `localhost`, `127.0.0.1`, `[::1]` and the
 /// `--allowed-host-header` names.
 pub fn app(state: AppState) -> Router {

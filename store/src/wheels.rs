@@ -1,4 +1,4 @@
-//! Wheels of custom agent packages and the environments built from them (SPEC section 8).
+//! Wheels of custom agent packages and the environments built from them (docs/spec.md section 8).
 //!
 //! - `wheels-v1/<sha256 hex>/<file name>`: one wheel, read-only, present only if its bytes
 //!   hash to the folder's name. Staged in `tmp/`, checked, then renamed into place.

@@ -73,7 +73,7 @@ pub enum PluginsCommand {
     /// Show the merged plugin set: skills, MCP servers, hooks, agents
     ///
     /// Built from the lock and the store alone; never touches the network. `--json` prints
-    /// the document `berth run` passes to agents (SPEC section 5).
+    /// the document `berth run` passes to agents (docs/spec.md section 5).
     Show(ShowArgs),
 
     /// Show what changes between two locks: hooks, MCP servers, executables, skills

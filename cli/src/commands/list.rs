@@ -46,7 +46,7 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
                 })).collect::<Vec<_>>(),
             })
         });
-        // `agent` and `payloads` only when the lock has them: the SPEC's shape is
+        // `agent` and `payloads` only when the lock has them: the spec's shape (docs/spec.md section 5) is
         // `{"plugins": [...]}`.
         let mut doc = json!({ "plugins": plugins });
         if let Some(agent) = agent {

@@ -1,4 +1,4 @@
-//! The custom agent package (SPEC section 8): the manifest's `[agent]` request and the
+//! The custom agent package (docs/spec.md section 8): the manifest's `[agent]` request and the
 //! lock's `[agent]` table with its `[[agent.wheel]]` closure.
 //!
 //! An agent is a pip-installable Python package exposing a factory in the

@@ -1,4 +1,4 @@
-//! The lockfile `plugins.lock` (SPEC section 2): the validated lock (this module), its wire
+//! The lockfile `plugins.lock` (docs/spec.md section 2): the validated lock (this module), its wire
 //! types and their validation (`wire.rs`), the canonical writer (`writer.rs`) and the
 //! up-to-date check against a manifest (`staleness.rs`).
 
@@ -36,7 +36,7 @@ pub const LOCK_HEADER: &str =
 pub struct Lock {
     /// The entries, in manifest order.
     pub plugins: Vec<LockedPlugin>,
-    /// The custom agent package (SPEC section 8).
+    /// The custom agent package (docs/spec.md section 8).
     pub agent: Option<LockedAgent>,
     /// The marketplaces read, in manifest order.
     pub marketplaces: Vec<LockedMarketplace>,

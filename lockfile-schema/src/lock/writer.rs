@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use super::{LOCK_HEADER, LOCK_VERSION, Lock, LockedPluginWire};
 
 impl Lock {
-    /// The canonical text of SPEC section 2: fixed key order, manifest order, `\n` line ends,
+    /// The canonical text of docs/spec.md section 2: fixed key order, manifest order, `\n` line ends,
     /// one trailing newline. Equal locks give equal bytes.
     pub fn to_toml(&self) -> String {
         let mut out = String::with_capacity(256 + self.plugins.len() * 320);

@@ -1,4 +1,4 @@
-//! The manifest's `[agent]` table: the custom agent package (SPEC section 8), written the
+//! The manifest's `[agent]` table: the custom agent package (docs/spec.md section 8), written the
 //! way pip takes it.
 
 use super::PluginRequest;

@@ -1,4 +1,4 @@
-//! The manifest `plugins.toml` (SPEC section 1): what the user asks for.
+//! The manifest `plugins.toml` (docs/spec.md section 1): what the user asks for.
 
 mod agent;
 mod marketplace;
@@ -19,7 +19,7 @@ use crate::source::{Source, SourceKind, normalize_repo_path, redact};
 pub struct Manifest {
     /// The `[[plugin]]` entries, in file order (which is merge order).
     pub plugins: Vec<PluginRequest>,
-    /// The `[agent]` table: a custom agent package (SPEC section 8).
+    /// The `[agent]` table: a custom agent package (docs/spec.md section 8).
     pub agent: Option<AgentRequest>,
     /// The `[[marketplace]]` declarations, in file order; `PLUGIN@NAME` sources name them.
     pub marketplaces: Vec<MarketplaceRequest>,

@@ -1,4 +1,4 @@
-//! The custom agent package (SPEC section 8): lock it with uv, fill the store with its
+//! The custom agent package (docs/spec.md section 8): lock it with uv, fill the store with its
 //! wheels, verify them afresh.
 //!
 //! Resolution is uv's (`uv pip compile --format pylock.toml --only-binary :all:`); berth

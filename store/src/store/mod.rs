@@ -1,4 +1,4 @@
-//! The content-addressed store of SPEC section 4.
+//! The content-addressed store of docs/spec.md section 4.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

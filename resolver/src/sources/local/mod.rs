@@ -13,7 +13,7 @@ use crate::context::Settings;
 use crate::error::{LocalPathProblem, ResolveError};
 use crate::meta::plugin_name_from_manifest;
 
-/// A local folder's top-level `.git` is not part of the plugin (SPEC section 3).
+/// A local folder's top-level `.git` is not part of the plugin (docs/spec.md section 3).
 pub(crate) const LOCAL_EXCLUDED: &[&str] = &[".git"];
 /// [`LOCAL_EXCLUDED`] as the store's hashing and copying take it.
 pub(crate) const LOCAL_EXCLUDE: Exclude<'static> = Exclude::top_level(LOCAL_EXCLUDED);
