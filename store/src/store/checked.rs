@@ -248,6 +248,25 @@ impl Store {
         written
     }
 
+    /// Makes `path` under `meta-v1/` a symlink to `target` for the entry `folder`: made
+    /// beside it first, then renamed over it, so a reader sees the old one or the new one.
+    pub(super) fn link_meta(&self, path: &Path, folder: &str, target: &str) -> std::io::Result<()> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let dir = self.root().join(RECORDS_DIR);
+        fs_err::create_dir_all(&dir)?;
+        let tmp = dir.join(format!(
+            ".{folder}.{}-{}.link.tmp",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let made =
+            std::os::unix::fs::symlink(target, &tmp).and_then(|()| fs_err::rename(&tmp, path));
+        if made.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        made
+    }
+
     /// Forgets the record and the verdict of the entry `folder` (its entry is gone).
     pub(crate) fn remove_record(&self, folder: &str) -> std::io::Result<()> {
         for path in [self.record_path(folder), self.verdict_path(folder)] {

@@ -7,31 +7,24 @@
 //! never found clean; the verdict names the scanner's version, and a newer scanner, with
 //! its own words, finds none and scans again.
 //!
-//! A verdict is `meta-v1/<nix32>-<name>.verdict`, beside the entry's stat record: one
-//! line, the reader's words. It is written beside and renamed into place, goes with its
-//! entry (`gc`, `store verify --repair`, `sync` replacing a changed entry), and, like a
-//! stat record, it is bookkeeping against mistakes, not a signature: whoever can write the
-//! store can write it.
+//! A verdict is `meta-v1/<nix32>-<name>.verdict`, beside the entry's stat record: a
+//! symlink whose target is the reader's words (one line), so that asking for it is one
+//! `readlink`, not an open, a read and a close (the commands that use a lock ask it of
+//! every plugin, on their hot path). Nothing follows the link; it is made beside and
+//! renamed into place, goes with its entry (`gc`, `store verify --repair`, `sync`
+//! replacing a changed entry), and, like a stat record, it is bookkeeping against
+//! mistakes, not a signature: whoever can write the store can write it.
 
 use berth_lockfile_schema::Sha256Hash;
 
 use super::{Store, entry_name};
 
 impl Store {
-    /// Whether the entry `(hash, name)` carries exactly `verdict` (one line, without its
-    /// newline). One open and one read of a small file (the commands that use a lock ask
-    /// this of every plugin); a missing or different one is `false`.
+    /// Whether the entry `(hash, name)` carries exactly `verdict` (one line). One
+    /// `readlink`; a missing or different one is `false`.
     pub fn has_verdict(&self, hash: &Sha256Hash, name: &str, verdict: &str) -> bool {
-        use std::io::Read as _;
-        let wanted = verdict.len() + 1;
-        let mut buffer = [0u8; 256];
-        let Some(buffer) = buffer.get_mut(..=wanted) else {
-            return false;
-        };
-        let read = std::fs::File::open(self.verdict_path(&folder(hash, name)))
-            .and_then(|mut file| file.read(buffer));
-        // One byte more than the verdict is asked for, so a longer file does not match.
-        read.is_ok_and(|n| n == wanted && buffer[..n] == *format!("{verdict}\n").as_bytes())
+        std::fs::read_link(self.verdict_path(&folder(hash, name)))
+            .is_ok_and(|words| words.as_os_str() == verdict)
     }
 
     /// Records `verdict` (one line) for the entry `(hash, name)`, replacing any other.
@@ -43,11 +36,7 @@ impl Store {
         verdict: &str,
     ) -> std::io::Result<()> {
         let folder = folder(hash, name);
-        self.write_meta(
-            &self.verdict_path(&folder),
-            &folder,
-            format!("{verdict}\n").as_bytes(),
-        )
+        self.link_meta(&self.verdict_path(&folder), &folder, verdict)
     }
 }
 
