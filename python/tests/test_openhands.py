@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import PLUGINS, SAMPLES, FakeBerth, Project
 
 from berth import BerthError
 from berth.openhands import (
@@ -21,6 +20,7 @@ from berth.openhands import (
     plugin_sources,
     to_sdk,
 )
+from conftest import PLUGINS, SAMPLES, FakeBerth, Project
 
 if TYPE_CHECKING:
     from openhands.sdk import Agent

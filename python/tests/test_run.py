@@ -10,9 +10,9 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from conftest import REPO, FakeBerth
 
 import berth
+from conftest import REPO, FakeBerth
 
 
 def executable(path: Path) -> Path:

@@ -11,8 +11,6 @@ import urllib.request
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import PLUGINS, REPO, SAMPLES, Project, Served
-from typed_json import mismatches
 
 from berth.client import Client, ServerError
 from berth.types import (
@@ -24,6 +22,8 @@ from berth.types import (
     PluginList,
     PluginSet,
 )
+from conftest import PLUGINS, REPO, SAMPLES, Project, Served
+from typed_json import mismatches
 
 if TYPE_CHECKING:
     from pathlib import Path
