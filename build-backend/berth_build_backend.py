@@ -53,12 +53,12 @@ def _profile() -> str:
 
 
 def _strip() -> bool:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10: strip, as pyproject.toml asks
-        return True
-    with open(ROOT / "pyproject.toml", "rb") as f:
-        return bool(tomllib.load(f).get("tool", {}).get("maturin", {}).get("strip", False))
+
+        with (ROOT / "pyproject.toml").open("rb") as f:
+            return bool(tomllib.load(f).get("tool", {}).get("maturin", {}).get("strip", False))
+    return True  # Python 3.10 has no tomllib: strip, as pyproject.toml asks
 
 
 def build_extension() -> Path:
@@ -89,7 +89,7 @@ def build_extension() -> Path:
         raise RuntimeError(f"`{shlex.join(command)}` named no library of {TARGET}")
     partial = NATIVE.with_name(NATIVE.name + ".partial")
     shutil.copyfile(built[0], partial)
-    os.replace(partial, NATIVE)
+    partial.replace(NATIVE)
     return NATIVE
 
 
@@ -100,7 +100,8 @@ def build_wheel(
 ) -> str:
     native = build_extension()
     try:
-        return maturin.build_wheel(wheel_directory, config_settings, metadata_directory)
+        wheel: str = maturin.build_wheel(wheel_directory, config_settings, metadata_directory)
+        return wheel
     finally:
         native.unlink(missing_ok=True)
 
@@ -112,4 +113,5 @@ def build_editable(
 ) -> str:
     # An editable install reads python/berth in place, so the extension stays there.
     build_extension()
-    return maturin.build_editable(wheel_directory, config_settings, metadata_directory)
+    wheel: str = maturin.build_editable(wheel_directory, config_settings, metadata_directory)
+    return wheel

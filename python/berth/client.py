@@ -16,8 +16,9 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from http.client import HTTPMessage
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from openhands.sdk.agent.base import AgentBase
@@ -25,6 +26,17 @@ if TYPE_CHECKING:
     from openhands.sdk.plugin import PluginSource
 
     from berth.openhands import SdkPluginSet
+    from berth.types import (
+        ConversationCreated,
+        ConversationDetail,
+        ConversationList,
+        ConversationSummary,
+        CreateConversation,
+        JsonValue,
+        LockedPluginBody,
+        PluginSet,
+        PluginSourceBody,
+    )
 
 __all__ = ["Client", "ServerConversation", "ServerError"]
 
@@ -48,9 +60,9 @@ class ServerConversation:
     #: Its ``plugins.lock``, as text.
     lockfile: str
     #: The locked plugins.
-    plugins: list[dict[str, Any]]
+    plugins: list[LockedPluginBody]
     #: The merged plugin set (docs/spec.md §5).
-    plugin_set: dict[str, Any]
+    plugin_set: PluginSet
 
 
 class Client:
@@ -63,11 +75,11 @@ class Client:
 
     def start(
         self,
-        plugins: Sequence[PluginSource | Mapping[str, Any]] | None = None,
+        plugins: Sequence[PluginSource | PluginSourceBody | Mapping[str, Any]] | None = None,
         *,
         lockfile: str | os.PathLike[str] | None = None,
         lock_text: str | None = None,
-        metadata: Any = None,
+        metadata: JsonValue = None,
     ) -> ServerConversation:
         """Starts a conversation from plugin sources (the SDK's ``PluginSource`` or
         ``{"source", "ref", "repo_path"}`` mappings, which the server locks) or from a
@@ -75,7 +87,7 @@ class Client:
         given = [x is not None for x in (plugins, lockfile, lock_text)]
         if sum(given) != 1:
             raise ValueError("give exactly one of plugins, lockfile or lock_text")
-        body: dict[str, Any] = {}
+        body: CreateConversation = {}
         if plugins is not None:
             body["plugins"] = [_source(p) for p in plugins]
         else:
@@ -84,7 +96,7 @@ class Client:
             )
         if metadata is not None:
             body["metadata"] = metadata
-        answer = self._request("POST", "/api/conversations", body)
+        answer: ConversationCreated = self._request("POST", "/api/conversations", body)
         return ServerConversation(
             id=answer["id"],
             lockfile=answer["lockfile"],
@@ -92,15 +104,15 @@ class Client:
             plugin_set=answer["plugin_set"],
         )
 
-    def list(self, page_size: int = 1000) -> list[dict[str, Any]]:
+    def list(self, page_size: int = 1000) -> list[ConversationSummary]:
         """Every conversation's id and summary, oldest first (ids are time-ordered), read
         ``page_size`` at a time; on a fleet sharing object storage, every server's."""
-        conversations: list[dict[str, Any]] = []
+        conversations: list[ConversationSummary] = []
         cursor = ""
         seen: set[str] = set()
         while True:
             query = urllib.parse.urlencode({"limit": page_size, "cursor": cursor})
-            page = self._request("GET", f"/api/conversations?{query}")
+            page: ConversationList = self._request("GET", f"/api/conversations?{query}")
             conversations.extend(page["conversations"])
             cursor = page.get("next_cursor") or ""
             if not cursor:
@@ -114,9 +126,9 @@ class Client:
                 )
             seen.add(cursor)
 
-    def get(self, conversation_id: str) -> dict[str, Any]:
+    def get(self, conversation_id: str) -> ConversationDetail:
         """A conversation's metadata and locked plugins."""
-        detail: dict[str, Any] = self._request("GET", self._path(conversation_id))
+        detail: ConversationDetail = self._request("GET", self._path(conversation_id))
         return detail
 
     def lockfile(self, conversation_id: str) -> str:
@@ -124,9 +136,9 @@ class Client:
         text: str = self._request("GET", self._path(conversation_id, "lockfile"), raw=True)
         return text
 
-    def plugin_set(self, conversation_id: str) -> dict[str, Any]:
-        """A conversation's merged plugin set (docs/spec.md §5), built from its lock and the store."""
-        doc: dict[str, Any] = self._request("GET", self._path(conversation_id, "plugin_set"))
+    def plugin_set(self, conversation_id: str) -> PluginSet:
+        """A conversation's merged plugin set (docs/spec.md §5), from its lock and the store."""
+        doc: PluginSet = self._request("GET", self._path(conversation_id, "plugin_set"))
         return doc
 
     def sdk_plugin_set(self, conversation_id: str) -> SdkPluginSet:
@@ -164,9 +176,7 @@ class Client:
         parts = [urllib.parse.quote(conversation_id, safe=""), *rest]
         return "/api/conversations/" + "/".join(parts)
 
-    def _request(
-        self, method: str, path: str, body: Any = None, *, raw: bool = False
-    ) -> Any:
+    def _request(self, method: str, path: str, body: Any = None, *, raw: bool = False) -> Any:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.url + path, data=data, method=method)
         if data is not None:
@@ -193,13 +203,13 @@ class _SameOriginKey(urllib.request.HTTPRedirectHandler):
     """Follows redirects as urllib does, but never carries ``X-Session-API-Key`` to
     another origin (scheme, host, port): urllib copies every header to the new request."""
 
-    def redirect_request(  # type: ignore[override]
+    def redirect_request(
         self,
         req: urllib.request.Request,
-        fp: Any,
+        fp: IO[bytes],
         code: int,
         msg: str,
-        headers: Any,
+        headers: HTTPMessage,
         newurl: str,
     ) -> urllib.request.Request | None:
         new = super().redirect_request(req, fp, code, msg, headers, newurl)
@@ -224,6 +234,7 @@ def _server_error(status: int, text: str) -> ServerError:
         return ServerError(status, "http_error", text.strip() or f"HTTP {status}")
 
 
-def _source(plugin: PluginSource | Mapping[str, Any]) -> dict[str, Any]:
-    fields = plugin if isinstance(plugin, Mapping) else plugin.model_dump()
-    return {k: fields[k] for k in ("source", "ref", "repo_path") if fields.get(k) is not None}
+def _source(plugin: PluginSource | PluginSourceBody | Mapping[str, Any]) -> PluginSourceBody:
+    fields: Mapping[str, Any] = plugin if isinstance(plugin, Mapping) else plugin.model_dump()
+    body = {k: fields[k] for k in ("source", "ref", "repo_path") if fields.get(k) is not None}
+    return cast("PluginSourceBody", body)

@@ -16,20 +16,33 @@ import functools
 import importlib.util
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from berth import BerthError, run
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from openhands.sdk.agent.base import AgentBase
     from openhands.sdk.hooks import HookConfig
     from openhands.sdk.mcp.config import MCPServer
     from openhands.sdk.plugin import PluginSource
     from openhands.sdk.skills import Skill
     from openhands.sdk.subagent.schema import AgentDefinition
+
+    from berth.types import (
+        AgentHookMatcher,
+        AgentMcpServer,
+        ListedPlugin,
+        PluginList,
+        PluginSet,
+        SetAgent,
+        SetPlugin,
+        SetSkill,
+    )
 
 __all__ = [
     "SdkPluginSet",
@@ -49,18 +62,22 @@ _NO_LIMIT = 1 << 32
 PathLike = str | os.PathLike[str]
 
 
-def locked_plugins(lockfile: PathLike, store: PathLike | None = None) -> list[dict[str, Any]]:
+def locked_plugins(lockfile: PathLike, store: PathLike | None = None) -> list[ListedPlugin]:
     """The lock's plugins as ``berth plugins list --json`` prints them."""
     lock = Path(lockfile).resolve()
-    out = run(
-        ["plugins", "--lockfile", str(lock), "list", "--json"], cwd=lock.parent, store=store
-    )
-    plugins: list[dict[str, Any]] = json.loads(out.stdout)["plugins"]
-    return plugins
+    out = run(["plugins", "--lockfile", str(lock), "list", "--json"], cwd=lock.parent, store=store)
+    listing: PluginList = json.loads(out.stdout)
+    return listing["plugins"]
+
+
+class NativeModule(Protocol):
+    """What ``berth.openhands`` uses of ``berth._native`` (its stub: ``_native.pyi``)."""
+
+    def plugin_set(self, lockfile: str, store: str | None = None) -> PluginSet | None: ...
 
 
 @functools.cache
-def native() -> Any | None:
+def native() -> NativeModule | None:
     """The extension module ``berth._native`` (the runtime inside this process), or
     ``None`` when this interpreter cannot load it (not CPython 3.10+, a wheel without it,
     a checkout that has not built it) or ``BERTH_NATIVE=0`` asks for the binary.
@@ -74,15 +91,20 @@ def native() -> Any | None:
             raise ImportError(f"BERTH_NATIVE={setting} is not a loadable extension")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        return module
+        return _as_native(module)
     try:
-        from berth import _native  # type: ignore[attr-defined]
+        from berth import _native
     except ImportError:
         return None
     return _native
 
 
-def plugin_set(lockfile: PathLike, store: PathLike | None = None) -> dict[str, Any]:
+def _as_native(module: ModuleType) -> NativeModule:
+    """An extension loaded from a path, which only its use can check."""
+    return cast("NativeModule", module)
+
+
+def plugin_set(lockfile: PathLike, store: PathLike | None = None) -> PluginSet:
     """The lock's merged plugin set, as ``berth plugins show --json`` prints it (docs/spec.md §5):
     built from the lock and the store only; a plugin missing from the store is a
     ``BerthError`` telling you to run ``berth plugins sync``.
@@ -94,13 +116,11 @@ def plugin_set(lockfile: PathLike, store: PathLike | None = None) -> dict[str, A
     extension = native()
     if extension is not None:
         try:
-            doc: dict[str, Any] | None = extension.plugin_set(
-                str(lock), None if store is None else os.fspath(store)
-            )
+            built = extension.plugin_set(str(lock), None if store is None else os.fspath(store))
         except RuntimeError as e:
             raise BerthError(1, f"error: {e}") from None
-        if doc is not None:
-            return doc
+        if built is not None:
+            return built
     out = run(
         [
             "plugins",
@@ -114,8 +134,8 @@ def plugin_set(lockfile: PathLike, store: PathLike | None = None) -> dict[str, A
         cwd=lock.parent,
         store=store,
     )
-    doc: dict[str, Any] = json.loads(out.stdout)
-    return doc
+    shown: PluginSet = json.loads(out.stdout)
+    return shown
 
 
 @dataclass(frozen=True)
@@ -127,12 +147,12 @@ class SdkPluginSet:
     hook_config: HookConfig | None = None
     agents: list[AgentDefinition] = field(default_factory=list)
     #: The locked plugins (name, version, source, rev, hash, store path, root).
-    plugins: list[dict[str, Any]] = field(default_factory=list)
+    plugins: list[SetPlugin] = field(default_factory=list)
     #: What berth noticed while building the set (overrides, skipped files, …).
     warnings: list[str] = field(default_factory=list)
 
 
-def to_sdk(doc: Mapping[str, Any]) -> SdkPluginSet:
+def to_sdk(doc: PluginSet) -> SdkPluginSet:
     """Turns a plugin-set document (``berth plugins show --json``, or a server's
     ``plugin_set``) into SDK objects. Paths point into the store that built the set."""
     from openhands.sdk.hooks import HookConfig
@@ -244,7 +264,7 @@ def _posix(root: Path, rel: str) -> str:
     return path.as_posix()
 
 
-def _skill(raw: Mapping[str, Any], root: Path) -> Skill:
+def _skill(raw: SetSkill, root: Path) -> Skill:
     from openhands.sdk.mcp.config import coerce_mcp_config
     from openhands.sdk.skills import (
         InputMetadata,
@@ -262,7 +282,7 @@ def _skill(raw: Mapping[str, Any], root: Path) -> Skill:
     elif kind == "task":
         trigger = TaskTrigger(triggers=list(raw["triggers"]))
     elif kind == "path":
-        trigger = PathTrigger(paths=list(raw["paths"]))
+        trigger = PathTrigger(paths=list(raw["paths"] or []))
     resources = raw.get("resources")
     mcp_tools = raw.get("mcp_tools")
     fields: dict[str, Any] = {
@@ -285,15 +305,17 @@ def _skill(raw: Mapping[str, Any], root: Path) -> Skill:
             else None
         ),
     }
+    passed: Mapping[str, Any] = raw
     for key in ("description", "license", "compatibility", "metadata", "allowed_tools"):
-        if raw.get(key) is not None:
-            fields[key] = raw[key]
+        if passed.get(key) is not None:
+            fields[key] = passed[key]
     return Skill(**fields)
 
 
-def _mcp_server(raw: Mapping[str, Any]) -> MCPServer:
+def _mcp_server(raw: AgentMcpServer) -> MCPServer:
     from openhands.sdk.mcp.config import MCPServer
 
+    passed: Mapping[str, Any] = raw
     fields: dict[str, Any] = {"transport": raw["type"]}
     for key in (
         "url",
@@ -310,7 +332,7 @@ def _mcp_server(raw: Mapping[str, Any]) -> MCPServer:
         "auth",
         "enabled",
     ):
-        value = raw.get(key)
+        value = passed.get(key)
         if value is not None and value != [] and value != {}:
             fields[key] = value
     server = MCPServer.model_validate(fields)
@@ -318,14 +340,11 @@ def _mcp_server(raw: Mapping[str, Any]) -> MCPServer:
     return server.as_literal() if raw.get("literal") else server
 
 
-def _hook_config(raw: Mapping[str, Any]) -> HookConfig | None:
+def _hook_config(raw: Mapping[str, Sequence[AgentHookMatcher]]) -> HookConfig | None:
     from openhands.sdk.hooks import HookConfig
 
     events = {
-        event: [
-            {"matcher": m["matcher"], "hooks": [dict(h) for h in m["hooks"]]}
-            for m in matchers
-        ]
+        event: [{"matcher": m["matcher"], "hooks": [dict(h) for h in m["hooks"]]} for m in matchers]
         for event, matchers in raw.items()
     }
     if not any(events.values()):
@@ -333,11 +352,12 @@ def _hook_config(raw: Mapping[str, Any]) -> HookConfig | None:
     return HookConfig.model_validate(events)
 
 
-def _agent(raw: Mapping[str, Any], root: Path) -> AgentDefinition:
+def _agent(raw: SetAgent, root: Path) -> AgentDefinition:
     from openhands.sdk.subagent.schema import AgentDefinition
 
+    passed: Mapping[str, Any] = raw
     fields: dict[str, Any] = {
-        key: raw[key]
+        key: passed[key]
         for key in (
             "name",
             "description",
@@ -353,14 +373,14 @@ def _agent(raw: Mapping[str, Any], root: Path) -> AgentDefinition:
             "condenser",
             "metadata",
         )
-        if raw.get(key) is not None
+        if passed.get(key) is not None
     }
     fields["system_prompt"] = raw.get("content", "")
     fields["source"] = _posix(root, raw["source"])
-    if raw.get("hooks"):
-        fields["hooks"] = _hook_config(raw["hooks"])
-    if raw.get("mcp_servers") is not None:
-        fields["mcp_config"] = {
-            name: _mcp_server(server) for name, server in raw["mcp_servers"].items()
-        }
+    hooks = raw.get("hooks")
+    if hooks:
+        fields["hooks"] = _hook_config(hooks)
+    servers = raw.get("mcp_servers")
+    if servers is not None:
+        fields["mcp_config"] = {name: _mcp_server(server) for name, server in servers.items()}
     return AgentDefinition(**fields)
