@@ -12,7 +12,8 @@ pub use parse::parse_manifest;
 
 use crate::diagnostic::Diagnostic;
 use crate::hash::Sha256Hash;
-use crate::source::{Source, SourceKind, normalize_repo_path, redact};
+use crate::source::{Source, SourceKind, normalize_repo_path};
+use crate::redact::redact;
 
 /// A parsed, validated manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

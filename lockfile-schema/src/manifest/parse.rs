@@ -9,7 +9,8 @@ use super::{AgentRequest, MarketplaceRequest};
 use super::{Manifest, ParsedManifest, PluginRequest};
 use crate::diagnostic::Diagnostic;
 use crate::hash::Sha256Hash;
-use crate::source::{Source, redact};
+use crate::source::Source;
+use crate::redact::redact;
 
 const PLUGIN_KEYS: [&str; 7] = [
     "source",

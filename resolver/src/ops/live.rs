@@ -27,13 +27,13 @@ pub fn mark_live(live: &mut Live, lock: &Lock) {
             entry_name(&plugin.name)
         ));
         match &plugin.pin {
-            Pin::Git { url, .. } => {
-                live.git_caches.insert(crate::git_cache_name(url));
+            Pin::Git(pin) => {
+                live.git_caches.insert(crate::git_cache_name(&pin.url));
             }
-            Pin::Archive { archive_hash, .. } => {
-                live.archives.insert(archive_hash.to_nix32());
+            Pin::Archive(pin) => {
+                live.archives.insert(pin.archive_hash.to_nix32());
             }
-            Pin::Local { .. } => {}
+            Pin::Local(_) => {}
         }
     }
 }

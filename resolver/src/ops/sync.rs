@@ -33,7 +33,7 @@ pub fn sync_plugins(
     // path its stat record lists): no fetch workers, no clean-up. A changed entry is left
     // to `sync_one`, which replaces it.
     let rehash_local =
-        |p: &LockedPlugin| local == LocalCheck::Rehash && matches!(p.pin, Pin::Local { .. });
+        |p: &LockedPlugin| local == LocalCheck::Rehash && matches!(p.pin, Pin::Local(_));
     let present: Option<Vec<StoreEntry>> = if lock.plugins.iter().any(rehash_local) {
         None
     } else {
@@ -135,7 +135,7 @@ impl Ctx<'_> {
         local: LocalCheck,
         added: &AtomicUsize,
     ) -> Result<StoreEntry, ResolveError> {
-        if let (Pin::Local { path }, LocalCheck::Rehash) = (&locked.pin, local) {
+        if let (Pin::Local(berth_lockfile_schema::LocalPin { path }), LocalCheck::Rehash) = (&locked.pin, local) {
             let dir = existing_dir(&local_dir(path, self.settings))?;
             let (_, actual) = name_and_hash(&dir)?;
             if actual != locked.hash {
@@ -175,12 +175,12 @@ impl Ctx<'_> {
             Err(e) => return Err(e.into()),
         }
         let entry = match &locked.pin {
-            Pin::Local { path } => {
+            Pin::Local(berth_lockfile_schema::LocalPin { path }) => {
                 let dir = existing_dir(&local_dir(path, self.settings))?;
                 self.store
                     .add_dir(&dir, &locked.name, Some(&locked.hash), LOCAL_EXCLUDE)?
             }
-            Pin::Git { .. } | Pin::Archive { .. } => {
+            Pin::Git(_) | Pin::Archive(_) => {
                 let what = format!("plugin `{}`", locked.name);
                 let staging = match self.substitute_entry(&locked.hash, &locked.name, &what)? {
                     Some(staging) => staging,

@@ -69,11 +69,11 @@ pub fn verify_plugins(
         .iter()
         .zip(&requests)
         .map(|(locked, request)| match &locked.pin {
-            Pin::Git { .. } => match ctx.fresh_want(locked, *request) {
+            Pin::Git(_) => match ctx.fresh_want(locked, *request) {
                 Ok(want) => FreshRemote::plan(&mut remotes, want),
                 Err(e) => Plan::Failed(Arc::new(e)),
             },
-            Pin::Local { .. } | Pin::Archive { .. } => Plan::Other,
+            Pin::Local(_) | Pin::Archive(_) => Plan::Other,
         })
         .collect();
     let fetched = run_parallel(&remotes, settings.jobs, |_, remote| ctx.fetch_fresh(remote));
@@ -241,7 +241,7 @@ impl Ctx<'_> {
         locked: &LockedPlugin,
         request: Option<&PluginRequest>,
     ) -> Result<FreshWant, ResolveError> {
-        let Pin::Git { rev, .. } = &locked.pin else {
+        let Pin::Git(berth_lockfile_schema::GitPin { rev, .. }) = &locked.pin else {
             unreachable!("only called for git pins");
         };
         let source = Self::source_of(locked, request)?;

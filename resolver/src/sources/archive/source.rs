@@ -89,10 +89,10 @@ impl Ctx<'_> {
                 version: None,
                 resolved_ref: None,
                 repo_path: request.repo_path.clone(),
-                pin: Pin::Archive {
+                pin: Pin::Archive(berth_lockfile_schema::ArchivePin {
                     url: source.url.shown,
                     archive_hash,
-                },
+                }),
                 hash,
             },
             skipped,
@@ -163,7 +163,7 @@ impl PluginSource for Archive {
         locked: &LockedPlugin,
         request: Option<&PluginRequest>,
     ) -> Result<Staging, ResolveError> {
-        let Pin::Archive { archive_hash, .. } = &locked.pin else {
+        let Pin::Archive(berth_lockfile_schema::ArchivePin { archive_hash, .. }) = &locked.pin else {
             return Err(crate::sources::other_kind(locked));
         };
         ctx.stage_archive(locked, request, archive_hash)
@@ -175,7 +175,7 @@ impl PluginSource for Archive {
         locked: &LockedPlugin,
         request: Option<&PluginRequest>,
     ) -> Result<berth_lockfile_schema::Sha256Hash, ResolveError> {
-        let Pin::Archive { archive_hash, .. } = &locked.pin else {
+        let Pin::Archive(berth_lockfile_schema::ArchivePin { archive_hash, .. }) = &locked.pin else {
             return Err(crate::sources::other_kind(locked));
         };
         // A fresh download, not the cache: verify must see what the server sends now.

@@ -90,10 +90,10 @@ impl Ctx<'_> {
                 version: request.version.clone(),
                 resolved_ref,
                 repo_path: request.repo_path.clone(),
-                pin: Pin::Git {
+                pin: Pin::Git(berth_lockfile_schema::GitPin {
                     url: remote.url.shown,
                     rev: commit_id(rev),
-                },
+                }),
                 hash: hashed.hash,
             },
             skipped: hashed.skipped,
@@ -243,7 +243,7 @@ impl PluginSource for Git {
         locked: &LockedPlugin,
         request: Option<&PluginRequest>,
     ) -> Result<Staging, ResolveError> {
-        let Pin::Git { rev, .. } = &locked.pin else {
+        let Pin::Git(berth_lockfile_schema::GitPin { rev, .. }) = &locked.pin else {
             return Err(crate::sources::other_kind(locked));
         };
         ctx.stage_git(locked, request, rev)

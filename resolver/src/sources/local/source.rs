@@ -54,7 +54,7 @@ impl Ctx<'_> {
                 version: None,
                 resolved_ref: None,
                 repo_path: None,
-                pin: Pin::Local { path: path.clone() },
+                pin: Pin::Local(berth_lockfile_schema::LocalPin { path: path.clone() }),
                 hash,
             },
             skipped,
@@ -82,7 +82,7 @@ impl PluginSource for Local {
         locked: &LockedPlugin,
         _request: Option<&PluginRequest>,
     ) -> Result<Staging, ResolveError> {
-        let Pin::Local { path } = &locked.pin else {
+        let Pin::Local(berth_lockfile_schema::LocalPin { path }) = &locked.pin else {
             return Err(crate::sources::other_kind(locked));
         };
         let dir = existing_dir(&local_dir(path, ctx.settings))?;
@@ -97,7 +97,7 @@ impl PluginSource for Local {
         locked: &LockedPlugin,
         _request: Option<&PluginRequest>,
     ) -> Result<berth_lockfile_schema::Sha256Hash, ResolveError> {
-        let Pin::Local { path } = &locked.pin else {
+        let Pin::Local(berth_lockfile_schema::LocalPin { path }) = &locked.pin else {
             return Err(crate::sources::other_kind(locked));
         };
         let dir = existing_dir(&local_dir(path, ctx.settings))?;
