@@ -140,6 +140,15 @@ impl Source {
         fail(format!("unknown source `{shown}`: {hint}"))
     }
 
+    /// The marketplace a `PLUGIN@MARKETPLACE` request picks from; `None` for every other
+    /// source.
+    pub fn marketplace(&self) -> Option<&str> {
+        match self {
+            Source::Marketplace { marketplace, .. } => Some(marketplace),
+            _ => None,
+        }
+    }
+
     /// The kind of this source.
     pub fn kind(&self) -> SourceKind {
         match self {

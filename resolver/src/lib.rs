@@ -38,7 +38,7 @@ pub use context::{
     SilentReporter, Task, git_cache_name,
 };
 pub use error::{
-    AgentError, ArchiveProblem, DownloadError, EntryError, ErrorKind, LocalPathProblem,
+    AgentLockError, ArchiveProblem, DownloadError, EntryError, ErrorKind, LocalPathProblem,
     ResolveError, Rewritten,
 };
 pub use meta::plugin_name_from_manifest;

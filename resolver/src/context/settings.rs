@@ -72,6 +72,21 @@ pub struct Settings {
     pub payload_finder: Option<PayloadFinder>,
 }
 
+impl Settings {
+    /// Fails unless the network may be used and the run goes on; `what` names what
+    /// needed it.
+    pub(crate) fn require_network(
+        &self,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), ResolveError> {
+        self.cancel.check()?;
+        match self.network {
+            Network::Online => Ok(()),
+            Network::Offline => Err(ResolveError::Offline { what: what() }),
+        }
+    }
+}
+
 /// A flag that stops the resolver's work: checked before every network step, between the
 /// chunks of a download, and by gix while it receives a pack (its interrupt flag).
 #[derive(Debug, Clone, Default)]

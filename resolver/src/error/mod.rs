@@ -10,7 +10,7 @@ mod agent;
 mod causes;
 mod kind;
 
-pub use agent::{AgentError, WheelProblem};
+pub use agent::{AgentLockError, WheelProblem};
 pub use causes::{ArchiveProblem, DownloadError, LocalPathProblem};
 pub use kind::ErrorKind;
 
@@ -262,15 +262,6 @@ pub enum ResolveError {
         #[source]
         source: semver::Error,
     },
-    /// A locked entry was handed to the source of another kind (a bug in berth).
-    #[error("plugin `{name}` is locked as a {kind} source")]
-    WrongKind {
-        /// The plugin.
-        name: String,
-        /// The kind its pin has.
-        kind: berth_lockfile_schema::SourceKind,
-    },
-    /// The custom agent package could not be resolved, built or read.
     /// A file berth reads whole (a catalog, a plugin's manifest) is over its size limit:
     /// it comes from someone else's repository, so it is refused before it is read.
     #[error(
@@ -351,9 +342,9 @@ pub enum ResolveError {
     /// A marketplace no longer has the commit the lock pins (its history was rewritten).
     #[error(transparent)]
     MarketplaceRewritten(Box<Rewritten>),
-
+    /// The custom agent package could not be resolved, built or read.
     #[error(transparent)]
-    Agent(#[from] AgentError),
+    Agent(#[from] AgentLockError),
     /// uv or Python could not be found or run for the agent package.
     #[error(transparent)]
     Uv(#[from] berth_uv::UvError),

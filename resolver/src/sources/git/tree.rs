@@ -14,7 +14,7 @@ use gix::objs::tree::EntryKind;
 use crate::error::ResolveError;
 use berth_transport::tree_path::{self, Node};
 
-use super::*;
+use super::{CacheError, GitDb};
 
 impl GitDb {
     /// The tree of `commit`, or of its `subdir` folder, and that folder's path with every
