@@ -16,7 +16,7 @@ pub use settings::{
     git_cache_name,
 };
 
-pub(crate) use memo::TagList;
+pub(crate) use memo::{KEPT_TREE_BYTES, KeptTree, TagList};
 pub(crate) use scratch::Scratch;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -50,7 +50,10 @@ impl<'a> Env<'a> {
             store,
             settings,
             reporter,
-            memo: settings.shared.clone().unwrap_or_default(),
+            memo: settings
+                .shared
+                .clone()
+                .unwrap_or_else(SharedResolutions::of_process),
             started: reuse_since(settings.ref_ttl),
             scratch: Scratch::default(),
         }

@@ -50,7 +50,8 @@ pub struct Settings {
     /// The package index for the `[agent]` package (`--index-url`, `$BERTH_INDEX_URL`);
     /// may hold `${VAR}` credentials.
     pub index_url: String,
-    /// Resolutions shared with other lock runs of this process (the server sets this).
+    /// Resolutions shared with other lock runs of this process (the server sets its own);
+    /// `None`: the process's.
     pub shared: Option<SharedResolutions>,
     /// Raised when the caller no longer wants the result (the server's deadline passed):
     /// fetches and downloads stop at their next step with [`ResolveError::Cancelled`].

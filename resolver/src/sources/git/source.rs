@@ -7,12 +7,12 @@ use std::sync::Arc;
 use berth_lockfile_schema::{
     CommitId, GitPin, LockedPlugin, Pin, PluginRequest, Sha256Hash, Source,
 };
-use berth_store::{Live, Staging, StoreEntry};
+use berth_store::{Live, Staging, StoreEntry, UnpackLimits};
 use berth_transport::url::{SourceUrl, cache_dir_name, repo_name};
 use gix::ObjectId;
 
 use super::{GitDb, Remote, Want};
-use crate::context::{Env, Network, TagList, git_cache_name};
+use crate::context::{Env, KEPT_TREE_BYTES, KeptTree, Network, TagList, git_cache_name};
 use crate::error::ResolveError;
 use crate::meta::plugin_name_from_manifest;
 use crate::sources::local::MAX_METADATA_BYTES;
@@ -201,10 +201,19 @@ impl PluginSource for GitSource<'_> {
         )?;
         let declared =
             Declared::read(|rel| db.read_file(tree, rel, MAX_METADATA_BYTES).ok().flatten());
-        let hashed = db.nar_hash(tree, rev)?;
+        let (hashed, nar) = db.nar_hash_keeping(tree, rev, KEPT_TREE_BYTES)?;
         db.finish()?;
         self.warn_submodules(&name, &hashed.submodules);
         check_pins(request, &name, &hashed.hash)?;
+        // Read once: the sync that stores this tree next writes it from this NAR.
+        if let Some(nar) = nar
+            && self.env.store.lookup(&hashed.hash, &name).is_none()
+        {
+            let submodules = hashed.submodules.clone();
+            self.env
+                .memo
+                .keep_tree(hashed.hash, KeptTree { nar, submodules });
+        }
         let pin = Pin::Git(GitPin {
             url: self.remote.url.shown.clone(),
             rev: commit_id(rev),
@@ -267,11 +276,70 @@ impl<'a> GitCommit<'a> {
     fn id(&self) -> ObjectId {
         ObjectId::from(self.pin.rev.to_bytes())
     }
+
+    /// The tree this process serialised when it locked the commit, written into a new
+    /// staging folder; `None` when that fails, and the tree is exported from git instead.
+    fn stage_kept(&self, kept: &KeptTree) -> Option<Staging> {
+        let staging = self.env.store.stage().ok()?;
+        // The unpacker makes the folder itself.
+        fs_err::remove_dir(staging.path()).ok()?;
+        let reader = HalfwayPause::new(&kept.nar);
+        match berth_store::unpack_nar(reader, staging.path(), &UnpackLimits::default()) {
+            Ok(_) => Some(staging),
+            Err(e) => {
+                tracing::debug!(
+                    "writing out the kept tree of `{}` failed: {e}",
+                    self.locked.name
+                );
+                None
+            }
+        }
+    }
+}
+
+/// Reads a kept NAR, stopping at the fault step `git-export-mid` once half of it is read
+/// (and so half the tree written), as an export from git objects stops there mid-tree.
+struct HalfwayPause<'a> {
+    rest: &'a [u8],
+    half: usize,
+}
+
+impl<'a> HalfwayPause<'a> {
+    fn new(nar: &'a [u8]) -> Self {
+        Self {
+            rest: nar,
+            half: nar.len() / 2,
+        }
+    }
+}
+
+impl std::io::Read for HalfwayPause<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = if self.half > 0 {
+            buf.len().min(self.half)
+        } else {
+            buf.len()
+        };
+        let read = self.rest.read(&mut buf[..n])?;
+        if self.half > 0 {
+            self.half -= read;
+            if self.half == 0 {
+                berth_store::fault::pause_at(berth_store::fault::GIT_EXPORT_MID);
+            }
+        }
+        Ok(read)
+    }
 }
 
 impl PinnedSource for GitCommit<'_> {
     fn stage(&self) -> Result<Staging, ResolveError> {
         let (env, locked, id) = (self.env, self.locked, self.id());
+        if let Some(kept) = env.memo.take_tree(&locked.hash)
+            && let Some(staging) = self.stage_kept(&kept)
+        {
+            warn_submodules(env, &locked.name, &kept.submodules);
+            return Ok(staging);
+        }
         let (repository, subdir) = self.repository()?;
         let remote = &repository.remote;
         let staging = env.store.stage()?;
