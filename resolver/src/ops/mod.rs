@@ -19,5 +19,5 @@ pub use policy::{PolicyLoadError, load_policy};
 pub use sync::{SyncOutcome, sync_plugins};
 pub use verify::{VerifyOutcome, VerifyStatus, verify_agent, verify_payloads, verify_plugins};
 pub use workflow::{
-    InMemoryLock, LockAndSyncError, LockMode, Lockfile, Relock, Synced, lock_and_sync,
+    InMemoryLock, LockAndSyncError, LockMode, Locked, Lockfile, Relock, Synced, lock, lock_and_sync,
 };
