@@ -18,8 +18,8 @@ pub mod marketplace;
 pub mod narinfo;
 pub mod plugin_json;
 pub mod plugin_manifest;
-pub mod runner;
 mod redact;
+pub mod runner;
 mod source;
 
 pub use agent::{AGENT_ENTRY_POINT_GROUP, EntryPoint, WheelFile, normalize_package_name};
@@ -28,8 +28,8 @@ pub use diagnostic::{Diagnostic, line_column};
 pub use hash::{CommitId, HashParseError, Sha256Hash, is_full_commit_id, nix32, parse_nix32};
 pub use lock::{
     LOCK_HEADER, LOCK_VERSION, Lock, LockError, LockFileWire, LockedAgent, LockedAgentWire,
-    LockedNpmPackage, LockedPayload, LockedPlugin, LockedPluginWire, LockedWheel,
-    LockedWheelWire, Staleness, parse_lock, toml_string,
+    LockedNpmPackage, LockedPayload, LockedPlugin, LockedPluginWire, LockedWheel, LockedWheelWire,
+    Staleness, parse_lock, toml_string,
 };
 pub use manifest::{
     AgentOrigin, AgentRequest, Manifest, ParsedManifest, PluginRequest, is_valid_plugin_name,

@@ -424,6 +424,17 @@ impl Pin {
         }
     }
 
+    /// The pin's fields that are free text (a URL, a path), each with the name the lock
+    /// gives it: what a reader of someone else's lock checks (commit ids and hashes are
+    /// checked when they are parsed).
+    pub fn text_fields(&self) -> Vec<(&'static str, &str)> {
+        match self {
+            Pin::Git(pin) => vec![("url", &pin.url)],
+            Pin::Archive(pin) => vec![("url", &pin.url)],
+            Pin::Local(pin) => vec![("path", &pin.path)],
+        }
+    }
+
     /// The fields the lock writes for this pin.
     pub(crate) fn fields(&self) -> PinFields {
         match self {

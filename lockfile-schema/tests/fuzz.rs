@@ -96,7 +96,10 @@ fn locked_plugin() -> impl Strategy<Value = LockedPlugin> {
         text()
             .prop_map(|name| {
                 let path = format!("./{name}");
-                (path.clone(), Pin::Local(berth_lockfile_schema::LocalPin { path }))
+                (
+                    path.clone(),
+                    Pin::Local(berth_lockfile_schema::LocalPin { path }),
+                )
             })
             .prop_filter("sources the lock accepts", |(source, _)| {
                 berth_lockfile_schema::Source::parse(source).is_ok()

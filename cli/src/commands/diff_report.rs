@@ -163,7 +163,7 @@ impl PinView {
         let (rev, archive_hash) = match &plugin.pin {
             Pin::Git(GitPin { rev, .. }) => (Some(rev.to_string()), None),
             Pin::Archive(ArchivePin { archive_hash, .. }) => (None, Some(archive_hash.to_sri())),
-            Pin::Local(_) => (None, None),
+            _ => (None, None),
         };
         Self {
             source: plugin.source.clone(),

@@ -64,7 +64,7 @@ pub fn table(out: &mut String, rows: &[[String; 4]], indent: &str) {
 pub fn short_pin(plugin: &LockedPlugin) -> String {
     match &plugin.pin {
         Pin::Git(GitPin { rev, .. }) => rev.chars().take(12).collect(),
-        Pin::Archive(_) | Pin::Local(_) => {
+        _ => {
             let sri = plugin.hash.to_sri();
             sri.chars().take(19).collect()
         }

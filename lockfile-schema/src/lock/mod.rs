@@ -209,6 +209,11 @@ pub fn parse_lock(file: &str, text: &str) -> Result<Lock, LockError> {
             ),
         )));
     }
+    validate(file, wire)
+}
+
+/// The validated lock of a well-formed lockfile, each bad entry named.
+fn validate(file: &str, wire: LockFileWire) -> Result<Lock, LockError> {
     let plugins = wire
         .plugin
         .into_iter()

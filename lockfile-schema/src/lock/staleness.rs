@@ -1,10 +1,10 @@
 //! Whether a lock is up to date with a manifest, and how it differs.
 
 use super::{Lock, LockedPlugin};
-use crate::source::Pin;
 use crate::manifest::{Manifest, PluginRequest};
-use crate::source::SourceKind;
 use crate::redact::redact;
+use crate::source::Pin;
+use crate::source::SourceKind;
 
 impl Lock {
     /// How this lock differs from what `manifest` asks for. Empty means up to date.

@@ -1,6 +1,6 @@
 use super::*;
-use crate::{CommitId, GitPin, LocalPin};
 use crate::manifest::parse_manifest;
+use crate::{CommitId, GitPin, LocalPin};
 
 fn sample() -> Lock {
     Lock {
@@ -22,10 +22,8 @@ fn sample() -> Lock {
                     rev: CommitId::parse("3ad07f06c4b1d6a1f7e0d7f2a9c1b4e5d6f7a8b9")
                         .expect("valid"),
                 }),
-                hash: Sha256Hash::from_sri(
-                    "sha256-pQpattmS9VmO3ZIQUFn66az8GSmB4IvYhTTCFn6SUmo=",
-                )
-                .expect("valid"),
+                hash: Sha256Hash::from_sri("sha256-pQpattmS9VmO3ZIQUFn66az8GSmB4IvYhTTCFn6SUmo=")
+                    .expect("valid"),
             },
             LockedPlugin {
                 name: "house \"rules\"".into(),
@@ -42,10 +40,8 @@ fn sample() -> Lock {
                 pin: Pin::Local(LocalPin {
                     path: "./plugins/house-rules".into(),
                 }),
-                hash: Sha256Hash::from_sri(
-                    "sha256-HDfQGvQL4ugGkd48w99EN3ppmvuxfGjwgJZLL9Bx/BM=",
-                )
-                .expect("valid"),
+                hash: Sha256Hash::from_sri("sha256-HDfQGvQL4ugGkd48w99EN3ppmvuxfGjwgJZLL9Bx/BM=")
+                    .expect("valid"),
             },
         ],
         agent: None,
@@ -99,8 +95,8 @@ fn bad_entries_are_named() {
     let text = sample().to_toml().replace("3ad07f06", "zzz");
     let err = parse_lock("plugins.lock", &text).expect_err("bad rev");
     assert!(err.to_string().contains("entry 1 (`review`)"), "{err}");
-    let err = parse_lock("plugins.lock", "version = 1\n[[plugin]]\nname = 3\n")
-        .expect_err("bad type");
+    let err =
+        parse_lock("plugins.lock", "version = 1\n[[plugin]]\nname = 3\n").expect_err("bad type");
     assert!(err.to_string().starts_with("plugins.lock:3:"), "{err}");
 }
 

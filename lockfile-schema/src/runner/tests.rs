@@ -12,114 +12,122 @@ fn call(text: &str) -> RunnerCall {
         .unwrap_or_else(|| panic!("{text} is a runner line"))
 }
 
+/// Runner lines seen in real plugins: (line, package, requirement, program, args).
+type Case = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+    &'static [&'static str],
+);
+
+const REAL_WORLD_LINES: &[Case] = &[
+    (
+        "npx -y firebase-tools@latest mcp",
+        "firebase-tools",
+        "latest",
+        None,
+        &["mcp"],
+    ),
+    (
+        "npx @playwright/mcp@latest",
+        "@playwright/mcp",
+        "latest",
+        None,
+        &[],
+    ),
+    (
+        "npx -y @modelcontextprotocol/server-filesystem /tmp/work",
+        "@modelcontextprotocol/server-filesystem",
+        "latest",
+        None,
+        &["/tmp/work"],
+    ),
+    (
+        "npx -y @modelcontextprotocol/server-github",
+        "@modelcontextprotocol/server-github",
+        "latest",
+        None,
+        &[],
+    ),
+    (
+        "npx protect-mcp@0.7.4 evaluate",
+        "protect-mcp",
+        "0.7.4",
+        None,
+        &["evaluate"],
+    ),
+    ("npx -y fake-mcp@^1", "fake-mcp", "^1", None, &[]),
+    (
+        "npm exec -y -- @scope/pkg@1.2.3 --port 1",
+        "@scope/pkg",
+        "1.2.3",
+        None,
+        &["--port", "1"],
+    ),
+    (
+        "bunx @upstash/context7-mcp",
+        "@upstash/context7-mcp",
+        "latest",
+        None,
+        &[],
+    ),
+    ("pnpm dlx tsx@4 server.ts", "tsx", "4", None, &["server.ts"]),
+    (
+        "npx -p @acme/tools acme-mcp --x",
+        "@acme/tools",
+        "latest",
+        Some("acme-mcp"),
+        &["--x"],
+    ),
+    ("uvx mcp-server-fetch", "mcp-server-fetch", "", None, &[]),
+    (
+        "uvx mcp-server-git --repository .",
+        "mcp-server-git",
+        "",
+        None,
+        &["--repository", "."],
+    ),
+    (
+        "uvx mcp-server-time@0.6.2",
+        "mcp-server-time",
+        "==0.6.2",
+        None,
+        &[],
+    ),
+    (
+        "uvx --from awslabs.core-mcp-server@latest awslabs.core-mcp-server",
+        "awslabs-core-mcp-server",
+        "",
+        Some("awslabs.core-mcp-server"),
+        &[],
+    ),
+    (
+        "uv tool run mcp-server-sqlite==0.6.2 --db-path x.db",
+        "mcp-server-sqlite",
+        "==0.6.2",
+        None,
+        &["--db-path", "x.db"],
+    ),
+    (
+        "pipx run --spec Black>=24 black .",
+        "black",
+        ">=24",
+        Some("black"),
+        &["."],
+    ),
+    (
+        "/usr/local/bin/uvx Mcp_Server.Fetch",
+        "mcp-server-fetch",
+        "",
+        None,
+        &[],
+    ),
+];
+
 #[test]
 fn real_world_runner_lines_are_read() {
-    // (line, package, requirement, program, args)
-    type Case<'a> = (&'a str, &'a str, &'a str, Option<&'a str>, &'a [&'a str]);
-    let cases: &[Case<'_>] = &[
-        (
-            "npx -y firebase-tools@latest mcp",
-            "firebase-tools",
-            "latest",
-            None,
-            &["mcp"],
-        ),
-        (
-            "npx @playwright/mcp@latest",
-            "@playwright/mcp",
-            "latest",
-            None,
-            &[],
-        ),
-        (
-            "npx -y @modelcontextprotocol/server-filesystem /tmp/work",
-            "@modelcontextprotocol/server-filesystem",
-            "latest",
-            None,
-            &["/tmp/work"],
-        ),
-        (
-            "npx -y @modelcontextprotocol/server-github",
-            "@modelcontextprotocol/server-github",
-            "latest",
-            None,
-            &[],
-        ),
-        (
-            "npx protect-mcp@0.7.4 evaluate",
-            "protect-mcp",
-            "0.7.4",
-            None,
-            &["evaluate"],
-        ),
-        ("npx -y fake-mcp@^1", "fake-mcp", "^1", None, &[]),
-        (
-            "npm exec -y -- @scope/pkg@1.2.3 --port 1",
-            "@scope/pkg",
-            "1.2.3",
-            None,
-            &["--port", "1"],
-        ),
-        (
-            "bunx @upstash/context7-mcp",
-            "@upstash/context7-mcp",
-            "latest",
-            None,
-            &[],
-        ),
-        ("pnpm dlx tsx@4 server.ts", "tsx", "4", None, &["server.ts"]),
-        (
-            "npx -p @acme/tools acme-mcp --x",
-            "@acme/tools",
-            "latest",
-            Some("acme-mcp"),
-            &["--x"],
-        ),
-        ("uvx mcp-server-fetch", "mcp-server-fetch", "", None, &[]),
-        (
-            "uvx mcp-server-git --repository .",
-            "mcp-server-git",
-            "",
-            None,
-            &["--repository", "."],
-        ),
-        (
-            "uvx mcp-server-time@0.6.2",
-            "mcp-server-time",
-            "==0.6.2",
-            None,
-            &[],
-        ),
-        (
-            "uvx --from awslabs.core-mcp-server@latest awslabs.core-mcp-server",
-            "awslabs-core-mcp-server",
-            "",
-            Some("awslabs.core-mcp-server"),
-            &[],
-        ),
-        (
-            "uv tool run mcp-server-sqlite==0.6.2 --db-path x.db",
-            "mcp-server-sqlite",
-            "==0.6.2",
-            None,
-            &["--db-path", "x.db"],
-        ),
-        (
-            "pipx run --spec Black>=24 black .",
-            "black",
-            ">=24",
-            Some("black"),
-            &["."],
-        ),
-        (
-            "/usr/local/bin/uvx Mcp_Server.Fetch",
-            "mcp-server-fetch",
-            "",
-            None,
-            &[],
-        ),
-    ];
-    for (text, package, requirement, program, args) in cases {
+    for (text, package, requirement, program, args) in REAL_WORLD_LINES {
         let got = call(text);
         assert_eq!(got.package, *package, "{text}");
         assert_eq!(got.requirement, *requirement, "{text}");

@@ -6,7 +6,6 @@ fn kind(s: &str) -> SourceKind {
         .kind()
 }
 
-
 #[test]
 fn parses_every_form_of_the_spec_table() {
     assert_eq!(

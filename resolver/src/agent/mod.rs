@@ -131,18 +131,14 @@ pub(crate) fn lock_agent(
         "Resolving",
         &format!("agent `{shown_source}` with uv (Python {})", python.version),
     );
-    let mut built: Option<(LockedPlugin, PathBuf, WheelMeta)> = None;
-    let (package, requirement) = match request.origin() {
-        AgentOrigin::Index { package } => (package.clone(), request.source.trim().to_owned()),
+    let (package, requirement, built) = match request.origin() {
+        AgentOrigin::Index { package } => (package.clone(), request.source.trim().to_owned(), None),
         AgentOrigin::Tree(tree_request) => {
-            let tree = crate::sources::lock_new(env, tree_request)?;
-            let staging = crate::sources::stage_tree(env, &tree, Some(tree_request))?;
-            let wheel = build_wheel(env, &uv, &python, &index, staging.path(), work.path())?;
-            let meta = read_wheel_meta(&wheel)?;
-            let package = normalize_package_name(&meta.name);
-            let requirement = format!("{package} @ file://{}", wheel.display());
-            built = Some((tree, wheel, meta));
-            (package, requirement)
+            let tools = (&uv, &python, &index);
+            let built = build_tree(env, tools, tree_request, work.path())?;
+            let package = normalize_package_name(&built.meta.name);
+            let requirement = format!("{package} @ file://{}", built.wheel.display());
+            (package, requirement, Some(built))
         }
     };
     let packages = compile(&uv, &python, &index, &requirement, work.path())?;
@@ -154,43 +150,15 @@ pub(crate) fn lock_agent(
     let skip = built.is_some().then_some(package.as_str());
     let mut wheels = wheels_of(packages, skip, &python)?;
     let (entry_point, tree, version) = match built {
-        Some((mut tree, wheel, meta)) => {
-            let entry_point = choose_entry_point(&package, &meta.entry_points, request)?;
-            let own = LockedWheel {
-                name: package.clone(),
-                version: meta.version.clone(),
-                file: wheel_file_of_path(&wheel)?,
-                url: None,
-                sha256: berth_store::sha256_file(&wheel)?,
-            };
-            keep_wheel(env, &wheel, &own)?;
-            wheels.push(own);
-            tree.name = package.clone();
-            (entry_point, Some(tree), meta.version)
+        Some(built) => {
+            let (entry_point, tree, built_version) =
+                keep_built(env, &package, built, request, &mut wheels)?;
+            (entry_point, Some(tree), built_version)
         }
         None => {
-            let own = wheels
-                .iter()
-                .find(|w| w.name == package)
-                .cloned()
-                .ok_or_else(|| AgentLockError::NotInResolution {
-                    source_shown: shown_source.to_string(),
-                    package: package.clone(),
-                })?;
-            let meta = match env.store.wheel(&own.sha256, &own.file) {
-                Some(stored) => read_wheel_meta(&stored)?,
-                None => {
-                    // Read before it is stored: a package that is no agent leaves
-                    // nothing behind.
-                    let (staging, path, _) = fetch_wheel(env, &own, &index)?;
-                    let meta = read_wheel_meta(&path)?;
-                    choose_entry_point(&package, &meta.entry_points, request)?;
-                    store_wheel(env, staging, &own, own.url.as_deref().unwrap_or_default())?;
-                    meta
-                }
-            };
-            let entry_point = choose_entry_point(&package, &meta.entry_points, request)?;
-            (entry_point, None, version.unwrap_or(meta.version))
+            let (entry_point, from_wheel) =
+                own_from_index(env, (&package, &shown_source), &wheels, &index, request)?;
+            (entry_point, None, version.unwrap_or(from_wheel))
         }
     };
     wheels.sort_by(|a, b| (&a.name, &a.file).cmp(&(&b.name, &b.file)));
@@ -212,6 +180,89 @@ pub(crate) fn lock_agent(
         tree,
         wheels,
     })
+}
+
+/// The agent's source tree, pinned like a plugin and built into a wheel.
+struct Built {
+    tree: LockedPlugin,
+    wheel: PathBuf,
+    meta: WheelMeta,
+}
+
+/// Pins the agent's source tree, puts it into staging and builds it with `uv build`
+/// into `work`.
+fn build_tree(
+    env: &Env<'_>,
+    (uv, python, index): (&Uv, &Python, &Index),
+    tree_request: &berth_lockfile_schema::PluginRequest,
+    work: &Path,
+) -> Result<Built, ResolveError> {
+    let tree = crate::sources::lock_new(env, tree_request)?;
+    let staging = crate::sources::stage_tree(env, &tree, Some(tree_request))?;
+    let wheel = build_wheel(env, uv, python, index, staging.path(), work)?;
+    let meta = read_wheel_meta(&wheel)?;
+    Ok(Built { tree, wheel, meta })
+}
+
+/// Keeps berth's own build of the agent in the store and among `wheels`; returns its
+/// entry point, its tree (named after the package) and its version.
+fn keep_built(
+    env: &Env<'_>,
+    package: &str,
+    built: Built,
+    request: &AgentRequest,
+    wheels: &mut Vec<LockedWheel>,
+) -> Result<(EntryPoint, LockedPlugin, String), ResolveError> {
+    let Built {
+        mut tree,
+        wheel,
+        meta,
+    } = built;
+    let entry_point = choose_entry_point(package, &meta.entry_points, request)?;
+    let own = LockedWheel {
+        name: package.to_owned(),
+        version: meta.version.clone(),
+        file: wheel_file_of_path(&wheel)?,
+        url: None,
+        sha256: berth_store::sha256_file(&wheel)?,
+    };
+    keep_wheel(env, &wheel, &own)?;
+    wheels.push(own);
+    tree.name = package.to_owned();
+    Ok((entry_point, tree, meta.version))
+}
+
+/// The agent package's own wheel among `wheels` (`package`, asked for as `shown_source`),
+/// read for its entry point (and stored first when the store lacks it); returns the entry
+/// point and the wheel's version.
+fn own_from_index(
+    env: &Env<'_>,
+    (package, shown_source): (&str, &str),
+    wheels: &[LockedWheel],
+    index: &Index,
+    request: &AgentRequest,
+) -> Result<(EntryPoint, String), ResolveError> {
+    let own = wheels
+        .iter()
+        .find(|w| w.name == package)
+        .cloned()
+        .ok_or_else(|| AgentLockError::NotInResolution {
+            source_shown: shown_source.to_string(),
+            package: package.to_owned(),
+        })?;
+    let meta = match env.store.wheel(&own.sha256, &own.file) {
+        Some(stored) => read_wheel_meta(&stored)?,
+        None => {
+            // Read before it is stored: a package that is no agent leaves nothing behind.
+            let (staging, path, _) = fetch_wheel(env, &own, index)?;
+            let meta = read_wheel_meta(&path)?;
+            choose_entry_point(package, &meta.entry_points, request)?;
+            store_wheel(env, staging, &own, own.url.as_deref().unwrap_or_default())?;
+            meta
+        }
+    };
+    let entry_point = choose_entry_point(package, &meta.entry_points, request)?;
+    Ok((entry_point, meta.version))
 }
 
 /// `uv build --wheel` of a source tree (copied first: builders write into it).

@@ -85,13 +85,41 @@ pub fn lock_payloads(
     for warning in warnings {
         reporter.warn(&warning);
     }
-    let env = Env::new(store, settings, reporter);
-    let mut out = Vec::new();
-    let mut errors = Vec::new();
-    // One resolution per package spec in a run, shared by every server that names it.
-    let mut resolved: BTreeMap<(Ecosystem, String, Option<String>), LockedPayload> =
-        BTreeMap::new();
+    let mut run = PayloadRun {
+        env: Env::new(store, settings, reporter),
+        lock,
+        previous,
+        may_move,
+        resolved: BTreeMap::new(),
+        out: Vec::new(),
+        errors: Vec::new(),
+    };
     for want in wants {
+        run.lock_want(&want);
+    }
+    if run.errors.is_empty() {
+        Ok(run.out)
+    } else {
+        Err(run.errors)
+    }
+}
+
+/// A run of [`lock_payloads`]: what it pins against, and what it found so far.
+struct PayloadRun<'a> {
+    env: Env<'a>,
+    lock: &'a Lock,
+    previous: Option<&'a Lock>,
+    may_move: &'a dyn Fn(&str) -> bool,
+    /// One resolution per package spec in a run, shared by every server that names it.
+    resolved: BTreeMap<(Ecosystem, String, Option<String>), LockedPayload>,
+    out: Vec<LockedPayload>,
+    errors: Vec<EntryError>,
+}
+
+impl PayloadRun<'_> {
+    /// Pins one server's package: its previous pin while the line is unchanged (and may
+    /// not move), else this run's resolution of the same spec, else resolved now.
+    fn lock_want(&mut self, want: &PayloadWant) {
         let call = &want.call;
         let same = |p: &&LockedPayload| {
             p.plugin == want.plugin
@@ -100,42 +128,49 @@ pub fn lock_payloads(
                 && p.runner == call.runner
                 && p.spec == call.spec
         };
-        let kept = previous
+        let kept = self
+            .previous
             .into_iter()
-            .chain(std::iter::once(lock))
+            .chain(std::iter::once(self.lock))
             .flat_map(|l| &l.payloads)
             .find(same)
-            .filter(|_| !may_move(&want.plugin));
+            .filter(|_| !(self.may_move)(&want.plugin));
         if let Some(kept) = kept {
-            out.push(kept.clone());
-            continue;
+            self.out.push(kept.clone());
+            return;
         }
         let key = (call.ecosystem, call.spec.clone(), call.program.clone());
-        if let Some(done) = resolved.get(&key) {
-            out.push(LockedPayload {
+        if let Some(done) = self.resolved.get(&key) {
+            self.out.push(LockedPayload {
                 plugin: want.plugin.clone(),
                 server: want.server.clone(),
                 used_by: want.used_by,
                 runner: call.runner.clone(),
                 ..done.clone()
             });
-            continue;
+            return;
         }
+        self.resolve(want, key);
+    }
+
+    /// Resolves `want`'s package with its ecosystem's resolver and stores its closure.
+    fn resolve(&mut self, want: &PayloadWant, key: (Ecosystem, String, Option<String>)) {
+        let (env, call) = (&self.env, &want.call);
         let user = want.used_by.describe(&want.server);
         let label = format!(
             "plugin `{}`, {user} (`{} {}`)",
             want.plugin, call.runner, call.spec
         );
-        if settings.network == Network::Offline {
-            errors.push(EntryError {
+        if env.settings.network == Network::Offline {
+            self.errors.push(EntryError {
                 label,
                 error: Box::new(ResolveError::Offline {
                     what: format!("the package `{}`", call.spec),
                 }),
             });
-            continue;
+            return;
         }
-        reporter.status(
+        env.reporter.status(
             "Resolving",
             &format!(
                 "`{} {}` of plugin `{}`",
@@ -143,13 +178,13 @@ pub fn lock_payloads(
             ),
         );
         let result = match call.ecosystem {
-            Ecosystem::Npm => npm::lock_npm(&env, &want),
-            Ecosystem::Python => python::lock_python(&env, &want),
+            Ecosystem::Npm => npm::lock_npm(env, want),
+            Ecosystem::Python => python::lock_python(env, want),
         }
-        .and_then(|staged| commit_payload(&env, &want, staged));
+        .and_then(|staged| commit_payload(env, want, staged));
         match result {
             Ok(payload) => {
-                reporter.status(
+                env.reporter.status(
                     "Locked",
                     &format!(
                         "{} {} for {user} of plugin `{}` ({} packages)",
@@ -159,20 +194,15 @@ pub fn lock_payloads(
                         payload.npm.len() + payload.wheels.len()
                     ),
                 );
-                resolved.insert(key, payload.clone());
-                out.push(payload);
+                self.resolved.insert(key, payload.clone());
+                self.out.push(payload);
             }
-            Err(NotLocked::Left(why)) => reporter.warn(&format!(
+            Err(NotLocked::Left(why)) => env.reporter.warn(&format!(
                 "plugin `{}`, {user}: `{} {}` is left as written and fetched at every start: {why}",
                 want.plugin, call.runner, call.spec
             )),
-            Err(NotLocked::Failed(error)) => errors.push(EntryError { label, error }),
+            Err(NotLocked::Failed(error)) => self.errors.push(EntryError { label, error }),
         }
-    }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(errors)
     }
 }
 

@@ -20,8 +20,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use berth_lockfile_schema::{GitPin, Pin};
 use berth_lockfile_schema::plugin_manifest::Format;
+use berth_lockfile_schema::{GitPin, Pin};
 use serde_json::{Map, Value, json};
 
 use super::files::{Plan, Planned, one_per_name, pretty};

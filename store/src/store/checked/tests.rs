@@ -141,8 +141,7 @@ fn added_and_removed_files_are_caught() {
             "remove" => fs_err::remove_file(folder.join("SKILL.md")).expect("remove"),
             "add-dir" => fs_err::create_dir(folder.join("empty")).expect("mkdir"),
             "add-top" => fs_err::write(entry.path.join("extra.md"), "x").expect("add"),
-            _ => fs_err::rename(folder.join("SKILL.md"), folder.join("skill.md"))
-                .expect("rename"),
+            _ => fs_err::rename(folder.join("SKILL.md"), folder.join("skill.md")).expect("rename"),
         }
         assert!(
             matches!(
