@@ -41,7 +41,7 @@ struct KeptTrees {
 
 /// The most a process keeps of the trees it hashed: past it the oldest go (their sync
 /// then reads them from the source again).
-const KEPT_TREES_BYTES: usize = 256 << 20;
+const KEPT_TREES_BYTES: usize = 128 << 20;
 
 /// The largest tree a lock keeps as a NAR.
 pub(crate) const KEPT_TREE_BYTES: usize = 32 << 20;

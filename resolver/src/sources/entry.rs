@@ -24,7 +24,10 @@ pub(crate) fn sync_entry(
         kind.load(env, locked, request).recheck()?;
     }
     let store = env.store;
+    // A tree this process's lock kept for the entry is not needed once the entry is there.
+    let forget_kept = || drop(env.memo.take_tree(&locked.hash));
     if let Ok(Some(entry)) = store.checked_lookup(&locked.hash, &locked.name) {
+        forget_kept();
         return Ok(entry);
     }
     // One process materialises an entry; others wait and then find it present.
@@ -35,7 +38,10 @@ pub(crate) fn sync_entry(
         );
     })?;
     match store.checked_lookup(&locked.hash, &locked.name) {
-        Ok(Some(entry)) => return Ok(entry),
+        Ok(Some(entry)) => {
+            forget_kept();
+            return Ok(entry);
+        }
         Ok(None) => {}
         // Changed after it was added: moved aside (a process still reading it keeps
         // its files) and fetched again below like a missing entry, from the same pin.
@@ -50,6 +56,7 @@ pub(crate) fn sync_entry(
         Err(e) => return Err(e.into()),
     }
     let entry = kind.load(env, locked, request).add_to_store()?;
+    forget_kept();
     added.fetch_add(1, Ordering::Relaxed);
     env.reporter.status(
         "Added",
