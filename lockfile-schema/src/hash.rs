@@ -132,6 +132,61 @@ impl FromStr for Sha256Hash {
     }
 }
 
+/// Whether `s` is a full commit id in lower-case hex.
+pub fn is_full_commit_id(s: &str) -> bool {
+    s.len() == 40 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// A full git commit id (SHA-1), valid from construction: 40 lower-case hex digits, so
+/// code that holds one never re-checks or `expect`s it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CommitId(String);
+
+impl CommitId {
+    /// `text` if it is 40 lower-case hex digits.
+    pub fn parse(text: &str) -> Option<Self> {
+        is_full_commit_id(text).then(|| Self(text.to_owned()))
+    }
+
+    /// The id of these 20 bytes.
+    pub fn from_bytes(bytes: [u8; 20]) -> Self {
+        Self(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// Its 20 bytes.
+    pub fn to_bytes(&self) -> [u8; 20] {
+        let mut out = [0u8; 20];
+        for (i, byte) in out.iter_mut().enumerate() {
+            let digit = |c: u8| match c {
+                b'0'..=b'9' => c - b'0',
+                _ => c - b'a' + 10,
+            };
+            let pair = &self.0.as_bytes()[2 * i..2 * i + 2];
+            *byte = digit(pair[0]) << 4 | digit(pair[1]);
+        }
+        out
+    }
+
+    /// The 40 hex digits.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for CommitId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for CommitId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +220,15 @@ mod tests {
         ] {
             assert!(Sha256Hash::from_sri(bad).is_err(), "{bad} must be rejected");
         }
+    }
+
+    #[test]
+    fn commit_ids_are_valid_from_construction() {
+        let id = CommitId::parse("3ad07f06c4b1d6a1f7e0d7f2a9c1b4e5d6f7a8b9").expect("valid");
+        assert_eq!(CommitId::from_bytes(id.to_bytes()), id);
+        assert_eq!(id.to_bytes()[0], 0x3a);
+        assert!(CommitId::parse("3AD07F06C4B1D6A1F7E0D7F2A9C1B4E5D6F7A8B9").is_none());
+        assert!(CommitId::parse("3ad07f0").is_none());
+        assert!(CommitId::parse("zad07f06c4b1d6a1f7e0d7f2a9c1b4e5d6f7a8b9").is_none());
     }
 }

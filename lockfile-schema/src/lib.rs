@@ -18,17 +18,18 @@ pub mod marketplace;
 pub mod narinfo;
 pub mod plugin_json;
 pub mod plugin_manifest;
+mod redact;
 pub mod runner;
 mod source;
 
 pub use agent::{AGENT_ENTRY_POINT_GROUP, EntryPoint, WheelFile, normalize_package_name};
 pub use definition::{COMPONENT_KEYS, EntryDefinition, canonical_json, plugin_path};
 pub use diagnostic::{Diagnostic, line_column};
-pub use hash::{HashParseError, Sha256Hash, nix32, parse_nix32};
+pub use hash::{CommitId, HashParseError, Sha256Hash, is_full_commit_id, nix32, parse_nix32};
 pub use lock::{
-    CommitId, LOCK_HEADER, LOCK_VERSION, Lock, LockError, LockFileWire, LockedAgent,
-    LockedAgentWire, LockedNpmPackage, LockedPayload, LockedPlugin, LockedPluginWire, LockedWheel,
-    LockedWheelWire, Pin, Staleness, is_full_commit_id, parse_lock, toml_string,
+    LOCK_HEADER, LOCK_VERSION, Lock, LockError, LockFileWire, LockedAgent, LockedAgentWire,
+    LockedNpmPackage, LockedPayload, LockedPlugin, LockedPluginWire, LockedWheel, LockedWheelWire,
+    Staleness, parse_lock, toml_string,
 };
 pub use manifest::{
     AgentOrigin, AgentRequest, Manifest, ParsedManifest, PluginRequest, is_valid_plugin_name,
@@ -37,8 +38,10 @@ pub use manifest::{
 pub use manifest_edit::{
     EditError, NewPlugin, Removal, add_marketplace, add_plugin, remove_plugin,
 };
+pub use redact::{Redacted, redact};
 pub use source::{
-    ArchiveFormat, Redacted, Source, SourceError, SourceKind, normalize_repo_path, redact,
+    ArchiveFormat, ArchivePin, GitPin, LocalPin, Pin, Source, SourceError, SourceKind,
+    normalize_repo_path,
 };
 
 /// The JSON Schema of `plugins.lock`, generated from [`LockFileWire`].

@@ -230,6 +230,41 @@ fn agent_plugins(value: Value) -> Result<PluginManifest, String> {
             "unsupported or missing `$schema` `{schema}`; supported: `{AGENT_PLUGINS_SCHEMA}`"
         ));
     }
+    let mut warnings = drop_ignored(&mut map);
+    let name = match map.get("name") {
+        Some(Value::String(name)) => name.clone(),
+        Some(other) => return Err(format!("`name` must be a string, not `{other}`")),
+        None => return Err("`name` is required".into()),
+    };
+    if !valid_agent_plugins_name(&name) {
+        return Err(format!(
+            "`name` `{name}` must be 1-64 lower-case letters, digits, `.` and `-`, starting and ending with a letter or digit, without `--` or `..`"
+        ));
+    }
+    let author = agent_plugins_author(map.get("author"))?;
+    if let Some(keywords) = map.get("keywords")
+        && !keywords
+            .as_array()
+            .is_some_and(|k| k.iter().all(Value::is_string))
+    {
+        return Err("`keywords` must be a list of strings".into());
+    }
+    let entry_command = entry_command(&map, &mut warnings)?;
+    Ok(PluginManifest {
+        format: Format::AgentPlugins,
+        file: Some("plugin.json"),
+        version: string_field(&map, "version", Some("1.0.0"))?.unwrap_or_default(),
+        description: string_field(&map, "description", Some(""))?.unwrap_or_default(),
+        name,
+        author,
+        entry_command,
+        warnings,
+    })
+}
+
+/// Removes the fields Agent Plugins does not define (and `extensions` that is not an
+/// object), with a warning for each.
+fn drop_ignored(map: &mut Map<String, Value>) -> Vec<String> {
     let mut warnings = Vec::new();
     let unknown: Vec<String> = map
         .keys()
@@ -249,18 +284,13 @@ fn agent_plugins(value: Value) -> Result<PluginManifest, String> {
         warnings.push("`plugin.json`: ignoring non-object `extensions`".into());
         map.remove("extensions");
     }
-    let name = match map.get("name") {
-        Some(Value::String(name)) => name.clone(),
-        Some(other) => return Err(format!("`name` must be a string, not `{other}`")),
-        None => return Err("`name` is required".into()),
-    };
-    if !valid_agent_plugins_name(&name) {
-        return Err(format!(
-            "`name` `{name}` must be 1-64 lower-case letters, digits, `.` and `-`, starting and ending with a letter or digit, without `--` or `..`"
-        ));
-    }
-    let author = match map.get("author") {
-        None => None,
+    warnings
+}
+
+/// An Agent Plugins `author`: an object of `name`, `email` and `url` only.
+fn agent_plugins_author(author: Option<&Value>) -> Result<Option<Map<String, Value>>, String> {
+    match author {
+        None => Ok(None),
         Some(Value::Object(obj)) => {
             if let Some(extra) = obj
                 .keys()
@@ -268,44 +298,34 @@ fn agent_plugins(value: Value) -> Result<PluginManifest, String> {
             {
                 return Err(format!("`author` has an unknown field `{extra}`"));
             }
-            Some(author_object(obj)?)
+            Ok(Some(author_object(obj)?))
         }
-        Some(other) => return Err(format!("`author` must be an object, not `{other}`")),
+        Some(other) => Err(format!("`author` must be an object, not `{other}`")),
+    }
+}
+
+/// The OpenHands `entry_command` among the `extensions`, each of which must be an object.
+fn entry_command(
+    map: &Map<String, Value>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<String>, String> {
+    let Some(Value::Object(extensions)) = map.get("extensions") else {
+        return Ok(None);
     };
-    if let Some(keywords) = map.get("keywords")
-        && !keywords
-            .as_array()
-            .is_some_and(|k| k.iter().all(Value::is_string))
+    if let Some((key, _)) = extensions.iter().find(|(_, v)| !v.is_object()) {
+        return Err(format!("`extensions.{key}` must be an object"));
+    }
+    match extensions
+        .get("dev.openhands")
+        .and_then(|o| o.get("entry_command"))
     {
-        return Err("`keywords` must be a list of strings".into());
+        Some(Value::String(s)) if !s.is_empty() => return Ok(Some(s.clone())),
+        None | Some(Value::Null) | Some(Value::String(_)) => {}
+        Some(other) => warnings.push(format!(
+            "`plugin.json`: ignoring non-string `dev.openhands` entry_command `{other}`"
+        )),
     }
-    let mut entry_command = None;
-    if let Some(Value::Object(extensions)) = map.get("extensions") {
-        if let Some((key, _)) = extensions.iter().find(|(_, v)| !v.is_object()) {
-            return Err(format!("`extensions.{key}` must be an object"));
-        }
-        match extensions
-            .get("dev.openhands")
-            .and_then(|o| o.get("entry_command"))
-        {
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) if !s.is_empty() => entry_command = Some(s.clone()),
-            Some(Value::String(_)) => {}
-            Some(other) => warnings.push(format!(
-                "`plugin.json`: ignoring non-string `dev.openhands` entry_command `{other}`"
-            )),
-        }
-    }
-    Ok(PluginManifest {
-        format: Format::AgentPlugins,
-        file: Some("plugin.json"),
-        version: string_field(&map, "version", Some("1.0.0"))?.unwrap_or_default(),
-        description: string_field(&map, "description", Some(""))?.unwrap_or_default(),
-        name,
-        author,
-        entry_command,
-        warnings,
-    })
+    Ok(None)
 }
 
 /// `^(?!.*(?:--|\.\.))[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?$`, at most 64 characters.

@@ -1,6 +1,9 @@
-//! The source strings of docs/spec.md section 1 and the redaction of credentials in them.
+//! The source strings of docs/spec.md section 1.
 
 use std::fmt;
+
+use crate::hash::{CommitId, Sha256Hash};
+use crate::redact::redact;
 
 /// Where a plugin comes from, parsed from the manifest's `source` string.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,6 +138,15 @@ impl Source {
             )
         };
         fail(format!("unknown source `{shown}`: {hint}"))
+    }
+
+    /// The marketplace a `PLUGIN@MARKETPLACE` request picks from; `None` for every other
+    /// source.
+    pub fn marketplace(&self) -> Option<&str> {
+        match self {
+            Source::Marketplace { marketplace, .. } => Some(marketplace),
+            _ => None,
+        }
     }
 
     /// The kind of this source.
@@ -275,209 +287,174 @@ pub fn normalize_repo_path(path: &str) -> Result<String, &'static str> {
     Ok(parts.join("/"))
 }
 
-/// A source or URL with every literal credential removed.
+/// The exact thing a lock entry was made from: one variant per kind of source, each with
+/// its own type (as Cargo's `SourceId` carries its precise revision, and as uv's
+/// `SourceDist::Registry` holds a `RegistrySourceDist`). What a kind's pin holds and which
+/// fields of a `[[plugin]]` entry it is written as are both here, beside how the kind's
+/// source is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Redacted {
-    /// The text that is safe to write and print.
-    pub text: String,
-    /// Whether something was removed (the caller warns the user to use `${VAR}`).
-    pub removed_secret: bool,
+pub enum Pin {
+    /// A commit of a git repository.
+    Git(GitPin),
+    /// A downloaded archive.
+    Archive(ArchivePin),
+    /// A local directory.
+    Local(LocalPin),
 }
 
-/// Removes literal credentials from a URL-like source string, keeping `${VAR}` references.
-///
-/// A password is always secret. A user name alone is secret on `http(s)` URLs, where tokens
-/// are commonly passed as the user name, and kept on `ssh` URLs (`git@host`), where it is
-/// the account.
-pub fn redact(text: &str) -> Redacted {
-    let unchanged = || Redacted {
-        text: text.to_owned(),
-        removed_secret: false,
-    };
-    let Some(scheme_end) = text.find("://") else {
-        return unchanged();
-    };
-    let authority_start = scheme_end + 3;
-    let scheme = &text[..scheme_end];
-    let web = scheme.ends_with("http") || scheme.ends_with("https");
-    // Where the authority ends is where the HTTP client (the `url` crate, WHATWG rules)
-    // ends it: for web and file URLs a backslash ends it too, so in
-    // `https://evil.example\@github.com/` the host is `evil.example` and nothing is a
-    // credential.
-    let special = web || scheme.ends_with("file") || scheme.ends_with("ftp");
-    let ends: &[char] = if special {
-        &['/', '?', '#', '\\']
-    } else {
-        &['/', '?', '#']
-    };
-    let authority_end = text[authority_start..]
-        .find(ends)
-        .map_or(text.len(), |i| authority_start + i);
-    let authority = &text[authority_start..authority_end];
-    let Some(at) = authority.rfind('@') else {
-        return unchanged();
-    };
-    let userinfo = &authority[..at];
-    let (user, password) = match userinfo.split_once(':') {
-        Some((u, p)) => (u, Some(p)),
-        None => (userinfo, None),
-    };
-    let is_var = |s: &str| is_env_reference(s);
-    let keep_password = password.is_none_or(is_var);
-    let keep_user = match password {
-        // Over http(s) a lone user name is the token (`https://ghp_x@github.com/...`), so
-        // removing a literal password must take the user too: `https://oauth2@host`, left
-        // behind, would read as a token and a second redaction would change it again.
-        Some(_) if web => keep_password || is_var(user) || user.is_empty(),
-        // Over ssh the user is an account (`git`), never the secret.
-        Some(_) => true,
-        None => !web || is_var(user) || user.is_empty(),
-    };
-    if keep_user && keep_password {
-        return unchanged();
-    }
-    let mut kept = String::new();
-    if keep_user {
-        kept.push_str(user);
-    }
-    if keep_password && let Some(p) = password {
-        kept.push(':');
-        kept.push_str(p);
-    }
-    let mut out = String::with_capacity(text.len());
-    out.push_str(&text[..authority_start]);
-    if !kept.is_empty() {
-        out.push_str(&kept);
-        out.push('@');
-    }
-    out.push_str(&authority[at + 1..]);
-    out.push_str(&text[authority_end..]);
-    Redacted {
-        text: out,
-        removed_secret: true,
-    }
+/// A commit of a git repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitPin {
+    /// The URL fetched, credentials removed.
+    pub url: String,
+    /// The full commit id.
+    pub rev: CommitId,
 }
 
-/// `${NAME}` and nothing else.
-fn is_env_reference(s: &str) -> bool {
-    s.strip_prefix("${")
-        .and_then(|r| r.strip_suffix('}'))
-        .is_some_and(|name| {
-            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        })
+/// A downloaded archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchivePin {
+    /// The URL fetched, credentials removed.
+    pub url: String,
+    /// sha256 of the downloaded file.
+    pub archive_hash: Sha256Hash,
+}
+
+/// A local directory: its content is pinned by the entry's hash alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalPin {
+    /// The path as written in the manifest.
+    pub path: String,
+}
+
+/// The fields of a `[[plugin]]` entry that say what it was made from, as the lock writes
+/// them: which ones an entry has depends on its kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PinFields {
+    pub(crate) url: Option<String>,
+    pub(crate) rev: Option<String>,
+    pub(crate) archive_hash: Option<String>,
+    pub(crate) path: Option<String>,
+}
+
+/// Which request fields a `[[plugin]]` entry has that only some kinds use.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RequestFields {
+    pub(crate) git_ref: bool,
+    pub(crate) version: bool,
+    pub(crate) repo_path: bool,
+}
+
+impl Pin {
+    /// The kind of source this pin came from.
+    pub fn kind(&self) -> SourceKind {
+        match self {
+            Pin::Git(_) => SourceKind::Git,
+            Pin::Archive(_) => SourceKind::Archive,
+            Pin::Local(_) => SourceKind::Local,
+        }
+    }
+
+    /// The pin of a lock entry whose source is `source` (`written` in the lock), read from
+    /// its `fields`; a field of another kind, among them the request's, is refused.
+    pub(crate) fn from_fields(
+        source: &Source,
+        written: &str,
+        fields: PinFields,
+        request: RequestFields,
+    ) -> Result<Self, String> {
+        let refuse = |names: &[(&str, bool)]| -> Result<(), String> {
+            match names.iter().find(|(_, present)| *present) {
+                Some((field, _)) => Err(format!(
+                    "`{field}` does not belong to a {} source",
+                    source.kind()
+                )),
+                None => Ok(()),
+            }
+        };
+        let missing = |field: &str| format!("`{field}` is missing");
+        match source {
+            Source::Marketplace { .. } => Err(format!(
+                "`source = \"{written}\"` names a marketplace plugin; a lock entry's `source` is the one its catalog gave, with the request in `requested`"
+            )),
+            Source::GitHub { .. } | Source::Git { .. } => {
+                refuse(&[
+                    ("archive_hash", fields.archive_hash.is_some()),
+                    ("path", fields.path.is_some()),
+                ])?;
+                let rev = fields.rev.ok_or_else(|| missing("rev"))?;
+                let Some(rev) = CommitId::parse(&rev) else {
+                    return Err(format!("`rev = \"{rev}\"` is not a full 40-hex commit id"));
+                };
+                let url = fields.url.ok_or_else(|| missing("url"))?;
+                Ok(Pin::Git(GitPin { url, rev }))
+            }
+            Source::Archive { .. } => {
+                refuse(&[
+                    ("rev", fields.rev.is_some()),
+                    ("path", fields.path.is_some()),
+                    ("ref", request.git_ref),
+                    ("version", request.version),
+                ])?;
+                let archive_hash = fields.archive_hash.ok_or_else(|| missing("archive_hash"))?;
+                let url = fields.url.ok_or_else(|| missing("url"))?;
+                let archive_hash =
+                    Sha256Hash::from_sri(&archive_hash).map_err(|e| e.to_string())?;
+                Ok(Pin::Archive(ArchivePin { url, archive_hash }))
+            }
+            Source::Local { path: named } => {
+                refuse(&[
+                    ("rev", fields.rev.is_some()),
+                    ("url", fields.url.is_some()),
+                    ("archive_hash", fields.archive_hash.is_some()),
+                    ("ref", request.git_ref),
+                    ("version", request.version),
+                    ("repo_path", request.repo_path),
+                ])?;
+                let path = fields.path.ok_or_else(|| missing("path"))?;
+                // The folder is the one the source names, as `lock` writes it: a lock
+                // cannot send a local entry to another folder (`path = "/etc/ssh"`).
+                if path != *named {
+                    return Err(format!(
+                        "`path = \"{path}\"` is not the folder its source `{written}` names"
+                    ));
+                }
+                Ok(Pin::Local(LocalPin { path }))
+            }
+        }
+    }
+
+    /// The pin's fields that are free text (a URL, a path), each with the name the lock
+    /// gives it: what a reader of someone else's lock checks (commit ids and hashes are
+    /// checked when they are parsed).
+    pub fn text_fields(&self) -> Vec<(&'static str, &str)> {
+        match self {
+            Pin::Git(pin) => vec![("url", &pin.url)],
+            Pin::Archive(pin) => vec![("url", &pin.url)],
+            Pin::Local(pin) => vec![("path", &pin.path)],
+        }
+    }
+
+    /// The fields the lock writes for this pin.
+    pub(crate) fn fields(&self) -> PinFields {
+        match self {
+            Pin::Git(pin) => PinFields {
+                url: Some(pin.url.clone()),
+                rev: Some(pin.rev.to_string()),
+                ..PinFields::default()
+            },
+            Pin::Archive(pin) => PinFields {
+                url: Some(pin.url.clone()),
+                archive_hash: Some(pin.archive_hash.to_sri()),
+                ..PinFields::default()
+            },
+            Pin::Local(pin) => PinFields {
+                path: Some(pin.path.clone()),
+                ..PinFields::default()
+            },
+        }
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn kind(s: &str) -> SourceKind {
-        Source::parse(s)
-            .unwrap_or_else(|e| panic!("{s}: {e}"))
-            .kind()
-    }
-
-    #[test]
-    fn a_backslash_ends_a_web_authority_as_the_http_client_ends_it() {
-        // The host is `evil.example`: nothing before `\\` is userinfo, so nothing is a
-        // credential and the text stays as written.
-        let text = "https://evil.example\\@github.com/x.tar.gz";
-        let redacted = redact(text);
-        assert_eq!(redacted.text, text);
-        assert!(!redacted.removed_secret);
-        assert_eq!(redact("https://u:p@h\\x").text, "https://h\\x");
-        // For other schemes a backslash is an ordinary character.
-        assert!(redact("ssh://a\\b:pw@h/x").removed_secret);
-    }
-
-    #[test]
-    fn parses_every_form_of_the_spec_table() {
-        assert_eq!(
-            Source::parse("github:acme/review-tools/plugins/review"),
-            Ok(Source::GitHub {
-                owner: "acme".into(),
-                repo: "review-tools".into(),
-                subpath: Some("plugins/review".into())
-            })
-        );
-        assert_eq!(
-            Source::parse("git+https://h/r.git"),
-            Ok(Source::Git {
-                url: "https://h/r.git".into()
-            })
-        );
-        for git in [
-            "https://h/o/r",
-            "http://h/o/r.git",
-            "git://h/r",
-            "ssh://git@h/r",
-            "file:///srv/repo",
-            "git@github.com:o/r.git",
-            "git+ssh://git@h/r",
-            "git+file:///srv/r",
-        ] {
-            assert_eq!(kind(git), SourceKind::Git, "{git}");
-        }
-        for archive in [
-            "https://h/p/lint-1.0.tar.gz",
-            "http://h/x.zip",
-            "file:///tmp/x.tgz",
-            "https://h/x.tar?download=1",
-        ] {
-            assert_eq!(kind(archive), SourceKind::Archive, "{archive}");
-        }
-        for local in ["/abs", "./rel", "../rel", "~/p", "."] {
-            assert_eq!(kind(local), SourceKind::Local, "{local}");
-        }
-    }
-
-    #[test]
-    fn unknown_forms_suggest_github_or_dot_slash() {
-        let err = Source::parse("acme/tools").expect_err("ambiguous");
-        assert!(err.message.contains("github:acme/tools"), "{err}");
-        assert!(err.message.contains("./acme/tools"), "{err}");
-        let err = Source::parse("justaname").expect_err("unknown");
-        assert!(err.message.contains("github:OWNER/REPO"), "{err}");
-        assert!(Source::parse("github:onlyowner").is_err());
-        assert!(Source::parse("github:o/r/../x").is_err());
-        assert!(Source::parse("").is_err());
-    }
-
-    #[test]
-    fn repo_paths_are_normalised_and_kept_inside() {
-        assert_eq!(normalize_repo_path("./plugins//a/"), Ok("plugins/a".into()));
-        assert!(normalize_repo_path("/etc").is_err());
-        assert!(normalize_repo_path("a/../../b").is_err());
-        assert!(normalize_repo_path("./").is_err());
-    }
-
-    #[test]
-    fn redacts_literal_credentials_and_keeps_variables() {
-        let r = redact("https://oauth2:TOKEN@gitlab.com/g/r");
-        assert_eq!(r.text, "https://gitlab.com/g/r");
-        assert!(r.removed_secret);
-        assert_eq!(
-            redact("https://ghp_secret@github.com/o/r").text,
-            "https://github.com/o/r"
-        );
-        let kept = redact("https://x:${GL_TOKEN}@gitlab.com/g/r");
-        assert_eq!(kept.text, "https://x:${GL_TOKEN}@gitlab.com/g/r");
-        assert!(!kept.removed_secret);
-        assert!(!redact("ssh://git@host/r").removed_secret);
-        assert!(!redact("git@github.com:o/r.git").removed_secret);
-        assert_eq!(
-            redact("ssh://git:pw@host/r").text,
-            "ssh://git@host/r",
-            "an ssh password is a secret"
-        );
-        // Found by tests/fuzz.rs: redaction must be idempotent.
-        let once = redact("https://a:000aAa@a.aa").text;
-        assert_eq!(once, "https://a.aa");
-        assert_eq!(redact(&once).text, once);
-        assert_eq!(
-            redact("https://${U}:pw@h/r").text,
-            "https://${U}@h/r",
-            "a variable user is kept"
-        );
-    }
-}
+mod tests;

@@ -83,20 +83,23 @@ fn locked_plugin() -> impl Strategy<Value = LockedPlugin> {
     let pin = prop_oneof![
         (text(), prop::array::uniform20(any::<u8>())).prop_map(|(url, rev)| (
             "github:acme/tools".to_owned(),
-            Pin::Git {
+            Pin::Git(berth_lockfile_schema::GitPin {
                 url,
                 rev: berth_lockfile_schema::CommitId::from_bytes(rev)
-            }
+            })
         )),
         (text(), hash()).prop_map(|(url, archive_hash)| (
             "https://h/x.tar.gz".to_owned(),
-            Pin::Archive { url, archive_hash }
+            Pin::Archive(berth_lockfile_schema::ArchivePin { url, archive_hash })
         )),
         // A local entry's path is the folder its source names (the lock refuses others).
         text()
             .prop_map(|name| {
                 let path = format!("./{name}");
-                (path.clone(), Pin::Local { path })
+                (
+                    path.clone(),
+                    Pin::Local(berth_lockfile_schema::LocalPin { path }),
+                )
             })
             .prop_filter("sources the lock accepts", |(source, _)| {
                 berth_lockfile_schema::Source::parse(source).is_ok()
@@ -110,8 +113,8 @@ fn locked_plugin() -> impl Strategy<Value = LockedPlugin> {
         prop::option::of("[a-z]{1,6}(/[a-z]{1,6})?"),
     )
         .prop_map(|(name, (source, pin), hash, git_ref, repo_path)| {
-            let is_git = matches!(pin, Pin::Git { .. });
-            let is_local = matches!(pin, Pin::Local { .. });
+            let is_git = matches!(pin, Pin::Git(_));
+            let is_local = matches!(pin, Pin::Local(_));
             LockedPlugin {
                 name,
                 requested: None,

@@ -12,14 +12,18 @@
 //!
 //! - [`error`]-level vocabulary: `error`, `meta` (a plugin's name), `skipped` (files the
 //!   runtime will skip);
-//! - `context`: the settings, the reporter, the cancel flag and the [`Ctx`] of a run;
-//! - `sources`: the source kinds (git, archive, local, npm, marketplace), each a folder with
-//!   its mechanics and its `PluginSource` impl;
+//! - `context`: what a run works in, as data: the settings, the reporter, the cancel flag,
+//!   the memo the runs of a process share, and the `Env` of a run;
+//! - `sources`: the source kinds (git, archive, local, npm, marketplace) as values: a
+//!   request's source is loaded from its `Source` and a locked entry's from its `Pin`,
+//!   each a folder with its mechanics, reached only through the traits in
+//!   `sources/mod.rs`;
 //! - `agent`: the agent package (a Python package built with uv), locked and synced with
 //!   the plugins;
 //! - `payload`: the packages runner-started MCP servers fetch (`npx`, `uvx`), locked with
 //!   their closures by npm and uv, stored as entries;
-//! - `ops`: lock, sync, verify, dependencies, the lock-then-sync workflow.
+//! - `ops`: lock, sync, verify, dependencies, the lock step and the lock-then-sync
+//!   workflow every front end runs.
 //!
 //! This file only declares the modules and says what is public.
 
@@ -38,15 +42,15 @@ pub use context::{
     SilentReporter, Task, git_cache_name,
 };
 pub use error::{
-    AgentError, ArchiveProblem, DownloadError, EntryError, ErrorKind, LocalPathProblem,
+    AgentLockError, ArchiveProblem, DownloadError, EntryError, ErrorKind, LocalPathProblem,
     ResolveError, Rewritten,
 };
 pub use meta::plugin_name_from_manifest;
 pub use ops::{
-    InMemoryLock, LocalRelock, LockAndSyncError, LockMode, LockOptions, LockOutcome, Lockfile,
-    PolicyLoadError, Relock, SyncOutcome, Synced, Upgrade, VerifyOutcome, VerifyStatus,
-    load_policy, lock_and_sync, lock_plugins, mark_live, pin_payloads, sync_plugins, verify_agent,
-    verify_payloads, verify_plugins,
+    InMemoryLock, LocalRelock, LockAndSyncError, LockMode, LockOptions, LockOutcome, Locked,
+    Lockfile, PolicyLoadError, Relock, SyncOutcome, Synced, Upgrade, VerifyOutcome, VerifyStatus,
+    load_policy, lock, lock_and_sync, lock_plugins, mark_live, pin_payloads, sync_plugins,
+    verify_agent, verify_payloads, verify_plugins,
 };
 pub use payload::{DEFAULT_NPM_REGISTRY, PayloadFinder, lock_payloads};
 pub use sources::read_marketplace;

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use berth_lockfile_schema::{Lock, LockedPlugin, Pin};
+use berth_lockfile_schema::{GitPin, Lock, LockedPlugin, Pin};
 use berth_store::Store;
 use serde_json::{Map, Value, json};
 
@@ -301,7 +301,7 @@ impl PluginSet {
             .iter()
             .map(|p| {
                 let rev = match &p.locked.pin {
-                    Pin::Git { rev, .. } => Some(rev.to_string()),
+                    Pin::Git(GitPin { rev, .. }) => Some(rev.to_string()),
                     _ => None,
                 };
                 json!({

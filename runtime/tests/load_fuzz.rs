@@ -383,9 +383,9 @@ fn add_plugin(store: &Store, name: &str, files: &[(&str, Content)]) -> LockedPlu
         version: None,
         resolved_ref: None,
         repo_path: None,
-        pin: Pin::Local {
+        pin: Pin::Local(berth_lockfile_schema::LocalPin {
             path: format!("./{name}"),
-        },
+        }),
         hash: entry.hash,
     }
 }

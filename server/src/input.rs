@@ -6,7 +6,7 @@
 //! sequence rewrites the terminal that shows the log, and a bidi control makes a reviewer
 //! read a different source than the one fetched.
 
-use berth_lockfile_schema::{Lock, LockedPlugin, Pin};
+use berth_lockfile_schema::{Lock, LockedPlugin};
 
 use crate::api::{AgentSourceBody, PluginSourceBody};
 use crate::error::AppError;
@@ -98,10 +98,10 @@ fn check_locked(what: &str, plugin: &LockedPlugin) -> Result<(), AppError> {
         plugin.resolved_ref.as_deref(),
     )?;
     check_optional(&format!("{what}.repo_path"), plugin.repo_path.as_deref())?;
-    match &plugin.pin {
-        Pin::Git { url, .. } | Pin::Archive { url, .. } => check_field(&format!("{what}.url"), url),
-        Pin::Local { path } => check_field(&format!("{what}.path"), path),
+    for (field, value) in plugin.pin.text_fields() {
+        check_field(&format!("{what}.{field}"), value)?;
     }
+    Ok(())
 }
 
 fn check_optional(what: &str, value: Option<&str>) -> Result<(), AppError> {

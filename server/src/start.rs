@@ -248,8 +248,7 @@ impl AppState {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let all_pushed = locked.lock.plugins.iter().all(|p| {
-                matches!(p.pin, berth_lockfile_schema::Pin::Local { .. })
-                    || pushed.contains(&p.hash)
+                matches!(p.pin, berth_lockfile_schema::Pin::Local(_)) || pushed.contains(&p.hash)
             });
             if !all_pushed {
                 return None;

@@ -379,7 +379,7 @@ impl AppState {
         let wanted = lock
             .plugins
             .iter()
-            .filter(|p| !matches!(p.pin, berth_lockfile_schema::Pin::Local { .. }))
+            .filter(|p| !matches!(p.pin, berth_lockfile_schema::Pin::Local(_)))
             .map(|p| (p.hash, p.name.clone(), format!("plugin `{}`", p.name)))
             .chain(lock.payloads.iter().map(|p| {
                 (

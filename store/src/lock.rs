@@ -3,7 +3,9 @@
 use std::collections::HashSet;
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use crate::poison::{lock_unpoisoned, wait_unpoisoned};
 
 /// An exclusive lock, released when dropped (or when the process dies).
 ///
@@ -33,14 +35,14 @@ static HELD: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
 static RELEASED: Condvar = Condvar::new();
 
 fn held() -> MutexGuard<'static, Option<HashSet<PathBuf>>> {
-    HELD.lock().unwrap_or_else(PoisonError::into_inner)
+    lock_unpoisoned(&HELD)
 }
 
 /// Marks `path` as held by this process, waiting while another thread holds it.
 fn claim_in_process(path: &Path) -> Claim {
     let mut set = held();
     while set.get_or_insert_with(HashSet::new).contains(path) {
-        set = RELEASED.wait(set).unwrap_or_else(PoisonError::into_inner);
+        set = wait_unpoisoned(&RELEASED, set);
     }
     set.get_or_insert_with(HashSet::new).insert(path.to_owned());
     Claim(path.to_owned())
@@ -168,7 +170,7 @@ impl SharedUse {
     /// Takes a shared hold on `path`; calls `on_wait` if an exclusive holder (a `gc`)
     /// makes it wait.
     pub fn acquire(path: &Path, on_wait: impl FnOnce()) -> std::io::Result<Self> {
-        let mut holds = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut holds = lock_unpoisoned(&SHARED);
         let holds = holds.get_or_insert_with(Default::default);
         if let Some((count, _)) = holds.get_mut(path) {
             *count += 1;
@@ -191,7 +193,7 @@ impl SharedUse {
 
     /// Takes a shared hold on `path` if no exclusive holder has it, else `None` at once.
     pub fn try_acquire(path: &Path) -> std::io::Result<Option<Self>> {
-        let mut holds = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut holds = lock_unpoisoned(&SHARED);
         let holds = holds.get_or_insert_with(Default::default);
         if let Some((count, _)) = holds.get_mut(path) {
             *count += 1;
@@ -212,7 +214,7 @@ impl SharedUse {
 
 impl Drop for SharedUse {
     fn drop(&mut self) {
-        let mut holds = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut holds = lock_unpoisoned(&SHARED);
         if let Some(holds) = holds.as_mut()
             && let Some((count, _)) = holds.get_mut(&self.path)
         {

@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use berth_lockfile_schema::{LockedPayload, LockedPlugin, Pin};
+use berth_lockfile_schema::{ArchivePin, GitPin, LockedPayload, LockedPlugin, Pin};
 use berth_runtime::review::{SurfaceDiff, escape_for_display};
 use serde::Serialize;
 
@@ -161,9 +161,9 @@ pub struct PinView {
 impl PinView {
     pub fn of(plugin: &LockedPlugin) -> Self {
         let (rev, archive_hash) = match &plugin.pin {
-            Pin::Git { rev, .. } => (Some(rev.to_string()), None),
-            Pin::Archive { archive_hash, .. } => (None, Some(archive_hash.to_sri())),
-            Pin::Local { .. } => (None, None),
+            Pin::Git(GitPin { rev, .. }) => (Some(rev.to_string()), None),
+            Pin::Archive(ArchivePin { archive_hash, .. }) => (None, Some(archive_hash.to_sri())),
+            _ => (None, None),
         };
         Self {
             source: plugin.source.clone(),

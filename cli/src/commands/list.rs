@@ -81,9 +81,9 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
         .iter()
         .map(|p| {
             let pinned = match (&p.pin, &p.resolved_ref, &p.git_ref) {
-                (Pin::Git { .. }, Some(tag), _) => format!("{tag} {}", short_pin(p)),
-                (Pin::Git { .. }, None, Some(r)) => format!("{r} {}", short_pin(p)),
-                (Pin::Git { .. }, None, None) => format!("HEAD {}", short_pin(p)),
+                (Pin::Git(_), Some(tag), _) => format!("{tag} {}", short_pin(p)),
+                (Pin::Git(_), None, Some(r)) => format!("{r} {}", short_pin(p)),
+                (Pin::Git(_), None, None) => format!("HEAD {}", short_pin(p)),
                 _ => short_pin(p),
             };
             let present = match ctx.store.checked_lookup(&p.hash, &p.name) {

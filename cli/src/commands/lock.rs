@@ -1,8 +1,11 @@
 //! `berth plugins lock`
 
+use std::cell::RefCell;
+
 use anyhow::Result;
 use berth_lockfile_schema::{Lock, Manifest};
-use berth_resolver::{LocalRelock, LockOptions, Network, Upgrade, lock_plugins, pin_payloads};
+use berth_resolver::{InMemoryLock, LockAndSyncError, LockMode, Lockfile, Network, Upgrade};
+use berth_store::FileLock;
 
 use super::describe_changes;
 use crate::args::LockArgs;
@@ -11,16 +14,6 @@ use crate::context::{Context, Failure};
 pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
     let _hold = ctx.hold_store()?;
     let manifest = ctx.read_manifest()?;
-    let _guard = if args.check {
-        None
-    } else {
-        Some(ctx.guard_lockfile()?)
-    };
-    let previous = if args.check {
-        ctx.read_lock()?
-    } else {
-        ctx.read_lock_to_replace()?
-    };
     let upgrade = if args.upgrade {
         Upgrade::All
     } else if !args.upgrade_plugin.is_empty() {
@@ -28,79 +21,178 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
     } else {
         Upgrade::Nothing
     };
-    if args.check && upgrade == Upgrade::Nothing {
-        // Without an upgrade, a stale request is reported without resolving anything.
-        let Some((lock, _)) = &previous else {
-            return Err(Failure {
-                message: format!(
-                    "there is no lockfile at `{}`; run `berth plugins lock` to create it",
-                    ctx.lock_label()
-                ),
-                notes: Vec::new(),
-            }
-            .into());
-        };
-        let stale = lock.staleness(&manifest);
-        if !stale.is_empty() {
-            return Err(Failure {
-                message: format!(
-                    "`{}` is out of date with `{}`; run `berth plugins lock` to update it",
-                    ctx.lock_label(),
-                    ctx.manifest_label()
-                ),
-                notes: stale.iter().map(ToString::to_string).collect(),
-            }
-            .into());
-        }
-    }
     let network = if args.offline {
         Network::Offline
     } else {
         Network::Online
     };
-    let lock = resolve_with(
-        ctx,
-        &manifest,
-        previous.as_ref().map(|(l, _)| l),
-        upgrade,
-        network,
-    )?;
+    let label = ctx.manifest_label();
+    let mode = LockMode::Relock {
+        manifest: &manifest,
+        manifest_label: &label,
+        upgrade: &upgrade,
+    };
     if args.check {
+        let previous = ctx.read_lock()?;
+        if upgrade == Upgrade::Nothing {
+            // Without an upgrade, a stale request is reported without resolving anything.
+            check_current(ctx, previous.as_ref(), &manifest)?;
+        }
+        let checking = Checking {
+            ctx,
+            previous: RefCell::new(previous),
+        };
+        return lock_with(ctx, network, mode, &checking);
+    }
+    let replacing = Replacing {
+        ctx,
+        manifest: &manifest,
+        network,
+        previous: RefCell::new(None),
+    };
+    lock_with(ctx, network, mode, &replacing)
+}
+
+/// Runs the workflow's lock step in `mode` on `lockfile`.
+fn lock_with<F: Lockfile<Error = anyhow::Error>>(
+    ctx: &Context,
+    network: Network,
+    mode: LockMode<'_>,
+    lockfile: &F,
+) -> Result<()> {
+    let settings = ctx.settings(network);
+    berth_resolver::lock(&ctx.store, &settings, &ctx.printer, mode, lockfile)
+        .map(drop)
+        .map_err(failure)
+}
+
+/// The workflow's failure as the CLI reports it.
+fn failure(error: LockAndSyncError<anyhow::Error>) -> anyhow::Error {
+    match error {
+        LockAndSyncError::Lock(errors) => Failure::from_entries("could not lock", errors).into(),
+        LockAndSyncError::Lockfile(error) => error,
+        other => anyhow::anyhow!("{other}"),
+    }
+}
+
+/// Fails when there is no lock, or it is out of date with the manifest (`--check`).
+fn check_current(
+    ctx: &Context,
+    previous: Option<&(Lock, String)>,
+    manifest: &Manifest,
+) -> Result<()> {
+    let Some((lock, _)) = previous else {
+        return Err(Failure {
+            message: format!(
+                "there is no lockfile at `{}`; run `berth plugins lock` to create it",
+                ctx.lock_label()
+            ),
+            notes: Vec::new(),
+        }
+        .into());
+    };
+    let stale = lock.staleness(manifest);
+    if stale.is_empty() {
+        return Ok(());
+    }
+    Err(Failure {
+        message: format!(
+            "`{}` is out of date with `{}`; run `berth plugins lock` to update it",
+            ctx.lock_label(),
+            ctx.manifest_label()
+        ),
+        notes: stale.iter().map(ToString::to_string).collect(),
+    }
+    .into())
+}
+
+/// The project's lockfile, replaced by the new lock once the policy admits it.
+struct Replacing<'a> {
+    ctx: &'a Context,
+    manifest: &'a Manifest,
+    network: Network,
+    /// The lock read, with its text.
+    previous: RefCell<Option<(Lock, String)>>,
+}
+
+impl Lockfile for Replacing<'_> {
+    type Error = anyhow::Error;
+    type Guard = FileLock;
+
+    fn guard(&self) -> Result<FileLock> {
+        self.ctx.guard_lockfile()
+    }
+
+    fn read(&self) -> Result<Option<Lock>> {
+        Ok(self.ctx.read_lock()?.map(|(lock, _)| lock))
+    }
+
+    fn read_to_replace(&self) -> Result<Option<Lock>> {
+        let previous = self.ctx.read_lock_to_replace()?;
+        let lock = previous.as_ref().map(|(lock, _)| lock.clone());
+        *self.previous.borrow_mut() = previous;
+        Ok(lock)
+    }
+
+    fn write(&self, previous: Option<&Lock>, lock: &Lock) -> Result<()> {
+        self.ctx
+            .admit(previous, lock, Some(self.manifest), self.network, true)?;
+        write_outcome(self.ctx, self.previous.borrow().as_ref(), lock)
+    }
+}
+
+/// The project's lockfile, compared with the new lock and left as it is (`--check`).
+struct Checking<'a> {
+    ctx: &'a Context,
+    /// The lock read before, with its text.
+    previous: RefCell<Option<(Lock, String)>>,
+}
+
+impl Lockfile for Checking<'_> {
+    type Error = anyhow::Error;
+    type Guard = ();
+
+    fn guard(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn read(&self) -> Result<Option<Lock>> {
+        Ok(self
+            .previous
+            .borrow()
+            .as_ref()
+            .map(|(lock, _)| lock.clone()))
+    }
+
+    fn write(&self, _previous: Option<&Lock>, lock: &Lock) -> Result<()> {
+        let ctx = self.ctx;
+        let previous = self.previous.borrow();
         let text = lock.to_toml();
-        let unchanged = previous.as_ref().is_some_and(|(_, old)| *old == text);
-        let changes = describe_changes(previous.as_ref().map(|(l, _)| l), &lock);
-        if unchanged {
+        if previous.as_ref().is_some_and(|(_, old)| *old == text) {
             ctx.printer.status(
                 "Checked",
                 &format!(
                     "`{}` is up to date ({})",
                     ctx.lock_label(),
-                    super::contents(&lock)
+                    super::contents(lock)
                 ),
             );
             return Ok(());
         }
+        let changes = describe_changes(previous.as_ref().map(|(l, _)| l), lock);
         let mut notes: Vec<String> = changes.iter().map(ToString::to_string).collect();
         if notes.is_empty() {
             notes.push("the file is not in canonical form".to_owned());
         }
-        return Err(Failure {
+        Err(Failure {
             message: format!(
                 "`{}` would change; run `berth plugins lock` to update it",
                 ctx.lock_label()
             ),
             notes,
         }
-        .into());
+        .into())
     }
-    ctx.admit(
-        previous.as_ref().map(|(l, _)| l),
-        &lock,
-        Some(&manifest),
-        network,
-        true,
-    )?;
-    write_outcome(ctx, previous.as_ref(), &lock)
 }
 
 /// Prints what changed and writes the new lock, unless its bytes are the same (`add`
@@ -163,30 +255,20 @@ fn resolve_with(
     upgrade: Upgrade,
     network: Network,
 ) -> Result<Lock> {
-    let options = LockOptions {
-        upgrade,
-        manifest_label: ctx.manifest_label(),
-        local: LocalRelock::Rehash,
+    let label = ctx.manifest_label();
+    let mode = LockMode::Relock {
+        manifest,
+        manifest_label: &label,
+        upgrade: &upgrade,
     };
     let settings = ctx.settings(network);
-    let mut outcome = lock_plugins(
-        &ctx.store,
-        &settings,
-        &ctx.printer,
-        manifest,
-        previous,
-        &options,
-    )
-    .map_err(|errors| Failure::from_entries("could not lock", errors))?;
-    pin_payloads(
-        &ctx.store,
-        &settings,
-        &ctx.printer,
-        Some(manifest),
-        &mut outcome.lock,
-        previous,
-        &options.upgrade,
-    )
-    .map_err(|errors| Failure::from_entries("could not lock", errors))?;
-    Ok(outcome.lock)
+    let lockfile = InMemoryLock(previous.cloned());
+    let locked = berth_resolver::lock(&ctx.store, &settings, &ctx.printer, mode, &lockfile)
+        .map_err(|error| match error {
+            LockAndSyncError::Lock(errors) => {
+                Failure::from_entries("could not lock", errors).into()
+            }
+            other => anyhow::anyhow!("{other}"),
+        })?;
+    Ok(locked.lock)
 }

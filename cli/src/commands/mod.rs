@@ -19,7 +19,7 @@ pub mod store;
 pub mod sync;
 pub mod verify;
 
-use berth_lockfile_schema::{Lock, LockedPlugin, Pin};
+use berth_lockfile_schema::{GitPin, Lock, LockedPlugin, Pin};
 
 /// `1 plugin`, `3 plugins`.
 pub fn plugins(n: usize) -> String {
@@ -63,8 +63,8 @@ pub fn table(out: &mut String, rows: &[[String; 4]], indent: &str) {
 /// The short form of a pin for status lines: a commit's first 12 digits or a hash.
 pub fn short_pin(plugin: &LockedPlugin) -> String {
     match &plugin.pin {
-        Pin::Git { rev, .. } => rev.chars().take(12).collect(),
-        Pin::Archive { .. } | Pin::Local { .. } => {
+        Pin::Git(GitPin { rev, .. }) => rev.chars().take(12).collect(),
+        _ => {
             let sri = plugin.hash.to_sri();
             sri.chars().take(19).collect()
         }

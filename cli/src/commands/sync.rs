@@ -116,7 +116,7 @@ fn failure(
     let flag = match mode {
         LockMode::Frozen => "`--frozen` was given but ",
         LockMode::Locked { .. } => "`--locked` was given but ",
-        LockMode::Update { .. } => "",
+        LockMode::Update { .. } | LockMode::Relock { .. } => "",
     };
     match error {
         LockAndSyncError::NoLock => Failure {

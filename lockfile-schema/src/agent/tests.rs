@@ -112,7 +112,7 @@ fn a_locked_agent_round_trips_canonically() {
     assert_eq!(built.map(|w| w.name.as_str()), Some("my-custom-agent"));
     assert!(matches!(
         agent.tree.as_ref().map(|t| &t.pin),
-        Some(crate::Pin::Git { .. })
+        Some(crate::Pin::Git(_))
     ));
     assert_eq!(lock.to_toml(), LOCK);
 }

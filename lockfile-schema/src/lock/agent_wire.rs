@@ -102,58 +102,9 @@ impl TryFrom<LockedAgentWire> for LockedAgent {
                 w.package
             ));
         }
-        let tree = match request.origin() {
-            AgentOrigin::Index { .. } => {
-                for (key, present) in [
-                    ("url", w.url.is_some()),
-                    ("rev", w.rev.is_some()),
-                    ("archive_hash", w.archive_hash.is_some()),
-                    ("hash", w.hash.is_some()),
-                ] {
-                    if present {
-                        return Err(format!("`{key}` does not belong to an index agent source"));
-                    }
-                }
-                None
-            }
-            AgentOrigin::Tree(_) => {
-                let plugin = LockedPluginWire {
-                    requested: None,
-                    plugin_version: None,
-                    dependencies: Vec::new(),
-                    needed_by: Vec::new(),
-                    definition: None,
-                    name: w.package.clone(),
-                    source: w.source.clone(),
-                    git_ref: w.git_ref.clone(),
-                    version: None,
-                    resolved_ref: None,
-                    repo_path: None,
-                    url: w.url.clone(),
-                    rev: w.rev.clone(),
-                    archive_hash: w.archive_hash.clone(),
-                    path: None,
-                    hash: w.hash.clone().ok_or("`hash` is missing")?,
-                };
-                Some(LockedPlugin::try_from(plugin)?)
-            }
-        };
+        let tree = tree_from_wire(&request, &w)?;
         let wheels = wheels_from_wire(w.wheel)?;
-        let built = wheels.iter().filter(|w| w.url.is_none()).count();
-        match (&tree, built) {
-            (None, 0) | (Some(_), 1) => {}
-            (None, _) => {
-                return Err(
-                    "a wheel without `url` belongs only to git and archive agent sources".into(),
-                );
-            }
-            (Some(_), _) => {
-                return Err("a git or archive agent source has exactly one wheel without `url` (the one built from it)".into());
-            }
-        }
-        if !wheels.iter().any(|wh| wh.name == w.package) {
-            return Err(format!("no wheel of the package `{}` itself", w.package));
-        }
+        check_wheels(&wheels, tree.is_some(), &w.package)?;
         let major_minor = w.python_version.split_once('.').is_some_and(|(a, b)| {
             !a.is_empty() && !b.is_empty() && a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit())
         });
@@ -175,6 +126,67 @@ impl TryFrom<LockedAgentWire> for LockedAgent {
             wheels,
         })
     }
+}
+
+/// The locked source tree of a git or archive agent source (read as a plugin entry
+/// would be); `None` for a package from the index, which has none of its fields.
+fn tree_from_wire(
+    request: &AgentRequest,
+    w: &LockedAgentWire,
+) -> Result<Option<LockedPlugin>, String> {
+    if let AgentOrigin::Index { .. } = request.origin() {
+        for (key, present) in [
+            ("url", w.url.is_some()),
+            ("rev", w.rev.is_some()),
+            ("archive_hash", w.archive_hash.is_some()),
+            ("hash", w.hash.is_some()),
+        ] {
+            if present {
+                return Err(format!("`{key}` does not belong to an index agent source"));
+            }
+        }
+        return Ok(None);
+    }
+    let plugin = LockedPluginWire {
+        requested: None,
+        plugin_version: None,
+        dependencies: Vec::new(),
+        needed_by: Vec::new(),
+        definition: None,
+        name: w.package.clone(),
+        source: w.source.clone(),
+        git_ref: w.git_ref.clone(),
+        version: None,
+        resolved_ref: None,
+        repo_path: None,
+        url: w.url.clone(),
+        rev: w.rev.clone(),
+        archive_hash: w.archive_hash.clone(),
+        path: None,
+        hash: w.hash.clone().ok_or("`hash` is missing")?,
+    };
+    Ok(Some(LockedPlugin::try_from(plugin)?))
+}
+
+/// Refuses a closure whose wheels do not fit its source: exactly one built wheel (no
+/// `url`) for a source tree, none for an index package, and a wheel of `package` itself.
+fn check_wheels(wheels: &[LockedWheel], has_tree: bool, package: &str) -> Result<(), String> {
+    let built = wheels.iter().filter(|w| w.url.is_none()).count();
+    match (has_tree, built) {
+        (false, 0) | (true, 1) => {}
+        (false, _) => {
+            return Err(
+                "a wheel without `url` belongs only to git and archive agent sources".into(),
+            );
+        }
+        (true, _) => {
+            return Err("a git or archive agent source has exactly one wheel without `url` (the one built from it)".into());
+        }
+    }
+    if !wheels.iter().any(|wh| wh.name == package) {
+        return Err(format!("no wheel of the package `{package}` itself"));
+    }
+    Ok(())
 }
 
 /// Validates a closure's `wheel` entries.

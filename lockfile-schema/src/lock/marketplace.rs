@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CommitId, differ};
+use super::differ;
+use crate::hash::CommitId;
 use crate::hash::Sha256Hash;
 use crate::manifest::{CATALOG_PATHS, MarketplaceRequest};
 use crate::source::SourceKind;

@@ -22,7 +22,8 @@ pub(crate) use writer::write_fields;
 
 use crate::diagnostic::Diagnostic;
 use crate::hash::Sha256Hash;
-use crate::source::SourceKind;
+use crate::manifest::PluginRequest;
+use crate::source::Pin;
 
 /// The lockfile format version this berth writes and understands.
 pub const LOCK_VERSION: u32 = 1;
@@ -80,44 +81,31 @@ pub struct LockedPlugin {
 }
 
 impl LockedPlugin {
+    /// A new entry for `request`, made from `pin` and hashing to `hash`: the request's
+    /// fields as the lock records them, nothing resolved from a range and nothing
+    /// declared yet (a `version` range's tag, a marketplace's fields and a dependency's
+    /// are set by whoever resolves them).
+    pub fn new(request: &PluginRequest, name: String, pin: Pin, hash: Sha256Hash) -> Self {
+        Self {
+            name,
+            requested: None,
+            source: request.display_source(),
+            git_ref: request.git_ref.clone(),
+            version: request.version.clone(),
+            resolved_ref: None,
+            repo_path: request.repo_path.clone(),
+            pin,
+            hash,
+            plugin_version: None,
+            dependencies: Vec::new(),
+            needed_by: Vec::new(),
+            definition: None,
+        }
+    }
+
     /// Whether the manifest asked for this entry (else a plugin of it needs it).
     pub fn is_requested(&self) -> bool {
         self.needed_by.is_empty()
-    }
-}
-
-/// The exact thing a lock entry was made from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Pin {
-    /// A commit of a git repository.
-    Git {
-        /// The URL fetched, credentials removed.
-        url: String,
-        /// The full commit id.
-        rev: CommitId,
-    },
-    /// A downloaded archive.
-    Archive {
-        /// The URL fetched, credentials removed.
-        url: String,
-        /// sha256 of the downloaded file.
-        archive_hash: Sha256Hash,
-    },
-    /// A local directory.
-    Local {
-        /// The path as written in the manifest.
-        path: String,
-    },
-}
-
-impl Pin {
-    /// The kind of source this pin came from.
-    pub fn kind(&self) -> SourceKind {
-        match self {
-            Pin::Git { .. } => SourceKind::Git,
-            Pin::Archive { .. } => SourceKind::Archive,
-            Pin::Local { .. } => SourceKind::Local,
-        }
     }
 }
 
@@ -221,6 +209,11 @@ pub fn parse_lock(file: &str, text: &str) -> Result<Lock, LockError> {
             ),
         )));
     }
+    validate(file, wire)
+}
+
+/// The validated lock of a well-formed lockfile, each bad entry named.
+fn validate(file: &str, wire: LockFileWire) -> Result<Lock, LockError> {
     let plugins = wire
         .plugin
         .into_iter()
@@ -276,211 +269,5 @@ pub fn parse_lock(file: &str, text: &str) -> Result<Lock, LockError> {
     })
 }
 
-/// Whether `s` is a full commit id in lower-case hex.
-pub fn is_full_commit_id(s: &str) -> bool {
-    s.len() == 40 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-/// A full git commit id (SHA-1), valid from construction: 40 lower-case hex digits, so
-/// code that holds one never re-checks or `expect`s it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CommitId(String);
-
-impl CommitId {
-    /// `text` if it is 40 lower-case hex digits.
-    pub fn parse(text: &str) -> Option<Self> {
-        is_full_commit_id(text).then(|| Self(text.to_owned()))
-    }
-
-    /// The id of these 20 bytes.
-    pub fn from_bytes(bytes: [u8; 20]) -> Self {
-        Self(bytes.iter().map(|b| format!("{b:02x}")).collect())
-    }
-
-    /// Its 20 bytes.
-    pub fn to_bytes(&self) -> [u8; 20] {
-        let mut out = [0u8; 20];
-        for (i, byte) in out.iter_mut().enumerate() {
-            let digit = |c: u8| match c {
-                b'0'..=b'9' => c - b'0',
-                _ => c - b'a' + 10,
-            };
-            let pair = &self.0.as_bytes()[2 * i..2 * i + 2];
-            *byte = digit(pair[0]) << 4 | digit(pair[1]);
-        }
-        out
-    }
-
-    /// The 40 hex digits.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::ops::Deref for CommitId {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Display for CommitId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::manifest::parse_manifest;
-
-    fn sample() -> Lock {
-        Lock {
-            plugins: vec![
-                LockedPlugin {
-                    name: "review".into(),
-                    requested: None,
-                    plugin_version: None,
-                    dependencies: Vec::new(),
-                    needed_by: Vec::new(),
-                    definition: None,
-                    source: "github:acme/review-tools".into(),
-                    git_ref: Some("v1.2.0".into()),
-                    version: None,
-                    resolved_ref: None,
-                    repo_path: Some("plugins/review".into()),
-                    pin: Pin::Git {
-                        url: "https://github.com/acme/review-tools.git".into(),
-                        rev: CommitId::parse("3ad07f06c4b1d6a1f7e0d7f2a9c1b4e5d6f7a8b9")
-                            .expect("valid"),
-                    },
-                    hash: Sha256Hash::from_sri(
-                        "sha256-pQpattmS9VmO3ZIQUFn66az8GSmB4IvYhTTCFn6SUmo=",
-                    )
-                    .expect("valid"),
-                },
-                LockedPlugin {
-                    name: "house \"rules\"".into(),
-                    requested: None,
-                    plugin_version: None,
-                    dependencies: Vec::new(),
-                    needed_by: Vec::new(),
-                    definition: None,
-                    source: "./plugins/house-rules".into(),
-                    git_ref: None,
-                    version: None,
-                    resolved_ref: None,
-                    repo_path: None,
-                    pin: Pin::Local {
-                        path: "./plugins/house-rules".into(),
-                    },
-                    hash: Sha256Hash::from_sri(
-                        "sha256-HDfQGvQL4ugGkd48w99EN3ppmvuxfGjwgJZLL9Bx/BM=",
-                    )
-                    .expect("valid"),
-                },
-            ],
-            agent: None,
-            marketplaces: Vec::new(),
-            payloads: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn commit_ids_are_valid_from_construction() {
-        let id = CommitId::parse("3ad07f06c4b1d6a1f7e0d7f2a9c1b4e5d6f7a8b9").expect("valid");
-        assert_eq!(CommitId::from_bytes(id.to_bytes()), id);
-        assert_eq!(id.to_bytes()[0], 0x3a);
-        assert!(CommitId::parse("3AD07F06C4B1D6A1F7E0D7F2A9C1B4E5D6F7A8B9").is_none());
-        assert!(CommitId::parse("3ad07f0").is_none());
-        assert!(CommitId::parse("zad07f06c4b1d6a1f7e0d7f2a9c1b4e5d6f7a8b9").is_none());
-    }
-
-    #[test]
-    fn writer_is_canonical() {
-        let text = sample().to_toml();
-        assert_eq!(
-            text,
-            r#"# This file is generated by `berth plugins lock`. Do not edit it by hand.
-version = 1
-
-[[plugin]]
-name = "review"
-source = "github:acme/review-tools"
-ref = "v1.2.0"
-repo_path = "plugins/review"
-url = "https://github.com/acme/review-tools.git"
-rev = "3ad07f06c4b1d6a1f7e0d7f2a9c1b4e5d6f7a8b9"
-hash = "sha256-pQpattmS9VmO3ZIQUFn66az8GSmB4IvYhTTCFn6SUmo="
-
-[[plugin]]
-name = "house \"rules\""
-source = "./plugins/house-rules"
-path = "./plugins/house-rules"
-hash = "sha256-HDfQGvQL4ugGkd48w99EN3ppmvuxfGjwgJZLL9Bx/BM="
-"#
-        );
-    }
-
-    #[test]
-    fn parse_and_write_round_trip() {
-        let lock = sample();
-        let text = lock.to_toml();
-        assert_eq!(parse_lock("plugins.lock", &text), Ok(lock));
-    }
-
-    #[test]
-    fn newer_versions_are_refused() {
-        let err = parse_lock("plugins.lock", "version = 2\n").expect_err("too new");
-        assert!(matches!(err, LockError::TooNew { found: 2, .. }));
-        assert!(err.to_string().contains("upgrade berth"), "{err}");
-    }
-
-    #[test]
-    fn bad_entries_are_named() {
-        let text = sample().to_toml().replace("3ad07f06", "zzz");
-        let err = parse_lock("plugins.lock", &text).expect_err("bad rev");
-        assert!(err.to_string().contains("entry 1 (`review`)"), "{err}");
-        let err = parse_lock("plugins.lock", "version = 1\n[[plugin]]\nname = 3\n")
-            .expect_err("bad type");
-        assert!(err.to_string().starts_with("plugins.lock:3:"), "{err}");
-    }
-
-    #[test]
-    fn staleness_compares_request_fields_only() {
-        let lock = sample();
-        let manifest = |text: &str| {
-            parse_manifest("plugins.toml", text)
-                .expect("valid")
-                .manifest
-        };
-        let same = manifest(
-            "# reformatted, with comments\n[[plugin]]\nrepo_path = \"plugins/review\"\nref = \"v1.2.0\"\nsource = \"github:acme/review-tools\"\n\n[[plugin]]\nsource = \"./plugins/house-rules\"\n",
-        );
-        assert!(lock.staleness(&same).is_empty());
-        let changed = manifest(
-            "[[plugin]]\nsource = \"github:acme/review-tools\"\nref = \"v2\"\nrepo_path = \"plugins/review\"\n[[plugin]]\nsource = \"./plugins/house-rules\"\n[[plugin]]\nsource = \"./new\"\n",
-        );
-        let stale = lock.staleness(&changed);
-        assert_eq!(stale.len(), 2, "{stale:?}");
-        assert!(
-            stale[0]
-                .to_string()
-                .contains("`ref` is `v2` in the manifest but `v1.2.0` in the lock")
-        );
-        assert!(matches!(stale[1], Staleness::Added { index: 3, .. }));
-        let pinned = manifest(
-            "[[plugin]]\nsource = \"github:acme/review-tools\"\nref = \"v1.2.0\"\nrepo_path = \"plugins/review\"\nhash = \"sha256-HDfQGvQL4ugGkd48w99EN3ppmvuxfGjwgJZLL9Bx/BM=\"\n",
-        );
-        let stale = lock.staleness(&pinned);
-        assert!(matches!(&stale[0], Staleness::Changed { what, .. } if what[0].contains("`hash`")));
-        assert!(matches!(stale[1], Staleness::Removed { index: 2, .. }));
-    }
-
-    #[test]
-    fn strings_are_escaped() {
-        assert_eq!(toml_string("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
-    }
-}
+mod tests;

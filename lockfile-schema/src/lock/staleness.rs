@@ -1,8 +1,10 @@
 //! Whether a lock is up to date with a manifest, and how it differs.
 
-use super::{Lock, LockedPlugin, Pin};
+use super::{Lock, LockedPlugin};
 use crate::manifest::{Manifest, PluginRequest};
-use crate::source::{SourceKind, redact};
+use crate::redact::redact;
+use crate::source::Pin;
+use crate::source::SourceKind;
 
 impl Lock {
     /// How this lock differs from what `manifest` asks for. Empty means up to date.
@@ -244,7 +246,7 @@ impl LockedPlugin {
         }
         if let Some(pinned) = &r.archive_hash {
             let locked = match &self.pin {
-                Pin::Archive { archive_hash, .. } => Some(archive_hash),
+                Pin::Archive(pin) => Some(&pin.archive_hash),
                 _ => None,
             };
             if locked != Some(pinned) {

@@ -4,10 +4,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::LockedAgentWire;
-use super::{CommitId, LockedPlugin, Pin};
+use super::LockedPlugin;
 use crate::hash::Sha256Hash;
 use crate::manifest::is_valid_plugin_name;
-use crate::source::{Source, SourceKind, normalize_repo_path};
+use crate::source::{Pin, PinFields, RequestFields, Source, normalize_repo_path};
 
 /// `plugins.lock` as it is on disk. Field order here is the order the writer uses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -117,18 +117,6 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
             normalize_repo_path(repo_path)
                 .map_err(|why| format!("`repo_path = \"{repo_path}\"` {why}"))?;
         }
-        let fields = |names: &[(&str, bool)]| -> Result<(), String> {
-            for (field, present) in names {
-                if *present {
-                    return Err(format!(
-                        "`{field}` does not belong to a {} source",
-                        source.kind()
-                    ));
-                }
-            }
-            Ok(())
-        };
-        let missing = |field: &str| format!("`{field}` is missing");
         if let Some(requested) = &w.requested
             && !matches!(Source::parse(requested), Ok(Source::Marketplace { .. }))
         {
@@ -136,63 +124,21 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
                 "`requested = \"{requested}\"` is not a `PLUGIN@MARKETPLACE` request"
             ));
         }
-        let pin = match source.kind() {
-            SourceKind::Marketplace => {
-                return Err(format!(
-                    "`source = \"{}\"` names a marketplace plugin; a lock entry's `source` is the one its catalog gave, with the request in `requested`",
-                    w.source
-                ));
-            }
-            SourceKind::Git => {
-                fields(&[
-                    ("archive_hash", w.archive_hash.is_some()),
-                    ("path", w.path.is_some()),
-                ])?;
-                let rev = w.rev.ok_or_else(|| missing("rev"))?;
-                let Some(rev) = CommitId::parse(&rev) else {
-                    return Err(format!("`rev = \"{rev}\"` is not a full 40-hex commit id"));
-                };
-                Pin::Git {
-                    url: w.url.ok_or_else(|| missing("url"))?,
-                    rev,
-                }
-            }
-            SourceKind::Archive => {
-                fields(&[
-                    ("rev", w.rev.is_some()),
-                    ("path", w.path.is_some()),
-                    ("ref", w.git_ref.is_some()),
-                    ("version", w.version.is_some()),
-                ])?;
-                let archive_hash = w.archive_hash.ok_or_else(|| missing("archive_hash"))?;
-                Pin::Archive {
-                    url: w.url.ok_or_else(|| missing("url"))?,
-                    archive_hash: Sha256Hash::from_sri(&archive_hash).map_err(|e| e.to_string())?,
-                }
-            }
-            SourceKind::Local => {
-                fields(&[
-                    ("rev", w.rev.is_some()),
-                    ("url", w.url.is_some()),
-                    ("archive_hash", w.archive_hash.is_some()),
-                    ("ref", w.git_ref.is_some()),
-                    ("version", w.version.is_some()),
-                    ("repo_path", w.repo_path.is_some()),
-                ])?;
-                let path = w.path.ok_or_else(|| missing("path"))?;
-                // The folder is the one the source names, as `lock` writes it: a lock
-                // cannot send a local entry to another folder (`path = "/etc/ssh"`).
-                if let Source::Local { path: named } = &source
-                    && path != *named
-                {
-                    return Err(format!(
-                        "`path = \"{path}\"` is not the folder its source `{}` names",
-                        w.source
-                    ));
-                }
-                Pin::Local { path }
-            }
-        };
+        let pin = Pin::from_fields(
+            &source,
+            &w.source,
+            PinFields {
+                url: w.url,
+                rev: w.rev,
+                archive_hash: w.archive_hash,
+                path: w.path,
+            },
+            RequestFields {
+                git_ref: w.git_ref.is_some(),
+                version: w.version.is_some(),
+                repo_path: w.repo_path.is_some(),
+            },
+        )?;
         if w.resolved_ref.is_some() != w.version.is_some() {
             return Err("`resolved_ref` and `version` go together".into());
         }
@@ -231,13 +177,12 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
 
 impl From<&LockedPlugin> for LockedPluginWire {
     fn from(p: &LockedPlugin) -> Self {
-        let (url, rev, archive_hash, path) = match &p.pin {
-            Pin::Git { url, rev } => (Some(url.clone()), Some(rev.to_string()), None, None),
-            Pin::Archive { url, archive_hash } => {
-                (Some(url.clone()), None, Some(archive_hash.to_sri()), None)
-            }
-            Pin::Local { path } => (None, None, None, Some(path.clone())),
-        };
+        let PinFields {
+            url,
+            rev,
+            archive_hash,
+            path,
+        } = p.pin.fields();
         LockedPluginWire {
             name: p.name.clone(),
             requested: p.requested.clone(),

@@ -3,7 +3,8 @@
 
 use super::PluginRequest;
 use crate::agent::{AGENT_ENTRY_POINT_GROUP, normalize_package_name};
-use crate::source::{Source, SourceKind, redact};
+use crate::redact::redact;
+use crate::source::{Source, SourceKind};
 
 /// The manifest's `[agent]` table.
 #[derive(Debug, Clone, PartialEq, Eq)]

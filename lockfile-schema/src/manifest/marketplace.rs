@@ -1,6 +1,7 @@
 //! The manifest's `[[marketplace]]` declarations.
 
-use crate::source::{Source, SourceKind, is_marketplace_name, normalize_repo_path, redact};
+use crate::redact::redact;
+use crate::source::{Source, SourceKind, is_marketplace_name, normalize_repo_path};
 
 /// Where a marketplace keeps its catalog, relative to its folder, in the order they are
 /// looked for (the OpenHands SDK's order).

@@ -12,7 +12,8 @@ pub use parse::parse_manifest;
 
 use crate::diagnostic::Diagnostic;
 use crate::hash::Sha256Hash;
-use crate::source::{Source, SourceKind, normalize_repo_path, redact};
+use crate::redact::redact;
+use crate::source::{Source, SourceKind, normalize_repo_path};
 
 /// A parsed, validated manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -101,6 +102,21 @@ impl PluginRequest {
 
     /// Checks the combinations of fields. On error, returns which field is at fault.
     fn validate(&mut self) -> Result<(), (&'static str, String)> {
+        self.check_ref_and_version()?;
+        self.settle_subdir()?;
+        if let Some(name) = &self.name
+            && !is_valid_plugin_name(name)
+        {
+            return Err((
+                "name",
+                format!("`name = \"{name}\"` is not a valid plugin name"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `ref` and `version`: for git sources only, one at most, each well-formed.
+    fn check_ref_and_version(&self) -> Result<(), (&'static str, String)> {
         let kind = self.parsed.kind();
         if self.git_ref.is_some() && self.version.is_some() {
             return Err((
@@ -139,6 +155,14 @@ impl PluginRequest {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// `archive_hash` for archives only, and the plugin's folder: `repo_path` (not for a
+    /// marketplace pick or a local folder, nor beside a `github:` path) or the path of a
+    /// `github:OWNER/REPO/PATH` source.
+    fn settle_subdir(&mut self) -> Result<(), (&'static str, String)> {
+        let kind = self.parsed.kind();
         let github_subpath = match &self.parsed {
             Source::GitHub { subpath, .. } => subpath.clone(),
             _ => None,
@@ -180,14 +204,6 @@ impl PluginRequest {
             self.subdir = Some(normalized);
         } else {
             self.subdir = github_subpath;
-        }
-        if let Some(name) = &self.name
-            && !is_valid_plugin_name(name)
-        {
-            return Err((
-                "name",
-                format!("`name = \"{name}\"` is not a valid plugin name"),
-            ));
         }
         Ok(())
     }

@@ -9,7 +9,8 @@ use super::{AgentRequest, MarketplaceRequest};
 use super::{Manifest, ParsedManifest, PluginRequest};
 use crate::diagnostic::Diagnostic;
 use crate::hash::Sha256Hash;
-use crate::source::{Source, redact};
+use crate::redact::redact;
+use crate::source::Source;
 
 const PLUGIN_KEYS: [&str; 7] = [
     "source",
@@ -41,49 +42,20 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnost
         text,
         warnings: Vec::new(),
     };
+    // Marketplaces first, wherever they are in the file: plugins name them.
+    let marketplaces = match doc.get("marketplace") {
+        Some(item) => reader.marketplaces(item)?,
+        None => Vec::new(),
+    };
     let mut plugins = Vec::new();
     let mut agent = None;
-    let mut marketplaces: Vec<MarketplaceRequest> = Vec::new();
-    // Marketplaces first, wherever they are in the file: plugins name them.
-    if let Some(item) = doc.get("marketplace") {
-        for (table, span) in reader.tables_of("marketplace", item)? {
-            let marketplace = reader.marketplace(table, span.clone())?;
-            if marketplaces.iter().any(|m| m.name == marketplace.name) {
-                return Err(reader.error(
-                    value_span(table, "name").or(span),
-                    format!(
-                        "marketplace `{}` is declared twice; give each `[[marketplace]]` its own `name`",
-                        marketplace.name
-                    ),
-                ));
-            }
-            marketplaces.push(marketplace);
-        }
-    }
     for (key, item) in doc.iter() {
         match key {
             "marketplace" => {}
             "plugin" => {
                 for (table, span) in reader.tables_of(key, item)? {
                     let plugin = reader.plugin(table, span)?;
-                    if let Source::Marketplace { marketplace, .. } = plugin.parsed_source()
-                        && !marketplaces.iter().any(|m| &m.name == marketplace)
-                    {
-                        let declared: Vec<String> =
-                            marketplaces.iter().map(|m| format!("`{}`", m.name)).collect();
-                        return Err(reader.error(
-                            value_span(table, "source"),
-                            format!(
-                                "`{}` names marketplace `{marketplace}`, which no `[[marketplace]]` declares ({}); add it with `berth marketplace add {marketplace} SOURCE`",
-                                plugin.display_source(),
-                                if declared.is_empty() {
-                                    "there are none".to_owned()
-                                } else {
-                                    format!("declared: {}", declared.join(", "))
-                                }
-                            ),
-                        ));
-                    }
+                    reader.check_marketplace_declared(table, &plugin, &marketplaces)?;
                     plugins.push(plugin);
                 }
             }
@@ -113,6 +85,59 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnost
         },
         warnings: reader.warnings,
     })
+}
+
+impl<'a> Reader<'a> {
+    /// The `[[marketplace]]` tables, each name once.
+    fn marketplaces(&mut self, item: &'a Item) -> Result<Vec<MarketplaceRequest>, Diagnostic> {
+        let mut marketplaces: Vec<MarketplaceRequest> = Vec::new();
+        for (table, span) in self.tables_of("marketplace", item)? {
+            let marketplace = self.marketplace(table, span.clone())?;
+            if marketplaces.iter().any(|m| m.name == marketplace.name) {
+                return Err(self.error(
+                    value_span(table, "name").or(span),
+                    format!(
+                        "marketplace `{}` is declared twice; give each `[[marketplace]]` its own `name`",
+                        marketplace.name
+                    ),
+                ));
+            }
+            marketplaces.push(marketplace);
+        }
+        Ok(marketplaces)
+    }
+
+    /// Refuses a `PLUGIN@MARKETPLACE` request whose marketplace no `[[marketplace]]`
+    /// declares.
+    fn check_marketplace_declared(
+        &self,
+        table: &dyn TableLike,
+        plugin: &PluginRequest,
+        marketplaces: &[MarketplaceRequest],
+    ) -> Result<(), Diagnostic> {
+        let Some(marketplace) = plugin.parsed_source().marketplace() else {
+            return Ok(());
+        };
+        if marketplaces.iter().any(|m| m.name == marketplace) {
+            return Ok(());
+        }
+        let declared: Vec<String> = marketplaces
+            .iter()
+            .map(|m| format!("`{}`", m.name))
+            .collect();
+        Err(self.error(
+            value_span(table, "source"),
+            format!(
+                "`{}` names marketplace `{marketplace}`, which no `[[marketplace]]` declares ({}); add it with `berth marketplace add {marketplace} SOURCE`",
+                plugin.display_source(),
+                if declared.is_empty() {
+                    "there are none".to_owned()
+                } else {
+                    format!("declared: {}", declared.join(", "))
+                }
+            ),
+        ))
+    }
 }
 
 /// A table of the manifest and where it starts.

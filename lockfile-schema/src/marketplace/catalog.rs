@@ -14,6 +14,7 @@
 //! marketplace that is itself a local folder may name folders inside it only (the
 //! resolver checks where its symlinks lead).
 
+use crate::hash::Sha256Hash;
 use crate::manifest::PluginRequest;
 use crate::source::is_marketplace_name;
 
@@ -210,30 +211,7 @@ impl CatalogEntry {
             .as_ref()
             .map_err(|why| named(format!("its entry {why}")))?;
         let (text, git_ref, repo_path, archive_hash) = match source {
-            EntrySource::Relative(path) => match (marketplace.parsed_source().kind(), rev) {
-                (crate::SourceKind::Local, _) => {
-                    let base = marketplace.source.trim_end_matches('/');
-                    let text = match path {
-                        Some(p) => format!("{base}/{p}"),
-                        None => base.to_owned(),
-                    };
-                    (text, None, None, None)
-                }
-                (_, rev) => {
-                    let subdir = match (marketplace.subdir(), path) {
-                        (Some(base), Some(p)) => Some(format!("{base}/{p}")),
-                        (base, p) => base.or(p.clone()),
-                    };
-                    // The repository itself, without a `github:` sub-path (now `repo_path`).
-                    let text = match marketplace.parsed_source() {
-                        crate::Source::GitHub { owner, repo, .. } => {
-                            format!("github:{owner}/{repo}")
-                        }
-                        _ => marketplace.source.clone(),
-                    };
-                    (text, rev.map(str::to_owned), subdir, None)
-                }
-            },
+            EntrySource::Relative(path) => relative(marketplace, path.as_deref(), rev),
             EntrySource::Plain(text) => (text.clone(), None, None, None),
             EntrySource::GitHub {
                 repo,
@@ -277,6 +255,32 @@ impl CatalogEntry {
         }
         Ok(request)
     }
+}
+
+/// A request's source text, `ref`, `repo_path` and `archive_hash`.
+type Fields = (String, Option<String>, Option<String>, Option<Sha256Hash>);
+
+/// The fields of a relative entry (`./plugins/x`, or the marketplace itself): a folder
+/// inside a local marketplace, else the folder in the marketplace's repository at `rev`.
+fn relative(marketplace: &MarketplaceRequest, path: Option<&str>, rev: Option<&str>) -> Fields {
+    if marketplace.parsed_source().kind() == crate::SourceKind::Local {
+        let base = marketplace.source.trim_end_matches('/');
+        let text = match path {
+            Some(p) => format!("{base}/{p}"),
+            None => base.to_owned(),
+        };
+        return (text, None, None, None);
+    }
+    let subdir = match (marketplace.subdir(), path) {
+        (Some(base), Some(p)) => Some(format!("{base}/{p}")),
+        (base, p) => base.or(p.map(str::to_owned)),
+    };
+    // The repository itself, without a `github:` sub-path (now `repo_path`).
+    let text = match marketplace.parsed_source() {
+        crate::Source::GitHub { owner, repo, .. } => format!("github:{owner}/{repo}"),
+        _ => marketplace.source.clone(),
+    };
+    (text, rev.map(str::to_owned), subdir, None)
 }
 
 #[cfg(test)]

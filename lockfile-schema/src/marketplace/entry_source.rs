@@ -69,112 +69,137 @@ pub(super) fn entry_source(
 ) -> Result<EntrySource, String> {
     match source {
         None => Err("has no `source`".into()),
-        Some(serde_json::Value::String(text)) => {
-            no_variables("source", text)?;
-            no_variables("metadata.pluginRoot", plugin_root)?;
-            if text.contains("://") {
-                remote_location("source", text)?;
-                return Ok(EntrySource::Plain(text.clone()));
-            }
-            if text.starts_with('/') || text.starts_with('~') || text.starts_with('\\') {
-                return Err(format!(
-                    "has `source = \"{text}\"`, a path on this machine; a catalog may name only folders inside its marketplace"
-                ));
-            }
-            let joined = match plugin_root.trim_end_matches('/') {
-                "" => text.clone(),
-                root => format!("{root}/{text}"),
-            };
-            if joined.split('/').all(|part| part.is_empty() || part == ".") {
-                return Ok(EntrySource::Relative(None));
-            }
-            normalize_repo_path(&joined)
-                .map(|path| EntrySource::Relative(Some(path)))
-                .map_err(|why| format!("has `source = \"{text}\"`, which {why}"))
-        }
-        Some(serde_json::Value::Object(object)) => {
-            for (key, value) in object {
-                if let serde_json::Value::String(text) = value {
-                    no_variables(key, text)?;
-                }
-            }
-            let field = |key: &str| {
-                object
-                    .get(key)
-                    .and_then(serde_json::Value::as_str)
-                    .filter(|v| !v.is_empty())
-                    .map(str::to_owned)
-            };
-            let required = |key: &str, kind: &str| {
-                field(key).ok_or_else(|| format!("has a `{kind}` source without `{key}`"))
-            };
-            // `sha` pins the commit; it wins over `ref`.
-            let git_ref = field("sha").or_else(|| field("ref"));
-            let path = |kind: &str| -> Result<Option<String>, String> {
-                match field("path") {
-                    None => Ok(None),
-                    Some(p) => normalize_repo_path(&p)
-                        .map(Some)
-                        .map_err(|why| format!("has a `{kind}` source whose `path` {why}")),
-                }
-            };
-            match object.get("source").and_then(serde_json::Value::as_str) {
-                Some("github") => Ok(EntrySource::GitHub {
-                    repo: required("repo", "github")?,
-                    git_ref,
-                    path: path("github")?,
-                }),
-                Some("url") => Ok(EntrySource::Git {
-                    url: remote_location("url", &required("url", "url")?)?,
-                    git_ref,
-                    path: path("url")?,
-                }),
-                Some("git-subdir") => {
-                    required("path", "git-subdir")?;
-                    Ok(EntrySource::Git {
-                        url: remote_location("url", &required("url", "git-subdir")?)?,
-                        git_ref,
-                        path: path("git-subdir")?,
-                    })
-                }
-                Some("archive") => Ok(EntrySource::Archive {
-                    url: remote_location("url", &required("url", "archive")?)?,
-                    sha256: match field("sha256") {
-                        None => None,
-                        Some(hex) => Some(sha256_of(&hex).ok_or_else(|| {
-                            format!("has an `archive` source whose `sha256` `{hex}` is not 64 hex digits")
-                        })?),
-                    },
-                }),
-                Some("npm") => {
-                    let package = required("package", "npm")?;
-                    if !is_npm_package_name(&package) {
-                        return Err(format!(
-                            "has an `npm` source whose `package` `{package}` is not an npm package name"
-                        ));
-                    }
-                    let registry = field("registry");
-                    if let Some(registry) = &registry {
-                        let lower = registry.to_ascii_lowercase();
-                        if !lower.starts_with("https://") && !lower.starts_with("http://") {
-                            return Err(format!(
-                                "has an `npm` source whose `registry` `{registry}` is not an http(s) URL"
-                            ));
-                        }
-                    }
-                    Ok(EntrySource::Npm {
-                        package,
-                        version: field("version"),
-                        registry,
-                    })
-                }
-                Some(other) => Err(format!(
-                    "has a source of unknown kind `{other}` (berth reads `github`, `url`, `git-subdir`, `archive`, `npm` and relative paths)"
-                )),
-                None => Err("has a `source` object without a `source` kind".into()),
-            }
-        }
+        Some(serde_json::Value::String(text)) => text_source(text, plugin_root),
+        Some(serde_json::Value::Object(object)) => object_source(object),
         Some(other) => Err(format!("has `source` as {}", json_type(other))),
+    }
+}
+
+/// A `source` string: a remote location, or a folder of the marketplace (relative to its
+/// `metadata.pluginRoot`).
+fn text_source(text: &str, plugin_root: &str) -> Result<EntrySource, String> {
+    no_variables("source", text)?;
+    no_variables("metadata.pluginRoot", plugin_root)?;
+    if text.contains("://") {
+        remote_location("source", text)?;
+        return Ok(EntrySource::Plain(text.to_owned()));
+    }
+    if text.starts_with('/') || text.starts_with('~') || text.starts_with('\\') {
+        return Err(format!(
+            "has `source = \"{text}\"`, a path on this machine; a catalog may name only folders inside its marketplace"
+        ));
+    }
+    let joined = match plugin_root.trim_end_matches('/') {
+        "" => text.to_owned(),
+        root => format!("{root}/{text}"),
+    };
+    if joined.split('/').all(|part| part.is_empty() || part == ".") {
+        return Ok(EntrySource::Relative(None));
+    }
+    normalize_repo_path(&joined)
+        .map(|path| EntrySource::Relative(Some(path)))
+        .map_err(|why| format!("has `source = \"{text}\"`, which {why}"))
+}
+
+/// A `source` object, by its `source` kind.
+fn object_source(
+    object: &serde_json::Map<String, serde_json::Value>,
+) -> Result<EntrySource, String> {
+    for (key, value) in object {
+        if let serde_json::Value::String(text) = value {
+            no_variables(key, text)?;
+        }
+    }
+    let fields = Fields(object);
+    // `sha` pins the commit; it wins over `ref`.
+    let git_ref = fields.get("sha").or_else(|| fields.get("ref"));
+    match object.get("source").and_then(serde_json::Value::as_str) {
+        Some("github") => Ok(EntrySource::GitHub {
+            repo: fields.required("repo", "github")?,
+            git_ref,
+            path: fields.path("github")?,
+        }),
+        Some("url") => Ok(EntrySource::Git {
+            url: remote_location("url", &fields.required("url", "url")?)?,
+            git_ref,
+            path: fields.path("url")?,
+        }),
+        Some("git-subdir") => {
+            fields.required("path", "git-subdir")?;
+            Ok(EntrySource::Git {
+                url: remote_location("url", &fields.required("url", "git-subdir")?)?,
+                git_ref,
+                path: fields.path("git-subdir")?,
+            })
+        }
+        Some("archive") => Ok(EntrySource::Archive {
+            url: remote_location("url", &fields.required("url", "archive")?)?,
+            sha256: match fields.get("sha256") {
+                None => None,
+                Some(hex) => Some(sha256_of(&hex).ok_or_else(|| {
+                    format!("has an `archive` source whose `sha256` `{hex}` is not 64 hex digits")
+                })?),
+            },
+        }),
+        Some("npm") => npm_source(&fields),
+        Some(other) => Err(format!(
+            "has a source of unknown kind `{other}` (berth reads `github`, `url`, `git-subdir`, `archive`, `npm` and relative paths)"
+        )),
+        None => Err("has a `source` object without a `source` kind".into()),
+    }
+}
+
+/// An `npm` source object: a package name npm accepts, and a registry over http(s).
+fn npm_source(fields: &Fields<'_>) -> Result<EntrySource, String> {
+    let package = fields.required("package", "npm")?;
+    if !is_npm_package_name(&package) {
+        return Err(format!(
+            "has an `npm` source whose `package` `{package}` is not an npm package name"
+        ));
+    }
+    let registry = fields.get("registry");
+    if let Some(registry) = &registry {
+        let lower = registry.to_ascii_lowercase();
+        if !lower.starts_with("https://") && !lower.starts_with("http://") {
+            return Err(format!(
+                "has an `npm` source whose `registry` `{registry}` is not an http(s) URL"
+            ));
+        }
+    }
+    Ok(EntrySource::Npm {
+        package,
+        version: fields.get("version"),
+        registry,
+    })
+}
+
+/// The string fields of a `source` object.
+struct Fields<'a>(&'a serde_json::Map<String, serde_json::Value>);
+
+impl Fields<'_> {
+    /// A field's text, when it is a string that is not empty.
+    fn get(&self, key: &str) -> Option<String> {
+        self.0
+            .get(key)
+            .and_then(serde_json::Value::as_str)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    }
+
+    /// A field a `kind` source must have.
+    fn required(&self, key: &str, kind: &str) -> Result<String, String> {
+        self.get(key)
+            .ok_or_else(|| format!("has a `{kind}` source without `{key}`"))
+    }
+
+    /// The `path` of a `kind` source, normalised.
+    fn path(&self, kind: &str) -> Result<Option<String>, String> {
+        match self.get("path") {
+            None => Ok(None),
+            Some(p) => normalize_repo_path(&p)
+                .map(Some)
+                .map_err(|why| format!("has a `{kind}` source whose `path` {why}")),
+        }
     }
 }
 

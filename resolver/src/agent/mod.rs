@@ -9,10 +9,10 @@
 
 mod wheels;
 
-pub use crate::error::{AgentError, WheelProblem};
+use crate::error::AgentLockError;
 
-pub(crate) use wheels::read_wheel_meta;
-use wheels::*;
+pub(crate) use wheels::{fetch_wheel, read_wheel_meta, sync_agent, verify_agent};
+use wheels::{file_of_url, keep_wheel, make_writable, store_wheel, wheel_file_of_path};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ use serde::Deserialize;
 use crate::context::Network;
 use berth_transport::http::Upstream;
 
-use crate::context::Ctx;
+use crate::context::Env;
 use crate::error::ResolveError;
 use berth_transport::url::SourceUrl;
 
@@ -96,224 +96,276 @@ pub enum AgentVerifyStatus {
         /// What it hashes to.
         actual: String,
     },
-    /// It could not be fetched or hashed.
-    Failed(ResolveError),
+    /// It could not be fetched or hashed (shared, as [`crate::VerifyStatus::Failed`]).
+    Failed(std::sync::Arc<ResolveError>),
 }
 
-impl Ctx<'_> {
-    pub(crate) fn index(&self) -> Result<Index, ResolveError> {
-        let raw = self.settings.index_url.trim_end_matches('/').to_owned();
-        let url = SourceUrl::new(&raw)?;
-        // The same rule as plugin sources: a password goes over plain http only to this
-        // machine.
-        berth_transport::url::refuse_plain_http_password(&url)?;
-        Ok(Index { url })
-    }
+pub(crate) fn index(env: &Env<'_>) -> Result<Index, ResolveError> {
+    let raw = env.settings.index_url.trim_end_matches('/').to_owned();
+    let url = SourceUrl::new(&raw)?;
+    // The same rule as plugin sources: a password goes over plain http only to this
+    // machine.
+    berth_transport::url::refuse_plain_http_password(&url)?;
+    Ok(Index { url })
+}
 
-    /// Resolves `[agent]` into a locked package, entry point and wheel closure.
-    pub(crate) fn lock_agent(&self, request: &AgentRequest) -> Result<LockedAgent, ResolveError> {
-        self.require_network(|| format!("the agent package `{}`", request.display_source()))?;
-        let uv = Uv::find()?;
-        let python = uv.find_python(request.python.as_deref())?;
-        let index = self.index()?;
-        if redact(&self.settings.index_url).removed_secret {
-            self.reporter.warn(&format!(
-                "the index URL `{}` has a credential written in it; it is left out of everything berth writes and prints. Put it in an environment variable and write `${{VAR}}` instead",
-                index.url.shown
-            ));
-        }
-        let work = self.store.stage()?;
-        let shown_source = request.display_source();
-        self.reporter.status(
-            "Resolving",
-            &format!("agent `{shown_source}` with uv (Python {})", python.version),
-        );
-        let mut built: Option<(LockedPlugin, PathBuf, WheelMeta)> = None;
-        let (package, requirement) = match request.origin() {
-            AgentOrigin::Index { package } => (package.clone(), request.source.trim().to_owned()),
-            AgentOrigin::Tree(tree_request) => {
-                let tree = crate::sources::lock_new(self, tree_request)?;
-                let staging = crate::sources::stage_tree(self, &tree, Some(tree_request))?;
-                let wheel = self.build_wheel(&uv, &python, &index, staging.path(), work.path())?;
-                let meta = read_wheel_meta(&wheel)?;
-                let package = normalize_package_name(&meta.name);
-                let requirement = format!("{package} @ file://{}", wheel.display());
-                built = Some((tree, wheel, meta));
-                (package, requirement)
-            }
-        };
-        let packages = self.compile(&uv, &python, &index, &requirement, work.path())?;
-        let version = packages
-            .iter()
-            .find(|p| normalize_package_name(&p.name) == package)
-            .and_then(|p| p.version.clone());
-        // berth's own build is added below.
-        let skip = built.is_some().then_some(package.as_str());
-        let mut wheels = wheels_of(packages, skip, &python)?;
-        let (entry_point, tree, version) = match built {
-            Some((mut tree, wheel, meta)) => {
-                let entry_point = choose_entry_point(&package, &meta.entry_points, request)?;
-                let own = LockedWheel {
-                    name: package.clone(),
-                    version: meta.version.clone(),
-                    file: wheel_file_of_path(&wheel)?,
-                    url: None,
-                    sha256: berth_store::sha256_file(&wheel)?,
-                };
-                self.keep_wheel(&wheel, &own)?;
-                wheels.push(own);
-                tree.name = package.clone();
-                (entry_point, Some(tree), meta.version)
-            }
-            None => {
-                let own = wheels
-                    .iter()
-                    .find(|w| w.name == package)
-                    .cloned()
-                    .ok_or_else(|| AgentError::NotInResolution {
-                        source_shown: shown_source.to_string(),
-                        package: package.clone(),
-                    })?;
-                let meta = match self.store.wheel(&own.sha256, &own.file) {
-                    Some(stored) => read_wheel_meta(&stored)?,
-                    None => {
-                        // Read before it is stored: a package that is no agent leaves
-                        // nothing behind.
-                        let (staging, path, _) = self.fetch_wheel(&own, &index)?;
-                        let meta = read_wheel_meta(&path)?;
-                        choose_entry_point(&package, &meta.entry_points, request)?;
-                        self.store_wheel(staging, &own, own.url.as_deref().unwrap_or_default())?;
-                        meta
-                    }
-                };
-                let entry_point = choose_entry_point(&package, &meta.entry_points, request)?;
-                (entry_point, None, version.unwrap_or(meta.version))
-            }
-        };
-        wheels.sort_by(|a, b| (&a.name, &a.file).cmp(&(&b.name, &b.file)));
-        self.reporter.status(
-            "Locked",
-            &format!(
-                "agent `{package}` {version} ({entry_point}), {} wheel(s)",
-                wheels.len()
-            ),
-        );
-        Ok(LockedAgent {
-            source: shown_source,
-            git_ref: request.git_ref.clone(),
-            python: request.python.clone(),
-            package,
-            version,
-            entry_point,
-            python_version: python.minor_version(),
-            tree,
-            wheels,
-        })
+/// Resolves `[agent]` into a locked package, entry point and wheel closure.
+pub(crate) fn lock_agent(
+    env: &Env<'_>,
+    request: &AgentRequest,
+) -> Result<LockedAgent, ResolveError> {
+    env.settings
+        .require_network(|| format!("the agent package `{}`", request.display_source()))?;
+    let uv = Uv::find()?;
+    let python = uv.find_python(request.python.as_deref())?;
+    let index = index(env)?;
+    if redact(&env.settings.index_url).removed_secret {
+        env.reporter.warn(&format!(
+            "the index URL `{}` has a credential written in it; it is left out of everything berth writes and prints. Put it in an environment variable and write `${{VAR}}` instead",
+            index.url.shown
+        ));
     }
-
-    /// `uv build --wheel` of a source tree (copied first: builders write into it).
-    fn build_wheel(
-        &self,
-        uv: &Uv,
-        python: &Python,
-        index: &Index,
-        tree: &Path,
-        work: &Path,
-    ) -> Result<PathBuf, ResolveError> {
-        let src = work.join("src");
-        let out = work.join("dist");
-        let _ = berth_store::remove_tree(&src);
-        let _ = berth_store::remove_tree(&out);
-        berth_store::copy_tree(tree, &src, berth_store::Exclude::NOTHING)?;
-        make_writable(&src)?;
-        self.reporter
-            .status("Building", "the agent package's wheel with `uv build`");
-        let mut cmd = uv.command();
-        cmd.args(["build", "--wheel", "--quiet", "--no-create-gitignore"])
-            .arg("--python")
-            .arg(&python.path)
-            .arg("--index-url")
-            .arg(&index.url.fetch)
-            .arg("--out-dir")
-            .arg(&out)
-            .arg(&src)
-            .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH);
-        if self.settings.network == Network::Offline {
-            cmd.arg("--offline");
+    let work = env.store.stage()?;
+    let shown_source = request.display_source();
+    env.reporter.status(
+        "Resolving",
+        &format!("agent `{shown_source}` with uv (Python {})", python.version),
+    );
+    let (package, requirement, built) = match request.origin() {
+        AgentOrigin::Index { package } => (package.clone(), request.source.trim().to_owned(), None),
+        AgentOrigin::Tree(tree_request) => {
+            let tools = (&uv, &python, &index);
+            let built = build_tree(env, tools, tree_request, work.path())?;
+            let package = normalize_package_name(&built.meta.name);
+            let requirement = format!("{package} @ file://{}", built.wheel.display());
+            (package, requirement, Some(built))
         }
-        uv.run(&mut cmd, "building the agent package with `uv build`")
-            .map_err(|e| AgentError::Uv(Upstream::new(&e.to_string(), &index.url)))?;
-        let wheels: Vec<PathBuf> = fs_err::read_dir(&out)?
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "whl"))
-            .collect();
-        match wheels.as_slice() {
-            [one] => Ok(one.clone()),
-            _ => Err(AgentError::BuildCount {
-                count: wheels.len(),
-            }
-            .into()),
+    };
+    let packages = compile(&uv, &python, &index, &requirement, work.path())?;
+    let version = packages
+        .iter()
+        .find(|p| normalize_package_name(&p.name) == package)
+        .and_then(|p| p.version.clone());
+    // berth's own build is added below.
+    let skip = built.is_some().then_some(package.as_str());
+    let mut wheels = wheels_of(packages, skip, &python)?;
+    let (entry_point, tree, version) = match built {
+        Some(built) => {
+            let (entry_point, tree, built_version) =
+                keep_built(env, &package, built, request, &mut wheels)?;
+            (entry_point, Some(tree), built_version)
         }
-    }
+        None => {
+            let (entry_point, from_wheel) =
+                own_from_index(env, (&package, &shown_source), &wheels, &index, request)?;
+            (entry_point, None, version.unwrap_or(from_wheel))
+        }
+    };
+    wheels.sort_by(|a, b| (&a.name, &a.file).cmp(&(&b.name, &b.file)));
+    env.reporter.status(
+        "Locked",
+        &format!(
+            "agent `{package}` {version} ({entry_point}), {} wheel(s)",
+            wheels.len()
+        ),
+    );
+    Ok(LockedAgent {
+        source: shown_source,
+        git_ref: request.git_ref.clone(),
+        python: request.python.clone(),
+        package,
+        version,
+        entry_point,
+        python_version: python.minor_version(),
+        tree,
+        wheels,
+    })
+}
 
-    /// `uv pip compile` of one requirement into pylock packages.
-    pub(crate) fn compile(
-        &self,
-        uv: &Uv,
-        python: &Python,
-        index: &Index,
-        requirement: &str,
-        work: &Path,
-    ) -> Result<Vec<PylockPackage>, ResolveError> {
-        let input = work.join("requirements.in");
-        let output = work.join("pylock.toml");
-        fs_err::write(&input, format!("{requirement}\n"))?;
-        let mut cmd = uv.command();
-        cmd.args([
-            "pip",
-            "compile",
-            "--quiet",
-            "--no-header",
-            "--format",
-            "pylock.toml",
-        ])
-        .args(["--only-binary", ":all:"])
+/// The agent's source tree, pinned like a plugin and built into a wheel.
+struct Built {
+    tree: LockedPlugin,
+    wheel: PathBuf,
+    meta: WheelMeta,
+}
+
+/// Pins the agent's source tree, puts it into staging and builds it with `uv build`
+/// into `work`.
+fn build_tree(
+    env: &Env<'_>,
+    (uv, python, index): (&Uv, &Python, &Index),
+    tree_request: &berth_lockfile_schema::PluginRequest,
+    work: &Path,
+) -> Result<Built, ResolveError> {
+    let tree = crate::sources::lock_new(env, tree_request)?;
+    let staging = crate::sources::stage_tree(env, &tree, Some(tree_request))?;
+    let wheel = build_wheel(env, uv, python, index, staging.path(), work)?;
+    let meta = read_wheel_meta(&wheel)?;
+    Ok(Built { tree, wheel, meta })
+}
+
+/// Keeps berth's own build of the agent in the store and among `wheels`; returns its
+/// entry point, its tree (named after the package) and its version.
+fn keep_built(
+    env: &Env<'_>,
+    package: &str,
+    built: Built,
+    request: &AgentRequest,
+    wheels: &mut Vec<LockedWheel>,
+) -> Result<(EntryPoint, LockedPlugin, String), ResolveError> {
+    let Built {
+        mut tree,
+        wheel,
+        meta,
+    } = built;
+    let entry_point = choose_entry_point(package, &meta.entry_points, request)?;
+    let own = LockedWheel {
+        name: package.to_owned(),
+        version: meta.version.clone(),
+        file: wheel_file_of_path(&wheel)?,
+        url: None,
+        sha256: berth_store::sha256_file(&wheel)?,
+    };
+    keep_wheel(env, &wheel, &own)?;
+    wheels.push(own);
+    tree.name = package.to_owned();
+    Ok((entry_point, tree, meta.version))
+}
+
+/// The agent package's own wheel among `wheels` (`package`, asked for as `shown_source`),
+/// read for its entry point (and stored first when the store lacks it); returns the entry
+/// point and the wheel's version.
+fn own_from_index(
+    env: &Env<'_>,
+    (package, shown_source): (&str, &str),
+    wheels: &[LockedWheel],
+    index: &Index,
+    request: &AgentRequest,
+) -> Result<(EntryPoint, String), ResolveError> {
+    let own = wheels
+        .iter()
+        .find(|w| w.name == package)
+        .cloned()
+        .ok_or_else(|| AgentLockError::NotInResolution {
+            source_shown: shown_source.to_string(),
+            package: package.to_owned(),
+        })?;
+    let meta = match env.store.wheel(&own.sha256, &own.file) {
+        Some(stored) => read_wheel_meta(&stored)?,
+        None => {
+            // Read before it is stored: a package that is no agent leaves nothing behind.
+            let (staging, path, _) = fetch_wheel(env, &own, index)?;
+            let meta = read_wheel_meta(&path)?;
+            choose_entry_point(package, &meta.entry_points, request)?;
+            store_wheel(env, staging, &own, own.url.as_deref().unwrap_or_default())?;
+            meta
+        }
+    };
+    let entry_point = choose_entry_point(package, &meta.entry_points, request)?;
+    Ok((entry_point, meta.version))
+}
+
+/// `uv build --wheel` of a source tree (copied first: builders write into it).
+fn build_wheel(
+    env: &Env<'_>,
+    uv: &Uv,
+    python: &Python,
+    index: &Index,
+    tree: &Path,
+    work: &Path,
+) -> Result<PathBuf, ResolveError> {
+    let src = work.join("src");
+    let out = work.join("dist");
+    let _ = berth_store::remove_tree(&src);
+    let _ = berth_store::remove_tree(&out);
+    berth_store::copy_tree(tree, &src, berth_store::Exclude::NOTHING)?;
+    make_writable(&src)?;
+    env.reporter
+        .status("Building", "the agent package's wheel with `uv build`");
+    let mut cmd = uv.command();
+    cmd.args(["build", "--wheel", "--quiet", "--no-create-gitignore"])
         .arg("--python")
         .arg(&python.path)
         .arg("--index-url")
         .arg(&index.url.fetch)
-        .arg("--output-file")
-        .arg(&output)
-        .arg(&input);
-        let shown = redact(requirement).text;
-        let shown = if shown.contains(" @ file://") {
-            shown.split(" @ ").next().unwrap_or_default().to_owned()
-        } else {
-            shown
-        };
-        uv.run(
-            &mut cmd,
-            &format!("resolving `{shown}` against `{}` with uv", index.url.shown),
-        )
-        .map_err(|e| {
-            let cause = Upstream::new(&e.to_string(), &index.url);
-            // The index could not be reached (an upstream failure, 502 in the server), as
-            // opposed to a resolution that has no answer (no such version: 422). uv runs as
-            // a program, so its own words are all there is to tell them apart by.
-            if e.is_unreachable_index() {
-                ResolveError::Fetch {
-                    url: index.url.shown.clone(),
-                    cause,
-                }
-            } else {
-                AgentError::Uv(cause).into()
-            }
-        })?;
-        let text = fs_err::read_to_string(&output)?;
-        let lock: Pylock = toml::from_str(&text).map_err(AgentError::Pylock)?;
-        Ok(lock.packages)
+        .arg("--out-dir")
+        .arg(&out)
+        .arg(&src)
+        .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH);
+    if env.settings.network == Network::Offline {
+        cmd.arg("--offline");
     }
+    uv.run(&mut cmd, "building the agent package with `uv build`")
+        .map_err(|e| AgentLockError::Uv(Upstream::new(&e.to_string(), &index.url)))?;
+    let wheels: Vec<PathBuf> = fs_err::read_dir(&out)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .collect();
+    match wheels.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(AgentLockError::BuildCount {
+            count: wheels.len(),
+        }
+        .into()),
+    }
+}
+
+/// `uv pip compile` of one requirement into pylock packages.
+pub(crate) fn compile(
+    uv: &Uv,
+    python: &Python,
+    index: &Index,
+    requirement: &str,
+    work: &Path,
+) -> Result<Vec<PylockPackage>, ResolveError> {
+    let input = work.join("requirements.in");
+    let output = work.join("pylock.toml");
+    fs_err::write(&input, format!("{requirement}\n"))?;
+    let mut cmd = uv.command();
+    cmd.args([
+        "pip",
+        "compile",
+        "--quiet",
+        "--no-header",
+        "--format",
+        "pylock.toml",
+    ])
+    .args(["--only-binary", ":all:"])
+    .arg("--python")
+    .arg(&python.path)
+    .arg("--index-url")
+    .arg(&index.url.fetch)
+    .arg("--output-file")
+    .arg(&output)
+    .arg(&input);
+    let shown = redact(requirement).text;
+    let shown = if shown.contains(" @ file://") {
+        shown.split(" @ ").next().unwrap_or_default().to_owned()
+    } else {
+        shown
+    };
+    uv.run(
+        &mut cmd,
+        &format!("resolving `{shown}` against `{}` with uv", index.url.shown),
+    )
+    .map_err(|e| {
+        let cause = Upstream::new(&e.to_string(), &index.url);
+        // The index could not be reached (an upstream failure, 502 in the server), as
+        // opposed to a resolution that has no answer (no such version: 422). uv runs as
+        // a program, so its own words are all there is to tell them apart by.
+        if e.is_unreachable_index() {
+            ResolveError::Fetch {
+                url: index.url.shown.clone(),
+                cause,
+            }
+        } else {
+            AgentLockError::Uv(cause).into()
+        }
+    })?;
+    let text = fs_err::read_to_string(&output)?;
+    let lock: Pylock = toml::from_str(&text).map_err(AgentLockError::Pylock)?;
+    Ok(lock.packages)
 }
 
 /// The wheels of a pylock's packages (all but `skip`), each with its URL and sha256.
@@ -330,7 +382,7 @@ pub(crate) fn wheels_of(
         }
         let pkg_version = p.version.clone().unwrap_or_default();
         if p.wheels.is_empty() {
-            return Err(AgentError::NoWheel {
+            return Err(AgentLockError::NoWheel {
                 package: name.clone(),
                 version: pkg_version,
                 python: python.minor_version().to_string(),
@@ -338,19 +390,19 @@ pub(crate) fn wheels_of(
             .into());
         }
         for w in p.wheels {
-            let url = w.url.ok_or_else(|| AgentError::NoWheelUrl {
+            let url = w.url.ok_or_else(|| AgentLockError::NoWheelUrl {
                 package: name.clone(),
             })?;
             let sha256 =
                 w.hashes
                     .get("sha256")
                     .cloned()
-                    .ok_or_else(|| AgentError::NoWheelHash {
+                    .ok_or_else(|| AgentLockError::NoWheelHash {
                         url: redact(&url).text,
                     })?;
             let file = w.name.unwrap_or_else(|| file_of_url(&url));
             let file = WheelFile::parse(file.trim())
-                .ok_or(AgentError::WheelName { file: file.clone() })?;
+                .ok_or(AgentLockError::WheelName { file: file.clone() })?;
             wheels.push(LockedWheel {
                 name: name.clone(),
                 version: pkg_version.clone(),
@@ -371,13 +423,13 @@ fn choose_entry_point(
     let names = || offered.iter().map(|e| e.name.clone()).collect::<Vec<_>>();
     let package = package.to_owned();
     match (&request.entry_point, offered) {
-        (_, []) => Err(AgentError::NoEntryPoint { package }.into()),
+        (_, []) => Err(AgentLockError::NoEntryPoint { package }.into()),
         (Some(wanted), _) => offered
             .iter()
             .find(|e| &e.name == wanted)
             .cloned()
             .ok_or_else(|| {
-                AgentError::NoSuchEntryPoint {
+                AgentLockError::NoSuchEntryPoint {
                     package,
                     wanted: wanted.clone(),
                     offered: names(),
@@ -385,7 +437,7 @@ fn choose_entry_point(
                 .into()
             }),
         (None, [one]) => Ok(one.clone()),
-        (None, _) => Err(AgentError::SeveralEntryPoints {
+        (None, _) => Err(AgentLockError::SeveralEntryPoints {
             package,
             offered: names(),
         }

@@ -12,195 +12,210 @@ use berth_lockfile_schema::{
 use berth_store::Staging;
 use berth_uv::Uv;
 
-use crate::context::{Ctx, Event, LocalCheck};
-use crate::error::ResolveError;
-use crate::sources::archive::ArchiveSource;
+use crate::context::{Env, Event, LocalCheck};
+use crate::error::{AgentLockError, ResolveError, WheelProblem};
+use crate::sources::{ArchiveUrl, download, sync_entry};
 use berth_transport::extract::ArchiveFormat;
 
-use super::*;
+use super::{AgentVerifyOutcome, AgentVerifyStatus, Index, WheelMeta, build_wheel, index};
 
-impl Ctx<'_> {
-    /// Downloads a locked wheel into the store, checking its sha256; returns its path.
-    pub(crate) fn download_wheel(
-        &self,
-        wheel: &LockedWheel,
-        index: &Index,
-    ) -> Result<PathBuf, ResolveError> {
-        let (staging, _, _) = self.fetch_wheel(wheel, index)?;
-        self.store_wheel(staging, wheel, wheel.url.as_deref().unwrap_or_default())
+/// Downloads a locked wheel into the store, checking its sha256; returns its path.
+pub(crate) fn download_wheel(
+    env: &Env<'_>,
+    wheel: &LockedWheel,
+    index: &Index,
+) -> Result<PathBuf, ResolveError> {
+    let (staging, _, _) = fetch_wheel(env, wheel, index)?;
+    store_wheel(
+        env,
+        staging,
+        wheel,
+        wheel.url.as_deref().unwrap_or_default(),
+    )
+}
+
+/// Adds the wheel staged as `<staging>/<file>` if it hashes to the lock's sha256; a
+/// mismatch names where the bytes came `from`.
+pub(crate) fn store_wheel(
+    env: &Env<'_>,
+    staging: Staging,
+    wheel: &LockedWheel,
+    from: &str,
+) -> Result<PathBuf, ResolveError> {
+    env.store
+        .add_wheel(staging, &wheel.file, &wheel.sha256)?
+        .map_err(|m| ResolveError::WheelMismatch {
+            file: m.file,
+            url: from.to_owned(),
+            expected: m.expected,
+            actual: m.actual,
+        })
+}
+
+/// Downloads a wheel into a new staging folder as `<staging>/<file>`, with the sha256
+/// (hex) of its bytes.
+pub(crate) fn fetch_wheel(
+    env: &Env<'_>,
+    wheel: &LockedWheel,
+    index: &Index,
+) -> Result<(Staging, PathBuf, String), ResolveError> {
+    let shown = wheel.url.clone().unwrap_or_default();
+    env.settings
+        .require_network(|| format!("wheel `{}` (`{shown}`)", wheel.file))?;
+    let source = ArchiveUrl {
+        url: index.url.for_file_on_index(&shown),
+        format: ArchiveFormat::Zip,
+    };
+    let (staging, file, sha256) = download(env, &source)?;
+    let path = staging.path().join(&wheel.file);
+    fs_err::rename(&file, &path)?;
+    Ok((staging, path, sha256.to_hex()))
+}
+
+/// Puts a wheel berth built at `path` into the store.
+pub(crate) fn keep_wheel(
+    env: &Env<'_>,
+    path: &Path,
+    wheel: &LockedWheel,
+) -> Result<(), ResolveError> {
+    let staging = env.store.stage()?;
+    fs_err::copy(path, staging.path().join(&wheel.file))?;
+    store_wheel(env, staging, wheel, "built by berth")?;
+    Ok(())
+}
+
+/// Makes the locked agent's tree and wheels present in the store, verified.
+pub(crate) fn sync_agent(
+    env: &Env<'_>,
+    agent: &LockedAgent,
+    request: Option<&AgentRequest>,
+    added: &AtomicUsize,
+) -> Result<(), ResolveError> {
+    let tree_request: Option<&PluginRequest> = request.and_then(|r| match r.origin() {
+        AgentOrigin::Tree(p) => Some(&**p),
+        AgentOrigin::Index { .. } => None,
+    });
+    let tree_entry = match &agent.tree {
+        Some(tree) => Some(sync_entry(
+            env,
+            tree,
+            tree_request,
+            LocalCheck::TrustStore,
+            added,
+        )?),
+        None => None,
+    };
+    let missing: Vec<&LockedWheel> = agent
+        .wheels
+        .iter()
+        .filter(|w| env.store.wheel(&w.sha256, &w.file).is_none())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
     }
-
-    /// Adds the wheel staged as `<staging>/<file>` if it hashes to the lock's sha256; a
-    /// mismatch names where the bytes came `from`.
-    pub(crate) fn store_wheel(
-        &self,
-        staging: Staging,
-        wheel: &LockedWheel,
-        from: &str,
-    ) -> Result<PathBuf, ResolveError> {
-        self.store
-            .add_wheel(staging, &wheel.file, &wheel.sha256)?
-            .map_err(|m| ResolveError::WheelMismatch {
-                file: m.file,
-                url: from.to_owned(),
-                expected: m.expected,
-                actual: m.actual,
-            })
+    let index = index(env)?;
+    for wheel in missing {
+        // One process fetches a wheel; others wait and then find it present.
+        let _guard = env.store.lock(&format!("wheel-{}", wheel.sha256), || {
+            env.reporter.status(
+                "Waiting",
+                &format!("for another berth adding `{}`", wheel.file),
+            );
+        })?;
+        if env.store.wheel(&wheel.sha256, &wheel.file).is_some() {
+            continue;
+        }
+        match (&wheel.url, &tree_entry) {
+            (Some(_), _) => {
+                download_wheel(env, wheel, &index)?;
+            }
+            (None, Some(entry)) => {
+                let uv = Uv::find()?;
+                let python = uv.find_python(Some(&agent.python_version))?;
+                let work = env.store.stage()?;
+                let built = build_wheel(env, &uv, &python, &index, &entry.path, work.path())?;
+                let sha256 = berth_store::sha256_file(&built)?;
+                if sha256 != wheel.sha256 || file_of_path(&built) != wheel.file.as_str() {
+                    return Err(ResolveError::WheelMismatch {
+                        file: wheel.file.to_string(),
+                        url: format!(
+                            "rebuilt from the locked source tree as `{}`; its build backend does not build reproducibly, so copy the store from the machine that locked it, or publish the wheel to an index",
+                            file_of_path(&built)
+                        ),
+                        expected: wheel.sha256.clone(),
+                        actual: sha256,
+                    });
+                }
+                keep_wheel(env, &built, wheel)?;
+            }
+            (None, None) => {
+                unreachable!("a built wheel belongs to a tree source (checked by the lock parser)")
+            }
+        }
+        added.fetch_add(1, Ordering::Relaxed);
+        env.reporter
+            .status("Added", &format!("wheel {}", wheel.file));
+        env.reporter.event(Event::WheelAdded);
     }
+    Ok(())
+}
 
-    /// Downloads a wheel into a new staging folder as `<staging>/<file>`, with the sha256
-    /// (hex) of its bytes.
-    pub(crate) fn fetch_wheel(
-        &self,
-        wheel: &LockedWheel,
-        index: &Index,
-    ) -> Result<(Staging, PathBuf, String), ResolveError> {
-        let shown = wheel.url.clone().unwrap_or_default();
-        self.require_network(|| format!("wheel `{}` (`{shown}`)", wheel.file))?;
-        let source = ArchiveSource {
-            url: index.url.for_file_on_index(&shown),
-            format: ArchiveFormat::Zip,
-        };
-        let (staging, file, sha256) = self.download(&source)?;
-        let path = staging.path().join(&wheel.file);
-        fs_err::rename(&file, &path)?;
-        Ok((staging, path, sha256.to_hex()))
-    }
-
-    /// Puts a wheel berth built at `path` into the store.
-    pub(crate) fn keep_wheel(&self, path: &Path, wheel: &LockedWheel) -> Result<(), ResolveError> {
-        let staging = self.store.stage()?;
-        fs_err::copy(path, staging.path().join(&wheel.file))?;
-        self.store_wheel(staging, wheel, "built by berth")?;
-        Ok(())
-    }
-
-    /// Makes the locked agent's tree and wheels present in the store, verified.
-    pub(crate) fn sync_agent(
-        &self,
-        agent: &LockedAgent,
-        request: Option<&AgentRequest>,
-        added: &AtomicUsize,
-    ) -> Result<(), ResolveError> {
-        let tree_request: Option<&PluginRequest> = request.and_then(|r| match r.origin() {
+/// Fetches the agent's source tree and every downloadable wheel afresh, bypassing the
+/// store, and compares each with the lock.
+pub(crate) fn verify_agent(
+    env: &Env<'_>,
+    agent: &LockedAgent,
+    request: Option<&AgentRequest>,
+) -> Vec<AgentVerifyOutcome> {
+    let mut out = Vec::new();
+    if let Some(tree) = &agent.tree {
+        let tree_request = request.and_then(|r| match r.origin() {
             AgentOrigin::Tree(p) => Some(&**p),
             AgentOrigin::Index { .. } => None,
         });
-        let tree_entry = match &agent.tree {
-            Some(tree) => Some(self.sync_one(tree, tree_request, LocalCheck::TrustStore, added)?),
-            None => None,
+        let fresh = crate::sources::kind_of(&tree.pin).load(env, tree, tree_request);
+        let status = match fresh.fresh_hash() {
+            Ok(h) if h == tree.hash => AgentVerifyStatus::Ok,
+            Ok(h) => AgentVerifyStatus::Mismatch { actual: h.to_sri() },
+            Err(e) => AgentVerifyStatus::Failed(e),
         };
-        let missing: Vec<&LockedWheel> = agent
-            .wheels
-            .iter()
-            .filter(|w| self.store.wheel(&w.sha256, &w.file).is_none())
-            .collect();
-        if missing.is_empty() {
-            return Ok(());
-        }
-        let index = self.index()?;
-        for wheel in missing {
-            // One process fetches a wheel; others wait and then find it present.
-            let _guard = self.store.lock(&format!("wheel-{}", wheel.sha256), || {
-                self.reporter.status(
-                    "Waiting",
-                    &format!("for another berth adding `{}`", wheel.file),
-                );
-            })?;
-            if self.store.wheel(&wheel.sha256, &wheel.file).is_some() {
-                continue;
-            }
-            match (&wheel.url, &tree_entry) {
-                (Some(_), _) => {
-                    self.download_wheel(wheel, &index)?;
-                }
-                (None, Some(entry)) => {
-                    let uv = Uv::find()?;
-                    let python = uv.find_python(Some(&agent.python_version))?;
-                    let work = self.store.stage()?;
-                    let built = self.build_wheel(&uv, &python, &index, &entry.path, work.path())?;
-                    let sha256 = berth_store::sha256_file(&built)?;
-                    if sha256 != wheel.sha256 || file_of_path(&built) != wheel.file.as_str() {
-                        return Err(ResolveError::WheelMismatch {
-                            file: wheel.file.to_string(),
-                            url: format!(
-                                "rebuilt from the locked source tree as `{}`; its build backend does not build reproducibly, so copy the store from the machine that locked it, or publish the wheel to an index",
-                                file_of_path(&built)
-                            ),
-                            expected: wheel.sha256.clone(),
-                            actual: sha256,
-                        });
-                    }
-                    self.keep_wheel(&built, wheel)?;
-                }
-                (None, None) => unreachable!(
-                    "a built wheel belongs to a tree source (checked by the lock parser)"
-                ),
-            }
-            added.fetch_add(1, Ordering::Relaxed);
-            self.reporter
-                .status("Added", &format!("wheel {}", wheel.file));
-            self.reporter.event(Event::WheelAdded);
-        }
-        Ok(())
+        out.push(AgentVerifyOutcome {
+            what: "source tree".into(),
+            expected: tree.hash.to_sri(),
+            status,
+        });
     }
-
-    /// Fetches the agent's source tree and every downloadable wheel afresh, bypassing the
-    /// store, and compares each with the lock.
-    pub(crate) fn verify_agent(
-        &self,
-        agent: &LockedAgent,
-        request: Option<&AgentRequest>,
-    ) -> Vec<AgentVerifyOutcome> {
-        let mut out = Vec::new();
-        if let Some(tree) = &agent.tree {
-            let tree_request = request.and_then(|r| match r.origin() {
-                AgentOrigin::Tree(p) => Some(&**p),
-                AgentOrigin::Index { .. } => None,
-            });
-            let status = match self.fresh_hash(tree, tree_request) {
-                Ok(h) if h == tree.hash => AgentVerifyStatus::Ok,
-                Ok(h) => AgentVerifyStatus::Mismatch { actual: h.to_sri() },
-                Err(e) => AgentVerifyStatus::Failed(e),
-            };
+    let index = match index(env) {
+        Ok(index) => index,
+        Err(e) => {
             out.push(AgentVerifyOutcome {
-                what: "source tree".into(),
-                expected: tree.hash.to_sri(),
-                status,
+                what: "index".into(),
+                expected: String::new(),
+                status: AgentVerifyStatus::Failed(std::sync::Arc::new(e)),
             });
+            return out;
         }
-        let index = match self.index() {
-            Ok(index) => index,
-            Err(e) => {
-                out.push(AgentVerifyOutcome {
-                    what: "index".into(),
-                    expected: String::new(),
-                    status: AgentVerifyStatus::Failed(e),
-                });
-                return out;
-            }
+    };
+    for wheel in agent.wheels.iter().filter(|w| w.url.is_some()) {
+        let status = match fetch_wheel(env, wheel, &index) {
+            Ok((_, _, actual)) if actual == wheel.sha256 => AgentVerifyStatus::Ok,
+            Ok((_, _, actual)) => AgentVerifyStatus::Mismatch { actual },
+            Err(e) => AgentVerifyStatus::Failed(std::sync::Arc::new(e)),
         };
-        for wheel in agent.wheels.iter().filter(|w| w.url.is_some()) {
-            let status = match self.fetch_wheel(wheel, &index) {
-                Ok((_, _, actual)) if actual == wheel.sha256 => AgentVerifyStatus::Ok,
-                Ok((_, _, actual)) => AgentVerifyStatus::Mismatch { actual },
-                Err(e) => AgentVerifyStatus::Failed(e),
-            };
-            out.push(AgentVerifyOutcome {
-                what: format!("wheel {}", wheel.file),
-                expected: wheel.sha256.clone(),
-                status,
-            });
-        }
-        out
+        out.push(AgentVerifyOutcome {
+            what: format!("wheel {}", wheel.file),
+            expected: wheel.sha256.clone(),
+            status,
+        });
     }
+    out
 }
 
 /// Reads `Name`, `Version`, the `openhands.agents` entry points and the console scripts of
 /// a wheel.
 pub(crate) fn read_wheel_meta(path: &Path) -> Result<WheelMeta, ResolveError> {
     let bad = |problem: WheelProblem| {
-        ResolveError::from(AgentError::Wheel {
+        ResolveError::from(AgentLockError::Wheel {
             file: file_of_path(path),
             problem,
         })
@@ -311,7 +326,7 @@ pub(crate) fn file_of_path(path: &Path) -> String {
 /// The file name of a wheel berth built, checked.
 pub(crate) fn wheel_file_of_path(path: &Path) -> Result<WheelFile, ResolveError> {
     let file = file_of_path(path);
-    WheelFile::parse(&file).ok_or_else(|| AgentError::WheelName { file }.into())
+    WheelFile::parse(&file).ok_or_else(|| AgentLockError::WheelName { file }.into())
 }
 
 pub(crate) fn make_writable(root: &Path) -> std::io::Result<()> {

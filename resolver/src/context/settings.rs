@@ -50,7 +50,8 @@ pub struct Settings {
     /// The package index for the `[agent]` package (`--index-url`, `$BERTH_INDEX_URL`);
     /// may hold `${VAR}` credentials.
     pub index_url: String,
-    /// Resolutions shared with other lock runs of this process (the server sets this).
+    /// Resolutions shared with other lock runs of this process (the server sets its own);
+    /// `None`: the process's.
     pub shared: Option<SharedResolutions>,
     /// Raised when the caller no longer wants the result (the server's deadline passed):
     /// fetches and downloads stop at their next step with [`ResolveError::Cancelled`].
@@ -70,6 +71,21 @@ pub struct Settings {
     /// Reads which MCP servers of a lock start through a package runner (the runtime's
     /// reader, handed down by the front end); `None`: payloads are not locked.
     pub payload_finder: Option<PayloadFinder>,
+}
+
+impl Settings {
+    /// Fails unless the network may be used and the run goes on; `what` names what
+    /// needed it.
+    pub(crate) fn require_network(
+        &self,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), ResolveError> {
+        self.cancel.check()?;
+        match self.network {
+            Network::Online => Ok(()),
+            Network::Offline => Err(ResolveError::Offline { what: what() }),
+        }
+    }
 }
 
 /// A flag that stops the resolver's work: checked before every network step, between the

@@ -4,7 +4,7 @@ use berth_lockfile_schema::AGENT_ENTRY_POINT_GROUP;
 
 /// Why the custom agent package could not be resolved, built or read.
 #[derive(Debug, thiserror::Error)]
-pub enum AgentError {
+pub enum AgentLockError {
     /// A package of the closure has no wheel for this Python and platform.
     #[error(
         "`{package}` {version} has no wheel for Python {python} on this platform; berth installs wheels only"

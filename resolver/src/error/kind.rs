@@ -58,9 +58,7 @@ impl ResolveError {
             | Self::Offline { .. }
             | Self::BinaryCache(_) => ErrorKind::Upstream,
             Self::Timeout { .. } | Self::Cancelled => ErrorKind::Timeout,
-            Self::Io(_) | Self::Store(_) | Self::Cache { .. } | Self::WrongKind { .. } => {
-                ErrorKind::Internal
-            }
+            Self::Io(_) | Self::Store(_) | Self::Cache { .. } => ErrorKind::Internal,
             Self::RefNotFound { .. }
             | Self::EmptyRepository { .. }
             | Self::CommitNotFound { .. }

@@ -10,7 +10,7 @@ mod agent;
 mod causes;
 mod kind;
 
-pub use agent::{AgentError, WheelProblem};
+pub use agent::{AgentLockError, WheelProblem};
 pub use causes::{ArchiveProblem, DownloadError, LocalPathProblem};
 pub use kind::ErrorKind;
 
@@ -262,15 +262,6 @@ pub enum ResolveError {
         #[source]
         source: semver::Error,
     },
-    /// A locked entry was handed to the source of another kind (a bug in berth).
-    #[error("plugin `{name}` is locked as a {kind} source")]
-    WrongKind {
-        /// The plugin.
-        name: String,
-        /// The kind its pin has.
-        kind: berth_lockfile_schema::SourceKind,
-    },
-    /// The custom agent package could not be resolved, built or read.
     /// A file berth reads whole (a catalog, a plugin's manifest) is over its size limit:
     /// it comes from someone else's repository, so it is refused before it is read.
     #[error(
@@ -351,9 +342,9 @@ pub enum ResolveError {
     /// A marketplace no longer has the commit the lock pins (its history was rewritten).
     #[error(transparent)]
     MarketplaceRewritten(Box<Rewritten>),
-
+    /// The custom agent package could not be resolved, built or read.
     #[error(transparent)]
-    Agent(#[from] AgentError),
+    Agent(#[from] AgentLockError),
     /// uv or Python could not be found or run for the agent package.
     #[error(transparent)]
     Uv(#[from] berth_uv::UvError),
@@ -433,69 +424,6 @@ fn nearest_hint(nearest: &[String]) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use berth_transport::url::SourceUrl;
-
-    #[derive(Debug, thiserror::Error)]
-    #[error("fetching failed")]
-    struct Outer(#[source] std::io::Error);
-
-    #[test]
-    fn a_full_disk_under_an_upstream_error_stays_visible_in_the_causes() {
-        let url = SourceUrl::new("https://u:secret@example.com/r.git").expect("url");
-        let disk = Outer(std::io::Error::from(std::io::ErrorKind::StorageFull));
-        let cause = Upstream::with_causes(
-            "writing https://u:secret@example.com/r.git pack failed",
-            &url,
-            [&disk as &(dyn std::error::Error + 'static), &disk.0],
-        );
-        assert_eq!(cause.io_kind(), Some(std::io::ErrorKind::StorageFull));
-        let error = ResolveError::Fetch {
-            url: url.shown.clone(),
-            cause,
-        };
-        assert!(!error.to_string().contains("secret"), "{error}");
-        let mut kinds = Vec::new();
-        let mut current: Option<&(dyn std::error::Error + 'static)> = Some(&error);
-        while let Some(e) = current {
-            if let Some(io) = e.downcast_ref::<std::io::Error>() {
-                kinds.push(io.kind());
-            }
-            current = e.source();
-        }
-        assert_eq!(kinds, [std::io::ErrorKind::StorageFull]);
-    }
-
-    #[test]
-    fn time_outs_are_found_in_the_causes_and_kinds_need_no_message() {
-        let timed_out = Outer(std::io::Error::new(std::io::ErrorKind::TimedOut, "slow"));
-        assert!(berth_transport::http::is_timeout(&timed_out));
-        let refused = Outer(std::io::Error::new(
-            std::io::ErrorKind::ConnectionRefused,
-            "no",
-        ));
-        assert!(!berth_transport::http::is_timeout(&refused));
-        // The kind comes from the variant, not from words in a message.
-        let fetch = ResolveError::Fetch {
-            url: "u".into(),
-            cause: Upstream::from_text("timed out while timing out".into()),
-        };
-        assert_eq!(fetch.kind(), ErrorKind::Upstream);
-        let timeout = ResolveError::Timeout {
-            url: "u".into(),
-            cause: Upstream::from_text("slow".into()),
-        };
-        assert_eq!(timeout.kind(), ErrorKind::Timeout);
-        assert_eq!(ResolveError::Cancelled.kind(), ErrorKind::Timeout);
-        assert_eq!(
-            ResolveError::MissingEnv { name: "X".into() }.kind(),
-            ErrorKind::InvalidInput
-        );
-    }
-}
-
 /// A marketplace whose locked commit is gone, and what its `ref` names now.
 #[derive(Debug, thiserror::Error)]
 #[error(
@@ -516,3 +444,6 @@ pub struct Rewritten {
     /// The catalog hash there.
     pub actual: Sha256Hash,
 }
+
+#[cfg(test)]
+mod tests;

@@ -3,8 +3,10 @@
 //! MCP servers' package closures. Which
 //! locks are live (the roots) is the caller's to say.
 
-use berth_lockfile_schema::{Lock, Pin};
+use berth_lockfile_schema::Lock;
 use berth_store::{Live, entry_name};
+
+use crate::sources::kind_of;
 
 /// Adds everything `lock` uses to `live`.
 pub fn mark_live(live: &mut Live, lock: &Lock) {
@@ -26,15 +28,7 @@ pub fn mark_live(live: &mut Live, lock: &Lock) {
             plugin.hash.to_nix32(),
             entry_name(&plugin.name)
         ));
-        match &plugin.pin {
-            Pin::Git { url, .. } => {
-                live.git_caches.insert(crate::git_cache_name(url));
-            }
-            Pin::Archive { archive_hash, .. } => {
-                live.archives.insert(archive_hash.to_nix32());
-            }
-            Pin::Local { .. } => {}
-        }
+        kind_of(&plugin.pin).mark_live(live);
     }
 }
 

@@ -13,11 +13,11 @@ mod verify;
 mod workflow;
 
 pub use live::mark_live;
-pub use lock::*;
+pub use lock::{LocalRelock, LockOptions, LockOutcome, Upgrade, lock_plugins};
 pub use pin::pin_payloads;
 pub use policy::{PolicyLoadError, load_policy};
-pub use sync::*;
-pub use verify::*;
+pub use sync::{SyncOutcome, sync_plugins};
+pub use verify::{VerifyOutcome, VerifyStatus, verify_agent, verify_payloads, verify_plugins};
 pub use workflow::{
-    InMemoryLock, LockAndSyncError, LockMode, Lockfile, Relock, Synced, lock_and_sync,
+    InMemoryLock, LockAndSyncError, LockMode, Locked, Lockfile, Relock, Synced, lock, lock_and_sync,
 };

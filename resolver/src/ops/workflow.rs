@@ -1,7 +1,8 @@
-//! Lock if needed, then sync: what `berth plugins sync` and a server starting a
-//! conversation both do, written once. The mode says what "if needed" means (the CLI's
-//! `--locked` and `--frozen`, or neither); `--offline` is [`Settings::network`], which both
-//! steps obey. Where the lock is kept between runs is the caller's, behind [`Lockfile`].
+//! Lock if needed, then sync: what `berth plugins lock`, `berth plugins sync` and a server
+//! starting a conversation do, written once. The mode says what "if needed" means (the
+//! CLI's `plugins lock`, `--locked` and `--frozen`, or none of them); `--offline` is
+//! [`Settings::network`], which both steps obey. Where the lock is kept between runs is the
+//! caller's, behind [`Lockfile`]. [`lock`] is the first step alone.
 
 use std::convert::Infallible;
 
@@ -22,6 +23,14 @@ pub enum LockMode<'a> {
     Update {
         manifest: &'a Manifest,
         manifest_label: &'a str,
+    },
+    /// Lock afresh whether or not the lock is up to date: every pin checked again (local
+    /// folders hashed again) and the pins `upgrade` covers moved. The new lock is handed
+    /// to [`Lockfile::write`] even when it comes out the same (`berth plugins lock`).
+    Relock {
+        manifest: &'a Manifest,
+        manifest_label: &'a str,
+        upgrade: &'a Upgrade,
     },
     /// The lock must exist and be up to date with `manifest`; it is never written
     /// (`--locked`).
@@ -123,10 +132,20 @@ pub enum LockAndSyncError<E> {
     Lockfile(E),
 }
 
+/// The lock [`lock`] settled on.
+#[derive(Debug, Clone)]
+pub struct Locked {
+    /// The lock to sync.
+    pub lock: Lock,
+    /// Whether it was used as it was, or made (and written) by this run.
+    pub relock: Relock,
+}
+
 /// Makes the lock current as `mode` allows (locking and writing it when it is missing or
-/// stale in [`LockMode::Update`]), then makes every entry of it present in the store,
-/// verified. A new lock is written before the sync starts, so a failed sync leaves the
-/// lock current; the lockfile's guard is not held during the sync.
+/// stale in [`LockMode::Update`], always in [`LockMode::Relock`]), then makes every entry
+/// of it present in the store, verified. A new lock is written before the sync starts, so
+/// a failed sync leaves the lock current; the lockfile's guard is not held during the
+/// sync.
 pub fn lock_and_sync<F: Lockfile>(
     store: &Store,
     settings: &Settings,
@@ -134,69 +153,119 @@ pub fn lock_and_sync<F: Lockfile>(
     mode: LockMode<'_>,
     lockfile: &F,
 ) -> Result<Synced, LockAndSyncError<F::Error>> {
-    let read = |lock: Result<Option<Lock>, F::Error>| {
-        lock.map_err(LockAndSyncError::Lockfile)?
-            .ok_or(LockAndSyncError::NoLock)
-    };
-    let (lock, relock, manifest, local) = match mode {
-        LockMode::Frozen => (
-            read(lockfile.read())?,
-            Relock::Unchanged,
-            None,
-            LocalCheck::TrustStore,
-        ),
-        LockMode::Locked { manifest } => {
-            let lock = read(lockfile.read())?;
-            let stale = lock.staleness(manifest);
-            if !stale.is_empty() {
-                return Err(LockAndSyncError::Stale(stale));
-            }
-            (lock, Relock::Unchanged, Some(manifest), LocalCheck::Rehash)
-        }
-        LockMode::Update {
-            manifest,
-            manifest_label,
-        } => {
-            let (lock, relock) = update(
-                store,
-                settings,
-                reporter,
-                manifest,
-                manifest_label,
-                lockfile,
-            )?;
-            (lock, relock, Some(manifest), LocalCheck::Rehash)
-        }
+    let Locked { lock, relock } = self::lock(store, settings, reporter, mode, lockfile)?;
+    let (manifest, local) = match mode {
+        LockMode::Frozen => (None, LocalCheck::TrustStore),
+        LockMode::Locked { manifest }
+        | LockMode::Update { manifest, .. }
+        | LockMode::Relock { manifest, .. } => (Some(manifest), LocalCheck::Rehash),
     };
     let sync = sync_plugins(store, settings, reporter, &lock, manifest, local)
         .map_err(LockAndSyncError::Sync)?;
     Ok(Synced { lock, relock, sync })
 }
 
-/// [`LockMode::Update`]'s first half: the lock if it is up to date, else a new one,
-/// written, all under the lockfile's guard.
-fn update<F: Lockfile>(
+/// [`lock_and_sync`]'s first step: the lock as `mode` allows it, written when this run
+/// made it. The CLI's `plugins lock` is this step alone.
+pub fn lock<F: Lockfile>(
+    store: &Store,
+    settings: &Settings,
+    reporter: &dyn Reporter,
+    mode: LockMode<'_>,
+    lockfile: &F,
+) -> Result<Locked, LockAndSyncError<F::Error>> {
+    let read = |lock: Result<Option<Lock>, F::Error>| {
+        lock.map_err(LockAndSyncError::Lockfile)?
+            .ok_or(LockAndSyncError::NoLock)
+    };
+    let unchanged = |lock| Locked {
+        lock,
+        relock: Relock::Unchanged,
+    };
+    match mode {
+        LockMode::Frozen => Ok(unchanged(read(lockfile.read())?)),
+        LockMode::Locked { manifest } => {
+            let lock = read(lockfile.read())?;
+            let stale = lock.staleness(manifest);
+            if !stale.is_empty() {
+                return Err(LockAndSyncError::Stale(stale));
+            }
+            Ok(unchanged(lock))
+        }
+        LockMode::Update {
+            manifest,
+            manifest_label,
+        } => {
+            let options = LockOptions {
+                upgrade: Upgrade::Nothing,
+                manifest_label: manifest_label.to_owned(),
+                local: LocalRelock::Keep,
+            };
+            relock(
+                store,
+                settings,
+                reporter,
+                manifest,
+                &options,
+                lockfile,
+                IfCurrent::UseIt,
+            )
+        }
+        LockMode::Relock {
+            manifest,
+            manifest_label,
+            upgrade,
+        } => {
+            let options = LockOptions {
+                upgrade: upgrade.clone(),
+                manifest_label: manifest_label.to_owned(),
+                local: LocalRelock::Rehash,
+            };
+            relock(
+                store,
+                settings,
+                reporter,
+                manifest,
+                &options,
+                lockfile,
+                IfCurrent::LockAgain,
+            )
+        }
+    }
+}
+
+/// What [`relock`] does with a lock already up to date with the manifest.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum IfCurrent {
+    /// Use it as it is.
+    UseIt,
+    /// Lock again all the same.
+    LockAgain,
+}
+
+/// Locks `manifest` with `options` and writes the lock, all under the lockfile's guard
+/// (a lock already up to date is used as it is when `if_current` says so).
+fn relock<F: Lockfile>(
     store: &Store,
     settings: &Settings,
     reporter: &dyn Reporter,
     manifest: &Manifest,
-    manifest_label: &str,
+    options: &LockOptions,
     lockfile: &F,
-) -> Result<(Lock, Relock), LockAndSyncError<F::Error>> {
+    if_current: IfCurrent,
+) -> Result<Locked, LockAndSyncError<F::Error>> {
     let _guard = lockfile.guard().map_err(LockAndSyncError::Lockfile)?;
     let previous = lockfile
         .read_to_replace()
         .map_err(LockAndSyncError::Lockfile)?;
     let previous = match previous {
-        Some(lock) if lock.staleness(manifest).is_empty() => {
-            return Ok((lock, Relock::Unchanged));
+        Some(lock) if if_current == IfCurrent::UseIt && lock.staleness(manifest).is_empty() => {
+            return Ok(Locked {
+                lock,
+                relock: Relock::Unchanged,
+            });
         }
         other => other,
-    };
-    let options = LockOptions {
-        upgrade: Upgrade::Nothing,
-        manifest_label: manifest_label.to_owned(),
-        local: LocalRelock::Keep,
     };
     let mut outcome = lock_plugins(
         store,
@@ -204,7 +273,7 @@ fn update<F: Lockfile>(
         reporter,
         manifest,
         previous.as_ref(),
-        &options,
+        options,
     )
     .map_err(LockAndSyncError::Lock)?;
     super::pin_payloads(
@@ -214,18 +283,18 @@ fn update<F: Lockfile>(
         Some(manifest),
         &mut outcome.lock,
         previous.as_ref(),
-        &Upgrade::Nothing,
+        &options.upgrade,
     )
     .map_err(LockAndSyncError::Lock)?;
     lockfile
         .write(previous.as_ref(), &outcome.lock)
         .map_err(LockAndSyncError::Lockfile)?;
-    Ok((
-        outcome.lock,
-        Relock::Updated {
+    Ok(Locked {
+        lock: outcome.lock,
+        relock: Relock::Updated {
             resolved: outcome.resolved,
         },
-    ))
+    })
 }
 
 #[cfg(test)]

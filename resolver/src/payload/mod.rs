@@ -18,7 +18,7 @@ use berth_store::{Staging, Store, StoreEntry, StoreError};
 
 pub use crate::context::{DEFAULT_NPM_REGISTRY, PayloadFinder};
 
-use crate::context::{Ctx, Network, Reporter, Settings};
+use crate::context::{Env, Network, Reporter, Settings};
 use crate::error::{EntryError, ResolveError};
 
 /// A closure an ecosystem resolved and staged, not yet in the store.
@@ -85,13 +85,41 @@ pub fn lock_payloads(
     for warning in warnings {
         reporter.warn(&warning);
     }
-    let ctx = Ctx::new(store, settings, reporter);
-    let mut out = Vec::new();
-    let mut errors = Vec::new();
-    // One resolution per package spec in a run, shared by every server that names it.
-    let mut resolved: BTreeMap<(Ecosystem, String, Option<String>), LockedPayload> =
-        BTreeMap::new();
+    let mut run = PayloadRun {
+        env: Env::new(store, settings, reporter),
+        lock,
+        previous,
+        may_move,
+        resolved: BTreeMap::new(),
+        out: Vec::new(),
+        errors: Vec::new(),
+    };
     for want in wants {
+        run.lock_want(&want);
+    }
+    if run.errors.is_empty() {
+        Ok(run.out)
+    } else {
+        Err(run.errors)
+    }
+}
+
+/// A run of [`lock_payloads`]: what it pins against, and what it found so far.
+struct PayloadRun<'a> {
+    env: Env<'a>,
+    lock: &'a Lock,
+    previous: Option<&'a Lock>,
+    may_move: &'a dyn Fn(&str) -> bool,
+    /// One resolution per package spec in a run, shared by every server that names it.
+    resolved: BTreeMap<(Ecosystem, String, Option<String>), LockedPayload>,
+    out: Vec<LockedPayload>,
+    errors: Vec<EntryError>,
+}
+
+impl PayloadRun<'_> {
+    /// Pins one server's package: its previous pin while the line is unchanged (and may
+    /// not move), else this run's resolution of the same spec, else resolved now.
+    fn lock_want(&mut self, want: &PayloadWant) {
         let call = &want.call;
         let same = |p: &&LockedPayload| {
             p.plugin == want.plugin
@@ -100,42 +128,49 @@ pub fn lock_payloads(
                 && p.runner == call.runner
                 && p.spec == call.spec
         };
-        let kept = previous
+        let kept = self
+            .previous
             .into_iter()
-            .chain(std::iter::once(lock))
+            .chain(std::iter::once(self.lock))
             .flat_map(|l| &l.payloads)
             .find(same)
-            .filter(|_| !may_move(&want.plugin));
+            .filter(|_| !(self.may_move)(&want.plugin));
         if let Some(kept) = kept {
-            out.push(kept.clone());
-            continue;
+            self.out.push(kept.clone());
+            return;
         }
         let key = (call.ecosystem, call.spec.clone(), call.program.clone());
-        if let Some(done) = resolved.get(&key) {
-            out.push(LockedPayload {
+        if let Some(done) = self.resolved.get(&key) {
+            self.out.push(LockedPayload {
                 plugin: want.plugin.clone(),
                 server: want.server.clone(),
                 used_by: want.used_by,
                 runner: call.runner.clone(),
                 ..done.clone()
             });
-            continue;
+            return;
         }
+        self.resolve(want, key);
+    }
+
+    /// Resolves `want`'s package with its ecosystem's resolver and stores its closure.
+    fn resolve(&mut self, want: &PayloadWant, key: (Ecosystem, String, Option<String>)) {
+        let (env, call) = (&self.env, &want.call);
         let user = want.used_by.describe(&want.server);
         let label = format!(
             "plugin `{}`, {user} (`{} {}`)",
             want.plugin, call.runner, call.spec
         );
-        if settings.network == Network::Offline {
-            errors.push(EntryError {
+        if env.settings.network == Network::Offline {
+            self.errors.push(EntryError {
                 label,
                 error: Box::new(ResolveError::Offline {
                     what: format!("the package `{}`", call.spec),
                 }),
             });
-            continue;
+            return;
         }
-        reporter.status(
+        env.reporter.status(
             "Resolving",
             &format!(
                 "`{} {}` of plugin `{}`",
@@ -143,13 +178,13 @@ pub fn lock_payloads(
             ),
         );
         let result = match call.ecosystem {
-            Ecosystem::Npm => ctx.lock_npm(&want),
-            Ecosystem::Python => ctx.lock_python(&want),
+            Ecosystem::Npm => npm::lock_npm(env, want),
+            Ecosystem::Python => python::lock_python(env, want),
         }
-        .and_then(|staged| ctx.commit_payload(&want, staged));
+        .and_then(|staged| commit_payload(env, want, staged));
         match result {
             Ok(payload) => {
-                reporter.status(
+                env.reporter.status(
                     "Locked",
                     &format!(
                         "{} {} for {user} of plugin `{}` ({} packages)",
@@ -159,122 +194,116 @@ pub fn lock_payloads(
                         payload.npm.len() + payload.wheels.len()
                     ),
                 );
-                resolved.insert(key, payload.clone());
-                out.push(payload);
+                self.resolved.insert(key, payload.clone());
+                self.out.push(payload);
             }
-            Err(NotLocked::Left(why)) => reporter.warn(&format!(
+            Err(NotLocked::Left(why)) => env.reporter.warn(&format!(
                 "plugin `{}`, {user}: `{} {}` is left as written and fetched at every start: {why}",
                 want.plugin, call.runner, call.spec
             )),
-            Err(NotLocked::Failed(error)) => errors.push(EntryError { label, error }),
+            Err(NotLocked::Failed(error)) => self.errors.push(EntryError { label, error }),
         }
-    }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(errors)
     }
 }
 
-impl Ctx<'_> {
-    /// The payload of `want` whose closure `staged` holds, added to the store under its
-    /// NAR hash.
-    fn commit_payload(
-        &self,
-        want: &PayloadWant,
-        staged: Staged,
-    ) -> Result<LockedPayload, NotLocked> {
-        let call = &want.call;
-        let mut payload = LockedPayload {
-            plugin: want.plugin.clone(),
-            server: want.server.clone(),
-            used_by: want.used_by,
-            runner: call.runner.clone(),
-            spec: call.spec.clone(),
-            ecosystem: call.ecosystem,
-            package: call.package.clone(),
-            version: staged.version,
-            entry: staged.entry,
-            hash: berth_lockfile_schema::Sha256Hash::from_bytes([0; 32]),
-            python_version: staged.python_version,
-            npm: staged.npm,
-            wheels: staged.wheels,
-        };
-        payload.hash = self
-            .store
-            .commit(staged.staging, &payload.entry_name(), None)?
-            .hash;
-        Ok(payload)
-    }
+/// The payload of `want` whose closure `staged` holds, added to the store under its
+/// NAR hash.
+fn commit_payload(
+    env: &Env<'_>,
+    want: &PayloadWant,
+    staged: Staged,
+) -> Result<LockedPayload, NotLocked> {
+    let call = &want.call;
+    let mut payload = LockedPayload {
+        plugin: want.plugin.clone(),
+        server: want.server.clone(),
+        used_by: want.used_by,
+        runner: call.runner.clone(),
+        spec: call.spec.clone(),
+        ecosystem: call.ecosystem,
+        package: call.package.clone(),
+        version: staged.version,
+        entry: staged.entry,
+        hash: berth_lockfile_schema::Sha256Hash::from_bytes([0; 32]),
+        python_version: staged.python_version,
+        npm: staged.npm,
+        wheels: staged.wheels,
+    };
+    payload.hash = env
+        .store
+        .commit(staged.staging, &payload.entry_name(), None)?
+        .hash;
+    Ok(payload)
+}
 
-    /// Makes a locked payload's closure present in the store: found, substituted, or
-    /// fetched again from its pins and checked against the locked hash.
-    pub(crate) fn sync_payload(
-        &self,
-        payload: &LockedPayload,
-    ) -> Result<(StoreEntry, bool), ResolveError> {
-        let name = payload.entry_name();
-        match self.store.checked_lookup(&payload.hash, &name) {
-            Ok(Some(entry)) => return Ok((entry, false)),
-            Ok(None) => {}
-            Err(StoreError::Tampered { path, found, .. }) => {
-                self.reporter.warn(&format!(
-                    "store entry `{}` of the package `{}` was changed after it was added ({found}); replacing it",
-                    path.display(),
-                    payload.package
-                ));
-                self.store.discard_entry(&payload.hash, &name)?;
-            }
-            Err(e) => return Err(e.into()),
+/// Makes a locked payload's closure present in the store: found, substituted, or
+/// fetched again from its pins and checked against the locked hash.
+pub(crate) fn sync_payload(
+    env: &Env<'_>,
+    payload: &LockedPayload,
+) -> Result<(StoreEntry, bool), ResolveError> {
+    let name = payload.entry_name();
+    match env.store.checked_lookup(&payload.hash, &name) {
+        Ok(Some(entry)) => return Ok((entry, false)),
+        Ok(None) => {}
+        Err(StoreError::Tampered { path, found, .. }) => {
+            env.reporter.warn(&format!(
+                "store entry `{}` of the package `{}` was changed after it was added ({found}); replacing it",
+                path.display(),
+                payload.package
+            ));
+            env.store.discard_entry(&payload.hash, &name)?;
         }
-        let _guard = self
-            .store
-            .lock(&format!("entry-{}", payload.hash.to_nix32()), || {})?;
-        if let Ok(Some(entry)) = self.store.checked_lookup(&payload.hash, &name) {
-            return Ok((entry, false));
-        }
-        let what = format!("package `{}`", payload.package);
-        let staging = match self.substitute_entry(&payload.hash, &name, &what)? {
-            Some(staging) => staging,
-            None => self.fetch_closure(payload)?,
-        };
-        let entry = self.store.commit(staging, &name, Some(&payload.hash))?;
-        self.reporter.status(
-            "Added",
-            &format!(
-                "{} {} {}",
-                payload.package,
-                payload.version,
-                entry.path.display()
-            ),
-        );
-        Ok((entry, true))
+        Err(e) => return Err(e.into()),
     }
+    let _guard = env
+        .store
+        .lock(&format!("entry-{}", payload.hash.to_nix32()), || {})?;
+    if let Ok(Some(entry)) = env.store.checked_lookup(&payload.hash, &name) {
+        return Ok((entry, false));
+    }
+    let what = format!("package `{}`", payload.package);
+    let staging = match crate::sources::substitute(env, &payload.hash, &name, &what)? {
+        Some(staging) => staging,
+        None => fetch_closure(env, payload)?,
+    };
+    let entry = env.store.commit(staging, &name, Some(&payload.hash))?;
+    env.reporter.status(
+        "Added",
+        &format!(
+            "{} {} {}",
+            payload.package,
+            payload.version,
+            entry.path.display()
+        ),
+    );
+    Ok((entry, true))
+}
 
-    /// The NAR hash of a payload's closure fetched afresh from its registry, bypassing
-    /// the store and the substituters (`verify`).
-    pub(crate) fn fresh_payload_hash(
-        &self,
-        payload: &LockedPayload,
-    ) -> Result<berth_lockfile_schema::Sha256Hash, ResolveError> {
-        let staging = self.fetch_closure(payload)?;
-        Ok(berth_store::hash_path(staging.path())?)
-    }
+/// The NAR hash of a payload's closure fetched afresh from its registry, bypassing
+/// the store and the substituters (`verify`).
+pub(crate) fn fresh_payload_hash(
+    env: &Env<'_>,
+    payload: &LockedPayload,
+) -> Result<berth_lockfile_schema::Sha256Hash, ResolveError> {
+    let staging = fetch_closure(env, payload)?;
+    Ok(berth_store::hash_path(staging.path())?)
+}
 
-    /// A payload's closure fetched from its registry into a staging folder, every
-    /// package checked against its pin.
-    fn fetch_closure(&self, payload: &LockedPayload) -> Result<Staging, ResolveError> {
-        self.require_network(|| format!("the package `{}` {}", payload.package, payload.version))?;
-        let built = match payload.ecosystem {
-            Ecosystem::Npm => self.assemble_npm(&payload.npm),
-            Ecosystem::Python => self.assemble_wheels(&payload.wheels),
-        };
-        built.map_err(|e| match e {
-            NotLocked::Failed(e) => *e,
-            NotLocked::Left(why) => ResolveError::Payload {
-                what: format!("the package `{}`", payload.package),
-                message: why,
-            },
-        })
-    }
+/// A payload's closure fetched from its registry into a staging folder, every
+/// package checked against its pin.
+fn fetch_closure(env: &Env<'_>, payload: &LockedPayload) -> Result<Staging, ResolveError> {
+    env.settings
+        .require_network(|| format!("the package `{}` {}", payload.package, payload.version))?;
+    let built = match payload.ecosystem {
+        Ecosystem::Npm => npm::assemble_npm(env, &payload.npm),
+        Ecosystem::Python => python::assemble_wheels(env, &payload.wheels),
+    };
+    built.map_err(|e| match e {
+        NotLocked::Failed(e) => *e,
+        NotLocked::Left(why) => ResolveError::Payload {
+            what: format!("the package `{}`", payload.package),
+            message: why,
+        },
+    })
 }

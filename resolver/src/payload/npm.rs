@@ -15,119 +15,120 @@ use berth_transport::url::SourceUrl;
 use serde_json::Value;
 
 use super::{NotLocked, Staged};
-use crate::context::Ctx;
+use crate::context::Env;
 use crate::error::ResolveError;
-use crate::sources::archive::{self, ArchiveSource};
+use crate::sources::{ArchiveUrl, download, unpack};
 
 /// The largest `package.json` of a payload berth reads.
 const MAX_PACKAGE_JSON: u64 = 1 << 20;
 
-impl Ctx<'_> {
-    /// Resolves an npm runner line with npm and stages its closure.
-    pub(super) fn lock_npm(&self, want: &PayloadWant) -> Result<Staged, NotLocked> {
-        let call = &want.call;
-        let work = self.store.stage()?;
-        let manifest = serde_json::json!({
-            "name": "berth-payload",
-            "version": "0.0.0",
-            "private": true,
-            "dependencies": {(call.package.clone()): call.requirement},
-        });
-        fs_err::write(work.path().join("package.json"), manifest.to_string())?;
-        let registry = self.settings.npm_registry.trim_end_matches('/');
-        let mut cmd = Command::new(std::env::var_os("BERTH_NPM").unwrap_or_else(|| "npm".into()));
-        cmd.current_dir(work.path())
-            .args([
-                "install",
-                "--package-lock-only",
-                "--ignore-scripts",
-                "--no-audit",
-                "--no-fund",
-                "--no-update-notifier",
-                "--loglevel=error",
-            ])
-            .arg(format!("--registry={registry}/"))
-            .env("npm_config_yes", "true");
-        // Without npm the line could not run either: it is left as written.
-        let out = cmd.output().map_err(|e| {
+/// Resolves an npm runner line with npm and stages its closure.
+pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotLocked> {
+    let call = &want.call;
+    let work = env.store.stage()?;
+    let manifest = serde_json::json!({
+        "name": "berth-payload",
+        "version": "0.0.0",
+        "private": true,
+        "dependencies": {(call.package.clone()): call.requirement},
+    });
+    fs_err::write(work.path().join("package.json"), manifest.to_string())?;
+    let registry = env.settings.npm_registry.trim_end_matches('/');
+    let mut cmd = Command::new(std::env::var_os("BERTH_NPM").unwrap_or_else(|| "npm".into()));
+    cmd.current_dir(work.path())
+        .args([
+            "install",
+            "--package-lock-only",
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--no-update-notifier",
+            "--loglevel=error",
+        ])
+        .arg(format!("--registry={registry}/"))
+        .env("npm_config_yes", "true");
+    // Without npm the line could not run either: it is left as written.
+    let out = cmd.output().map_err(|e| {
+        NotLocked::Left(format!(
+            "npm could not be run ({e}); berth resolves npm packages with npm: install Node.js, or set $BERTH_NPM"
+        ))
+    })?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let message = stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .take(6)
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(ResolveError::Payload {
+            what: format!("`{}` from `{registry}`", call.spec),
+            message: format!("npm could not resolve it: {message}"),
+        }
+        .into());
+    }
+    let text = fs_err::read_to_string(work.path().join("package-lock.json"))?;
+    let lockfile: Value = serde_json::from_str(&text).map_err(|e| ResolveError::Payload {
+        what: format!("`{}`", call.spec),
+        message: format!("npm wrote a `package-lock.json` berth cannot read: {e}"),
+    })?;
+    let packages = closure(&lockfile, registry).map_err(NotLocked::Left)?;
+    let own = format!("node_modules/{}", call.package);
+    let version = packages
+        .iter()
+        .find(|p| p.path == own)
+        .map(|p| p.version.clone())
+        .ok_or_else(|| NotLocked::Left(format!("npm's lock has no `{own}`")))?;
+    let staging = assemble_npm(env, &packages)?;
+    let entry = bin_of(staging.path(), &own, &call.package, call.program.as_deref())
+        .map_err(NotLocked::Left)?;
+    Ok(Staged {
+        version,
+        entry,
+        python_version: None,
+        npm: packages,
+        wheels: Vec::new(),
+        staging,
+    })
+}
+
+/// Fetches every package of a closure, checks its tarball against its integrity and
+/// unpacks it at its `node_modules` path of a new staging folder.
+pub(super) fn assemble_npm(
+    env: &Env<'_>,
+    packages: &[LockedNpmPackage],
+) -> Result<Staging, NotLocked> {
+    let closure = env.store.stage()?;
+    let limits = env.settings.archive_limits;
+    for package in packages {
+        let source = ArchiveUrl {
+            url: SourceUrl::new(&package.url).map_err(ResolveError::from)?,
+            format: ArchiveFormat::TarGz,
+        };
+        let expected = Integrity::parse(&package.integrity).ok_or_else(|| {
             NotLocked::Left(format!(
-                "npm could not be run ({e}); berth resolves npm packages with npm: install Node.js, or set $BERTH_NPM"
+                "`{}` has no sha256/sha384/sha512 integrity",
+                package.path
             ))
         })?;
-        if !out.status.success() {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let message = stderr
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .take(6)
-                .collect::<Vec<_>>()
-                .join("; ");
-            return Err(ResolveError::Payload {
-                what: format!("`{}` from `{registry}`", call.spec),
-                message: format!("npm could not resolve it: {message}"),
+        let (download, file, _) = download(env, &source)?;
+        let actual = expected.of_file(&file)?;
+        if actual != expected {
+            return Err(ResolveError::NpmIntegrity {
+                package: format!("{}@{}", package.path, package.version),
+                tarball: source.url.shown.clone(),
+                expected: expected.to_string(),
+                actual: actual.to_string(),
             }
             .into());
         }
-        let text = fs_err::read_to_string(work.path().join("package-lock.json"))?;
-        let lockfile: Value = serde_json::from_str(&text).map_err(|e| ResolveError::Payload {
-            what: format!("`{}`", call.spec),
-            message: format!("npm wrote a `package-lock.json` berth cannot read: {e}"),
-        })?;
-        let packages = closure(&lockfile, registry).map_err(NotLocked::Left)?;
-        let own = format!("node_modules/{}", call.package);
-        let version = packages
-            .iter()
-            .find(|p| p.path == own)
-            .map(|p| p.version.clone())
-            .ok_or_else(|| NotLocked::Left(format!("npm's lock has no `{own}`")))?;
-        let staging = self.assemble_npm(&packages)?;
-        let entry = bin_of(staging.path(), &own, &call.package, call.program.as_deref())
-            .map_err(NotLocked::Left)?;
-        Ok(Staged {
-            version,
-            entry,
-            python_version: None,
-            npm: packages,
-            wheels: Vec::new(),
-            staging,
-        })
+        let unpacked = unpack(env.store, &source, &file, None, limits)?;
+        drop(download);
+        let place = closure.path().join(&package.path);
+        fs_err::create_dir_all(place.parent().expect("a node_modules path has a parent"))?;
+        fs_err::rename(unpacked.staging.path(), &place)?;
     }
-
-    /// Fetches every package of a closure, checks its tarball against its integrity and
-    /// unpacks it at its `node_modules` path of a new staging folder.
-    pub(super) fn assemble_npm(&self, packages: &[LockedNpmPackage]) -> Result<Staging, NotLocked> {
-        let closure = self.store.stage()?;
-        let limits = self.settings.archive_limits;
-        for package in packages {
-            let source = ArchiveSource {
-                url: SourceUrl::new(&package.url).map_err(ResolveError::from)?,
-                format: ArchiveFormat::TarGz,
-            };
-            let expected = Integrity::parse(&package.integrity).ok_or_else(|| {
-                NotLocked::Left(format!(
-                    "`{}` has no sha256/sha384/sha512 integrity",
-                    package.path
-                ))
-            })?;
-            let (download, file, _) = self.download(&source)?;
-            let actual = expected.of_file(&file)?;
-            if actual != expected {
-                return Err(ResolveError::NpmIntegrity {
-                    package: format!("{}@{}", package.path, package.version),
-                    tarball: source.url.shown.clone(),
-                    expected: expected.to_string(),
-                    actual: actual.to_string(),
-                }
-                .into());
-            }
-            let unpacked = archive::unpack(self.store, &source, &file, None, limits)?;
-            drop(download);
-            let place = closure.path().join(&package.path);
-            fs_err::create_dir_all(place.parent().expect("a node_modules path has a parent"))?;
-            fs_err::rename(unpacked.staging.path(), &place)?;
-        }
-        Ok(closure)
-    }
+    Ok(closure)
 }
 
 /// The packages of npm's `package-lock.json` (version 2 or 3) to install, by path; a

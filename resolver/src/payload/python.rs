@@ -9,96 +9,94 @@ use berth_store::Staging;
 use berth_uv::Uv;
 
 use super::{NotLocked, Staged};
-use crate::agent::{read_wheel_meta, wheels_of};
-use crate::context::Ctx;
+use crate::agent::{compile, fetch_wheel, index, read_wheel_meta, wheels_of};
+use crate::context::Env;
 use crate::error::ResolveError;
 
-impl Ctx<'_> {
-    /// Resolves a Python runner line with uv and stages its wheels.
-    pub(super) fn lock_python(&self, want: &PayloadWant) -> Result<Staged, NotLocked> {
-        let call = &want.call;
-        // Without uv berth cannot resolve the line: it is left as written.
-        let uv = Uv::find().map_err(|e| NotLocked::Left(e.to_string()))?;
-        let python = uv.find_python(None).map_err(ResolveError::from)?;
-        let index = self.index()?;
-        let work = self.store.stage()?;
-        let requirement = format!("{}{}", call.package, call.requirement);
-        let packages = self.compile(&uv, &python, &index, &requirement, work.path())?;
-        let mut wheels = wheels_of(packages, None, &python)?;
-        wheels.sort_by(|a, b| (&a.name, &a.file).cmp(&(&b.name, &b.file)));
-        let own = wheels
-            .iter()
-            .find(|w| w.name == call.package)
-            .cloned()
-            .ok_or_else(|| NotLocked::Left(format!("uv's resolution has no `{}`", call.package)))?;
-        let staging = self.assemble_wheels(&wheels)?;
-        let meta = read_wheel_meta(&staging.path().join("wheels").join(&own.file))?;
-        let names: Vec<&str> = meta.scripts.iter().map(|e| e.name.as_str()).collect();
-        // uvx runs the script named as the line names the package (or `--from`'s program).
-        let written = call.program.clone().unwrap_or_else(|| {
-            let spec = call.spec.as_str();
-            let end = spec
-                .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
-                .unwrap_or(spec.len());
-            spec[..end].to_owned()
-        });
-        let entry = names
-            .iter()
-            .find(|n| **n == written)
-            .or_else(|| {
-                names.iter().find(|n| {
-                    berth_lockfile_schema::normalize_package_name(n)
-                        == berth_lockfile_schema::normalize_package_name(&written)
-                })
+/// Resolves a Python runner line with uv and stages its wheels.
+pub(super) fn lock_python(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotLocked> {
+    let call = &want.call;
+    // Without uv berth cannot resolve the line: it is left as written.
+    let uv = Uv::find().map_err(|e| NotLocked::Left(e.to_string()))?;
+    let python = uv.find_python(None).map_err(ResolveError::from)?;
+    let index = index(env)?;
+    let work = env.store.stage()?;
+    let requirement = format!("{}{}", call.package, call.requirement);
+    let packages = compile(&uv, &python, &index, &requirement, work.path())?;
+    let mut wheels = wheels_of(packages, None, &python)?;
+    wheels.sort_by(|a, b| (&a.name, &a.file).cmp(&(&b.name, &b.file)));
+    let own = wheels
+        .iter()
+        .find(|w| w.name == call.package)
+        .cloned()
+        .ok_or_else(|| NotLocked::Left(format!("uv's resolution has no `{}`", call.package)))?;
+    let staging = assemble_wheels(env, &wheels)?;
+    let meta = read_wheel_meta(&staging.path().join("wheels").join(&own.file))?;
+    let names: Vec<&str> = meta.scripts.iter().map(|e| e.name.as_str()).collect();
+    // uvx runs the script named as the line names the package (or `--from`'s program).
+    let written = call.program.clone().unwrap_or_else(|| {
+        let spec = call.spec.as_str();
+        let end = spec
+            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+            .unwrap_or(spec.len());
+        spec[..end].to_owned()
+    });
+    let entry = names
+        .iter()
+        .find(|n| **n == written)
+        .or_else(|| {
+            names.iter().find(|n| {
+                berth_lockfile_schema::normalize_package_name(n)
+                    == berth_lockfile_schema::normalize_package_name(&written)
             })
-            .or(if names.len() == 1 {
-                names.first()
-            } else {
-                None
-            })
-            .map(|n| (*n).to_owned())
-            .ok_or_else(|| {
-                NotLocked::Left(format!(
-                    "`{}` has no console script `{written}` (it has: {})",
-                    call.package,
-                    if names.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        names.join(", ")
-                    }
-                ))
-            })?;
-        Ok(Staged {
-            version: own.version.clone(),
-            entry,
-            python_version: Some(python.minor_version()),
-            npm: Vec::new(),
-            wheels,
-            staging,
         })
-    }
-
-    /// Fetches every wheel of a closure into `wheels/` of a new staging folder, each
-    /// checked against its sha256.
-    pub(super) fn assemble_wheels(&self, wheels: &[LockedWheel]) -> Result<Staging, NotLocked> {
-        let index = self.index()?;
-        let closure = self.store.stage()?;
-        let dir = closure.path().join("wheels");
-        fs_err::create_dir(&dir)?;
-        for wheel in wheels {
-            let (download, path, sha256) = self.fetch_wheel(wheel, &index)?;
-            if sha256 != wheel.sha256 {
-                return Err(ResolveError::WheelMismatch {
-                    file: wheel.file.to_string(),
-                    url: wheel.url.clone().unwrap_or_default(),
-                    expected: wheel.sha256.clone(),
-                    actual: sha256,
+        .or(if names.len() == 1 {
+            names.first()
+        } else {
+            None
+        })
+        .map(|n| (*n).to_owned())
+        .ok_or_else(|| {
+            NotLocked::Left(format!(
+                "`{}` has no console script `{written}` (it has: {})",
+                call.package,
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
                 }
-                .into());
+            ))
+        })?;
+    Ok(Staged {
+        version: own.version.clone(),
+        entry,
+        python_version: Some(python.minor_version()),
+        npm: Vec::new(),
+        wheels,
+        staging,
+    })
+}
+
+/// Fetches every wheel of a closure into `wheels/` of a new staging folder, each
+/// checked against its sha256.
+pub(super) fn assemble_wheels(env: &Env<'_>, wheels: &[LockedWheel]) -> Result<Staging, NotLocked> {
+    let index = index(env)?;
+    let closure = env.store.stage()?;
+    let dir = closure.path().join("wheels");
+    fs_err::create_dir(&dir)?;
+    for wheel in wheels {
+        let (download, path, sha256) = fetch_wheel(env, wheel, &index)?;
+        if sha256 != wheel.sha256 {
+            return Err(ResolveError::WheelMismatch {
+                file: wheel.file.to_string(),
+                url: wheel.url.clone().unwrap_or_default(),
+                expected: wheel.sha256.clone(),
+                actual: sha256,
             }
-            fs_err::rename(&path, dir.join(&wheel.file))?;
-            drop(download);
+            .into());
         }
-        Ok(closure)
+        fs_err::rename(&path, dir.join(&wheel.file))?;
+        drop(download);
     }
+    Ok(closure)
 }

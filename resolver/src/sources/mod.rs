@@ -1,94 +1,166 @@
-//! The source kinds, each in its own module: how a request of that kind is pinned and how
-//! a pin is put into staging. `lock`, `sync` and `verify` (in `ops/`) loop over entries
-//! and reach a kind only through these.
+//! The source kinds, each a folder with its mechanics and its source values. A request's
+//! source is loaded with [`load`] (as Cargo's `SourceId::load`): a value that owns what it
+//! needs (a remote, a URL, a folder) and pins the request ([`PluginSource`]). A locked
+//! entry's source is loaded from its pin ([`PinKind::load`]): a value that puts the pinned
+//! tree into staging, adds it to the store or fetches it afresh ([`PinnedSource`]).
+//!
+//! `lock`, `sync`, `verify` and `live` (in `ops/`) loop over entries and reach a kind only
+//! through these traits. The two matches on a kind are here, in [`load`] and [`kind_of`]:
+//! a new kind's variant of `Source` or `Pin` is a compile error until both have its arm.
+//! Each kind's module is private to this one, so what the operations can use of a kind is
+//! what is declared here (git's `GitDb` stays inside `git/`).
 
-pub(crate) mod archive;
-pub(crate) mod git;
-pub(crate) mod local;
+mod archive;
+mod entry;
+mod git;
+mod local;
 pub(crate) mod marketplace;
-pub(crate) mod npm;
+mod npm;
+mod resolved;
+mod substitute;
 
 pub use marketplace::read_marketplace;
 
-use berth_lockfile_schema::{LockedPlugin, PluginRequest, Sha256Hash, SourceKind};
-use berth_store::Staging;
+pub(crate) use archive::{ArchiveUrl, download, unpack};
+pub(crate) use entry::sync_entry;
+pub(crate) use resolved::{Declared, Resolved, check_pins};
+pub(crate) use substitute::{substitute, substitute_or_stage};
 
-use crate::context::{Ctx, Resolved};
+use std::sync::Arc;
+
+use berth_lockfile_schema::{LockedPlugin, Pin, PluginRequest, Sha256Hash, Source};
+use berth_store::{Live, Staging, StoreEntry};
+
+use crate::context::Env;
 use crate::error::ResolveError;
 
-/// One kind of source, as Cargo's `Source`: pin a request, put a pin into staging.
-pub(crate) trait PluginSource: Sync {
+/// A request's source, loaded: pins a request of it.
+pub(crate) trait PluginSource {
     /// Resolves `request` to an exact pin and hashes it. `previous` is the entry's lock
-    /// from before, when the caller re-checks one (a local folder, say).
+    /// from before when the caller re-checks a kept pin (a local folder's content).
     fn lock(
         &self,
-        ctx: &Ctx<'_>,
         request: &PluginRequest,
         previous: Option<&LockedPlugin>,
     ) -> Result<Resolved, ResolveError>;
 
-    /// Exports the locked tree into a new staging folder (not yet checked against the
-    /// lock: the store's commit does that).
-    fn stage(
-        &self,
-        ctx: &Ctx<'_>,
-        locked: &LockedPlugin,
-        request: Option<&PluginRequest>,
-    ) -> Result<Staging, ResolveError>;
-
-    /// Fetches the locked entry afresh, trusting neither the store nor any cache, and
-    /// hashes it (`verify`; its git entries are batched per remote before this).
-    fn fresh_hash(
-        &self,
-        ctx: &Ctx<'_>,
-        locked: &LockedPlugin,
-        request: Option<&PluginRequest>,
-    ) -> Result<Sha256Hash, ResolveError>;
-}
-
-/// The source of a kind.
-pub(crate) fn of(kind: SourceKind) -> &'static dyn PluginSource {
-    match kind {
-        SourceKind::Git => &git::Git,
-        SourceKind::Archive => &archive::Archive,
-        SourceKind::Local => &local::Local,
-        SourceKind::Marketplace => {
-            unreachable!("a marketplace pick is locked as the source its catalog gives")
-        }
+    /// The names of the source's tags (a dependency's `NAME--vVERSION` tags), listed once
+    /// per run; `None` for a kind without tags.
+    fn tags(&self) -> Result<Option<Vec<String>>, ResolveError> {
+        Ok(None)
     }
 }
 
-/// Pins a request afresh (for the agent's source tree too).
-pub(crate) fn lock_new(
-    ctx: &Ctx<'_>,
-    request: &PluginRequest,
-) -> Result<LockedPlugin, ResolveError> {
-    resolve_new(ctx, request).map(|r| r.plugin)
+/// A locked entry's source, loaded from its pin.
+pub(crate) trait PinnedSource {
+    /// Puts the locked tree into a new staging folder (not yet checked against the lock:
+    /// the store's commit does that).
+    fn stage(&self) -> Result<Staging, ResolveError>;
+
+    /// Adds the locked entry to the store, verified against the lock (`sync`, after the
+    /// entry was found missing under its lock).
+    fn add_to_store(&self) -> Result<StoreEntry, ResolveError>;
+
+    /// Checks that content which can change behind its pin (a local folder) still hashes
+    /// to the lock; nothing to do for the others.
+    fn recheck(&self) -> Result<(), ResolveError> {
+        Ok(())
+    }
+
+    /// Fetches the entry afresh, trusting neither the store nor any cache, and hashes it
+    /// (`verify`). A failure may be shared by the entries of one fetch.
+    fn fresh_hash(&self) -> Result<Sha256Hash, Arc<ResolveError>>;
 }
 
-/// Resolves a request afresh, keeping what its manifest declares.
+/// What a kind does with its own pin: implemented in each kind's folder by the schema's
+/// `GitPin`, `ArchivePin` and `LocalPin`.
+pub(crate) trait PinKind {
+    /// The source `locked` (whose pin this is) is fetched from: the manifest's `request`
+    /// when given (it may carry credentials the lock leaves out), else the lock's own
+    /// source. Loading does nothing that can fail: what the source needs (a remote's
+    /// credentials, say) is worked out when it is used, so an entry a substituter has
+    /// never needs them.
+    fn load<'a>(
+        &'a self,
+        env: &'a Env<'a>,
+        locked: &'a LockedPlugin,
+        request: Option<&'a PluginRequest>,
+    ) -> Box<dyn PinnedSource + 'a>;
+
+    /// Adds what `gc` must keep for this pin besides the store entry (a git cache, a
+    /// downloaded archive).
+    fn mark_live(&self, live: &mut Live);
+
+    /// Whether the content behind the pin can change while the pin stays the same (a
+    /// local folder): `lock` and `sync` then hash it again.
+    fn changes_in_place(&self) -> bool {
+        false
+    }
+}
+
+/// Loads the source of a request.
+pub(crate) fn load<'a>(
+    env: &'a Env<'a>,
+    source: &Source,
+) -> Result<Box<dyn PluginSource + 'a>, ResolveError> {
+    Ok(match source {
+        Source::GitHub { .. } | Source::Git { .. } => Box::new(git::GitSource::load(env, source)?),
+        Source::Archive { url, format } => {
+            Box::new(archive::ArchiveSource::load(env, url, *format)?)
+        }
+        Source::Local { path } => Box::new(local::LocalSource::load(env, path)),
+        Source::Marketplace { .. } => {
+            unreachable!("a marketplace pick is locked as the source its catalog gives")
+        }
+    })
+}
+
+/// What a pin's kind does with it.
+pub(crate) fn kind_of(pin: &Pin) -> &dyn PinKind {
+    match pin {
+        Pin::Git(pin) => pin,
+        Pin::Archive(pin) => pin,
+        Pin::Local(pin) => pin,
+    }
+}
+
+/// Pins a request afresh, keeping what its manifest declares.
 pub(crate) fn resolve_new(
-    ctx: &Ctx<'_>,
+    env: &Env<'_>,
     request: &PluginRequest,
 ) -> Result<Resolved, ResolveError> {
-    of(request.parsed_source().kind()).lock(ctx, request, None)
+    load(env, request.parsed_source())?.lock(request, None)
 }
 
-/// Exports a locked git or archive entry's tree into a new staging folder (not yet
-/// checked against the lock: [`berth_store::Store::commit`] does that).
+/// Pins a request afresh (the agent's source tree).
+pub(crate) fn lock_new(
+    env: &Env<'_>,
+    request: &PluginRequest,
+) -> Result<LockedPlugin, ResolveError> {
+    resolve_new(env, request).map(|r| r.plugin)
+}
+
+/// Puts a locked entry's tree into a new staging folder (not yet checked against the
+/// lock: [`berth_store::Store::commit`] does that).
 pub(crate) fn stage_tree(
-    ctx: &Ctx<'_>,
+    env: &Env<'_>,
     locked: &LockedPlugin,
     request: Option<&PluginRequest>,
 ) -> Result<Staging, ResolveError> {
-    of(locked.pin.kind()).stage(ctx, locked, request)
+    kind_of(&locked.pin).load(env, locked, request).stage()
 }
 
-/// The error for a locked entry handed to the source of another kind (a caller's bug: the
-/// kind is chosen from the pin itself).
-pub(crate) fn other_kind(locked: &LockedPlugin) -> ResolveError {
-    ResolveError::WrongKind {
-        name: locked.name.clone(),
-        kind: locked.pin.kind(),
+/// The source to fetch a locked entry from: the manifest's (which may carry credentials
+/// the lock leaves out) when it still matches, else the lock's.
+fn source_of(
+    locked: &LockedPlugin,
+    request: Option<&PluginRequest>,
+) -> Result<Source, ResolveError> {
+    match request.filter(|r| r.parsed_source().marketplace().is_none()) {
+        Some(r) => Ok(r.parsed_source().clone()),
+        None => Source::parse(&locked.source).map_err(|source| ResolveError::LockedSource {
+            name: locked.name.clone(),
+            source,
+        }),
     }
 }

@@ -20,8 +20,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use berth_lockfile_schema::Pin;
 use berth_lockfile_schema::plugin_manifest::Format;
+use berth_lockfile_schema::{GitPin, Pin};
 use serde_json::{Map, Value, json};
 
 use super::files::{Plan, Planned, one_per_name, pretty};
@@ -248,7 +248,7 @@ pub fn plan(set: &PluginSet, root: &Path, scope: Scope<'_>) -> Result<Plan, Runt
             "installedAt": INSTALLED_AT,
             "lastUpdated": INSTALLED_AT,
         });
-        if let Pin::Git { rev, .. } = &info.locked.pin {
+        if let Pin::Git(GitPin { rev, .. }) = &info.locked.pin {
             record["gitCommitSha"] = json!(rev.to_string());
         }
         if let Scope::Project(repo) = scope {

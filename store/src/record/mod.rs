@@ -79,9 +79,7 @@ impl RecentChecks {
     fn entries(
         &self,
     ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, std::time::Instant>> {
-        self.checked
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::poison::lock_unpoisoned(&self.checked)
     }
 
     /// Whether the entry `folder` was found unchanged within the window.

@@ -8,7 +8,9 @@
 //! `http(s)://`. The narinfo is written last (a file renamed into place, one S3 PUT), so
 //! a reader never sees a narinfo without its NAR.
 
+mod io_context;
 mod sign;
+mod streams;
 
 pub use sign::{KeyError, PublicKey, SecretKey};
 
@@ -22,9 +24,10 @@ use berth_store::{
     NarError, NarUnpackError, Sha256Sink, Staging, Store, StoreError, UnpackLimits, nix_store_path,
     unpack_nar,
 };
-use sha2::{Digest, Sha256};
 
 use crate::objects::ObjectStore;
+use io_context::InCache;
+use streams::{Bounded, Counting, Tee};
 
 /// Why a cache could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +112,16 @@ pub enum Pushed {
     },
 }
 
+/// A store entry's NAR, compressed into a scratch file.
+struct CompressedNar {
+    file: tempfile::NamedTempFile,
+    /// sha256 and size of the compressed file.
+    file_hash: Sha256Hash,
+    file_size: u64,
+    /// Size of the NAR itself.
+    nar_size: u64,
+}
+
 impl Cache {
     /// Opens the cache at `url`: `file:///abs/path` (or an absolute folder path),
     /// `s3://bucket/prefix[?endpoint=URL&region=R&profile=P]` or `http(s)://…` (read-only).
@@ -141,13 +154,6 @@ impl Cache {
         &self.label
     }
 
-    fn io(&self, source: io::Error) -> CacheError {
-        CacheError::Io {
-            cache: self.label.clone(),
-            source,
-        }
-    }
-
     /// Uploads the store entry at `entry` (whose NAR hash is `hash`) as plugin `name`: the
     /// NAR first, the narinfo last. An entry whose narinfo is already there is skipped.
     /// The entry is serialised afresh and must still hash to `hash`.
@@ -159,60 +165,32 @@ impl Cache {
         key: Option<&SecretKey>,
     ) -> Result<Pushed, CacheError> {
         if self.backend.read_only() {
-            return Err(self.io(io::Error::new(
+            return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "an http(s) cache is read-only; push to the folder or bucket behind it (`file://` or `s3://`)",
-            )));
+            ))
+            .in_cache(self);
         }
         let store_path = nix_store_path(hash, name);
         let info_key = NarInfo::file_name(&store_path);
-        if self.backend.exists(&info_key).map_err(|e| self.io(e))? {
+        if self.backend.exists(&info_key).in_cache(self)? {
             return Ok(Pushed::AlreadyThere);
         }
-        if !self
-            .backend
-            .exists("nix-cache-info")
-            .map_err(|e| self.io(e))?
-        {
-            let scratch = self.backend.scratch().map_err(|e| self.io(e))?;
-            let mut tmp = tempfile::NamedTempFile::new_in(scratch).map_err(|e| self.io(e))?;
-            tmp.write_all(NIX_CACHE_INFO.as_bytes())
-                .map_err(|e| self.io(e))?;
-            self.backend
-                .put_file("nix-cache-info", tmp.path())
-                .map_err(|e| self.io(e))?;
-        }
-        let scratch = self.backend.scratch().map_err(|e| self.io(e))?;
-        let nar_file = tempfile::NamedTempFile::new_in(&scratch).map_err(|e| self.io(e))?;
+        self.ensure_cache_info()?;
+        let scratch = self.backend.scratch().in_cache(self)?;
         let compression = Compression::Zstd;
-        let mut file_sink = Counting::new(io::BufWriter::new(nar_file.as_file()));
-        let mut encoder = zstd::Encoder::new(&mut file_sink, 3).map_err(|e| self.io(e))?;
-        let mut nar_sink = Counting::new(Sha256Sink::default());
-        berth_store::nar::dump(entry, &mut Tee(&mut nar_sink, &mut encoder))?;
-        encoder.finish().map_err(|e| self.io(e))?;
-        file_sink.inner.flush().map_err(|e| self.io(e))?;
-        let (file_hash, file_size) = (file_sink.digest(), file_sink.count);
-        let (nar_hash, nar_size) = (nar_sink.inner.finish(), nar_sink.count);
-        if nar_hash != *hash {
-            return Err(CacheError::Mismatch {
-                cache: self.label.clone(),
-                file: entry.display().to_string(),
-                why: format!(
-                    "hashes to `{}`, not `{}`: the store entry changed; run `berth store verify --repair`",
-                    nar_hash.to_sri(),
-                    hash.to_sri()
-                ),
-            });
-        }
+        let nar = self.compress(entry, hash, &scratch)?;
+        let (file_hash, file_size) = (nar.file_hash, nar.file_size);
+        let (nar_hash, nar_size) = (*hash, nar.nar_size);
         let url = format!(
             "nar/{}.nar{}",
             file_hash.to_nix32(),
             compression.extension()
         );
-        if !self.backend.exists(&url).map_err(|e| self.io(e))? {
+        if !self.backend.exists(&url).in_cache(self)? {
             self.backend
-                .put_file(&url, nar_file.path())
-                .map_err(|e| self.io(e))?;
+                .put_file(&url, nar.file.path())
+                .in_cache(self)?;
         }
         let mut info = NarInfo {
             store_path,
@@ -230,14 +208,69 @@ impl Cache {
             let sig = key.sign(&info);
             info.sigs.push(sig);
         }
-        let mut tmp = tempfile::NamedTempFile::new_in(&scratch).map_err(|e| self.io(e))?;
-        tmp.write_all(info.render().as_bytes())
-            .map_err(|e| self.io(e))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(&scratch).in_cache(self)?;
+        tmp.write_all(info.render().as_bytes()).in_cache(self)?;
         berth_store::fault::pause_at(berth_store::fault::PUSH_BEFORE_NARINFO);
         self.backend
             .put_file(&info_key, tmp.path())
-            .map_err(|e| self.io(e))?;
+            .in_cache(self)?;
         Ok(Pushed::Uploaded { bytes: file_size })
+    }
+
+    /// Writes `nix-cache-info` unless the cache has it.
+    fn ensure_cache_info(&self) -> Result<(), CacheError> {
+        if self.backend.exists("nix-cache-info").in_cache(self)? {
+            return Ok(());
+        }
+        let scratch = self.backend.scratch().in_cache(self)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(scratch).in_cache(self)?;
+        tmp.write_all(NIX_CACHE_INFO.as_bytes()).in_cache(self)?;
+        self.backend
+            .put_file("nix-cache-info", tmp.path())
+            .in_cache(self)
+    }
+
+    /// The store entry at `entry` serialised as a NAR and compressed with zstd into a file
+    /// in `scratch`; the NAR must still hash to `hash`.
+    fn compress(
+        &self,
+        entry: &Path,
+        hash: &Sha256Hash,
+        scratch: &Path,
+    ) -> Result<CompressedNar, CacheError> {
+        let file = tempfile::NamedTempFile::new_in(scratch).in_cache(self)?;
+        let (file_hash, file_size, nar_hash, nar_size) = {
+            let mut file_sink = Counting::new(io::BufWriter::new(file.as_file()));
+            let mut encoder = zstd::Encoder::new(&mut file_sink, 3).in_cache(self)?;
+            let mut nar_sink = Counting::new(Sha256Sink::default());
+            berth_store::nar::dump(entry, &mut Tee(&mut nar_sink, &mut encoder))?;
+            encoder.finish().in_cache(self)?;
+            file_sink.inner.flush().in_cache(self)?;
+            let nar_size = nar_sink.count;
+            (
+                file_sink.digest(),
+                file_sink.count,
+                nar_sink.inner.finish(),
+                nar_size,
+            )
+        };
+        if nar_hash != *hash {
+            return Err(CacheError::Mismatch {
+                cache: self.label.clone(),
+                file: entry.display().to_string(),
+                why: format!(
+                    "hashes to `{}`, not `{}`: the store entry changed; run `berth store verify --repair`",
+                    nar_hash.to_sri(),
+                    hash.to_sri()
+                ),
+            });
+        }
+        Ok(CompressedNar {
+            file,
+            file_hash,
+            file_size,
+            nar_size,
+        })
     }
 
     /// The narinfo for plugin `name` with NAR hash `hash`, checked to describe exactly
@@ -246,7 +279,7 @@ impl Cache {
     pub fn narinfo(&self, hash: &Sha256Hash, name: &str) -> Result<Option<NarInfo>, CacheError> {
         let store_path = nix_store_path(hash, name);
         let info_key = NarInfo::file_name(&store_path);
-        let Some(mut reader) = self.backend.open(&info_key).map_err(|e| self.io(e))? else {
+        let Some(mut reader) = self.backend.open(&info_key).in_cache(self)? else {
             return Ok(None);
         };
         let mut text = String::new();
@@ -254,7 +287,7 @@ impl Cache {
             .by_ref()
             .take(64 * 1024)
             .read_to_string(&mut text)
-            .map_err(|e| self.io(e))?;
+            .in_cache(self)?;
         let info = NarInfo::parse(&text).map_err(|source| CacheError::BadNarInfo {
             cache: self.label.clone(),
             file: info_key.clone(),
@@ -300,21 +333,20 @@ impl Cache {
             file: NarInfo::file_name(&info.store_path),
             why,
         };
-        let Some(nar) = self.backend.open(&info.url).map_err(|e| self.io(e))? else {
+        let Some(nar) = self.backend.open(&info.url).in_cache(self)? else {
             return Err(mismatch(format!("names `{}`, which is missing", info.url)));
         };
         let mut file = Counting::new(nar);
         let unpacked = {
             let body: Box<dyn Read> = match info.compression {
-                Compression::Zstd => Box::new(
-                    zstd::Decoder::with_buffer(BufReader::new(&mut file))
-                        .map_err(|e| self.io(e))?,
-                ),
+                Compression::Zstd => {
+                    Box::new(zstd::Decoder::with_buffer(BufReader::new(&mut file)).in_cache(self)?)
+                }
                 Compression::None => Box::new(&mut file),
                 Compression::Xz => {
                     // The xz decoder writes rather than reads: into a scratch file no
                     // larger than the narinfo's `NarSize`, then unpacked from there.
-                    let mut tmp = tempfile::tempfile().map_err(|e| self.io(e))?;
+                    let mut tmp = tempfile::tempfile().in_cache(self)?;
                     let mut out = Bounded {
                         inner: io::BufWriter::new(&mut tmp),
                         left: info.nar_size,
@@ -322,9 +354,9 @@ impl Cache {
                     lzma_rs::xz_decompress(&mut BufReader::new(&mut file), &mut out).map_err(
                         |e| mismatch(format!("names `{}`, which is not valid xz: {e}", info.url)),
                     )?;
-                    out.inner.flush().map_err(|e| self.io(e))?;
+                    out.inner.flush().in_cache(self)?;
                     drop(out);
-                    io::Seek::rewind(&mut tmp).map_err(|e| self.io(e))?;
+                    io::Seek::rewind(&mut tmp).in_cache(self)?;
                     Box::new(BufReader::new(tmp))
                 }
             };
@@ -335,7 +367,7 @@ impl Cache {
             })?
         };
         // The rest of the file (zstd's end) is read so its hash covers every byte.
-        io::copy(&mut file, &mut io::sink()).map_err(|e| self.io(e))?;
+        io::copy(&mut file, &mut io::sink()).in_cache(self)?;
         if unpacked.nar_hash != *hash {
             return Err(mismatch(format!(
                 "names a NAR that hashes to `{}`, not `{}`",
@@ -399,83 +431,4 @@ pub fn substitute_staged<'c>(
         }
     }
     Ok(None)
-}
-
-/// A writer that refuses more than `left` bytes (a decompression bomb stops there).
-struct Bounded<W> {
-    inner: W,
-    left: u64,
-}
-
-impl<W: Write> Write for Bounded<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if buf.len() as u64 > self.left {
-            return Err(io::Error::other(
-                "the NAR is larger than the narinfo's `NarSize`",
-            ));
-        }
-        let n = self.inner.write(buf)?;
-        self.left -= n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-/// Writes everything to both.
-struct Tee<'a, A, B>(&'a mut A, &'a mut B);
-
-impl<A: Write, B: Write> Write for Tee<'_, A, B> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write_all(buf)?;
-        self.1.write_all(buf)?;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.0.flush()?;
-        self.1.flush()
-    }
-}
-
-/// Counts and hashes the bytes that pass through, read or written.
-struct Counting<T> {
-    inner: T,
-    count: u64,
-    hasher: Sha256,
-}
-
-impl<T> Counting<T> {
-    fn new(inner: T) -> Self {
-        Self {
-            inner,
-            count: 0,
-            hasher: Sha256::new(),
-        }
-    }
-
-    fn digest(&self) -> Sha256Hash {
-        Sha256Hash::from_bytes(self.hasher.clone().finalize().into())
-    }
-}
-
-impl<T: Write> Write for Counting<T> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.count += n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-impl<T: Read> Read for Counting<T> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.count += n as u64;
-        Ok(n)
-    }
 }

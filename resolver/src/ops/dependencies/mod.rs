@@ -8,17 +8,19 @@
 
 use std::collections::HashMap;
 
-use berth_lockfile_schema::marketplace::MarketplaceRequest;
-use berth_lockfile_schema::{Lock, LockedPlugin, PluginRequest, Source, SourceKind};
+use berth_lockfile_schema::marketplace::{LockedMarketplace, MarketplaceRequest};
+use berth_lockfile_schema::{Lock, LockedPlugin, PluginRequest};
 use semver::Version;
 
 mod graph;
 
-use graph::{clash, key_of, order, walk};
+use graph::{Walk, clash, key_of, order, walk};
 
-use crate::context::{Ctx, Resolved};
+use crate::context::Env;
 use crate::error::ResolveError;
-use crate::sources::marketplace::ReadMarketplace;
+use crate::ops::Upgrade;
+use crate::sources::load;
+use crate::sources::marketplace::{ReadMarketplace, derive, read_marketplace_at, resolve_derived};
 
 /// Where a requirement on a plugin comes from: the chain of plugin names from a plugin
 /// the manifest asks for, and the range (if any).
@@ -53,11 +55,11 @@ impl Requirement {
 pub(crate) struct Markets<'a> {
     pub(crate) declared: &'a [MarketplaceRequest],
     pub(crate) read: HashMap<String, ReadMarketplace>,
-    pub(crate) locked: Vec<berth_lockfile_schema::marketplace::LockedMarketplace>,
+    pub(crate) locked: Vec<LockedMarketplace>,
 }
 
 impl Markets<'_> {
-    fn catalog(&mut self, ctx: &Ctx<'_>, name: &str) -> Result<&ReadMarketplace, ResolveError> {
+    fn catalog(&mut self, env: &Env<'_>, name: &str) -> Result<&ReadMarketplace, ResolveError> {
         if !self.read.contains_key(name) {
             let declared = self
                 .declared
@@ -65,7 +67,7 @@ impl Markets<'_> {
                 .find(|m| m.name == name)
                 .expect("checked by the caller");
             let previous = self.locked.iter().find(|m| m.name == name);
-            let read = ctx.read_marketplace(declared, previous.filter(|m| m.git.is_some()))?;
+            let read = read_marketplace_at(env, declared, previous.filter(|m| m.git.is_some()))?;
             self.read.insert(name.to_owned(), read);
         }
         Ok(&self.read[name])
@@ -88,157 +90,250 @@ fn version_of(plugin: &LockedPlugin) -> Option<Version> {
     })
 }
 
-impl Ctx<'_> {
-    /// Adds the dependency closure of `roots` (the manifest's plugins, locked, in manifest
-    /// order) and returns the lock's plugin list: each dependency before the first plugin
-    /// that needs it, marked with who needs it. `previous` keeps the pins of dependencies
-    /// still satisfied unless `upgrading` names them or their marketplace.
-    pub(crate) fn lock_dependencies(
-        &self,
-        roots: Vec<LockedPlugin>,
-        markets: &mut Markets<'_>,
-        previous: Option<&Lock>,
-        upgrading: &dyn Fn(&str) -> bool,
-    ) -> Result<Vec<LockedPlugin>, ResolveError> {
-        if roots.iter().all(|r| r.dependencies.is_empty()) {
-            return Ok(roots);
-        }
-        let root_keys: HashMap<String, usize> = roots
+/// Adds the dependency closure of `roots` (the manifest's plugins, locked, in manifest
+/// order) and returns the lock's plugin list: each dependency before the first plugin
+/// that needs it, marked with who needs it. `previous` keeps the pins of dependencies
+/// still satisfied unless `upgrade` covers them or their marketplace.
+pub(crate) fn lock_dependencies(
+    env: &Env<'_>,
+    roots: Vec<LockedPlugin>,
+    markets: &mut Markets<'_>,
+    previous: Option<&Lock>,
+    upgrade: &Upgrade,
+) -> Result<Vec<LockedPlugin>, ResolveError> {
+    if roots.iter().all(|r| r.dependencies.is_empty()) {
+        return Ok(roots);
+    }
+    let mut closure = Closure {
+        env,
+        markets,
+        previous,
+        upgrade,
+        root_keys: roots
             .iter()
             .enumerate()
             .filter_map(|(i, r)| r.requested.clone().map(|k| (k, i)))
-            .collect();
-        let mut picked: HashMap<String, LockedPlugin> = HashMap::new();
-        let mut round = 0usize;
-        loop {
-            round += 1;
-            let walk = walk(&roots, &picked);
-            if let Some(cycle) = walk.cycle {
-                return Err(ResolveError::Dependency {
-                    message: format!(
-                        "plugin dependencies form a cycle: {}; a plugin cannot need itself",
-                        cycle.join(" → ")
-                    ),
-                });
+            .collect(),
+        picked: HashMap::new(),
+    };
+    let mut round = 0usize;
+    loop {
+        round += 1;
+        let walk = walk(&roots, &closure.picked);
+        if let Some(cycle) = &walk.cycle {
+            return Err(ResolveError::Dependency {
+                message: format!(
+                    "plugin dependencies form a cycle: {}; a plugin cannot need itself",
+                    cycle.join(" → ")
+                ),
+            });
+        }
+        let settled = closure.pick_round(&roots, &walk)?;
+        if settled.changed {
+            // Each round reaches one level deeper, or moves a pin a range asks to move:
+            // a graph of n dependencies settles within a few rounds per dependency.
+            check_bound(round, &walk, &settled.moved)?;
+            continue;
+        }
+        if let Some(conflict) = settled.conflict {
+            return Err(conflict);
+        }
+        closure.warn_order(&roots, &walk);
+        let out = order(roots, &closure.picked, &walk);
+        clash(&out, &closure.picked)?;
+        return Ok(out);
+    }
+}
+
+/// Refuses a closure still moving after `round` rounds.
+fn check_bound(round: usize, walk: &Walk, moved: &[String]) -> Result<(), ResolveError> {
+    let bound = 2 * walk.order.len() + 8;
+    if round <= bound {
+        return Ok(());
+    }
+    Err(ResolveError::Dependency {
+        message: format!(
+            "plugin dependencies did not settle after {round} rounds over {} dependencies: the version ranges on {} keep picking other versions of each other; pin those versions in the plugins' `dependencies`",
+            walk.order.len(),
+            if moved.is_empty() {
+                "them".to_owned()
+            } else {
+                moved.join(", ")
             }
-            let mut changed = false;
-            // Dependencies picked before and picked anew this round (a range moved them).
-            let mut moved: Vec<String> = Vec::new();
-            // A conflict waits for the round where nothing else moves: by then every
-            // range on the plugin is known, and the error names them all.
-            let mut conflict = None;
-            for key in &walk.order {
-                let requirements = &walk.requirements[key];
-                if let Some(&i) = root_keys.get(key) {
-                    // Asked for by the manifest: its pin stands, and must satisfy every range.
-                    if let Err(e) = check_version(key, &roots[i], requirements) {
-                        conflict.get_or_insert(e);
-                    }
-                    continue;
-                }
-                if picked
-                    .get(key)
-                    .is_some_and(|p| satisfies_all(p, requirements))
-                {
-                    continue;
-                }
-                let kept = previous
-                    .and_then(|l| {
-                        l.plugins
-                            .iter()
-                            .find(|p| !p.is_requested() && p.requested.as_deref() == Some(key))
-                    })
-                    .filter(|p| {
-                        let market = key.rsplit('@').next().unwrap_or_default();
-                        !upgrading(&p.name) && !upgrading(market) && satisfies_all(p, requirements)
-                    });
-                let plugin = match kept {
-                    Some(p) => p.clone(),
-                    None => match self.resolve_dependency(key, requirements, markets)? {
-                        Ok(plugin) => plugin,
-                        Err(e) => {
-                            conflict.get_or_insert(e);
-                            continue;
-                        }
-                    },
-                };
-                if picked.insert(key.clone(), plugin).is_some() {
-                    moved.push(format!("`{key}`"));
-                }
-                changed = true;
-            }
-            picked.retain(|k, _| walk.requirements.contains_key(k));
-            if changed {
-                // Each round reaches one level deeper, or moves a pin a range asks to move:
-                // a graph of n dependencies settles within a few rounds per dependency.
-                let bound = 2 * walk.order.len() + 8;
-                if round > bound {
-                    return Err(ResolveError::Dependency {
-                        message: format!(
-                            "plugin dependencies did not settle after {round} rounds over {} dependencies: the version ranges on {} keep picking other versions of each other; pin those versions in the plugins' `dependencies`",
-                            walk.order.len(),
-                            if moved.is_empty() {
-                                "them".to_owned()
-                            } else {
-                                moved.join(", ")
-                            }
-                        ),
-                    });
+        ),
+    })
+}
+
+/// The closure being settled: what the run needs to pick dependencies, and what it
+/// picked so far.
+struct Closure<'e, 'm, 'a> {
+    env: &'e Env<'e>,
+    markets: &'m mut Markets<'a>,
+    previous: Option<&'e Lock>,
+    upgrade: &'e Upgrade,
+    /// The manifest's plugins asked for from a marketplace, by `NAME@MARKETPLACE`.
+    root_keys: HashMap<String, usize>,
+    /// The dependencies picked, by `NAME@MARKETPLACE`.
+    picked: HashMap<String, LockedPlugin>,
+}
+
+/// What one round of picking did.
+struct Round {
+    /// Whether a pick was added or moved.
+    changed: bool,
+    /// Dependencies picked before and picked anew this round (a range moved them).
+    moved: Vec<String>,
+    /// The first conflict found: it waits for the round where nothing else moves, when
+    /// every range on the plugin is known and the error names them all.
+    conflict: Option<ResolveError>,
+}
+
+impl Closure<'_, '_, '_> {
+    /// Picks each dependency the walk reached whose pick does not satisfy every range on
+    /// it, and drops the picks nothing needs any more.
+    fn pick_round(&mut self, roots: &[LockedPlugin], walk: &Walk) -> Result<Round, ResolveError> {
+        let mut round = Round {
+            changed: false,
+            moved: Vec::new(),
+            conflict: None,
+        };
+        for key in &walk.order {
+            let requirements = &walk.requirements[key];
+            if let Some(&i) = self.root_keys.get(key) {
+                // Asked for by the manifest: its pin stands, and must satisfy every range.
+                if let Err(e) = check_version(key, &roots[i], requirements) {
+                    round.conflict.get_or_insert(e);
                 }
                 continue;
             }
-            if let Some(conflict) = conflict {
-                return Err(conflict);
+            if self
+                .picked
+                .get(key)
+                .is_some_and(|p| satisfies_all(p, requirements))
+            {
+                continue;
             }
-            // The manifest's order stands between the plugins it asks for: one that needs
-            // a later one merges before it, which the user should hear of.
-            for (i, root) in roots.iter().enumerate() {
-                for target in walk.needs.get(&key_of(root)).into_iter().flatten() {
-                    if let Some(&j) = root_keys.get(target)
-                        && j > i
-                    {
-                        self.reporter.warn(&format!(
-                            "plugin `{}` needs `{}`, which comes after it in the manifest; move `{}` first so it merges before the plugins that need it",
-                            root.name, roots[j].name, roots[j].name
-                        ));
+            let plugin = match self.kept(key, requirements) {
+                Some(p) => p.clone(),
+                None => match self.resolve_dependency(key, requirements)? {
+                    Ok(plugin) => plugin,
+                    Err(e) => {
+                        round.conflict.get_or_insert(e);
+                        continue;
                     }
+                },
+            };
+            if self.picked.insert(key.clone(), plugin).is_some() {
+                round.moved.push(format!("`{key}`"));
+            }
+            round.changed = true;
+        }
+        self.picked.retain(|k, _| walk.requirements.contains_key(k));
+        Ok(round)
+    }
+
+    /// The previous lock's pin of dependency `key`, while it satisfies every range and
+    /// neither it nor its marketplace is upgraded.
+    fn kept(&self, key: &str, requirements: &[Requirement]) -> Option<&LockedPlugin> {
+        self.previous
+            .and_then(|l| {
+                l.plugins
+                    .iter()
+                    .find(|p| !p.is_requested() && p.requested.as_deref() == Some(key))
+            })
+            .filter(|p| {
+                let market = key.rsplit('@').next().unwrap_or_default();
+                !self.upgrade.covers(&p.name)
+                    && !self.upgrade.covers(market)
+                    && satisfies_all(p, requirements)
+            })
+    }
+
+    /// The manifest's order stands between the plugins it asks for: one that needs a
+    /// later one merges before it, which the user should hear of.
+    fn warn_order(&self, roots: &[LockedPlugin], walk: &Walk) {
+        for (i, root) in roots.iter().enumerate() {
+            for target in walk.needs.get(&key_of(root)).into_iter().flatten() {
+                if let Some(&j) = self.root_keys.get(target)
+                    && j > i
+                {
+                    self.env.reporter.warn(&format!(
+                        "plugin `{}` needs `{}`, which comes after it in the manifest; move `{}` first so it merges before the plugins that need it",
+                        root.name, roots[j].name, roots[j].name
+                    ));
                 }
             }
-            let out = order(roots, &picked, &walk);
-            clash(&out, &picked)?;
-            return Ok(out);
         }
     }
 
-    /// Locks the plugin `key` (`NAME@MARKETPLACE`) names, at the highest `{name}--v{version}`
-    /// tag every requirement allows, else as its catalog entry gives it (its version then
-    /// checked against them).
+    /// Locks the plugin `key` (`NAME@MARKETPLACE`) names, at the highest
+    /// `{name}--v{version}` tag every requirement allows, else as its catalog entry gives
+    /// it (its version then checked against them).
     fn resolve_dependency(
-        &self,
+        &mut self,
         key: &str,
         requirements: &[Requirement],
-        markets: &mut Markets<'_>,
     ) -> Result<Result<LockedPlugin, ResolveError>, ResolveError> {
+        let env = self.env;
         let (name, market) = key
             .split_once('@')
             .expect("dependency keys name a marketplace");
-        let needed = |r: &Requirement| r.describe(key);
-        let chains: Vec<String> = requirements.iter().map(needed).collect();
-        if !markets.declared.iter().any(|m| m.name == market) {
+        let (declared, read) = self.catalog_with(key, name, market, requirements)?;
+        let pick = PluginRequest::new(key, None, None, None)
+            .map_err(|message| ResolveError::Dependency { message })?;
+        let mut derived = derive(env, &read, &declared, &pick)?;
+        let ranged = requirements.iter().any(|r| r.range.is_some());
+        let mut tagged = false;
+        let tags = if ranged {
+            load(env, derived.request.parsed_source())?.tags()?
+        } else {
+            None
+        };
+        if let Some(tags) = tags {
+            match pick_tag(key, name, tags, requirements) {
+                Some(Ok(tag)) => {
+                    derived.request = PluginRequest::new(
+                        &derived.request.source,
+                        Some(&tag),
+                        None,
+                        derived.request.repo_path.as_deref(),
+                    )
+                    .map_err(|message| ResolveError::Dependency { message })?;
+                    tagged = true;
+                }
+                Some(Err(conflict)) => return Ok(Err(conflict)),
+                None => {}
+            }
+        }
+        let mut resolved = resolve_derived(env, &derived)?;
+        resolved.plugin.requested = Some(key.to_owned());
+        derived.declare(&mut resolved);
+        let plugin = resolved.plugin;
+        if !tagged && let Err(e) = check_version(key, &plugin, requirements) {
+            return Ok(Err(e));
+        }
+        Ok(Ok(plugin))
+    }
+
+    /// The declaration and catalog of `market`, which must list plugin `name`.
+    fn catalog_with(
+        &mut self,
+        key: &str,
+        name: &str,
+        market: &str,
+        requirements: &[Requirement],
+    ) -> Result<(MarketplaceRequest, ReadMarketplace), ResolveError> {
+        let chains: Vec<String> = requirements.iter().map(|r| r.describe(key)).collect();
+        let Some(declared) = self.markets.declared.iter().find(|m| m.name == market) else {
             return Err(ResolveError::Dependency {
                 message: format!(
                     "missing dependency `{key}`: the manifest declares no marketplace `{market}` (needed: {}); add it with `berth marketplace add {market} SOURCE`",
                     chains.join("; ")
                 ),
             });
-        }
-        let declared = markets
-            .declared
-            .iter()
-            .find(|m| m.name == market)
-            .expect("checked above")
-            .clone();
-        let read = markets.catalog(self, market)?.clone();
+        };
+        let declared = declared.clone();
+        let read = self.markets.catalog(self.env, market)?.clone();
         if !read.catalog.plugins.iter().any(|e| e.name == name) {
             return Err(ResolveError::Dependency {
                 message: format!(
@@ -247,68 +342,47 @@ impl Ctx<'_> {
                 ),
             });
         }
-        let pick = PluginRequest::new(key, None, None, None)
-            .map_err(|message| ResolveError::Dependency { message })?;
-        let mut derived = self.derive(&read, &declared, &pick)?;
-        let ranged = requirements.iter().any(|r| r.range.is_some());
-        let mut tagged = false;
-        if ranged && derived.request.parsed_source().kind() == SourceKind::Git {
-            let prefix = format!("{name}--v");
-            let mut versions: Vec<(Version, String)> = self
-                .tag_names(derived.request.parsed_source())?
-                .into_iter()
-                .filter_map(|t| {
-                    let v = Version::parse(t.strip_prefix(&prefix)?).ok()?;
-                    Some((v, t))
-                })
-                .collect();
-            versions.sort();
-            if !versions.is_empty() {
-                let Some((_, tag)) = versions
-                    .iter()
-                    .rev()
-                    .find(|(v, _)| requirements.iter().all(|r| r.matches(v)))
-                else {
-                    return Ok(Err(conflict(
-                        key,
-                        requirements,
-                        &versions
-                            .iter()
-                            .rev()
-                            .take(5)
-                            .map(|(v, _)| v.to_string())
-                            .collect::<Vec<_>>(),
-                    )));
-                };
-                derived.request = PluginRequest::new(
-                    &derived.request.source,
-                    Some(tag),
-                    None,
-                    derived.request.repo_path.as_deref(),
-                )
-                .map_err(|message| ResolveError::Dependency { message })?;
-                tagged = true;
-            }
-        }
-        let mut resolved: Resolved = self.resolve_derived(&derived)?;
-        resolved.plugin.requested = Some(key.to_owned());
-        crate::ops::declare(&mut resolved, &derived);
-        let plugin = resolved.plugin;
-        if !tagged && let Err(e) = check_version(key, &plugin, requirements) {
-            return Ok(Err(e));
-        }
-        Ok(Ok(plugin))
+        Ok((declared, read))
     }
+}
 
-    /// The tags of a git source's repository (listed once per run).
-    fn tag_names(&self, source: &Source) -> Result<Vec<String>, ResolveError> {
-        let (remote, cache) = self.remote(source)?;
-        let db =
-            crate::sources::git::GitDb::for_remote(self.store, &remote, &cache, self.reporter)?;
-        let tags = self.tags(&db, &remote, &cache)?;
-        db.finish()?;
-        Ok(tags.into_iter().map(|(t, _)| t).collect())
+/// The highest `{name}--v{version}` tag every requirement allows; a conflict when there
+/// are such tags and none fits; `None` when there are none.
+fn pick_tag(
+    key: &str,
+    name: &str,
+    tags: Vec<String>,
+    requirements: &[Requirement],
+) -> Option<Result<String, ResolveError>> {
+    let prefix = format!("{name}--v");
+    let mut versions: Vec<(Version, String)> = tags
+        .into_iter()
+        .filter_map(|t| {
+            let v = Version::parse(t.strip_prefix(&prefix)?).ok()?;
+            Some((v, t))
+        })
+        .collect();
+    versions.sort();
+    if versions.is_empty() {
+        return None;
     }
+    let found = versions
+        .iter()
+        .rev()
+        .find(|(v, _)| requirements.iter().all(|r| r.matches(v)));
+    Some(match found {
+        Some((_, tag)) => Ok(tag.clone()),
+        None => Err(conflict(
+            key,
+            requirements,
+            &versions
+                .iter()
+                .rev()
+                .take(5)
+                .map(|(v, _)| v.to_string())
+                .collect::<Vec<_>>(),
+        )),
+    })
 }
 
 fn satisfies_all(plugin: &LockedPlugin, requirements: &[Requirement]) -> bool {

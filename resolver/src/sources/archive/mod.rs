@@ -3,30 +3,27 @@
 
 mod source;
 
-pub(crate) use source::Archive;
+pub(crate) use source::ArchiveSource;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use berth_lockfile_schema::Sha256Hash;
-use berth_store::{Sha256Sink, Staging, Store};
-
-use berth_transport::http::{Upstream, client_builder};
-
-use crate::context::{Ctx, Reporter};
-use crate::error::{ArchiveProblem, DownloadError, ResolveError};
+use berth_store::{ARCHIVES_DIR, Sha256Sink, Staging, Store};
 use berth_transport::auth;
 use berth_transport::extract::{ArchiveFormat, ArchiveLimits, extract, find_escaping_link};
-use berth_transport::policy::{FetchPolicy, Refusal, refusal_in};
+use berth_transport::http::{Upstream, client_builder};
+use berth_transport::policy::{Refusal, refusal_in};
 use berth_transport::tree_path::{DiskTree, resolve_dir};
 use berth_transport::url::SourceUrl;
 
-use berth_store::ARCHIVES_DIR;
+use crate::context::Env;
+use crate::error::{ArchiveProblem, DownloadError, ResolveError};
 
-/// One archive URL as the resolver uses it.
+/// A URL to download, and the format of the file it serves.
 #[derive(Debug, Clone)]
-pub(crate) struct ArchiveSource {
+pub(crate) struct ArchiveUrl {
     /// The URL: fetched, shown and scrubbed through one value.
     pub url: SourceUrl,
     pub format: ArchiveFormat,
@@ -52,99 +49,137 @@ fn client() -> Result<&'static reqwest::blocking::Client, Upstream> {
         .map_err(Clone::clone)
 }
 
-/// Downloads `source` into a new staging folder while hashing it, refusing more than
-/// `limits.max_bytes`. Returns the file and its sha256.
+/// Downloads `source` into a new staging folder while hashing it, with the run's limits
+/// and credentials. Returns the file and its sha256.
 pub(crate) fn download(
-    store: &Store,
-    source: &ArchiveSource,
-    limits: ArchiveLimits,
-    home: Option<&Path>,
-    reporter: &dyn Reporter,
-    cancel: &crate::context::Cancel,
-    policy: Option<&Arc<FetchPolicy>>,
+    env: &Env<'_>,
+    source: &ArchiveUrl,
 ) -> Result<(Staging, PathBuf, Sha256Hash), ResolveError> {
-    let fail = |cause: DownloadError| ResolveError::Download {
-        url: source.url.shown.clone(),
-        cause,
-    };
-    let refused = |why: Refusal| ResolveError::Refused {
-        url: source.url.shown.clone(),
-        why,
-    };
-    let staging = store.stage()?;
+    download_limited(env, source, env.settings.archive_limits)
+}
+
+/// [`download`], refusing more than `limits.max_bytes`.
+pub(crate) fn download_limited(
+    env: &Env<'_>,
+    source: &ArchiveUrl,
+    limits: ArchiveLimits,
+) -> Result<(Staging, PathBuf, Sha256Hash), ResolveError> {
+    let staging = env.store.stage()?;
     let file_path = staging
         .path()
         .join(format!("download.{}", source.format.suffix()));
-    if let (Some(policy), Some(url)) = (policy, source.url.parsed()) {
-        policy.check(url).map_err(refused)?;
+    if let (Some(policy), Some(url)) = (&env.settings.policy, source.url.parsed()) {
+        policy.check(url).map_err(|why| refused(source, why))?;
     }
-    let (mut body, expected_len): (Box<dyn Read>, Option<u64>) = if let Some(path) =
-        source.url.fetch.strip_prefix("file://")
+    let (body, expected_len) = open_body(env, source)?;
+    if let Some(len) = expected_len
+        && len > limits.max_bytes
     {
+        return Err(failed(
+            source,
+            DownloadError::TooLarge {
+                size: len,
+                limit: limits.max_bytes,
+            },
+        ));
+    }
+    let task = env
+        .reporter
+        .task("Downloading", &source.url.shown, expected_len);
+    let hash = copy_hashing(env, source, body, expected_len, &file_path, limits, &*task)?;
+    Ok((staging, file_path, hash))
+}
+
+fn failed(source: &ArchiveUrl, cause: DownloadError) -> ResolveError {
+    ResolveError::Download {
+        url: source.url.shown.clone(),
+        cause,
+    }
+}
+
+fn refused(source: &ArchiveUrl, why: Refusal) -> ResolveError {
+    ResolveError::Refused {
+        url: source.url.shown.clone(),
+        why,
+    }
+}
+
+/// The body of `source` (a `file://` file, or an http(s) response) and its length when
+/// known.
+fn open_body(
+    env: &Env<'_>,
+    source: &ArchiveUrl,
+) -> Result<(Box<dyn Read>, Option<u64>), ResolveError> {
+    let fail = |cause| failed(source, cause);
+    if let Some(path) = source.url.fetch.strip_prefix("file://") {
         let file = fs_err::File::open(path).map_err(|e| fail(DownloadError::File(e)))?;
         let len = file
             .metadata()
             .map_err(|e| fail(DownloadError::File(e)))?
             .len();
-        (Box::new(file), Some(len))
-    } else {
-        let url = source
-            .url
-            .parsed()
-            .ok_or_else(|| fail(DownloadError::NotHttp))?;
-        let client = match policy {
-            Some(policy) => policy.client(),
-            None => client(),
-        }
-        .map_err(|e| fail(DownloadError::Client(e)))?;
-        let host = url.host_str().unwrap_or_default().to_owned();
-        let may_send = auth::may_send_password(url.scheme(), &host);
-        let mut request = client.get(url.as_str());
-        if !url.username().is_empty() && !may_send {
-            return Err(ResolveError::PlainHttpCredentials {
-                url: source.url.shown.clone(),
-            });
-        }
-        // Basic auth from `~/.netrc` goes to this host only: reqwest drops it when a
-        // redirect leads elsewhere.
-        if url.username().is_empty()
-            && may_send
-            && let Some((login, password)) = auth::netrc(&host, home)
-        {
-            request = request.basic_auth(login, Some(password));
-        }
-        let response = request.send().map_err(|e| match refusal_in(&e) {
-            Some(why) => refused(why),
-            None => fail(DownloadError::Client(Upstream::new(
-                &e.without_url().to_string(),
-                &source.url,
-            ))),
-        })?;
-        let status = response.status();
-        if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
-            return Err(fail(DownloadError::Unauthorized { status }));
-        }
-        if !status.is_success() {
-            return Err(fail(DownloadError::Status { status }));
-        }
-        let len = response.content_length();
-        (Box::new(response), len)
-    };
-    if let Some(len) = expected_len
-        && len > limits.max_bytes
-    {
-        return Err(fail(DownloadError::TooLarge {
-            size: len,
-            limit: limits.max_bytes,
-        }));
+        return Ok((Box::new(file), Some(len)));
     }
-    let task = reporter.task("Downloading", &source.url.shown, expected_len);
-    let mut file = fs_err::File::create(&file_path)?;
+    let url = source
+        .url
+        .parsed()
+        .ok_or_else(|| fail(DownloadError::NotHttp))?;
+    let client = match &env.settings.policy {
+        Some(policy) => policy.client(),
+        None => client(),
+    }
+    .map_err(|e| fail(DownloadError::Client(e)))?;
+    let host = url.host_str().unwrap_or_default().to_owned();
+    let may_send = auth::may_send_password(url.scheme(), &host);
+    let mut request = client.get(url.as_str());
+    if !url.username().is_empty() && !may_send {
+        return Err(ResolveError::PlainHttpCredentials {
+            url: source.url.shown.clone(),
+        });
+    }
+    // Basic auth from `~/.netrc` goes to this host only: reqwest drops it when a
+    // redirect leads elsewhere.
+    if url.username().is_empty()
+        && may_send
+        && let Some((login, password)) = auth::netrc(&host, env.settings.home_dir.as_deref())
+    {
+        request = request.basic_auth(login, Some(password));
+    }
+    let response = request.send().map_err(|e| match refusal_in(&e) {
+        Some(why) => refused(source, why),
+        None => fail(DownloadError::Client(Upstream::new(
+            &e.without_url().to_string(),
+            &source.url,
+        ))),
+    })?;
+    let status = response.status();
+    if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
+        return Err(fail(DownloadError::Unauthorized { status }));
+    }
+    if !status.is_success() {
+        return Err(fail(DownloadError::Status { status }));
+    }
+    let len = response.content_length();
+    Ok((Box::new(response), len))
+}
+
+/// Copies `body` into a new file at `path` while hashing it, refusing more than
+/// `limits.max_bytes` and a body shorter than `expected_len`.
+fn copy_hashing(
+    env: &Env<'_>,
+    source: &ArchiveUrl,
+    mut body: Box<dyn Read>,
+    expected_len: Option<u64>,
+    path: &Path,
+    limits: ArchiveLimits,
+    task: &dyn crate::context::Task,
+) -> Result<Sha256Hash, ResolveError> {
+    let fail = |cause| failed(source, cause);
+    let mut file = fs_err::File::create(path)?;
     let mut sink = Sha256Sink::default();
     let mut buffer = vec![0u8; 64 * 1024];
     let mut total: u64 = 0;
     loop {
-        cancel.check()?;
+        env.settings.cancel.check()?;
         let n = body.read(&mut buffer).map_err(|e| match expected_len {
             Some(len) if total < len => fail(DownloadError::Truncated {
                 got: total,
@@ -180,29 +215,10 @@ pub(crate) fn download(
         }));
     }
     file.sync_all()?;
-    Ok((staging, file_path, sink.finish()))
+    Ok(sink.finish())
 }
 
 /// The cached archive with this hash, if one was kept.
-impl Ctx<'_> {
-    /// Downloads `source` into a new staging folder with this run's limits and credentials
-    /// (see [`download`]).
-    pub(crate) fn download(
-        &self,
-        source: &ArchiveSource,
-    ) -> Result<(Staging, PathBuf, Sha256Hash), ResolveError> {
-        download(
-            self.store,
-            source,
-            self.settings.archive_limits,
-            self.settings.home_dir.as_deref(),
-            self.reporter,
-            &self.settings.cancel,
-            self.settings.policy.as_ref(),
-        )
-    }
-}
-
 pub(crate) fn cached(store: &Store, hash: &Sha256Hash, format: ArchiveFormat) -> Option<PathBuf> {
     let path = cache_path(store, hash, format);
     path.is_file().then_some(path)
@@ -233,7 +249,7 @@ pub(crate) fn keep(
 /// is applied. Links leaving the plugin are refused.
 pub(crate) fn unpack(
     store: &Store,
-    source: &ArchiveSource,
+    source: &ArchiveUrl,
     archive: &Path,
     subdir: Option<&str>,
     limits: ArchiveLimits,

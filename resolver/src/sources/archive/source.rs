@@ -1,142 +1,183 @@
-//! Archive sources: downloaded while hashed, unpacked safely, narrowed to the plugin.
+//! Archive sources as values: a URL loaded for a request ([`ArchiveSource`]: downloaded
+//! while hashed, unpacked safely, narrowed to the plugin and hashed) or for a locked
+//! download ([`LockedArchive`]: unpacked from the download cache, or downloaded again and
+//! checked against the locked sha256).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use berth_lockfile_schema::{LockedPlugin, Pin, PluginRequest, Sha256Hash, Source};
-use berth_store::Staging;
-
-use crate::context::*;
-use crate::error::ResolveError;
-use crate::meta::plugin_name_from_manifest;
-use crate::sources::PluginSource;
-use crate::sources::archive::{self, ArchiveSource};
-use crate::sources::local::MAX_METADATA_BYTES;
+use berth_lockfile_schema::{
+    ArchiveFormat, ArchivePin, LockedPlugin, Pin, PluginRequest, Sha256Hash, Source,
+};
+use berth_store::{Live, Staging, StoreEntry};
+use berth_transport::integrity::Integrity;
 use berth_transport::url::SourceUrl;
 
-impl Ctx<'_> {
-    pub(crate) fn archive_source(&self, source: &Source) -> Result<ArchiveSource, ResolveError> {
-        let Source::Archive { url, format } = source else {
-            unreachable!("only called for archive sources");
-        };
-        Ok(ArchiveSource {
-            url: SourceUrl::new(url)?,
-            format: *format,
+use super::{ArchiveUrl, cached, download, keep, unpack};
+use crate::context::Env;
+use crate::error::ResolveError;
+use crate::meta::plugin_name_from_manifest;
+use crate::sources::local::{MAX_METADATA_BYTES, read_regular_file};
+use crate::sources::{
+    Declared, PinKind, PinnedSource, PluginSource, Resolved, check_pins, source_of,
+    substitute_or_stage,
+};
+
+/// An archive URL, loaded for a run.
+pub(crate) struct ArchiveSource<'a> {
+    env: &'a Env<'a>,
+    archive: ArchiveUrl,
+    /// What the download must also match before anything is unpacked: an npm tarball's
+    /// `dist.integrity`, and the package it names.
+    integrity: Option<(String, Integrity)>,
+}
+
+impl<'a> ArchiveSource<'a> {
+    /// The archive at `url` (`${VAR}` references expanded).
+    pub(crate) fn load(
+        env: &'a Env<'a>,
+        url: &str,
+        format: ArchiveFormat,
+    ) -> Result<Self, ResolveError> {
+        Ok(Self {
+            env,
+            archive: ArchiveUrl {
+                url: SourceUrl::new(url)?,
+                format,
+            },
+            integrity: None,
         })
     }
 
-    pub(crate) fn lock_archive(&self, request: &PluginRequest) -> Result<Resolved, ResolveError> {
-        self.lock_archive_checked(request, None)
+    /// This archive, whose download must also match `integrity` (`package` naming it).
+    pub(crate) fn with_integrity(mut self, package: &str, integrity: &Integrity) -> Self {
+        self.integrity = Some((package.to_owned(), integrity.clone()));
+        self
     }
 
-    /// Locks an archive whose download must also match `integrity` (an npm tarball's
-    /// `dist.integrity`, `package` naming it), checked before anything is unpacked.
-    pub(crate) fn lock_archive_checked(
+    /// Refuses a download that does not match the integrity it must have.
+    fn check_integrity(&self, file: &std::path::Path) -> Result<(), ResolveError> {
+        let Some((package, expected)) = &self.integrity else {
+            return Ok(());
+        };
+        let actual = expected.of_file(file)?;
+        if actual != *expected {
+            return Err(ResolveError::NpmIntegrity {
+                package: package.clone(),
+                tarball: self.archive.url.shown.clone(),
+                expected: expected.to_string(),
+                actual: actual.to_string(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl PluginSource for ArchiveSource<'_> {
+    fn lock(
         &self,
         request: &PluginRequest,
-        integrity: Option<(&str, &berth_transport::integrity::Integrity)>,
+        _previous: Option<&LockedPlugin>,
     ) -> Result<Resolved, ResolveError> {
-        let source = self.archive_source(request.parsed_source())?;
-        self.require_network(|| format!("`{}`", source.url.shown))?;
-        let limits = self.settings.archive_limits;
-        let (download, file, archive_hash) = self.download(&source)?;
-        if let Some((package, expected)) = integrity {
-            let actual = expected.of_file(&file)?;
-            if actual != *expected {
-                return Err(ResolveError::NpmIntegrity {
-                    package: package.to_owned(),
-                    tarball: source.url.shown.clone(),
-                    expected: expected.to_string(),
-                    actual: actual.to_string(),
-                });
-            }
-        }
+        let (env, archive) = (self.env, &self.archive);
+        env.settings
+            .require_network(|| format!("`{}`", archive.url.shown))?;
+        let (download, file, archive_hash) = download(env, archive)?;
+        self.check_integrity(&file)?;
         if let Some(expected) = request.archive_hash
             && expected != archive_hash
         {
             return Err(ResolveError::ArchiveHashMismatch {
-                name: source.url.shown.clone(),
+                name: archive.url.shown.clone(),
                 expected,
                 actual: archive_hash,
             });
         }
-        let unpacked = archive::unpack(self.store, &source, &file, request.subdir(), limits)?;
+        let limits = env.settings.archive_limits;
+        let unpacked = unpack(env.store, archive, &file, request.subdir(), limits)?;
         // Only an archive that unpacked cleanly is kept for `sync`.
-        archive::keep(self.store, &file, &archive_hash, source.format)?;
+        keep(env.store, &file, &archive_hash, archive.format)?;
         drop(download);
         let dir = unpacked.staging.path();
         let name = plugin_name_from_manifest(
-            |rel| crate::sources::local::read_regular_file(dir, rel, MAX_METADATA_BYTES),
+            |rel| read_regular_file(dir, rel, MAX_METADATA_BYTES),
             &unpacked.folder_name,
         )?;
         let declared = Declared::read(|rel| {
-            crate::sources::local::read_regular_file(dir, rel, MAX_METADATA_BYTES)
+            read_regular_file(dir, rel, MAX_METADATA_BYTES)
                 .ok()
                 .flatten()
         });
         let hash = berth_store::hash_path(dir)?;
         check_pins(request, &name, &hash)?;
         let skipped = crate::skipped::scan_dir(dir, &[])?;
+        let pin = Pin::Archive(ArchivePin {
+            url: archive.url.shown.clone(),
+            archive_hash,
+        });
         Ok(Resolved {
-            plugin: LockedPlugin {
-                name,
-                requested: None,
-                plugin_version: None,
-                dependencies: Vec::new(),
-                needed_by: Vec::new(),
-                definition: None,
-                source: request.display_source(),
-                git_ref: None,
-                version: None,
-                resolved_ref: None,
-                repo_path: request.repo_path.clone(),
-                pin: Pin::Archive {
-                    url: source.url.shown,
-                    archive_hash,
-                },
-                hash,
-            },
+            plugin: LockedPlugin::new(request, name, pin, hash),
             skipped,
             declared,
         })
     }
+}
 
-    /// Unpacks a locked archive into a staging folder: from the download cache when it
-    /// holds the locked bytes, else downloaded again and checked against `archive_hash`.
-    pub(crate) fn stage_archive(
-        &self,
-        locked: &LockedPlugin,
-        request: Option<&PluginRequest>,
-        archive_hash: &Sha256Hash,
-    ) -> Result<Staging, ResolveError> {
-        let source = self.archive_source(&Self::source_of(locked, request)?)?;
-        let limits = self.settings.archive_limits;
-        let cached = archive::cached(self.store, archive_hash, source.format)
-            .filter(|path| berth_store::hash_file(path).is_ok_and(|h| h == *archive_hash));
-        let subdir = archive_subdir(locked);
-        if let Some(file) = cached {
-            let unpacked = archive::unpack(self.store, &source, &file, subdir.as_deref(), limits)?;
-            return Ok(unpacked.staging);
-        }
-        self.require_network(|| format!("plugin `{}` (`{}`)", locked.name, source.url.shown))?;
-        let (download, file) = self.download_expecting(&source, &locked.name, archive_hash)?;
-        let unpacked = archive::unpack(self.store, &source, &file, subdir.as_deref(), limits)?;
-        archive::keep(self.store, &file, archive_hash, source.format)?;
-        drop(download);
-        Ok(unpacked.staging)
+/// A locked download, and the plugin folder in it.
+pub(crate) struct LockedArchive<'a> {
+    env: &'a Env<'a>,
+    locked: &'a LockedPlugin,
+    request: Option<&'a PluginRequest>,
+    pin: &'a ArchivePin,
+}
+
+impl PinKind for ArchivePin {
+    fn load<'a>(
+        &'a self,
+        env: &'a Env<'a>,
+        locked: &'a LockedPlugin,
+        request: Option<&'a PluginRequest>,
+    ) -> Box<dyn PinnedSource + 'a> {
+        Box::new(LockedArchive {
+            env,
+            locked,
+            request,
+            pin: self,
+        })
     }
 
-    /// Downloads an archive that must hash to `expected`; a mismatch names `name`.
-    pub(crate) fn download_expecting(
-        &self,
-        source: &ArchiveSource,
-        name: &str,
-        expected: &Sha256Hash,
-    ) -> Result<(Staging, PathBuf), ResolveError> {
-        let (staging, file, actual) = self.download(source)?;
-        if actual != *expected {
+    fn mark_live(&self, live: &mut Live) {
+        live.archives.insert(self.archive_hash.to_nix32());
+    }
+}
+
+impl LockedArchive<'_> {
+    /// The URL to download the archive from.
+    fn archive(&self) -> Result<ArchiveUrl, ResolveError> {
+        let Source::Archive { url, format } = source_of(self.locked, self.request)? else {
+            unreachable!("an archive pin's source is an archive (checked by the lock parser)");
+        };
+        Ok(ArchiveUrl {
+            url: SourceUrl::new(&url)?,
+            format,
+        })
+    }
+
+    /// The locked `repo_path`, normalised.
+    fn subdir(&self) -> Option<String> {
+        self.locked
+            .repo_path
+            .as_deref()
+            .and_then(|p| berth_lockfile_schema::normalize_repo_path(p).ok())
+    }
+
+    /// Downloads the archive, which must hash to the locked sha256.
+    fn download_locked(&self, archive: &ArchiveUrl) -> Result<(Staging, PathBuf), ResolveError> {
+        let (staging, file, actual) = download(self.env, archive)?;
+        if actual != self.pin.archive_hash {
             return Err(ResolveError::ArchiveHashMismatch {
-                name: name.to_owned(),
-                expected: *expected,
+                name: self.locked.name.clone(),
+                expected: self.pin.archive_hash,
                 actual,
             });
         }
@@ -144,51 +185,44 @@ impl Ctx<'_> {
     }
 }
 
-/// Downloadable archives.
-pub(crate) struct Archive;
-
-impl PluginSource for Archive {
-    fn lock(
-        &self,
-        ctx: &Ctx<'_>,
-        request: &PluginRequest,
-        _previous: Option<&LockedPlugin>,
-    ) -> Result<Resolved, ResolveError> {
-        ctx.lock_archive(request)
+impl PinnedSource for LockedArchive<'_> {
+    /// From the download cache when it holds the locked bytes, else downloaded again.
+    fn stage(&self) -> Result<Staging, ResolveError> {
+        let archive = &self.archive()?;
+        let (env, hash) = (self.env, &self.pin.archive_hash);
+        let limits = env.settings.archive_limits;
+        let cached = cached(env.store, hash, archive.format)
+            .filter(|path| berth_store::hash_file(path).is_ok_and(|h| h == *hash));
+        let subdir = self.subdir();
+        if let Some(file) = cached {
+            let unpacked = unpack(env.store, archive, &file, subdir.as_deref(), limits)?;
+            return Ok(unpacked.staging);
+        }
+        env.settings.require_network(|| {
+            format!("plugin `{}` (`{}`)", self.locked.name, archive.url.shown)
+        })?;
+        let (download, file) = self.download_locked(archive)?;
+        let unpacked = unpack(env.store, archive, &file, subdir.as_deref(), limits)?;
+        keep(env.store, &file, hash, archive.format)?;
+        drop(download);
+        Ok(unpacked.staging)
     }
 
-    fn stage(
-        &self,
-        ctx: &Ctx<'_>,
-        locked: &LockedPlugin,
-        request: Option<&PluginRequest>,
-    ) -> Result<Staging, ResolveError> {
-        let Pin::Archive { archive_hash, .. } = &locked.pin else {
-            return Err(crate::sources::other_kind(locked));
-        };
-        ctx.stage_archive(locked, request, archive_hash)
+    fn add_to_store(&self) -> Result<StoreEntry, ResolveError> {
+        substitute_or_stage(self.env, self.locked, || self.stage())
     }
 
-    fn fresh_hash(
-        &self,
-        ctx: &Ctx<'_>,
-        locked: &LockedPlugin,
-        request: Option<&PluginRequest>,
-    ) -> Result<berth_lockfile_schema::Sha256Hash, ResolveError> {
-        let Pin::Archive { archive_hash, .. } = &locked.pin else {
-            return Err(crate::sources::other_kind(locked));
+    /// A fresh download, not the cache: verify must see what the server sends now.
+    fn fresh_hash(&self) -> Result<Sha256Hash, Arc<ResolveError>> {
+        let fresh = || -> Result<Sha256Hash, ResolveError> {
+            let (env, archive) = (self.env, &self.archive()?);
+            env.settings
+                .require_network(|| format!("`{}`", archive.url.shown))?;
+            let (_download, file) = self.download_locked(archive)?;
+            let limits = env.settings.archive_limits;
+            let unpacked = unpack(env.store, archive, &file, self.subdir().as_deref(), limits)?;
+            Ok(berth_store::hash_path(unpacked.staging.path())?)
         };
-        // A fresh download, not the cache: verify must see what the server sends now.
-        let source = ctx.archive_source(&Ctx::source_of(locked, request)?)?;
-        ctx.require_network(|| format!("`{}`", source.url.shown))?;
-        let (_download, file) = ctx.download_expecting(&source, &locked.name, archive_hash)?;
-        let unpacked = archive::unpack(
-            ctx.store,
-            &source,
-            &file,
-            archive_subdir(locked).as_deref(),
-            ctx.settings.archive_limits,
-        )?;
-        Ok(berth_store::hash_path(unpacked.staging.path())?)
+        fresh().map_err(Arc::new)
     }
 }

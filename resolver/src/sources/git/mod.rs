@@ -5,12 +5,12 @@
 mod local;
 mod refs;
 mod remote;
-pub(crate) mod semver_tags;
+mod semver_tags;
 mod source;
 mod tree;
 
 pub(crate) use remote::{CacheError, Remote, fetch_error};
-pub(crate) use source::Git;
+pub(crate) use source::GitSource;
 
 use std::path::{Path, PathBuf};
 

@@ -1,18 +1,25 @@
-//! Git sources: a ref or version range resolved to a commit, its tree hashed from git
-//! objects and exported into staging.
+//! Git sources as values: a repository loaded for a request ([`GitSource`]: a ref or
+//! version range pinned to a commit, its tree hashed from git objects) or for a locked
+//! commit ([`GitCommit`]: the tree exported into staging, or fetched afresh).
 
-use berth_lockfile_schema::{LockedPlugin, Pin, PluginRequest, Source};
-use berth_store::Staging;
+use std::sync::Arc;
+
+use berth_lockfile_schema::{
+    CommitId, GitPin, LockedPlugin, Pin, PluginRequest, Sha256Hash, Source,
+};
+use berth_store::{Live, Staging, StoreEntry, UnpackLimits};
+use berth_transport::url::{SourceUrl, cache_dir_name, repo_name};
 use gix::ObjectId;
 
-use crate::context::Network;
-use crate::context::*;
+use super::{GitDb, Remote, Want};
+use crate::context::{Env, KEPT_TREE_BYTES, KeptTree, Network, TagList, git_cache_name};
 use crate::error::ResolveError;
 use crate::meta::plugin_name_from_manifest;
-use crate::sources::PluginSource;
-use crate::sources::git::{GitDb, Remote, Want};
 use crate::sources::local::MAX_METADATA_BYTES;
-use berth_transport::url::{SourceUrl, cache_dir_name, repo_name};
+use crate::sources::{
+    Declared, PinKind, PinnedSource, PluginSource, Resolved, check_pins, source_of,
+    substitute_or_stage,
+};
 
 /// The git URL of a git source, `${VAR}` references still in it.
 pub fn git_url(source: &Source, github_url: &str) -> Option<String> {
@@ -26,12 +33,22 @@ pub fn git_url(source: &Source, github_url: &str) -> Option<String> {
     }
 }
 
-impl Ctx<'_> {
-    pub(crate) fn remote(&self, source: &Source) -> Result<(Remote, String), ResolveError> {
-        let raw = git_url(source, &self.settings.github_url).expect("only called for git sources");
+/// A git repository, loaded for a run: its remote (credentials expanded, checked against
+/// the source policy) and its cache.
+pub(crate) struct GitSource<'a> {
+    env: &'a Env<'a>,
+    pub(crate) remote: Remote,
+    /// The cache's folder under `git-v1/db/`.
+    cache: String,
+}
+
+impl<'a> GitSource<'a> {
+    /// The repository a git `source` names.
+    pub(crate) fn load(env: &'a Env<'a>, source: &Source) -> Result<Self, ResolveError> {
+        let raw = git_url(source, &env.settings.github_url).expect("only called for git sources");
         let url = SourceUrl::new(&raw)?;
         berth_transport::url::refuse_plain_http_password(&url)?;
-        if let (Some(policy), Some(parsed)) = (&self.settings.policy, url.parsed()) {
+        if let (Some(policy), Some(parsed)) = (&env.settings.policy, url.parsed()) {
             policy.check(parsed).map_err(|why| ResolveError::Refused {
                 url: url.shown.clone(),
                 why,
@@ -39,94 +56,45 @@ impl Ctx<'_> {
         }
         let remote = Remote {
             url,
-            policy: self.settings.policy.clone(),
-            home: self.settings.home_dir.clone(),
-            cancel: self.settings.cancel.clone(),
+            policy: env.settings.policy.clone(),
+            home: env.settings.home_dir.clone(),
+            cancel: env.settings.cancel.clone(),
         };
-        Ok((remote, cache_dir_name(&raw)))
-    }
-
-    pub(crate) fn lock_git(&self, request: &PluginRequest) -> Result<Resolved, ResolveError> {
-        let (remote, cache) = self.remote(request.parsed_source())?;
-        let db = GitDb::for_remote(self.store, &remote, &cache, self.reporter)?;
-        // A `version` range becomes the tag it picks, then resolves like `ref = "<tag>"`.
-        let resolved_ref = match &request.version {
-            Some(range) => Some(self.pick_tag(&db, &remote, &cache, range)?),
-            None => None,
-        };
-        let wanted = resolved_ref
-            .as_ref()
-            .map(|tag| format!("refs/tags/{tag}"))
-            .or_else(|| request.git_ref.clone());
-        let rev = self.git_rev(&db, &remote, &cache, wanted)?;
-        // A `repo_path` that is a symlink is followed: the plugin is the folder it leads to,
-        // named after that folder when it has no manifest (as the SDK names it).
-        let (tree, real_path) = db.plugin_tree(rev, request.subdir())?;
-        let fallback = real_path
-            .rsplit('/')
-            .next()
-            .filter(|n| !n.is_empty())
-            .map_or_else(|| repo_name(&remote.url.shown), str::to_owned);
-        let name = plugin_name_from_manifest(
-            |rel| db.read_file(tree, rel, MAX_METADATA_BYTES),
-            &fallback,
-        )?;
-        let declared =
-            Declared::read(|rel| db.read_file(tree, rel, MAX_METADATA_BYTES).ok().flatten());
-        let hashed = db.nar_hash(tree, rev)?;
-        db.finish()?;
-        self.warn_submodules(&name, &hashed.submodules);
-        check_pins(request, &name, &hashed.hash)?;
-        Ok(Resolved {
-            plugin: LockedPlugin {
-                name,
-                requested: None,
-                plugin_version: None,
-                dependencies: Vec::new(),
-                needed_by: Vec::new(),
-                definition: None,
-                source: request.display_source(),
-                git_ref: request.git_ref.clone(),
-                version: request.version.clone(),
-                resolved_ref,
-                repo_path: request.repo_path.clone(),
-                pin: Pin::Git {
-                    url: remote.url.shown,
-                    rev: commit_id(rev),
-                },
-                hash: hashed.hash,
-            },
-            skipped: hashed.skipped,
-            declared,
+        Ok(Self {
+            env,
+            remote,
+            cache: cache_dir_name(&raw),
         })
     }
 
+    /// The repository's database: its cache, or the repository itself when it is on this
+    /// machine. Held (with the cache's lock) only while one step uses it.
+    fn open(&self) -> Result<GitDb, ResolveError> {
+        GitDb::for_remote(self.env.store, &self.remote, &self.cache, self.env.reporter)
+    }
+
     /// The commit `wanted` (a ref, a full commit id, or `None` for the default branch)
-    /// names in `db`'s remote: shared with the other resolutions of this run, fetched when
-    /// a commit id is not in the cache, resolved from the cache alone when offline.
-    pub(crate) fn git_rev(
-        &self,
-        db: &GitDb,
-        remote: &Remote,
-        cache: &str,
-        wanted: Option<String>,
-    ) -> Result<ObjectId, ResolveError> {
-        let memo_key = (cache.to_owned(), wanted.clone().unwrap_or_default());
-        let memo = self.memo.rev(&memo_key, self.started);
-        let rev = match (memo, wanted.as_deref()) {
+    /// names: shared with the other resolutions of this run, fetched when a commit id is
+    /// not in the cache, resolved from the cache alone when offline.
+    fn rev(&self, db: &GitDb, wanted: Option<String>) -> Result<ObjectId, ResolveError> {
+        let env = self.env;
+        let memo_key = (self.cache.clone(), wanted.clone().unwrap_or_default());
+        let rev = match (env.memo.rev(&memo_key, env.started), wanted.as_deref()) {
             (Some(id), _) => id,
-            (None, Some(r)) if let Some(commit) = berth_lockfile_schema::CommitId::parse(r) => {
+            (None, Some(r)) if let Some(commit) = CommitId::parse(r) => {
                 let id = ObjectId::from(commit.to_bytes());
                 if !db.has_commit(id) {
-                    self.require_network(|| format!("commit `{r}` of `{}`", remote.url.shown))?;
-                    db.fetch_commit(remote, id, None, self.reporter)?;
+                    env.settings.require_network(|| {
+                        format!("commit `{r}` of `{}`", self.remote.url.shown)
+                    })?;
+                    db.fetch_commit(&self.remote, id, None, env.reporter)?;
                 }
                 id
             }
             (None, other) => {
                 let want = other.map_or(Want::DefaultBranch, |r| Want::Named(r.to_owned()));
-                match self.settings.network {
-                    Network::Online => db.resolve(remote, &want, self.reporter)?,
+                match env.settings.network {
+                    Network::Online => db.resolve(&self.remote, &want, env.reporter)?,
                     Network::Offline => {
                         db.resolve_offline(&want)
                             .ok_or_else(|| ResolveError::Offline {
@@ -135,134 +103,327 @@ impl Ctx<'_> {
                                     other.map_or("the default branch".to_owned(), |r| format!(
                                         "`{r}`"
                                     )),
-                                    remote.url.shown
+                                    self.remote.url.shown
                                 ),
                             })?
                     }
                 }
             }
         };
-        self.memo.remember_rev(memo_key, rev);
+        env.memo.remember_rev(memo_key, rev);
         Ok(rev)
     }
 
     /// The tag a `version` range picks: among the remote's tags, or offline the cache's.
-    pub(crate) fn pick_tag(
-        &self,
-        db: &GitDb,
-        remote: &Remote,
-        cache: &str,
-        range: &str,
-    ) -> Result<String, ResolveError> {
+    fn pick_tag(&self, db: &GitDb, range: &str) -> Result<String, ResolveError> {
         let req =
             semver::VersionReq::parse(range).map_err(|source| ResolveError::VersionRange {
                 range: range.to_owned(),
                 source,
             })?;
-        let tags = self.tags(db, remote, cache)?;
-        crate::sources::git::semver_tags::pick(&req, tags.iter().map(|(t, _)| t.as_str())).map_err(
-            |nearest| ResolveError::NoMatchingVersion {
-                url: remote.url.shown.clone(),
+        let tags = self.tag_list(db)?;
+        super::semver_tags::pick(&req, tags.iter().map(|(t, _)| t.as_str())).map_err(|nearest| {
+            ResolveError::NoMatchingVersion {
+                url: self.remote.url.shown.clone(),
                 range: range.to_owned(),
                 nearest,
-            },
-        )
+            }
+        })
     }
 
     /// The remote's tags and their commits, listed once per run (offline: the cache's).
-    pub(crate) fn tags(
-        &self,
-        db: &GitDb,
-        remote: &Remote,
-        cache: &str,
-    ) -> Result<Vec<(String, ObjectId)>, ResolveError> {
-        let cached = self.memo.tags(cache, self.started);
-        let tags = match (cached, self.settings.network) {
+    fn tag_list(&self, db: &GitDb) -> Result<TagList, ResolveError> {
+        let env = self.env;
+        let tags = match (
+            env.memo.tags(&self.cache, env.started),
+            env.settings.network,
+        ) {
             (Some(tags), _) => tags,
-            (None, Network::Online) => db.list_tags(remote)?,
+            (None, Network::Online) => db.list_tags(&self.remote)?,
             (None, Network::Offline) => db.local_tags(),
         };
-        self.memo.remember_tags(cache, tags.clone());
+        env.memo.remember_tags(&self.cache, tags.clone());
         Ok(tags)
     }
 
-    pub(crate) fn stage_git(
+    /// Runs `read` over the files of the `subdir` folder of the commit `wanted` names (see
+    /// [`GitSource::rev`]): a marketplace's catalog. Returns the commit and what `read`
+    /// found; the database is closed when this returns.
+    pub(crate) fn read_at<T>(
         &self,
-        locked: &LockedPlugin,
-        request: Option<&PluginRequest>,
-        rev: &berth_lockfile_schema::CommitId,
-    ) -> Result<Staging, ResolveError> {
-        let source = Self::source_of(locked, request)?;
-        let (remote, cache) = self.remote(&source)?;
-        let id = ObjectId::from(rev.to_bytes());
-        let staging = self.store.stage()?;
-        {
-            let db = GitDb::for_remote(self.store, &remote, &cache, self.reporter)?;
-            if !db.has_commit(id) {
-                self.require_network(|| {
-                    format!(
-                        "plugin `{}` (commit `{rev}` of `{}`)",
-                        locked.name, remote.url.shown
-                    )
-                })?;
-                db.fetch_commit(&remote, id, hint_ref(locked), self.reporter)?;
-            }
-            let (tree, _) = db.plugin_tree(id, subdir_of(locked, &source).as_deref())?;
-            let skipped = db.export(tree, id, staging.path())?;
-            db.finish()?;
-            self.warn_submodules(&locked.name, &skipped);
-        }
-        Ok(staging)
+        wanted: Option<String>,
+        subdir: Option<&str>,
+        read: impl FnOnce(
+            &dyn Fn(&str, u64) -> Result<Option<Vec<u8>>, ResolveError>,
+        ) -> Result<T, ResolveError>,
+    ) -> Result<(CommitId, T), ResolveError> {
+        let db = self.open()?;
+        let rev = self.rev(&db, wanted)?;
+        let (tree, _) = db.plugin_tree(rev, subdir)?;
+        let found = read(&|rel, limit| db.read_file(tree, rel, limit))?;
+        db.finish()?;
+        Ok((commit_id(rev), found))
     }
 
-    pub(crate) fn warn_submodules(&self, name: &str, skipped: &[String]) {
-        for path in skipped {
-            self.reporter.warn(&format!(
-                "`{name}`: skipped git submodule `{path}` (berth does not fetch submodules)"
-            ));
+    fn warn_submodules(&self, name: &str, skipped: &[String]) {
+        warn_submodules(self.env, name, skipped);
+    }
+}
+
+impl PluginSource for GitSource<'_> {
+    fn lock(
+        &self,
+        request: &PluginRequest,
+        _previous: Option<&LockedPlugin>,
+    ) -> Result<Resolved, ResolveError> {
+        let db = self.open()?;
+        // A `version` range becomes the tag it picks, then resolves like `ref = "<tag>"`.
+        let resolved_ref = match &request.version {
+            Some(range) => Some(self.pick_tag(&db, range)?),
+            None => None,
+        };
+        let wanted = resolved_ref
+            .as_ref()
+            .map(|tag| format!("refs/tags/{tag}"))
+            .or_else(|| request.git_ref.clone());
+        let rev = self.rev(&db, wanted)?;
+        // A `repo_path` that is a symlink is followed: the plugin is the folder it leads to,
+        // named after that folder when it has no manifest (as the SDK names it).
+        let (tree, real_path) = db.plugin_tree(rev, request.subdir())?;
+        let fallback = real_path
+            .rsplit('/')
+            .next()
+            .filter(|n| !n.is_empty())
+            .map_or_else(|| repo_name(&self.remote.url.shown), str::to_owned);
+        let name = plugin_name_from_manifest(
+            |rel| db.read_file(tree, rel, MAX_METADATA_BYTES),
+            &fallback,
+        )?;
+        let declared =
+            Declared::read(|rel| db.read_file(tree, rel, MAX_METADATA_BYTES).ok().flatten());
+        let (hashed, nar) = db.nar_hash_keeping(tree, rev, KEPT_TREE_BYTES)?;
+        db.finish()?;
+        self.warn_submodules(&name, &hashed.submodules);
+        check_pins(request, &name, &hashed.hash)?;
+        // Read once: the sync that stores this tree next writes it from this NAR.
+        if let Some(nar) = nar
+            && self.env.store.lookup(&hashed.hash, &name).is_none()
+        {
+            let submodules = hashed.submodules.clone();
+            self.env
+                .memo
+                .keep_tree(hashed.hash, KeptTree { nar, submodules });
+        }
+        let pin = Pin::Git(GitPin {
+            url: self.remote.url.shown.clone(),
+            rev: commit_id(rev),
+        });
+        let mut plugin = LockedPlugin::new(request, name, pin, hashed.hash);
+        plugin.resolved_ref = resolved_ref;
+        Ok(Resolved {
+            plugin,
+            skipped: hashed.skipped,
+            declared,
+        })
+    }
+
+    fn tags(&self) -> Result<Option<Vec<String>>, ResolveError> {
+        let db = self.open()?;
+        let tags = self.tag_list(&db)?;
+        db.finish()?;
+        Ok(Some(tags.into_iter().map(|(t, _)| t).collect()))
+    }
+}
+
+/// A locked commit of a git repository, and the plugin folder in it.
+pub(crate) struct GitCommit<'a> {
+    env: &'a Env<'a>,
+    locked: &'a LockedPlugin,
+    request: Option<&'a PluginRequest>,
+    pin: &'a GitPin,
+}
+
+impl PinKind for GitPin {
+    fn load<'a>(
+        &'a self,
+        env: &'a Env<'a>,
+        locked: &'a LockedPlugin,
+        request: Option<&'a PluginRequest>,
+    ) -> Box<dyn PinnedSource + 'a> {
+        Box::new(GitCommit {
+            env,
+            locked,
+            request,
+            pin: self,
+        })
+    }
+
+    fn mark_live(&self, live: &mut Live) {
+        live.git_caches.insert(git_cache_name(&self.url));
+    }
+}
+
+impl<'a> GitCommit<'a> {
+    /// The repository to fetch the commit from, and the plugin's folder in it.
+    fn repository(&self) -> Result<(GitSource<'a>, Option<String>), ResolveError> {
+        let source = source_of(self.locked, self.request)?;
+        Ok((
+            GitSource::load(self.env, &source)?,
+            subdir_of(self.locked, &source),
+        ))
+    }
+
+    fn id(&self) -> ObjectId {
+        ObjectId::from(self.pin.rev.to_bytes())
+    }
+
+    /// The tree this process serialised when it locked the commit, written into a new
+    /// staging folder; `None` when that fails, and the tree is exported from git instead.
+    fn stage_kept(&self, kept: &KeptTree) -> Option<Staging> {
+        let staging = self.env.store.stage().ok()?;
+        // The unpacker makes the folder itself.
+        fs_err::remove_dir(staging.path()).ok()?;
+        let reader = HalfwayPause::new(&kept.nar);
+        match berth_store::unpack_nar(reader, staging.path(), &UnpackLimits::default()) {
+            Ok(_) => Some(staging),
+            Err(e) => {
+                tracing::debug!(
+                    "writing out the kept tree of `{}` failed: {e}",
+                    self.locked.name
+                );
+                None
+            }
         }
     }
 }
 
-/// Git repositories.
-pub(crate) struct Git;
+/// Reads a kept NAR, stopping at the fault step `git-export-mid` once half of it is read
+/// (and so half the tree written), as an export from git objects stops there mid-tree.
+struct HalfwayPause<'a> {
+    rest: &'a [u8],
+    half: usize,
+}
 
-impl PluginSource for Git {
-    fn lock(
-        &self,
-        ctx: &Ctx<'_>,
-        request: &PluginRequest,
-        _previous: Option<&LockedPlugin>,
-    ) -> Result<Resolved, ResolveError> {
-        ctx.lock_git(request)
+impl<'a> HalfwayPause<'a> {
+    fn new(nar: &'a [u8]) -> Self {
+        Self {
+            rest: nar,
+            half: nar.len() / 2,
+        }
     }
+}
 
-    fn stage(
-        &self,
-        ctx: &Ctx<'_>,
-        locked: &LockedPlugin,
-        request: Option<&PluginRequest>,
-    ) -> Result<Staging, ResolveError> {
-        let Pin::Git { rev, .. } = &locked.pin else {
-            return Err(crate::sources::other_kind(locked));
+impl std::io::Read for HalfwayPause<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = if self.half > 0 {
+            buf.len().min(self.half)
+        } else {
+            buf.len()
         };
-        ctx.stage_git(locked, request, rev)
+        let read = self.rest.read(&mut buf[..n])?;
+        if self.half > 0 {
+            self.half -= read;
+            if self.half == 0 {
+                berth_store::fault::pause_at(berth_store::fault::GIT_EXPORT_MID);
+            }
+        }
+        Ok(read)
+    }
+}
+
+impl PinnedSource for GitCommit<'_> {
+    fn stage(&self) -> Result<Staging, ResolveError> {
+        let (env, locked, id) = (self.env, self.locked, self.id());
+        if let Some(kept) = env.memo.take_tree(&locked.hash)
+            && let Some(staging) = self.stage_kept(&kept)
+        {
+            warn_submodules(env, &locked.name, &kept.submodules);
+            return Ok(staging);
+        }
+        let (repository, subdir) = self.repository()?;
+        let remote = &repository.remote;
+        let staging = env.store.stage()?;
+        let db = repository.open()?;
+        if !db.has_commit(id) {
+            env.settings.require_network(|| {
+                format!(
+                    "plugin `{}` (commit `{}` of `{}`)",
+                    locked.name, self.pin.rev, remote.url.shown
+                )
+            })?;
+            db.fetch_commit(remote, id, hint_ref(locked), env.reporter)?;
+        }
+        let (tree, _) = db.plugin_tree(id, subdir.as_deref())?;
+        let skipped = db.export(tree, id, staging.path())?;
+        db.finish()?;
+        repository.warn_submodules(&locked.name, &skipped);
+        Ok(staging)
     }
 
-    fn fresh_hash(
-        &self,
-        ctx: &Ctx<'_>,
-        locked: &LockedPlugin,
-        request: Option<&PluginRequest>,
-    ) -> Result<berth_lockfile_schema::Sha256Hash, ResolveError> {
-        let want = ctx.fresh_want(locked, request)?;
-        // A throw-away repository: verify must not trust anything already cached.
-        let staging = ctx.store.stage()?;
-        let db = GitDb::temporary(&staging.path().join("repo"))?;
-        db.fetch_commit(&want.remote, want.id, want.hint.as_deref(), ctx.reporter)?;
-        let (tree, _) = db.plugin_tree(want.id, want.subdir.as_deref())?;
-        Ok(db.nar_hash(tree, want.id)?.hash)
+    fn add_to_store(&self) -> Result<StoreEntry, ResolveError> {
+        substitute_or_stage(self.env, self.locked, || self.stage())
     }
+
+    fn fresh_hash(&self) -> Result<Sha256Hash, Arc<ResolveError>> {
+        let (env, id) = (self.env, self.id());
+        let (repository, subdir) = self.repository()?;
+        let remote = &repository.remote;
+        env.settings
+            .require_network(|| format!("`{}`", remote.url.shown))?;
+        // One throw-away repository per remote for the run, each commit fetched into it
+        // once: verify must not trust anything already cached.
+        let folder = env
+            .scratch
+            .folder(&remote.url.fetch, || Ok(env.store.stage()?));
+        folder.fetch_once(&id.to_string(), |dir| {
+            let db = GitDb::temporary(&dir.join("repo"))?;
+            if db.has_commit(id) {
+                return Ok(());
+            }
+            db.fetch_commit(remote, id, hint_ref(self.locked), env.reporter)
+        })?;
+        let dir = folder.path()?.join("repo");
+        let hash = || -> Result<Sha256Hash, ResolveError> {
+            // Each worker opens the repository for itself (a gix repository is per thread).
+            let db = GitDb::temporary(&dir)?;
+            let (tree, _) = db.plugin_tree(id, subdir.as_deref())?;
+            Ok(db.nar_hash(tree, id)?.hash)
+        };
+        hash().map_err(Arc::new)
+    }
+}
+
+/// Warns of submodules left out of a tree.
+pub(crate) fn warn_submodules(env: &Env<'_>, name: &str, skipped: &[String]) {
+    for path in skipped {
+        env.reporter.warn(&format!(
+            "`{name}`: skipped git submodule `{path}` (berth does not fetch submodules)"
+        ));
+    }
+}
+
+/// The ref to fall back on when a server will not send a commit by id.
+fn hint_ref(locked: &LockedPlugin) -> Option<&str> {
+    locked.resolved_ref.as_deref().or(locked.git_ref.as_deref())
+}
+
+/// The plugin's folder in the repository: the lock's `repo_path`, else the one a
+/// `github:OWNER/REPO/PATH` source names.
+fn subdir_of(locked: &LockedPlugin, source: &Source) -> Option<String> {
+    if let Some(path) = &locked.repo_path {
+        return berth_lockfile_schema::normalize_repo_path(path).ok();
+    }
+    match source {
+        Source::GitHub { subpath, .. } => subpath.clone(),
+        _ => None,
+    }
+}
+
+/// The lock's commit id of a git object id.
+pub(crate) fn commit_id(id: ObjectId) -> CommitId {
+    let mut bytes = [0u8; 20];
+    bytes.copy_from_slice(id.as_bytes());
+    CommitId::from_bytes(bytes)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Git trees read straight from objects: the plugin folder (symlinks followed), its NAR
 //! hash, the files the runtime will skip, and the export into staging.
 
-use std::io::{BufWriter, Write as _};
+use std::io::{BufWriter, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -14,7 +14,7 @@ use gix::objs::tree::EntryKind;
 use crate::error::ResolveError;
 use berth_transport::tree_path::{self, Node};
 
-use super::*;
+use super::{CacheError, GitDb};
 
 impl GitDb {
     /// The tree of `commit`, or of its `subdir` folder, and that folder's path with every
@@ -99,42 +99,73 @@ impl GitDb {
     /// runtime will skip.
     pub(crate) fn nar_hash(&self, tree: ObjectId, rev: ObjectId) -> Result<TreeHash, ResolveError> {
         let mut sink = Sha256Sink::default();
-        let mut found = crate::skipped::Found::default();
-        let submodules = {
-            let mut nar = NarWriter::new(BufWriter::with_capacity(64 * 1024, &mut sink))?;
-            // The path of the entry being written, for the skipped files.
-            let mut path: Vec<Vec<u8>> = Vec::new();
-            let shown = |path: &[Vec<u8>]| String::from_utf8_lossy(&path.join(&b'/')).into_owned();
-            let submodules = self.walk(tree, rev, &[], &mut |event| match event {
-                Event::Dir(_) => nar.begin_directory(),
-                Event::EndDir => nar.end_directory(),
-                Event::Entry(name) => {
-                    path.push(name.to_vec());
-                    nar.entry(name)
-                }
-                Event::EndEntry => {
-                    path.pop();
-                    nar.end_entry()
-                }
-                Event::File {
-                    executable, data, ..
-                } => {
-                    found.file(&shown(&path), data.len() as u64);
-                    nar.file(executable, data.len() as u64, &mut &data[..])
-                }
-                Event::Symlink { target, .. } => {
-                    found.link(shown(&path), target);
-                    nar.symlink(target)
-                }
-            })?;
-            nar.finish()?.flush()?;
-            submodules
-        };
+        let (submodules, found) = self.write_nar(tree, rev, &mut sink)?;
         Ok(TreeHash {
             hash: sink.finish(),
             submodules,
             skipped: found.judge(&self.tree_view(tree))?,
         })
+    }
+
+    /// [`GitDb::nar_hash`], keeping the NAR itself when it is no larger than `cap` bytes:
+    /// the tree is then read from git once, whether it is later stored or not.
+    pub(crate) fn nar_hash_keeping(
+        &self,
+        tree: ObjectId,
+        rev: ObjectId,
+        cap: usize,
+    ) -> Result<(TreeHash, Option<Vec<u8>>), ResolveError> {
+        let mut out = Keeping {
+            sink: Sha256Sink::default(),
+            kept: Some(Vec::new()),
+            cap,
+        };
+        let (submodules, found) = self.write_nar(tree, rev, &mut out)?;
+        let hashed = TreeHash {
+            hash: out.sink.finish(),
+            submodules,
+            skipped: found.judge(&self.tree_view(tree))?,
+        };
+        Ok((hashed, out.kept))
+    }
+
+    /// Serialises a tree as a NAR into `out`, noting what the runtime will skip. Returns
+    /// the submodules left out, and what the walk found.
+    fn write_nar(
+        &self,
+        tree: ObjectId,
+        rev: ObjectId,
+        out: &mut dyn Write,
+    ) -> Result<(Vec<String>, crate::skipped::Found), ResolveError> {
+        let mut found = crate::skipped::Found::default();
+        let mut nar = NarWriter::new(BufWriter::with_capacity(64 * 1024, out))?;
+        // The path of the entry being written, for the skipped files.
+        let mut path: Vec<Vec<u8>> = Vec::new();
+        let shown = |path: &[Vec<u8>]| String::from_utf8_lossy(&path.join(&b'/')).into_owned();
+        let submodules = self.walk(tree, rev, &[], &mut |event| match event {
+            Event::Dir(_) => nar.begin_directory(),
+            Event::EndDir => nar.end_directory(),
+            Event::Entry(name) => {
+                path.push(name.to_vec());
+                nar.entry(name)
+            }
+            Event::EndEntry => {
+                path.pop();
+                nar.end_entry()
+            }
+            Event::File {
+                executable, data, ..
+            } => {
+                found.file(&shown(&path), data.len() as u64);
+                nar.file(executable, data.len() as u64, &mut &data[..])
+            }
+            Event::Symlink { target, .. } => {
+                found.link(shown(&path), target);
+                nar.symlink(target)
+            }
+        })?;
+        nar.finish()?.flush()?;
+        Ok((submodules, found))
     }
 
     /// Writes a tree into `dest` (an empty staging folder): folders, files with their
@@ -254,6 +285,31 @@ impl GitDb {
         }
         visit(Event::EndDir)?;
         Ok(skipped)
+    }
+}
+
+/// Hashes what is written, and keeps it while it stays within `cap` bytes.
+struct Keeping {
+    sink: Sha256Sink,
+    kept: Option<Vec<u8>>,
+    cap: usize,
+}
+
+impl Write for Keeping {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.sink.write_all(buf)?;
+        if let Some(kept) = &mut self.kept {
+            if kept.len() + buf.len() > self.cap {
+                self.kept = None;
+            } else {
+                kept.extend_from_slice(buf);
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

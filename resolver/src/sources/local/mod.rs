@@ -2,7 +2,7 @@
 
 mod source;
 
-pub(crate) use source::Local;
+pub(crate) use source::LocalSource;
 
 use std::path::{Path, PathBuf};
 

@@ -1,37 +1,57 @@
-//! Local folders: re-hashed by every lock, copied into staging by sync.
+//! Local folders as values: a folder loaded for a request ([`LocalSource`]: hashed by every
+//! lock) or for a locked entry ([`LocalFolder`]: re-hashed against the lock, copied into
+//! the store).
 
-use berth_lockfile_schema::{LockedPlugin, Pin, PluginRequest, Source};
+use std::path::PathBuf;
+use std::sync::Arc;
 
-use berth_store::Staging;
+use berth_lockfile_schema::{LocalPin, LockedPlugin, Pin, PluginRequest, Sha256Hash};
+use berth_store::{Live, Staging, StoreEntry};
 
-use crate::context::*;
-use crate::error::ResolveError;
-use crate::sources::PluginSource;
-use crate::sources::local::{
+use super::{
     LOCAL_EXCLUDE, LOCAL_EXCLUDED, MAX_METADATA_BYTES, existing_dir, local_dir, name_and_hash,
+    read_regular_file,
 };
+use crate::context::Env;
+use crate::error::ResolveError;
+use crate::sources::{Declared, PinKind, PinnedSource, PluginSource, Resolved, check_pins};
 
-impl Ctx<'_> {
-    /// Hashes a local folder; the files the runtime will skip are looked for only when it is
+/// A local folder, as the manifest writes it.
+pub(crate) struct LocalSource<'a> {
+    env: &'a Env<'a>,
+    path: String,
+}
+
+impl<'a> LocalSource<'a> {
+    /// The folder `path` names (`~/` from the home folder, relative paths from the
+    /// manifest's folder); whether it exists is `lock`'s question.
+    pub(crate) fn load(env: &'a Env<'a>, path: &str) -> Self {
+        Self {
+            env,
+            path: path.to_owned(),
+        }
+    }
+}
+
+impl PluginSource for LocalSource<'_> {
+    /// Hashes the folder; the files the runtime will skip are looked for only when it is
     /// new or changed.
-    pub(crate) fn lock_local(
+    fn lock(
         &self,
         request: &PluginRequest,
         previous: Option<&LockedPlugin>,
     ) -> Result<Resolved, ResolveError> {
-        let Source::Local { path } = request.parsed_source() else {
-            unreachable!("only called for local sources");
-        };
-        let dir = existing_dir(&local_dir(path, self.settings))?;
+        let (env, path) = (self.env, &self.path);
+        let dir = existing_dir(&local_dir(path, env.settings))?;
         let (name, hash) = name_and_hash(&dir)?;
         let declared = Declared::read(|rel| {
-            crate::sources::local::read_regular_file(&dir, rel, MAX_METADATA_BYTES)
+            read_regular_file(&dir, rel, MAX_METADATA_BYTES)
                 .ok()
                 .flatten()
         });
         check_pins(request, &name, &hash)?;
         if previous.is_some_and(|p| p.hash != hash) {
-            self.reporter.status(
+            env.reporter.status(
                 "Updating",
                 &format!("`{name}` ({path}): its content changed"),
             );
@@ -41,66 +61,82 @@ impl Ctx<'_> {
         } else {
             crate::skipped::scan_dir(&dir, LOCAL_EXCLUDED)?
         };
+        let pin = Pin::Local(LocalPin { path: path.clone() });
         Ok(Resolved {
-            plugin: LockedPlugin {
-                name,
-                requested: None,
-                plugin_version: None,
-                dependencies: Vec::new(),
-                needed_by: Vec::new(),
-                definition: None,
-                source: request.display_source(),
-                git_ref: None,
-                version: None,
-                resolved_ref: None,
-                repo_path: None,
-                pin: Pin::Local { path: path.clone() },
-                hash,
-            },
+            plugin: LockedPlugin::new(request, name, pin, hash),
             skipped,
             declared,
         })
     }
 }
 
-/// Local folders.
-pub(crate) struct Local;
+/// A locked local folder.
+pub(crate) struct LocalFolder<'a> {
+    env: &'a Env<'a>,
+    locked: &'a LockedPlugin,
+    pin: &'a LocalPin,
+}
 
-impl PluginSource for Local {
-    fn lock(
-        &self,
-        ctx: &Ctx<'_>,
-        request: &PluginRequest,
-        previous: Option<&LockedPlugin>,
-    ) -> Result<Resolved, ResolveError> {
-        ctx.lock_local(request, previous)
+impl PinKind for LocalPin {
+    fn load<'a>(
+        &'a self,
+        env: &'a Env<'a>,
+        locked: &'a LockedPlugin,
+        _request: Option<&'a PluginRequest>,
+    ) -> Box<dyn PinnedSource + 'a> {
+        Box::new(LocalFolder {
+            env,
+            locked,
+            pin: self,
+        })
     }
 
-    fn stage(
-        &self,
-        ctx: &Ctx<'_>,
-        locked: &LockedPlugin,
-        _request: Option<&PluginRequest>,
-    ) -> Result<Staging, ResolveError> {
-        let Pin::Local { path } = &locked.pin else {
-            return Err(crate::sources::other_kind(locked));
-        };
-        let dir = existing_dir(&local_dir(path, ctx.settings))?;
-        let staging = ctx.store.stage()?;
+    /// Nothing: the folder is the user's.
+    fn mark_live(&self, _live: &mut Live) {}
+
+    fn changes_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl LocalFolder<'_> {
+    fn dir(&self) -> Result<PathBuf, ResolveError> {
+        existing_dir(&local_dir(&self.pin.path, self.env.settings))
+    }
+}
+
+impl PinnedSource for LocalFolder<'_> {
+    fn stage(&self) -> Result<Staging, ResolveError> {
+        let dir = self.dir()?;
+        let staging = self.env.store.stage()?;
         berth_store::copy_tree(&dir, staging.path(), LOCAL_EXCLUDE)?;
         Ok(staging)
     }
 
-    fn fresh_hash(
-        &self,
-        ctx: &Ctx<'_>,
-        locked: &LockedPlugin,
-        _request: Option<&PluginRequest>,
-    ) -> Result<berth_lockfile_schema::Sha256Hash, ResolveError> {
-        let Pin::Local { path } = &locked.pin else {
-            return Err(crate::sources::other_kind(locked));
-        };
-        let dir = existing_dir(&local_dir(path, ctx.settings))?;
-        Ok(name_and_hash(&dir)?.1)
+    /// Copied from the folder (a local folder is never substituted).
+    fn add_to_store(&self) -> Result<StoreEntry, ResolveError> {
+        let (locked, dir) = (self.locked, self.dir()?);
+        Ok(self
+            .env
+            .store
+            .add_dir(&dir, &locked.name, Some(&locked.hash), LOCAL_EXCLUDE)?)
+    }
+
+    fn recheck(&self) -> Result<(), ResolveError> {
+        let (_, actual) = name_and_hash(&self.dir()?)?;
+        if actual != self.locked.hash {
+            return Err(ResolveError::LocalChanged {
+                name: self.locked.name.clone(),
+                path: self.pin.path.clone(),
+                expected: self.locked.hash,
+                actual,
+            });
+        }
+        Ok(())
+    }
+
+    fn fresh_hash(&self) -> Result<Sha256Hash, Arc<ResolveError>> {
+        let hash = || Ok(name_and_hash(&self.dir()?)?.1);
+        hash().map_err(Arc::new)
     }
 }

@@ -5,12 +5,12 @@
 
 use berth_lockfile_schema::ArchiveFormat;
 
-use crate::context::Ctx;
-use crate::error::ResolveError;
 use berth_transport::integrity::Integrity;
-
-use crate::sources::archive::ArchiveSource;
 use berth_transport::url::SourceUrl;
+
+use crate::context::Env;
+use crate::error::ResolveError;
+use crate::sources::archive::{ArchiveUrl, download_limited};
 
 /// The public registry, used when an entry names none.
 pub(crate) const DEFAULT_REGISTRY: &str = "https://registry.npmjs.org";
@@ -115,43 +115,34 @@ pub(crate) fn pick(
     })
 }
 
-impl Ctx<'_> {
-    /// Reads `package`'s document from `registry` and picks `version` in it.
-    pub(crate) fn npm_pick(
-        &self,
-        package: &str,
-        version: Option<&str>,
-        registry: Option<&str>,
-    ) -> Result<NpmPick, ResolveError> {
-        let url = document_url(registry.unwrap_or(DEFAULT_REGISTRY), package);
-        let source = ArchiveSource {
-            url: SourceUrl::new(&url)?,
-            format: ArchiveFormat::TarGz,
-        };
-        self.require_network(|| format!("the npm registry's `{package}`"))?;
-        let mut limits = self.settings.archive_limits;
-        limits.max_bytes = limits.max_bytes.min(MAX_DOCUMENT_BYTES);
-        let (staging, file, _) = crate::sources::archive::download(
-            self.store,
-            &source,
-            limits,
-            self.settings.home_dir.as_deref(),
-            self.reporter,
-            &self.settings.cancel,
-            self.settings.policy.as_ref(),
-        )?;
-        let bytes = fs_err::read(&file)?;
-        drop(staging);
-        let document: serde_json::Value =
-            serde_json::from_slice(&bytes).map_err(|e| ResolveError::Npm {
-                package: package.to_owned(),
-                message: format!("`{}` is not a registry document: {e}", source.url.shown),
-            })?;
-        pick(package, &document, version).map_err(|message| ResolveError::Npm {
+/// Reads `package`'s document from `registry` and picks `version` in it.
+pub(crate) fn pick_from_registry(
+    env: &Env<'_>,
+    package: &str,
+    version: Option<&str>,
+    registry: Option<&str>,
+) -> Result<NpmPick, ResolveError> {
+    let url = document_url(registry.unwrap_or(DEFAULT_REGISTRY), package);
+    let source = ArchiveUrl {
+        url: SourceUrl::new(&url)?,
+        format: ArchiveFormat::TarGz,
+    };
+    env.settings
+        .require_network(|| format!("the npm registry's `{package}`"))?;
+    let mut limits = env.settings.archive_limits;
+    limits.max_bytes = limits.max_bytes.min(MAX_DOCUMENT_BYTES);
+    let (staging, file, _) = download_limited(env, &source, limits)?;
+    let bytes = fs_err::read(&file)?;
+    drop(staging);
+    let document: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| ResolveError::Npm {
             package: package.to_owned(),
-            message,
-        })
-    }
+            message: format!("`{}` is not a registry document: {e}", source.url.shown),
+        })?;
+    pick(package, &document, version).map_err(|message| ResolveError::Npm {
+        package: package.to_owned(),
+        message,
+    })
 }
 
 #[cfg(test)]

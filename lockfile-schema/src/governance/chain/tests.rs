@@ -1,0 +1,273 @@
+use super::*;
+use crate::governance::parse_policy;
+
+fn chain(files: &[(&str, &str)]) -> Result<Policy, PolicyError> {
+    chain_under("https://github.com", files)
+}
+
+fn chain_under(github_url: &str, files: &[(&str, &str)]) -> Result<Policy, PolicyError> {
+    Policy::from_chain(
+        files
+            .iter()
+            .map(|(label, text)| {
+                (
+                    (*label).to_owned(),
+                    parse_policy(text, label).expect("valid"),
+                )
+            })
+            .collect(),
+        Canon::new(github_url),
+    )
+}
+
+#[test]
+fn a_child_may_not_allow_what_a_parent_denies() {
+    let e = chain(&[
+        ("org.toml", "[capabilities]\nhooks = \"deny\"\n"),
+        ("team.toml", "[capabilities]\nhooks = \"allow\"\n"),
+    ])
+    .expect_err("loosens");
+    let text = e.to_string();
+    assert!(
+        text.contains("`team.toml` sets hooks = \"allow\""),
+        "{text}"
+    );
+    assert!(text.contains("`org.toml` sets it to \"deny\""), "{text}");
+    let e = chain(&[
+        ("org.toml", "[capabilities]\nhidden_unicode = \"deny\"\n"),
+        ("team.toml", "[capabilities]\nhidden_unicode = \"warn\"\n"),
+    ])
+    .expect_err("loosens");
+    assert_eq!(
+        (e.child.as_str(), e.parent.as_str()),
+        ("team.toml", "org.toml")
+    );
+}
+
+#[test]
+fn a_child_may_tighten_and_the_strictest_wins() {
+    let policy = chain(&[
+        (
+            "org.toml",
+            "[capabilities]\nhooks = \"approve\"\nmcp_stdio = \"approve\"\n",
+        ),
+        ("team.toml", "[capabilities]\nhooks = \"deny\"\n"),
+    ])
+    .expect("tightens");
+    assert_eq!(
+        policy.capability(Capability::Hooks),
+        (Level::Deny, Some("team.toml"))
+    );
+    assert_eq!(
+        policy.capability(Capability::McpStdio),
+        (Level::Approve, Some("org.toml"))
+    );
+    assert_eq!(
+        policy.capability(Capability::Executables),
+        (Level::Allow, None)
+    );
+    assert_eq!(policy.hidden_unicode(), (UnicodeLevel::Deny, None));
+    assert_eq!(Policy::default().hidden_unicode().0, UnicodeLevel::Deny);
+}
+
+#[test]
+fn sources_intersect_and_a_wider_allow_list_is_refused() {
+    let e = chain(&[
+        ("org.toml", "[sources]\nallow = [\"github:acme/*\"]\n"),
+        ("team.toml", "[sources]\nallow = [\"github:other/*\"]\n"),
+    ])
+    .expect_err("wider");
+    assert!(e.to_string().contains("allows only `github:acme/*`"), "{e}");
+    let e = chain(&[
+        ("org.toml", "[sources]\ndeny = [\"github:acme/x-*\"]\n"),
+        (
+            "team.toml",
+            "[sources]\nallow = [\"github:acme/x-tools\"]\n",
+        ),
+    ])
+    .expect_err("denied");
+    assert!(e.to_string().contains("denies `github:acme/x-*`"), "{e}");
+    let policy = chain(&[
+        (
+            "org.toml",
+            "[sources]\nallow = [\"github:acme/*\", \"github:anthropics/market\"]\n",
+        ),
+        (
+            "team.toml",
+            "[sources]\ndeny = [\"github:acme/experimental-*\"]\n",
+        ),
+    ])
+    .expect("tightens");
+    assert_eq!(policy.check_source("github:acme/tools", None), Ok(()));
+    assert_eq!(
+        policy.check_source("https://x.example/y.git", Some("github:Anthropics/market")),
+        Ok(())
+    );
+    let denied = policy
+        .check_source("github:acme/experimental-a", None)
+        .expect_err("denied");
+    assert_eq!(
+        (denied.file.as_str(), denied.reason),
+        ("team.toml", "denied by")
+    );
+    let outside = policy
+        .check_source("github:evil/x", Some("./anthropics/market"))
+        .expect_err("not allowed");
+    assert_eq!(
+        (outside.file.as_str(), outside.reason),
+        ("org.toml", "not in the allow list of")
+    );
+}
+
+#[test]
+fn remote_hosts() {
+    let policy = chain(&[(
+        "p.toml",
+        "[capabilities]\nmcp_remote_hosts = [\"*.acme.dev\", \"mcp.example.com\"]\n",
+    )])
+    .expect("valid");
+    assert!(policy.has_remote_hosts());
+    assert_eq!(policy.check_remote_host("https://a.acme.dev/mcp"), Ok(()));
+    assert_eq!(
+        policy.check_remote_host("https://MCP.example.com:8443/x"),
+        Ok(())
+    );
+    // A user or password in the URL is refused: it is how `evil@x.acme.dev` reads as
+    // an allowed host to a naive eye.
+    assert!(
+        policy
+            .check_remote_host("https://u:p@mcp.example.com/x")
+            .is_err()
+    );
+    let refused = policy
+        .check_remote_host("https://evil.dev/mcp")
+        .expect_err("refused");
+    assert_eq!(
+        (refused.host.as_str(), refused.why.as_deref()),
+        ("evil.dev", None)
+    );
+}
+
+#[test]
+fn a_remote_host_is_the_one_a_whatwg_parser_connects_to() {
+    let policy = chain(&[(
+        "p.toml",
+        "[capabilities]\nmcp_remote_hosts = [\"*.acme.dev\", \"::1\", \"Mcp.Example.com.\"]\n",
+    )])
+    .expect("valid");
+    assert_eq!(policy.check_remote_host("http://[::1]:80/x"), Ok(()));
+    assert_eq!(
+        policy.check_remote_host("https://mcp.example.com./x"),
+        Ok(())
+    );
+    // F7: WHATWG parsers read `\\` as `/`: the host is `evil.example`.
+    let refused = policy
+        .check_remote_host("https://evil.example\\.acme.dev/mcp")
+        .expect_err("a backslash");
+    assert!(refused.why.is_some_and(|w| w.contains("backslash")));
+    for url in [
+        "https://evil.example\\@x.acme.dev/",
+        "https://evil.example@x.acme.dev/",
+        "https://u:p@a.acme.dev/x",
+        "a.acme.dev/mcp",
+    ] {
+        let refused = policy.check_remote_host(url).expect_err(url);
+        assert!(refused.why.is_some(), "{url}");
+    }
+    // Without a host list, any URL is on no list to be refused from.
+    assert_eq!(Policy::default().check_remote_host("not a url"), Ok(()));
+}
+
+#[test]
+fn sources_are_matched_in_canonical_form() {
+    // F8: a deny catches every spelling of the repository; an allow is not satisfied
+    // by a spelling whose path leaves the allowed folder.
+    let policy = chain_under(
+        "http://127.0.0.1:8080",
+        &[(
+            "p.toml",
+            "[sources]\nallow = [\"http://127.0.0.1:8080/acme/*\", \"https://git.example.com/team/*\"]\ndeny = [\"github:acme/experimental-*\", \"https://git.example.com/team/old\"]\n",
+        )],
+    )
+    .expect("valid");
+    for denied in [
+        "github:ACME/Experimental-x",
+        "github:acme/experimental-x.git",
+        "http://127.0.0.1:8080/acme/experimental-x.git",
+        "https://github.com/Acme/Experimental-X/",
+        "git@github.com:acme/experimental-x.git",
+        "https://git.example.com/TEAM/Old.git",
+        "ssh://git@git.example.com/team/old",
+    ] {
+        let e = policy.check_source(denied, None).expect_err(denied);
+        assert_eq!(e.reason, "denied by", "{denied}");
+    }
+    for refused in [
+        "http://127.0.0.1:8080/acme/../ACME/Experimental-x.git",
+        "http://127.0.0.1:8080/acme/%2e%2e/ACME/Experimental-x.git",
+        "https://git.example.com/team\\..\\x",
+    ] {
+        let e = policy.check_source(refused, None).expect_err(refused);
+        assert_eq!((e.reason, e.file.as_str()), ("refused by", "p.toml"));
+        assert!(e.why.is_some_and(|w| w.contains(refused)), "{refused}");
+    }
+    assert_eq!(policy.check_source("github:ACME/Tools", None), Ok(()));
+    assert_eq!(
+        policy.check_source("git+https://git.example.com/team/tools.git", None),
+        Ok(())
+    );
+    // An allow pattern does not fold the case of a path on a server berth does not
+    // know: `TEAM` may be another account there.
+    let outside = policy
+        .check_source("https://git.example.com/TEAM/tools", None)
+        .expect_err("another path");
+    assert_eq!(outside.reason, "not in the allow list of");
+    // A marketplace counts by its locked source.
+    assert_eq!(
+        policy.check_source("https://x.example/y", Some("github:acme/market")),
+        Ok(())
+    );
+    assert!(
+        policy
+            .check_source("https://x.example/y", Some("./official"))
+            .is_err()
+    );
+    // No `[sources]` rule: nothing to match, nothing refused.
+    assert_eq!(
+        Policy::default().check_source("https://h/a/../b", None),
+        Ok(())
+    );
+}
+
+#[test]
+fn loosening_is_judged_in_canonical_form() {
+    let e = chain(&[
+        ("org.toml", "[sources]\ndeny = [\"github:acme/x-*\"]\n"),
+        (
+            "team.toml",
+            "[sources]\nallow = [\"https://GitHub.com/ACME/X-Tools.git\"]\n",
+        ),
+    ])
+    .expect_err("the URL of a denied repository");
+    assert!(e.to_string().contains("denies `github:acme/x-*`"), "{e}");
+    chain(&[
+        ("org.toml", "[sources]\nallow = [\"github:acme/*\"]\n"),
+        (
+            "team.toml",
+            "[sources]\nallow = [\"https://github.com/Acme/tools\"]\n",
+        ),
+    ])
+    .expect("the URL of an allowed repository narrows the list");
+    let e = chain(&[
+        (
+            "org.toml",
+            "[capabilities]\nmcp_remote_hosts = [\"*.acme.dev\"]\n",
+        ),
+        (
+            "team.toml",
+            "[capabilities]\nmcp_remote_hosts = [\"EVIL.dev\"]\n",
+        ),
+    ])
+    .expect_err("a wider host list");
+    assert!(e.to_string().contains("`EVIL.dev`"), "{e}");
+}

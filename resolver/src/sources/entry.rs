@@ -1,0 +1,67 @@
+//! One locked entry made present in the store, verified: `sync` does this for every
+//! plugin of a lock, the agent for its source tree.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use berth_lockfile_schema::{LockedPlugin, PluginRequest};
+use berth_store::{StoreEntry, StoreError};
+
+use super::kind_of;
+use crate::context::{Env, Event, LocalCheck};
+use crate::error::ResolveError;
+
+/// Makes one locked plugin present in the store, verified: found, or added by its source
+/// (from a substituter or upstream) under the entry's lock.
+pub(crate) fn sync_entry(
+    env: &Env<'_>,
+    locked: &LockedPlugin,
+    request: Option<&PluginRequest>,
+    local: LocalCheck,
+    added: &AtomicUsize,
+) -> Result<StoreEntry, ResolveError> {
+    let kind = kind_of(&locked.pin);
+    if local == LocalCheck::Rehash && kind.changes_in_place() {
+        kind.load(env, locked, request).recheck()?;
+    }
+    let store = env.store;
+    // A tree this process's lock kept for the entry is not needed once the entry is there.
+    let forget_kept = || drop(env.memo.take_tree(&locked.hash));
+    if let Ok(Some(entry)) = store.checked_lookup(&locked.hash, &locked.name) {
+        forget_kept();
+        return Ok(entry);
+    }
+    // One process materialises an entry; others wait and then find it present.
+    let _guard = store.lock(&format!("entry-{}", locked.hash.to_nix32()), || {
+        env.reporter.status(
+            "Waiting",
+            &format!("for another berth adding `{}`", locked.name),
+        );
+    })?;
+    match store.checked_lookup(&locked.hash, &locked.name) {
+        Ok(Some(entry)) => {
+            forget_kept();
+            return Ok(entry);
+        }
+        Ok(None) => {}
+        // Changed after it was added: moved aside (a process still reading it keeps
+        // its files) and fetched again below like a missing entry, from the same pin.
+        Err(StoreError::Tampered { path, found, .. }) => {
+            env.reporter.warn(&format!(
+                "store entry `{}` of plugin `{}` was changed after it was added ({found}); replacing it",
+                path.display(),
+                locked.name
+            ));
+            store.discard_entry(&locked.hash, &locked.name)?;
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let entry = kind.load(env, locked, request).add_to_store()?;
+    forget_kept();
+    added.fetch_add(1, Ordering::Relaxed);
+    env.reporter.status(
+        "Added",
+        &format!("{} {}", locked.name, entry.path.display()),
+    );
+    env.reporter.event(Event::PluginAdded);
+    Ok(entry)
+}
