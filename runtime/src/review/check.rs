@@ -111,14 +111,9 @@ pub fn check_plugins(
     plugins: &[UnderReview<'_>],
 ) -> Result<Checked, RuntimeError> {
     let mut checked = Checked::default();
-    let needs_surface = [
-        Capability::Hooks,
-        Capability::McpStdio,
-        Capability::McpRemote,
-        Capability::Executables,
-    ]
-    .iter()
-    .any(|c| policy.capability(*c).0 != Level::Allow)
+    let needs_surface = Capability::ALL
+        .iter()
+        .any(|c| policy.capability(*c).0 != Level::Allow)
         || policy.has_remote_hosts();
     for plugin in plugins {
         let name = plugin.locked.name.as_str();
@@ -208,7 +203,8 @@ fn check_source(policy: &Policy, plugin: &UnderReview<'_>) -> Option<Violation> 
     })
 }
 
-/// The capability rules for one plugin's surface.
+/// The capability rules for one plugin's surface: each capability's level for what the
+/// surface has of it, then the remote hosts.
 fn check_capabilities(
     policy: &Policy,
     approvals: &Approvals,
@@ -219,47 +215,11 @@ fn check_capabilities(
     let digest = surface.approval_digest();
     let approval = approvals.get(name);
     let approved = approval.is_some_and(|a| a.surface == digest);
-    let remote = surface.remote_urls();
-    let present = [
-        (
-            Capability::Hooks,
-            surface.has_hooks(),
-            describe_hooks(surface),
-        ),
-        (
-            Capability::McpStdio,
-            surface.has_stdio_servers(),
-            describe_stdio(surface),
-        ),
-        (
-            Capability::McpRemote,
-            surface.has_remote_servers(),
-            with_unmodeled(
-                surface,
-                Capability::McpRemote,
-                (!remote.is_empty())
-                    .then(|| format!("MCP servers at {}", quoted(remote.iter().copied()))),
-            ),
-        ),
-        (
-            Capability::Executables,
-            surface.has_executables(),
-            with_unmodeled(
-                surface,
-                Capability::Executables,
-                (!surface.executables.is_empty()).then(|| {
-                    format!(
-                        "executables {}",
-                        quoted(surface.executables.keys().map(String::as_str))
-                    )
-                }),
-            ),
-        ),
-    ];
-    for (capability, has, what) in present {
-        if !has {
+    for capability in Capability::ALL {
+        if !surface.has(capability) {
             continue;
         }
+        let what = surface.describe(capability);
         let (level, file) = policy.capability(capability);
         let file = file.unwrap_or(DEFAULTS).to_owned();
         let rule = |level: &str| format!("{} = \"{level}\"", capability.as_str());
@@ -292,7 +252,17 @@ fn check_capabilities(
             }),
         }
     }
-    for url in remote {
+    check_remote_hosts(policy, name, surface, violations);
+}
+
+/// `mcp_remote_hosts`: every remote MCP server on a listed host.
+fn check_remote_hosts(
+    policy: &Policy,
+    name: &str,
+    surface: &Surface,
+    violations: &mut Vec<Violation>,
+) {
+    for url in surface.remote_urls() {
         if let Err(refused) = policy.check_remote_host(url) {
             violations.push(Violation {
                 plugin: name.to_owned(),
@@ -328,78 +298,4 @@ fn check_capabilities(
             });
         }
     }
-}
-
-fn describe_hooks(surface: &Surface) -> String {
-    let commands = surface.hooks.iter().map(|h| {
-        let what = if h.kind == "command" {
-            format!("{} `{}`", h.event, h.command)
-        } else {
-            format!("{} ({} hook)", h.event, h.kind)
-        };
-        if h.source.is_empty() {
-            what
-        } else {
-            format!("{what} in `{}`", h.source)
-        }
-    });
-    let commands: Vec<String> = commands.collect();
-    let listed = (!commands.is_empty()).then(|| format!("hooks: {}", commands.join(", ")));
-    with_unmodeled(surface, Capability::Hooks, listed)
-}
-
-fn describe_stdio(surface: &Surface) -> String {
-    let mut parts: Vec<String> = surface
-        .mcp_servers
-        .iter()
-        .filter_map(|(n, s)| {
-            s.command.as_ref().map(|c| {
-                let mut line = c.clone();
-                for a in &s.args {
-                    line.push(' ');
-                    line.push_str(a);
-                }
-                format!("MCP server `{n}` (`{line}`)")
-            })
-        })
-        .collect();
-    parts.extend(
-        surface
-            .lsp_servers
-            .keys()
-            .map(|n| format!("LSP server `{n}`")),
-    );
-    with_unmodeled(
-        surface,
-        Capability::McpStdio,
-        (!parts.is_empty()).then(|| parts.join(", ")),
-    )
-}
-
-/// `listed` (what is modelled, if any), then what the plugin has that counts as
-/// `capability` without being modelled.
-fn with_unmodeled(surface: &Surface, capability: Capability, listed: Option<String>) -> String {
-    let unmodeled: Vec<String> = surface
-        .unmodeled(capability)
-        .map(|u| format!("`{}`: {}", u.source, u.what))
-        .collect();
-    let also = (!unmodeled.is_empty()).then(|| {
-        format!(
-            "what berth cannot model, counted as {}: {}",
-            capability.as_str(),
-            unmodeled.join("; ")
-        )
-    });
-    listed
-        .into_iter()
-        .chain(also)
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-fn quoted<'a>(items: impl Iterator<Item = &'a str>) -> String {
-    items
-        .map(|i| format!("`{i}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
