@@ -333,27 +333,19 @@ def _hook_config(raw: Mapping[str, Any]) -> HookConfig | None:
     return HookConfig.model_validate(events)
 
 
+# The fields of a plugin set's sub-agent that this module maps itself (the rest are the
+# SDK's ``AgentDefinition`` fields, named as the runtime writes them, which is the one
+# place that list lives), and ``plugin``, which is berth's own.
+_AGENT_MAPPED = frozenset({"content", "source", "hooks", "mcp_servers", "plugin"})
+
+
 def _agent(raw: Mapping[str, Any], root: Path) -> AgentDefinition:
     from openhands.sdk.subagent.schema import AgentDefinition
 
     fields: dict[str, Any] = {
-        key: raw[key]
-        for key in (
-            "name",
-            "description",
-            "model",
-            "color",
-            "tools",
-            "skills",
-            "when_to_use_examples",
-            "permission_mode",
-            "max_iteration_per_run",
-            "max_budget_per_run",
-            "profile_store_dir",
-            "condenser",
-            "metadata",
-        )
-        if raw.get(key) is not None
+        key: value
+        for key, value in raw.items()
+        if key not in _AGENT_MAPPED and value is not None
     }
     fields["system_prompt"] = raw.get("content", "")
     fields["source"] = _posix(root, raw["source"])

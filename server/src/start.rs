@@ -10,11 +10,12 @@ use berth_lockfile_schema::{AgentRequest, Manifest, PluginRequest, Source, parse
 use berth_resolver::{Cancel, InMemoryLock, LockAndSyncError, LockMode, lock_and_sync};
 
 use crate::api::{CreateConversation, MAX_PLUGINS};
-use crate::conversations::{LockedText, Meta};
+use crate::conversations::{LockedText, Meta, SetJson};
 use crate::error::AppError;
 use crate::lock_check::{check_agent_source, check_lock_against};
 use crate::report::LogReporter;
 use crate::state::AppState;
+use berth_runtime::poison::unpoisoned;
 
 /// The registered marketplace `PLUGIN@MARKETPLACE` names, or a 400 naming those there are.
 fn registered_marketplace(
@@ -56,13 +57,7 @@ pub(crate) struct Prepared {
 /// A lockfile from a request, parsed and checked against this server's limits and source
 /// policy once for every request that sends the same text.
 fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppError> {
-    if let Some(known) = state
-        .inner
-        .checked
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get(text)
-    {
+    if let Some(known) = unpoisoned(state.inner.checked.lock()).get(text) {
         return Ok(known.clone());
     }
     let lock = parse_lock("lockfile", text).map_err(|e| AppError::bad_request(e.to_string()))?;
@@ -74,11 +69,7 @@ fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppErro
         .conversations
         .intern(LockedText::new(lock, written));
     if text.len() <= crate::state::REQUEST_CACHE_MAX_TEXT {
-        let mut checked = state
-            .inner
-            .checked
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut checked = unpoisoned(state.inner.checked.lock());
         if checked.len() >= crate::state::REQUEST_CACHE_ENTRIES {
             checked.clear();
         }
@@ -106,7 +97,7 @@ impl Prepared {
                 }
                 // Sizes and characters first: nothing is parsed or fetched for a request
                 // that carries a huge or deceptive field.
-                crate::input::check_plugins(&plugins)?;
+                crate::input::check_plugin_bodies(&plugins)?;
                 if let Some(agent) = &body.agent {
                     crate::input::check_agent(agent)?;
                 }
@@ -185,10 +176,7 @@ impl AppState {
     /// `--ref-ttl`.
     pub(crate) fn planned(&self, key: &str) -> Option<Arc<LockedText>> {
         let ttl = self.config().ref_ttl;
-        self.inner
-            .planned
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        unpoisoned(self.inner.planned.lock())
             .get(key)
             .filter(|(since, _)| since.elapsed() < ttl)
             .map(|(_, locked)| locked.clone())
@@ -202,11 +190,7 @@ impl AppState {
         locked: &Arc<LockedText>,
     ) {
         let ttl = self.config().ref_ttl;
-        let mut planned = self
-            .inner
-            .planned
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut planned = unpoisoned(self.inner.planned.lock());
         if key.len() > crate::state::REQUEST_CACHE_MAX_TEXT {
             return;
         }
@@ -227,26 +211,18 @@ impl AppState {
     pub(crate) fn ready_without_work(
         &self,
         request: &Prepared,
-    ) -> Option<(Arc<LockedText>, Arc<str>, berth_store::SharedUse)> {
+    ) -> Option<(Arc<LockedText>, Arc<SetJson>, berth_store::SharedUse)> {
         let locked = request.lock.as_ref()?;
         // Object storage's writes block; an agent's environment is checked on disk.
         if locked.lock.agent.is_some() || self.inner.conversations.shared() {
             return None;
         }
-        let set = self
-            .inner
-            .sets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        let set = unpoisoned(self.inner.sets.lock())
             .map
             .get(&locked.text)
             .cloned()?;
         if self.config().push_to.is_some() {
-            let pushed = self
-                .inner
-                .pushed
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let pushed = unpoisoned(self.inner.pushed.lock());
             let all_pushed = locked.lock.plugins.iter().all(|p| {
                 matches!(p.pin, berth_lockfile_schema::Pin::Local { .. })
                     || pushed.contains(&p.hash)
@@ -312,7 +288,7 @@ impl AppState {
         &self,
         request: Prepared,
         deadline: &Deadline,
-    ) -> Result<(Meta, Arc<LockedText>, Arc<str>), AppError> {
+    ) -> Result<(Meta, Arc<LockedText>, Arc<SetJson>), AppError> {
         let config = self.config();
         // From resolving to the conversation on disk, gc must not remove what it uses.
         let _hold = self.hold_store()?;
@@ -375,9 +351,7 @@ enum Phase {
 
 impl Deadline {
     fn phase(&self) -> std::sync::MutexGuard<'_, Phase> {
-        self.phase
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        unpoisoned(self.phase.lock())
     }
 
     /// The handler gives up: stops the work, and says whether it was in time (`false`:

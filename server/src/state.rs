@@ -8,9 +8,10 @@ use std::time::Duration;
 use berth_resolver::{Network, Settings, SharedResolutions};
 use berth_store::Store;
 
-use crate::conversations::{self, Conversations, DataDir};
+use crate::conversations::{self, Conversations, DataDir, SetJson};
 use crate::error::AppError;
-use crate::policy::Policy;
+use crate::policy::SourcePolicy;
+use berth_runtime::poison::unpoisoned;
 
 /// How the server runs, from `berth serve`'s flags and environment.
 #[derive(Debug, Clone)]
@@ -26,7 +27,7 @@ pub struct Config {
     /// port, `name:port` for one.
     pub allowed_host_headers: Vec<String>,
     /// Which sources may be fetched.
-    pub policy: Policy,
+    pub policy: SourcePolicy,
     /// What may run (`--policy`): checked before a lock's plugin set is first served.
     pub run_policy: crate::lock_check::RunPolicy,
     /// The marketplaces conversations may ask plugins of (`--marketplace`).
@@ -95,7 +96,7 @@ const SET_CACHE_BYTES: usize = 256 * 1024 * 1024;
 /// Plugin sets by lock text, with their size.
 #[derive(Debug, Default)]
 pub(crate) struct SetCache {
-    pub(crate) map: std::collections::HashMap<String, Arc<str>>,
+    pub(crate) map: std::collections::HashMap<String, Arc<SetJson>>,
     /// The bytes of the texts and sets held.
     pub(crate) bytes: usize,
 }
@@ -258,12 +259,8 @@ impl AppState {
     /// The plugin set of `lock` as the runtime's JSON bytes, from the cache when every
     /// entry it names is still in the store, unchanged (checked against its stat record,
     /// as the runtime checks: a set is never served from an entry changed behind berth).
-    pub(crate) fn cached_set(&self, lock: &conversations::LockedText) -> Option<Arc<str>> {
-        let cached = self
-            .inner
-            .sets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub(crate) fn cached_set(&self, lock: &conversations::LockedText) -> Option<Arc<SetJson>> {
+        let cached = unpoisoned(self.inner.sets.lock())
             .map
             .get(&lock.text)
             .cloned()?;
@@ -287,7 +284,7 @@ impl AppState {
         &self,
         lock: &conversations::LockedText,
         cancel: &berth_resolver::Cancel,
-    ) -> Result<Arc<str>, AppError> {
+    ) -> Result<Arc<SetJson>, AppError> {
         if let Some(json) = self.cached_set(lock) {
             return Ok(json);
         }
@@ -314,12 +311,8 @@ impl AppState {
             Err(e) => return Err(AppError::from_runtime(&e)),
         };
         crate::lock_check::check_run_policy(&config.run_policy, &config.store, &set)?;
-        let json: Arc<str> = set.to_json().into();
-        let mut sets = self
-            .inner
-            .sets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let json = Arc::new(SetJson::new(set.to_json()).map_err(AppError::internal)?);
+        let mut sets = unpoisoned(self.inner.sets.lock());
         // Bounded in count and in bytes (a plugin set of many skills is large): past
         // either, the cache starts afresh, and sets are built again as they are asked for.
         let bytes = json.len() + lock.text.len();

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
-use berth_server::{AppState, Config, DEFAULT_ALLOWED_HOSTS, DataDir, Policy};
+use berth_server::{AppState, Config, DEFAULT_ALLOWED_HOSTS, DataDir, SourcePolicy};
 use berth_store::Store;
 
 use crate::args::{Cli, ServeArgs};
@@ -43,7 +43,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         .ok()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| berth_resolver::DEFAULT_GITHUB_URL.to_owned());
-    let policy = Policy {
+    let policy = SourcePolicy {
         allowed_hosts,
         allow_local: args.allow_local_sources,
         github_url,
@@ -117,7 +117,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
 /// A `--marketplace NAME=SOURCE[#REF]`, checked against the source policy.
 fn marketplace(
     text: &str,
-    policy: &Policy,
+    policy: &SourcePolicy,
 ) -> Result<berth_lockfile_schema::marketplace::MarketplaceRequest> {
     let Some((name, rest)) = text.split_once('=') else {
         bail!(
