@@ -8,8 +8,8 @@ use crate::frontmatter::{self, py_strip};
 use crate::hooks::{HookMatcher, hooks_from_value, matchers_to_json};
 use crate::manifest::Format;
 use crate::mcp::{McpServer, agent_servers};
+use crate::model::{Markdown, Reader, layout};
 use crate::pystr::py_str;
-use crate::root::PluginRoot;
 
 /// One sub-agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,14 +74,12 @@ const PERMISSION_MODES: [&str; 3] = ["always_confirm", "confirm_risky", "never_c
 /// Loads `agents/*.md` (Claude Code) or `dev.openhands/agents/*.md` (Agent Plugins), by file
 /// name. A file the SDK would not load is skipped with a warning naming it and why.
 pub fn load_agents(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     format: Format,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Agent>, RuntimeError> {
-    let dir = match format {
-        Format::ClaudeCode => "agents",
-        Format::AgentPlugins => "dev.openhands/agents",
-    };
+    let root = reader.root();
+    let dir = layout(format).agents;
     let mut agents = Vec::new();
     for entry in root.list(dir)? {
         let rel = format!("{dir}/{entry}");
@@ -92,7 +90,7 @@ pub fn load_agents(
         {
             continue;
         }
-        agents.extend(agent_at(root, &rel, &entry, warnings)?);
+        agents.extend(agent_at(reader, &rel, &entry, warnings)?);
     }
     Ok(agents)
 }
@@ -100,10 +98,11 @@ pub fn load_agents(
 /// The agents a marketplace entry names (`agents`: files, or folders of `*.md`), in the
 /// order it names them.
 pub(crate) fn load_agent_paths(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     paths: &[String],
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Agent>, RuntimeError> {
+    let root = reader.root();
     let mut agents = Vec::new();
     for path in paths {
         if root.is_dir(path)? {
@@ -113,12 +112,12 @@ pub(crate) fn load_agent_paths(
                     && !entry.eq_ignore_ascii_case("readme.md")
                     && root.is_file(&rel)?
                 {
-                    agents.extend(agent_at(root, &rel, &entry, warnings)?);
+                    agents.extend(agent_at(reader, &rel, &entry, warnings)?);
                 }
             }
         } else if root.is_file(path)? && path.to_lowercase().ends_with(".md") {
             let file = path.rsplit('/').next().unwrap_or(path);
-            agents.extend(agent_at(root, path, file, warnings)?);
+            agents.extend(agent_at(reader, path, file, warnings)?);
         } else {
             warnings.push(format!(
                 "plugin `{}`: its marketplace entry names agent `{path}`, which is not a `.md` file or a folder of them",
@@ -131,11 +130,12 @@ pub(crate) fn load_agent_paths(
 
 /// The agent in file `rel` (named `entry` in its folder), or `None` with a warning.
 fn agent_at(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     rel: &str,
     entry: &str,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Agent>, RuntimeError> {
+    let root = reader.root();
     {
         let mut skip = |why: String| {
             warnings.push(format!(
@@ -143,14 +143,13 @@ fn agent_at(
                 root.plugin()
             ))
         };
-        let text = match root.read_text(rel) {
-            Ok(Some(text)) => text,
-            Ok(None) => return Ok(None),
-            Err(RuntimeError::NotUtf8 { .. }) => {
+        let text = match reader.markdown(rel)? {
+            Some(Markdown::Text(text)) => text,
+            None => return Ok(None),
+            Some(Markdown::NotUtf8(_)) => {
                 skip("not UTF-8 text".into());
                 return Ok(None);
             }
-            Err(e) => return Err(e),
         };
         let stem = &entry[..entry.len() - 3];
         let mut dropped = Vec::new();

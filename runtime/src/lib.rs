@@ -25,7 +25,9 @@ pub mod manifest {
     pub use berth_lockfile_schema::plugin_manifest::*;
 }
 pub mod mcp;
+pub mod model;
 mod payloads;
+pub mod poison;
 pub mod process;
 mod pystr;
 pub mod review;
@@ -35,7 +37,7 @@ pub mod runs;
 mod set;
 pub mod skills;
 
-pub use agent_env::{AgentEnv, AgentError, Python, UV_VERSION, Uv};
+pub use agent_env::{AgentEnv, AgentEnvError, Python, UV_VERSION, Uv};
 pub use agents::Agent;
 pub use error::RuntimeError;
 pub use expand::{ROOT_VARIABLES, expand_roots};

@@ -11,6 +11,7 @@ use berth_store::EntryTree;
 use crate::components::{Components, load_components};
 use crate::error::RuntimeError;
 use crate::manifest::PluginManifest;
+use crate::model::{PluginModel, Reader};
 use crate::root::PluginRoot;
 
 /// At most this many threads read plugins (the reads are small files: past a few threads
@@ -34,6 +35,8 @@ pub(crate) struct Job<'a> {
 pub(crate) struct Loaded {
     pub(crate) manifest: PluginManifest,
     pub(crate) components: Components,
+    /// What was read of it.
+    pub(crate) model: PluginModel,
     /// What was skipped and noticed, in the order the set reports it.
     pub(crate) warnings: Vec<String>,
 }
@@ -84,7 +87,8 @@ pub(crate) fn load_all(
         .collect()
 }
 
-/// Reads one plugin: its manifest, then its components.
+/// Reads one plugin: its manifest, then its components, through one reader whose model
+/// the set keeps.
 fn load(job: &Job<'_>, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Loaded, RuntimeError> {
     let go_on = || {
         if cancelled() {
@@ -99,22 +103,17 @@ fn load(job: &Job<'_>, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Loaded, 
     if let Some(tree) = &job.tree {
         root = root.with_tree(tree);
     }
-    let (manifest, mut warnings) = root.read_manifest()?;
+    let mut model = PluginModel::default();
+    let mut reader = Reader::new(&root, job.locked.definition.as_ref(), &mut model);
+    let (manifest, mut warnings) = reader.manifest()?;
     go_on()?;
-    let components = load_components(
-        &root,
-        manifest.format,
-        &job.data_dir,
-        manifest.file,
-        job.locked.definition.as_ref(),
-        &mut warnings,
-        &go_on,
-    )?;
+    let components = load_components(&mut reader, &manifest, &job.data_dir, &mut warnings, &go_on)?;
     let mut all = root.take_skipped();
     all.append(&mut warnings);
     Ok(Loaded {
         manifest,
         components,
+        model,
         warnings: all,
     })
 }
