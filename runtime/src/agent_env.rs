@@ -173,27 +173,7 @@ pub(crate) fn build_env(
     let env = store.stage()?;
     let work = store.stage()?;
     let links = work.path().join("wheels");
-    fs_err::create_dir(&links)?;
-    let mut pins: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
-    for wheel in wheels {
-        let link = links.join(&wheel.file);
-        if !link.exists() {
-            std::os::unix::fs::symlink(stored(wheel), &link)?;
-        }
-        pins.entry((&wheel.name, &wheel.version))
-            .or_default()
-            .push(&wheel.sha256);
-    }
-    let mut requirements = String::new();
-    for ((name, version), hashes) in &pins {
-        requirements.push_str(&format!("{name}=={version}"));
-        for sha in hashes {
-            requirements.push_str(&format!(" --hash=sha256:{sha}"));
-        }
-        requirements.push('\n');
-    }
-    let requirements_file = work.path().join("requirements.txt");
-    fs_err::write(&requirements_file, requirements)?;
+    let requirements_file = link_wheels(wheels, stored, &links, work.path())?;
     uv.run(
         uv.command()
             .args([
@@ -242,6 +222,38 @@ pub(crate) fn build_env(
     )?;
     env.persist_to(path)?;
     Ok(())
+}
+
+/// Links each of `wheels` (found at `stored(wheel)`) into the folder `links`, and writes
+/// into `work` the requirements that pin them by hash; returns the requirements file.
+fn link_wheels(
+    wheels: &[LockedWheel],
+    stored: &dyn Fn(&LockedWheel) -> PathBuf,
+    links: &Path,
+    work: &Path,
+) -> Result<PathBuf, AgentEnvError> {
+    fs_err::create_dir(links)?;
+    let mut pins: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
+    for wheel in wheels {
+        let link = links.join(&wheel.file);
+        if !link.exists() {
+            std::os::unix::fs::symlink(stored(wheel), &link)?;
+        }
+        pins.entry((&wheel.name, &wheel.version))
+            .or_default()
+            .push(&wheel.sha256);
+    }
+    let mut requirements = String::new();
+    for ((name, version), hashes) in &pins {
+        requirements.push_str(&format!("{name}=={version}"));
+        for sha in hashes {
+            requirements.push_str(&format!(" --hash=sha256:{sha}"));
+        }
+        requirements.push('\n');
+    }
+    let requirements_file = work.join("requirements.txt");
+    fs_err::write(&requirements_file, requirements)?;
+    Ok(requirements_file)
 }
 
 /// The launcher `berth agent exec` runs in the environment: it loads exactly the locked

@@ -187,53 +187,9 @@ fn agent_from_text(
     let fm = &doc.meta;
     let string_or = |key: &str, default: &str| fm.get(key).map_or(default.to_owned(), py_str);
     let description = string_or("description", "");
-    let permission_mode = match fm.get("permission_mode") {
-        None | Some(Value::Null) => None,
-        Some(raw) => {
-            let mode = py_strip(&py_str(raw)).to_lowercase();
-            if !PERMISSION_MODES.contains(&mode.as_str()) {
-                return Err(format!(
-                    "`permission_mode` `{}` is not one of {}",
-                    py_str(raw),
-                    PERMISSION_MODES.join(", ")
-                ));
-            }
-            Some(mode)
-        }
-    };
-    let max_iteration_per_run = match fm.get("max_iteration_per_run") {
-        Some(Value::String(s)) => Some(py_int(s).ok_or(format!(
-            "`max_iteration_per_run` `{s}` is not a whole number"
-        ))?),
-        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.as_i64().or(Some(i64::MAX)),
-        Some(Value::Bool(b)) => Some(i64::from(*b)),
-        _ => None,
-    };
-    let max_iteration_per_run = match max_iteration_per_run {
-        Some(n) if n <= 0 => {
-            return Err(format!(
-                "`max_iteration_per_run` must be greater than 0, not {n}"
-            ));
-        }
-        other => other.map(|n| n.unsigned_abs()),
-    };
-    let max_budget_per_run = match fm.get("max_budget_per_run") {
-        Some(Value::Number(n)) => n.as_f64(),
-        Some(Value::String(s)) => {
-            Some(py_float(s).ok_or(format!("`max_budget_per_run` `{s}` is not a number"))?)
-        }
-        _ => None,
-    };
-    let max_budget_per_run = match max_budget_per_run {
-        Some(x) if x.is_nan() || x <= 0.0 => {
-            return Err(format!(
-                "`max_budget_per_run` must be greater than 0, not {x}"
-            ));
-        }
-        // Infinity is no budget; JSON cannot write it, and the SDK's dump writes null.
-        Some(x) if x.is_infinite() => None,
-        other => other,
-    };
+    let permission_mode = permission_mode(fm.get("permission_mode"))?;
+    let max_iteration_per_run = max_iterations(fm.get("max_iteration_per_run"))?;
+    let max_budget_per_run = max_budget(fm.get("max_budget_per_run"))?;
     let mcp_servers = match fm.get("mcp_config").or_else(|| fm.get("mcp_servers")) {
         None | Some(Value::Null) => None,
         Some(value) => Some(agent_servers(value, root)?),
@@ -259,15 +215,7 @@ fn agent_from_text(
             Some(Value::Array(items)) => items.iter().map(py_str).collect(),
             _ => Vec::new(),
         },
-        skills: match fm.get("skills") {
-            Some(Value::String(s)) => s
-                .split(',')
-                .map(|part| py_strip(part).to_owned())
-                .filter(|part| !part.is_empty())
-                .collect(),
-            Some(Value::Array(items)) => items.iter().map(py_str).collect(),
-            _ => Vec::new(),
-        },
+        skills: skill_names(fm.get("skills")),
         permission_mode,
         max_iteration_per_run,
         max_budget_per_run,
@@ -285,6 +233,75 @@ fn agent_from_text(
         content: py_strip(&doc.content).to_owned(),
         source: rel.to_owned(),
     })
+}
+
+/// `permission_mode`, lower-cased; one of [`PERMISSION_MODES`].
+fn permission_mode(value: Option<&Value>) -> Result<Option<String>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(raw) => {
+            let mode = py_strip(&py_str(raw)).to_lowercase();
+            if !PERMISSION_MODES.contains(&mode.as_str()) {
+                return Err(format!(
+                    "`permission_mode` `{}` is not one of {}",
+                    py_str(raw),
+                    PERMISSION_MODES.join(", ")
+                ));
+            }
+            Ok(Some(mode))
+        }
+    }
+}
+
+/// `max_iteration_per_run`: a whole number (or a string of one) greater than 0.
+fn max_iterations(value: Option<&Value>) -> Result<Option<u64>, String> {
+    let n = match value {
+        Some(Value::String(s)) => Some(py_int(s).ok_or(format!(
+            "`max_iteration_per_run` `{s}` is not a whole number"
+        ))?),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.as_i64().or(Some(i64::MAX)),
+        Some(Value::Bool(b)) => Some(i64::from(*b)),
+        _ => None,
+    };
+    match n {
+        Some(n) if n <= 0 => Err(format!(
+            "`max_iteration_per_run` must be greater than 0, not {n}"
+        )),
+        other => Ok(other.map(|n| n.unsigned_abs())),
+    }
+}
+
+/// `max_budget_per_run` in USD: a number (or a string of one) greater than 0; infinity is
+/// no budget.
+fn max_budget(value: Option<&Value>) -> Result<Option<f64>, String> {
+    let x = match value {
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(Value::String(s)) => {
+            Some(py_float(s).ok_or(format!("`max_budget_per_run` `{s}` is not a number"))?)
+        }
+        _ => None,
+    };
+    match x {
+        Some(x) if x.is_nan() || x <= 0.0 => Err(format!(
+            "`max_budget_per_run` must be greater than 0, not {x}"
+        )),
+        // JSON cannot write infinity, and the SDK's dump writes null.
+        Some(x) if x.is_infinite() => Ok(None),
+        other => Ok(other),
+    }
+}
+
+/// `skills`: skill names, as a comma-separated string or a list.
+fn skill_names(value: Option<&Value>) -> Vec<String> {
+    match value {
+        Some(Value::String(s)) => s
+            .split(',')
+            .map(|part| py_strip(part).to_owned())
+            .filter(|part| !part.is_empty())
+            .collect(),
+        Some(Value::Array(items)) => items.iter().map(py_str).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The SDK's `condenser` rules: absent, `default` or `true` keep the default; `none`,

@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use berth_lockfile_schema::{AgentRequest, Manifest, PluginRequest, Source, parse_lock};
 use berth_resolver::{Cancel, InMemoryLock, LockAndSyncError, LockMode, lock_and_sync};
 
-use crate::api::{CreateConversation, MAX_PLUGINS};
+use crate::api::{AgentSourceBody, CreateConversation, MAX_PLUGINS, PluginSourceBody};
 use crate::conversations::{LockedText, Meta, SetJson};
 use crate::error::AppError;
 use crate::lock_check::{check_agent_source, check_lock_against};
@@ -80,7 +80,6 @@ fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppErro
 
 impl Prepared {
     pub(crate) fn from_body(state: &AppState, body: CreateConversation) -> Result<Self, AppError> {
-        let policy = &state.config().policy;
         let metadata = body.metadata.unwrap_or(serde_json::Value::Null);
         if body.agent.is_some() && body.lockfile.is_some() {
             return Err(AppError::bad_request(
@@ -89,76 +88,7 @@ impl Prepared {
         }
         match (body.plugins, body.lockfile) {
             (Some(plugins), None) => {
-                if plugins.len() > MAX_PLUGINS {
-                    return Err(AppError::bad_request(format!(
-                        "{} plugins requested; a conversation may have at most {MAX_PLUGINS}",
-                        plugins.len()
-                    )));
-                }
-                // Sizes and characters first: nothing is parsed or fetched for a request
-                // that carries a huge or deceptive field.
-                crate::input::check_plugin_bodies(&plugins)?;
-                if let Some(agent) = &body.agent {
-                    crate::input::check_agent(agent)?;
-                }
-                let mut requests = Vec::with_capacity(plugins.len());
-                for (i, p) in plugins.iter().enumerate() {
-                    let request = PluginRequest::new(
-                        &p.source,
-                        p.git_ref.as_deref(),
-                        None,
-                        p.repo_path.as_deref(),
-                    )
-                    .map_err(|m| AppError::bad_request(format!("plugins[{i}]: {m}")))?;
-                    match request.parsed_source() {
-                        // Its sources are the marketplace's: each is checked when fetched.
-                        Source::Marketplace {
-                            plugin,
-                            marketplace,
-                        } => {
-                            registered_marketplace(state, plugin, marketplace)?;
-                        }
-                        parsed => policy.check(&p.source, parsed)?,
-                    }
-                    requests.push(request);
-                }
-                let agent = match &body.agent {
-                    None => None,
-                    Some(a) => {
-                        let request = AgentRequest::new(
-                            &a.source,
-                            a.git_ref.as_deref(),
-                            a.entry_point.as_deref(),
-                            a.python.as_deref(),
-                        )
-                        .map_err(|(_, m)| AppError::bad_request(format!("agent: {m}")))?;
-                        check_agent_source(policy, &a.source, request.origin())?;
-                        Some(request)
-                    }
-                };
-                let plan_key = (!state.config().ref_ttl.is_zero())
-                    .then(|| serde_json::to_string(&(&plugins, &body.agent)).ok())
-                    .flatten();
-                Ok(Self {
-                    plan_key,
-                    manifest: Some(Manifest {
-                        marketplaces: state
-                            .config()
-                            .marketplaces
-                            .iter()
-                            .filter(|m| {
-                                requests.iter().any(|r| {
-                                    matches!(r.parsed_source(), Source::Marketplace { marketplace, .. } if *marketplace == m.name)
-                                })
-                            })
-                            .cloned()
-                            .collect(),
-                        plugins: requests,
-                        agent,
-                    }),
-                    lock: None,
-                    metadata,
-                })
+                Self::from_plugins(state, &plugins, body.agent.as_ref(), metadata)
             }
             (None, Some(text)) => Ok(Self {
                 manifest: None,
@@ -168,6 +98,90 @@ impl Prepared {
             }),
             _ => Err(AppError::bad_request("give either `plugins` or `lockfile`")),
         }
+    }
+}
+
+impl Prepared {
+    /// A `plugins` request: each plugin (and the agent) checked against the server's
+    /// policy before anything is parsed further or fetched.
+    fn from_plugins(
+        state: &AppState,
+        plugins: &[PluginSourceBody],
+        agent: Option<&AgentSourceBody>,
+        metadata: serde_json::Value,
+    ) -> Result<Self, AppError> {
+        let policy = &state.config().policy;
+        if plugins.len() > MAX_PLUGINS {
+            return Err(AppError::bad_request(format!(
+                "{} plugins requested; a conversation may have at most {MAX_PLUGINS}",
+                plugins.len()
+            )));
+        }
+        // Sizes and characters first: nothing is parsed or fetched for a request that
+        // carries a huge or deceptive field.
+        crate::input::check_plugin_bodies(plugins)?;
+        if let Some(agent) = agent {
+            crate::input::check_agent(agent)?;
+        }
+        let mut requests = Vec::with_capacity(plugins.len());
+        for (i, p) in plugins.iter().enumerate() {
+            let request = PluginRequest::new(
+                &p.source,
+                p.git_ref.as_deref(),
+                None,
+                p.repo_path.as_deref(),
+            )
+            .map_err(|m| AppError::bad_request(format!("plugins[{i}]: {m}")))?;
+            match request.parsed_source() {
+                // Its sources are the marketplace's: each is checked when fetched.
+                Source::Marketplace {
+                    plugin,
+                    marketplace,
+                } => {
+                    registered_marketplace(state, plugin, marketplace)?;
+                }
+                parsed => policy.check(&p.source, parsed)?,
+            }
+            requests.push(request);
+        }
+        let agent_request = match agent {
+            None => None,
+            Some(a) => {
+                let request = AgentRequest::new(
+                    &a.source,
+                    a.git_ref.as_deref(),
+                    a.entry_point.as_deref(),
+                    a.python.as_deref(),
+                )
+                .map_err(|(_, m)| AppError::bad_request(format!("agent: {m}")))?;
+                check_agent_source(policy, &a.source, request.origin())?;
+                Some(request)
+            }
+        };
+        let plan_key = (!state.config().ref_ttl.is_zero())
+            .then(|| serde_json::to_string(&(plugins, agent)).ok())
+            .flatten();
+        let marketplaces = state
+            .config()
+            .marketplaces
+            .iter()
+            .filter(|m| {
+                requests.iter().any(|r| {
+                    matches!(r.parsed_source(), Source::Marketplace { marketplace, .. } if *marketplace == m.name)
+                })
+            })
+            .cloned()
+            .collect();
+        Ok(Self {
+            plan_key,
+            manifest: Some(Manifest {
+                marketplaces,
+                plugins: requests,
+                agent: agent_request,
+            }),
+            lock: None,
+            metadata,
+        })
     }
 }
 

@@ -117,6 +117,44 @@ pub struct RestoreReport {
     pub incomplete: usize,
 }
 
+/// The locks of `stored` conversations whose plugins or agent `store` lacks (or holds
+/// changed), each entry checked once.
+fn incomplete_locks(
+    store: &berth_store::Store,
+    stored: Vec<conversations::Stored>,
+) -> Vec<Arc<conversations::LockedText>> {
+    let mut missing_entries = std::collections::HashMap::new();
+    let mut incomplete = Vec::new();
+    for conversation in stored {
+        let plugins_present = conversation.lock.lock.plugins.iter().all(|plugin| {
+            *missing_entries
+                .entry((plugin.hash, plugin.name.clone()))
+                .or_insert_with(|| {
+                    // Present and unchanged since it was added (its stat record holds, or
+                    // it re-hashes to its name): a changed entry is fetched again like a
+                    // missing one, or answers 503 while offline.
+                    match store.checked_lookup(&plugin.hash, &plugin.name) {
+                        Ok(found) => found.is_some(),
+                        Err(e) => {
+                            tracing::warn!("{e}");
+                            false
+                        }
+                    }
+                })
+        });
+        let agent_present = conversation
+            .lock
+            .lock
+            .agent
+            .as_ref()
+            .is_none_or(|agent| store.has_agent(agent));
+        if !(plugins_present && agent_present) {
+            incomplete.push(conversation.lock);
+        }
+    }
+    incomplete
+}
+
 /// How long an entry found unchanged is taken to stay so, by every request (see
 /// [`berth_store::Store::remembering_checks_for`]): a change behind berth's back is
 /// caught by the first use at least this long after it.
@@ -144,38 +182,10 @@ impl AppState {
                 .register_root(folder)
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
         }
-        let mut missing_entries = std::collections::HashMap::new();
         let conversations_count = stored.len();
         // The locks of conversations whose plugins or agent the store lacks: found once here,
         // fetched again in the background below when online.
-        let mut incomplete = Vec::new();
-        for conversation in stored {
-            let plugins_present = conversation.lock.lock.plugins.iter().all(|plugin| {
-                *missing_entries
-                    .entry((plugin.hash, plugin.name.clone()))
-                    .or_insert_with(|| {
-                        // Present and unchanged since it was added (its stat record holds,
-                        // or it re-hashes to its name): a changed entry is fetched again
-                        // below like a missing one, or answers 503 while offline.
-                        match config.store.checked_lookup(&plugin.hash, &plugin.name) {
-                            Ok(found) => found.is_some(),
-                            Err(e) => {
-                                tracing::warn!("{e}");
-                                false
-                            }
-                        }
-                    })
-            });
-            let agent_present = conversation
-                .lock
-                .lock
-                .agent
-                .as_ref()
-                .is_none_or(|agent| config.store.has_agent(agent));
-            if !(plugins_present && agent_present) {
-                incomplete.push(conversation.lock);
-            }
-        }
+        let incomplete = incomplete_locks(&config.store, stored);
         let report = RestoreReport {
             conversations: conversations_count,
             incomplete: incomplete.len(),
@@ -194,28 +204,31 @@ impl AppState {
             }),
         };
         if report.incomplete > 0 {
-            if state.inner.config.offline {
-                tracing::warn!(
-                    "{} conversations have plugins missing from the store; offline, so they answer 503 until the store is synced",
-                    report.incomplete
-                );
-            } else {
-                let locks = incomplete;
-                let background = state.clone();
-                std::thread::spawn(move || {
-                    for lock in locks {
-                        if let Err(errors) =
-                            background.sync(&lock.lock, &berth_resolver::Cancel::new())
-                        {
-                            for e in errors {
-                                tracing::warn!("restoring a conversation's plugins: {e}");
-                            }
-                        }
-                    }
-                });
-            }
+            state.restore_in_background(incomplete);
         }
         Ok((state, report))
+    }
+
+    /// Fetches again, in the background when online, the plugins and agents of the locks
+    /// whose entries the store lacks; offline, says they answer 503.
+    fn restore_in_background(&self, incomplete: Vec<Arc<conversations::LockedText>>) {
+        if self.inner.config.offline {
+            tracing::warn!(
+                "{} conversations have plugins missing from the store; offline, so they answer 503 until the store is synced",
+                incomplete.len()
+            );
+            return;
+        }
+        let background = self.clone();
+        std::thread::spawn(move || {
+            for lock in incomplete {
+                if let Err(errors) = background.sync(&lock.lock, &berth_resolver::Cancel::new()) {
+                    for e in errors {
+                        tracing::warn!("restoring a conversation's plugins: {e}");
+                    }
+                }
+            }
+        });
     }
 
     pub(crate) fn config(&self) -> &Config {

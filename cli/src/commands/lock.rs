@@ -30,28 +30,7 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
     };
     if args.check && upgrade == Upgrade::Nothing {
         // Without an upgrade, a stale request is reported without resolving anything.
-        let Some((lock, _)) = &previous else {
-            return Err(Failure {
-                message: format!(
-                    "there is no lockfile at `{}`; run `berth plugins lock` to create it",
-                    ctx.lock_label()
-                ),
-                notes: Vec::new(),
-            }
-            .into());
-        };
-        let stale = lock.staleness(&manifest);
-        if !stale.is_empty() {
-            return Err(Failure {
-                message: format!(
-                    "`{}` is out of date with `{}`; run `berth plugins lock` to update it",
-                    ctx.lock_label(),
-                    ctx.manifest_label()
-                ),
-                notes: stale.iter().map(ToString::to_string).collect(),
-            }
-            .into());
-        }
+        check_fresh(ctx, previous.as_ref().map(|(l, _)| l), &manifest)?;
     }
     let network = if args.offline {
         Network::Offline
@@ -66,32 +45,7 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
         network,
     )?;
     if args.check {
-        let text = lock.to_toml();
-        let unchanged = previous.as_ref().is_some_and(|(_, old)| *old == text);
-        let changes = describe_changes(previous.as_ref().map(|(l, _)| l), &lock);
-        if unchanged {
-            ctx.printer.status(
-                "Checked",
-                &format!(
-                    "`{}` is up to date ({})",
-                    ctx.lock_label(),
-                    super::contents(&lock)
-                ),
-            );
-            return Ok(());
-        }
-        let mut notes: Vec<String> = changes.iter().map(ToString::to_string).collect();
-        if notes.is_empty() {
-            notes.push("the file is not in canonical form".to_owned());
-        }
-        return Err(Failure {
-            message: format!(
-                "`{}` would change; run `berth plugins lock` to update it",
-                ctx.lock_label()
-            ),
-            notes,
-        }
-        .into());
+        return report_check(ctx, previous.as_ref(), &lock);
     }
     ctx.admit(
         previous.as_ref().map(|(l, _)| l),
@@ -101,6 +55,64 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
         true,
     )?;
     write_outcome(ctx, previous.as_ref(), &lock)
+}
+
+/// `--check` without an upgrade: the lock must be there and agree with the manifest.
+fn check_fresh(ctx: &Context, previous: Option<&Lock>, manifest: &Manifest) -> Result<()> {
+    let Some(lock) = previous else {
+        return Err(Failure {
+            message: format!(
+                "there is no lockfile at `{}`; run `berth plugins lock` to create it",
+                ctx.lock_label()
+            ),
+            notes: Vec::new(),
+        }
+        .into());
+    };
+    let stale = lock.staleness(manifest);
+    if !stale.is_empty() {
+        return Err(Failure {
+            message: format!(
+                "`{}` is out of date with `{}`; run `berth plugins lock` to update it",
+                ctx.lock_label(),
+                ctx.manifest_label()
+            ),
+            notes: stale.iter().map(ToString::to_string).collect(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// `--check`: the lock resolved is the one on disk, byte for byte, or an error naming
+/// what would change.
+fn report_check(ctx: &Context, previous: Option<&(Lock, String)>, lock: &Lock) -> Result<()> {
+    let text = lock.to_toml();
+    let unchanged = previous.is_some_and(|(_, old)| *old == text);
+    let changes = describe_changes(previous.map(|(l, _)| l), lock);
+    if unchanged {
+        ctx.printer.status(
+            "Checked",
+            &format!(
+                "`{}` is up to date ({})",
+                ctx.lock_label(),
+                super::contents(lock)
+            ),
+        );
+        return Ok(());
+    }
+    let mut notes: Vec<String> = changes.iter().map(ToString::to_string).collect();
+    if notes.is_empty() {
+        notes.push("the file is not in canonical form".to_owned());
+    }
+    Err(Failure {
+        message: format!(
+            "`{}` would change; run `berth plugins lock` to update it",
+            ctx.lock_label()
+        ),
+        notes,
+    }
+    .into())
 }
 
 /// Prints what changed and writes the new lock, unless its bytes are the same (`add`

@@ -11,6 +11,44 @@ use crate::args::{Cli, ServeArgs};
 use crate::printer::Printer;
 
 pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
+    let config = config(cli, args)?;
+    let data_dir = config.data_dir.clone();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("could not start the async runtime")?;
+    runtime.block_on(async {
+        let started = std::time::Instant::now();
+        let (state, report) = tokio::task::spawn_blocking(move || AppState::open(config))
+            .await
+            .context("restoring conversations")?
+            .with_context(|| format!("could not open the data folder `{data_dir}`"))?;
+        let listener = berth_server::bind(args.addr)
+            .await
+            .with_context(|| format!("could not listen on `{}`", args.addr))?;
+        let addr = listener.local_addr().context("reading the bound address")?;
+        printer.status(
+            "Restored",
+            &format!(
+                "{} conversations ({} with plugins to fetch again) in {:.2}s",
+                report.conversations,
+                report.incomplete,
+                started.elapsed().as_secs_f64()
+            ),
+        );
+        printer.status("Listening", &format!("on http://{addr}"));
+        berth_server::serve(state, listener)
+            .await
+            .context("serving")
+    })?;
+    // Every request is answered. Work a request gave up on at its deadline was told to
+    // stop and does so at its next check; the process does not wait on it for long.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    Ok(())
+}
+
+/// The server's configuration from the command line and the environment.
+fn config(cli: &Cli, args: &ServeArgs) -> Result<Config> {
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
@@ -55,9 +93,9 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
         .map(|text| marketplace(text, &policy))
         .collect::<Result<Vec<_>>>()?;
     let run_policy = run_policy(args, &policy.github_url)?;
-    let config = Config {
+    Ok(Config {
         run_policy,
-        data_dir: data_dir.clone(),
+        data_dir,
         store: Store::new(store_root),
         api_key: args.api_key.clone().filter(|k| !k.is_empty()),
         allowed_host_headers: args.allowed_host_headers.clone(),
@@ -79,39 +117,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
             )),
             None => None,
         },
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("could not start the async runtime")?;
-    runtime.block_on(async {
-        let started = std::time::Instant::now();
-        let (state, report) = tokio::task::spawn_blocking(move || AppState::open(config))
-            .await
-            .context("restoring conversations")?
-            .with_context(|| format!("could not open the data folder `{data_dir}`"))?;
-        let listener = berth_server::bind(args.addr)
-            .await
-            .with_context(|| format!("could not listen on `{}`", args.addr))?;
-        let addr = listener.local_addr().context("reading the bound address")?;
-        printer.status(
-            "Restored",
-            &format!(
-                "{} conversations ({} with plugins to fetch again) in {:.2}s",
-                report.conversations,
-                report.incomplete,
-                started.elapsed().as_secs_f64()
-            ),
-        );
-        printer.status("Listening", &format!("on http://{addr}"));
-        berth_server::serve(state, listener)
-            .await
-            .context("serving")
-    })?;
-    // Every request is answered. Work a request gave up on at its deadline was told to
-    // stop and does so at its next check; the process does not wait on it for long.
-    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
-    Ok(())
+    })
 }
 
 /// A `--marketplace NAME=SOURCE[#REF]`, checked against the source policy.

@@ -16,6 +16,7 @@ use super::files::{Plan, Planned, marked, pretty, stdio_fields};
 use super::{Destination, Harness};
 use crate::error::RuntimeError;
 use crate::mcp::McpServer;
+use crate::model::Markdown;
 use crate::set::{PluginInfo, PluginSet};
 use crate::skills::Skill;
 
@@ -212,10 +213,11 @@ fn command_toml(info: &PluginInfo, skill: &Skill) -> String {
     if let Some(description) = &skill.description {
         toml.push_str(&format!("description = {}\n", toml_string(description)));
     }
-    let body = std::fs::read_to_string(info.path.join(&skill.source))
-        .ok()
-        .and_then(|text| crate::frontmatter::parse(&text).ok())
-        .map_or_else(|| skill.content.clone(), |doc| doc.content);
+    let body = match info.model.markdown(&skill.source) {
+        Some(Markdown::Text(text)) => crate::frontmatter::parse(text).ok(),
+        _ => None,
+    }
+    .map_or_else(|| skill.content.clone(), |doc| doc.content);
     let prompt = body.replace("$ARGUMENTS", "{{args}}");
     toml.push_str(&format!("prompt = {}\n", toml_string(&prompt)));
     toml

@@ -56,6 +56,20 @@ fn surface_of_a_plugin() {
         ("http", Some("https://mcp.example.com/x"))
     );
     assert_eq!(surface.mcp_servers.len(), 2);
+    assert_eq!(surface.remote_urls(), ["https://mcp.example.com/x"]);
+    let text = serde_json::to_string(&surface).expect("json");
+    assert!(
+        !text.contains("secret") && !text.contains("warnings"),
+        "environment values are never shown: {text}"
+    );
+    assert!(!text.contains(&dir.path().to_string_lossy().into_owned()));
+}
+
+#[test]
+fn the_files_executables_and_skills_of_a_plugin() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fixture(dir.path());
+    let surface = surface_of("demo", dir.path(), None).expect("surface");
     assert_eq!(
         surface.executables,
         BTreeMap::from([
@@ -117,17 +131,47 @@ fn surface_of_a_plugin() {
         .into_iter()
         .all(|c| surface.has(c))
     );
-    assert_eq!(surface.remote_urls(), ["https://mcp.example.com/x"]);
-    let text = serde_json::to_string(&surface).expect("json");
-    assert!(
-        !text.contains("secret") && !text.contains("warnings"),
-        "environment values are never shown: {text}"
-    );
-    assert!(!text.contains(&dir.path().to_string_lossy().into_owned()));
+}
+
+/// A change to a plugin folder, for [`approval_digest_covers_every_file_but_prose_text`].
+enum Change {
+    /// Writes a file with these permissions.
+    Write(&'static str, String, u32),
+    /// Links the first path to the second.
+    Link(&'static str, &'static str),
+    /// Links the first path, which is a link, to the second instead.
+    Relink(&'static str, &'static str),
+}
+
+/// Each change of [`approval_digest_covers_every_file_but_prose_text`], in order, whether
+/// the digest stays the same after it, and what it is. A prose file a hook runs (the
+/// README, once the hook names it) is covered whole.
+#[rustfmt::skip]
+fn digest_steps() -> Vec<(Change, bool, &'static str)> {
+    use Change::{Link, Relink, Write};
+    let text = |t: &str| t.to_owned();
+    vec![
+        (Write("skills/alpha/SKILL.md", text("---\nname: alpha\nallowed-tools: Bash Read\n---\nNew.\n"), 0o644), true, "skill text"),
+        (Write("README.md", text("# other\n"), 0o644), true, "README"),
+        (Write("commands/st.md", text("---\ndescription: t\n---\nOther.\n"), 0o644), true, "command text"),
+        (Write("skills/alpha/SKILL.md", text("---\nname: alpha\nallowed-tools: Bash\n---\nNew.\n"), 0o644), false, "a skill's allowed-tools"),
+        (Write("commands/st.md", text("---\ndescription: t\n---\nOther !`curl x | sh`\n"), 0o644), false, "a command's shell line"),
+        (Write("scripts/check.sh", text("#!/bin/sh\nexit 1\n"), 0o644), false, "a script a hook names"),
+        (Write("lib/util.sh", text("x\n"), 0o644), false, "a file nothing names"),
+        (Write("skills/alpha/scripts/helper.py", text("print(2)\n"), 0o644), false, "a script beside a skill"),
+        (Write("lib/util.sh", text("x\n"), 0o755), false, "an exec bit"),
+        (Write(".claude-plugin/plugin.json", text(r#"{"name": "demo", "version": "2"}"#), 0o644), false, "the manifest"),
+        (Write(".mcp.json", mcp_json("1").replace("secret", "other"), 0o644), false, "an MCP environment value"),
+        (Link("run.sh", "scripts/check.sh"), false, "a symlink"),
+        (Relink("run.sh", "lib/util.sh"), false, "a symlink's target"),
+        (Write("hooks/hooks.json", hooks_json("sh ${CLAUDE_PLUGIN_ROOT}/README.md"), 0o644), false, "the hook"),
+        (Write("README.md", text("rm -rf /\n"), 0o644), false, "the README it runs"),
+    ]
 }
 
 #[test]
 fn approval_digest_covers_every_file_but_prose_text() {
+    use Change::{Link, Relink, Write};
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     fixture(d);
@@ -148,91 +192,19 @@ fn approval_digest_covers_every_file_but_prose_text() {
         last.starts_with("sha256:") && last.len() == 7 + 64,
         "{last}"
     );
-    let mut expect = |what: &str, same: bool, change: &dyn Fn()| {
-        change();
+    for (change, same, what) in digest_steps() {
+        match change {
+            Write(rel, content, mode) => write(d, rel, &content, mode),
+            Link(rel, target) => std::os::unix::fs::symlink(target, d.join(rel)).expect("symlink"),
+            Relink(rel, target) => {
+                fs_err::remove_file(d.join(rel)).expect("rm");
+                std::os::unix::fs::symlink(target, d.join(rel)).expect("symlink");
+            }
+        }
         let now = digest();
         assert_eq!(now == last, same, "{what}");
         last = now;
-    };
-    expect("skill text", true, &|| {
-        write(
-            d,
-            "skills/alpha/SKILL.md",
-            "---\nname: alpha\nallowed-tools: Bash Read\n---\nNew.\n",
-            0o644,
-        )
-    });
-    expect("README", true, &|| {
-        write(d, "README.md", "# other\n", 0o644)
-    });
-    expect("command text", true, &|| {
-        write(
-            d,
-            "commands/st.md",
-            "---\ndescription: t\n---\nOther.\n",
-            0o644,
-        )
-    });
-    expect("a skill's allowed-tools", false, &|| {
-        write(
-            d,
-            "skills/alpha/SKILL.md",
-            "---\nname: alpha\nallowed-tools: Bash\n---\nNew.\n",
-            0o644,
-        )
-    });
-    expect("a command's shell line", false, &|| {
-        write(
-            d,
-            "commands/st.md",
-            "---\ndescription: t\n---\nOther !`curl x | sh`\n",
-            0o644,
-        )
-    });
-    expect("a script a hook names", false, &|| {
-        write(d, "scripts/check.sh", "#!/bin/sh\nexit 1\n", 0o644)
-    });
-    expect("a file nothing names", false, &|| {
-        write(d, "lib/util.sh", "x\n", 0o644)
-    });
-    expect("a script beside a skill", false, &|| {
-        write(d, "skills/alpha/scripts/helper.py", "print(2)\n", 0o644)
-    });
-    expect("an exec bit", false, &|| {
-        write(d, "lib/util.sh", "x\n", 0o755)
-    });
-    expect("the manifest", false, &|| {
-        write(
-            d,
-            ".claude-plugin/plugin.json",
-            r#"{"name": "demo", "version": "2"}"#,
-            0o644,
-        )
-    });
-    expect("an MCP environment value", false, &|| {
-        write(
-            d,
-            ".mcp.json",
-            &mcp_json("1").replace("secret", "other"),
-            0o644,
-        )
-    });
-    std::os::unix::fs::symlink("scripts/check.sh", d.join("run.sh")).expect("symlink");
-    expect("a symlink", false, &|| {});
-    fs_err::remove_file(d.join("run.sh")).expect("rm");
-    std::os::unix::fs::symlink("lib/util.sh", d.join("run.sh")).expect("symlink");
-    expect("a symlink's target", false, &|| {});
-    // A prose file a hook runs is covered whole.
-    write(
-        d,
-        "hooks/hooks.json",
-        &hooks_json("sh ${CLAUDE_PLUGIN_ROOT}/README.md"),
-        0o644,
-    );
-    expect("the hook", false, &|| {});
-    expect("the README it runs", false, &|| {
-        write(d, "README.md", "rm -rf /\n", 0o644)
-    });
+    }
 }
 
 #[test]
