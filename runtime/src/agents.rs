@@ -411,7 +411,7 @@ impl Agent {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Agent, agent_from_text, json, py_float, py_int};
 
     fn agent(text: &str) -> Result<Agent, String> {
         agent_from_text(text, "stem", "agents/stem.md", "/root", &mut Vec::new())

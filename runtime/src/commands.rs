@@ -192,7 +192,7 @@ impl Command {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::Command;
 
     #[test]
     fn commands_become_skills_like_the_sdk_makes_them() {

@@ -356,7 +356,7 @@ fn definition_from(hook: Value, root: &str) -> Result<HookDefinition, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{event_name, matches, pascal_case};
 
     #[test]
     fn event_names() {

@@ -22,7 +22,9 @@ mod lsp;
 use berth_lockfile_schema::plugin_json as json;
 /// Plugin manifests (`plugin.json`), as the plugin format defines them.
 pub mod manifest {
-    pub use berth_lockfile_schema::plugin_manifest::*;
+    pub use berth_lockfile_schema::plugin_manifest::{
+        AGENT_PLUGINS_SCHEMA, Format, MAX_FILE_BYTES, ManifestError, PluginManifest, read_manifest,
+    };
 }
 pub mod mcp;
 pub mod model;

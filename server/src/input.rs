@@ -110,7 +110,7 @@ fn check_optional(what: &str, value: Option<&str>) -> Result<(), AppError> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{BIDI_FORMATTING, MAX_FIELD_BYTES, check_field};
 
     #[test]
     fn controls_and_bidi_formatting_are_refused() {

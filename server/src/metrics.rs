@@ -205,7 +205,7 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{AtomicU64, BTreeMap, Duration, Metrics, Mutex, Ordering, route_of};
 
     #[test]
     fn routes_fold_ids_and_unknown_paths() {

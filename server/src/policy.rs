@@ -175,7 +175,7 @@ impl SourcePolicy {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{DEFAULT_ALLOWED_HOSTS, HostPin, HostPinError, IpAddr, Source, SourcePolicy};
 
     fn policy(allow_local: bool) -> SourcePolicy {
         SourcePolicy {

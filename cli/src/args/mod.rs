@@ -486,7 +486,7 @@ pub struct ProjectArgs {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::Cli;
 
     #[test]
     fn the_command_line_is_well_formed() {

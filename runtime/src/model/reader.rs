@@ -84,13 +84,13 @@ impl<'a> Reader<'a> {
         if let Some(read) = self.model.json.get(rel) {
             return Ok(read.clone());
         }
-        let read = match self.root.read_bytes(rel)? {
-            None => None,
-            Some(bytes) => Some(match String::from_utf8(bytes) {
+        let read = self
+            .root
+            .read_bytes(rel)?
+            .map(|bytes| match String::from_utf8(bytes) {
                 Ok(text) => json_text(text),
                 Err(_) => JsonFile::NotUtf8,
-            }),
-        };
+            });
         self.model.json.insert(rel.to_owned(), read.clone());
         Ok(read)
     }

@@ -62,7 +62,7 @@ fn word_path(word: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{BTreeSet, named_paths};
 
     #[test]
     fn words_and_paths() {

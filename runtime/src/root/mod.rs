@@ -431,7 +431,7 @@ fn normalized(path: &Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{MAX_FILE_BYTES, PluginRoot};
     use std::os::unix::fs::symlink;
 
     #[test]

@@ -345,7 +345,7 @@ pub fn truncate_description(description: &str, source: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{MAX_DESCRIPTION_CHARS, compare_paths, truncate_description};
 
     #[test]
     fn paths_sort_component_by_component() {

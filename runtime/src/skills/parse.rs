@@ -208,7 +208,7 @@ fn parse_paths(value: Option<&Value>) -> Result<Option<Vec<String>>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{TriggerKind, skill_from_text};
 
     #[test]
     fn front_matter_fields() {

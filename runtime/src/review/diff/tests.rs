@@ -1,6 +1,6 @@
 use super::super::fixture::{fixture, write};
 use super::super::surface::surface_of;
-use super::*;
+use super::{HookDiff, HookEntry, NameDiff, SurfaceDiff, ToolsChange, diff};
 
 #[test]
 fn an_added_hook_and_a_changed_skill() {

@@ -1,4 +1,4 @@
-use super::*;
+use super::{Finding, MAX_FINDINGS_PER_FILE, Place, Severity, scan_file, scan_plugin, scan_text};
 
 fn summary(findings: &[Finding]) -> Vec<(&str, usize, usize, String, Severity, Place)> {
     findings

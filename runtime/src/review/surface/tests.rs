@@ -3,8 +3,8 @@ use std::collections::BTreeMap;
 
 use berth_lockfile_schema::governance::Capability;
 
-use super::super::fixture::*;
-use super::*;
+use super::super::fixture::{ALPHA, BETA, CHECK, HELPER, fixture, hooks_json, mcp_json, write};
+use super::{Component, sha256_hex, surface_of};
 
 fn sha(text: &str) -> String {
     sha256_hex(text.as_bytes())
