@@ -13,7 +13,7 @@ use toml_edit::{DocumentMut, Item, Table, value};
 
 // The marketplace the locked plugins are installed from is named as Claude Code's:
 // plugin ids are `NAME@berth`.
-use super::claude_code::{MARKETPLACE, version_of};
+use super::claude_config::{MARKETPLACE, version_of};
 use super::files::{Plan, Planned, pretty, regular_files};
 use super::{Destination, Harness};
 use crate::error::RuntimeError;

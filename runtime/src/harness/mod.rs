@@ -1,6 +1,6 @@
 //! Writing the locked plugin set where a harness reads it natively (`berth materialize`).
 //!
-//! A harness target is one [`Harness`] (its module: `claude_code.rs`, `codex.rs`,
+//! A harness target is one [`Harness`] (its module: `claude_config.rs`, `codex.rs`,
 //! `gemini_cli.rs`, `agent_plugins_folder.rs`) and one row of [`TARGETS`], which the CLI's
 //! names come from. A target turns a [`PluginSet`] into [`Plan`]s of files and links to
 //! verified store entries and names what the harness cannot express; `files.rs` applies a
@@ -8,7 +8,7 @@
 //! manifest names its pinned servers inline, for the targets that read a plugin's folder.
 
 mod agent_plugins_folder;
-mod claude_code;
+mod claude_config;
 mod codex;
 mod files;
 mod gemini_cli;
@@ -17,7 +17,7 @@ mod pinned;
 use std::path::{Path, PathBuf};
 
 pub use agent_plugins_folder::AgentPluginsFolder;
-pub use claude_code::{ClaudeCode, MARKETPLACE};
+pub use claude_config::{ClaudeConfig, MARKETPLACE};
 pub use codex::Codex;
 pub use files::{Applied, Drift, Plan, Planned, apply, check};
 pub use gemini_cli::GeminiCli;
@@ -26,7 +26,7 @@ use crate::error::RuntimeError;
 use crate::set::{PluginInfo, PluginSet};
 
 /// Every harness `berth materialize` writes for, in the order its help lists them.
-pub static TARGETS: [&dyn Harness; 4] = [&ClaudeCode, &Codex, &GeminiCli, &AgentPluginsFolder];
+pub static TARGETS: [&dyn Harness; 4] = [&ClaudeConfig, &Codex, &GeminiCli, &AgentPluginsFolder];
 
 /// The target named `id` (`claude`, `codex`, `gemini`, `agent-plugins`).
 pub fn target(id: &str) -> Option<&'static dyn Harness> {

@@ -8,7 +8,6 @@ use std::sync::Mutex;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use crate::error::RuntimeError;
-use crate::manifest::{PluginManifest, read_manifest};
 use crate::poison::unpoisoned;
 use known::{Kind, Seen};
 
@@ -138,30 +137,6 @@ impl PluginRoot {
     /// The plugin's name, for messages.
     pub fn plugin(&self) -> &str {
         &self.plugin
-    }
-
-    /// The plugin's manifest (or its defaults), read through this root, and what reading it
-    /// noticed, each warning naming the plugin. An unusable manifest is
-    /// [`RuntimeError::Invalid`], naming plugin and file.
-    pub fn read_manifest(&self) -> Result<(PluginManifest, Vec<String>), RuntimeError> {
-        let manifest = read_manifest(
-            |rel| match self.read_text(rel) {
-                Ok(text) => Ok(text.map(String::into_bytes)),
-                Err(e) => Err(e.to_string()),
-            },
-            &self.plugin,
-        )
-        .map_err(|e| RuntimeError::Invalid {
-            plugin: self.plugin.clone(),
-            file: e.file,
-            message: e.message,
-        })?;
-        let warnings = manifest
-            .warnings
-            .iter()
-            .map(|w| format!("plugin `{}`: {w}", self.plugin))
-            .collect();
-        Ok((manifest, warnings))
     }
 
     /// Where `rel` really is. Walks the components with `lstat`, relative to the plugin's

@@ -201,9 +201,9 @@ fn kept_records(
 
 /// Claude Code: its configuration folder, the plugins installed from a local marketplace.
 #[derive(Debug, Clone, Copy)]
-pub struct ClaudeCode;
+pub struct ClaudeConfig;
 
-impl Harness for ClaudeCode {
+impl Harness for ClaudeConfig {
     fn id(&self) -> &'static str {
         "claude"
     }
