@@ -227,9 +227,6 @@ pub fn layout(format: Format) -> Layout {
     }
 }
 
-/// The skills folder both layouts share, and the file a skill folder holds.
-pub const SKILLS: &str = "skills";
-
 /// The file Claude Code reads LSP servers from when no manifest names them (read for
 /// every plugin the set holds, whatever its format).
 pub const LSP_FILE: &str = claude_layout::LSP;
@@ -249,3 +246,6 @@ pub fn plugin_path(path: &str) -> Option<String> {
     }
     (!parts.is_empty()).then(|| parts.join("/"))
 }
+
+#[cfg(test)]
+mod tests;

@@ -122,14 +122,8 @@ impl<'a> Reader<'a> {
         Ok(Some(JsonFile::Unreachable))
     }
 
-    /// The document of `kind` in the file `rel`, named by no field.
-    pub fn file(&mut self, kind: Kind, rel: &str) -> Result<Document, RuntimeError> {
-        let read = self.json(rel)?;
-        Ok(file_document(kind, rel, None, read))
-    }
-
-    /// As [`Reader::file`], telling what cannot be read from nothing
-    /// ([`Reader::json_checked`]); `keyed` as [`Document::keyed`].
+    /// The document of `kind` in the file `rel`, named by no field, telling what cannot be
+    /// read from nothing ([`Reader::json_checked`]); `keyed` as [`Document::keyed`].
     pub fn file_checked(
         &mut self,
         kind: Kind,
