@@ -9,8 +9,9 @@ use berth_lockfile_schema::governance::{Approvals, Capability, Level, Policy, Un
 use serde::Serialize;
 
 use super::hidden::{Finding, Severity, scan_plugin};
-use super::surface::{Surface, surface_of};
+use super::surface::{Surface, surface_from};
 use crate::error::RuntimeError;
+use crate::model::PluginModel;
 
 /// Where berth's own defaults apply, in messages.
 const DEFAULTS: &str = "berth's defaults";
@@ -27,6 +28,9 @@ pub struct UnderReview<'a> {
     /// The lock's payloads (its runner lines' pinned packages): those of this plugin are
     /// part of what is approved.
     pub payloads: &'a [berth_lockfile_schema::LockedPayload],
+    /// What a plugin set already read of the entry (its [`PluginModel`]), so the review
+    /// reads only the rest; `None` before a set was built.
+    pub read: Option<&'a PluginModel>,
     /// The marketplaces whose picks are credited to their pinned source (the lock's
     /// `[[marketplace]]` entries): a plugin asked for as `x@NAME` may match a `[sources]`
     /// pattern by the source of the marketplace declared as `NAME` here, never by `NAME`.
@@ -121,7 +125,9 @@ pub fn check_plugins(
             checked.violations.push(violation);
         }
         if needs_surface {
-            let mut surface = surface_of(name, plugin.entry, plugin.locked.definition.as_ref())?;
+            let read = plugin.read.cloned().unwrap_or_default();
+            let mut surface =
+                surface_from(name, plugin.entry, plugin.locked.definition.as_ref(), read)?;
             surface.pin_packages(name, plugin.payloads);
             check_capabilities(policy, approvals, name, &surface, &mut checked.violations);
         }

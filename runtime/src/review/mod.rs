@@ -40,6 +40,7 @@ pub use display::{escape_for_display, escape_json};
 pub use hidden::{Finding, Place, SCANNER_VERSION, scan_file, scan_plugin, scan_text};
 pub use shape::{APPROVAL_DIGEST_VERSION, LspEntry, PackagePin, Unmodeled};
 pub use surface::{
-    Component, DATA_PLACEHOLDER, HookEntry, McpEntry, ROOT_PLACEHOLDER, Surface, surface_of,
+    Component, DATA_PLACEHOLDER, HookEntry, McpEntry, ROOT_PLACEHOLDER, Surface, surface_from,
+    surface_of,
 };
 pub use verdict::{remember_clean, scanned_clean};

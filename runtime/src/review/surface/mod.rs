@@ -34,8 +34,18 @@ pub fn surface_of(
     entry: &Path,
     definition: Option<&berth_lockfile_schema::EntryDefinition>,
 ) -> Result<Surface, RuntimeError> {
+    surface_from(plugin, entry, definition, PluginModel::default())
+}
+
+/// As [`surface_of`], from `model`, what was read of the entry before (the model a plugin
+/// set kept): only what was not is read now.
+pub fn surface_from(
+    plugin: &str,
+    entry: &Path,
+    definition: Option<&berth_lockfile_schema::EntryDefinition>,
+    mut model: PluginModel,
+) -> Result<Surface, RuntimeError> {
     let root = PluginRoot::new(plugin, entry)?.exposed_at(PathBuf::from(ROOT_PLACEHOLDER));
-    let mut model = PluginModel::default();
     let mut reader = Reader::new(&root, definition, &mut model);
     let (manifest, mut warnings) = reader.manifest()?;
     let components = load_components(
