@@ -150,7 +150,7 @@ impl Context {
                 entry,
                 payloads: &lock.payloads,
                 // What the set read of each plugin is not read again.
-                read: set.map(|set| &*set.plugins[i].model),
+                read: set.and_then(|set| set.plugins[i].model.as_deref()),
                 marketplaces: &lock.marketplaces,
                 scan: *scan,
             })

@@ -143,7 +143,8 @@ fn agent_at(
                 root.plugin()
             ))
         };
-        let text = match reader.markdown(rel)? {
+        let read = reader.markdown(rel)?;
+        let text = match read.as_deref() {
             Some(Markdown::Text(text)) => text,
             None => return Ok(None),
             Some(Markdown::NotUtf8(_)) => {

@@ -89,7 +89,8 @@ fn command_at(
     let root = reader.root();
     let rel = rel.to_owned();
     {
-        let text = match reader.markdown(&rel)? {
+        let read = reader.markdown(&rel)?;
+        let text = match read.as_deref() {
             Some(Markdown::Text(text)) => text,
             None => return Ok(None),
             Some(Markdown::NotUtf8(_)) => {

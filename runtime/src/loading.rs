@@ -35,8 +35,8 @@ pub(crate) struct Job<'a> {
 pub(crate) struct Loaded {
     pub(crate) manifest: PluginManifest,
     pub(crate) components: Components,
-    /// What was read of it.
-    pub(crate) model: PluginModel,
+    /// What was read of it, when it is kept.
+    pub(crate) model: Option<PluginModel>,
     /// What was skipped and noticed, in the order the set reports it.
     pub(crate) warnings: Vec<String>,
 }
@@ -45,6 +45,7 @@ pub(crate) struct Loaded {
 /// `cancelled` is asked between plugins and components.
 pub(crate) fn load_all(
     jobs: &[Job<'_>],
+    keep_models: bool,
     cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Vec<Result<Loaded, RuntimeError>> {
     let threads = std::thread::available_parallelism()
@@ -52,7 +53,7 @@ pub(crate) fn load_all(
         .min(MAX_THREADS)
         .min(jobs.len());
     if threads <= 1 {
-        return jobs.iter().map(|job| load(job, cancelled)).collect();
+        return jobs.iter().map(|job| load(job, keep_models, cancelled)).collect();
     }
     let next = AtomicUsize::new(0);
     let mut results: Vec<Option<Result<Loaded, RuntimeError>>> =
@@ -65,7 +66,7 @@ pub(crate) fn load_all(
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(job) = jobs.get(i) else { break };
-                        done.push((i, load(job, cancelled)));
+                        done.push((i, load(job, keep_models, cancelled)));
                     }
                     done
                 })
@@ -88,8 +89,12 @@ pub(crate) fn load_all(
 }
 
 /// Reads one plugin: its manifest, then its components, through one reader whose model
-/// the set keeps.
-fn load(job: &Job<'_>, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Loaded, RuntimeError> {
+/// the set keeps when `keep_model`.
+fn load(
+    job: &Job<'_>,
+    keep_model: bool,
+    cancelled: &(dyn Fn() -> bool + Sync),
+) -> Result<Loaded, RuntimeError> {
     let go_on = || {
         if cancelled() {
             Err(RuntimeError::Cancelled)
@@ -110,10 +115,11 @@ fn load(job: &Job<'_>, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Loaded, 
     let components = load_components(&mut reader, &manifest, &job.data_dir, &mut warnings, &go_on)?;
     let mut all = root.take_skipped();
     all.append(&mut warnings);
+    // A model not kept is dropped here, on the thread whose allocations it holds.
     Ok(Loaded {
         manifest,
         components,
-        model,
+        model: keep_model.then_some(model),
         warnings: all,
     })
 }

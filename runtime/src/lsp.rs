@@ -122,7 +122,7 @@ impl Lsp<'_> {
     /// JSON).
     fn json(&mut self, reader: &mut Reader<'_>, rel: &str) -> Result<Option<Value>, RuntimeError> {
         let plugin = reader.root().plugin();
-        match reader.json(rel)? {
+        match reader.json(rel)?.as_deref() {
             None | Some(JsonFile::Unreachable) => Ok(None),
             Some(JsonFile::NotUtf8) => {
                 self.warnings.push(format!(
@@ -132,7 +132,7 @@ impl Lsp<'_> {
             }
             Some(JsonFile::Text {
                 value: Ok(value), ..
-            }) => Ok(Some(value)),
+            }) => Ok(Some(value.clone())),
             Some(JsonFile::Text {
                 value: Err(why), ..
             }) => {

@@ -76,7 +76,7 @@ pub(crate) fn check_run_policy(
             entry: &p.path,
             scan: !scanned_clean(store, &p.locked),
             payloads: &set.payloads,
-            read: Some(&p.model),
+            read: p.model.as_deref(),
             // A posted lock's record of where a plugin was picked from is the client's
             // word, so on this server every plugin matches `[sources]` by its own source.
             marketplaces: &[],

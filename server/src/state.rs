@@ -306,6 +306,8 @@ impl AppState {
         let options = berth_runtime::BuildOptions {
             max_skills: Some(config.max_skills),
             cancel: Some(cancel.shared_flag()),
+            // Read again by the run policy's review of what the plugins run, if it has one.
+            keep_models: berth_runtime::review::reviews_surfaces(&config.run_policy.policy),
             ..berth_runtime::BuildOptions::default()
         };
         let set = match berth_runtime::build_plugin_set(&config.store, &lock.lock, &options) {

@@ -19,6 +19,8 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
         &lock,
         &BuildOptions {
             max_skills: None,
+            // The targets take manifests and command texts from what the set read.
+            keep_models: true,
             ..BuildOptions::default()
         },
     )?;

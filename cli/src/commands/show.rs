@@ -12,6 +12,9 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
     let lock = ctx.require_lock("")?;
     let options = BuildOptions {
         max_skills: Some(args.max_skills),
+        // Read again by the policy's review, and by what other harnesses run (listed in
+        // the readable form).
+        keep_models: !args.json || ctx.policy_path.is_some(),
         ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;

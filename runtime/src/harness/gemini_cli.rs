@@ -213,9 +213,13 @@ fn command_toml(info: &PluginInfo, skill: &Skill) -> String {
     if let Some(description) = &skill.description {
         toml.push_str(&format!("description = {}\n", toml_string(description)));
     }
-    let body = match info.model.markdown(&skill.source) {
-        Some(Markdown::Text(text)) => crate::frontmatter::parse(text).ok(),
-        _ => None,
+    let body = match info.model.as_deref().map(|m| m.markdown(&skill.source)) {
+        Some(Some(Markdown::Text(text))) => crate::frontmatter::parse(text).ok(),
+        Some(_) => None,
+        // A set built without its models: the command's file, from the store.
+        None => std::fs::read_to_string(info.path.join(&skill.source))
+            .ok()
+            .and_then(|text| crate::frontmatter::parse(&text).ok()),
     }
     .map_or_else(|| skill.content.clone(), |doc| doc.content);
     let prompt = body.replace("$ARGUMENTS", "{{args}}");

@@ -53,16 +53,18 @@ pub(super) fn overlay(set: &PluginSet, info: &PluginInfo) -> Result<Option<Overl
     if pinned.is_empty() || info.manifest.format != Format::ClaudeCode {
         return Ok(None);
     }
-    let mut manifest = match info.model.found(MANIFEST) {
+    let model = info.model.as_deref();
+    let mut manifest = match model.and_then(|m| m.found(MANIFEST)).and(model) {
         // What the set read of it (a manifest that is not a JSON object counts as empty).
-        Some(_) => match info.model.json(MANIFEST) {
+        Some(model) => match model.json(MANIFEST) {
             Some(JsonFile::Text {
                 value: Ok(Value::Object(map)),
                 ..
             }) => map.clone(),
             _ => Map::new(),
         },
-        // The set took another manifest (`.plugin/plugin.json`) and never read this one.
+        // The set took another manifest (`.plugin/plugin.json`) and never read this one,
+        // or was built without its models.
         None => match std::fs::read(info.path.join(MANIFEST)) {
             Ok(bytes) => match serde_json::from_slice(&bytes) {
                 Ok(Value::Object(map)) => map,

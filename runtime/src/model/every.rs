@@ -3,6 +3,7 @@
 //! the marketplace entry defines, and the front matter of every markdown file.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -45,7 +46,7 @@ pub enum Found {
         /// The manifest.
         file: &'static str,
         /// What reading it gave.
-        read: JsonFile,
+        read: Arc<JsonFile>,
     },
     /// Codex's `.app.json`: app connectors, reached by URL through their provider.
     Apps,
@@ -83,14 +84,15 @@ impl Reader<'_> {
             .into_iter()
             .chain([agent_plugins_layout::MANIFEST])
         {
-            match self.json_checked(file)? {
+            let read = self.json_checked(file)?;
+            match read.as_deref() {
                 None => {}
                 Some(JsonFile::Text {
                     value: Ok(Value::Object(manifest)),
                     ..
-                }) => self.manifest_fields(file, &manifest, &mut all)?,
+                }) => self.manifest_fields(file, manifest, &mut all)?,
                 Some(JsonFile::Text { value: Ok(_), .. }) => {}
-                Some(read) => all.found.push(Found::Manifest { file, read }),
+                Some(_) => all.found.extend(read.map(|read| Found::Manifest { file, read })),
             }
         }
         if let Some(definition) = self.definition() {

@@ -77,7 +77,7 @@ impl Reader<'_> {
             }
             Body::Outside(path) => return Ok(EntryValue::Missing(path)),
         };
-        match read {
+        match read.as_deref() {
             None | Some(JsonFile::Unreachable) => Ok(EntryValue::Missing(path)),
             Some(JsonFile::NotUtf8) => Err(RuntimeError::NotUtf8 {
                 plugin: self.root().plugin().to_owned(),

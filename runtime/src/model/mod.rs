@@ -70,7 +70,7 @@ pub enum JsonFile {
     /// holds none.
     Text {
         /// The file's text.
-        text: Arc<str>,
+        text: String,
         /// Its value, or why it is not JSON.
         value: Result<Value, String>,
     },
@@ -88,7 +88,7 @@ impl JsonFile {
     pub fn strict(&self) -> Option<Result<Value, String>> {
         match self {
             JsonFile::Text { text, .. } if text.starts_with('\u{feff}') => {
-                Some(crate::json::parse(text.as_ref()))
+                Some(crate::json::parse(text))
             }
             JsonFile::Text { value, .. } => Some(value.clone()),
             JsonFile::NotUtf8 | JsonFile::Unreachable => None,
@@ -109,9 +109,9 @@ impl JsonFile {
 #[derive(Debug, Clone)]
 pub enum Markdown {
     /// Its text.
-    Text(Arc<str>),
+    Text(String),
     /// Its bytes are not UTF-8: the text with each bad sequence replaced (U+FFFD).
-    NotUtf8(Arc<str>),
+    NotUtf8(String),
 }
 
 impl Markdown {
@@ -157,7 +157,7 @@ pub enum Body {
         /// The path as a field wrote it, when a field named the file.
         written: Option<String>,
         /// What was read.
-        read: Option<JsonFile>,
+        read: Option<Arc<JsonFile>>,
     },
     /// A path a field names that is not inside the plugin (absolute, or with `..`).
     Outside(String),
@@ -179,9 +179,9 @@ pub enum Body {
 #[derive(Debug, Clone, Default)]
 pub struct PluginModel {
     /// JSON files by path (`None`: nothing to read there).
-    json: BTreeMap<String, Option<JsonFile>>,
+    json: BTreeMap<String, Option<Arc<JsonFile>>>,
     /// Markdown files by path (`None`: nothing to read there).
-    markdown: BTreeMap<String, Option<Markdown>>,
+    markdown: BTreeMap<String, Option<Arc<Markdown>>>,
 }
 
 impl PluginModel {
@@ -197,12 +197,12 @@ impl PluginModel {
 
     /// The JSON file at `rel`, when a reader read one there.
     pub fn json(&self, rel: &str) -> Option<&JsonFile> {
-        self.json.get(rel).and_then(Option::as_ref)
+        self.json.get(rel).and_then(Option::as_deref)
     }
 
     /// The markdown file at `rel`, when a reader read one there.
     pub fn markdown(&self, rel: &str) -> Option<&Markdown> {
-        self.markdown.get(rel).and_then(Option::as_ref)
+        self.markdown.get(rel).and_then(Option::as_deref)
     }
 }
 

@@ -68,7 +68,9 @@ impl<'a> Reader<'a> {
             message: e.message,
         })?;
         for (rel, text) in read.into_inner() {
-            self.model.json.insert(rel, text.map(json_text));
+            self.model
+                .json
+                .insert(rel, text.map(|text| Arc::new(json_text(text))));
         }
         let warnings = manifest
             .warnings
@@ -80,26 +82,25 @@ impl<'a> Reader<'a> {
 
     /// The JSON file at `rel` (normalised), read once; `None` when nothing is read there
     /// (nothing, a folder, or something that cannot be read).
-    pub fn json(&mut self, rel: &str) -> Result<Option<JsonFile>, RuntimeError> {
+    pub fn json(&mut self, rel: &str) -> Result<Option<Arc<JsonFile>>, RuntimeError> {
         if let Some(read) = self.model.json.get(rel) {
             return Ok(read.clone());
         }
-        let read = self
-            .root
-            .read_bytes(rel)?
-            .map(|bytes| match String::from_utf8(bytes) {
+        let read = self.root.read_bytes(rel)?.map(|bytes| {
+            Arc::new(match String::from_utf8(bytes) {
                 Ok(text) => json_text(text),
                 Err(_) => JsonFile::NotUtf8,
-            });
+            })
+        });
         self.model.json.insert(rel.to_owned(), read.clone());
         Ok(read)
     }
 
     /// As [`Reader::json`], with a file that is not UTF-8 an error
     /// ([`RuntimeError::NotUtf8`]), as the OpenHands SDK's loaders take it.
-    pub fn json_utf8(&mut self, rel: &str) -> Result<Option<JsonFile>, RuntimeError> {
+    pub fn json_utf8(&mut self, rel: &str) -> Result<Option<Arc<JsonFile>>, RuntimeError> {
         match self.json(rel)? {
-            Some(JsonFile::NotUtf8) => Err(RuntimeError::NotUtf8 {
+            Some(read) if matches!(*read, JsonFile::NotUtf8) => Err(RuntimeError::NotUtf8 {
                 plugin: self.root.plugin().to_owned(),
                 file: rel.to_owned(),
             }),
@@ -109,17 +110,18 @@ impl<'a> Reader<'a> {
 
     /// As [`Reader::json`], but something there that cannot be read (a link leaving the
     /// plugin, a file too large) is [`JsonFile::Unreachable`], not nothing.
-    pub fn json_checked(&mut self, rel: &str) -> Result<Option<JsonFile>, RuntimeError> {
+    pub fn json_checked(&mut self, rel: &str) -> Result<Option<Arc<JsonFile>>, RuntimeError> {
         if let Some(read) = self.json(rel)? {
             return Ok(Some(read));
         }
         if !self.root.exists(rel)? || self.root.is_dir(rel)? {
             return Ok(None);
         }
+        let unreachable = Arc::new(JsonFile::Unreachable);
         self.model
             .json
-            .insert(rel.to_owned(), Some(JsonFile::Unreachable));
-        Ok(Some(JsonFile::Unreachable))
+            .insert(rel.to_owned(), Some(unreachable.clone()));
+        Ok(Some(unreachable))
     }
 
     /// The document of `kind` in the file `rel`, named by no field, telling what cannot be
@@ -137,19 +139,16 @@ impl<'a> Reader<'a> {
     }
 
     /// The markdown file at `rel`, read once; `None` when nothing is read there.
-    pub fn markdown(&mut self, rel: &str) -> Result<Option<Markdown>, RuntimeError> {
+    pub fn markdown(&mut self, rel: &str) -> Result<Option<Arc<Markdown>>, RuntimeError> {
         if let Some(read) = self.model.markdown.get(rel) {
             return Ok(read.clone());
         }
-        let read = self
-            .root
-            .read_bytes(rel)?
-            .map(|bytes| match String::from_utf8(bytes) {
-                Ok(text) => Markdown::Text(Arc::from(text)),
-                Err(e) => Markdown::NotUtf8(Arc::from(
-                    String::from_utf8_lossy(e.as_bytes()).into_owned(),
-                )),
-            });
+        let read = self.root.read_bytes(rel)?.map(|bytes| {
+            Arc::new(match String::from_utf8(bytes) {
+                Ok(text) => Markdown::Text(text),
+                Err(e) => Markdown::NotUtf8(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            })
+        });
         self.model.markdown.insert(rel.to_owned(), read.clone());
         Ok(read)
     }
@@ -158,10 +157,7 @@ impl<'a> Reader<'a> {
 /// A JSON file's text and what it holds.
 fn json_text(text: String) -> JsonFile {
     let value: Result<Value, String> = crate::json::parse_allowing_bom(&text);
-    JsonFile::Text {
-        text: Arc::from(text),
-        value,
-    }
+    JsonFile::Text { text, value }
 }
 
 /// The document of `kind` in the file `rel`, as read.
@@ -169,7 +165,7 @@ pub(super) fn file_document(
     kind: Kind,
     rel: &str,
     written: Option<&str>,
-    read: Option<JsonFile>,
+    read: Option<Arc<JsonFile>>,
 ) -> Document {
     Document {
         kind,

@@ -1,6 +1,7 @@
 //! The model read from plugin folders built in temporary directories.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::json;
 
@@ -56,8 +57,8 @@ fn a_file_is_read_once_however_often_it_is_named() {
     );
 }
 
-fn value_is(read: &Option<JsonFile>, expected: &serde_json::Value) -> bool {
-    matches!(read, Some(JsonFile::Text { value: Ok(v), .. }) if v == expected)
+fn value_is(read: &Option<Arc<JsonFile>>, expected: &serde_json::Value) -> bool {
+    matches!(read.as_deref(), Some(JsonFile::Text { value: Ok(v), .. }) if v == expected)
 }
 
 #[test]

@@ -18,7 +18,7 @@ use crate::set::{PluginInfo, PluginSet};
 fn runs_of_plugin(info: &PluginInfo) -> Result<Runs, RuntimeError> {
     let root =
         PluginRoot::new(&info.locked.name, &info.path)?.exposed_at(PathBuf::from(ROOT_PLACEHOLDER));
-    let mut model = (*info.model).clone();
+    let mut model = info.model.as_deref().cloned().unwrap_or_default();
     let mut reader = Reader::new(&root, info.locked.definition.as_ref(), &mut model);
     let all = files_and_links(root.path())?;
     let rels: Vec<&str> = all.iter().map(|f| f.rel.as_str()).collect();

@@ -115,10 +115,7 @@ pub fn check_plugins(
     plugins: &[UnderReview<'_>],
 ) -> Result<Checked, RuntimeError> {
     let mut checked = Checked::default();
-    let needs_surface = Capability::ALL
-        .iter()
-        .any(|c| policy.capability(*c).0 != Level::Allow)
-        || policy.has_remote_hosts();
+    let needs_surface = reviews_surfaces(policy);
     for plugin in plugins {
         let name = plugin.locked.name.as_str();
         if let Some(violation) = check_source(policy, plugin) {
@@ -164,6 +161,15 @@ pub fn check_plugins(
         }
     }
     Ok(checked)
+}
+
+/// Whether checking against `policy` reads what plugins run (their surfaces): a capability
+/// it does not simply allow, or a list of remote hosts.
+pub fn reviews_surfaces(policy: &Policy) -> bool {
+    Capability::ALL
+        .iter()
+        .any(|c| policy.capability(*c).0 != Level::Allow)
+        || policy.has_remote_hosts()
 }
 
 /// The `[sources]` rules for one plugin: its locked source, or the pinned source of the

@@ -32,7 +32,9 @@ mod walk;
 
 pub use beyond::{Beyond, beyond_set};
 pub use chars::{Class, Hidden, Severity, classify};
-pub use check::{Checked, UnderReview, Violation, check_plugins, finding_line};
+pub use check::{
+    Checked, UnderReview, Violation, check_plugins, finding_line, reviews_surfaces,
+};
 pub use diff::{
     Change, HookDiff, MapDiff, NameDiff, ShellChange, SurfaceDiff, ToolsChange, UnmodeledDiff, diff,
 };

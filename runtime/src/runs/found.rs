@@ -131,12 +131,13 @@ impl Noted<'_> {
                 if !self.seen.insert(rel.clone()) {
                     return None;
                 }
-                match read? {
+                let read = read?;
+                match &*read {
                     JsonFile::Text {
                         value: Ok(value), ..
-                    } => value,
+                    } => value.clone(),
                     other => {
-                        self.unreadable(&rel, &other, capabilities(kind));
+                        self.unreadable(&rel, other, capabilities(kind));
                         return None;
                     }
                 }

@@ -63,7 +63,7 @@ impl PluginSet {
             path: entry,
             root: job.exposed,
             data_dir: job.data_dir,
-            model: Arc::new(model),
+            model: model.map(Arc::new),
         });
         Ok(())
     }

@@ -35,6 +35,11 @@ pub struct BuildOptions {
     /// than starting the lock's pinned payloads, and make no view (what `lock` reads to
     /// pin them; nothing runs from this set).
     pub raw_commands: bool,
+    /// Keep what was read of each plugin ([`PluginInfo::model`]) for what reads it after
+    /// the set: a review, the runs beyond the set, a harness target. Without it, each
+    /// plugin's model is dropped on the thread that read it, as soon as the set has its
+    /// components, and a later reading reads the plugin again.
+    pub keep_models: bool,
 }
 
 impl Default for BuildOptions {
@@ -43,6 +48,7 @@ impl Default for BuildOptions {
             max_skills: Some(100),
             cancel: None,
             raw_commands: false,
+            keep_models: false,
         }
     }
 }
@@ -61,9 +67,10 @@ pub struct PluginInfo {
     pub root: PathBuf,
     /// Its writable data folder.
     pub data_dir: PathBuf,
-    /// What was read of it: what a harness target, or a reading wider than the set's,
-    /// takes without reading the plugin again.
-    pub model: Arc<PluginModel>,
+    /// What was read of it, when the set was built to keep it
+    /// ([`BuildOptions::keep_models`]): what a harness target, or a reading wider than the
+    /// set's, takes without reading the plugin again.
+    pub model: Option<Arc<PluginModel>>,
 }
 
 /// The merged plugin set.
@@ -127,7 +134,7 @@ pub fn build_plugin_set(
             .as_ref()
             .is_some_and(|flag| flag.load(std::sync::atomic::Ordering::SeqCst))
     };
-    let loaded = load_all(&jobs, &cancelled);
+    let loaded = load_all(&jobs, options.keep_models, &cancelled);
     for ((job, entry), loaded) in jobs.into_iter().zip(entries).zip(loaded) {
         set.merge(job, entry, loaded?, options.max_skills)?;
     }

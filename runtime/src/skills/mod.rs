@@ -242,7 +242,8 @@ fn load_skill_file(
     warnings: &mut Vec<String>,
 ) -> Result<Option<Skill>, RuntimeError> {
     let root = reader.root();
-    let text = match reader.markdown(rel)? {
+    let read = reader.markdown(rel)?;
+    let text = match read.as_deref() {
         Some(Markdown::Text(text)) => text,
         None => return Ok(None),
         Some(Markdown::NotUtf8(_)) => {

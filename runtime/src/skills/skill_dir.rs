@@ -57,11 +57,11 @@ pub(super) fn with_skill_dir(
         let mcp = format!("{dir}/.mcp.json");
         if root.is_file(&mcp).map_err(fail)?
             && let Some(read) = reader.json_utf8(&mcp).map_err(fail)?
-            && let JsonFile::Text { text, value } = read
+            && let JsonFile::Text { text, value } = &*read
         {
             // The SDK reads it with Python's `json` (`utf-8`): a byte-order mark is refused.
             let config = match value {
-                Ok(value) if !text.starts_with('\u{feff}') => value,
+                Ok(value) if !text.starts_with('\u{feff}') => value.clone(),
                 _ => serde_json::from_str::<Value>(&text)
                     .map_err(|e| format!("`{mcp}` is not valid JSON: {e}"))?,
             };
