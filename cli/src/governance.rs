@@ -82,7 +82,7 @@ impl Context {
     pub fn review(&self, governance: &Governance, lock: &Lock, scan: Scan<'_>) -> Result<Checked> {
         let entries = self.entries(lock)?;
         let scans = self.scans(lock, scan);
-        self.check_entries(governance, lock, &entries, &scans)
+        self.check_entries(governance, lock, &entries, &scans, None)
     }
 
     /// The checked store entry of every plugin of `lock`, in its order.
@@ -137,16 +137,20 @@ impl Context {
         lock: &Lock,
         entries: &[PathBuf],
         scans: &[bool],
+        set: Option<&PluginSet>,
     ) -> Result<Checked> {
         let plugins: Vec<UnderReview<'_>> = lock
             .plugins
             .iter()
             .zip(entries)
             .zip(scans)
-            .map(|((locked, entry), scan)| UnderReview {
+            .enumerate()
+            .map(|(i, ((locked, entry), scan))| UnderReview {
                 locked,
                 entry,
                 payloads: &lock.payloads,
+                // What the set read of each plugin is not read again.
+                read: set.and_then(|set| set.plugins[i].model.as_deref()),
                 marketplaces: &lock.marketplaces,
                 scan: *scan,
             })
@@ -171,7 +175,7 @@ impl Context {
         // The set's entries were checked when it was built, in lock order.
         let entries: Vec<PathBuf> = set.plugins.iter().map(|p| p.path.clone()).collect();
         debug_assert_eq!(entries.len(), lock.plugins.len());
-        let checked = self.check_entries(&governance, lock, &entries, &scans)?;
+        let checked = self.check_entries(&governance, lock, &entries, &scans, Some(set))?;
         for finding in checked.warnings() {
             self.printer.warn(&finding);
         }

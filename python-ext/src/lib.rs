@@ -12,8 +12,9 @@ use berth_lockfile_schema::governance::POLICY_FILE;
 use berth_runtime::{BuildOptions, build_plugin_set};
 use berth_store::Store;
 use pyo3::exceptions::PyRuntimeError;
-use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
+use pyo3::types::{PyDictMethods, PyListMethods, PyModule, PyModuleMethods};
+use pyo3::{Bound, IntoPyObject, PyAny, PyResult, Python, pyfunction, pymodule, wrap_pyfunction};
 use serde_json::Value;
 
 /// `berth plugins --lockfile LOCKFILE show --json` with no skill limit, as Python objects

@@ -352,28 +352,20 @@ def _hook_config(raw: Mapping[str, Sequence[AgentHookMatcher]]) -> HookConfig | 
     return HookConfig.model_validate(events)
 
 
+# The fields of a plugin set's sub-agent that this module maps itself (the rest are the
+# SDK's ``AgentDefinition`` fields, named as the runtime writes them, which is the one
+# place that list lives), and ``plugin``, which is berth's own.
+_AGENT_MAPPED = frozenset({"content", "source", "hooks", "mcp_servers", "plugin"})
+
+
 def _agent(raw: SetAgent, root: Path) -> AgentDefinition:
     from openhands.sdk.subagent.schema import AgentDefinition
 
     passed: Mapping[str, Any] = raw
     fields: dict[str, Any] = {
-        key: passed[key]
-        for key in (
-            "name",
-            "description",
-            "model",
-            "color",
-            "tools",
-            "skills",
-            "when_to_use_examples",
-            "permission_mode",
-            "max_iteration_per_run",
-            "max_budget_per_run",
-            "profile_store_dir",
-            "condenser",
-            "metadata",
-        )
-        if passed.get(key) is not None
+        key: value
+        for key, value in passed.items()
+        if key not in _AGENT_MAPPED and value is not None
     }
     fields["system_prompt"] = raw.get("content", "")
     fields["source"] = _posix(root, raw["source"])

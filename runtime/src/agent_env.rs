@@ -19,7 +19,7 @@ pub use berth_uv::{Python, UV_VERSION, Uv, UvError, uv_message};
 
 /// Why an agent environment could not be found, built or run.
 #[derive(Debug, thiserror::Error)]
-pub enum AgentError {
+pub enum AgentEnvError {
     /// Wheels of the lock are not in the store.
     #[error(
         "agent `{package}`: {count} locked wheel(s) are not in the store ({files}); run `berth plugins sync`",
@@ -100,8 +100,8 @@ pub(crate) fn build_locked(
     store: &Store,
     key: &str,
     path: &Path,
-    build: impl FnOnce() -> Result<(), AgentError>,
-) -> Result<bool, AgentError> {
+    build: impl FnOnce() -> Result<(), AgentEnvError>,
+) -> Result<bool, AgentEnvError> {
     let _guard = store.lock(&format!("env-{key}"), || {})?;
     if is_ready(path) {
         return Ok(false);
@@ -118,7 +118,7 @@ pub(crate) fn build_locked(
 ///
 /// A ready environment is used without running uv; building one needs the pinned uv and
 /// an interpreter of the locked Python version.
-pub fn ensure_env(store: &Store, agent: &LockedAgent) -> Result<AgentEnv, AgentError> {
+pub fn ensure_env(store: &Store, agent: &LockedAgent) -> Result<AgentEnv, AgentEnvError> {
     let key = env_key(agent);
     let path = store.env_path(&key, &agent.package);
     let done = |created| AgentEnv {
@@ -131,7 +131,7 @@ pub fn ensure_env(store: &Store, agent: &LockedAgent) -> Result<AgentEnv, AgentE
     }
     let missing = store.missing_wheels(agent);
     if !missing.is_empty() {
-        return Err(AgentError::MissingWheels {
+        return Err(AgentEnvError::MissingWheels {
             package: agent.package.clone(),
             files: missing,
         });
@@ -167,33 +167,13 @@ pub(crate) fn build_env(
     wheels: &[LockedWheel],
     stored: &dyn Fn(&LockedWheel) -> PathBuf,
     mut marker: serde_json::Value,
-) -> Result<(), AgentError> {
+) -> Result<(), AgentEnvError> {
     let uv = Uv::find()?;
     let python = uv.find_python(Some(python_version))?;
     let env = store.stage()?;
     let work = store.stage()?;
     let links = work.path().join("wheels");
-    fs_err::create_dir(&links)?;
-    let mut pins: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
-    for wheel in wheels {
-        let link = links.join(&wheel.file);
-        if !link.exists() {
-            std::os::unix::fs::symlink(stored(wheel), &link)?;
-        }
-        pins.entry((&wheel.name, &wheel.version))
-            .or_default()
-            .push(&wheel.sha256);
-    }
-    let mut requirements = String::new();
-    for ((name, version), hashes) in &pins {
-        requirements.push_str(&format!("{name}=={version}"));
-        for sha in hashes {
-            requirements.push_str(&format!(" --hash=sha256:{sha}"));
-        }
-        requirements.push('\n');
-    }
-    let requirements_file = work.path().join("requirements.txt");
-    fs_err::write(&requirements_file, requirements)?;
+    let requirements_file = link_wheels(wheels, stored, &links, work.path())?;
     uv.run(
         uv.command()
             .args([
@@ -242,6 +222,38 @@ pub(crate) fn build_env(
     )?;
     env.persist_to(path)?;
     Ok(())
+}
+
+/// Links each of `wheels` (found at `stored(wheel)`) into the folder `links`, and writes
+/// into `work` the requirements that pin them by hash; returns the requirements file.
+fn link_wheels(
+    wheels: &[LockedWheel],
+    stored: &dyn Fn(&LockedWheel) -> PathBuf,
+    links: &Path,
+    work: &Path,
+) -> Result<PathBuf, AgentEnvError> {
+    fs_err::create_dir(links)?;
+    let mut pins: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
+    for wheel in wheels {
+        let link = links.join(&wheel.file);
+        if !link.exists() {
+            std::os::unix::fs::symlink(stored(wheel), &link)?;
+        }
+        pins.entry((&wheel.name, &wheel.version))
+            .or_default()
+            .push(&wheel.sha256);
+    }
+    let mut requirements = String::new();
+    for ((name, version), hashes) in &pins {
+        requirements.push_str(&format!("{name}=={version}"));
+        for sha in hashes {
+            requirements.push_str(&format!(" --hash=sha256:{sha}"));
+        }
+        requirements.push('\n');
+    }
+    let requirements_file = work.join("requirements.txt");
+    fs_err::write(&requirements_file, requirements)?;
+    Ok(requirements_file)
 }
 
 /// The launcher `berth agent exec` runs in the environment: it loads exactly the locked

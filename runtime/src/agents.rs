@@ -8,8 +8,8 @@ use crate::frontmatter::{self, py_strip};
 use crate::hooks::{HookMatcher, hooks_from_value, matchers_to_json};
 use crate::manifest::Format;
 use crate::mcp::{McpServer, agent_servers};
+use crate::model::{Markdown, Reader, layout};
 use crate::pystr::py_str;
-use crate::root::PluginRoot;
 
 /// One sub-agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,14 +74,12 @@ const PERMISSION_MODES: [&str; 3] = ["always_confirm", "confirm_risky", "never_c
 /// Loads `agents/*.md` (Claude Code) or `dev.openhands/agents/*.md` (Agent Plugins), by file
 /// name. A file the SDK would not load is skipped with a warning naming it and why.
 pub fn load_agents(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     format: Format,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Agent>, RuntimeError> {
-    let dir = match format {
-        Format::ClaudeCode => "agents",
-        Format::AgentPlugins => "dev.openhands/agents",
-    };
+    let root = reader.root();
+    let dir = layout(format).agents;
     let mut agents = Vec::new();
     for entry in root.list(dir)? {
         let rel = format!("{dir}/{entry}");
@@ -92,7 +90,7 @@ pub fn load_agents(
         {
             continue;
         }
-        agents.extend(agent_at(root, &rel, &entry, warnings)?);
+        agents.extend(agent_at(reader, &rel, &entry, warnings)?);
     }
     Ok(agents)
 }
@@ -100,10 +98,11 @@ pub fn load_agents(
 /// The agents a marketplace entry names (`agents`: files, or folders of `*.md`), in the
 /// order it names them.
 pub(crate) fn load_agent_paths(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     paths: &[String],
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Agent>, RuntimeError> {
+    let root = reader.root();
     let mut agents = Vec::new();
     for path in paths {
         if root.is_dir(path)? {
@@ -113,12 +112,12 @@ pub(crate) fn load_agent_paths(
                     && !entry.eq_ignore_ascii_case("readme.md")
                     && root.is_file(&rel)?
                 {
-                    agents.extend(agent_at(root, &rel, &entry, warnings)?);
+                    agents.extend(agent_at(reader, &rel, &entry, warnings)?);
                 }
             }
         } else if root.is_file(path)? && path.to_lowercase().ends_with(".md") {
             let file = path.rsplit('/').next().unwrap_or(path);
-            agents.extend(agent_at(root, path, file, warnings)?);
+            agents.extend(agent_at(reader, path, file, warnings)?);
         } else {
             warnings.push(format!(
                 "plugin `{}`: its marketplace entry names agent `{path}`, which is not a `.md` file or a folder of them",
@@ -131,11 +130,12 @@ pub(crate) fn load_agent_paths(
 
 /// The agent in file `rel` (named `entry` in its folder), or `None` with a warning.
 fn agent_at(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     rel: &str,
     entry: &str,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Agent>, RuntimeError> {
+    let root = reader.root();
     {
         let mut skip = |why: String| {
             warnings.push(format!(
@@ -143,19 +143,19 @@ fn agent_at(
                 root.plugin()
             ))
         };
-        let text = match root.read_text(rel) {
-            Ok(Some(text)) => text,
-            Ok(None) => return Ok(None),
-            Err(RuntimeError::NotUtf8 { .. }) => {
+        let read = reader.markdown(rel)?;
+        let text = match read.as_deref() {
+            Some(Markdown::Text(text)) => text,
+            None => return Ok(None),
+            Some(Markdown::NotUtf8(_)) => {
                 skip("not UTF-8 text".into());
                 return Ok(None);
             }
-            Err(e) => return Err(e),
         };
         let stem = &entry[..entry.len() - 3];
         let mut dropped = Vec::new();
         match agent_from_text(
-            &text,
+            text,
             stem,
             rel,
             &root.exposed().to_string_lossy(),
@@ -188,53 +188,9 @@ fn agent_from_text(
     let fm = &doc.meta;
     let string_or = |key: &str, default: &str| fm.get(key).map_or(default.to_owned(), py_str);
     let description = string_or("description", "");
-    let permission_mode = match fm.get("permission_mode") {
-        None | Some(Value::Null) => None,
-        Some(raw) => {
-            let mode = py_strip(&py_str(raw)).to_lowercase();
-            if !PERMISSION_MODES.contains(&mode.as_str()) {
-                return Err(format!(
-                    "`permission_mode` `{}` is not one of {}",
-                    py_str(raw),
-                    PERMISSION_MODES.join(", ")
-                ));
-            }
-            Some(mode)
-        }
-    };
-    let max_iteration_per_run = match fm.get("max_iteration_per_run") {
-        Some(Value::String(s)) => Some(py_int(s).ok_or(format!(
-            "`max_iteration_per_run` `{s}` is not a whole number"
-        ))?),
-        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.as_i64().or(Some(i64::MAX)),
-        Some(Value::Bool(b)) => Some(i64::from(*b)),
-        _ => None,
-    };
-    let max_iteration_per_run = match max_iteration_per_run {
-        Some(n) if n <= 0 => {
-            return Err(format!(
-                "`max_iteration_per_run` must be greater than 0, not {n}"
-            ));
-        }
-        other => other.map(|n| n.unsigned_abs()),
-    };
-    let max_budget_per_run = match fm.get("max_budget_per_run") {
-        Some(Value::Number(n)) => n.as_f64(),
-        Some(Value::String(s)) => {
-            Some(py_float(s).ok_or(format!("`max_budget_per_run` `{s}` is not a number"))?)
-        }
-        _ => None,
-    };
-    let max_budget_per_run = match max_budget_per_run {
-        Some(x) if x.is_nan() || x <= 0.0 => {
-            return Err(format!(
-                "`max_budget_per_run` must be greater than 0, not {x}"
-            ));
-        }
-        // Infinity is no budget; JSON cannot write it, and the SDK's dump writes null.
-        Some(x) if x.is_infinite() => None,
-        other => other,
-    };
+    let permission_mode = permission_mode(fm.get("permission_mode"))?;
+    let max_iteration_per_run = max_iterations(fm.get("max_iteration_per_run"))?;
+    let max_budget_per_run = max_budget(fm.get("max_budget_per_run"))?;
     let mcp_servers = match fm.get("mcp_config").or_else(|| fm.get("mcp_servers")) {
         None | Some(Value::Null) => None,
         Some(value) => Some(agent_servers(value, root)?),
@@ -260,15 +216,7 @@ fn agent_from_text(
             Some(Value::Array(items)) => items.iter().map(py_str).collect(),
             _ => Vec::new(),
         },
-        skills: match fm.get("skills") {
-            Some(Value::String(s)) => s
-                .split(',')
-                .map(|part| py_strip(part).to_owned())
-                .filter(|part| !part.is_empty())
-                .collect(),
-            Some(Value::Array(items)) => items.iter().map(py_str).collect(),
-            _ => Vec::new(),
-        },
+        skills: skill_names(fm.get("skills")),
         permission_mode,
         max_iteration_per_run,
         max_budget_per_run,
@@ -286,6 +234,75 @@ fn agent_from_text(
         content: py_strip(&doc.content).to_owned(),
         source: rel.to_owned(),
     })
+}
+
+/// `permission_mode`, lower-cased; one of [`PERMISSION_MODES`].
+fn permission_mode(value: Option<&Value>) -> Result<Option<String>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(raw) => {
+            let mode = py_strip(&py_str(raw)).to_lowercase();
+            if !PERMISSION_MODES.contains(&mode.as_str()) {
+                return Err(format!(
+                    "`permission_mode` `{}` is not one of {}",
+                    py_str(raw),
+                    PERMISSION_MODES.join(", ")
+                ));
+            }
+            Ok(Some(mode))
+        }
+    }
+}
+
+/// `max_iteration_per_run`: a whole number (or a string of one) greater than 0.
+fn max_iterations(value: Option<&Value>) -> Result<Option<u64>, String> {
+    let n = match value {
+        Some(Value::String(s)) => Some(py_int(s).ok_or(format!(
+            "`max_iteration_per_run` `{s}` is not a whole number"
+        ))?),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.as_i64().or(Some(i64::MAX)),
+        Some(Value::Bool(b)) => Some(i64::from(*b)),
+        _ => None,
+    };
+    match n {
+        Some(n) if n <= 0 => Err(format!(
+            "`max_iteration_per_run` must be greater than 0, not {n}"
+        )),
+        other => Ok(other.map(|n| n.unsigned_abs())),
+    }
+}
+
+/// `max_budget_per_run` in USD: a number (or a string of one) greater than 0; infinity is
+/// no budget.
+fn max_budget(value: Option<&Value>) -> Result<Option<f64>, String> {
+    let x = match value {
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(Value::String(s)) => {
+            Some(py_float(s).ok_or(format!("`max_budget_per_run` `{s}` is not a number"))?)
+        }
+        _ => None,
+    };
+    match x {
+        Some(x) if x.is_nan() || x <= 0.0 => Err(format!(
+            "`max_budget_per_run` must be greater than 0, not {x}"
+        )),
+        // JSON cannot write infinity, and the SDK's dump writes null.
+        Some(x) if x.is_infinite() => Ok(None),
+        other => Ok(other),
+    }
+}
+
+/// `skills`: skill names, as a comma-separated string or a list.
+fn skill_names(value: Option<&Value>) -> Vec<String> {
+    match value {
+        Some(Value::String(s)) => s
+            .split(',')
+            .map(|part| py_strip(part).to_owned())
+            .filter(|part| !part.is_empty())
+            .collect(),
+        Some(Value::Array(items)) => items.iter().map(py_str).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The SDK's `condenser` rules: absent, `default` or `true` keep the default; `none`,
@@ -395,7 +412,7 @@ impl Agent {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Agent, agent_from_text, json, py_float, py_int};
 
     fn agent(text: &str) -> Result<Agent, String> {
         agent_from_text(text, "stem", "agents/stem.md", "/root", &mut Vec::new())

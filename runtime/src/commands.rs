@@ -6,8 +6,8 @@ use serde_json::Value;
 use crate::error::RuntimeError;
 use crate::frontmatter::{self, py_strip};
 use crate::manifest::Format;
+use crate::model::{Markdown, Reader, layout};
 use crate::pystr::py_str;
-use crate::root::PluginRoot;
 use crate::skills::{Skill, TriggerKind, truncate_description, truncation_note};
 
 /// A command file (`commands/*.md`), before it becomes a skill.
@@ -30,14 +30,12 @@ pub struct Command {
 /// Loads `commands/*.md` (Claude Code) or `dev.openhands/commands/*.md` (Agent Plugins),
 /// sorted by file name.
 pub fn load_commands(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     format: Format,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Command>, RuntimeError> {
-    let dir = match format {
-        Format::ClaudeCode => "commands",
-        Format::AgentPlugins => "dev.openhands/commands",
-    };
+    let root = reader.root();
+    let dir = layout(format).commands;
     let mut commands = Vec::new();
     for entry in root.list(dir)? {
         let rel = format!("{dir}/{entry}");
@@ -45,7 +43,7 @@ pub fn load_commands(
         if !is_md || entry == "README.md" || entry == "readme.md" || !root.is_file(&rel)? {
             continue;
         }
-        commands.extend(command_at(root, &rel, &entry, warnings)?);
+        commands.extend(command_at(reader, &rel, &entry, warnings)?);
     }
     Ok(commands)
 }
@@ -53,10 +51,11 @@ pub fn load_commands(
 /// The commands a marketplace entry names (`commands`: files, or folders of `*.md`),
 /// in the order it names them.
 pub(crate) fn load_command_paths(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     paths: &[String],
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Command>, RuntimeError> {
+    let root = reader.root();
     let mut commands = Vec::new();
     for path in paths {
         if root.is_dir(path)? {
@@ -64,12 +63,12 @@ pub(crate) fn load_command_paths(
                 let rel = format!("{path}/{entry}");
                 let is_md = entry.to_lowercase().ends_with(".md") && entry.len() > 3;
                 if is_md && !entry.eq_ignore_ascii_case("readme.md") && root.is_file(&rel)? {
-                    commands.extend(command_at(root, &rel, &entry, warnings)?);
+                    commands.extend(command_at(reader, &rel, &entry, warnings)?);
                 }
             }
         } else if root.is_file(path)? && path.to_lowercase().ends_with(".md") {
             let file = path.rsplit('/').next().unwrap_or(path);
-            commands.extend(command_at(root, path, file, warnings)?);
+            commands.extend(command_at(reader, path, file, warnings)?);
         } else {
             warnings.push(format!(
                 "plugin `{}`: its marketplace entry names command `{path}`, which is not a `.md` file or a folder of them",
@@ -82,26 +81,27 @@ pub(crate) fn load_command_paths(
 
 /// The command in file `rel` (named `entry` in its folder), or `None` with a warning.
 fn command_at(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     rel: &str,
     entry: &str,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Command>, RuntimeError> {
+    let root = reader.root();
     let rel = rel.to_owned();
     {
-        let text = match root.read_text(&rel) {
-            Ok(Some(text)) => text,
-            Ok(None) => return Ok(None),
-            Err(RuntimeError::NotUtf8 { .. }) => {
+        let read = reader.markdown(&rel)?;
+        let text = match read.as_deref() {
+            Some(Markdown::Text(text)) => text,
+            None => return Ok(None),
+            Some(Markdown::NotUtf8(_)) => {
                 warnings.push(format!(
                     "plugin `{}`: skipped command `{rel}`: not UTF-8 text",
                     root.plugin()
                 ));
                 return Ok(None);
             }
-            Err(e) => return Err(e),
         };
-        let doc = match frontmatter::parse(&text) {
+        let doc = match frontmatter::parse(text) {
             Ok(doc) => doc,
             Err(why) => {
                 warnings.push(format!(
@@ -193,7 +193,7 @@ impl Command {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::Command;
 
     #[test]
     fn commands_become_skills_like_the_sdk_makes_them() {

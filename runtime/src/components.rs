@@ -1,26 +1,27 @@
-//! A plugin's components as the runtime loads them: from its folder's conventional places
-//! and, when its marketplace entry defines it (the lock's `definition`), from what the
-//! entry gives, as Claude Code 2.1 installs it: what the entry gives adds to the folder's,
-//! except a `strict: false` entry's `skills`, which replace the folder's.
+//! A plugin's components as the plugin set takes them: the OpenHands SDK's reading of the
+//! component model ([`crate::model`]), from its layout's conventional places and, when its
+//! marketplace entry defines it (the lock's `definition`), from what the entry gives, as
+//! Claude Code 2.1 installs it: what the entry gives adds to the folder's, except a
+//! `strict: false` entry's `skills`, which replace the folder's.
 
 use std::path::Path;
 
-use berth_lockfile_schema::EntryDefinition;
 use serde_json::Value;
 
 use crate::agents::{Agent, load_agent_paths, load_agents};
 use crate::commands::{Command, load_command_paths, load_commands};
 use crate::error::RuntimeError;
 use crate::hooks::{HookMatcher, hooks_from_value, load_hooks};
-use crate::manifest::Format;
+use crate::manifest::PluginManifest;
 use crate::mcp::{McpServer, entry_servers, load_mcp};
-use crate::root::PluginRoot;
+use crate::model::{EntryValue, Kind, Reader};
 use crate::skills::{Skill, load_skill_paths, load_skills};
 
 /// Hook matchers by event.
 pub(crate) type Hooks = Vec<(&'static str, Vec<HookMatcher>)>;
 
 /// What one plugin brings to the set.
+#[derive(Default)]
 pub(crate) struct Components {
     pub(crate) skills: Vec<Skill>,
     pub(crate) commands: Vec<Command>,
@@ -31,120 +32,112 @@ pub(crate) struct Components {
     pub(crate) lsp: Vec<(String, Value)>,
 }
 
-/// Loads a plugin's components. `go_on` is asked between kinds (a caller's cancel flag).
+/// Loads a plugin's components through `reader`. `go_on` is asked between kinds (a
+/// caller's cancel flag).
 pub(crate) fn load_components(
-    root: &PluginRoot,
-    format: Format,
+    reader: &mut Reader<'_>,
+    manifest: &PluginManifest,
     data_dir: &Path,
-    manifest_file: Option<&str>,
-    definition: Option<&EntryDefinition>,
     warnings: &mut Vec<String>,
     go_on: &dyn Fn() -> Result<(), RuntimeError>,
 ) -> Result<Components, RuntimeError> {
-    // What the folder's conventional places give, kind by kind. Claude Code 2.1 reads
-    // every kind from its usual place and adds what the entry gives, except `skills`: a
-    // `strict: false` entry's list replaces the folder's `skills/` (as `anthropics/skills`
-    // lists 4 of its 17 skills as `document-skills`). Checked against the real Claude Code
-    // by tests/materialize.rs.
-    let from_folder = |key: &str| {
-        definition.is_none_or(|d| d.strict || key != "skills" || !d.components.contains_key(key))
-    };
-    let mut c = Components {
-        skills: Vec::new(),
-        commands: Vec::new(),
-        hooks: Vec::new(),
-        servers: Vec::new(),
-        agents: Vec::new(),
-        lsp: Vec::new(),
-    };
-    if from_folder("skills") {
-        c.skills = load_skills(root, warnings)?;
-    }
-    go_on()?;
-    if from_folder("commands") {
-        c.commands = load_commands(root, format, warnings)?;
-    }
-    go_on()?;
-    if from_folder("hooks") {
-        c.hooks = load_hooks(root, format, warnings)?;
-    }
-    if from_folder("mcpServers") {
-        c.servers = load_mcp(root, format, data_dir, warnings)?;
-    }
-    go_on()?;
-    if from_folder("agents") {
-        c.agents = load_agents(root, format, warnings)?;
-    }
-    let exposed = root.exposed().to_string_lossy().into_owned();
-    c.lsp = crate::lsp::lsp_servers(root, manifest_file, definition, warnings)?
+    let mut c = from_folder(reader, manifest, data_dir, warnings, go_on)?;
+    let exposed = reader.root().exposed().to_string_lossy().into_owned();
+    c.lsp = crate::lsp::lsp_servers(reader, manifest.file, warnings)?
         .into_iter()
         .map(|(name, server)| (name, crate::lsp::expand_roots_in(server, &exposed)))
         .collect();
-    let Some(def) = definition else {
-        return Ok(c);
+    if reader.definition().is_some() {
+        from_entry(reader, &mut c, warnings, go_on)?;
+    }
+    Ok(c)
+}
+
+/// What the folder's conventional places give, kind by kind. Claude Code 2.1 reads every
+/// kind from its usual place and adds what the entry gives, except `skills`: a
+/// `strict: false` entry's list replaces the folder's `skills/` (as `anthropics/skills`
+/// lists 4 of its 17 skills as `document-skills`). Checked against the real Claude Code
+/// by tests/materialize.rs.
+fn from_folder(
+    reader: &mut Reader<'_>,
+    manifest: &PluginManifest,
+    data_dir: &Path,
+    warnings: &mut Vec<String>,
+    go_on: &dyn Fn() -> Result<(), RuntimeError>,
+) -> Result<Components, RuntimeError> {
+    let definition = reader.definition();
+    let from_folder = |key: &str| {
+        definition.is_none_or(|d| d.strict || key != "skills" || !d.components.contains_key(key))
     };
-    for skill in load_skill_paths(root, &def.paths("skills"), warnings)? {
+    let format = manifest.format;
+    let mut c = Components::default();
+    if from_folder("skills") {
+        c.skills = load_skills(reader, warnings)?;
+    }
+    go_on()?;
+    c.commands = load_commands(reader, format, warnings)?;
+    go_on()?;
+    c.hooks = load_hooks(reader, format, warnings)?;
+    c.servers = load_mcp(reader, format, data_dir, warnings)?;
+    go_on()?;
+    c.agents = load_agents(reader, format, warnings)?;
+    Ok(c)
+}
+
+/// Adds what the marketplace entry gives.
+fn from_entry(
+    reader: &mut Reader<'_>,
+    c: &mut Components,
+    warnings: &mut Vec<String>,
+    go_on: &dyn Fn() -> Result<(), RuntimeError>,
+) -> Result<(), RuntimeError> {
+    let paths = reader.entry_paths("skills");
+    for skill in load_skill_paths(reader, &paths, warnings)? {
         match c.skills.iter_mut().find(|s| s.name == skill.name) {
             Some(existing) => *existing = skill,
             None => c.skills.push(skill),
         }
     }
+    let paths = reader.entry_paths("commands");
     c.commands
-        .extend(load_command_paths(root, &def.paths("commands"), warnings)?);
-    c.agents
-        .extend(load_agent_paths(root, &def.paths("agents"), warnings)?);
+        .extend(load_command_paths(reader, &paths, warnings)?);
+    let paths = reader.entry_paths("agents");
+    c.agents.extend(load_agent_paths(reader, &paths, warnings)?);
     go_on()?;
-    if let Some(value) = def.components.get("hooks") {
-        for (event, matchers) in entry_hooks(root, value, warnings)? {
-            match c.hooks.iter_mut().find(|(e, _)| *e == event) {
-                Some((_, existing)) => existing.extend(matchers),
-                None => c.hooks.push((event, matchers)),
-            }
+    for (event, matchers) in entry_hooks(reader, warnings)? {
+        match c.hooks.iter_mut().find(|(e, _)| *e == event) {
+            Some((_, existing)) => existing.extend(matchers),
+            None => c.hooks.push((event, matchers)),
         }
     }
-    if let Some(value) = def.components.get("mcpServers") {
-        for (name, server) in entry_servers(root, value, warnings)? {
-            c.servers.retain(|(n, _)| *n != name);
-            c.servers.push((name, server));
-        }
+    for (name, server) in entry_servers(reader, warnings)? {
+        c.servers.retain(|(n, _)| *n != name);
+        c.servers.push((name, server));
     }
-    Ok(c)
+    Ok(())
 }
 
 /// The hooks a marketplace entry's `hooks` gives: a hooks document (object), a path to
 /// one in the plugin, or a list of those.
-fn entry_hooks(
-    root: &PluginRoot,
-    value: &Value,
-    warnings: &mut Vec<String>,
-) -> Result<Hooks, RuntimeError> {
-    let plugin = root.plugin().to_owned();
-    let exposed = root.exposed().to_string_lossy().into_owned();
-    let items: Vec<&Value> = match value {
-        Value::Array(items) => items.iter().collect(),
-        other => vec![other],
-    };
+fn entry_hooks(reader: &mut Reader<'_>, warnings: &mut Vec<String>) -> Result<Hooks, RuntimeError> {
+    let plugin = reader.root().plugin().to_owned();
+    let exposed = reader.root().exposed().to_string_lossy().into_owned();
     let mut out: Hooks = Vec::new();
-    for item in items {
-        let (label, document) = match item {
-            Value::String(path) => match root.read_text(path)? {
-                Some(text) => match crate::json::parse(&text) {
-                    Ok(value) => (path.clone(), value),
-                    Err(why) => {
-                        warnings.push(format!(
-                            "plugin `{plugin}`: `{path}`: {why}; no hooks loaded from it"
-                        ));
-                        continue;
-                    }
-                },
-                None => {
-                    warnings.push(format!(
-                        "plugin `{plugin}`: its marketplace entry names hooks in `{path}`, which is not a file of the plugin"
-                    ));
-                    continue;
-                }
-            },
-            other => ("its marketplace entry".to_owned(), other.clone()),
+    for value in reader.entry_values(Kind::Hooks)? {
+        let (label, document) = match value {
+            EntryValue::Value(label, document) => (label, document),
+            EntryValue::Missing(path) => {
+                warnings.push(format!(
+                    "plugin `{plugin}`: its marketplace entry names hooks in `{path}`, which is not a file of the plugin"
+                ));
+                continue;
+            }
+            EntryValue::Invalid(path, why) => {
+                warnings.push(format!(
+                    "plugin `{plugin}`: `{path}`: {why}; no hooks loaded from it"
+                ));
+                continue;
+            }
         };
         let mut warn =
             |message: String| warnings.push(format!("plugin `{plugin}`: {label}: {message}"));

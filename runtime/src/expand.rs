@@ -18,7 +18,7 @@ pub fn expand_roots(text: &str, root: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::expand_roots;
 
     #[test]
     fn only_root_variables_expand() {

@@ -151,7 +151,7 @@ pub fn yaml_to_json(value: serde_yaml_ng::Value) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::parse;
 
     #[test]
     fn yaml_front_matter_and_stripped_body() {

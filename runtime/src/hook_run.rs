@@ -106,95 +106,26 @@ pub fn run_hooks(set: &PluginSet, event: &HookEvent) -> HookOutcome {
                 "type": hook.kind,
                 "command": hook.command,
             });
-            if hook.kind != "command" {
-                result["skipped"] = json!(
-                    "only command hooks run outside the agent; prompt and agent hooks need its model"
-                );
-                results.push(result);
-                continue;
-            }
-            let env = hook_env(event, &plugin_root);
-            if hook.is_async {
-                result["async_started"] = json!(start_async(&hook.command, &payload, &env, event));
-                results.push(result);
-                continue;
-            }
-            let outcome = run_command(
-                &hook.command,
-                payload.as_bytes(),
-                &env,
-                &event.project_dir,
-                Duration::from_secs(hook.timeout),
-            );
-            let (hook_blocked, hook_reason, hook_decision, context) = match outcome {
-                Err(e) => {
-                    result["success"] = json!(false);
-                    result["error"] = json!(format!("could not start the hook: {e}"));
-                    (false, None, None, None)
-                }
-                Ok(out) if out.timed_out => {
-                    result["success"] = json!(false);
-                    result["exit_code"] = Value::Null;
-                    result["timed_out"] = json!(true);
-                    result["stdout"] = json!(out.stdout);
-                    result["stderr"] = json!(out.stderr);
-                    result["error"] =
-                        json!(format!("Hook timed out after {} seconds", hook.timeout));
-                    (false, None, None, None)
-                }
-                Ok(out) => {
-                    let code = out.exit_code;
-                    let mut hook_blocked = code == Some(2);
-                    let mut hook_decision = None;
-                    let mut hook_reason = None;
-                    let mut context = None;
-                    if let Ok(Value::Object(answer)) =
-                        serde_json::from_str::<Value>(out.stdout.trim())
-                    {
-                        match answer
-                            .get("decision")
-                            .and_then(Value::as_str)
-                            .map(str::to_lowercase)
-                            .as_deref()
-                        {
-                            Some("allow") => hook_decision = Some("allow"),
-                            Some("deny") => {
-                                hook_decision = Some("deny");
-                                hook_blocked = true;
-                            }
-                            _ => {}
-                        }
-                        hook_reason = answer.get("reason").map(value_text);
-                        context = answer.get("additionalContext").map(value_text);
-                        if answer.get("continue").is_some_and(|c| !truthy(c)) {
-                            hook_blocked = true;
-                        }
-                    }
-                    if hook_blocked && hook_reason.is_none() && !out.stderr.trim().is_empty() {
-                        hook_reason = Some(out.stderr.trim().to_owned());
-                    }
-                    result["success"] = json!(code == Some(0));
-                    result["exit_code"] = json!(code);
-                    result["timed_out"] = json!(false);
-                    result["stdout"] = json!(out.stdout);
-                    result["stderr"] = json!(out.stderr);
-                    (hook_blocked, hook_reason, hook_decision, context)
-                }
-            };
-            result["blocked"] = json!(hook_blocked && blocking_event);
-            result["decision"] = json!(hook_decision);
-            result["reason"] = json!(hook_reason);
-            result["additional_context"] = json!(context);
+            let ran = run_one(hook, &plugin_root, event, &payload, &mut result);
             results.push(result);
-            if let Some(context) = context.filter(|c| !c.is_empty()) {
+            let Some(verdict) = ran else {
+                continue;
+            };
+            if let Some(context) = verdict.context.filter(|c| !c.is_empty()) {
                 contexts.push(context);
             }
-            if hook_decision == Some("deny") || (decision.is_none() && hook_decision.is_some()) {
-                decision = hook_decision;
+            if verdict.decision == Some("deny")
+                || (decision.is_none() && verdict.decision.is_some())
+            {
+                decision = verdict.decision;
             }
-            if hook_blocked && blocking_event {
+            if verdict.blocked && blocking_event {
                 blocked = true;
-                reason = Some(hook_reason.unwrap_or_else(|| "Blocked by hook".to_owned()));
+                reason = Some(
+                    verdict
+                        .reason
+                        .unwrap_or_else(|| "Blocked by hook".to_owned()),
+                );
                 break 'outer;
             }
         }
@@ -210,6 +141,119 @@ pub fn run_hooks(set: &PluginSet, event: &HookEvent) -> HookOutcome {
         "hooks": results,
     });
     HookOutcome { blocked, report }
+}
+
+/// What one hook that ran said.
+struct Verdict {
+    /// It blocks (exit code 2, `decision: deny`, `continue: false`).
+    blocked: bool,
+    /// Why, from its answer or its standard error.
+    reason: Option<String>,
+    /// `allow` or `deny`, when it says.
+    decision: Option<&'static str>,
+    /// What it adds to the agent's context.
+    context: Option<String>,
+}
+
+/// Runs one hook of a plugin (seen at `plugin_root`), recording what happened in
+/// `result`; its verdict when it ran to the end in the foreground (a prompt or agent hook
+/// is skipped, an async one only started).
+fn run_one(
+    hook: &crate::hooks::HookDefinition,
+    plugin_root: &str,
+    event: &HookEvent,
+    payload: &str,
+    result: &mut Value,
+) -> Option<Verdict> {
+    if hook.kind != "command" {
+        result["skipped"] = json!(
+            "only command hooks run outside the agent; prompt and agent hooks need its model"
+        );
+        return None;
+    }
+    let env = hook_env(event, plugin_root);
+    if hook.is_async {
+        result["async_started"] = json!(start_async(&hook.command, payload, &env, event));
+        return None;
+    }
+    let outcome = run_command(
+        &hook.command,
+        payload.as_bytes(),
+        &env,
+        &event.project_dir,
+        Duration::from_secs(hook.timeout),
+    );
+    let silent = Verdict {
+        blocked: false,
+        reason: None,
+        decision: None,
+        context: None,
+    };
+    let verdict = match outcome {
+        Err(e) => {
+            result["success"] = json!(false);
+            result["error"] = json!(format!("could not start the hook: {e}"));
+            silent
+        }
+        Ok(out) if out.timed_out => {
+            result["success"] = json!(false);
+            result["exit_code"] = Value::Null;
+            result["timed_out"] = json!(true);
+            result["stdout"] = json!(out.stdout);
+            result["stderr"] = json!(out.stderr);
+            result["error"] = json!(format!("Hook timed out after {} seconds", hook.timeout));
+            silent
+        }
+        Ok(out) => {
+            let verdict = verdict_of(&out);
+            result["success"] = json!(out.exit_code == Some(0));
+            result["exit_code"] = json!(out.exit_code);
+            result["timed_out"] = json!(false);
+            result["stdout"] = json!(out.stdout);
+            result["stderr"] = json!(out.stderr);
+            verdict
+        }
+    };
+    let blocking_event = BLOCKING_EVENTS.contains(&event.event);
+    result["blocked"] = json!(verdict.blocked && blocking_event);
+    result["decision"] = json!(verdict.decision);
+    result["reason"] = json!(verdict.reason);
+    result["additional_context"] = json!(verdict.context);
+    Some(verdict)
+}
+
+/// The verdict of a hook that exited: its exit code, and the JSON answer it printed.
+fn verdict_of(out: &crate::process::CommandOutcome) -> Verdict {
+    let mut verdict = Verdict {
+        blocked: out.exit_code == Some(2),
+        reason: None,
+        decision: None,
+        context: None,
+    };
+    if let Ok(Value::Object(answer)) = serde_json::from_str::<Value>(out.stdout.trim()) {
+        match answer
+            .get("decision")
+            .and_then(Value::as_str)
+            .map(str::to_lowercase)
+            .as_deref()
+        {
+            Some("allow") => verdict.decision = Some("allow"),
+            Some("deny") => {
+                verdict.decision = Some("deny");
+                verdict.blocked = true;
+            }
+            _ => {}
+        }
+        verdict.reason = answer.get("reason").map(value_text);
+        verdict.context = answer.get("additionalContext").map(value_text);
+        if answer.get("continue").is_some_and(|c| !truthy(c)) {
+            verdict.blocked = true;
+        }
+    }
+    if verdict.blocked && verdict.reason.is_none() && !out.stderr.trim().is_empty() {
+        verdict.reason = Some(out.stderr.trim().to_owned());
+    }
+    verdict
 }
 
 fn value_text(value: &Value) -> String {

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::error::RuntimeError;
 use crate::expand::expand_roots;
 use crate::manifest::Format;
-use crate::root::PluginRoot;
+use crate::model::{Reader, layout};
 
 /// The events, snake_case, in the order the plugin set lists them.
 pub const EVENTS: [&str; 6] = [
@@ -142,29 +142,29 @@ pub fn matchers_to_json<'a>(
     )
 }
 
-/// Loads a plugin's hooks file. Where the SDK drops the whole file for one unknown event
-/// or one invalid entry, berth drops that event or entry and records a warning.
+/// Loads the hooks file of the plugin's layout (`format`), read through `reader`. Where
+/// the SDK drops the whole file for one unknown event or one invalid entry, berth drops
+/// that event or entry and records a warning.
 pub fn load_hooks(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     format: Format,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<(&'static str, Vec<HookMatcher>)>, RuntimeError> {
-    let file = match format {
-        Format::ClaudeCode => "hooks/hooks.json",
-        Format::AgentPlugins => "dev.openhands/hooks/hooks.json",
-    };
-    let Some(text) = root.read_text(file)? else {
+    let file = layout(format).hooks;
+    let Some(read) = reader.json_utf8(file)? else {
         return Ok(Vec::new());
     };
+    let root = reader.root();
     let plugin = root.plugin();
     let mut warn =
         |message: String| warnings.push(format!("plugin `{plugin}`: `{file}`: {message}"));
-    let value: Value = match crate::json::parse(&text) {
-        Ok(value) => value,
-        Err(why) => {
+    let value = match read.strict() {
+        Some(Ok(value)) => value,
+        Some(Err(why)) => {
             warn(format!("{why}; no hooks loaded from it"));
             return Ok(Vec::new());
         }
+        None => return Ok(Vec::new()),
     };
     Ok(hooks_from_value(
         value,
@@ -356,7 +356,7 @@ fn definition_from(hook: Value, root: &str) -> Result<HookDefinition, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{event_name, matches, pascal_case};
 
     #[test]
     fn event_names() {

@@ -11,6 +11,7 @@ use berth_store::EntryTree;
 use crate::components::{Components, load_components};
 use crate::error::RuntimeError;
 use crate::manifest::PluginManifest;
+use crate::model::{PluginModel, Reader};
 use crate::root::PluginRoot;
 
 /// At most this many threads read plugins (the reads are small files: past a few threads
@@ -34,6 +35,8 @@ pub(crate) struct Job<'a> {
 pub(crate) struct Loaded {
     pub(crate) manifest: PluginManifest,
     pub(crate) components: Components,
+    /// What was read of it, when it is kept.
+    pub(crate) model: Option<PluginModel>,
     /// What was skipped and noticed, in the order the set reports it.
     pub(crate) warnings: Vec<String>,
 }
@@ -42,6 +45,7 @@ pub(crate) struct Loaded {
 /// `cancelled` is asked between plugins and components.
 pub(crate) fn load_all(
     jobs: &[Job<'_>],
+    keep_models: bool,
     cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Vec<Result<Loaded, RuntimeError>> {
     let threads = std::thread::available_parallelism()
@@ -49,7 +53,10 @@ pub(crate) fn load_all(
         .min(MAX_THREADS)
         .min(jobs.len());
     if threads <= 1 {
-        return jobs.iter().map(|job| load(job, cancelled)).collect();
+        return jobs
+            .iter()
+            .map(|job| load(job, keep_models, cancelled))
+            .collect();
     }
     let next = AtomicUsize::new(0);
     let mut results: Vec<Option<Result<Loaded, RuntimeError>>> =
@@ -62,7 +69,7 @@ pub(crate) fn load_all(
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(job) = jobs.get(i) else { break };
-                        done.push((i, load(job, cancelled)));
+                        done.push((i, load(job, keep_models, cancelled)));
                     }
                     done
                 })
@@ -84,8 +91,13 @@ pub(crate) fn load_all(
         .collect()
 }
 
-/// Reads one plugin: its manifest, then its components.
-fn load(job: &Job<'_>, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Loaded, RuntimeError> {
+/// Reads one plugin: its manifest, then its components, through one reader whose model
+/// the set keeps when `keep_model`.
+fn load(
+    job: &Job<'_>,
+    keep_model: bool,
+    cancelled: &(dyn Fn() -> bool + Sync),
+) -> Result<Loaded, RuntimeError> {
     let go_on = || {
         if cancelled() {
             Err(RuntimeError::Cancelled)
@@ -99,22 +111,18 @@ fn load(job: &Job<'_>, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Loaded, 
     if let Some(tree) = &job.tree {
         root = root.with_tree(tree);
     }
-    let (manifest, mut warnings) = root.read_manifest()?;
+    let mut model = PluginModel::default();
+    let mut reader = Reader::new(&root, job.locked.definition.as_ref(), &mut model);
+    let (manifest, mut warnings) = reader.manifest()?;
     go_on()?;
-    let components = load_components(
-        &root,
-        manifest.format,
-        &job.data_dir,
-        manifest.file,
-        job.locked.definition.as_ref(),
-        &mut warnings,
-        &go_on,
-    )?;
+    let components = load_components(&mut reader, &manifest, &job.data_dir, &mut warnings, &go_on)?;
     let mut all = root.take_skipped();
     all.append(&mut warnings);
+    // A model not kept is dropped here, on the thread whose allocations it holds.
     Ok(Loaded {
         manifest,
         components,
+        model: keep_model.then_some(model),
         warnings: all,
     })
 }

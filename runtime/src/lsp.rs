@@ -1,128 +1,145 @@
 //! LSP servers (Claude Code's `lspServers` in `plugin.json` or a marketplace entry, and
-//! `.lsp.json`): read as raw JSON, with the helpers a review shares (canonical JSON,
-//! unique names, paths inside the plugin).
+//! `.lsp.json`): read from the component model as raw JSON, with the helpers a review
+//! shares (canonical JSON, unique names).
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use crate::error::RuntimeError;
-use crate::root::PluginRoot;
+use crate::model::{Body, ENTRY, JsonFile, Kind, LSP_FILE, Reader};
 
-/// The file Claude Code reads LSP servers from when the manifest names none.
-const LSP_FILE: &str = ".lsp.json";
-
-/// The plugin's LSP servers, by name, as raw JSON with object keys sorted: the manifest's
-/// `lspServers` (an object, a path to a JSON file in the plugin, or a list of either),
-/// then `.lsp.json`. What cannot be read is left out with a warning; a name given twice
-/// is kept twice (the second as `name#2`), so that nothing is hidden from a review.
+/// The plugin's LSP servers, by name, as raw JSON with object keys sorted: its marketplace
+/// entry's `lspServers`, then the manifest's (`manifest_file`, an object, a path to a JSON
+/// file in the plugin, or a list of either), then `.lsp.json`. What cannot be read is left
+/// out with a warning; a name given twice is kept twice (the second as `name#2`), so that
+/// nothing is hidden from a review.
 pub(crate) fn lsp_servers(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     manifest_file: Option<&str>,
-    definition: Option<&berth_lockfile_schema::EntryDefinition>,
     warnings: &mut Vec<String>,
 ) -> Result<BTreeMap<String, Value>, RuntimeError> {
-    let mut servers = BTreeMap::new();
-    if let Some(value) = definition.and_then(|d| d.components.get("lspServers")) {
-        add_lsp(
-            root,
-            "its marketplace entry",
-            value,
-            true,
-            &mut servers,
-            warnings,
-        )?;
+    let mut lsp = Lsp {
+        servers: BTreeMap::new(),
+        warnings,
+    };
+    if let Some(value) = reader
+        .definition()
+        .and_then(|d| d.components.get("lspServers"))
+    {
+        lsp.field(reader, ENTRY, value)?;
     }
     if let Some(file) = manifest_file
-        && let Some(document) = read_json(root, file, warnings)?
+        && let Some(document) = lsp.json(reader, file)?
         && let Some(value) = document.get("lspServers")
     {
-        add_lsp(root, file, value, true, &mut servers, warnings)?;
+        lsp.field(reader, file, value)?;
     }
-    if let Some(document) = read_json(root, LSP_FILE, warnings)? {
-        add_lsp(root, LSP_FILE, &document, false, &mut servers, warnings)?;
+    if let Some(document) = lsp.json(reader, LSP_FILE)? {
+        lsp.document(LSP_FILE, &document, reader.root().plugin());
     }
-    Ok(servers)
+    Ok(lsp.servers)
 }
 
-fn add_lsp(
-    root: &PluginRoot,
-    file: &str,
-    value: &Value,
-    may_refer: bool,
-    servers: &mut BTreeMap<String, Value>,
-    warnings: &mut Vec<String>,
-) -> Result<(), RuntimeError> {
-    let plugin = root.plugin();
-    match value {
-        Value::Object(map) => {
-            // A file may wrap its servers as `{"lspServers": {...}}`.
-            let map = match map.get("lspServers") {
-                Some(Value::Object(inner)) if map.len() == 1 => inner,
-                _ => map,
-            };
-            for (name, server) in map {
-                if server.is_object() {
-                    insert_unique(servers, name, canonical(server), file, warnings, plugin);
-                } else {
-                    warnings.push(format!(
-                        "plugin `{plugin}`: `{file}`: LSP server `{name}` ignored: it must be an object"
-                    ));
-                }
+/// LSP servers as they are read.
+struct Lsp<'a> {
+    servers: BTreeMap<String, Value>,
+    warnings: &'a mut Vec<String>,
+}
+
+impl Lsp<'_> {
+    /// A field naming LSP servers in `file`: an object of them, a path to a file of them,
+    /// or a list of either.
+    fn field(
+        &mut self,
+        reader: &mut Reader<'_>,
+        file: &str,
+        value: &Value,
+    ) -> Result<(), RuntimeError> {
+        let plugin = reader.root().plugin().to_owned();
+        if value.is_null() {
+            self.not_servers(&plugin, file);
+            return Ok(());
+        }
+        for document in reader.field(Kind::Lsp, file, "lspServers", value)? {
+            match document.body {
+                Body::Inline(value) => self.document(file, &value, &plugin),
+                Body::File { rel, written, .. } => match self.json(reader, &rel)? {
+                    Some(value) => self.document(&rel, &value, &plugin),
+                    None => self.warnings.push(format!(
+                        "plugin `{plugin}`: `{file}`: LSP file `{}` is missing or unreadable",
+                        written.unwrap_or(rel)
+                    )),
+                },
+                Body::Outside(path) | Body::Bundle(path) => self.warnings.push(format!(
+                    "plugin `{plugin}`: `{file}`: LSP file `{path}` is not a path inside the plugin; ignored"
+                )),
+                Body::Odd {
+                    value: value @ Value::Array(_),
+                    in_list: true,
+                } => self.field(reader, file, &value)?,
+                Body::Odd { .. } => self.not_servers(&plugin, file),
             }
         }
-        Value::String(path) if may_refer => match plugin_path(path) {
-            Some(rel) => {
-                if let Some(document) = read_json(root, &rel, warnings)? {
-                    add_lsp(root, &rel, &document, false, servers, warnings)?;
-                } else {
-                    warnings.push(format!(
-                        "plugin `{plugin}`: `{file}`: LSP file `{path}` is missing or unreadable"
-                    ));
-                }
-            }
-            None => warnings.push(format!(
-                "plugin `{plugin}`: `{file}`: LSP file `{path}` is not a path inside the plugin; ignored"
-            )),
-        },
-        Value::Array(items) if may_refer => {
-            for item in items {
-                add_lsp(root, file, item, true, servers, warnings)?;
+        Ok(())
+    }
+
+    /// A document of LSP servers read from `file`: an object of them (a file may wrap them
+    /// as `{"lspServers": {...}}`).
+    fn document(&mut self, file: &str, value: &Value, plugin: &str) {
+        let Value::Object(map) = value else {
+            return self.not_servers(plugin, file);
+        };
+        let map = match map.get("lspServers") {
+            Some(Value::Object(inner)) if map.len() == 1 => inner,
+            _ => map,
+        };
+        for (name, server) in map {
+            if server.is_object() {
+                insert_unique(
+                    &mut self.servers,
+                    name,
+                    canonical(server),
+                    file,
+                    self.warnings,
+                    plugin,
+                );
+            } else {
+                self.warnings.push(format!(
+                    "plugin `{plugin}`: `{file}`: LSP server `{name}` ignored: it must be an object"
+                ));
             }
         }
-        _ => warnings.push(format!(
+    }
+
+    fn not_servers(&mut self, plugin: &str, file: &str) {
+        self.warnings.push(format!(
             "plugin `{plugin}`: `{file}`: LSP servers must be an object of servers; ignored"
-        )),
+        ));
     }
-    Ok(())
-}
 
-/// The JSON document at `rel`, or `None` (with a warning when it exists but is not JSON).
-fn read_json(
-    root: &PluginRoot,
-    rel: &str,
-    warnings: &mut Vec<String>,
-) -> Result<Option<Value>, RuntimeError> {
-    let text = match root.read_text(rel) {
-        Ok(Some(text)) => text,
-        Ok(None) => return Ok(None),
-        Err(RuntimeError::NotUtf8 { .. }) => {
-            warnings.push(format!(
-                "plugin `{}`: `{rel}` is not UTF-8 text; ignored",
-                root.plugin()
-            ));
-            return Ok(None);
-        }
-        Err(e) => return Err(e),
-    };
-    match crate::json::parse_allowing_bom(&text) {
-        Ok(value) => Ok(Some(value)),
-        Err(why) => {
-            warnings.push(format!(
-                "plugin `{}`: `{rel}`: {why}; ignored",
-                root.plugin()
-            ));
-            Ok(None)
+    /// The JSON document at `rel`, or `None` (with a warning when it is there but is not
+    /// JSON).
+    fn json(&mut self, reader: &mut Reader<'_>, rel: &str) -> Result<Option<Value>, RuntimeError> {
+        let plugin = reader.root().plugin();
+        match reader.json(rel)?.as_deref() {
+            None | Some(JsonFile::Unreachable) => Ok(None),
+            Some(JsonFile::NotUtf8) => {
+                self.warnings.push(format!(
+                    "plugin `{plugin}`: `{rel}` is not UTF-8 text; ignored"
+                ));
+                Ok(None)
+            }
+            Some(JsonFile::Text {
+                value: Ok(value), ..
+            }) => Ok(Some(value.clone())),
+            Some(JsonFile::Text {
+                value: Err(why), ..
+            }) => {
+                self.warnings
+                    .push(format!("plugin `{plugin}`: `{rel}`: {why}; ignored"));
+                Ok(None)
+            }
         }
     }
 }
@@ -154,22 +171,6 @@ pub(crate) fn insert_unique<T>(
 /// `value` with every object's keys sorted, so that equal definitions serialise alike.
 pub(crate) fn canonical(value: &Value) -> Value {
     berth_lockfile_schema::canonical_json(value)
-}
-
-/// `path` as a normalised path inside the plugin: relative, without `..`.
-pub(crate) fn plugin_path(path: &str) -> Option<String> {
-    if path.starts_with('/') || path.contains('\\') {
-        return None;
-    }
-    let mut parts = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => return None,
-            part => parts.push(part),
-        }
-    }
-    (!parts.is_empty()).then(|| parts.join("/"))
 }
 
 /// `value` with plugin-root variables in every string (and key) filled with `root`, as

@@ -171,7 +171,7 @@ fn payload_env(
     if is_ready(&path) {
         return Ok(path);
     }
-    let fail = |e: crate::agent_env::AgentError| RuntimeError::Invalid {
+    let fail = |e: crate::agent_env::AgentEnvError| RuntimeError::Invalid {
         plugin: payload.plugin.clone(),
         file: format!(
             "the environment of `{}` {}",

@@ -92,7 +92,7 @@ fn reader(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Duration, Instant, Path, run_command};
 
     #[test]
     fn captures_output_exit_code_and_stdin() {

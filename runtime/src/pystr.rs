@@ -70,7 +70,7 @@ pub(crate) fn lax_bool(value: &Value) -> Option<bool> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::py_str;
     use serde_json::json;
 
     #[test]

@@ -272,7 +272,7 @@ impl IntoResponse for AppError {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{AppError, EntryError, RuntimeError};
     use berth_resolver::ResolveError;
 
     fn status_of(error: ResolveError) -> u16 {

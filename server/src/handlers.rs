@@ -6,6 +6,7 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use berth_lockfile_schema::{Lock, LockedPluginWire};
+use serde_json::value::{RawValue, to_raw_value};
 use utoipa::OpenApi;
 use uuid::Uuid;
 
@@ -16,7 +17,7 @@ use crate::api::{
 };
 use crate::state::AppState;
 
-use crate::conversations::{LockedText, Meta};
+use crate::conversations::{AnswerFields, LockedText, Meta, SetJson};
 use crate::error::{AppError, ErrorBody, ErrorDetail};
 use crate::start::{Deadline, Prepared};
 
@@ -207,31 +208,42 @@ pub async fn create(
     created_answer(&meta, &locked, &set_json)
 }
 
-/// The 201 answer of a start: spliced together from its id, the fields every start of its
-/// lock shares (serialised once) and the plugin set (the runtime's exact bytes).
-fn created_answer(meta: &Meta, locked: &LockedText, set_json: &str) -> Result<Response, AppError> {
+/// The 201 answer of a start: its id, the fields every start of its lock shares
+/// (serialised once) and the plugin set (the runtime's exact text), each written as the
+/// JSON it already is.
+fn created_answer(meta: &Meta, locked: &LockedText, set: &SetJson) -> Result<Response, AppError> {
+    #[derive(serde::Serialize)]
+    struct Created<'a> {
+        id: &'a Uuid,
+        lockfile: &'a RawValue,
+        plugins: &'a RawValue,
+        // Only when the conversation has one: docs/spec.md section 7's answer is unchanged.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        agent: Option<&'a RawValue>,
+        plugin_set: &'a RawValue,
+    }
     let fields = match locked.answer_fields.get() {
         Some(fields) => fields,
         None => {
-            let mut fields = serde_json::json!({
-                "lockfile": locked.text,
-                "plugins": locked_plugins(&locked.lock),
-            });
-            // `agent` only when the conversation has one: docs/spec.md section 7's answer is unchanged.
-            if let Some(agent) = locked_agent(&locked.lock) {
-                fields["agent"] = serde_json::to_value(agent).map_err(AppError::internal)?;
-            }
-            let text = serde_json::to_string(&fields).map_err(AppError::internal)?;
-            locked
-                .answer_fields
-                .get_or_init(|| text[1..text.len() - 1].to_owned())
+            let fields = AnswerFields {
+                lockfile: to_raw_value(&locked.text).map_err(AppError::internal)?,
+                plugins: to_raw_value(&locked_plugins(&locked.lock)).map_err(AppError::internal)?,
+                agent: locked_agent(&locked.lock)
+                    .map(|agent| to_raw_value(&agent))
+                    .transpose()
+                    .map_err(AppError::internal)?,
+            };
+            locked.answer_fields.get_or_init(|| fields)
         }
     };
-    let body = format!(
-        "{{\"id\":\"{}\",{fields},\"plugin_set\":{}}}",
-        meta.id,
-        set_json.trim_end()
-    );
+    let body = serde_json::to_string(&Created {
+        id: &meta.id,
+        lockfile: &fields.lockfile,
+        plugins: &fields.plugins,
+        agent: fields.agent.as_deref(),
+        plugin_set: set.raw(),
+    })
+    .map_err(AppError::internal)?;
     Ok((
         StatusCode::CREATED,
         [(header::CONTENT_TYPE, "application/json")],
@@ -436,11 +448,7 @@ pub async fn plugin_set(
             }
         }
     };
-    Ok((
-        [(header::CONTENT_TYPE, "application/json")],
-        json.to_string(),
-    )
-        .into_response())
+    Ok(([(header::CONTENT_TYPE, "application/json")], json.text()).into_response())
 }
 
 /// Removes a conversation; its store entries become collectable.

@@ -109,7 +109,7 @@ pub(crate) async fn check_host(rule: Arc<HostRule>, request: Request, next: Next
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::HostRule;
 
     #[test]
     fn loopback_names_the_bound_address_and_allowed_names_pass() {

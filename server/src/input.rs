@@ -56,7 +56,7 @@ pub(crate) fn check_field(what: &str, value: &str) -> Result<(), AppError> {
 }
 
 /// Checks every text field of the plugins of a request body.
-pub(crate) fn check_plugins(plugins: &[PluginSourceBody]) -> Result<(), AppError> {
+pub(crate) fn check_plugin_bodies(plugins: &[PluginSourceBody]) -> Result<(), AppError> {
     for (i, p) in plugins.iter().enumerate() {
         check_field(&format!("plugins[{i}].source"), &p.source)?;
         check_optional(&format!("plugins[{i}].ref"), p.git_ref.as_deref())?;
@@ -110,7 +110,7 @@ fn check_optional(what: &str, value: Option<&str>) -> Result<(), AppError> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{BIDI_FORMATTING, MAX_FIELD_BYTES, check_field};
 
     #[test]
     fn controls_and_bidi_formatting_are_refused() {

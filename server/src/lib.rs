@@ -30,7 +30,7 @@ pub use error::{AppError, ErrorBody};
 pub use handlers::ApiDoc;
 pub use input::MAX_FIELD_BYTES;
 pub use lock_check::RunPolicy;
-pub use policy::{DEFAULT_ALLOWED_HOSTS, Pin, PinError, Policy};
+pub use policy::{DEFAULT_ALLOWED_HOSTS, HostPin, HostPinError, SourcePolicy};
 pub use roots::{LiveRoots, ReadError, RootError, conversation_locks, live_roots};
 pub use router::{app, bind, serve};
 pub use state::{AppState, Config, ENTRY_RECHECK_WINDOW, RestoreReport};

@@ -9,7 +9,7 @@ use crate::error::AppError;
 /// The source policy for an agent package: a git or archive source is a plugin source; a
 /// requirement comes from the server's own index, and is only checked for credentials.
 pub(crate) fn check_agent_source(
-    policy: &crate::policy::Policy,
+    policy: &crate::policy::SourcePolicy,
     written: &str,
     origin: &AgentOrigin,
 ) -> Result<(), AppError> {
@@ -24,7 +24,7 @@ pub(crate) fn check_agent_source(
 /// A lockfile's limits and sources against this server's rules: a posted lock, and one read
 /// from a bucket others can write, pass exactly the same checks.
 pub(crate) fn check_lock_against(
-    policy: &crate::policy::Policy,
+    policy: &crate::policy::SourcePolicy,
     lock: &berth_lockfile_schema::Lock,
 ) -> Result<(), AppError> {
     if lock.plugins.len() > MAX_PLUGINS {
@@ -76,6 +76,7 @@ pub(crate) fn check_run_policy(
             entry: &p.path,
             scan: !scanned_clean(store, &p.locked),
             payloads: &set.payloads,
+            read: p.model.as_deref(),
             // A posted lock's record of where a plugin was picked from is the client's
             // word, so on this server every plugin matches `[sources]` by its own source.
             marketplaces: &[],

@@ -90,15 +90,9 @@ impl Metrics {
         histogram.sum += seconds;
     }
 
-    /// `caching`: whether substituters are set (then every fetch from upstream is a miss).
-    pub(crate) fn render(
-        &self,
-        store_entries: usize,
-        conversations: usize,
-        caching: bool,
-    ) -> String {
+    /// Requests answered, by route, method and status.
+    fn render_requests(&self, out: &mut String) {
         use std::fmt::Write as _;
-        let mut out = String::new();
         out.push_str(
             "# HELP berth_http_requests_total Requests answered, by route, method and status.\n",
         );
@@ -114,6 +108,11 @@ impl Metrics {
                 "berth_http_requests_total{{route=\"{route}\",method=\"{method}\",status=\"{status}\"}} {n}"
             );
         }
+    }
+
+    /// Time to answer a request, by route, as a histogram.
+    fn render_latency(&self, out: &mut String) {
+        use std::fmt::Write as _;
         out.push_str(
             "# HELP berth_http_request_duration_seconds Time to answer a request, by route.\n",
         );
@@ -146,6 +145,19 @@ impl Metrics {
                 h.count
             );
         }
+    }
+
+    /// `caching`: whether substituters are set (then every fetch from upstream is a miss).
+    pub(crate) fn render(
+        &self,
+        store_entries: usize,
+        conversations: usize,
+        caching: bool,
+    ) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        self.render_requests(&mut out);
+        self.render_latency(&mut out);
         let hits = self.cache_hits.load(Ordering::Relaxed);
         let fetched = self.added.load(Ordering::Relaxed).saturating_sub(hits);
         for (name, help, value) in [
@@ -193,7 +205,7 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{AtomicU64, BTreeMap, Duration, Metrics, Mutex, Ordering, route_of};
 
     #[test]
     fn routes_fold_ids_and_unknown_paths() {

@@ -14,7 +14,7 @@ pub const DEFAULT_ALLOWED_HOSTS: [&str; 3] = ["github.com", "gitlab.com", "bitbu
 
 /// The operator's rules for sources.
 #[derive(Debug, Clone)]
-pub struct Policy {
+pub struct SourcePolicy {
     /// Hosts https sources may use.
     pub allowed_hosts: Vec<String>,
     /// Admit local folders, `file://`, and `http://` on any host.
@@ -22,7 +22,7 @@ pub struct Policy {
     /// Where `github:` sources point.
     pub github_url: String,
     /// Host names the operator pinned to addresses (`--resolve`).
-    pub pins: Vec<Pin>,
+    pub pins: Vec<HostPin>,
 }
 
 /// A host name the operator pins to an address (`--resolve HOST=ADDR`, as curl's
@@ -30,7 +30,7 @@ pub struct Policy {
 /// which is trusted as given, since it is the operator's own mapping and not an answer
 /// from DNS. A pin does not allow the host; the allowed hosts still decide that.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pin {
+pub struct HostPin {
     /// The host name, lower-case.
     pub host: String,
     /// Where it connects.
@@ -39,7 +39,7 @@ pub struct Pin {
 
 /// Why a `--resolve` value is not a pin.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PinError {
+pub enum HostPinError {
     /// Not `HOST=ADDR`.
     #[error("`{0}` is not `HOST=ADDR`; write it as `github.com=140.82.112.3`")]
     Shape(String),
@@ -56,13 +56,13 @@ pub enum PinError {
     Address(String),
 }
 
-impl std::str::FromStr for Pin {
-    type Err = PinError;
+impl std::str::FromStr for HostPin {
+    type Err = HostPinError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let (host, address) = text
             .split_once('=')
-            .ok_or_else(|| PinError::Shape(text.to_owned()))?;
+            .ok_or_else(|| HostPinError::Shape(text.to_owned()))?;
         let (host, address) = (host.trim(), address.trim());
         if host
             .trim_start_matches('[')
@@ -70,21 +70,21 @@ impl std::str::FromStr for Pin {
             .parse::<IpAddr>()
             .is_ok()
         {
-            return Err(PinError::HostIsAddress(host.to_owned()));
+            return Err(HostPinError::HostIsAddress(host.to_owned()));
         }
         if host.is_empty()
             || !host
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
         {
-            return Err(PinError::Host(host.to_owned()));
+            return Err(HostPinError::Host(host.to_owned()));
         }
         let address = address
             .strip_prefix('[')
             .and_then(|a| a.strip_suffix(']'))
             .unwrap_or(address)
             .parse()
-            .map_err(|_| PinError::Address(address.to_owned()))?;
+            .map_err(|_| HostPinError::Address(address.to_owned()))?;
         Ok(Self {
             host: host.to_ascii_lowercase(),
             address,
@@ -92,7 +92,7 @@ impl std::str::FromStr for Pin {
     }
 }
 
-impl Policy {
+impl SourcePolicy {
     /// Checks one source as a client sent it (`source` as written).
     pub fn check(&self, written: &str, source: &Source) -> Result<(), AppError> {
         self.check_literal(written)?;
@@ -175,10 +175,10 @@ impl Policy {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{DEFAULT_ALLOWED_HOSTS, HostPin, HostPinError, IpAddr, Source, SourcePolicy};
 
-    fn policy(allow_local: bool) -> Policy {
-        Policy {
+    fn policy(allow_local: bool) -> SourcePolicy {
+        SourcePolicy {
             allowed_hosts: DEFAULT_ALLOWED_HOSTS
                 .iter()
                 .map(|h| (*h).to_owned())
@@ -189,7 +189,7 @@ mod tests {
         }
     }
 
-    fn check(p: &Policy, source: &str) -> Result<(), u16> {
+    fn check(p: &SourcePolicy, source: &str) -> Result<(), u16> {
         let parsed = Source::parse(source).expect("valid");
         p.check(source, &parsed).map_err(|e| e.status.as_u16())
     }
@@ -229,10 +229,10 @@ mod tests {
 
     #[test]
     fn pins_are_host_equals_address() {
-        let pin = |text: &str| text.parse::<Pin>();
+        let pin = |text: &str| text.parse::<HostPin>();
         assert_eq!(
             pin("GitHub.com=127.0.0.1"),
-            Ok(Pin {
+            Ok(HostPin {
                 host: "github.com".into(),
                 address: "127.0.0.1".parse().expect("ip"),
             })
@@ -245,31 +245,31 @@ mod tests {
             pin("git.example=fd00::2").map(|p| p.address),
             Ok("fd00::2".parse().expect("ip"))
         );
-        assert!(matches!(pin("github.com"), Err(PinError::Shape(_))));
+        assert!(matches!(pin("github.com"), Err(HostPinError::Shape(_))));
         assert!(matches!(
             pin("github.com:443=1.2.3.4"),
-            Err(PinError::Host(_))
+            Err(HostPinError::Host(_))
         ));
-        assert!(matches!(pin("=1.2.3.4"), Err(PinError::Host(_))));
+        assert!(matches!(pin("=1.2.3.4"), Err(HostPinError::Host(_))));
         assert!(matches!(
             pin("https://github.com=1.2.3.4"),
-            Err(PinError::Host(_))
+            Err(HostPinError::Host(_))
         ));
         assert!(matches!(
             pin("10.0.0.1=1.2.3.4"),
-            Err(PinError::HostIsAddress(_))
+            Err(HostPinError::HostIsAddress(_))
         ));
         assert!(matches!(
             pin("[::1]=1.2.3.4"),
-            Err(PinError::HostIsAddress(_))
+            Err(HostPinError::HostIsAddress(_))
         ));
         assert!(matches!(
             pin("github.com=github.com"),
-            Err(PinError::Address(_))
+            Err(HostPinError::Address(_))
         ));
         assert!(matches!(
             pin("github.com=1.2.3.4:443"),
-            Err(PinError::Address(_))
+            Err(HostPinError::Address(_))
         ));
     }
 

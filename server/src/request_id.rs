@@ -26,7 +26,7 @@ pub(crate) fn usable(id: &HeaderValue) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{HeaderValue, usable};
 
     #[test]
     fn client_ids_are_kept_only_when_plain() {

@@ -162,7 +162,9 @@ fn mark_live_envs(store: &Store, live: &mut Live) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{
+        CONVERSATIONS_DIR, LOCK_FILE, Path, Store, Uuid, conversation_locks, live_roots, parse_lock,
+    };
 
     const LOCK: &str = "version = 1\n\n[[plugin]]\nname = \"p\"\nsource = \"./p\"\npath = \"./p\"\nhash = \"sha256-AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\"\n";
 

@@ -9,12 +9,13 @@ use axum::http::StatusCode;
 use berth_lockfile_schema::{AgentRequest, Manifest, PluginRequest, Source, parse_lock};
 use berth_resolver::{Cancel, InMemoryLock, LockAndSyncError, LockMode, lock_and_sync};
 
-use crate::api::{CreateConversation, MAX_PLUGINS};
-use crate::conversations::{LockedText, Meta};
+use crate::api::{AgentSourceBody, CreateConversation, MAX_PLUGINS, PluginSourceBody};
+use crate::conversations::{LockedText, Meta, SetJson};
 use crate::error::AppError;
 use crate::lock_check::{check_agent_source, check_lock_against};
 use crate::report::LogReporter;
 use crate::state::AppState;
+use berth_store::unpoisoned;
 
 /// The registered marketplace `PLUGIN@MARKETPLACE` names, or a 400 naming those there are.
 fn registered_marketplace(
@@ -56,13 +57,7 @@ pub(crate) struct Prepared {
 /// A lockfile from a request, parsed and checked against this server's limits and source
 /// policy once for every request that sends the same text.
 fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppError> {
-    if let Some(known) = state
-        .inner
-        .checked
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get(text)
-    {
+    if let Some(known) = unpoisoned(state.inner.checked.lock()).get(text) {
         return Ok(known.clone());
     }
     let lock = parse_lock("lockfile", text).map_err(|e| AppError::bad_request(e.to_string()))?;
@@ -74,11 +69,7 @@ fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppErro
         .conversations
         .intern(LockedText::new(lock, written));
     if text.len() <= crate::state::REQUEST_CACHE_MAX_TEXT {
-        let mut checked = state
-            .inner
-            .checked
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut checked = unpoisoned(state.inner.checked.lock());
         if checked.len() >= crate::state::REQUEST_CACHE_ENTRIES {
             checked.clear();
         }
@@ -89,7 +80,6 @@ fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppErro
 
 impl Prepared {
     pub(crate) fn from_body(state: &AppState, body: CreateConversation) -> Result<Self, AppError> {
-        let policy = &state.config().policy;
         let metadata = body.metadata.unwrap_or(serde_json::Value::Null);
         if body.agent.is_some() && body.lockfile.is_some() {
             return Err(AppError::bad_request(
@@ -98,76 +88,7 @@ impl Prepared {
         }
         match (body.plugins, body.lockfile) {
             (Some(plugins), None) => {
-                if plugins.len() > MAX_PLUGINS {
-                    return Err(AppError::bad_request(format!(
-                        "{} plugins requested; a conversation may have at most {MAX_PLUGINS}",
-                        plugins.len()
-                    )));
-                }
-                // Sizes and characters first: nothing is parsed or fetched for a request
-                // that carries a huge or deceptive field.
-                crate::input::check_plugins(&plugins)?;
-                if let Some(agent) = &body.agent {
-                    crate::input::check_agent(agent)?;
-                }
-                let mut requests = Vec::with_capacity(plugins.len());
-                for (i, p) in plugins.iter().enumerate() {
-                    let request = PluginRequest::new(
-                        &p.source,
-                        p.git_ref.as_deref(),
-                        None,
-                        p.repo_path.as_deref(),
-                    )
-                    .map_err(|m| AppError::bad_request(format!("plugins[{i}]: {m}")))?;
-                    match request.parsed_source() {
-                        // Its sources are the marketplace's: each is checked when fetched.
-                        Source::Marketplace {
-                            plugin,
-                            marketplace,
-                        } => {
-                            registered_marketplace(state, plugin, marketplace)?;
-                        }
-                        parsed => policy.check(&p.source, parsed)?,
-                    }
-                    requests.push(request);
-                }
-                let agent = match &body.agent {
-                    None => None,
-                    Some(a) => {
-                        let request = AgentRequest::new(
-                            &a.source,
-                            a.git_ref.as_deref(),
-                            a.entry_point.as_deref(),
-                            a.python.as_deref(),
-                        )
-                        .map_err(|(_, m)| AppError::bad_request(format!("agent: {m}")))?;
-                        check_agent_source(policy, &a.source, request.origin())?;
-                        Some(request)
-                    }
-                };
-                let plan_key = (!state.config().ref_ttl.is_zero())
-                    .then(|| serde_json::to_string(&(&plugins, &body.agent)).ok())
-                    .flatten();
-                Ok(Self {
-                    plan_key,
-                    manifest: Some(Manifest {
-                        marketplaces: state
-                            .config()
-                            .marketplaces
-                            .iter()
-                            .filter(|m| {
-                                requests.iter().any(|r| {
-                                    matches!(r.parsed_source(), Source::Marketplace { marketplace, .. } if *marketplace == m.name)
-                                })
-                            })
-                            .cloned()
-                            .collect(),
-                        plugins: requests,
-                        agent,
-                    }),
-                    lock: None,
-                    metadata,
-                })
+                Self::from_plugins(state, &plugins, body.agent.as_ref(), metadata)
             }
             (None, Some(text)) => Ok(Self {
                 manifest: None,
@@ -180,15 +101,96 @@ impl Prepared {
     }
 }
 
+impl Prepared {
+    /// A `plugins` request: each plugin (and the agent) checked against the server's
+    /// policy before anything is parsed further or fetched.
+    fn from_plugins(
+        state: &AppState,
+        plugins: &[PluginSourceBody],
+        agent: Option<&AgentSourceBody>,
+        metadata: serde_json::Value,
+    ) -> Result<Self, AppError> {
+        let policy = &state.config().policy;
+        if plugins.len() > MAX_PLUGINS {
+            return Err(AppError::bad_request(format!(
+                "{} plugins requested; a conversation may have at most {MAX_PLUGINS}",
+                plugins.len()
+            )));
+        }
+        // Sizes and characters first: nothing is parsed or fetched for a request that
+        // carries a huge or deceptive field.
+        crate::input::check_plugin_bodies(plugins)?;
+        if let Some(agent) = agent {
+            crate::input::check_agent(agent)?;
+        }
+        let mut requests = Vec::with_capacity(plugins.len());
+        for (i, p) in plugins.iter().enumerate() {
+            let request = PluginRequest::new(
+                &p.source,
+                p.git_ref.as_deref(),
+                None,
+                p.repo_path.as_deref(),
+            )
+            .map_err(|m| AppError::bad_request(format!("plugins[{i}]: {m}")))?;
+            match request.parsed_source() {
+                // Its sources are the marketplace's: each is checked when fetched.
+                Source::Marketplace {
+                    plugin,
+                    marketplace,
+                } => {
+                    registered_marketplace(state, plugin, marketplace)?;
+                }
+                parsed => policy.check(&p.source, parsed)?,
+            }
+            requests.push(request);
+        }
+        let agent_request = match agent {
+            None => None,
+            Some(a) => {
+                let request = AgentRequest::new(
+                    &a.source,
+                    a.git_ref.as_deref(),
+                    a.entry_point.as_deref(),
+                    a.python.as_deref(),
+                )
+                .map_err(|(_, m)| AppError::bad_request(format!("agent: {m}")))?;
+                check_agent_source(policy, &a.source, request.origin())?;
+                Some(request)
+            }
+        };
+        let plan_key = (!state.config().ref_ttl.is_zero())
+            .then(|| serde_json::to_string(&(plugins, agent)).ok())
+            .flatten();
+        let marketplaces = state
+            .config()
+            .marketplaces
+            .iter()
+            .filter(|m| {
+                requests.iter().any(|r| {
+                    matches!(r.parsed_source(), Source::Marketplace { marketplace, .. } if *marketplace == m.name)
+                })
+            })
+            .cloned()
+            .collect();
+        Ok(Self {
+            plan_key,
+            manifest: Some(Manifest {
+                marketplaces,
+                plugins: requests,
+                agent: agent_request,
+            }),
+            lock: None,
+            metadata,
+        })
+    }
+}
+
 impl AppState {
     /// The lock a `plugins` request with this key resolved to, when that began within
     /// `--ref-ttl`.
     pub(crate) fn planned(&self, key: &str) -> Option<Arc<LockedText>> {
         let ttl = self.config().ref_ttl;
-        self.inner
-            .planned
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        unpoisoned(self.inner.planned.lock())
             .get(key)
             .filter(|(since, _)| since.elapsed() < ttl)
             .map(|(_, locked)| locked.clone())
@@ -202,11 +204,7 @@ impl AppState {
         locked: &Arc<LockedText>,
     ) {
         let ttl = self.config().ref_ttl;
-        let mut planned = self
-            .inner
-            .planned
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut planned = unpoisoned(self.inner.planned.lock());
         if key.len() > crate::state::REQUEST_CACHE_MAX_TEXT {
             return;
         }
@@ -227,26 +225,18 @@ impl AppState {
     pub(crate) fn ready_without_work(
         &self,
         request: &Prepared,
-    ) -> Option<(Arc<LockedText>, Arc<str>, berth_store::SharedUse)> {
+    ) -> Option<(Arc<LockedText>, Arc<SetJson>, berth_store::SharedUse)> {
         let locked = request.lock.as_ref()?;
         // Object storage's writes block; an agent's environment is checked on disk.
         if locked.lock.agent.is_some() || self.inner.conversations.shared() {
             return None;
         }
-        let set = self
-            .inner
-            .sets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        let set = unpoisoned(self.inner.sets.lock())
             .map
             .get(&locked.text)
             .cloned()?;
         if self.config().push_to.is_some() {
-            let pushed = self
-                .inner
-                .pushed
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let pushed = unpoisoned(self.inner.pushed.lock());
             let all_pushed = locked.lock.plugins.iter().all(|p| {
                 matches!(p.pin, berth_lockfile_schema::Pin::Local(_)) || pushed.contains(&p.hash)
             });
@@ -311,7 +301,7 @@ impl AppState {
         &self,
         request: Prepared,
         deadline: &Deadline,
-    ) -> Result<(Meta, Arc<LockedText>, Arc<str>), AppError> {
+    ) -> Result<(Meta, Arc<LockedText>, Arc<SetJson>), AppError> {
         let config = self.config();
         // From resolving to the conversation on disk, gc must not remove what it uses.
         let _hold = self.hold_store()?;
@@ -374,9 +364,7 @@ enum Phase {
 
 impl Deadline {
     fn phase(&self) -> std::sync::MutexGuard<'_, Phase> {
-        self.phase
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        unpoisoned(self.phase.lock())
     }
 
     /// The handler gives up: stops the work, and says whether it was in time (`false`:

@@ -8,9 +8,10 @@ use std::time::Duration;
 use berth_resolver::{Network, Settings, SharedResolutions};
 use berth_store::Store;
 
-use crate::conversations::{self, Conversations, DataDir};
+use crate::conversations::{self, Conversations, DataDir, SetJson};
 use crate::error::AppError;
-use crate::policy::Policy;
+use crate::policy::SourcePolicy;
+use berth_store::unpoisoned;
 
 /// How the server runs, from `berth serve`'s flags and environment.
 #[derive(Debug, Clone)]
@@ -26,7 +27,7 @@ pub struct Config {
     /// port, `name:port` for one.
     pub allowed_host_headers: Vec<String>,
     /// Which sources may be fetched.
-    pub policy: Policy,
+    pub policy: SourcePolicy,
     /// What may run (`--policy`): checked before a lock's plugin set is first served.
     pub run_policy: crate::lock_check::RunPolicy,
     /// The marketplaces conversations may ask plugins of (`--marketplace`).
@@ -95,7 +96,7 @@ const SET_CACHE_BYTES: usize = 256 * 1024 * 1024;
 /// Plugin sets by lock text, with their size.
 #[derive(Debug, Default)]
 pub(crate) struct SetCache {
-    pub(crate) map: std::collections::HashMap<String, Arc<str>>,
+    pub(crate) map: std::collections::HashMap<String, Arc<SetJson>>,
     /// The bytes of the texts and sets held.
     pub(crate) bytes: usize,
 }
@@ -114,6 +115,44 @@ pub struct RestoreReport {
     /// Conversations with store entries missing (fetched again in the background unless
     /// offline).
     pub incomplete: usize,
+}
+
+/// The locks of `stored` conversations whose plugins or agent `store` lacks (or holds
+/// changed), each entry checked once.
+fn incomplete_locks(
+    store: &berth_store::Store,
+    stored: Vec<conversations::Stored>,
+) -> Vec<Arc<conversations::LockedText>> {
+    let mut missing_entries = std::collections::HashMap::new();
+    let mut incomplete = Vec::new();
+    for conversation in stored {
+        let plugins_present = conversation.lock.lock.plugins.iter().all(|plugin| {
+            *missing_entries
+                .entry((plugin.hash, plugin.name.clone()))
+                .or_insert_with(|| {
+                    // Present and unchanged since it was added (its stat record holds, or
+                    // it re-hashes to its name): a changed entry is fetched again like a
+                    // missing one, or answers 503 while offline.
+                    match store.checked_lookup(&plugin.hash, &plugin.name) {
+                        Ok(found) => found.is_some(),
+                        Err(e) => {
+                            tracing::warn!("{e}");
+                            false
+                        }
+                    }
+                })
+        });
+        let agent_present = conversation
+            .lock
+            .lock
+            .agent
+            .as_ref()
+            .is_none_or(|agent| store.has_agent(agent));
+        if !(plugins_present && agent_present) {
+            incomplete.push(conversation.lock);
+        }
+    }
+    incomplete
 }
 
 /// How long an entry found unchanged is taken to stay so, by every request (see
@@ -143,38 +182,10 @@ impl AppState {
                 .register_root(folder)
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
         }
-        let mut missing_entries = std::collections::HashMap::new();
         let conversations_count = stored.len();
         // The locks of conversations whose plugins or agent the store lacks: found once here,
         // fetched again in the background below when online.
-        let mut incomplete = Vec::new();
-        for conversation in stored {
-            let plugins_present = conversation.lock.lock.plugins.iter().all(|plugin| {
-                *missing_entries
-                    .entry((plugin.hash, plugin.name.clone()))
-                    .or_insert_with(|| {
-                        // Present and unchanged since it was added (its stat record holds,
-                        // or it re-hashes to its name): a changed entry is fetched again
-                        // below like a missing one, or answers 503 while offline.
-                        match config.store.checked_lookup(&plugin.hash, &plugin.name) {
-                            Ok(found) => found.is_some(),
-                            Err(e) => {
-                                tracing::warn!("{e}");
-                                false
-                            }
-                        }
-                    })
-            });
-            let agent_present = conversation
-                .lock
-                .lock
-                .agent
-                .as_ref()
-                .is_none_or(|agent| config.store.has_agent(agent));
-            if !(plugins_present && agent_present) {
-                incomplete.push(conversation.lock);
-            }
-        }
+        let incomplete = incomplete_locks(&config.store, stored);
         let report = RestoreReport {
             conversations: conversations_count,
             incomplete: incomplete.len(),
@@ -193,28 +204,31 @@ impl AppState {
             }),
         };
         if report.incomplete > 0 {
-            if state.inner.config.offline {
-                tracing::warn!(
-                    "{} conversations have plugins missing from the store; offline, so they answer 503 until the store is synced",
-                    report.incomplete
-                );
-            } else {
-                let locks = incomplete;
-                let background = state.clone();
-                std::thread::spawn(move || {
-                    for lock in locks {
-                        if let Err(errors) =
-                            background.sync(&lock.lock, &berth_resolver::Cancel::new())
-                        {
-                            for e in errors {
-                                tracing::warn!("restoring a conversation's plugins: {e}");
-                            }
-                        }
-                    }
-                });
-            }
+            state.restore_in_background(incomplete);
         }
         Ok((state, report))
+    }
+
+    /// Fetches again, in the background when online, the plugins and agents of the locks
+    /// whose entries the store lacks; offline, says they answer 503.
+    fn restore_in_background(&self, incomplete: Vec<Arc<conversations::LockedText>>) {
+        if self.inner.config.offline {
+            tracing::warn!(
+                "{} conversations have plugins missing from the store; offline, so they answer 503 until the store is synced",
+                incomplete.len()
+            );
+            return;
+        }
+        let background = self.clone();
+        std::thread::spawn(move || {
+            for lock in incomplete {
+                if let Err(errors) = background.sync(&lock.lock, &berth_resolver::Cancel::new()) {
+                    for e in errors {
+                        tracing::warn!("restoring a conversation's plugins: {e}");
+                    }
+                }
+            }
+        });
     }
 
     pub(crate) fn config(&self) -> &Config {
@@ -258,12 +272,8 @@ impl AppState {
     /// The plugin set of `lock` as the runtime's JSON bytes, from the cache when every
     /// entry it names is still in the store, unchanged (checked against its stat record,
     /// as the runtime checks: a set is never served from an entry changed behind berth).
-    pub(crate) fn cached_set(&self, lock: &conversations::LockedText) -> Option<Arc<str>> {
-        let cached = self
-            .inner
-            .sets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub(crate) fn cached_set(&self, lock: &conversations::LockedText) -> Option<Arc<SetJson>> {
+        let cached = unpoisoned(self.inner.sets.lock())
             .map
             .get(&lock.text)
             .cloned()?;
@@ -287,7 +297,7 @@ impl AppState {
         &self,
         lock: &conversations::LockedText,
         cancel: &berth_resolver::Cancel,
-    ) -> Result<Arc<str>, AppError> {
+    ) -> Result<Arc<SetJson>, AppError> {
         if let Some(json) = self.cached_set(lock) {
             return Ok(json);
         }
@@ -296,6 +306,8 @@ impl AppState {
         let options = berth_runtime::BuildOptions {
             max_skills: Some(config.max_skills),
             cancel: Some(cancel.shared_flag()),
+            // Read again by the run policy's review of what the plugins run, if it has one.
+            keep_models: berth_runtime::review::reviews_surfaces(&config.run_policy.policy),
             ..berth_runtime::BuildOptions::default()
         };
         let set = match berth_runtime::build_plugin_set(&config.store, &lock.lock, &options) {
@@ -314,12 +326,8 @@ impl AppState {
             Err(e) => return Err(AppError::from_runtime(&e)),
         };
         crate::lock_check::check_run_policy(&config.run_policy, &config.store, &set)?;
-        let json: Arc<str> = set.to_json().into();
-        let mut sets = self
-            .inner
-            .sets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let json = Arc::new(SetJson::new(set.to_json()).map_err(AppError::internal)?);
+        let mut sets = unpoisoned(self.inner.sets.lock());
         // Bounded in count and in bytes (a plugin set of many skills is large): past
         // either, the cache starts afresh, and sets are built again as they are asked for.
         let bytes = json.len() + lock.text.len();

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use berth_server::{AppState, Config, DEFAULT_ALLOWED_HOSTS, Policy, app};
+use berth_server::{AppState, Config, DEFAULT_ALLOWED_HOSTS, SourcePolicy, app};
 use berth_store::Store;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
@@ -58,7 +58,7 @@ fn fixture_configured(
             .map(|h| (*h).to_owned())
             .collect(),
         run_policy: Default::default(),
-        policy: Policy {
+        policy: SourcePolicy {
             allowed_hosts: DEFAULT_ALLOWED_HOSTS
                 .iter()
                 .map(|h| (*h).to_owned())

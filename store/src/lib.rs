@@ -24,7 +24,7 @@ pub use lock::{FileLock, SharedUse};
 pub use nar::{Exclude, NarError, NarWriter, Sha256Sink, hash_path, hash_path_excluding};
 pub use nar_unpack::{NarUnpackError, UnpackLimits, Unpacked, unpack as unpack_nar};
 pub use nix::{NIX_STORE_DIR, nix_store_path};
-pub use poison::{lock_unpoisoned, wait_unpoisoned};
+pub use poison::unpoisoned;
 pub use record::{EntryTree, RECORDS_DIR, TreePath};
 pub use store::{
     ENTRIES_DIR, GIT_DIR, LOCKS_DIR, Listed, Staging, Store, StoreEntry, StoreError, TMP_DIR,

@@ -5,7 +5,7 @@ use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use crate::poison::{lock_unpoisoned, wait_unpoisoned};
+use crate::poison::unpoisoned;
 
 /// An exclusive lock, released when dropped (or when the process dies).
 ///
@@ -35,14 +35,14 @@ static HELD: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
 static RELEASED: Condvar = Condvar::new();
 
 fn held() -> MutexGuard<'static, Option<HashSet<PathBuf>>> {
-    lock_unpoisoned(&HELD)
+    unpoisoned(HELD.lock())
 }
 
 /// Marks `path` as held by this process, waiting while another thread holds it.
 fn claim_in_process(path: &Path) -> Claim {
     let mut set = held();
     while set.get_or_insert_with(HashSet::new).contains(path) {
-        set = wait_unpoisoned(&RELEASED, set);
+        set = unpoisoned(RELEASED.wait(set));
     }
     set.get_or_insert_with(HashSet::new).insert(path.to_owned());
     Claim(path.to_owned())
@@ -170,7 +170,7 @@ impl SharedUse {
     /// Takes a shared hold on `path`; calls `on_wait` if an exclusive holder (a `gc`)
     /// makes it wait.
     pub fn acquire(path: &Path, on_wait: impl FnOnce()) -> std::io::Result<Self> {
-        let mut holds = lock_unpoisoned(&SHARED);
+        let mut holds = unpoisoned(SHARED.lock());
         let holds = holds.get_or_insert_with(Default::default);
         if let Some((count, _)) = holds.get_mut(path) {
             *count += 1;
@@ -193,7 +193,7 @@ impl SharedUse {
 
     /// Takes a shared hold on `path` if no exclusive holder has it, else `None` at once.
     pub fn try_acquire(path: &Path) -> std::io::Result<Option<Self>> {
-        let mut holds = lock_unpoisoned(&SHARED);
+        let mut holds = unpoisoned(SHARED.lock());
         let holds = holds.get_or_insert_with(Default::default);
         if let Some((count, _)) = holds.get_mut(path) {
             *count += 1;
@@ -214,7 +214,7 @@ impl SharedUse {
 
 impl Drop for SharedUse {
     fn drop(&mut self) {
-        let mut holds = lock_unpoisoned(&SHARED);
+        let mut holds = unpoisoned(SHARED.lock());
         if let Some(holds) = holds.as_mut()
             && let Some((count, _)) = holds.get_mut(&self.path)
         {

@@ -1,16 +1,12 @@
-//! Locking a mutex whose holder panicked. berth's mutexes guard maps and sets that every
-//! step leaves whole (an insert or a remove), so a panic elsewhere leaves nothing half
-//! done in them: the data is used as it is, and one panicking thread does not take every
-//! later lock down with it.
+//! Locks that outlive a panic. berth's mutexes and read-write locks guard maps, sets and
+//! lists that every step leaves whole (an insert, a remove, one assignment or push), so a
+//! panic elsewhere leaves nothing half done in them: the data is used as it is, and one
+//! panicking thread does not take every later lock down with it.
 
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{LockResult, PoisonError};
 
-/// Locks `mutex`, taking the data as it is when a holder panicked.
-pub fn lock_unpoisoned<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Waits on `condvar` with `guard`, as [`lock_unpoisoned`] locks.
-pub fn wait_unpoisoned<'a, T>(condvar: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-    condvar.wait(guard).unwrap_or_else(PoisonError::into_inner)
+/// The guard `result` holds (from `Mutex::lock`, `RwLock::read`/`write` or
+/// `Condvar::wait`), whether or not a thread panicked while holding the lock.
+pub fn unpoisoned<G>(result: LockResult<G>) -> G {
+    result.unwrap_or_else(PoisonError::into_inner)
 }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use berth_runtime::harness::{Harness, TARGETS};
 use clap::{Args, Parser, Subcommand};
 
 mod plugins;
@@ -149,14 +150,7 @@ pub enum Command {
     /// changes nothing; `--check` reports drift (a file edited, added or removed since)
     /// and exits 1. What the harness cannot express is a warning.
     ///
-    /// Targets: `claude`, a Claude Code configuration folder (use it as
-    /// `CLAUDE_CONFIG_DIR`): the locked plugins installed from a local marketplace named
-    /// `berth`, enabled in `settings.json` (with `--project REPO`, enabled in that
-    /// repository's `.claude/settings.json` instead); other keys of its files are kept. `gemini`, a
-    /// Gemini CLI home folder (`~/.gemini`): one extension per plugin with its MCP
-    /// servers, skills and commands. `agent-plugins`, a folder with one Agent Plugins 1.0
-    /// plugin per locked plugin. `codex`, a Codex home folder (`CODEX_HOME`) with the
-    /// plugins installed from a local marketplace named `berth`.
+    /// TARGET is one of the harnesses listed under it, each with the folder it writes.
     #[command(after_help = "Examples:\n  \
         berth materialize claude ~/.claude           # then: claude plugin list\n  \
         berth materialize claude .berth/claude --check\n  \
@@ -240,19 +234,21 @@ pub struct MaterializeArgs {
     pub project_repo: Option<PathBuf>,
 }
 
-/// The harnesses `berth materialize` writes for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum MaterializeTarget {
-    /// A Claude Code configuration folder (`CLAUDE_CONFIG_DIR`)
-    Claude,
-    /// A Codex CLI home folder (`CODEX_HOME`, `~/.codex`): the plugins installed from a
-    /// local marketplace
-    Codex,
-    /// A Gemini CLI home folder (`~/.gemini`): one extension per plugin
-    Gemini,
-    /// A folder of Agent Plugins 1.0 plugins, one per locked plugin (Cursor, VS Code,
-    /// the OpenHands SDK)
-    AgentPlugins,
+/// A harness `berth materialize` writes for: a row of the runtime's `TARGETS`, whose id
+/// is the name given here and whose folder is its help.
+#[derive(Debug, Clone, Copy)]
+pub struct MaterializeTarget(pub &'static dyn Harness);
+
+impl clap::ValueEnum for MaterializeTarget {
+    fn value_variants<'a>() -> &'a [Self] {
+        static VARIANTS: std::sync::LazyLock<Vec<MaterializeTarget>> =
+            std::sync::LazyLock::new(|| TARGETS.iter().map(|t| MaterializeTarget(*t)).collect());
+        &VARIANTS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.id()).help(self.0.folder()))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -490,7 +486,7 @@ pub struct ProjectArgs {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::Cli;
 
     #[test]
     fn the_command_line_is_well_formed() {

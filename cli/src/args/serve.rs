@@ -72,7 +72,7 @@ pub struct ServeArgs {
         env = "BERTH_RESOLVE",
         value_delimiter = ','
     )]
-    pub resolve: Vec<berth_server::Pin>,
+    pub resolve: Vec<berth_server::HostPin>,
 
     /// Register a marketplace conversations may ask plugins of as `PLUGIN@NAME`
     /// (repeatable; `NAME=SOURCE`, or `NAME=SOURCE#REF` to pin a branch, tag or commit)

@@ -65,8 +65,18 @@ fn hook_change(c: &Change<HookEntry>) -> String {
     what.join(", ")
 }
 
+/// What a plugin's diff runs that changed, one line each: hooks, MCP and LSP servers,
+/// what cannot be modelled, the entry's definition, files, components, tools and shell
+/// lines.
 pub(super) fn lines(changes: &SurfaceDiff) -> Vec<Line> {
     let mut out = Vec::new();
+    server_lines(changes, &mut out);
+    rest_lines(changes, &mut out);
+    out
+}
+
+/// The lines of changed hooks and MCP and LSP servers.
+fn server_lines(changes: &SurfaceDiff, out: &mut Vec<Line>) {
     for h in &changes.hooks.added {
         let (what, cmd) = hook_text(h);
         out.push(line('+', what, cmd));
@@ -125,6 +135,11 @@ pub(super) fn lines(changes: &SurfaceDiff) -> Vec<Line> {
             c.new.shown.to_string(),
         ));
     }
+}
+
+/// The lines of the rest: what cannot be modelled, the entry's definition, files,
+/// components, tools and shell lines.
+fn rest_lines(changes: &SurfaceDiff, out: &mut Vec<Line>) {
     for u in &changes.unmodeled.added {
         let what = format!("{} berth cannot model", u.capability.as_str());
         out.push(line('+', what, format!("{}: {}", u.source, u.what)));
@@ -190,5 +205,4 @@ pub(super) fn lines(changes: &SurfaceDiff) -> Vec<Line> {
             ));
         }
     }
-    out
 }

@@ -13,6 +13,8 @@ pub fn run(ctx: &Context, args: &HookRunArgs) -> Result<()> {
     let lock = ctx.require_lock("")?;
     let options = BuildOptions {
         max_skills: Some(args.max_skills),
+        // Read again by the policy's review.
+        keep_models: ctx.policy_path.is_some(),
         ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;

@@ -1,7 +1,7 @@
 //! `berth plugins list`
 
 use anyhow::Result;
-use berth_lockfile_schema::{LockedPluginWire, Pin};
+use berth_lockfile_schema::{Lock, LockedPluginWire, Pin};
 use serde_json::json;
 
 use super::short_pin;
@@ -11,71 +11,86 @@ use crate::context::Context;
 pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
     let lock = ctx.require_lock("")?;
     if args.json {
-        let plugins: Vec<serde_json::Value> = lock
-            .plugins
-            .iter()
-            .map(|p| {
-                let mut value = serde_json::to_value(LockedPluginWire::from(p))
-                    .expect("lock entries serialise");
-                value["kind"] = json!(p.pin.kind().to_string());
-                // Only an entry that is there unchanged has a path to use.
-                value["store_path"] = json!(
-                    ctx.store
-                        .checked_lookup(&p.hash, &p.name)
-                        .ok()
-                        .flatten()
-                        .map(|e| e.path.display().to_string())
-                );
-                value
-            })
-            .collect();
-        let agent = lock.agent.as_ref().map(|a| {
-            json!({
-                "package": a.package,
-                "version": a.version,
-                "source": a.source,
-                "entry_point": a.entry_point.to_string(),
-                "python_version": a.python_version,
-                "wheels": a.wheels.iter().map(|w| json!({
-                    "name": w.name,
-                    "version": w.version,
-                    "file": w.file,
-                    "url": w.url,
-                    "sha256": w.sha256,
-                    "synced": ctx.store.wheel(&w.sha256, &w.file).is_some(),
-                })).collect::<Vec<_>>(),
-            })
-        });
-        // `agent` and `payloads` only when the lock has them: the spec's shape (docs/spec.md section 5) is
-        // `{"plugins": [...]}`.
-        let mut doc = json!({ "plugins": plugins });
-        if let Some(agent) = agent {
-            doc["agent"] = agent;
-        }
-        if !lock.payloads.is_empty() {
-            doc["payloads"] = lock
-                .payloads
-                .iter()
-                .map(|p| {
-                    json!({
-                        "plugin": p.plugin,
-                        "server": p.server,
-                        "use": p.used_by.as_str(),
-                        "runner": p.runner,
-                        "spec": p.spec,
-                        "package": p.package,
-                        "version": p.version,
-                        "hash": p.hash.to_sri(),
-                        "store_path": payload_path(ctx, p),
-                    })
-                })
-                .collect();
-        }
+        let doc = document(ctx, &lock);
         let mut text = serde_json::to_string_pretty(&doc)?;
         text.push('\n');
         ctx.printer.json(&text);
         return Ok(());
     }
+    let mut text = String::new();
+    super::table(&mut text, &rows(ctx, &lock), "");
+    ctx.printer.data(&text);
+    Ok(())
+}
+
+/// `list --json`: the lock's entries as the lock writes them, with their kind and store
+/// path, its agent's wheels and its payloads.
+fn document(ctx: &Context, lock: &Lock) -> serde_json::Value {
+    let plugins: Vec<serde_json::Value> = lock
+        .plugins
+        .iter()
+        .map(|p| {
+            let mut value =
+                serde_json::to_value(LockedPluginWire::from(p)).expect("lock entries serialise");
+            value["kind"] = json!(p.pin.kind().to_string());
+            // Only an entry that is there unchanged has a path to use.
+            value["store_path"] = json!(
+                ctx.store
+                    .checked_lookup(&p.hash, &p.name)
+                    .ok()
+                    .flatten()
+                    .map(|e| e.path.display().to_string())
+            );
+            value
+        })
+        .collect();
+    let agent = lock.agent.as_ref().map(|a| {
+        json!({
+            "package": a.package,
+            "version": a.version,
+            "source": a.source,
+            "entry_point": a.entry_point.to_string(),
+            "python_version": a.python_version,
+            "wheels": a.wheels.iter().map(|w| json!({
+                "name": w.name,
+                "version": w.version,
+                "file": w.file,
+                "url": w.url,
+                "sha256": w.sha256,
+                "synced": ctx.store.wheel(&w.sha256, &w.file).is_some(),
+            })).collect::<Vec<_>>(),
+        })
+    });
+    // `agent` and `payloads` only when the lock has them: the spec's shape (docs/spec.md section 5) is
+    // `{"plugins": [...]}`.
+    let mut doc = json!({ "plugins": plugins });
+    if let Some(agent) = agent {
+        doc["agent"] = agent;
+    }
+    if !lock.payloads.is_empty() {
+        doc["payloads"] = lock
+            .payloads
+            .iter()
+            .map(|p| {
+                json!({
+                    "plugin": p.plugin,
+                    "server": p.server,
+                    "use": p.used_by.as_str(),
+                    "runner": p.runner,
+                    "spec": p.spec,
+                    "package": p.package,
+                    "version": p.version,
+                    "hash": p.hash.to_sri(),
+                    "store_path": payload_path(ctx, p),
+                })
+            })
+            .collect();
+    }
+    doc
+}
+
+/// `list` for people: a row per plugin, the agent and each payload.
+fn rows(ctx: &Context, lock: &Lock) -> Vec<[String; 4]> {
     let mut rows: Vec<[String; 4]> = lock
         .plugins
         .iter()
@@ -119,10 +134,7 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
             },
         ]);
     }
-    let mut text = String::new();
-    super::table(&mut text, &rows, "");
-    ctx.printer.data(&text);
-    Ok(())
+    rows
 }
 
 /// The store path of a payload's closure, when it is there unchanged.

@@ -2,7 +2,9 @@
 
 use anyhow::Result;
 use berth_lockfile_schema::add_marketplace;
-use berth_lockfile_schema::marketplace::{EntrySource, LockedMarketplace, MarketplaceRequest};
+use berth_lockfile_schema::marketplace::{
+    Catalog, CatalogEntry, EntrySource, LockedMarketplace, MarketplaceRequest,
+};
 use berth_resolver::{Network, Upgrade, read_marketplace};
 use serde_json::json;
 
@@ -81,28 +83,7 @@ pub fn add(ctx: &Context, args: &MarketplaceAddArgs) -> Result<()> {
 
 pub fn list(ctx: &Context, args: &MarketplaceListArgs) -> Result<()> {
     let manifest = ctx.read_manifest()?;
-    let Some(declared) = manifest.marketplaces.iter().find(|m| m.name == args.name) else {
-        let names: Vec<String> = manifest
-            .marketplaces
-            .iter()
-            .map(|m| format!("`{}`", m.name))
-            .collect();
-        return Err(Failure {
-            message: format!(
-                "`{}` declares no marketplace `{}`{}; add it with `berth marketplace add {} SOURCE`",
-                ctx.manifest_label(),
-                args.name,
-                if names.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (it declares {})", names.join(", "))
-                },
-                args.name
-            ),
-            notes: Vec::new(),
-        }
-        .into());
-    };
+    let declared = declared(ctx, &manifest.marketplaces, &args.name)?;
     let lock = ctx.read_lock()?;
     let locked: Option<&LockedMarketplace> = lock
         .as_ref()
@@ -125,36 +106,7 @@ pub fn list(ctx: &Context, args: &MarketplaceListArgs) -> Result<()> {
     let entries: Vec<_> = catalog
         .plugins
         .iter()
-        .map(|entry| {
-            let request =
-                catalog
-                    .entry(&declared.name, &entry.name)
-                    .and_then(|e| match &e.source {
-                        // Resolved from its registry when locked: shown as asked for.
-                        Ok(EntrySource::Npm {
-                            package,
-                            version,
-                            registry,
-                        }) => Ok(Offered {
-                            source: format!(
-                                "npm:{package}@{}{}",
-                                version.as_deref().unwrap_or("latest"),
-                                registry
-                                    .as_deref()
-                                    .map(|r| format!(" from {r}"))
-                                    .unwrap_or_default()
-                            ),
-                            git_ref: None,
-                            repo_path: None,
-                        }),
-                        _ => e.request(declared, rev.as_deref()).map(|r| Offered {
-                            source: r.display_source(),
-                            git_ref: r.git_ref,
-                            repo_path: r.repo_path,
-                        }),
-                    });
-            (entry, request)
-        })
+        .map(|entry| (entry, offered(&catalog, declared, entry, rev.as_deref())))
         .collect();
     if args.json {
         let plugins: Vec<serde_json::Value> = entries
@@ -189,16 +141,89 @@ pub fn list(ctx: &Context, args: &MarketplaceListArgs) -> Result<()> {
         ctx.printer.json(&text);
         return Ok(());
     }
+    ctx.printer
+        .data(&listing(declared, rev.as_deref(), &entries));
+    Ok(())
+}
+
+/// The marketplace the manifest declares as `name`, or an error naming those it declares.
+fn declared<'a>(
+    ctx: &Context,
+    marketplaces: &'a [MarketplaceRequest],
+    name: &str,
+) -> Result<&'a MarketplaceRequest> {
+    if let Some(declared) = marketplaces.iter().find(|m| m.name == name) {
+        return Ok(declared);
+    }
+    let names: Vec<String> = marketplaces
+        .iter()
+        .map(|m| format!("`{}`", m.name))
+        .collect();
+    Err(Failure {
+        message: format!(
+            "`{}` declares no marketplace `{name}`{}; add it with `berth marketplace add {name} SOURCE`",
+            ctx.manifest_label(),
+            if names.is_empty() {
+                String::new()
+            } else {
+                format!(" (it declares {})", names.join(", "))
+            },
+        ),
+        notes: Vec::new(),
+    }
+    .into())
+}
+
+/// Where `entry` of `catalog` (the marketplace `declared`, at `rev`) takes its plugin from,
+/// or why it cannot be used.
+fn offered(
+    catalog: &Catalog,
+    declared: &MarketplaceRequest,
+    entry: &CatalogEntry,
+    rev: Option<&str>,
+) -> Result<Offered, String> {
+    catalog
+        .entry(&declared.name, &entry.name)
+        .and_then(|e| match &e.source {
+            // Resolved from its registry when locked: shown as asked for.
+            Ok(EntrySource::Npm {
+                package,
+                version,
+                registry,
+            }) => Ok(Offered {
+                source: format!(
+                    "npm:{package}@{}{}",
+                    version.as_deref().unwrap_or("latest"),
+                    registry
+                        .as_deref()
+                        .map(|r| format!(" from {r}"))
+                        .unwrap_or_default()
+                ),
+                git_ref: None,
+                repo_path: None,
+            }),
+            _ => e.request(declared, rev).map(|r| Offered {
+                source: r.display_source(),
+                git_ref: r.git_ref,
+                repo_path: r.repo_path,
+            }),
+        })
+}
+
+/// `marketplace list` for people: the marketplace, then each plugin it offers.
+fn listing(
+    declared: &MarketplaceRequest,
+    rev: Option<&str>,
+    entries: &[(&CatalogEntry, Result<Offered, String>)],
+) -> String {
     let mut out = format!(
         "{} ({}{}), {} plugins:\n",
         declared.name,
         declared.display_source(),
-        rev.as_deref()
-            .map(|r| format!(" at {}", &r[..12]))
-            .unwrap_or_default(),
+        rev.map(|r| format!(" at {}", &r[..12])).unwrap_or_default(),
         entries.len()
     );
-    for (entry, request) in &entries {
+    for (entry, request) in entries {
         let version = entry
             .version
             .as_deref()
@@ -222,8 +247,7 @@ pub fn list(ctx: &Context, args: &MarketplaceListArgs) -> Result<()> {
             out.push_str(&format!("      {description}\n"));
         }
     }
-    ctx.printer.data(&out);
-    Ok(())
+    out
 }
 
 /// Where an entry's plugin comes from, as `marketplace list` shows it.

@@ -1,30 +1,17 @@
 //! `berth materialize TARGET DIR`: the locked set where a harness reads it.
 
+use std::path::{Path, PathBuf};
+
 use anyhow::{Context as _, Result};
-use berth_runtime::harness::claude::Scope;
-use berth_runtime::harness::{self, Plan};
+use berth_runtime::harness::{self, Destination, Harness, Plan, TARGETS};
 use berth_runtime::{BuildOptions, build_plugin_set};
 
-use crate::args::{MaterializeArgs, MaterializeTarget};
+use crate::args::MaterializeArgs;
 use crate::context::{Context, Exit};
 
 pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
-    let repo = match (&args.project_repo, args.target) {
-        (None, _) => None,
-        // As Claude Code names a project: its real path.
-        (Some(repo), MaterializeTarget::Claude) => {
-            Some(std::fs::canonicalize(repo).with_context(|| {
-                format!(
-                    "the repository `{}` of `--project` is not a folder here",
-                    repo.display()
-                )
-            })?)
-        }
-        (Some(_), target) => anyhow::bail!(
-            "`--project` is for the claude target only (Claude Code's project settings); `{}` has no project form",
-            target_name(target)
-        ),
-    };
+    let harness = args.target.0;
+    let repo = project_repo(harness, args)?;
     let _hold = ctx.hold_store()?;
     let lock = ctx.runtime_lock(args.frozen)?;
     let set = build_plugin_set(
@@ -32,6 +19,8 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
         &lock,
         &BuildOptions {
             max_skills: None,
+            // The targets take manifests and command texts from what the set read.
+            keep_models: true,
             ..BuildOptions::default()
         },
     )?;
@@ -43,67 +32,16 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
     let root = absolute(&args.dir)?;
     // Each folder written, with its plan: the harness folder, and for `claude --project`
     // the repository's settings.
-    let mut plans: Vec<(std::path::PathBuf, Plan)> = Vec::new();
-    let harness = match args.target {
-        MaterializeTarget::Claude => {
-            let scope = repo.as_deref().map_or(Scope::User, Scope::Project);
-            plans.push((root.clone(), harness::claude::plan(&set, &root, scope)?));
-            if let Some(repo) = &repo {
-                plans.push((repo.clone(), harness::claude::project_settings(&set, repo)?));
-            }
-            "Claude Code"
-        }
-        MaterializeTarget::Codex => {
-            plans.push((root.clone(), harness::codex::plan(&set, &root)?));
-            "Codex"
-        }
-        MaterializeTarget::Gemini => {
-            plans.push((root.clone(), harness::gemini::plan(&set, &root)?));
-            "Gemini CLI"
-        }
-        MaterializeTarget::AgentPlugins => {
-            plans.push((root.clone(), harness::agent_plugins::plan(&set, &root)?));
-            "Agent Plugins"
-        }
+    let to = Destination {
+        root: &root,
+        project: repo.as_deref(),
     };
+    let plans = harness::materialize(harness, &set, to)?;
     for warning in plans.iter().flat_map(|(_, plan)| &plan.warnings) {
         ctx.printer.warn(warning);
     }
-    let shown = args.dir.display();
     if args.check {
-        let mut drift = Vec::new();
-        for (dir, plan) in &plans {
-            let found = harness::check(dir, plan)
-                .with_context(|| format!("could not read `{}`", dir.display()))?;
-            // Paths in the harness folder are named relative to it, others in full.
-            drift.extend(found.iter().map(|d| {
-                if *dir == root {
-                    d.to_string()
-                } else {
-                    d.under(dir).to_string()
-                }
-            }));
-        }
-        if drift.is_empty() {
-            ctx.printer.status(
-                "Checked",
-                &format!("`{shown}` holds the locked set for {harness}"),
-            );
-            return Ok(());
-        }
-        let again = match &args.project_repo {
-            Some(repo) => format!(" --project {}", repo.display()),
-            None => String::new(),
-        };
-        ctx.printer.error(&format!(
-            "`{shown}` drifted from the locked set for {harness} ({} paths); run `berth materialize {} {shown}{again}` to restore it",
-            drift.len(),
-            target_name(args.target)
-        ));
-        for d in &drift {
-            ctx.printer.note(d);
-        }
-        return Err(Exit(1).into());
+        return check(ctx, args, &root, &plans);
     }
     let mut total = harness::Applied::default();
     for (dir, plan) in &plans {
@@ -113,6 +51,7 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
         total.unchanged += applied.unchanged;
         total.removed.extend(applied.removed);
     }
+    let shown = args.dir.display();
     let place = match &args.project_repo {
         Some(repo) => format!("`{shown}`, enabled in `{}`", repo.display()),
         None => format!("`{shown}`"),
@@ -120,8 +59,9 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
     ctx.printer.status(
         "Wrote",
         &format!(
-            "{} for {harness} in {place} ({} written, {} unchanged, {} removed)",
+            "{} for {} in {place} ({} written, {} unchanged, {} removed)",
             super::approve::count(set.plugins.len(), "plugin"),
+            harness.display_name(),
             total.written.len(),
             total.unchanged,
             total.removed.len()
@@ -130,15 +70,84 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
     Ok(())
 }
 
-fn absolute(path: &std::path::Path) -> Result<std::path::PathBuf> {
-    std::path::absolute(path).with_context(|| format!("`{}` has no absolute form", path.display()))
+/// The repository of `--project`, as Claude Code names a project (its real path); an
+/// error for a target without a project form.
+fn project_repo(harness: &dyn Harness, args: &MaterializeArgs) -> Result<Option<PathBuf>> {
+    let Some(repo) = &args.project_repo else {
+        return Ok(None);
+    };
+    if !harness.has_project_form() {
+        let with: Vec<&dyn Harness> = TARGETS
+            .iter()
+            .copied()
+            .filter(|t| t.has_project_form())
+            .collect();
+        let ids: Vec<&str> = with.iter().map(|t| t.id()).collect();
+        let names: Vec<&str> = with.iter().map(|t| t.display_name()).collect();
+        anyhow::bail!(
+            "`--project` is for the {} target only ({}'s project settings); `{}` has no project form",
+            ids.join(", "),
+            names.join(", "),
+            harness.id()
+        );
+    }
+    let real = std::fs::canonicalize(repo).with_context(|| {
+        format!(
+            "the repository `{}` of `--project` is not a folder here",
+            repo.display()
+        )
+    })?;
+    Ok(Some(real))
 }
 
-fn target_name(target: MaterializeTarget) -> &'static str {
-    match target {
-        MaterializeTarget::Claude => "claude",
-        MaterializeTarget::Codex => "codex",
-        MaterializeTarget::Gemini => "gemini",
-        MaterializeTarget::AgentPlugins => "agent-plugins",
+/// `--check`: the drift of every planned folder, or exit 1 naming it.
+fn check(
+    ctx: &Context,
+    args: &MaterializeArgs,
+    root: &Path,
+    plans: &[(PathBuf, Plan)],
+) -> Result<()> {
+    let harness = args.target.0;
+    let shown = args.dir.display();
+    let mut drift = Vec::new();
+    for (dir, plan) in plans {
+        let found = harness::check(dir, plan)
+            .with_context(|| format!("could not read `{}`", dir.display()))?;
+        // Paths in the harness folder are named relative to it, others in full.
+        drift.extend(found.iter().map(|d| {
+            if dir == root {
+                d.to_string()
+            } else {
+                d.under(dir).to_string()
+            }
+        }));
     }
+    if drift.is_empty() {
+        ctx.printer.status(
+            "Checked",
+            &format!(
+                "`{shown}` holds the locked set for {}",
+                harness.display_name()
+            ),
+        );
+        return Ok(());
+    }
+    let again = match &args.project_repo {
+        Some(repo) => format!(" --project {}", repo.display()),
+        None => String::new(),
+    };
+    ctx.printer.error(&format!(
+        "`{shown}` drifted from the locked set for {} ({} paths); run `berth materialize {} {shown}{again}` to restore it",
+        harness.display_name(),
+        drift.len(),
+        harness.id()
+    ));
+    for d in &drift {
+        ctx.printer.note(d);
+    }
+    Err(Exit(1).into())
+}
+
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("`{}` has no absolute form", path.display()))
 }

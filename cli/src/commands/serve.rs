@@ -4,82 +4,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
-use berth_server::{AppState, Config, DEFAULT_ALLOWED_HOSTS, DataDir, Policy};
+use berth_server::{AppState, Config, DEFAULT_ALLOWED_HOSTS, DataDir, SourcePolicy};
 use berth_store::Store;
 
 use crate::args::{Cli, ServeArgs};
 use crate::printer::Printer;
 
 pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
-    let home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from);
-    let store_root = match &cli.store {
-        Some(dir) => dir.clone(),
-        None => crate::context::default_store_root(home.as_deref())?,
-    };
-    let data_dir = match args.data_dir.as_deref().filter(|d| !d.is_empty()) {
-        Some(dir) => DataDir::parse(dir),
-        None => DataDir::Folder(
-            match (
-                std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()),
-                &home,
-            ) {
-                (Some(dir), _) => PathBuf::from(dir).join("berth"),
-                (None, Some(home)) => home.join(".local/share/berth"),
-                (None, None) => bail!("cannot find a data folder: pass `--data-dir DIR`"),
-            },
-        ),
-    };
-    let allowed_hosts = if args.allow_hosts.is_empty() {
-        DEFAULT_ALLOWED_HOSTS
-            .iter()
-            .map(|h| (*h).to_owned())
-            .collect()
-    } else {
-        args.allow_hosts.clone()
-    };
-    let github_url = std::env::var("BERTH_GITHUB_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| berth_resolver::DEFAULT_GITHUB_URL.to_owned());
-    let policy = Policy {
-        allowed_hosts,
-        allow_local: args.allow_local_sources,
-        github_url,
-        pins: args.resolve.clone(),
-    };
-    let marketplaces = args
-        .marketplaces
-        .iter()
-        .map(|text| marketplace(text, &policy))
-        .collect::<Result<Vec<_>>>()?;
-    let run_policy = run_policy(args, &policy.github_url)?;
-    let config = Config {
-        run_policy,
-        data_dir: data_dir.clone(),
-        store: Store::new(store_root),
-        api_key: args.api_key.clone().filter(|k| !k.is_empty()),
-        allowed_host_headers: args.allowed_host_headers.clone(),
-        policy,
-        marketplaces,
-        offline: args.offline,
-        fetch_timeout: Duration::from_secs(args.fetch_timeout.max(1)),
-        jobs: args.jobs.max(1),
-        home_dir: home,
-        max_skills: args.max_skills,
-        index_url: args.index_url.clone(),
-        archive_limits: berth_transport::extract::ArchiveLimits::from_env()?,
-        substituters: crate::context::open_substituters(cli)?,
-        drain: Duration::from_secs(args.drain_secs),
-        ref_ttl: Duration::from_secs(args.ref_ttl),
-        push_to: match args.push_to.as_deref().filter(|u| !u.is_empty()) {
-            Some(url) => Some(std::sync::Arc::new(
-                berth_transport::cache::Cache::open(url).context("in `--push-to`")?,
-            )),
-            None => None,
-        },
-    };
+    let config = config(cli, args)?;
+    let data_dir = config.data_dir.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -114,10 +47,83 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
     Ok(())
 }
 
+/// The server's configuration from the command line and the environment.
+fn config(cli: &Cli, args: &ServeArgs) -> Result<Config> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let store_root = match &cli.store {
+        Some(dir) => dir.clone(),
+        None => crate::context::default_store_root(home.as_deref())?,
+    };
+    let data_dir = match args.data_dir.as_deref().filter(|d| !d.is_empty()) {
+        Some(dir) => DataDir::parse(dir),
+        None => DataDir::Folder(
+            match (
+                std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()),
+                &home,
+            ) {
+                (Some(dir), _) => PathBuf::from(dir).join("berth"),
+                (None, Some(home)) => home.join(".local/share/berth"),
+                (None, None) => bail!("cannot find a data folder: pass `--data-dir DIR`"),
+            },
+        ),
+    };
+    let allowed_hosts = if args.allow_hosts.is_empty() {
+        DEFAULT_ALLOWED_HOSTS
+            .iter()
+            .map(|h| (*h).to_owned())
+            .collect()
+    } else {
+        args.allow_hosts.clone()
+    };
+    let github_url = std::env::var("BERTH_GITHUB_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| berth_resolver::DEFAULT_GITHUB_URL.to_owned());
+    let policy = SourcePolicy {
+        allowed_hosts,
+        allow_local: args.allow_local_sources,
+        github_url,
+        pins: args.resolve.clone(),
+    };
+    let marketplaces = args
+        .marketplaces
+        .iter()
+        .map(|text| marketplace(text, &policy))
+        .collect::<Result<Vec<_>>>()?;
+    let run_policy = run_policy(args, &policy.github_url)?;
+    Ok(Config {
+        run_policy,
+        data_dir,
+        store: Store::new(store_root),
+        api_key: args.api_key.clone().filter(|k| !k.is_empty()),
+        allowed_host_headers: args.allowed_host_headers.clone(),
+        policy,
+        marketplaces,
+        offline: args.offline,
+        fetch_timeout: Duration::from_secs(args.fetch_timeout.max(1)),
+        jobs: args.jobs.max(1),
+        home_dir: home,
+        max_skills: args.max_skills,
+        index_url: args.index_url.clone(),
+        archive_limits: berth_transport::extract::ArchiveLimits::from_env()?,
+        substituters: crate::context::open_substituters(cli)?,
+        drain: Duration::from_secs(args.drain_secs),
+        ref_ttl: Duration::from_secs(args.ref_ttl),
+        push_to: match args.push_to.as_deref().filter(|u| !u.is_empty()) {
+            Some(url) => Some(std::sync::Arc::new(
+                berth_transport::cache::Cache::open(url).context("in `--push-to`")?,
+            )),
+            None => None,
+        },
+    })
+}
+
 /// A `--marketplace NAME=SOURCE[#REF]`, checked against the source policy.
 fn marketplace(
     text: &str,
-    policy: &Policy,
+    policy: &SourcePolicy,
 ) -> Result<berth_lockfile_schema::marketplace::MarketplaceRequest> {
     let Some((name, rest)) = text.split_once('=') else {
         bail!(

@@ -12,6 +12,9 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
     let lock = ctx.require_lock("")?;
     let options = BuildOptions {
         max_skills: Some(args.max_skills),
+        // Read again by the policy's review, and by what other harnesses run (listed in
+        // the readable form).
+        keep_models: !args.json || ctx.policy_path.is_some(),
         ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;
@@ -40,82 +43,8 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
 /// The readable form: plugins with their pins, then skills, MCP servers, hooks, agents.
 fn summary(set: &PluginSet) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "Plugins ({})", set.plugins.len());
-    let rows: Vec<[String; 4]> = set
-        .plugins
-        .iter()
-        .map(|p| {
-            [
-                p.locked.name.clone(),
-                p.manifest.version.clone(),
-                super::short_pin(&p.locked),
-                p.locked.source.clone(),
-            ]
-        })
-        .collect();
-    super::table(&mut out, &rows, "  ");
-    let _ = writeln!(out, "\nSkills ({})", set.skills.len());
-    let rows: Vec<[String; 4]> = set
-        .skills
-        .iter()
-        .map(|(s, plugin)| {
-            let activation = match s.trigger {
-                berth_runtime::skills::TriggerKind::Always => "always".to_owned(),
-                berth_runtime::skills::TriggerKind::Path => {
-                    format!("on {}", s.paths.clone().unwrap_or_default().join(", "))
-                }
-                _ => s.triggers.join(", "),
-            };
-            [
-                s.name.clone(),
-                plugin.clone(),
-                activation,
-                first_line(s.description.as_deref().unwrap_or("")),
-            ]
-        })
-        .collect();
-    super::table(&mut out, &rows, "  ");
-    let _ = writeln!(out, "\nMCP servers ({})", set.mcp_servers.len());
-    let rows: Vec<[String; 4]> = set
-        .mcp_servers
-        .iter()
-        .map(|(name, s, plugin)| {
-            let target = match (&s.command, &s.url) {
-                (Some(command), _) => std::iter::once(command.clone())
-                    .chain(s.args.iter().cloned())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                (None, Some(url)) => url.clone(),
-                (None, None) => String::new(),
-            };
-            let transport = if s.enabled {
-                s.transport.clone()
-            } else {
-                format!("{} (disabled)", s.transport)
-            };
-            [name.clone(), plugin.clone(), transport, target]
-        })
-        .collect();
-    super::table(&mut out, &rows, "  ");
-    let count: usize = set.hooks.iter().map(|(_, m)| m.len()).sum();
-    let _ = writeln!(out, "\nHooks ({count})");
-    let rows: Vec<[String; 4]> = set
-        .hooks
-        .iter()
-        .flat_map(|(event, matchers)| {
-            matchers.iter().flat_map(move |(m, plugin)| {
-                m.hooks.iter().map(move |h| {
-                    let what = if h.kind == "command" {
-                        h.command.clone()
-                    } else {
-                        format!("({} hook)", h.kind)
-                    };
-                    [(*event).to_owned(), m.matcher.clone(), plugin.clone(), what]
-                })
-            })
-        })
-        .collect();
-    super::table(&mut out, &rows, "  ");
+    plugins_and_skills(set, &mut out);
+    servers_and_hooks(set, &mut out);
     if !set.agents.is_empty() {
         let _ = writeln!(out, "\nAgents ({})", set.agents.len());
         let rows: Vec<[String; 4]> = set
@@ -139,6 +68,90 @@ fn summary(set: &PluginSet) -> String {
         }
     }
     out
+}
+
+/// The plugins with their pins, then the skills.
+fn plugins_and_skills(set: &PluginSet, out: &mut String) {
+    let _ = writeln!(out, "Plugins ({})", set.plugins.len());
+    let rows: Vec<[String; 4]> = set
+        .plugins
+        .iter()
+        .map(|p| {
+            [
+                p.locked.name.clone(),
+                p.manifest.version.clone(),
+                super::short_pin(&p.locked),
+                p.locked.source.clone(),
+            ]
+        })
+        .collect();
+    super::table(out, &rows, "  ");
+    let _ = writeln!(out, "\nSkills ({})", set.skills.len());
+    let rows: Vec<[String; 4]> = set
+        .skills
+        .iter()
+        .map(|(s, plugin)| {
+            let activation = match s.trigger {
+                berth_runtime::skills::TriggerKind::Always => "always".to_owned(),
+                berth_runtime::skills::TriggerKind::Path => {
+                    format!("on {}", s.paths.clone().unwrap_or_default().join(", "))
+                }
+                _ => s.triggers.join(", "),
+            };
+            [
+                s.name.clone(),
+                plugin.clone(),
+                activation,
+                first_line(s.description.as_deref().unwrap_or("")),
+            ]
+        })
+        .collect();
+    super::table(out, &rows, "  ");
+}
+
+/// The MCP servers, then the hooks.
+fn servers_and_hooks(set: &PluginSet, out: &mut String) {
+    let _ = writeln!(out, "\nMCP servers ({})", set.mcp_servers.len());
+    let rows: Vec<[String; 4]> = set
+        .mcp_servers
+        .iter()
+        .map(|(name, s, plugin)| {
+            let target = match (&s.command, &s.url) {
+                (Some(command), _) => std::iter::once(command.clone())
+                    .chain(s.args.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                (None, Some(url)) => url.clone(),
+                (None, None) => String::new(),
+            };
+            let transport = if s.enabled {
+                s.transport.clone()
+            } else {
+                format!("{} (disabled)", s.transport)
+            };
+            [name.clone(), plugin.clone(), transport, target]
+        })
+        .collect();
+    super::table(out, &rows, "  ");
+    let count: usize = set.hooks.iter().map(|(_, m)| m.len()).sum();
+    let _ = writeln!(out, "\nHooks ({count})");
+    let rows: Vec<[String; 4]> = set
+        .hooks
+        .iter()
+        .flat_map(|(event, matchers)| {
+            matchers.iter().flat_map(move |(m, plugin)| {
+                m.hooks.iter().map(move |h| {
+                    let what = if h.kind == "command" {
+                        h.command.clone()
+                    } else {
+                        format!("({} hook)", h.kind)
+                    };
+                    [(*event).to_owned(), m.matcher.clone(), plugin.clone(), what]
+                })
+            })
+        })
+        .collect();
+    super::table(out, &rows, "  ");
 }
 
 /// What other harnesses would run that the set leaves out.

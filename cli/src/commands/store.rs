@@ -386,7 +386,7 @@ fn check_all<T: Sync>(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{EntryStatus, check_all};
 
     #[test]
     fn a_check_that_panics_fails_its_item_and_no_other() {

@@ -2,7 +2,8 @@
 
 use anyhow::Result;
 use berth_resolver::{
-    AgentVerifyStatus, Network, VerifyStatus, verify_agent, verify_payloads, verify_plugins,
+    AgentVerifyOutcome, AgentVerifyStatus, Network, VerifyOutcome, VerifyStatus, verify_agent,
+    verify_payloads, verify_plugins,
 };
 use serde_json::json;
 
@@ -36,78 +37,16 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
     let mut problems = Vec::new();
     let mut rows = Vec::new();
     let mut payload_rows = Vec::new();
-    for (outcome, is_payload) in outcomes
-        .iter()
-        .map(|o| (o, false))
-        .chain(payload_outcomes.iter().map(|o| (o, true)))
-    {
-        let kind = if is_payload { "package" } else { "plugin" };
-        let (status, actual, error) = match &outcome.status {
-            VerifyStatus::Ok => {
-                ctx.printer.status(
-                    "Verified",
-                    &format!("{} {}", outcome.name, outcome.expected),
-                );
-                ("ok", Some(outcome.expected.to_sri()), None)
-            }
-            VerifyStatus::Mismatch { actual } => {
-                problems.push(format!(
-                    "{kind} `{}`: hash mismatch: expected `{}`, got `{actual}`",
-                    outcome.name, outcome.expected
-                ));
-                ("mismatch", Some(actual.to_sri()), None)
-            }
-            VerifyStatus::Failed(e) => {
-                problems.push(format!("{kind} `{}`: {e}", outcome.name));
-                ("error", None, Some(e.to_string()))
-            }
-        };
-        let row = json!({
-            "name": outcome.name,
-            "status": status,
-            "expected": outcome.expected.to_sri(),
-            "actual": actual,
-            "error": error,
-        });
-        if is_payload {
-            payload_rows.push(row);
-        } else {
-            rows.push(row);
-        }
+    for outcome in &outcomes {
+        rows.push(entry_row(ctx, outcome, "plugin", &mut problems));
+    }
+    for outcome in &payload_outcomes {
+        payload_rows.push(entry_row(ctx, outcome, "package", &mut problems));
     }
     let mut agent_rows = Vec::new();
     if let Some(agent) = &lock.agent {
         for outcome in &agent_outcomes {
-            let (status, actual, error) = match &outcome.status {
-                AgentVerifyStatus::Ok => {
-                    ctx.printer.status(
-                        "Verified",
-                        &format!(
-                            "agent `{}`: {} {}",
-                            agent.package, outcome.what, outcome.expected
-                        ),
-                    );
-                    ("ok", Some(outcome.expected.clone()), None)
-                }
-                AgentVerifyStatus::Mismatch { actual } => {
-                    problems.push(format!(
-                        "agent `{}`: {}: hash mismatch: expected `{}`, got `{actual}`",
-                        agent.package, outcome.what, outcome.expected
-                    ));
-                    ("mismatch", Some(actual.clone()), None)
-                }
-                AgentVerifyStatus::Failed(e) => {
-                    problems.push(format!("agent `{}`: {}: {e}", agent.package, outcome.what));
-                    ("error", None, Some(e.to_string()))
-                }
-            };
-            agent_rows.push(json!({
-                "what": outcome.what,
-                "status": status,
-                "expected": outcome.expected,
-                "actual": actual,
-                "error": error,
-            }));
+            agent_rows.push(agent_row(ctx, &agent.package, outcome, &mut problems));
         }
     }
     if args.json {
@@ -141,4 +80,76 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
         }
         .into()),
     }
+}
+
+/// The row of a verified plugin or package (`kind`), its status printed, a problem noted.
+fn entry_row(
+    ctx: &Context,
+    outcome: &VerifyOutcome,
+    kind: &str,
+    problems: &mut Vec<String>,
+) -> serde_json::Value {
+    let (status, actual, error) = match &outcome.status {
+        VerifyStatus::Ok => {
+            ctx.printer.status(
+                "Verified",
+                &format!("{} {}", outcome.name, outcome.expected),
+            );
+            ("ok", Some(outcome.expected.to_sri()), None)
+        }
+        VerifyStatus::Mismatch { actual } => {
+            problems.push(format!(
+                "{kind} `{}`: hash mismatch: expected `{}`, got `{actual}`",
+                outcome.name, outcome.expected
+            ));
+            ("mismatch", Some(actual.to_sri()), None)
+        }
+        VerifyStatus::Failed(e) => {
+            problems.push(format!("{kind} `{}`: {e}", outcome.name));
+            ("error", None, Some(e.to_string()))
+        }
+    };
+    json!({
+        "name": outcome.name,
+        "status": status,
+        "expected": outcome.expected.to_sri(),
+        "actual": actual,
+        "error": error,
+    })
+}
+
+/// The row of one verified part of the agent package `package`.
+fn agent_row(
+    ctx: &Context,
+    package: &str,
+    outcome: &AgentVerifyOutcome,
+    problems: &mut Vec<String>,
+) -> serde_json::Value {
+    let (status, actual, error) = match &outcome.status {
+        AgentVerifyStatus::Ok => {
+            ctx.printer.status(
+                "Verified",
+                &format!("agent `{package}`: {} {}", outcome.what, outcome.expected),
+            );
+            ("ok", Some(outcome.expected.clone()), None)
+        }
+        AgentVerifyStatus::Mismatch { actual } => {
+            problems.push(format!(
+                "agent `{package}`: {}: hash mismatch: expected `{}`, got `{actual}`",
+                outcome.what, outcome.expected
+            ));
+            ("mismatch", Some(actual.clone()), None)
+        }
+        AgentVerifyStatus::Failed(e) => {
+            problems.push(format!("agent `{package}`: {}: {e}", outcome.what));
+            ("error", None, Some(e.to_string()))
+        }
+    };
+    json!({
+        "what": outcome.what,
+        "status": status,
+        "expected": outcome.expected,
+        "actual": actual,
+        "error": error,
+    })
 }

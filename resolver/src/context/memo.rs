@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use berth_lockfile_schema::Sha256Hash;
-use berth_store::lock_unpoisoned;
+use berth_store::unpoisoned;
 use gix::ObjectId;
 
 /// Ref resolutions and tag listings, keyed by git cache, shared by the lock runs of one
@@ -54,26 +54,26 @@ pub(crate) type TagList = Vec<(String, ObjectId)>;
 impl SharedResolutions {
     /// Where `key` pointed, when resolved since `since`.
     pub(crate) fn rev(&self, key: &RefKey, since: Instant) -> Option<ObjectId> {
-        lock_unpoisoned(&self.refs)
+        unpoisoned(self.refs.lock())
             .get(key)
             .filter(|(at, _)| *at >= since)
             .map(|(_, id)| *id)
     }
 
     pub(crate) fn remember_rev(&self, key: RefKey, id: ObjectId) {
-        lock_unpoisoned(&self.refs).insert(key, (Instant::now(), id));
+        unpoisoned(self.refs.lock()).insert(key, (Instant::now(), id));
     }
 
     /// The tags of the git cache `cache`, when listed since `since`.
     pub(crate) fn tags(&self, cache: &str, since: Instant) -> Option<TagList> {
-        lock_unpoisoned(&self.tags)
+        unpoisoned(self.tags.lock())
             .get(cache)
             .filter(|(at, _)| *at >= since)
             .map(|(_, tags)| tags.clone())
     }
 
     pub(crate) fn remember_tags(&self, cache: &str, tags: TagList) {
-        lock_unpoisoned(&self.tags).insert(cache.to_owned(), (Instant::now(), tags));
+        unpoisoned(self.tags.lock()).insert(cache.to_owned(), (Instant::now(), tags));
     }
 
     /// The memo of a process whose caller shares none of its own (the CLI): the runs of
@@ -85,7 +85,7 @@ impl SharedResolutions {
 
     /// Keeps `tree`, whose NAR hashes to `hash`, for the sync that adds it.
     pub(crate) fn keep_tree(&self, hash: Sha256Hash, tree: KeptTree) {
-        let mut kept = lock_unpoisoned(&self.trees);
+        let mut kept = unpoisoned(self.trees.lock());
         if kept.trees.contains_key(&hash) {
             return;
         }
@@ -103,7 +103,7 @@ impl SharedResolutions {
 
     /// Takes the tree kept for `hash`, if any.
     pub(crate) fn take_tree(&self, hash: &Sha256Hash) -> Option<KeptTree> {
-        let mut kept = lock_unpoisoned(&self.trees);
+        let mut kept = unpoisoned(self.trees.lock());
         let tree = kept.trees.remove(hash)?;
         kept.order.retain(|h| h != hash);
         kept.bytes -= tree.nar.len();

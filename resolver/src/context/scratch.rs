@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use berth_store::{Staging, lock_unpoisoned};
+use berth_store::{Staging, unpoisoned};
 
 use crate::error::ResolveError;
 
@@ -32,7 +32,7 @@ impl Scratch {
         key: &str,
         make: impl FnOnce() -> Result<Staging, ResolveError>,
     ) -> Arc<ScratchFolder> {
-        let mut folders = lock_unpoisoned(&self.folders);
+        let mut folders = unpoisoned(self.folders.lock());
         folders
             .entry(key.to_owned())
             .or_insert_with(|| {
@@ -59,7 +59,7 @@ impl ScratchFolder {
         fetch: impl FnOnce(&Path) -> Result<(), ResolveError>,
     ) -> Result<(), Arc<ResolveError>> {
         let path = self.path()?;
-        let mut fetched = lock_unpoisoned(&self.fetched);
+        let mut fetched = unpoisoned(self.fetched.lock());
         if let Some(done) = fetched.get(item) {
             return done.clone();
         }

@@ -8,88 +8,131 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde_json::{Value, json};
 use toml_edit::{DocumentMut, Item, Table, value};
 
-use super::claude::version_of;
-use super::files::{Plan, Planned, one_per_name, pretty, regular_files};
+// The marketplace the locked plugins are installed from is named as Claude Code's:
+// plugin ids are `NAME@berth`.
+use super::claude_config::{MARKETPLACE, version_of};
+use super::files::{Plan, Planned, pretty, regular_files};
+use super::{Destination, Harness};
 use crate::error::RuntimeError;
-use crate::set::PluginSet;
+use crate::set::{PluginInfo, PluginSet};
 
-/// The marketplace the locked plugins are installed from: plugin ids are `NAME@berth`.
-pub const MARKETPLACE: &str = "berth";
 const MARKET_DIR: &str = "berth-marketplace";
 const CONFIG: &str = "config.toml";
 
-/// The layout of `set` in the Codex home folder `root` (absolute), merged with its
-/// `config.toml`.
-pub fn plan(set: &PluginSet, root: &Path) -> Result<Plan, RuntimeError> {
-    let mut plan = Plan {
-        owned: vec![
-            PathBuf::from(MARKET_DIR),
-            PathBuf::from("plugins/cache").join(MARKETPLACE),
-        ],
-        ..Plan::default()
-    };
-    let chosen = one_per_name(set, "Codex", &mut plan.warnings);
-    let mut entries = Vec::new();
-    let mut ids = Vec::new();
-    for info in chosen {
+/// Codex CLI: its home folder, the plugins installed from a local marketplace.
+#[derive(Debug, Clone, Copy)]
+pub struct Codex;
+
+impl Harness for Codex {
+    fn id(&self) -> &'static str {
+        "codex"
+    }
+
+    fn display_name(&self) -> &'static str {
+        "Codex"
+    }
+
+    fn folder(&self) -> &'static str {
+        "A Codex CLI home folder (`CODEX_HOME`, `~/.codex`): the plugins installed from a local marketplace named `berth`"
+    }
+
+    fn cannot_express(&self, set: &PluginSet, info: &PluginInfo) -> Vec<String> {
         let name = &info.locked.name;
-        let version = version_of(info);
-        let install = PathBuf::from("plugins/cache")
-            .join(MARKETPLACE)
-            .join(name)
-            .join(&version);
-        // A plugin whose runner lines are pinned: its manifest names the servers inline,
-        // rewritten, in the marketplace's folder and the install alike.
-        let overlay = super::pinned::overlay(set, info)?.unwrap_or_default();
-        if overlay.files.is_empty() {
-            plan.files.insert(
-                PathBuf::from(MARKET_DIR).join(name),
-                Planned::Link(info.path.clone()),
-            );
-        } else {
-            for (rel, planned) in super::pinned::linked(&info.path, &overlay)? {
-                plan.files
-                    .insert(PathBuf::from(MARKET_DIR).join(name).join(rel), planned);
-            }
-        }
-        let mut files = Vec::new();
-        regular_files(&info.path, Path::new(""), &mut files)?;
-        for rel in files {
-            if overlay.hidden.contains(&rel) || overlay.files.contains_key(&rel) {
-                continue;
-            }
-            plan.files
-                .insert(install.join(&rel), Planned::Copy(info.path.join(&rel)));
-        }
-        for (rel, bytes) in &overlay.files {
-            plan.files
-                .insert(install.join(rel), Planned::File(bytes.clone()));
-        }
-        let mut entry = json!({"name": name, "source": format!("./{name}"), "version": version});
-        if !info.manifest.description.is_empty() {
-            entry["description"] = json!(info.manifest.description);
-        }
-        entries.push(entry);
-        ids.push(format!("{name}@{MARKETPLACE}"));
         if set.lsp_servers.iter().any(|(_, _, p)| p == name) {
-            plan.warnings.push(format!(
+            vec![format!(
                 "plugin `{name}`: its LSP servers are not read by Codex"
-            ));
+            )]
+        } else {
+            Vec::new()
         }
     }
-    let catalog = json!({
-        "name": MARKETPLACE,
-        "owner": {"name": "berth"},
-        "plugins": entries,
-    });
-    plan.files.insert(
-        PathBuf::from(MARKET_DIR).join(".claude-plugin/marketplace.json"),
-        Planned::File(pretty(&catalog)),
-    );
 
+    fn plan(
+        &self,
+        set: &PluginSet,
+        plugins: &[&PluginInfo],
+        to: Destination<'_>,
+    ) -> Result<Vec<(PathBuf, Plan)>, RuntimeError> {
+        let mut plan = Plan {
+            owned: vec![
+                PathBuf::from(MARKET_DIR),
+                PathBuf::from("plugins/cache").join(MARKETPLACE),
+            ],
+            ..Plan::default()
+        };
+        let mut entries = Vec::new();
+        for info in plugins {
+            entries.push(install(set, info, &mut plan)?);
+        }
+        let ids: Vec<String> = plugins
+            .iter()
+            .map(|info| format!("{}@{MARKETPLACE}", info.locked.name))
+            .collect();
+        let catalog = json!({
+            "name": MARKETPLACE,
+            "owner": {"name": "berth"},
+            "plugins": entries,
+        });
+        plan.files.insert(
+            PathBuf::from(MARKET_DIR).join(".claude-plugin/marketplace.json"),
+            Planned::File(pretty(&catalog)),
+        );
+        plan.files.insert(
+            PathBuf::from(CONFIG),
+            Planned::File(config(to.root, &ids)?.into_bytes()),
+        );
+        Ok(vec![(to.root.to_path_buf(), plan)])
+    }
+}
+
+/// Plans one plugin's marketplace folder and install; its catalog entry.
+fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value, RuntimeError> {
+    let name = &info.locked.name;
+    let version = version_of(info);
+    let install = PathBuf::from("plugins/cache")
+        .join(MARKETPLACE)
+        .join(name)
+        .join(&version);
+    // A plugin whose runner lines are pinned: its manifest names the servers inline,
+    // rewritten, in the marketplace's folder and the install alike.
+    let overlay = super::pinned::overlay(set, info)?.unwrap_or_default();
+    if overlay.files.is_empty() {
+        plan.files.insert(
+            PathBuf::from(MARKET_DIR).join(name),
+            Planned::Link(info.path.clone()),
+        );
+    } else {
+        for (rel, planned) in super::pinned::linked(&info.path, &overlay)? {
+            plan.files
+                .insert(PathBuf::from(MARKET_DIR).join(name).join(rel), planned);
+        }
+    }
+    let mut files = Vec::new();
+    regular_files(&info.path, Path::new(""), &mut files)?;
+    for rel in files {
+        if overlay.hidden.contains(&rel) || overlay.files.contains_key(&rel) {
+            continue;
+        }
+        plan.files
+            .insert(install.join(&rel), Planned::Copy(info.path.join(&rel)));
+    }
+    for (rel, bytes) in &overlay.files {
+        plan.files
+            .insert(install.join(rel), Planned::File(bytes.clone()));
+    }
+    let mut entry = json!({"name": name, "source": format!("./{name}"), "version": version});
+    if !info.manifest.description.is_empty() {
+        entry["description"] = json!(info.manifest.description);
+    }
+    Ok(entry)
+}
+
+/// `config.toml` of the Codex home `root` with berth's marketplace and exactly `ids`
+/// enabled; every other table kept.
+fn config(root: &Path, ids: &[String]) -> Result<String, RuntimeError> {
     let path = root.join(CONFIG);
     let existing = match std::fs::read_to_string(&path) {
         Ok(text) => text,
@@ -133,14 +176,10 @@ pub fn plan(set: &PluginSet, root: &Path) -> Result<Plan, RuntimeError> {
     for key in stale {
         plugins.remove(&key);
     }
-    for id in &ids {
+    for id in ids {
         let mut t = Table::new();
         t.insert("enabled", value(true));
         plugins.insert(id, Item::Table(t));
     }
-    plan.files.insert(
-        PathBuf::from(CONFIG),
-        Planned::File(doc.to_string().into_bytes()),
-    );
-    Ok(plan)
+    Ok(doc.to_string())
 }

@@ -311,7 +311,7 @@ pub fn apply(root: &Path, plan: &Plan) -> std::io::Result<Applied> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Drift, PathBuf, Plan, Planned, apply, check};
 
     fn plan() -> Plan {
         let mut plan = Plan::default();

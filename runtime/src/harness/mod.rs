@@ -1,13 +1,101 @@
-//! Writing the locked plugin set where a harness reads it natively (`berth materialize`):
-//! each target (`claude.rs`, `codex.rs`, `gemini.rs`, `agent_plugins.rs`) turns a [`PluginSet`](crate::PluginSet) into a [`Plan`] of
-//! files and links to verified store entries, naming what the harness cannot express;
-//! `files.rs` applies a plan (only what differs) and finds drift from it.
+//! Writing the locked plugin set where a harness reads it natively (`berth materialize`).
+//!
+//! A harness target is one [`Harness`] (its module: `claude_config.rs`, `codex.rs`,
+//! `gemini_cli.rs`, `agent_plugins_folder.rs`) and one row of [`TARGETS`], which the CLI's
+//! names come from. A target turns a [`PluginSet`] into [`Plan`]s of files and links to
+//! verified store entries and names what the harness cannot express; `files.rs` applies a
+//! plan (only what differs) and finds drift from it; `pinned.rs` is a plugin folder whose
+//! manifest names its pinned servers inline, for the targets that read a plugin's folder.
 
-pub mod agent_plugins;
-pub mod claude;
-pub mod codex;
+mod agent_plugins_folder;
+mod claude_config;
+mod codex;
 mod files;
-pub mod gemini;
+mod gemini_cli;
 mod pinned;
 
+use std::path::{Path, PathBuf};
+
+pub use agent_plugins_folder::AgentPluginsFolder;
+pub use claude_config::{ClaudeConfig, MARKETPLACE};
+pub use codex::Codex;
 pub use files::{Applied, Drift, Plan, Planned, apply, check};
+pub use gemini_cli::GeminiCli;
+
+use crate::error::RuntimeError;
+use crate::set::{PluginInfo, PluginSet};
+
+/// Every harness `berth materialize` writes for, in the order its help lists them.
+pub static TARGETS: [&dyn Harness; 4] = [&ClaudeConfig, &Codex, &GeminiCli, &AgentPluginsFolder];
+
+/// The target named `id` (`claude`, `codex`, `gemini`, `agent-plugins`).
+pub fn target(id: &str) -> Option<&'static dyn Harness> {
+    TARGETS.iter().copied().find(|t| t.id() == id)
+}
+
+/// Where a target writes: the harness's folder (absolute) and, for a target with a
+/// project form, the repository (absolute, real) to enable the plugins in.
+#[derive(Debug, Clone, Copy)]
+pub struct Destination<'a> {
+    /// The harness's folder.
+    pub root: &'a Path,
+    /// The repository of `--project`, when given.
+    pub project: Option<&'a Path>,
+}
+
+/// A harness berth writes the locked set for.
+pub trait Harness: Sync {
+    /// The name `berth materialize` takes (`claude`).
+    fn id(&self) -> &'static str;
+
+    /// The harness as people name it (`Claude Code`).
+    fn display_name(&self) -> &'static str;
+
+    /// What the folder it writes is, for `berth materialize --help`.
+    fn folder(&self) -> &'static str;
+
+    /// Whether it can enable the plugins in one repository instead of for the user
+    /// (`--project REPO`).
+    fn has_project_form(&self) -> bool {
+        false
+    }
+
+    /// What of `plugin` (one of `set`'s plugins) the harness cannot express, one line
+    /// each; `berth materialize` shows them as warnings.
+    fn cannot_express(&self, set: &PluginSet, plugin: &PluginInfo) -> Vec<String>;
+
+    /// The files and links that put `plugins` (the set's, one per name) where the harness
+    /// reads them: one plan per folder written, the harness's folder first.
+    fn plan(
+        &self,
+        set: &PluginSet,
+        plugins: &[&PluginInfo],
+        to: Destination<'_>,
+    ) -> Result<Vec<(PathBuf, Plan)>, RuntimeError>;
+}
+
+impl std::fmt::Debug for dyn Harness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// Everything `berth materialize` writes of `set` for `harness`: its plans, the first
+/// carrying what the harness cannot express (and the plugins locked twice) as warnings.
+pub fn materialize(
+    harness: &dyn Harness,
+    set: &PluginSet,
+    to: Destination<'_>,
+) -> Result<Vec<(PathBuf, Plan)>, RuntimeError> {
+    let mut warnings = Vec::new();
+    let plugins = files::one_per_name(set, harness.display_name(), &mut warnings);
+    for plugin in &plugins {
+        warnings.extend(harness.cannot_express(set, plugin));
+    }
+    let mut plans = harness.plan(set, &plugins, to)?;
+    if let Some((_, first)) = plans.first_mut() {
+        warnings.append(&mut first.warnings);
+        first.warnings = warnings;
+    }
+    Ok(plans)
+}

@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use super::files::{Planned, pretty, stdio_fields};
 use crate::error::RuntimeError;
 use crate::hooks::pascal_case;
+use crate::model::JsonFile;
 use crate::set::{PluginInfo, PluginSet};
 
 const MANIFEST: &str = ".claude-plugin/plugin.json";
@@ -52,14 +53,26 @@ pub(super) fn overlay(set: &PluginSet, info: &PluginInfo) -> Result<Option<Overl
     if pinned.is_empty() || info.manifest.format != Format::ClaudeCode {
         return Ok(None);
     }
-    let path = info.path.join(MANIFEST);
-    let mut manifest = match std::fs::read(&path) {
-        Ok(bytes) => match serde_json::from_slice(&bytes) {
-            Ok(Value::Object(map)) => map,
+    let model = info.model.as_deref();
+    let mut manifest = match model.and_then(|m| m.found(MANIFEST)).and(model) {
+        // What the set read of it (a manifest that is not a JSON object counts as empty).
+        Some(model) => match model.json(MANIFEST) {
+            Some(JsonFile::Text {
+                value: Ok(Value::Object(map)),
+                ..
+            }) => map.clone(),
             _ => Map::new(),
         },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
-        Err(e) => return Err(e.into()),
+        // The set took another manifest (`.plugin/plugin.json`) and never read this one,
+        // or was built without its models.
+        None => match std::fs::read(info.path.join(MANIFEST)) {
+            Ok(bytes) => match serde_json::from_slice(&bytes) {
+                Ok(Value::Object(map)) => map,
+                _ => Map::new(),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
+            Err(e) => return Err(e.into()),
+        },
     };
     manifest
         .entry("name")

@@ -1,10 +1,13 @@
-//! MCP server definitions: Claude Code `.mcp.json` and Agent Plugins `mcp.json`.
+//! MCP server definitions as the OpenHands SDK reads them, per input format: the Claude
+//! Code layout's `.mcp.json` (and the servers of a marketplace entry and of a sub-agent's
+//! front matter, read the same way) in `claude_layout.rs`, Agent Plugins' `mcp.json` in
+//! `agent_plugins_layout.rs`.
 
-mod agent_plugins;
-mod claude;
+mod agent_plugins_layout;
+mod claude_layout;
 
-pub use agent_plugins::AGENT_PLUGINS_MCP_SCHEMA;
-pub(crate) use claude::{agent_servers, entry_servers};
+pub use crate::model::AGENT_PLUGINS_MCP_SCHEMA;
+pub(crate) use claude_layout::{agent_servers, entry_servers};
 
 use std::path::Path;
 
@@ -12,8 +15,8 @@ use serde_json::{Map, Value};
 
 use crate::error::RuntimeError;
 use crate::manifest::Format;
+use crate::model::{Reader, layout};
 use crate::pystr::lax_bool;
-use crate::root::PluginRoot;
 
 /// One MCP server, with every field the OpenHands SDK's `MCPServer` keeps.
 #[derive(Debug, Clone, PartialEq)]
@@ -229,17 +232,25 @@ fn fill_variables(text: &str, lookup: &impl Fn(&str) -> Option<String>) -> Strin
         .into_owned()
 }
 
-/// Loads the plugin's MCP servers, in file order. `data_dir` is the plugin's writable data
-/// folder (`${PLUGIN_DATA}`). Invalid servers are dropped one by one with a warning.
+/// Loads the MCP servers of the plugin's layout (`format`), in file order, read through
+/// `reader`. `data_dir` is the plugin's writable data folder (`${PLUGIN_DATA}`). Invalid
+/// servers are dropped one by one with a warning.
 pub fn load_mcp(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     format: Format,
     data_dir: &Path,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<(String, McpServer)>, RuntimeError> {
+    let file = layout(format).mcp;
+    let Some(read) = reader.json_utf8(file)? else {
+        return Ok(Vec::new());
+    };
+    let root = reader.root();
     match format {
-        Format::ClaudeCode => claude::claude_code(root, warnings),
-        Format::AgentPlugins => agent_plugins::agent_plugins(root, data_dir, warnings),
+        Format::ClaudeCode => Ok(claude_layout::claude_code(root, file, &read, warnings)),
+        Format::AgentPlugins => Ok(agent_plugins_layout::agent_plugins(
+            root, file, &read, data_dir, warnings,
+        )),
     }
 }
 
@@ -317,9 +328,9 @@ fn optional_bool(map: &Map<String, Value>, key: &str) -> Result<Option<bool>, St
 
 #[cfg(test)]
 mod tests {
-    use super::agent_plugins::check_remote_url;
-    use super::claude::claude_server;
-    use super::*;
+    use super::McpServer;
+    use super::agent_plugins_layout::check_remote_url;
+    use super::claude_layout::claude_server;
 
     #[test]
     fn claude_servers_are_checked_one_by_one() {

@@ -3,10 +3,27 @@
 //! take, and what cannot be modelled. `berth plugins show` lists them, so the set a user
 //! reads is never mistaken for all that a plugin runs.
 
-use super::surface::surface_of;
+use std::path::PathBuf;
+
+use super::shape::ROOT_PLACEHOLDER;
+use super::walk::files_and_links;
 use crate::error::RuntimeError;
 use crate::expand::expand_roots;
-use crate::set::PluginSet;
+use crate::model::Reader;
+use crate::root::PluginRoot;
+use crate::runs::{Runs, runs_of};
+use crate::set::{PluginInfo, PluginSet};
+
+/// What every harness would run of a plugin of the set, from the model the set read.
+fn runs_of_plugin(info: &PluginInfo) -> Result<Runs, RuntimeError> {
+    let root =
+        PluginRoot::new(&info.locked.name, &info.path)?.exposed_at(PathBuf::from(ROOT_PLACEHOLDER));
+    let mut model = info.model.as_deref().cloned().unwrap_or_default();
+    let mut reader = Reader::new(&root, info.locked.definition.as_ref(), &mut model);
+    let all = files_and_links(root.path())?;
+    let rels: Vec<&str> = all.iter().map(|f| f.rel.as_str()).collect();
+    runs_of(&mut reader, &rels)
+}
 
 /// One thing a harness other than OpenHands would run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,12 +41,13 @@ pub struct Beyond {
 }
 
 /// What the plugins of `set` would make Claude Code, Codex or another harness run that
-/// `set` does not hold, plugin by plugin.
+/// `set` does not hold, plugin by plugin: what every harness reads ([`crate::runs`]) of the
+/// model the set read, only what the set did not read being read now.
 pub fn beyond_set(set: &PluginSet) -> Result<Vec<Beyond>, RuntimeError> {
     let mut out = Vec::new();
     for info in &set.plugins {
         let name = &info.locked.name;
-        let surface = surface_of(name, &info.path, info.locked.definition.as_ref())?;
+        let surface = runs_of_plugin(info)?;
         let root = info.root.to_string_lossy();
         let in_set = |event: &str, command: &str| {
             set.hooks.iter().any(|(e, matchers)| {

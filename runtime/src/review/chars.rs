@@ -191,7 +191,7 @@ pub(crate) fn may_hide(bytes: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Class, Severity, classify, may_hide};
 
     fn class(c: char) -> Option<(Class, Severity)> {
         classify(c).map(|h| (h.class, h.severity))
@@ -199,8 +199,8 @@ mod tests {
 
     #[test]
     fn every_class_and_its_severity_alone() {
-        use Class::*;
-        use Severity::*;
+        use Class::{Bidi, Control, Invisible, Tag, VariationSelector};
+        use Severity::{Critical, Warning};
         for c in [
             '\u{202A}', '\u{202E}', '\u{2066}', '\u{2069}', '\u{200E}', '\u{200F}', '\u{061C}',
         ] {

@@ -9,8 +9,9 @@ use berth_lockfile_schema::governance::{Approvals, Capability, Level, Policy, Un
 use serde::Serialize;
 
 use super::hidden::{Finding, Severity, scan_plugin};
-use super::surface::{Surface, surface_of};
+use super::surface::{Surface, surface_from};
 use crate::error::RuntimeError;
+use crate::model::PluginModel;
 
 /// Where berth's own defaults apply, in messages.
 const DEFAULTS: &str = "berth's defaults";
@@ -27,6 +28,9 @@ pub struct UnderReview<'a> {
     /// The lock's payloads (its runner lines' pinned packages): those of this plugin are
     /// part of what is approved.
     pub payloads: &'a [berth_lockfile_schema::LockedPayload],
+    /// What a plugin set already read of the entry (its [`PluginModel`]), so the review
+    /// reads only the rest; `None` before a set was built.
+    pub read: Option<&'a PluginModel>,
     /// The marketplaces whose picks are credited to their pinned source (the lock's
     /// `[[marketplace]]` entries): a plugin asked for as `x@NAME` may match a `[sources]`
     /// pattern by the source of the marketplace declared as `NAME` here, never by `NAME`.
@@ -111,22 +115,16 @@ pub fn check_plugins(
     plugins: &[UnderReview<'_>],
 ) -> Result<Checked, RuntimeError> {
     let mut checked = Checked::default();
-    let needs_surface = [
-        Capability::Hooks,
-        Capability::McpStdio,
-        Capability::McpRemote,
-        Capability::Executables,
-    ]
-    .iter()
-    .any(|c| policy.capability(*c).0 != Level::Allow)
-        || policy.has_remote_hosts();
+    let needs_surface = reviews_surfaces(policy);
     for plugin in plugins {
         let name = plugin.locked.name.as_str();
         if let Some(violation) = check_source(policy, plugin) {
             checked.violations.push(violation);
         }
         if needs_surface {
-            let mut surface = surface_of(name, plugin.entry, plugin.locked.definition.as_ref())?;
+            let read = plugin.read.cloned().unwrap_or_default();
+            let mut surface =
+                surface_from(name, plugin.entry, plugin.locked.definition.as_ref(), read)?;
             surface.pin_packages(name, plugin.payloads);
             check_capabilities(policy, approvals, name, &surface, &mut checked.violations);
         }
@@ -163,6 +161,15 @@ pub fn check_plugins(
         }
     }
     Ok(checked)
+}
+
+/// Whether checking against `policy` reads what plugins run (their surfaces): a capability
+/// it does not simply allow, or a list of remote hosts.
+pub fn reviews_surfaces(policy: &Policy) -> bool {
+    Capability::ALL
+        .iter()
+        .any(|c| policy.capability(*c).0 != Level::Allow)
+        || policy.has_remote_hosts()
 }
 
 /// The `[sources]` rules for one plugin: its locked source, or the pinned source of the
@@ -208,7 +215,8 @@ fn check_source(policy: &Policy, plugin: &UnderReview<'_>) -> Option<Violation> 
     })
 }
 
-/// The capability rules for one plugin's surface.
+/// The capability rules for one plugin's surface: each capability's level for what the
+/// surface has of it, then the remote hosts.
 fn check_capabilities(
     policy: &Policy,
     approvals: &Approvals,
@@ -219,47 +227,11 @@ fn check_capabilities(
     let digest = surface.approval_digest();
     let approval = approvals.get(name);
     let approved = approval.is_some_and(|a| a.surface == digest);
-    let remote = surface.remote_urls();
-    let present = [
-        (
-            Capability::Hooks,
-            surface.has_hooks(),
-            describe_hooks(surface),
-        ),
-        (
-            Capability::McpStdio,
-            surface.has_stdio_servers(),
-            describe_stdio(surface),
-        ),
-        (
-            Capability::McpRemote,
-            surface.has_remote_servers(),
-            with_unmodeled(
-                surface,
-                Capability::McpRemote,
-                (!remote.is_empty())
-                    .then(|| format!("MCP servers at {}", quoted(remote.iter().copied()))),
-            ),
-        ),
-        (
-            Capability::Executables,
-            surface.has_executables(),
-            with_unmodeled(
-                surface,
-                Capability::Executables,
-                (!surface.executables.is_empty()).then(|| {
-                    format!(
-                        "executables {}",
-                        quoted(surface.executables.keys().map(String::as_str))
-                    )
-                }),
-            ),
-        ),
-    ];
-    for (capability, has, what) in present {
-        if !has {
+    for capability in Capability::ALL {
+        if !surface.has(capability) {
             continue;
         }
+        let what = surface.describe(capability);
         let (level, file) = policy.capability(capability);
         let file = file.unwrap_or(DEFAULTS).to_owned();
         let rule = |level: &str| format!("{} = \"{level}\"", capability.as_str());
@@ -292,7 +264,17 @@ fn check_capabilities(
             }),
         }
     }
-    for url in remote {
+    check_remote_hosts(policy, name, surface, violations);
+}
+
+/// `mcp_remote_hosts`: every remote MCP server on a listed host.
+fn check_remote_hosts(
+    policy: &Policy,
+    name: &str,
+    surface: &Surface,
+    violations: &mut Vec<Violation>,
+) {
+    for url in surface.remote_urls() {
         if let Err(refused) = policy.check_remote_host(url) {
             violations.push(Violation {
                 plugin: name.to_owned(),
@@ -328,78 +310,4 @@ fn check_capabilities(
             });
         }
     }
-}
-
-fn describe_hooks(surface: &Surface) -> String {
-    let commands = surface.hooks.iter().map(|h| {
-        let what = if h.kind == "command" {
-            format!("{} `{}`", h.event, h.command)
-        } else {
-            format!("{} ({} hook)", h.event, h.kind)
-        };
-        if h.source.is_empty() {
-            what
-        } else {
-            format!("{what} in `{}`", h.source)
-        }
-    });
-    let commands: Vec<String> = commands.collect();
-    let listed = (!commands.is_empty()).then(|| format!("hooks: {}", commands.join(", ")));
-    with_unmodeled(surface, Capability::Hooks, listed)
-}
-
-fn describe_stdio(surface: &Surface) -> String {
-    let mut parts: Vec<String> = surface
-        .mcp_servers
-        .iter()
-        .filter_map(|(n, s)| {
-            s.command.as_ref().map(|c| {
-                let mut line = c.clone();
-                for a in &s.args {
-                    line.push(' ');
-                    line.push_str(a);
-                }
-                format!("MCP server `{n}` (`{line}`)")
-            })
-        })
-        .collect();
-    parts.extend(
-        surface
-            .lsp_servers
-            .keys()
-            .map(|n| format!("LSP server `{n}`")),
-    );
-    with_unmodeled(
-        surface,
-        Capability::McpStdio,
-        (!parts.is_empty()).then(|| parts.join(", ")),
-    )
-}
-
-/// `listed` (what is modelled, if any), then what the plugin has that counts as
-/// `capability` without being modelled.
-fn with_unmodeled(surface: &Surface, capability: Capability, listed: Option<String>) -> String {
-    let unmodeled: Vec<String> = surface
-        .unmodeled(capability)
-        .map(|u| format!("`{}`: {}", u.source, u.what))
-        .collect();
-    let also = (!unmodeled.is_empty()).then(|| {
-        format!(
-            "what berth cannot model, counted as {}: {}",
-            capability.as_str(),
-            unmodeled.join("; ")
-        )
-    });
-    listed
-        .into_iter()
-        .chain(also)
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-fn quoted<'a>(items: impl Iterator<Item = &'a str>) -> String {
-    items
-        .map(|i| format!("`{i}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }

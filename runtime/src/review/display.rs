@@ -76,7 +76,7 @@ pub fn escape_json(json: &str) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Cow, escape_for_display, escape_json};
 
     #[test]
     fn controls_and_hidden_characters_are_escaped() {

@@ -344,7 +344,7 @@ fn escape(after: &str) -> (Option<char>, usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Syntax, for_each_string};
 
     /// Every decoded string holding an escape, as (offset of each escape, character).
     fn escapes(text: &str, syntax: Syntax) -> Vec<Vec<(usize, char)>> {

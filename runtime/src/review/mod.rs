@@ -4,9 +4,11 @@
 //!
 //! `walk` lists and hashes an entry's files; `sources` finds the plugin files that
 //! commands name; `prose` says which files are prose and which parts of them run;
-//! `shape` is what a surface holds and `surface` builds one from those and from
-//! [`crate::runs`] (what every harness would run), `diff` compares surfaces and `beyond`
-//! finds what the OpenHands set leaves out; `chars` names the hidden characters,
+//! `shape` is what a surface holds (and the question each capability asks of it) and
+//! `surface` builds one from those and from one reading of the plugin
+//! ([`crate::model`]): [`crate::runs`] (what every harness would run) and the set's
+//! loaders; `diff` compares surfaces and `beyond` finds what the OpenHands set leaves out,
+//! from the model the set kept; `chars` names the hidden characters,
 //! `literals` decodes the strings of JSON, YAML and TOML, `hidden` scans files and names
 //! with both, and `display` escapes what people are shown; `check` holds a lock's plugins
 //! against a policy and its approvals, using `surface` and `hidden`, and `verdict`
@@ -30,7 +32,7 @@ mod walk;
 
 pub use beyond::{Beyond, beyond_set};
 pub use chars::{Class, Hidden, Severity, classify};
-pub use check::{Checked, UnderReview, Violation, check_plugins, finding_line};
+pub use check::{Checked, UnderReview, Violation, check_plugins, finding_line, reviews_surfaces};
 pub use diff::{
     Change, HookDiff, MapDiff, NameDiff, ShellChange, SurfaceDiff, ToolsChange, UnmodeledDiff, diff,
 };
@@ -38,6 +40,7 @@ pub use display::{escape_for_display, escape_json};
 pub use hidden::{Finding, Place, SCANNER_VERSION, scan_file, scan_plugin, scan_text};
 pub use shape::{APPROVAL_DIGEST_VERSION, LspEntry, PackagePin, Unmodeled};
 pub use surface::{
-    Component, DATA_PLACEHOLDER, HookEntry, McpEntry, ROOT_PLACEHOLDER, Surface, surface_of,
+    Component, DATA_PLACEHOLDER, HookEntry, McpEntry, ROOT_PLACEHOLDER, Surface, surface_from,
+    surface_of,
 };
 pub use verdict::{remember_clean, scanned_clean};

@@ -114,7 +114,7 @@ fn front_matter(text: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{is_prose, running_parts};
 
     #[test]
     fn which_files_are_prose() {

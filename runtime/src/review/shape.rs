@@ -166,24 +166,98 @@ impl Surface {
             .filter(move |u| u.capability == capability)
     }
 
-    /// Whether the plugin has any hook (monitors and status lines included), or something
-    /// not modelled that may be one.
-    pub fn has_hooks(&self) -> bool {
-        !self.hooks.is_empty() || self.unmodeled(Capability::Hooks).next().is_some()
+    /// Whether the plugin has what `capability` rules: the question each capability asks of
+    /// a surface. Something not modelled that may grant it counts.
+    pub fn has(&self, capability: Capability) -> bool {
+        let modelled = match capability {
+            // Any hook, monitors and status lines included.
+            Capability::Hooks => !self.hooks.is_empty(),
+            // Local processes started as servers: a stdio MCP server, any LSP server.
+            Capability::McpStdio => {
+                !self.lsp_servers.is_empty()
+                    || self.mcp_servers.values().any(|s| s.command.is_some())
+            }
+            // MCP servers reached by URL.
+            Capability::McpRemote => !self.remote_urls().is_empty(),
+            // Exec-bit files, files under `bin/`, workflows, declared binaries.
+            Capability::Executables => !self.executables.is_empty(),
+        };
+        modelled || self.unmodeled(capability).next().is_some()
     }
 
-    /// Whether the plugin starts local processes as servers: a stdio MCP server, any LSP
-    /// server, or something not modelled that may be one.
-    pub fn has_stdio_servers(&self) -> bool {
-        !self.lsp_servers.is_empty()
-            || self.mcp_servers.values().any(|s| s.command.is_some())
-            || self.unmodeled(Capability::McpStdio).next().is_some()
+    /// What the plugin has of `capability`, for a message (`hooks: pre_tool_use `x` in
+    /// `hooks/hooks.json``), then what it has that counts as it without being modelled.
+    pub fn describe(&self, capability: Capability) -> String {
+        let listed = match capability {
+            Capability::Hooks => self.describe_hooks(),
+            Capability::McpStdio => self.describe_stdio(),
+            Capability::McpRemote => {
+                let remote = self.remote_urls();
+                (!remote.is_empty())
+                    .then(|| format!("MCP servers at {}", quoted(remote.iter().copied())))
+            }
+            Capability::Executables => (!self.executables.is_empty()).then(|| {
+                format!(
+                    "executables {}",
+                    quoted(self.executables.keys().map(String::as_str))
+                )
+            }),
+        };
+        let unmodeled: Vec<String> = self
+            .unmodeled(capability)
+            .map(|u| format!("`{}`: {}", u.source, u.what))
+            .collect();
+        let also = (!unmodeled.is_empty()).then(|| {
+            format!(
+                "what berth cannot model, counted as {}: {}",
+                capability.as_str(),
+                unmodeled.join("; ")
+            )
+        });
+        listed
+            .into_iter()
+            .chain(also)
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 
-    /// Whether the plugin reaches MCP servers by URL, or has something not modelled that
-    /// may.
-    pub fn has_remote_servers(&self) -> bool {
-        !self.remote_urls().is_empty() || self.unmodeled(Capability::McpRemote).next().is_some()
+    fn describe_hooks(&self) -> Option<String> {
+        let commands: Vec<String> = self
+            .hooks
+            .iter()
+            .map(|h| {
+                let what = if h.kind == "command" {
+                    format!("{} `{}`", h.event, h.command)
+                } else {
+                    format!("{} ({} hook)", h.event, h.kind)
+                };
+                if h.source.is_empty() {
+                    what
+                } else {
+                    format!("{what} in `{}`", h.source)
+                }
+            })
+            .collect();
+        (!commands.is_empty()).then(|| format!("hooks: {}", commands.join(", ")))
+    }
+
+    fn describe_stdio(&self) -> Option<String> {
+        let mut parts: Vec<String> = self
+            .mcp_servers
+            .iter()
+            .filter_map(|(n, s)| {
+                s.command.as_ref().map(|c| {
+                    let mut line = c.clone();
+                    for a in &s.args {
+                        line.push(' ');
+                        line.push_str(a);
+                    }
+                    format!("MCP server `{n}` (`{line}`)")
+                })
+            })
+            .collect();
+        parts.extend(self.lsp_servers.keys().map(|n| format!("LSP server `{n}`")));
+        (!parts.is_empty()).then(|| parts.join(", "))
     }
 
     /// The URLs of the remote MCP servers, in server-name order.
@@ -193,10 +267,12 @@ impl Surface {
             .filter_map(|s| s.url.as_deref())
             .collect()
     }
+}
 
-    /// Whether the plugin ships executables (exec-bit files, files under `bin/`,
-    /// workflows, declared binaries), or something not modelled that may be one.
-    pub fn has_executables(&self) -> bool {
-        !self.executables.is_empty() || self.unmodeled(Capability::Executables).next().is_some()
-    }
+/// `` `a`, `b` ``.
+fn quoted<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    items
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

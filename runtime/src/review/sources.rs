@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use crate::expand::ROOT_VARIABLES;
-use crate::lsp::plugin_path;
+use crate::model::plugin_path;
 
 /// The plugin-relative paths of `files` that `text` names: each word (split as a shell
 /// splits, quotes removed, also at `=`) that is a plugin-root variable followed by `/path`
@@ -62,7 +62,7 @@ fn word_path(word: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{BTreeSet, named_paths};
 
     #[test]
     fn words_and_paths() {

@@ -116,24 +116,39 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-/// The digest of a set of files: SHA-256 over, for each `(relpath, content)` pair in
-/// path order, the path, a NUL, the content's length in decimal, a NUL and the content.
-/// Lengths keep one file's end from passing for the next one's start.
-pub(crate) fn sha256_files(files: &[&FileEntry], base: &str) -> std::io::Result<String> {
-    let mut hasher = Sha256::new();
-    for file in files {
-        let rel = file
-            .rel
-            .strip_prefix(base)
-            .map_or(file.rel.as_str(), |r| r.trim_start_matches('/'));
-        let content = fs_err::read(&file.path)?;
-        hasher.update(rel.as_bytes());
-        hasher.update([0]);
-        hasher.update(content.len().to_string().as_bytes());
-        hasher.update([0]);
-        hasher.update(&content);
+/// The digest of the regular files of a folder (`""`: the whole plugin), added in path
+/// order: SHA-256 over each file's path relative to the folder, a NUL, its length in
+/// decimal, a NUL and its bytes.
+#[derive(Debug)]
+pub(crate) struct FolderDigest {
+    base: String,
+    hasher: Sha256,
+}
+
+impl FolderDigest {
+    pub(crate) fn new(base: &str) -> Self {
+        Self {
+            base: base.to_owned(),
+            hasher: Sha256::new(),
+        }
     }
-    Ok(hex(&hasher.finalize()))
+
+    /// Adds the file `rel` (relative to the plugin, inside the folder) with `content`.
+    pub(crate) fn add(&mut self, rel: &str, content: &[u8]) {
+        let rel = rel
+            .strip_prefix(&self.base)
+            .map_or(rel, |r| r.trim_start_matches('/'));
+        self.hasher.update(rel.as_bytes());
+        self.hasher.update([0]);
+        self.hasher.update(content.len().to_string().as_bytes());
+        self.hasher.update([0]);
+        self.hasher.update(content);
+    }
+
+    /// The lowercase hex digest.
+    pub(crate) fn finish(self) -> String {
+        hex(&self.hasher.finalize())
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -3,12 +3,12 @@
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use crate::error::RuntimeError;
-use crate::manifest::{PluginManifest, read_manifest};
+use berth_store::unpoisoned;
 use known::{Kind, Seen};
 
 pub use berth_lockfile_schema::plugin_manifest::MAX_FILE_BYTES;
@@ -76,7 +76,7 @@ impl PluginRoot {
     /// against the disk by the store) taken as known: every path's type and size and every
     /// folder's names, so reading the plugin asks the disk only to open its files.
     pub fn with_tree(self, tree: &berth_store::EntryTree) -> Self {
-        *self.seen.lock().unwrap_or_else(PoisonError::into_inner) = Seen::from_tree(tree);
+        *unpoisoned(self.seen.lock()) = Seen::from_tree(tree);
         self
     }
 
@@ -99,7 +99,7 @@ impl PluginRoot {
 
     /// The paths skipped so far, each with why, in the order met; clears the list.
     pub fn take_skipped(&self) -> Vec<String> {
-        let mut skipped = self.skipped.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut skipped = unpoisoned(self.skipped.lock());
         std::mem::take(&mut *skipped)
             .into_iter()
             .map(|(file, why)| format!("plugin `{}`: skipped `{file}`: {why}", self.plugin))
@@ -107,7 +107,7 @@ impl PluginRoot {
     }
 
     fn skip(&self, file: &str, why: String) {
-        let mut skipped = self.skipped.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut skipped = unpoisoned(self.skipped.lock());
         if !skipped.iter().any(|(f, _)| f == file) {
             skipped.push((file.to_owned(), why));
         }
@@ -139,37 +139,13 @@ impl PluginRoot {
         &self.plugin
     }
 
-    /// The plugin's manifest (or its defaults), read through this root, and what reading it
-    /// noticed, each warning naming the plugin. An unusable manifest is
-    /// [`RuntimeError::Invalid`], naming plugin and file.
-    pub fn read_manifest(&self) -> Result<(PluginManifest, Vec<String>), RuntimeError> {
-        let manifest = read_manifest(
-            |rel| match self.read_text(rel) {
-                Ok(text) => Ok(text.map(String::into_bytes)),
-                Err(e) => Err(e.to_string()),
-            },
-            &self.plugin,
-        )
-        .map_err(|e| RuntimeError::Invalid {
-            plugin: self.plugin.clone(),
-            file: e.file,
-            message: e.message,
-        })?;
-        let warnings = manifest
-            .warnings
-            .iter()
-            .map(|w| format!("plugin `{}`: {w}", self.plugin))
-            .collect();
-        Ok((manifest, warnings))
-    }
-
     /// Where `rel` really is. Walks the components with `lstat`, relative to the plugin's
     /// folder (a component already seen, or absent from a folder already listed, is not
     /// asked again); only a path with a symlink in it pays for a full `canonicalize`.
     fn resolve(&self, rel: &str) -> Result<Resolved, RuntimeError> {
         let mut current = PathBuf::from(".");
         let mut kind = Some(Kind::Dir);
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seen = unpoisoned(self.seen.lock());
         for part in Path::new(rel).components() {
             let name = match part {
                 std::path::Component::CurDir => continue,
@@ -276,6 +252,19 @@ impl PluginRoot {
     /// symlink leaving the plugin, a file over [`MAX_FILE_BYTES`]; see
     /// [`PluginRoot::take_skipped`]).
     pub fn read_text(&self, rel: &str) -> Result<Option<String>, RuntimeError> {
+        let Some(bytes) = self.read_bytes(rel)? else {
+            return Ok(None);
+        };
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| RuntimeError::NotUtf8 {
+                plugin: self.plugin.clone(),
+                file: rel.to_owned(),
+            })
+    }
+
+    /// The bytes of the file at `rel`, or `None` as [`PluginRoot::read_text`] has none.
+    pub fn read_bytes(&self, rel: &str) -> Result<Option<Vec<u8>>, RuntimeError> {
         let Some((real, Kind::File { len })) = self.resolve_or_skip(rel)? else {
             return Ok(None);
         };
@@ -309,12 +298,7 @@ impl PluginRoot {
             }
         }
         bytes.truncate(filled);
-        String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|_| RuntimeError::NotUtf8 {
-                plugin: self.plugin.clone(),
-                file: rel.to_owned(),
-            })
+        Ok(Some(bytes))
     }
 
     fn skip_large(&self, rel: &str, len: u64) {
@@ -351,13 +335,7 @@ impl PluginRoot {
         let Some((real, Kind::Dir)) = self.resolve_or_skip(rel)? else {
             return Ok(Vec::new());
         };
-        if let Some(names) = self
-            .seen
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .children
-            .get(&real)
-        {
+        if let Some(names) = unpoisoned(self.seen.lock()).children.get(&real) {
             return Ok(names.clone());
         }
         let error = |e: rustix::io::Errno| io_error(&self.root.join(&real), e);
@@ -390,7 +368,7 @@ impl PluginRoot {
         }
         // A folder reached through a link is not remembered (its path is not relative).
         if real.is_relative() {
-            let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut seen = unpoisoned(self.seen.lock());
             seen.types.extend(types);
             if complete {
                 seen.listed.insert(real);
@@ -428,7 +406,7 @@ fn normalized(path: &Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{MAX_FILE_BYTES, PluginRoot};
     use std::os::unix::fs::symlink;
 
     #[test]

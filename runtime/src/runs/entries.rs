@@ -7,10 +7,11 @@ use berth_lockfile_schema::canonical_json;
 use berth_lockfile_schema::governance::Capability;
 use serde_json::{Map, Value, json};
 
-use super::documents::{Document, Kind};
+use super::found::Readable;
 use super::{HookEntry, LspEntry, McpEntry, Runs, Unmodeled};
 use crate::hooks::DEFAULT_TIMEOUT_SECS;
 use crate::lsp::insert_unique;
+use crate::model::Kind;
 
 /// Settings keys whose value is a command a harness runs (Claude Code applies a plugin's
 /// `subagentStatusLine`; the others are its settings' command keys, read as well).
@@ -25,8 +26,8 @@ const SETTINGS_COMMANDS: [&str; 7] = [
 ];
 
 /// Adds what `document` defines to `runs`.
-pub(super) fn add(document: Document, plugin: &str, runs: &mut Runs) {
-    let Document {
+pub(super) fn add(document: Readable, plugin: &str, runs: &mut Runs) {
+    let Readable {
         kind,
         source,
         value,

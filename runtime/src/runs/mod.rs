@@ -17,11 +17,12 @@
 //! server without a command or URL), is an [`Unmodeled`] entry: it counts as the
 //! capability it may grant, so a policy that denies the capability refuses the plugin.
 //!
-//! `documents` finds the documents; `entries` turns each into hooks, servers and what
-//! could not be modelled.
+//! The documents come from the component model ([`crate::model`], every input format's
+//! reader); `found` takes each file once and notes what cannot be read, `entries` turns
+//! each document into hooks, servers and what could not be modelled.
 
-mod documents;
 mod entries;
+mod found;
 
 use std::collections::BTreeMap;
 
@@ -30,6 +31,7 @@ use berth_lockfile_schema::governance::Capability;
 use serde::Serialize;
 
 use crate::error::RuntimeError;
+use crate::model::{PluginModel, Reader};
 use crate::root::PluginRoot;
 
 /// One hook, or any other command a harness runs on its own (a Claude Code monitor, a
@@ -194,10 +196,17 @@ pub fn read_runs(
     definition: Option<&EntryDefinition>,
     files: &[&str],
 ) -> Result<Runs, RuntimeError> {
+    let mut model = PluginModel::default();
+    runs_of(&mut Reader::new(root, definition, &mut model), files)
+}
+
+/// As [`read_runs`], through `reader`: what it read before is not read again.
+pub fn runs_of(reader: &mut Reader<'_>, files: &[&str]) -> Result<Runs, RuntimeError> {
+    let everything = reader.everything(files)?;
+    let plugin = reader.root().plugin();
     let mut runs = Runs::default();
-    let found = documents::find(root, definition, files, &mut runs)?;
-    for document in found {
-        entries::add(document, root.plugin(), &mut runs);
+    for document in found::readable(everything, plugin, &mut runs) {
+        entries::add(document, plugin, &mut runs);
     }
     runs.hooks.sort_by(|a, b| {
         (&a.event, &a.matcher, &a.command, &a.kind, &a.source, &a.raw)

@@ -6,7 +6,7 @@ use berth_lockfile_schema::EntryDefinition;
 use berth_lockfile_schema::governance::Capability;
 use serde_json::json;
 
-use super::*;
+use super::{PluginRoot, Runs, entries, read_runs};
 
 fn write(dir: &Path, rel: &str, text: &str) {
     let path = dir.join(rel);

@@ -5,6 +5,7 @@ use std::cmp::Ordering;
 use serde_json::{Map, Value};
 
 use crate::error::RuntimeError;
+use crate::model::{Markdown, Reader};
 use crate::root::PluginRoot;
 
 mod parse;
@@ -85,9 +86,10 @@ pub struct Skill {
 /// `skills/*.md` sorted by path (folder by folder), or a root `SKILL.md` when there is no
 /// `skills/`. A skill file that cannot be read is skipped with a warning.
 pub fn load_skills(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Skill>, RuntimeError> {
+    let root = reader.root();
     if root.exists("skills")? {
         if !root.is_dir("skills")? {
             warnings.push(format!(
@@ -120,7 +122,7 @@ pub fn load_skills(
             }
         }
         for (rel, is_skill_md) in candidates {
-            let Some(skill) = load_skill_file(root, &rel, is_skill_md, warnings)? else {
+            let Some(skill) = load_skill_file(reader, &rel, is_skill_md, warnings)? else {
                 continue;
             };
             let bucket = if rel
@@ -144,7 +146,7 @@ pub fn load_skills(
         return Ok(skills);
     }
     match find_skill_md(root, "")? {
-        Some(file) => Ok(load_skill_file(root, &file, true, warnings)?
+        Some(file) => Ok(load_skill_file(reader, &file, true, warnings)?
             .into_iter()
             .collect()),
         None => Ok(Vec::new()),
@@ -155,10 +157,11 @@ pub fn load_skills(
 /// a folder of such folders, or a `.md` file), in the order it names them; a later skill
 /// of the same name replaces an earlier one, as Claude Code's install does.
 pub(crate) fn load_skill_paths(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     paths: &[String],
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Skill>, RuntimeError> {
+    let root = reader.root();
     let mut skills: Vec<Skill> = Vec::new();
     let add = |skill: Skill, skills: &mut Vec<Skill>| match skills
         .iter_mut()
@@ -171,7 +174,7 @@ pub(crate) fn load_skill_paths(
         let dir = if path == "." { "" } else { path.as_str() };
         if root.is_dir(path)? {
             if let Some(file) = find_skill_md(root, dir)? {
-                if let Some(skill) = load_skill_file(root, &file, true, warnings)? {
+                if let Some(skill) = load_skill_file(reader, &file, true, warnings)? {
                     add(skill, &mut skills);
                 }
                 continue;
@@ -184,14 +187,14 @@ pub(crate) fn load_skill_paths(
                 };
                 if root.is_dir(&sub)?
                     && let Some(file) = find_skill_md(root, &sub)?
-                    && let Some(skill) = load_skill_file(root, &file, true, warnings)?
+                    && let Some(skill) = load_skill_file(reader, &file, true, warnings)?
                 {
                     add(skill, &mut skills);
                 }
             }
         } else if root.is_file(path)? && path.to_lowercase().ends_with(".md") {
             let is_skill_md = path.to_lowercase().ends_with("skill.md");
-            if let Some(skill) = load_skill_file(root, path, is_skill_md, warnings)? {
+            if let Some(skill) = load_skill_file(reader, path, is_skill_md, warnings)? {
                 add(skill, &mut skills);
             }
         } else {
@@ -233,22 +236,23 @@ const THIRD_PARTY: [(&str, &str); 4] = [
 ];
 
 fn load_skill_file(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     rel: &str,
     is_skill_md: bool,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Skill>, RuntimeError> {
-    let text = match root.read_text(rel) {
-        Ok(Some(text)) => text,
-        Ok(None) => return Ok(None),
-        Err(RuntimeError::NotUtf8 { .. }) => {
+    let root = reader.root();
+    let read = reader.markdown(rel)?;
+    let text = match read.as_deref() {
+        Some(Markdown::Text(text)) => text,
+        None => return Ok(None),
+        Some(Markdown::NotUtf8(_)) => {
             warnings.push(format!(
                 "plugin `{}`: skipped skill `{rel}`: not UTF-8 text",
                 root.plugin()
             ));
             return Ok(None);
         }
-        Err(e) => return Err(e),
     };
     let file_name = rel.rsplit('/').next().unwrap_or(rel);
     if !is_skill_md
@@ -260,7 +264,7 @@ fn load_skill_file(
         return Ok(Some(Skill {
             name: (*name).to_owned(),
             description: None,
-            content: text,
+            content: text.to_string(),
             trigger: TriggerKind::Always,
             triggers: Vec::new(),
             paths: None,
@@ -287,8 +291,8 @@ fn load_skill_file(
         let relative = rel.strip_prefix("skills/").unwrap_or(rel);
         relative.strip_suffix(".md").unwrap_or(relative).to_owned()
     };
-    match skill_from_text(&text, &default_name, rel, is_skill_md)
-        .and_then(|(skill, chars)| Ok((with_skill_dir(root, skill, rel, is_skill_md)?, chars)))
+    match skill_from_text(text, &default_name, rel, is_skill_md)
+        .and_then(|(skill, chars)| Ok((with_skill_dir(reader, skill, rel, is_skill_md)?, chars)))
     {
         Ok((skill, description_chars)) => {
             if let Some(note) = truncation_note(description_chars, &skill.name, rel) {
@@ -342,7 +346,7 @@ pub fn truncate_description(description: &str, source: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{MAX_DESCRIPTION_CHARS, compare_paths, truncate_description};
 
     #[test]
     fn paths_sort_component_by_component() {

@@ -1,7 +1,7 @@
 //! A skill file's front matter and body read into a [`Skill`], with the SDK's rules for
 //! which fields it takes and how the trigger follows from them.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{Skill, TriggerKind, truncate_description};
 use crate::frontmatter::{self, py_strip};
@@ -18,62 +18,17 @@ pub(super) fn skill_from_text(
     let name = meta
         .get("name")
         .map_or_else(|| default_name.to_owned(), py_str);
-    let optional_string = |key: &str| -> Result<Option<String>, String> {
-        match meta.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(format!("`{key}` must be a string, not `{}`", py_str(other))),
-        }
-    };
-    let description = optional_string("description")?;
-    let license = optional_string("license")?;
-    let compatibility = optional_string("compatibility")?;
-    let metadata = match meta.get("metadata") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(map)) => Some(
-            map.iter()
-                .map(|(k, v)| (k.clone(), Value::String(py_str(v))))
-                .collect(),
-        ),
-        Some(_) => return Err("`metadata` must be a mapping".into()),
-    };
-    let allowed_tools = match meta
-        .get("allowed-tools")
-        .or_else(|| meta.get("allowed_tools"))
-    {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.split_whitespace().map(str::to_owned).collect()),
-        Some(Value::Array(items)) => Some(items.iter().map(py_str).collect()),
-        Some(other) => {
-            return Err(format!(
-                "`allowed-tools` must be a string or a list, not `{}`",
-                py_str(other)
-            ));
-        }
-    };
-    let mut disable_model_invocation = match meta
-        .get("disable-model-invocation")
-        .or_else(|| meta.get("disable_model_invocation"))
-    {
-        None | Some(Value::Null) => false,
-        Some(value) => lax_bool(value).ok_or("`disable-model-invocation` must be a boolean")?,
-    };
-    let mut triggers = match meta.get("triggers") {
-        None => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|t| match t {
-                Value::String(s) => Ok(s.clone()),
-                other => Err(format!("triggers must be strings, not `{}`", py_str(other))),
-            })
-            .collect::<Result<Vec<_>, _>>()?,
-        Some(_) => return Err("triggers must be a list of strings".into()),
-    };
+    let description = optional_string(meta, "description")?;
+    let license = optional_string(meta, "license")?;
+    let compatibility = optional_string(meta, "compatibility")?;
+    let metadata = metadata(meta.get("metadata"))?;
+    let allowed_tools = allowed_tools(meta)?;
+    let mut disable_model_invocation = disable_model_invocation(meta)?;
+    let mut triggers = triggers(meta.get("triggers"))?;
     let paths = parse_paths(meta.get("paths"))?;
     let mut content = doc.content;
     let mut inputs = Vec::new();
-    let trigger = if let Some(paths) = &paths {
-        let _ = paths;
+    let trigger = if paths.is_some() {
         triggers.clear();
         disable_model_invocation = true;
         TriggerKind::Path
@@ -82,33 +37,12 @@ pub(super) fn skill_from_text(
         if !triggers.contains(&task) {
             triggers.push(task);
         }
-        let list = match meta.get("inputs") {
-            Some(Value::Array(items)) => items.clone(),
-            Some(Value::Null) | None => Vec::new(),
-            Some(_) => return Err("inputs must be a list".into()),
-        };
-        // The SDK's `InputMetadata` keeps `name` and `description` and ignores the rest.
-        let list = list
-            .iter()
-            .map(|input| match input.as_object() {
-                Some(o)
-                    if o.get("name").is_some_and(Value::is_string)
-                        && o.get("description").is_some_and(Value::is_string) =>
-                {
-                    Ok(serde_json::json!({"name": o["name"], "description": o["description"]}))
-                }
-                _ => Err(format!(
-                    "each input needs a string `name` and `description`, not `{}`",
-                    py_str(input)
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let asks = !list.is_empty() || has_variable(&content);
+        inputs = task_inputs(meta.get("inputs"))?;
+        let asks = !inputs.is_empty() || has_variable(&content);
         const ASK: &str = "\n\nIf the user didn't provide any of these variables, ask the user to provide them first before the agent can proceed with the task.";
         if asks && !content.is_empty() && !content.contains(ASK) {
             content.push_str(ASK);
         }
-        inputs = list;
         TriggerKind::Task
     } else if !triggers.is_empty() {
         TriggerKind::Keyword
@@ -128,11 +62,7 @@ pub(super) fn skill_from_text(
         name,
         content,
         trigger,
-        triggers: if trigger == TriggerKind::Path {
-            Vec::new()
-        } else {
-            triggers
-        },
+        triggers,
         paths,
         inputs,
         allowed_tools,
@@ -142,16 +72,115 @@ pub(super) fn skill_from_text(
         disable_model_invocation,
         source: rel.to_owned(),
         kind,
-        mcp_tools: match meta.get("mcp_tools") {
-            // A SKILL.md's servers come from its `.mcp.json` (see `with_skill_dir`).
-            _ if is_skill_md => None,
-            None | Some(Value::Null) => None,
-            Some(tools @ Value::Object(_)) => Some(tools.clone()),
-            Some(_) => return Err("mcp_tools must be a dictionary or None".into()),
+        // A SKILL.md's servers come from its `.mcp.json` (see `with_skill_dir`).
+        mcp_tools: if is_skill_md {
+            None
+        } else {
+            mcp_tools(meta.get("mcp_tools"))?
         },
         resources: None,
     };
     Ok((skill, description_chars))
+}
+
+/// A field that is a string when given.
+fn optional_string(meta: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match meta.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!("`{key}` must be a string, not `{}`", py_str(other))),
+    }
+}
+
+/// `metadata`: a mapping, its values as Python `str()` renders them.
+fn metadata(value: Option<&Value>) -> Result<Option<Map<String, Value>>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(map)) => Ok(Some(
+            map.iter()
+                .map(|(k, v)| (k.clone(), Value::String(py_str(v))))
+                .collect(),
+        )),
+        Some(_) => Err("`metadata` must be a mapping".into()),
+    }
+}
+
+/// `allowed-tools` (or `allowed_tools`): a space-separated string or a list.
+fn allowed_tools(meta: &Map<String, Value>) -> Result<Option<Vec<String>>, String> {
+    match meta
+        .get("allowed-tools")
+        .or_else(|| meta.get("allowed_tools"))
+    {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.split_whitespace().map(str::to_owned).collect())),
+        Some(Value::Array(items)) => Ok(Some(items.iter().map(py_str).collect())),
+        Some(other) => Err(format!(
+            "`allowed-tools` must be a string or a list, not `{}`",
+            py_str(other)
+        )),
+    }
+}
+
+/// `disable-model-invocation` (or `disable_model_invocation`): a boolean, as pydantic
+/// takes one.
+fn disable_model_invocation(meta: &Map<String, Value>) -> Result<bool, String> {
+    match meta
+        .get("disable-model-invocation")
+        .or_else(|| meta.get("disable_model_invocation"))
+    {
+        None | Some(Value::Null) => Ok(false),
+        Some(value) => {
+            lax_bool(value).ok_or_else(|| "`disable-model-invocation` must be a boolean".into())
+        }
+    }
+}
+
+/// `triggers`: a list of strings.
+fn triggers(value: Option<&Value>) -> Result<Vec<String>, String> {
+    match value {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|t| match t {
+                Value::String(s) => Ok(s.clone()),
+                other => Err(format!("triggers must be strings, not `{}`", py_str(other))),
+            })
+            .collect(),
+        Some(_) => Err("triggers must be a list of strings".into()),
+    }
+}
+
+/// A task skill's `inputs`: the SDK's `InputMetadata` keeps `name` and `description` and
+/// ignores the rest.
+fn task_inputs(value: Option<&Value>) -> Result<Vec<Value>, String> {
+    let list = match value {
+        Some(Value::Array(items)) => items.clone(),
+        Some(Value::Null) | None => Vec::new(),
+        Some(_) => return Err("inputs must be a list".into()),
+    };
+    list.iter()
+        .map(|input| match input.as_object() {
+            Some(o)
+                if o.get("name").is_some_and(Value::is_string)
+                    && o.get("description").is_some_and(Value::is_string) =>
+            {
+                Ok(serde_json::json!({"name": o["name"], "description": o["description"]}))
+            }
+            _ => Err(format!(
+                "each input needs a string `name` and `description`, not `{}`",
+                py_str(input)
+            )),
+        })
+        .collect()
+}
+
+/// A legacy skill's `mcp_tools`: a mapping, as written.
+fn mcp_tools(value: Option<&Value>) -> Result<Option<Value>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(tools @ Value::Object(_)) => Ok(Some(tools.clone())),
+        Some(_) => Err("mcp_tools must be a dictionary or None".into()),
+    }
 }
 
 /// `${name}` placeholders mark a task skill as needing input.
@@ -179,7 +208,7 @@ fn parse_paths(value: Option<&Value>) -> Result<Option<Vec<String>>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{TriggerKind, skill_from_text};
 
     #[test]
     fn front_matter_fields() {

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::Skill;
 use crate::error::RuntimeError;
+use crate::model::{JsonFile, Reader};
 use crate::root::PluginRoot;
 
 /// The folders of a `SKILL.md` skill whose files are listed as its resources.
@@ -17,11 +18,12 @@ const RESOURCE_DIRECTORIES: [&str; 3] = ["scripts", "references", "assets"];
 /// which would make the set differ between machines. An unreadable `.mcp.json` drops the
 /// skill, as it does in the SDK.
 pub(super) fn with_skill_dir(
-    root: &PluginRoot,
+    reader: &mut Reader<'_>,
     mut skill: Skill,
     rel: &str,
     is_skill_md: bool,
 ) -> Result<Skill, String> {
+    let root = reader.root();
     if !is_skill_md {
         return Ok(skill);
     }
@@ -54,10 +56,15 @@ pub(super) fn with_skill_dir(
     if !dir.is_empty() {
         let mcp = format!("{dir}/.mcp.json");
         if root.is_file(&mcp).map_err(fail)?
-            && let Some(text) = root.read_text(&mcp).map_err(fail)?
+            && let Some(read) = reader.json_utf8(&mcp).map_err(fail)?
+            && let JsonFile::Text { text, value } = &*read
         {
-            let config: Value = serde_json::from_str(&text)
-                .map_err(|e| format!("`{mcp}` is not valid JSON: {e}"))?;
+            // The SDK reads it with Python's `json` (`utf-8`): a byte-order mark is refused.
+            let config = match value {
+                Ok(value) if !text.starts_with('\u{feff}') => value.clone(),
+                _ => serde_json::from_str::<Value>(text)
+                    .map_err(|e| format!("`{mcp}` is not valid JSON: {e}"))?,
+            };
             if !config.is_object() {
                 return Err(format!("`{mcp}` must hold a JSON object"));
             }

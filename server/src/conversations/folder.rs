@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 
 use uuid::Uuid;
 
-use super::*;
+use super::{
+    Backing, CONVERSATIONS_DIR, Conversations, GroupCommit, LOCK_FILE, LockCheck, META_FILE, Meta,
+    Mutex, RwLock, Stored, indexed, invalid,
+};
 
 impl Conversations {
     pub(super) fn open_folder(

@@ -33,8 +33,9 @@ mod commit;
 mod folder;
 mod types;
 
-pub use types::{DataDir, Indexed, LockedText, Meta, Page, Stored};
+pub use types::{AnswerFields, DataDir, Indexed, LockedText, Meta, Page, SetJson, Stored};
 
+use berth_store::unpoisoned;
 use commit::{Done, GroupCommit, Job};
 
 /// The folder of a data folder that holds one folder per conversation, named by its id.
@@ -143,15 +144,11 @@ impl Conversations {
     }
 
     fn write_index(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<Uuid, Indexed>> {
-        self.index
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        unpoisoned(self.index.write())
     }
 
     fn read_index(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<Uuid, Indexed>> {
-        self.index
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        unpoisoned(self.index.read())
     }
 
     /// Whether reads may need the bucket (and so a blocking thread); a folder's are all in
@@ -196,19 +193,14 @@ impl Conversations {
 
     /// The parsed copy of `text`, if one is alive.
     fn known_lock(&self, text: &str) -> Option<Arc<LockedText>> {
-        self.locks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        unpoisoned(self.locks.lock())
             .get(text)
             .and_then(std::sync::Weak::upgrade)
     }
 
     /// The shared copy of `locked` (itself, when its text is new).
     pub fn intern(&self, locked: LockedText) -> Arc<LockedText> {
-        let mut locks = self
-            .locks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut locks = unpoisoned(self.locks.lock());
         if let Some(known) = locks.get(&locked.text).and_then(std::sync::Weak::upgrade) {
             return known;
         }

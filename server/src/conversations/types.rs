@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use berth_lockfile_schema::Lock;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use crate::api::ConversationSummary;
@@ -76,7 +77,7 @@ pub struct LockedText {
     pub text: String,
     /// What every answer about this lock repeats (the `POST` answer's `lockfile`,
     /// `plugins` and `agent`), serialised once by the first that needs it.
-    pub answer_fields: std::sync::OnceLock<String>,
+    pub answer_fields: std::sync::OnceLock<AnswerFields>,
     /// Where its plugins' store entries are, worked out once.
     pub entry_paths: std::sync::OnceLock<Vec<PathBuf>>,
 }
@@ -89,6 +90,47 @@ impl LockedText {
             answer_fields: std::sync::OnceLock::new(),
             entry_paths: std::sync::OnceLock::new(),
         }
+    }
+}
+
+/// The fields every `POST` answer about one lock repeats, as JSON.
+#[derive(Debug)]
+pub struct AnswerFields {
+    /// `lockfile`: the lock's text.
+    pub lockfile: Box<RawValue>,
+    /// `plugins`: the locked plugins.
+    pub plugins: Box<RawValue>,
+    /// `agent`: the locked agent package, when the lock has one.
+    pub agent: Option<Box<RawValue>>,
+}
+
+/// A plugin set as JSON: the runtime's exact text, checked once when it is made.
+#[derive(Debug)]
+pub struct SetJson(Box<RawValue>);
+
+impl SetJson {
+    /// The set's JSON text, as [`berth_runtime::PluginSet::to_json`] writes it.
+    pub fn new(text: String) -> Result<Self, serde_json::Error> {
+        RawValue::from_string(text).map(Self)
+    }
+
+    /// The set as a JSON value inside another document.
+    pub fn raw(&self) -> &RawValue {
+        &self.0
+    }
+
+    /// The runtime's text: the value and its one trailing newline.
+    pub fn text(&self) -> String {
+        let json = self.0.get();
+        let mut text = String::with_capacity(json.len() + 1);
+        text.push_str(json);
+        text.push('\n');
+        text
+    }
+
+    /// Its size in bytes.
+    pub fn len(&self) -> usize {
+        self.0.get().len() + 1
     }
 }
 

@@ -79,7 +79,7 @@ impl RecentChecks {
     fn entries(
         &self,
     ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, std::time::Instant>> {
-        crate::poison::lock_unpoisoned(&self.checked)
+        crate::poison::unpoisoned(self.checked.lock())
     }
 
     /// Whether the entry `folder` was found unchanged within the window.

@@ -5,14 +5,10 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::*;
-use crate::error::RuntimeError;
+use super::{McpServer, optional_string, secret_map, string_list, string_map};
 use crate::expand::expand_roots;
+use crate::model::{AGENT_PLUGINS_MCP_SCHEMA, JsonFile};
 use crate::root::PluginRoot;
-
-/// The `$schema` an Agent Plugins `mcp.json` must name.
-pub const AGENT_PLUGINS_MCP_SCHEMA: &str =
-    "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json";
 
 /// Headers the MCP client sets itself; a plugin may not configure them.
 const CLIENT_HEADERS: [&str; 15] = [
@@ -33,34 +29,34 @@ const CLIENT_HEADERS: [&str; 15] = [
     "proxy-authorization",
 ];
 
+/// The servers of the layout's `mcp.json` (`file`, as read), with its strict schema.
 pub(super) fn agent_plugins(
     root: &PluginRoot,
+    file: &str,
+    read: &JsonFile,
     data_dir: &Path,
     warnings: &mut Vec<String>,
-) -> Result<Vec<(String, McpServer)>, RuntimeError> {
-    let file = "mcp.json";
-    let Some(text) = root.read_text(file)? else {
-        return Ok(Vec::new());
-    };
+) -> Vec<(String, McpServer)> {
     let plugin = root.plugin();
     let mut warn =
         |message: String| warnings.push(format!("plugin `{plugin}`: `{file}`: {message}"));
-    let document = match crate::json::parse_allowing_bom(&text) {
-        Ok(Value::Object(map)) => map,
-        Ok(_) => {
+    let document = match read.lenient() {
+        Some(Ok(Value::Object(map))) => map,
+        Some(Ok(_)) => {
             warn("must hold a JSON object; MCP disabled for this plugin".into());
-            return Ok(Vec::new());
+            return Vec::new();
         }
-        Err(why) => {
+        Some(Err(why)) => {
             warn(format!("{why}; MCP disabled for this plugin"));
-            return Ok(Vec::new());
+            return Vec::new();
         }
+        None => return Vec::new(),
     };
     if document.get("$schema").and_then(Value::as_str) != Some(AGENT_PLUGINS_MCP_SCHEMA) {
         warn(format!(
             "`$schema` must be `{AGENT_PLUGINS_MCP_SCHEMA}`; MCP disabled for this plugin"
         ));
-        return Ok(Vec::new());
+        return Vec::new();
     }
     if let Some(extra) = document
         .keys()
@@ -69,11 +65,11 @@ pub(super) fn agent_plugins(
         warn(format!(
             "unknown top-level field `{extra}`; MCP disabled for this plugin"
         ));
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let Some(Value::Object(servers)) = document.get("mcpServers") else {
         warn("`mcpServers` must be an object; MCP disabled for this plugin".into());
-        return Ok(Vec::new());
+        return Vec::new();
     };
     let ctx = ApContext {
         root: root.exposed(),
@@ -94,7 +90,7 @@ pub(super) fn agent_plugins(
             Err(why) => warn(format!("MCP server `{name}` ignored: {why}")),
         }
     }
-    Ok(out)
+    out
 }
 
 struct ApContext<'a> {

@@ -24,9 +24,10 @@ use berth_lockfile_schema::plugin_manifest::Format;
 use berth_lockfile_schema::{GitPin, Pin};
 use serde_json::{Map, Value, json};
 
-use super::files::{Plan, Planned, one_per_name, pretty};
+use super::files::{Plan, Planned, pretty};
+use super::{Destination, Harness};
 use crate::error::RuntimeError;
-use crate::set::PluginSet;
+use crate::set::{PluginInfo, PluginSet};
 
 /// The marketplace the locked plugins are installed from: plugin ids are `NAME@berth`.
 pub const MARKETPLACE: &str = "berth";
@@ -65,7 +66,7 @@ impl Scope<'_> {
 
 /// The version Claude Code shows and installs under: the plugin's own (from its
 /// `plugin.json`) when it is a plain version string, else the start of its content hash.
-pub(super) fn version_of(info: &crate::set::PluginInfo) -> String {
+pub(super) fn version_of(info: &PluginInfo) -> String {
     let own = &info.manifest.version;
     let plain = !own.is_empty()
         && own.len() <= 64
@@ -117,7 +118,7 @@ fn set_ids(map: &mut Map<String, Value>, ids: &[(String, Value)]) {
 
 /// The install folder of a plugin, relative to the configuration folder: by version and
 /// content hash, so installs of one version with different contents (two projects) differ.
-fn install_dir(info: &crate::set::PluginInfo, version: &str) -> PathBuf {
+fn install_dir(info: &PluginInfo, version: &str) -> PathBuf {
     let hash: String = info.locked.hash.to_nix32().chars().take(12).collect();
     let key = if hash.starts_with(version) {
         hash
@@ -128,7 +129,7 @@ fn install_dir(info: &crate::set::PluginInfo, version: &str) -> PathBuf {
 }
 
 /// The ids berth enables, `NAME@berth`, one per locked name.
-fn enabled_ids(chosen: &[&crate::set::PluginInfo]) -> Vec<(String, Value)> {
+fn enabled_ids(chosen: &[&PluginInfo]) -> Vec<(String, Value)> {
     chosen
         .iter()
         .map(|info| (format!("{}@{MARKETPLACE}", info.locked.name), json!(true)))
@@ -198,9 +199,80 @@ fn kept_records(
     kept
 }
 
-/// The layout of `set` in the Claude Code configuration folder `root` (absolute), merged
-/// with what `root` already holds, enabled in `scope`.
-pub fn plan(set: &PluginSet, root: &Path, scope: Scope<'_>) -> Result<Plan, RuntimeError> {
+/// Claude Code: its configuration folder, the plugins installed from a local marketplace.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaudeConfig;
+
+impl Harness for ClaudeConfig {
+    fn id(&self) -> &'static str {
+        "claude"
+    }
+
+    fn display_name(&self) -> &'static str {
+        "Claude Code"
+    }
+
+    fn folder(&self) -> &'static str {
+        "A Claude Code configuration folder (use it as `CLAUDE_CONFIG_DIR`): the locked plugins installed from a local marketplace named `berth`, enabled in `settings.json` (with `--project REPO`, enabled in that repository's `.claude/settings.json` instead); other keys of its files are kept"
+    }
+
+    fn has_project_form(&self) -> bool {
+        true
+    }
+
+    fn cannot_express(&self, _set: &PluginSet, info: &PluginInfo) -> Vec<String> {
+        if info.manifest.format != Format::AgentPlugins {
+            return Vec::new();
+        }
+        // Claude Code reads `.claude-plugin/`, `hooks/`, `.mcp.json` and the rest of its own
+        // layout whatever else is there; only the Agent Plugins files are unseen.
+        let unseen: Vec<String> = AGENT_PLUGINS_FILES
+            .into_iter()
+            .filter(|f| std::fs::symlink_metadata(info.path.join(f)).is_ok())
+            .map(|f| format!("`{f}`"))
+            .collect();
+        if unseen.is_empty() {
+            return Vec::new();
+        }
+        vec![format!(
+            "plugin `{}` has Agent Plugins 1.0 files Claude Code does not read ({}): what they define is not seen there",
+            info.locked.name,
+            unseen.join(", ")
+        )]
+    }
+
+    fn plan(
+        &self,
+        set: &PluginSet,
+        plugins: &[&PluginInfo],
+        to: Destination<'_>,
+    ) -> Result<Vec<(PathBuf, Plan)>, RuntimeError> {
+        let scope = to.project.map_or(Scope::User, Scope::Project);
+        let mut plans = vec![(
+            to.root.to_path_buf(),
+            config_plan(set, plugins, to.root, scope)?,
+        )];
+        if let Some(repo) = to.project {
+            plans.push((repo.to_path_buf(), project_settings(plugins, repo)?));
+        }
+        Ok(plans)
+    }
+}
+
+/// The Agent Plugins 1.0 files Claude Code does not read.
+const AGENT_PLUGINS_FILES: [&str; 2] = ["mcp.json", "dev.openhands/"];
+
+/// Each id's install records, with the folder each installs.
+type Records = BTreeMap<String, Vec<(Value, Folder)>>;
+
+/// The layout of `plugins` in the Claude Code configuration folder `root` (absolute),
+/// merged with what `root` already holds, enabled in `scope`.
+fn config_plan(
+    set: &PluginSet,
+    plugins: &[&PluginInfo],
+    root: &Path,
+    scope: Scope<'_>,
+) -> Result<Plan, RuntimeError> {
     let mut plan = Plan {
         owned: vec![
             PathBuf::from("plugins/marketplaces").join(MARKETPLACE),
@@ -209,38 +281,75 @@ pub fn plan(set: &PluginSet, root: &Path, scope: Scope<'_>) -> Result<Plan, Runt
         ..Plan::default()
     };
     let market_dir = root.join("plugins/marketplaces").join(MARKETPLACE);
-    let chosen = one_per_name(set, "Claude Code", &mut plan.warnings);
     let mut installs = read_object(root, INSTALLED)?;
     let kept = kept_records(root, &installs, scope);
-    // Each id's install records, with the folder each installs.
-    let mut records: BTreeMap<String, Vec<(Value, Folder)>> = BTreeMap::new();
-    for info in &chosen {
-        let name = &info.locked.name;
-        let version = version_of(info);
-        if info.manifest.format == Format::AgentPlugins {
-            // Claude Code reads `.claude-plugin/`, `hooks/`, `.mcp.json` and the rest of its
-            // own layout whatever else is there; only the Agent Plugins files are unseen.
-            let unseen: Vec<&str> = ["mcp.json", "dev.openhands/"]
-                .into_iter()
-                .filter(|f| std::fs::symlink_metadata(info.path.join(f)).is_ok())
-                .collect();
-            if !unseen.is_empty() {
-                plan.warnings.push(format!(
-                    "plugin `{name}` has Agent Plugins 1.0 files Claude Code does not read ({}): what they define is not seen there",
-                    unseen
-                        .iter()
-                        .map(|f| format!("`{f}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
+    let mut records = install_records(set, plugins, root, scope, &mut plan)?;
+    // Other scopes' and projects' installs stay.
+    for (id, record, folder) in kept {
+        let install = Path::new(record["installPath"].as_str().unwrap_or_default());
+        if let Ok(rel) = install.strip_prefix(root) {
+            folder.place(&mut plan, rel);
         }
+        records.entry(id).or_default().push((record, folder));
+    }
+    catalog(&mut records, &mut plan);
+    let source = json!({"source": "directory", "path": market_dir.display().to_string()});
+    let mut known = read_object(root, KNOWN)?;
+    known.insert(
+        MARKETPLACE.to_owned(),
+        json!({
+            "source": source,
+            "installLocation": market_dir.display().to_string(),
+            "lastUpdated": INSTALLED_AT,
+        }),
+    );
+    plan.files.insert(
+        PathBuf::from(KNOWN),
+        Planned::File(pretty(&Value::Object(known))),
+    );
+    installs.insert("version".to_owned(), json!(2));
+    let records: Vec<(String, Value)> = records
+        .into_iter()
+        .map(|(id, list)| (id, list.into_iter().map(|(record, _)| record).collect()))
+        .collect();
+    set_ids(object(&mut installs, "plugins"), &records);
+    plan.files.insert(
+        PathBuf::from(INSTALLED),
+        Planned::File(pretty(&Value::Object(installs))),
+    );
+    let mut settings = read_object(root, SETTINGS)?;
+    object(&mut settings, "extraKnownMarketplaces")
+        .insert(MARKETPLACE.to_owned(), json!({"source": source}));
+    if scope == Scope::User {
+        set_ids(
+            object(&mut settings, "enabledPlugins"),
+            &enabled_ids(plugins),
+        );
+    }
+    plan.files.insert(
+        PathBuf::from(SETTINGS),
+        Planned::File(pretty(&Value::Object(settings))),
+    );
+    Ok(plan)
+}
+
+/// The install of each of `plugins` in `scope`: its folder planned, its record made.
+fn install_records(
+    set: &PluginSet,
+    plugins: &[&PluginInfo],
+    root: &Path,
+    scope: Scope<'_>,
+    plan: &mut Plan,
+) -> Result<Records, RuntimeError> {
+    let mut records = Records::new();
+    for info in plugins {
+        let version = version_of(info);
         let install = install_dir(info, &version);
         let folder = match super::pinned::overlay(set, info)? {
             Some(overlay) => Folder::Tree(super::pinned::linked(&info.path, &overlay)?),
             None => Folder::Link(info.path.clone()),
         };
-        folder.place(&mut plan, &install);
+        folder.place(plan, &install);
         let mut record = json!({
             "scope": "user",
             "installPath": root.join(&install).display().to_string(),
@@ -256,22 +365,18 @@ pub fn plan(set: &PluginSet, root: &Path, scope: Scope<'_>) -> Result<Plan, Runt
             record["projectPath"] = json!(repo.display().to_string());
         }
         records
-            .entry(format!("{name}@{MARKETPLACE}"))
+            .entry(format!("{}@{MARKETPLACE}", info.locked.name))
             .or_default()
             .push((record, folder));
     }
-    // Other scopes' and projects' installs stay.
-    for (id, record, folder) in kept {
-        let install = Path::new(record["installPath"].as_str().unwrap_or_default());
-        if let Ok(rel) = install.strip_prefix(root) {
-            folder.place(&mut plan, rel);
-        }
-        records.entry(id).or_default().push((record, folder));
-    }
-    // The catalog offers each id once: its first install by scope and project, so that
-    // the folder is the same whichever project was written last.
+    Ok(records)
+}
+
+/// The marketplace's catalog: each id once, its first install by scope and project, so
+/// that the folder is the same whichever project was written last.
+fn catalog(records: &mut Records, plan: &mut Plan) {
     let mut entries = Vec::new();
-    for (id, list) in &mut records {
+    for (id, list) in records.iter_mut() {
         list.sort_by(|(a, _), (b, _)| {
             (a["scope"].as_str(), a["projectPath"].as_str())
                 .cmp(&(b["scope"].as_str(), b["projectPath"].as_str()))
@@ -279,7 +384,7 @@ pub fn plan(set: &PluginSet, root: &Path, scope: Scope<'_>) -> Result<Plan, Runt
         let (first, folder) = &list[0];
         let name = id.trim_end_matches(&format!("@{MARKETPLACE}"));
         folder.place(
-            &mut plan,
+            plan,
             &PathBuf::from("plugins/marketplaces")
                 .join(MARKETPLACE)
                 .join(name),
@@ -298,61 +403,19 @@ pub fn plan(set: &PluginSet, root: &Path, scope: Scope<'_>) -> Result<Plan, Runt
     });
     plan.files
         .insert(PathBuf::from(CATALOG), Planned::File(pretty(&catalog)));
-
-    let source = json!({"source": "directory", "path": market_dir.display().to_string()});
-    let mut known = read_object(root, KNOWN)?;
-    known.insert(
-        MARKETPLACE.to_owned(),
-        json!({
-            "source": source,
-            "installLocation": market_dir.display().to_string(),
-            "lastUpdated": INSTALLED_AT,
-        }),
-    );
-    plan.files.insert(
-        PathBuf::from(KNOWN),
-        Planned::File(pretty(&Value::Object(known))),
-    );
-
-    installs.insert("version".to_owned(), json!(2));
-    let records: Vec<(String, Value)> = records
-        .into_iter()
-        .map(|(id, list)| (id, list.into_iter().map(|(record, _)| record).collect()))
-        .collect();
-    set_ids(object(&mut installs, "plugins"), &records);
-    plan.files.insert(
-        PathBuf::from(INSTALLED),
-        Planned::File(pretty(&Value::Object(installs))),
-    );
-
-    let mut settings = read_object(root, SETTINGS)?;
-    object(&mut settings, "extraKnownMarketplaces")
-        .insert(MARKETPLACE.to_owned(), json!({"source": source}));
-    if scope == Scope::User {
-        set_ids(
-            object(&mut settings, "enabledPlugins"),
-            &enabled_ids(&chosen),
-        );
-    }
-    plan.files.insert(
-        PathBuf::from(SETTINGS),
-        Planned::File(pretty(&Value::Object(settings))),
-    );
-    Ok(plan)
 }
 
 /// The repository side of the project form: `repo/.claude/settings.json` with
 /// `enabledPlugins` naming exactly the locked plugins (`NAME@berth`), every other key kept.
 /// It holds no path of this machine, so a team can commit it; each machine installs the
 /// plugins with `berth materialize claude --project REPO`.
-pub fn project_settings(set: &PluginSet, repo: &Path) -> Result<Plan, RuntimeError> {
+fn project_settings(plugins: &[&PluginInfo], repo: &Path) -> Result<Plan, RuntimeError> {
     let mut plan = Plan::default();
-    let chosen = one_per_name(set, "Claude Code", &mut Vec::new());
     let rel = ".claude/settings.json";
     let mut settings = read_object(repo, rel)?;
     set_ids(
         object(&mut settings, "enabledPlugins"),
-        &enabled_ids(&chosen),
+        &enabled_ids(plugins),
     );
     plan.files.insert(
         PathBuf::from(rel),

@@ -3,43 +3,49 @@
 
 use serde_json::Value;
 
-use super::*;
+use super::{
+    AUTH_STRATEGIES, McpServer, any_string, clean_auth, lax_float, optional_bool, optional_string,
+    secret_map, string_list, string_map,
+};
 use crate::error::RuntimeError;
 use crate::expand::expand_roots;
+use crate::model::{EntryValue, JsonFile, Kind, Reader};
+use crate::pystr::lax_bool;
 use crate::root::PluginRoot;
 
+/// The servers of the layout's `.mcp.json` (`file`, as read): only in its `mcpServers`
+/// object, as the SDK reads it.
 pub(super) fn claude_code(
     root: &PluginRoot,
+    file: &str,
+    read: &JsonFile,
     warnings: &mut Vec<String>,
-) -> Result<Vec<(String, McpServer)>, RuntimeError> {
-    let file = ".mcp.json";
-    let Some(text) = root.read_text(file)? else {
-        return Ok(Vec::new());
-    };
+) -> Vec<(String, McpServer)> {
     let plugin = root.plugin();
     let mut warn =
         |message: String| warnings.push(format!("plugin `{plugin}`: `{file}`: {message}"));
-    let value: Value = match crate::json::parse(&text) {
-        Ok(value) => expand_value(value, &root.exposed().to_string_lossy()),
-        Err(why) => {
+    let value: Value = match read.strict() {
+        Some(Ok(value)) => expand_value(value, &root.exposed().to_string_lossy()),
+        Some(Err(why)) => {
             warn(format!("{why}; no MCP servers loaded from it"));
-            return Ok(Vec::new());
+            return Vec::new();
         }
+        None => return Vec::new(),
     };
     let servers = match value.get("mcpServers") {
         Some(Value::Object(servers)) => servers.clone(),
         Some(_) => {
             warn("`mcpServers` must be an object; no MCP servers loaded".into());
-            return Ok(Vec::new());
+            return Vec::new();
         }
         None => {
             if value.as_object().is_some_and(|m| !m.is_empty()) {
                 warn("has no `mcpServers` object; no MCP servers loaded (wrap the servers in `{\"mcpServers\": {...}}`)".into());
             }
-            return Ok(Vec::new());
+            return Vec::new();
         }
     };
-    Ok(servers_of(servers, &mut warn))
+    servers_of(servers, &mut warn)
 }
 
 /// The servers of a `{name: server}` map, each read as `.mcp.json`'s; an invalid one is
@@ -70,36 +76,27 @@ fn servers_of(
 /// `{"mcpServers": {...}}` one), a path to such a file in the plugin, or a list of those;
 /// plugin-root variables expanded as in `.mcp.json`.
 pub(crate) fn entry_servers(
-    root: &PluginRoot,
-    value: &Value,
+    reader: &mut Reader<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<(String, McpServer)>, RuntimeError> {
+    let root = reader.root();
     let plugin = root.plugin().to_owned();
     let mut out = Vec::new();
-    let items: Vec<&Value> = match value {
-        Value::Array(items) => items.iter().collect(),
-        other => vec![other],
-    };
-    for item in items {
-        let (label, object) = match item {
-            Value::String(path) => {
-                let Some(text) = root.read_text(path)? else {
-                    warnings.push(format!(
-                        "plugin `{plugin}`: its marketplace entry names MCP servers in `{path}`, which is not a file of the plugin"
-                    ));
-                    continue;
-                };
-                match crate::json::parse(&text) {
-                    Ok(value) => (path.clone(), value),
-                    Err(why) => {
-                        warnings.push(format!(
-                            "plugin `{plugin}`: `{path}`: {why}; no MCP servers loaded from it"
-                        ));
-                        continue;
-                    }
-                }
+    for value in reader.entry_values(Kind::Mcp)? {
+        let (label, object) = match value {
+            EntryValue::Value(label, value) => (label, value),
+            EntryValue::Missing(path) => {
+                warnings.push(format!(
+                    "plugin `{plugin}`: its marketplace entry names MCP servers in `{path}`, which is not a file of the plugin"
+                ));
+                continue;
             }
-            other => ("its marketplace entry".to_owned(), other.clone()),
+            EntryValue::Invalid(path, why) => {
+                warnings.push(format!(
+                    "plugin `{plugin}`: `{path}`: {why}; no MCP servers loaded from it"
+                ));
+                continue;
+            }
         };
         let object = expand_value(object, &root.exposed().to_string_lossy());
         let servers = match object.get("mcpServers") {

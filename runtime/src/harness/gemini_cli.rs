@@ -1,0 +1,228 @@
+//! Gemini CLI: extensions in a Gemini home folder (`~/.gemini`), one per locked plugin,
+//! as `gemini extensions list` reads them: `extensions/NAME/gemini-extension.json` (name,
+//! version, description, MCP servers), `skills/SKILL` (a link to the skill's folder in
+//! the store) and `commands/NAME.toml` (a Claude Code command as a Gemini prompt).
+//!
+//! berth owns each plugin's `extensions/NAME/` (marked by a `.berth` file, so a plugin that
+//! left the lock is removed too); other extensions are left alone.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use berth_lockfile_schema::toml_string;
+
+use super::files::{Plan, Planned, marked, pretty, stdio_fields};
+use super::{Destination, Harness};
+use crate::error::RuntimeError;
+use crate::mcp::McpServer;
+use crate::model::Markdown;
+use crate::set::{PluginInfo, PluginSet};
+use crate::skills::Skill;
+
+/// The file that marks an extension folder as berth's.
+const MARKER: &str = ".berth";
+
+/// A server as Gemini CLI's `mcpServers` takes it, or why it cannot be.
+fn server_json(server: &McpServer) -> Result<Value, String> {
+    if !server.enabled {
+        return Err("it is disabled, and Gemini CLI has no disabled servers".into());
+    }
+    let mut out = Map::new();
+    match server.transport.as_str() {
+        "stdio" => {
+            server.command.as_ref().ok_or("it has no command")?;
+            stdio_fields(server, &mut out);
+        }
+        transport => {
+            let url = server.url.clone().ok_or("it has no URL")?;
+            let key = if transport == "sse" { "url" } else { "httpUrl" };
+            out.insert(key.into(), json!(url));
+            if !server.headers.is_empty() {
+                out.insert("headers".into(), Value::Object(server.headers.clone()));
+            }
+        }
+    }
+    if let Some(timeout) = server.timeout {
+        out.insert("timeout".into(), json!((timeout * 1000.0).round() as u64));
+    }
+    if let Some(description) = &server.description {
+        out.insert("description".into(), json!(description));
+    }
+    Ok(Value::Object(out))
+}
+
+/// Gemini CLI: its home folder, one extension per plugin.
+#[derive(Debug, Clone, Copy)]
+pub struct GeminiCli;
+
+impl Harness for GeminiCli {
+    fn id(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn display_name(&self) -> &'static str {
+        "Gemini CLI"
+    }
+
+    fn folder(&self) -> &'static str {
+        "A Gemini CLI home folder (`~/.gemini`): one extension per plugin with its MCP servers, skills and commands"
+    }
+
+    fn cannot_express(&self, set: &PluginSet, info: &PluginInfo) -> Vec<String> {
+        let name = info.locked.name.as_str();
+        let mut out = Vec::new();
+        for (skill, _) in set.skills.iter().filter(|(_, p)| p == name) {
+            if let Written::Nowhere = written_as(skill, name) {
+                out.push(format!(
+                    "plugin `{name}`: skill `{}` (`{}`) is not a skill folder; Gemini CLI reads `skills/NAME/SKILL.md` only, so it is not written",
+                    skill.name, skill.source
+                ));
+            }
+        }
+        for (server_name, server, _) in set.mcp_servers.iter().filter(|(_, _, p)| p == name) {
+            if let Err(why) = server_json(server) {
+                out.push(format!(
+                    "plugin `{name}`: MCP server `{server_name}` is not written: {why}"
+                ));
+            }
+        }
+        let hooks: usize = set
+            .hooks
+            .iter()
+            .map(|(_, matchers)| matchers.iter().filter(|(_, p)| p == name).count())
+            .sum();
+        if hooks > 0 {
+            out.push(format!(
+                "plugin `{name}`: its {hooks} hook matcher(s) are not written: Gemini CLI's extension hooks use other events and payloads"
+            ));
+        }
+        let agents = set.agents.iter().filter(|(_, p)| p == name).count();
+        if agents > 0 {
+            out.push(format!(
+                "plugin `{name}`: its {agents} agent(s) are not written: Gemini CLI extensions have no sub-agents"
+            ));
+        }
+        if set.lsp_servers.iter().any(|(_, _, p)| p == name) {
+            out.push(format!(
+                "plugin `{name}`: its LSP servers are not written: Gemini CLI has none"
+            ));
+        }
+        out
+    }
+
+    fn plan(
+        &self,
+        set: &PluginSet,
+        plugins: &[&PluginInfo],
+        to: Destination<'_>,
+    ) -> Result<Vec<(PathBuf, Plan)>, RuntimeError> {
+        let mut plan = Plan {
+            owned: marked(to.root, Path::new("extensions"), MARKER),
+            ..Plan::default()
+        };
+        for info in plugins {
+            extension(set, info, &mut plan);
+        }
+        Ok(vec![(to.root.to_path_buf(), plan)])
+    }
+}
+
+/// How a skill of the set is written in an extension.
+enum Written<'a> {
+    /// As a link to its folder (a `SKILL.md` skill).
+    Folder,
+    /// As the command `NAME` (`commands/NAME.toml`).
+    Command(&'a str),
+    /// Not at all.
+    Nowhere,
+}
+
+fn written_as<'a>(skill: &'a Skill, plugin: &str) -> Written<'a> {
+    let is_folder = skill
+        .source
+        .rsplit('/')
+        .next()
+        .is_some_and(|f| f.eq_ignore_ascii_case("skill.md"));
+    if is_folder {
+        return Written::Folder;
+    }
+    match skill.name.strip_prefix(&format!("{plugin}:")) {
+        Some(command) => Written::Command(command),
+        None => Written::Nowhere,
+    }
+}
+
+/// Plans the extension of one plugin.
+fn extension(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) {
+    let name = info.locked.name.as_str();
+    let dir = PathBuf::from("extensions").join(name);
+    if !plan.owned.contains(&dir) {
+        plan.owned.push(dir.clone());
+    }
+    plan.files.insert(
+        dir.join(MARKER),
+        Planned::File(
+            b"Written by `berth materialize gemini`; replaced by the next run.\n".to_vec(),
+        ),
+    );
+    for (skill, _) in set.skills.iter().filter(|(_, p)| p == name) {
+        match written_as(skill, name) {
+            Written::Folder => {
+                let folder = Path::new(&skill.source).parent().unwrap_or(Path::new(""));
+                plan.files.insert(
+                    dir.join("skills").join(&skill.name),
+                    Planned::Link(info.path.join(folder)),
+                );
+            }
+            Written::Command(command) => {
+                plan.files.insert(
+                    dir.join("commands").join(format!("{command}.toml")),
+                    Planned::File(command_toml(info, skill).into_bytes()),
+                );
+            }
+            Written::Nowhere => {}
+        }
+    }
+    let servers: Map<String, Value> = set
+        .mcp_servers
+        .iter()
+        .filter(|(_, _, p)| p == name)
+        .filter_map(|(n, server, _)| server_json(server).ok().map(|json| (n.clone(), json)))
+        .collect();
+    let mut manifest = json!({
+        "name": name,
+        "version": info.manifest.version,
+    });
+    if !info.manifest.description.is_empty() {
+        manifest["description"] = json!(info.manifest.description);
+    }
+    if !servers.is_empty() {
+        manifest["mcpServers"] = Value::Object(servers);
+    }
+    plan.files.insert(
+        dir.join("gemini-extension.json"),
+        Planned::File(pretty(&manifest)),
+    );
+}
+
+/// A command of the set as a Gemini prompt: its description, and its own text (the set's
+/// skill wraps it in a heading) with `$ARGUMENTS` as `{{args}}`.
+fn command_toml(info: &PluginInfo, skill: &Skill) -> String {
+    let mut toml = String::new();
+    if let Some(description) = &skill.description {
+        toml.push_str(&format!("description = {}\n", toml_string(description)));
+    }
+    let body = match info.model.as_deref().map(|m| m.markdown(&skill.source)) {
+        Some(Some(Markdown::Text(text))) => crate::frontmatter::parse(text).ok(),
+        Some(_) => None,
+        // A set built without its models: the command's file, from the store.
+        None => std::fs::read_to_string(info.path.join(&skill.source))
+            .ok()
+            .and_then(|text| crate::frontmatter::parse(&text).ok()),
+    }
+    .map_or_else(|| skill.content.clone(), |doc| doc.content);
+    let prompt = body.replace("$ARGUMENTS", "{{args}}");
+    toml.push_str(&format!("prompt = {}\n", toml_string(&prompt)));
+    toml
+}

@@ -1,0 +1,48 @@
+//! The Claude Code layout, with everything Claude Code accepts: `.claude-plugin/plugin.json`
+//! and its component fields, the conventional files (`hooks/hooks.json`, `.mcp.json` with
+//! or without its `mcpServers` wrapper, `.lsp.json`, `monitors/monitors.json`,
+//! `settings.json`) and the folders of commands and agents; and the manifests other
+//! harnesses read in the same shape (Codex's `.codex-plugin/`, Cursor's
+//! `.cursor-plugin/`, the OpenHands SDK's `.plugin/`), with Codex's `.app.json`.
+
+use super::{Kind, Layout};
+
+/// What the OpenHands SDK reads of a plugin in this layout.
+pub(super) const LAYOUT: Layout = Layout {
+    hooks: HOOKS,
+    mcp: MCP,
+    commands: "commands",
+    agents: "agents",
+};
+
+/// The hooks file.
+pub(super) const HOOKS: &str = "hooks/hooks.json";
+/// The MCP servers file.
+pub(super) const MCP: &str = ".mcp.json";
+/// The LSP servers file.
+pub(super) const LSP: &str = ".lsp.json";
+/// The monitors file.
+pub(super) const MONITORS: &str = "monitors/monitors.json";
+/// The plugin's settings.
+pub(super) const SETTINGS: &str = "settings.json";
+/// Codex's app connectors, reached by URL through their provider.
+pub(super) const APPS: &str = ".app.json";
+
+/// The manifests in this shape: Claude Code reads `.claude-plugin/`, Codex the first of
+/// `.codex-plugin/`, `.claude-plugin/` and `.cursor-plugin/`, the OpenHands SDK `.plugin/`
+/// before `.claude-plugin/`.
+pub(super) const MANIFESTS: [&str; 4] = [
+    ".claude-plugin/plugin.json",
+    ".codex-plugin/plugin.json",
+    ".cursor-plugin/plugin.json",
+    ".plugin/plugin.json",
+];
+
+/// A manifest's component fields that hold documents.
+pub(super) const FIELDS: [(&str, Kind); 5] = [
+    ("hooks", Kind::Hooks),
+    ("mcpServers", Kind::Mcp),
+    ("lspServers", Kind::Lsp),
+    ("monitors", Kind::Monitors),
+    ("settings", Kind::Settings),
+];

@@ -1,0 +1,169 @@
+//! Every document of every input format, in the order the review takes them: the files
+//! harnesses read without a manifest naming them, every manifest's component fields, what
+//! the marketplace entry defines, and the front matter of every markdown file.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::claude_layout::{self, APPS, FIELDS, MANIFESTS};
+use super::marketplace_entry::ENTRY;
+use super::{Document, JsonFile, Kind, Reader, agent_plugins_layout, plugin_path};
+use crate::error::RuntimeError;
+
+/// The files harnesses read without a manifest naming them.
+const CONVENTIONAL: [(&str, Kind); 7] = [
+    (claude_layout::HOOKS, Kind::Hooks),
+    (agent_plugins_layout::HOOKS, Kind::Hooks),
+    (claude_layout::MCP, Kind::Mcp),
+    (agent_plugins_layout::MCP, Kind::Mcp),
+    (claude_layout::LSP, Kind::Lsp),
+    (claude_layout::MONITORS, Kind::Monitors),
+    (claude_layout::SETTINGS, Kind::Settings),
+];
+
+/// What every input format's reader found in a plugin.
+#[derive(Debug, Default)]
+pub struct Everything {
+    /// The documents, and what cannot be read, in reading order. A file named twice is
+    /// listed twice.
+    pub found: Vec<Found>,
+    /// Executables a manifest declares for a harness to fetch (`binaries`): `bin/NAME` ->
+    /// the declared `sha256`.
+    pub binaries: BTreeMap<String, String>,
+    /// Folders or files (inside the plugin) a manifest names as `workflows`.
+    pub workflows: Vec<String>,
+}
+
+/// One thing found.
+#[derive(Debug)]
+pub enum Found {
+    /// A document.
+    Document(Document),
+    /// A manifest that is there but cannot be read (never [`JsonFile::Text`] with a value).
+    Manifest {
+        /// The manifest.
+        file: &'static str,
+        /// What reading it gave.
+        read: Arc<JsonFile>,
+    },
+    /// Codex's `.app.json`: app connectors, reached by URL through their provider.
+    Apps,
+    /// A manifest's `binaries` in a form no reader here knows (`FILE#binaries`).
+    Binaries(String),
+    /// A path a manifest's `workflows` names that is not inside the plugin.
+    WorkflowOutside {
+        /// The manifest.
+        file: &'static str,
+        /// The path as written.
+        path: String,
+    },
+    /// A markdown file whose front matter names hooks or servers and cannot be read.
+    FrontMatter {
+        /// The file.
+        file: String,
+        /// Why.
+        why: String,
+    },
+}
+
+impl Reader<'_> {
+    /// Everything any harness may read of the plugin, whose files and links are `files`
+    /// (relative, sorted): their markdown front matter is read too.
+    pub fn everything(&mut self, files: &[&str]) -> Result<Everything, RuntimeError> {
+        let mut all = Everything::default();
+        for (file, kind) in CONVENTIONAL {
+            let document = self.file_checked(kind, file, false)?;
+            all.found.push(Found::Document(document));
+        }
+        if self.root().exists(APPS)? {
+            all.found.push(Found::Apps);
+        }
+        for file in MANIFESTS
+            .into_iter()
+            .chain([agent_plugins_layout::MANIFEST])
+        {
+            let read = self.json_checked(file)?;
+            match read.as_deref() {
+                None => {}
+                Some(JsonFile::Text {
+                    value: Ok(Value::Object(manifest)),
+                    ..
+                }) => self.manifest_fields(file, manifest, &mut all)?,
+                Some(JsonFile::Text { value: Ok(_), .. }) => {}
+                Some(_) => all
+                    .found
+                    .extend(read.map(|read| Found::Manifest { file, read })),
+            }
+        }
+        if let Some(definition) = self.definition() {
+            for (key, kind) in FIELDS {
+                if let Some(value) = definition.components.get(key) {
+                    let documents = self.field(kind, ENTRY, key, value)?;
+                    all.found.extend(documents.into_iter().map(Found::Document));
+                }
+            }
+        }
+        for file in files {
+            match self.front_matter(file)? {
+                Ok(documents) => all.found.extend(documents.into_iter().map(Found::Document)),
+                Err(why) => all.found.push(Found::FrontMatter {
+                    file: (*file).to_owned(),
+                    why,
+                }),
+            }
+            let is_skill = file.rsplit('/').next() == Some("SKILL.md");
+            if let Some((dir, _)) = file.rsplit_once('/').filter(|_| is_skill) {
+                let document = self.file_checked(Kind::Mcp, &format!("{dir}/.mcp.json"), true)?;
+                all.found.push(Found::Document(document));
+            }
+        }
+        Ok(all)
+    }
+
+    /// A manifest's component fields, its `experimental` ones, `binaries` and `workflows`.
+    fn manifest_fields(
+        &mut self,
+        file: &'static str,
+        manifest: &serde_json::Map<String, Value>,
+        all: &mut Everything,
+    ) -> Result<(), RuntimeError> {
+        for (key, kind) in FIELDS {
+            if let Some(value) = manifest.get(key) {
+                let documents = self.field(kind, file, key, value)?;
+                all.found.extend(documents.into_iter().map(Found::Document));
+            }
+            if let Some(value) = manifest.get("experimental").and_then(|e| e.get(key)) {
+                let origin = format!("{file}#experimental");
+                let documents = self.field(kind, &origin, key, value)?;
+                all.found.extend(documents.into_iter().map(Found::Document));
+            }
+        }
+        match manifest.get("binaries") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(binaries)) => {
+                for (name, pin) in binaries {
+                    let sha = pin.get("sha256").and_then(Value::as_str).unwrap_or("");
+                    all.binaries.insert(format!("bin/{name}"), sha.to_owned());
+                }
+            }
+            Some(_) => all.found.push(Found::Binaries(format!("{file}#binaries"))),
+        }
+        let workflows = match manifest.get("workflows") {
+            Some(Value::String(path)) => vec![path.as_str()],
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        for path in workflows {
+            match plugin_path(path) {
+                Some(rel) => all.workflows.push(rel),
+                None => all.found.push(Found::WorkflowOutside {
+                    file,
+                    path: path.to_owned(),
+                }),
+            }
+        }
+        Ok(())
+    }
+}

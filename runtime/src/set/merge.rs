@@ -1,0 +1,153 @@
+//! Adding one plugin's components to the set, in lock order: skills (commands among them)
+//! and servers by name (the later wins, at the first one's position), hooks concatenated
+//! per event, sub-agents by name (the first wins).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{PluginInfo, PluginSet};
+use crate::agents::Agent;
+use crate::components::{Components, Hooks};
+use crate::error::RuntimeError;
+use crate::loading::{Job, Loaded};
+use crate::mcp::McpServer;
+use crate::skills::Skill;
+
+impl PluginSet {
+    /// Adds what `loaded` read of `job`'s plugin (stored at `entry`); more than
+    /// `max_skills` skills is an error naming the plugin that passed the limit.
+    pub(super) fn merge(
+        &mut self,
+        job: Job<'_>,
+        entry: PathBuf,
+        loaded: Loaded,
+        max_skills: Option<usize>,
+    ) -> Result<(), RuntimeError> {
+        let Loaded {
+            manifest,
+            components:
+                Components {
+                    skills,
+                    commands,
+                    hooks,
+                    servers,
+                    agents,
+                    lsp,
+                },
+            model,
+            mut warnings,
+        } = loaded;
+        let name = job.locked.name.as_str();
+        self.warnings.append(&mut warnings);
+        let commands = commands.iter().map(|c| c.to_skill(name));
+        self.merge_skills(name, skills.into_iter().chain(commands));
+        if let Some(max) = max_skills
+            && self.skills.len() > max
+        {
+            return Err(RuntimeError::TooManySkills {
+                message: format!(
+                    "Total skills ({}) exceeds maximum ({max}): plugin `{name}` brings the set over the limit; raise it with `--max-skills`",
+                    self.skills.len()
+                ),
+            });
+        }
+        self.merge_servers(name, servers);
+        self.merge_hooks(name, hooks);
+        self.merge_lsp(name, lsp);
+        self.merge_agents(name, agents);
+        self.plugins.push(PluginInfo {
+            locked: job.locked.clone(),
+            manifest,
+            path: entry,
+            root: job.exposed,
+            data_dir: job.data_dir,
+            model: model.map(Arc::new),
+        });
+        Ok(())
+    }
+
+    fn merge_skills(&mut self, name: &str, skills: impl Iterator<Item = Skill>) {
+        for skill in skills {
+            match self.skills.iter_mut().find(|(s, _)| s.name == skill.name) {
+                Some(slot) => {
+                    self.warnings.push(format!(
+                        "plugin `{name}`: skill `{}` overrides the one from plugin `{}`",
+                        skill.name, slot.1
+                    ));
+                    *slot = (skill, name.to_owned());
+                }
+                None => self.skills.push((skill, name.to_owned())),
+            }
+        }
+    }
+
+    fn merge_servers(&mut self, name: &str, servers: Vec<(String, McpServer)>) {
+        for (server_name, server) in servers {
+            match self
+                .mcp_servers
+                .iter_mut()
+                .find(|(n, _, _)| *n == server_name)
+            {
+                Some(slot) => {
+                    self.warnings.push(format!(
+                        "plugin `{name}`: MCP server `{server_name}` overrides the one from plugin `{}`",
+                        slot.2
+                    ));
+                    slot.1 = server;
+                    slot.2 = name.to_owned();
+                }
+                None => self
+                    .mcp_servers
+                    .push((server_name, server, name.to_owned())),
+            }
+        }
+    }
+
+    fn merge_hooks(&mut self, name: &str, hooks: Hooks) {
+        for (event, matchers) in hooks {
+            let slot = self
+                .hooks
+                .iter_mut()
+                .find(|(e, _)| *e == event)
+                .expect("every event has a slot");
+            slot.1
+                .extend(matchers.into_iter().map(|m| (m, name.to_owned())));
+        }
+    }
+
+    fn merge_lsp(&mut self, name: &str, lsp: Vec<(String, Value)>) {
+        for (server_name, server) in lsp {
+            match self
+                .lsp_servers
+                .iter_mut()
+                .find(|(n, _, _)| *n == server_name)
+            {
+                Some(slot) => {
+                    self.warnings.push(format!(
+                        "plugin `{name}`: LSP server `{server_name}` overrides the one from plugin `{}`",
+                        slot.2
+                    ));
+                    slot.1 = server;
+                    slot.2 = name.to_owned();
+                }
+                None => self
+                    .lsp_servers
+                    .push((server_name, server, name.to_owned())),
+            }
+        }
+    }
+
+    fn merge_agents(&mut self, name: &str, agents: Vec<Agent>) {
+        for agent in agents {
+            match self.agents.iter().find(|(a, _)| a.name == agent.name) {
+                Some((_, first)) => self.warnings.push(format!(
+                    "plugin `{name}`: agent `{}` is already defined by plugin `{first}`; the first definition is kept",
+                    agent.name
+                )),
+                None => self.agents.push((agent, name.to_owned())),
+            }
+        }
+    }
+}
