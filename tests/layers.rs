@@ -1,7 +1,10 @@
 //! The layers of ARCHITECTURE.md, held by a test: the crates depend on each other only in
 //! the direction the table below allows, no two modules of a crate use each other (at any
-//! depth: the top-level modules of a crate, the children of a module folder), and no
-//! source file grows past 500 lines of code before its tests.
+//! depth: the top-level modules of a crate, the children of a module folder), no source
+//! file grows past 500 lines (its unit tests included) and no function past 80, and the
+//! claims ARCHITECTURE.md makes about where things are (its crate table, the resolver's
+//! layer order, where a source kind, a harness target and a policy capability are named)
+//! hold of the code.
 //!
 //! The module graph is read from the source text, the way `cargo modules dependencies
 //! --acyclic` would draw it: an edge for every `use` and every `crate::`, `super::` or
@@ -59,8 +62,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// The most lines of code a source file may have before its `#[cfg(test)] mod tests`.
-const MAX_CODE_LINES: usize = 500;
+/// The most lines a source file may have, its unit tests' module included (tests that do
+/// not fit go to a sibling `tests.rs`).
+const MAX_FILE_LINES: usize = 500;
+
+/// The most lines a function of a crate's `src/` may span, signature to closing brace.
+const MAX_FUNCTION_LINES: usize = 80;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -162,25 +169,108 @@ fn the_check_finds_a_cycle_where_there_is_one() {
 }
 
 #[test]
-fn no_source_file_has_more_than_500_lines_of_code() {
-    let mut files = Vec::new();
-    for member in members() {
-        rust_files(&member.join("src"), &mut files);
-    }
+fn no_source_file_has_more_than_500_lines() {
+    let files = source_files();
     assert!(files.len() > 100, "the sources were found: {}", files.len());
     let long: Vec<String> = files
         .iter()
         .filter_map(|f| {
             let text = std::fs::read_to_string(f).expect("read a source file");
-            let code = code_lines(&text);
-            (code > MAX_CODE_LINES).then(|| format!("{}: {code} lines", f.display()))
+            let lines = text.lines().count();
+            (lines > MAX_FILE_LINES).then(|| format!("{}: {lines} lines", f.display()))
         })
         .collect();
     assert!(
         long.is_empty(),
-        "split these along a seam (at most {MAX_CODE_LINES} lines before the tests):\n{}",
+        "split these along a seam, or move their unit tests to a sibling `tests.rs` (at most {MAX_FILE_LINES} lines):\n{}",
         long.join("\n")
     );
+}
+
+#[test]
+fn no_function_has_more_than_80_lines() {
+    let mut long = Vec::new();
+    let mut functions = 0;
+    for file in source_files() {
+        let text = std::fs::read_to_string(&file).expect("read a source file");
+        functions += text.matches("fn ").count();
+        for (name, line, lines) in long_functions(&text) {
+            long.push(format!(
+                "{}:{line}: `{name}` has {lines} lines",
+                file.display()
+            ));
+        }
+    }
+    assert!(functions > 1000, "the functions were read: {functions}");
+    assert!(
+        long.is_empty(),
+        "split these into named steps (at most {MAX_FUNCTION_LINES} lines each):\n{}",
+        long.join("\n")
+    );
+}
+
+/// The functions of `text` before its test module that span more than
+/// [`MAX_FUNCTION_LINES`]: name, first line (from 1), lines. A function starts at a line
+/// whose code begins with `fn` (after `pub`, `pub(…)`, `const`, `async`, `unsafe`) and
+/// ends at the first later line that is its indentation and `}`, as rustfmt lays it out.
+fn long_functions(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = code_lines(text);
+    let mut out = Vec::new();
+    for (i, line) in lines[..end].iter().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        let mut rest = code;
+        for prefix in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "const ",
+            "async ",
+            "unsafe ",
+        ] {
+            rest = rest.strip_prefix(prefix).unwrap_or(rest);
+        }
+        let Some(signature) = rest.strip_prefix("fn ") else {
+            continue;
+        };
+        if code.ends_with('}') || code.ends_with(';') {
+            continue;
+        }
+        let name: String = signature
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let closing = format!("{indent}}}");
+        if let Some(last) = (i + 1..end).find(|j| lines[*j] == closing) {
+            let span = last - i + 1;
+            if span > MAX_FUNCTION_LINES {
+                out.push((name, i + 1, span));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn long_functions_are_found_by_their_closing_brace() {
+    let body = "    x();\n".repeat(MAX_FUNCTION_LINES);
+    let text = format!(
+        "pub(crate) fn short() {{}}\nfn long(\n    a: u8,\n) {{\n{body}}}\nimpl A {{\n    pub fn fits() {{\n        y();\n    }}\n}}\n#[cfg(test)]\nmod tests {{\n    fn test_long() {{\n{body}    }}\n}}\n"
+    );
+    assert_eq!(
+        long_functions(&text),
+        [("long".to_owned(), 2, MAX_FUNCTION_LINES + 4)]
+    );
+}
+
+/// Every `.rs` file under a workspace member's `src/`.
+fn source_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for member in members() {
+        rust_files(&member.join("src"), &mut files);
+    }
+    files
 }
 
 /// The lines of `text` before its test module.
@@ -565,4 +655,287 @@ fn find_word(text: &str, word: &str) -> Option<usize> {
         from = after;
     }
     None
+}
+
+// ARCHITECTURE.md's claims, read against the code.
+
+/// ARCHITECTURE.md's text.
+fn architecture() -> String {
+    std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).expect("read ARCHITECTURE.md")
+}
+
+/// A member's package name.
+fn package_name(member: &Path) -> String {
+    let text = std::fs::read_to_string(member.join("Cargo.toml")).expect("read Cargo.toml");
+    let manifest: toml::Table = text.parse().expect("a member's Cargo.toml parses");
+    manifest["package"]["name"]
+        .as_str()
+        .expect("a name")
+        .to_owned()
+}
+
+#[test]
+fn the_crate_table_of_architecture_md_is_the_workspace() {
+    let table: BTreeSet<(String, String)> = architecture()
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let name = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            let path = cells.get(2)?.strip_prefix('`')?.strip_suffix("/`")?;
+            name.starts_with("berth")
+                .then(|| (name.to_owned(), path.to_owned()))
+        })
+        .collect();
+    let workspace: BTreeSet<(String, String)> = members()
+        .iter()
+        .map(|member| {
+            let folder = member.file_name().expect("a folder").to_string_lossy();
+            (package_name(member), folder.into_owned())
+        })
+        .collect();
+    assert_eq!(
+        table, workspace,
+        "ARCHITECTURE.md's crate table and the workspace differ"
+    );
+}
+
+#[test]
+fn each_module_of_the_resolver_uses_only_those_architecture_md_lists_before_it() {
+    let text = architecture();
+    let section = text
+        .split("### The resolver's layers")
+        .nth(1)
+        .and_then(|rest| rest.split("\n### ").next())
+        .expect("ARCHITECTURE.md has the resolver's layers");
+    let graph = ModuleGraph::read(&workspace().join("resolver/src"));
+    let top: BTreeSet<&str> = graph
+        .files
+        .keys()
+        .filter(|m| m.len() == 1)
+        .map(|m| m[0].as_str())
+        .collect();
+    // Each top-level module's layer: the numbered item that first names its file or
+    // folder (`error/`, `meta.rs`).
+    let mut layer: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut item = 0;
+    for line in section.lines() {
+        if line
+            .split_once(". ")
+            .is_some_and(|(n, _)| n.parse::<usize>().is_ok())
+        {
+            item += 1;
+        }
+        for (i, quoted) in line.split('`').enumerate() {
+            let name = quoted
+                .strip_suffix('/')
+                .or_else(|| quoted.strip_suffix(".rs"))
+                .unwrap_or("");
+            if i % 2 == 1 && item > 0 && top.contains(name) {
+                layer
+                    .entry(*top.get(name).expect("a module"))
+                    .or_insert(item);
+            }
+        }
+    }
+    let unlisted: Vec<&&str> = top.iter().filter(|m| !layer.contains_key(*m)).collect();
+    assert!(
+        unlisted.is_empty(),
+        "not in the resolver's layers: {unlisted:?}"
+    );
+    let edges = graph.edges();
+    let root = edges
+        .get(&Vec::new())
+        .expect("the resolver's modules use each other");
+    let upward: Vec<String> = root
+        .iter()
+        .filter(|((from, to), _)| layer[to.as_str()] > layer[from.as_str()])
+        .map(|((from, to), why)| format!("`{from}` uses `{to}`, listed after it:\n{why}"))
+        .collect();
+    assert!(upward.is_empty(), "{}", upward.join("\n"));
+    assert!(root.len() > 10, "the edges were read: {}", root.len());
+}
+
+/// The variants of `pub enum NAME` in `file`, as rustfmt lays it out.
+fn variants(file: &str, name: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(workspace().join(file)).expect("read a source file");
+    let body = text
+        .split(&format!("pub enum {name} {{\n"))
+        .nth(1)
+        .and_then(|rest| rest.split("\n}").next())
+        .unwrap_or_else(|| panic!("`{file}` defines `{name}`"));
+    body.lines()
+        .filter_map(|line| line.strip_prefix("    "))
+        .filter(|line| line.starts_with(|c: char| c.is_ascii_uppercase()))
+        .map(|line| {
+            line.chars()
+                .take_while(|c| c.is_alphanumeric())
+                .collect::<String>()
+        })
+        .collect()
+}
+
+/// The files (below the workspace, test modules and files left out) whose code names
+/// every variant of `enum_name`, as `enum_name::Variant`.
+fn files_naming_every(enum_name: &str, variants: &[String]) -> BTreeSet<String> {
+    let root = workspace();
+    source_files()
+        .into_iter()
+        .filter(|file| !file.ends_with("tests.rs"))
+        .filter(|file| {
+            let code = code_of(&std::fs::read_to_string(file).expect("read a source file"));
+            variants.iter().all(|v| {
+                let path = format!("{enum_name}::{v}");
+                code.match_indices(&path).any(|(at, _)| {
+                    !code[at + path.len()..].starts_with(|c: char| c.is_alphanumeric())
+                })
+            })
+        })
+        .map(|file| {
+            let rel = file.strip_prefix(&root).expect("under the workspace");
+            rel.to_string_lossy().into_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn a_source_kind_is_listed_only_in_the_three_files_architecture_md_names() {
+    // A file listing every kind (an exhaustive match) would have to change with a new one.
+    let allowed = [
+        "lockfile-schema/src/source.rs",
+        "resolver/src/sources/mod.rs",
+    ];
+    for enum_name in ["Source", "Pin"] {
+        let kinds = variants("lockfile-schema/src/source.rs", enum_name);
+        assert!(kinds.len() >= 3, "`{enum_name}` was read: {kinds:?}");
+        let listing = files_naming_every(enum_name, &kinds);
+        let elsewhere: Vec<&String> = listing
+            .iter()
+            .filter(|f| !allowed.contains(&f.as_str()))
+            .collect();
+        assert!(
+            elsewhere.is_empty(),
+            "these list every `{enum_name}` kind, so a new kind would touch them: {elsewhere:?}"
+        );
+        assert!(
+            listing.contains("lockfile-schema/src/source.rs"),
+            "the check finds a listing where there is one: {listing:?}"
+        );
+    }
+    // The operations reach a kind only through the sources' traits.
+    let mut ops = Vec::new();
+    rust_files(&workspace().join("resolver/src/ops"), &mut ops);
+    for file in ops.iter().filter(|f| !f.ends_with("tests.rs")) {
+        let code = code_of(&std::fs::read_to_string(file).expect("read a source file"));
+        for enum_name in ["Source", "Pin", "SourceKind"] {
+            for kind in variants("lockfile-schema/src/source.rs", enum_name) {
+                let path = format!("{enum_name}::{kind}");
+                assert!(
+                    !code.match_indices(&path).any(|(at, _)| {
+                        !code[at + path.len()..].starts_with(|c: char| c.is_alphanumeric())
+                    }),
+                    "{} names `{path}`: an operation never matches a source kind",
+                    file.display()
+                );
+            }
+        }
+    }
+    assert!(ops.len() > 5, "the operations were read: {ops:?}");
+}
+
+#[test]
+fn a_policy_capability_is_listed_only_where_architecture_md_says() {
+    let capabilities = variants("lockfile-schema/src/governance/file.rs", "Capability");
+    assert!(capabilities.len() >= 4, "read: {capabilities:?}");
+    let listing = files_naming_every("Capability", &capabilities);
+    // Its variant and key, its question on the surface, and what makes a surface hold it
+    // (something a harness runs, or a file).
+    let elsewhere: Vec<&String> = listing
+        .iter()
+        .filter(|f| {
+            !matches!(
+                f.as_str(),
+                "lockfile-schema/src/governance/file.rs" | "runtime/src/review/shape.rs"
+            ) && !f.starts_with("runtime/src/runs/")
+                && !f.starts_with("runtime/src/review/surface/")
+        })
+        .collect();
+    assert!(
+        elsewhere.is_empty(),
+        "these list every capability, so a new one would touch them; loop over \
+         `Capability::ALL` instead: {elsewhere:?}"
+    );
+    assert!(
+        listing.contains("runtime/src/review/shape.rs"),
+        "the check finds a listing where there is one: {listing:?}"
+    );
+}
+
+#[test]
+fn a_harness_target_is_one_module_and_one_row_of_targets() {
+    let folder = workspace().join("runtime/src/harness");
+    let table = std::fs::read_to_string(folder.join("mod.rs")).expect("read harness/mod.rs");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("pub static TARGETS"))
+        .expect("harness/mod.rs has TARGETS");
+    let mut targets = Vec::new();
+    for entry in std::fs::read_dir(&folder).expect("read the harness folder") {
+        let path = entry.expect("an entry").path();
+        let text = std::fs::read_to_string(&path).expect("read a harness file");
+        for implementation in text.split("impl Harness for ").skip(1) {
+            let name: String = implementation
+                .chars()
+                .take_while(|c| c.is_alphanumeric())
+                .collect();
+            let module = path.file_stem().expect("a name").to_string_lossy();
+            assert!(
+                table.contains(&format!("\nmod {module};")),
+                "`{module}` is a module of harness/"
+            );
+            assert!(
+                row.contains(&format!("&{name}")),
+                "`{name}` is a row of TARGETS"
+            );
+            targets.push((name, text.clone()));
+        }
+    }
+    assert_eq!(
+        targets.len(),
+        row.matches('&').count() - 1,
+        "every row of TARGETS is one `impl Harness`: {row}"
+    );
+    // Nothing outside the folder names a target: the CLI's names come from the table.
+    for file in source_files()
+        .iter()
+        .filter(|f| !f.starts_with(&folder) && !f.ends_with("tests.rs"))
+    {
+        let code = without_strings(&code_of(
+            &std::fs::read_to_string(file).expect("read a source file"),
+        ));
+        for (name, _) in &targets {
+            assert!(
+                find_word(&code, name).is_none(),
+                "{} names the target `{name}`; reach it through `harness::TARGETS`",
+                file.display()
+            );
+        }
+    }
+    for (name, text) in &targets {
+        let id = text
+            .split("fn id(&self) -> &'static str {")
+            .nth(1)
+            .and_then(|rest| rest.split('"').nth(1))
+            .unwrap_or_else(|| panic!("`{name}` has an id"));
+        for file in source_files()
+            .iter()
+            .filter(|f| f.starts_with(workspace().join("cli/src")))
+        {
+            let code = code_of(&std::fs::read_to_string(file).expect("read a source file"));
+            assert!(
+                !code.contains(&format!("\"{id}\"")),
+                "{} names the target `{id}` as a string; take it from `harness::TARGETS`",
+                file.display()
+            );
+        }
+    }
 }

@@ -40,7 +40,7 @@ pub use manifest_edit::{
 };
 pub use redact::{Redacted, redact};
 pub use source::{
-    ArchiveFormat, ArchivePin, GitPin, LocalPin, Pin, Source, SourceError, SourceKind,
+    ArchiveFormat, ArchivePin, GitPin, LocalPin, Location, Pin, Source, SourceError, SourceKind,
     normalize_repo_path,
 };
 

@@ -44,6 +44,22 @@ pub enum Source {
     },
 }
 
+/// Where a source is fetched from ([`Source::location`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location<'a> {
+    /// A URL (a git remote or an archive).
+    Url(String),
+    /// A local folder, as written.
+    Folder(&'a str),
+    /// A plugin picked from a marketplace: fetched from wherever the marketplace says.
+    Marketplace {
+        /// The plugin's name in the marketplace.
+        plugin: &'a str,
+        /// The `[[marketplace]]` name.
+        marketplace: &'a str,
+    },
+}
+
 /// The three kinds of source, for messages and rules that only care about the kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SourceKind {
@@ -156,6 +172,27 @@ impl Source {
             Source::Archive { .. } => SourceKind::Archive,
             Source::Local { .. } => SourceKind::Local,
             Source::Marketplace { .. } => SourceKind::Marketplace,
+        }
+    }
+
+    /// Where this source is fetched from (`github_url` standing for `$BERTH_GITHUB_URL`),
+    /// for a rule about places that does not care about the kind: a URL, `${VAR}`
+    /// references still in it, a local folder, or a marketplace pick.
+    pub fn location(&self, github_url: &str) -> Location<'_> {
+        match self {
+            Source::GitHub { owner, repo, .. } => Location::Url(format!(
+                "{}/{owner}/{repo}.git",
+                github_url.trim_end_matches('/')
+            )),
+            Source::Git { url } | Source::Archive { url, .. } => Location::Url(url.clone()),
+            Source::Local { path } => Location::Folder(path),
+            Source::Marketplace {
+                plugin,
+                marketplace,
+            } => Location::Marketplace {
+                plugin,
+                marketplace,
+            },
         }
     }
 }

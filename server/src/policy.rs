@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use berth_lockfile_schema::Source;
+use berth_lockfile_schema::{Location, Source};
 use berth_transport::policy::FetchPolicy;
 use berth_transport::url::SourceUrl;
 
@@ -135,8 +135,9 @@ impl SourcePolicy {
     /// by the same parser the HTTP clients use, so `https://evil.example\@github.com/`
     /// is checked as `evil.example`, where it would go.
     fn check_host(&self, source: &Source) -> Result<(), AppError> {
-        let url = match source {
-            Source::Local { path } => {
+        let url = match source.location(&self.github_url) {
+            Location::Url(url) => url,
+            Location::Folder(path) => {
                 return if self.allow_local {
                     Ok(())
                 } else {
@@ -145,14 +146,7 @@ impl SourcePolicy {
                     )))
                 };
             }
-            Source::GitHub { owner, repo, .. } => {
-                format!(
-                    "{}/{owner}/{repo}.git",
-                    self.github_url.trim_end_matches('/')
-                )
-            }
-            Source::Git { url } | Source::Archive { url, .. } => url.clone(),
-            Source::Marketplace {
+            Location::Marketplace {
                 plugin,
                 marketplace,
             } => {

@@ -29,7 +29,7 @@ pub fn git_url(source: &Source, github_url: &str) -> Option<String> {
             github_url.trim_end_matches('/')
         )),
         Source::Git { url } => Some(url.clone()),
-        Source::Archive { .. } | Source::Local { .. } | Source::Marketplace { .. } => None,
+        _ => None,
     }
 }
 
