@@ -20,7 +20,7 @@ pub struct Config {
     pub data_dir: DataDir,
     /// The shared plugin store.
     pub store: Store,
-    /// When set, every route but `/health` needs it.
+    /// When set, every route but `/health` and `/ready` needs it.
     pub api_key: Option<String>,
     /// Without an API key, the `Host` names answered besides the bound address,
     /// `localhost`, `127.0.0.1` and `[::1]` (`--allowed-host-header`): `name` for any

@@ -25,7 +25,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR|URL", env = "BERTH_DATA_DIR")]
     pub data_dir: Option<String>,
 
-    /// Require this key on every route but /health (`X-Session-API-Key` or `Authorization: Bearer`)
+    /// Require this key on every route but /health and /ready (`X-Session-API-Key` or
+    /// `Authorization: Bearer`)
     #[arg(
         long,
         value_name = "KEY",

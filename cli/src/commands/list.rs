@@ -61,7 +61,7 @@ fn document(ctx: &Context, lock: &Lock) -> serde_json::Value {
             })).collect::<Vec<_>>(),
         })
     });
-    // `agent` and `payloads` only when the lock has them: the spec's shape (docs/spec.md section 5) is
+    // `agent` and `payloads` only when the lock has them: the spec's shape (docs/spec.md section 6) is
     // `{"plugins": [...]}`.
     let mut doc = json!({ "plugins": plugins });
     if let Some(agent) = agent {
