@@ -5,7 +5,7 @@
 //! uv is found as berth finds it (`BERTH_UV`, else `uv` on PATH, version 0.13.9). Without it
 //! these tests skip, except in CI (`CI` set), where they fail (`.ci/run` installs uv).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! Archive sources (issue #4): served from 127.0.0.1, locked, synced, verified, and refused
 //! when hostile, with nothing left in the store.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! Bad input gets one clear line naming the manifest line or plugin, exit status 1, and
 //! nothing written: no lockfile, no store entry, no cache (issue #2, docs/spec.md section 6).
 
-mod common;
+use crate::common;
 
 use common::{TestContext, list_dir};
 

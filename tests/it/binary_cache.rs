@@ -3,7 +3,7 @@
 //! next substituter or upstream, a kill during push never leaves a narinfo without its
 //! NAR, and the real `nix` copies a plugin out of it (`nix copy --from file://`).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! Concurrency (issue #6): several processes on one store, and a server starting
 //! conversations while a CLI sync and gc run. No corruption, each artifact fetched once.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

@@ -7,7 +7,7 @@
 //! entries) and an empty `tmp/` aside). A failure must be one
 //! `error:` line. See `fixtures/bad-input/README.md`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};

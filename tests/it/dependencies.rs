@@ -3,7 +3,7 @@
 //! the plugins that need it, and conflicts, cycles and missing plugins are refused with the
 //! chain that leads to them.
 
-mod common;
+use crate::common;
 
 use common::{GitRepo, TestContext, lock_field, lock_plugins};
 use serde_json::{Value, json};

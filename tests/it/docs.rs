@@ -4,7 +4,7 @@
 //! README stays short with its two set-up commands, and the README's five-minute tour runs
 //! for real, hermetically: git repositories built at test time and a server on 127.0.0.1.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! Semver ranges and the manifest-editing commands (issue #4).
 
-mod common;
+use crate::common;
 
 use common::{TestContext, lock_field};
 

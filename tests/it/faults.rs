@@ -2,7 +2,7 @@
 //! `berth_store::fault`) and at arbitrary points, a full disk, a read-only store. After
 //! every fault the store verifies and the next sync completes.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -216,8 +216,8 @@ fn syncs_and_gcs_killed_at_each_step_never_leave_a_corrupt_store() {
     }
     // Steps outside the store's own life cycle have their kill tests beside their feature.
     let elsewhere = [
-        berth_store::fault::PUSH_BEFORE_NARINFO, // tests/binary_cache.rs
-        berth_store::fault::CONVERSATION_BEFORE_META, // tests/fleet_bucket.rs
+        berth_store::fault::PUSH_BEFORE_NARINFO, // tests/it/binary_cache.rs
+        berth_store::fault::CONVERSATION_BEFORE_META, // tests/it/fleet_bucket.rs
     ];
     for step in berth_store::fault::STEPS {
         assert!(

@@ -3,7 +3,7 @@
 //! binary cache (`--push-to`, `--substituter`). Any server reads, restores, lists and
 //! deletes any conversation; a server killed mid-start leaves nothing half there.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::Path;

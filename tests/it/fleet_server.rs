@@ -2,7 +2,7 @@
 //! error bodies; `/ready`; Prometheus metrics; draining on SIGTERM (new requests 503 with
 //! `Retry-After`, started ones finish).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

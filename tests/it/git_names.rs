@@ -4,7 +4,7 @@
 //! folders are refused at every depth, in every spelling git refuses, with an error naming
 //! the plugin and the path, and nothing written.
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 use std::process::{Command, Stdio};

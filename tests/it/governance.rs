@@ -4,7 +4,7 @@
 //! text does not; inherited policies only tighten; hidden Unicode fails `lock`, `sync` and
 //! `audit` with its place; the server refuses what the policy refuses and stores nothing.
 
-mod common;
+use crate::common;
 
 use common::market::{ALL, manifest, market};
 use common::{FileServer, GitRepo, ServeProcess, TestContext, lock_plugins};

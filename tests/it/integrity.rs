@@ -1,7 +1,7 @@
 //! What protects a lock: hash checks, offline and frozen modes, interrupted and concurrent
 //! syncs (issue #2, docs/spec.md sections 4 and 6).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Stdio;

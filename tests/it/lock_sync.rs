@@ -1,6 +1,6 @@
 //! Locking and syncing git and local plugins end to end (issue #2, docs/spec.md sections 1-4, 6).
 
-mod common;
+use crate::common;
 
 use common::{GitRepo, TestContext, copy_tree, fixtures, lock_field};
 

@@ -3,7 +3,7 @@
 //! Every marketplace here is a git repository built at test time, with entries of every
 //! source form berth fetches: a relative folder, `github`, `url`, `git-subdir`, `archive`.
 
-mod common;
+use crate::common;
 
 use common::market::{ALL, manifest, market, marketplace_of, plugin};
 use common::{GitRepo, Run, TestContext, lock_field, lock_plugins};

@@ -1,7 +1,7 @@
 //! `berth serve --marketplace`: conversations ask for plugins of registered marketplaces,
 //! and the source policy checks the marketplace and every source its catalog points to.
 
-mod common;
+use crate::common;
 
 use common::market::{market, marketplace_of, plugin};
 use common::{GitRepo, TestContext, copy_tree, lock_field};

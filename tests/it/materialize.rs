@@ -2,7 +2,7 @@
 //! read back by the real harness: Claude Code from npm (`BERTH_CLAUDE`; `.ci/run` installs
 //! a pinned version), offline, through `CLAUDE_CONFIG_DIR`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -771,7 +771,7 @@ fn the_openhands_sdk_loads_the_materialized_agent_plugins() {
     else {
         require_or_skip(
             "BERTH_SDK_PYTHON",
-            "see tests/python_sdk.rs (.ci/run makes that venv)",
+            "see tests/it/python_sdk.rs (.ci/run makes that venv)",
         );
         return;
     };

@@ -1,6 +1,6 @@
 //! Parallel resolution and fetching, shared fetches and progress output (issue #4).
 
-mod common;
+use crate::common;
 
 use common::{GitHttpServer, TestContext, list_dir};
 

@@ -3,7 +3,7 @@
 //! registry gone. npm resolves against a static registry on 127.0.0.1 (packuments and
 //! tarballs built here); uv against the fixture index (`fixtures/agents/`) on 127.0.0.1.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! and (discouraged) the URL itself reach a password-protected `git http-backend` and
 //! archive server, and the secret never appears in anything berth writes or prints.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

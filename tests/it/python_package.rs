@@ -10,7 +10,7 @@
 //! 0.13.9 wheel (`BERTH_WHEELHOUSE`): the test installs without any index, so nothing
 //! leaves this machine. `.ci/run` provides both.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -10,7 +10,7 @@
 //! The SDK imports LiteLLM, which fetches a price list from the internet unless told not
 //! to: every run here sets `LITELLM_LOCAL_MODEL_COST_MAP`, so nothing leaves 127.0.0.1.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

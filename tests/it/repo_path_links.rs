@@ -3,7 +3,7 @@
 //! .resolve()`): the plugin is the folder it leads to. `lock`, `sync` and `verify` agree on
 //! its hash; a link that leaves, dangles, loops or ends at a file is an error naming it.
 
-mod common;
+use crate::common;
 
 use common::{FileServer, GitHttpServer, TestContext, lock_field, tar_gz};
 

@@ -1,7 +1,7 @@
 //! The runtime end to end (issue #3): `plugins show`, `run` and `hooks run` from the lock
 //! and the store alone.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! the conversation from the bucket byte for byte, an object altered in the bucket is
 //! refused for the next substituter, and the credentials appear in no file or output.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

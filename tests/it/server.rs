@@ -1,7 +1,7 @@
 //! `berth serve` on a real socket (issue #5): conversations restore byte-for-byte after a
 //! restart even when upstream moved or vanished; concurrent starts share fetches; refusals.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;
@@ -636,7 +636,7 @@ fn without_a_key_requests_for_other_hosts_are_421() {
     assert_eq!(status, 200, "{body}");
 }
 
-/// Mounts a tmpfs of `size` at `dir` (as `tests/faults.rs` does); `None` (after
+/// Mounts a tmpfs of `size` at `dir` (as `tests/it/faults.rs` does); `None` (after
 /// [`common::require_or_skip`], which fails in CI) when this machine cannot, which needs
 /// root.
 fn tmpfs(dir: &Path, size: &str) -> Option<Mount> {

@@ -3,7 +3,7 @@
 //! entries it resolves; the lock still succeeds. An unchanged lock warns of nothing and
 //! touches no network.
 
-mod common;
+use crate::common;
 
 use berth_runtime::MAX_FILE_BYTES;
 use common::{FileServer, GitHttpServer, Run, TestContext, tar_gz};

@@ -13,7 +13,7 @@
 //! that the server refuses it with 403, writes nothing, and never reaches the internal
 //! service.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;

@@ -1,7 +1,7 @@
 //! `berth store verify` and `berth store gc` (issue #6): roots, what gc keeps and frees,
 //! and repairing a corrupt entry.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

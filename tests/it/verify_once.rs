@@ -3,7 +3,7 @@
 //! hashed from it. It still trusts neither the store nor the git cache, and still finds a
 //! plugin whose locked hash is wrong.
 
-mod common;
+use crate::common;
 
 use common::{GitHttpServer, Run, TestContext, lock_field};
 

@@ -22,6 +22,56 @@ mod skip;
 #[allow(unused_imports)] // each test binary uses a part of the harness
 pub use skip::{in_ci, require_or_skip};
 
+/// Runs a berth command and snapshots what a user sees of it, as uv's `uv_snapshot!`: its
+/// exit status, stdout and stderr, after `filters` (from [`TestContext::filters`]) replace
+/// what changes from run to run. Returns the [`Run`] for further checks.
+///
+/// ```ignore
+/// berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r"
+/// success: false
+/// exit_code: 1
+/// ----- stdout -----
+///
+/// ----- stderr -----
+/// error: …
+/// ");
+/// ```
+///
+/// Review a changed or new snapshot with `cargo insta review`, or accept them all with
+/// `INSTA_UPDATE=always` after reading the diff (docs/testing.md).
+#[allow(unused_macros)] // until the first snapshot uses it
+macro_rules! berth_snapshot {
+    ($filters:expr, $cmd:expr, @$snapshot:literal) => {{
+        let (snapshot, run) = $crate::common::run_and_format($cmd, &$filters);
+        ::insta::assert_snapshot!(snapshot, @$snapshot);
+        run
+    }};
+}
+
+/// Runs `cmd` and returns the text `berth_snapshot!` compares (status, then stdout and
+/// stderr with `filters` applied) and the run itself, unfiltered.
+pub fn run_and_format(cmd: &mut Command, filters: &[(String, String)]) -> (String, Run) {
+    let run = Run::from(cmd.output().expect("run berth"));
+    let snapshot = format!(
+        "success: {}\nexit_code: {}\n----- stdout -----\n{}\n----- stderr -----\n{}",
+        run.code == 0,
+        run.code,
+        apply_filters(&run.stdout, filters),
+        apply_filters(&run.stderr, filters),
+    );
+    (snapshot, run)
+}
+
+/// `text` with every `(regex, replacement)` of `filters` applied, in order.
+pub fn apply_filters(text: &str, filters: &[(String, String)]) -> String {
+    let mut text = text.to_owned();
+    for (pattern, replacement) in filters {
+        let regex = regex::Regex::new(pattern).expect("a filter is a valid regex");
+        text = regex.replace_all(&text, replacement.as_str()).into_owned();
+    }
+    text
+}
+
 /// Runs `cmd` (a berth command) with `BERTH_FAULT_PAUSE=step`, waits until it pauses at
 /// that step and kills it with SIGKILL there. Fails the test if berth ends without
 /// reaching the step. Returns what berth printed to stderr before pausing.
@@ -247,6 +297,24 @@ impl TestContext {
     /// it is the same on every run.
     pub fn redact(&self, text: &str) -> String {
         text.replace(&self.root.display().to_string(), "[TMP]")
+    }
+
+    /// What [`berth_snapshot!`] replaces in a command's output, so a snapshot is the same
+    /// on every run: this context's temporary folder (`[TMP]`), a port the system chose on
+    /// 127.0.0.1 (`[PORT]`; fixed low ports such as the discard port 9 stay) and the time a
+    /// command took (`[TIME]`).
+    pub fn filters(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                regex::escape(&self.root.display().to_string()),
+                "[TMP]".to_owned(),
+            ),
+            (
+                r"127\.0\.0\.1:\d{4,5}\b".to_owned(),
+                "127.0.0.1:[PORT]".to_owned(),
+            ),
+            (r"\bin \d+\.\d+s\b".to_owned(), "in [TIME]".to_owned()),
+        ]
     }
 
     /// The store's entries (`store-v1/*`), sorted.

@@ -1,5 +1,5 @@
 //! The rule for a test whose tool or privilege is missing, shared by every test harness
-//! of the workspace (`tests/common`, `store/tests/common`).
+//! of the workspace (`tests/it/common`, `tests/fuzz` and the store's unit tests).
 
 /// Whether this is a CI run (`CI` set, as CI services and `.ci/run` set it): then a test
 /// whose tool or privilege is missing fails instead of skipping.

@@ -2,6 +2,8 @@
 //! feature NAR encodes. Runs when `nix` is on PATH, else skips, except in CI (`CI` set),
 //! where a missing `nix` fails (`.ci/run` installs it).
 
+// The CI rule for a missing tool, shared with the end-to-end tests.
+#[path = "../../tests/it/common/skip.rs"]
 mod common;
 
 use std::os::unix::fs::{PermissionsExt, symlink};
@@ -145,7 +147,7 @@ fn nar_hash_matches_nix_hash_path() {
         trees.push(root);
     }
     for tree in &trees {
-        let ours = berth_store::hash_path(tree).expect("hash").to_sri();
+        let ours = crate::hash_path(tree).expect("hash").to_sri();
         let nix = nix_hash_path(tree, &home).expect("nix is installed");
         assert_eq!(ours, nix, "tree {}", tree.display());
     }

@@ -5,9 +5,6 @@
 //! approval rule as a property), `policy` (sources, hosts, `extends`, `diff --from`,
 //! F7–F12) and `audit` (hidden characters and what the output shows, F13–F17).
 
-#[path = "../it/common/mod.rs"]
-mod common;
-
 mod approvals;
 mod audit;
 mod policy;

@@ -19,6 +19,7 @@ fn cases(default: u32) -> ProptestConfig {
             .ok()
             .and_then(|c| c.parse().ok())
             .unwrap_or(default),
+        failure_persistence: Some(Box::new(crate::REGRESSIONS)),
         ..ProptestConfig::default()
     }
 }

@@ -14,6 +14,7 @@ fn config() -> ProptestConfig {
             .ok()
             .and_then(|c| c.parse().ok())
             .unwrap_or(512),
+        failure_persistence: Some(Box::new(crate::REGRESSIONS)),
         ..ProptestConfig::default()
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 #[test]
 fn committed_schema_matches_the_types() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins.lock.schema.json");
-    let generated = berth_lockfile_schema::lock_json_schema();
+    let generated = crate::lock_json_schema();
     if std::env::var_os("BERTH_BLESS").is_some() {
         std::fs::write(&path, &generated).expect("write schema");
     }
@@ -20,7 +20,7 @@ fn committed_schema_matches_the_types() {
 #[test]
 fn schema_describes_the_fields_the_writer_uses() {
     let schema: serde_json::Value =
-        serde_json::from_str(&berth_lockfile_schema::lock_json_schema()).expect("valid JSON");
+        serde_json::from_str(&crate::lock_json_schema()).expect("valid JSON");
     let entry = &schema["$defs"]["LockedPluginWire"];
     let properties = entry["properties"].as_object().expect("entry properties");
     for key in [

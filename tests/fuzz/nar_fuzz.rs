@@ -5,7 +5,7 @@
 //! PATH the bytes must also equal `nix-store --dump`'s (in CI, `CI` set, it must be on
 //! PATH). `PROPTEST_CASES` runs them longer.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
@@ -22,6 +22,7 @@ fn cases(default: u32) -> ProptestConfig {
             .ok()
             .and_then(|c| c.parse().ok())
             .unwrap_or(default),
+        failure_persistence: Some(Box::new(crate::REGRESSIONS)),
         ..ProptestConfig::default()
     }
 }
