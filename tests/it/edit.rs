@@ -58,17 +58,14 @@ fn a_semver_range_picks_the_highest_matching_tag_and_update_moves_it() {
 
     // No match: the error lists the nearest tags.
     ctx.write_manifest("[[plugin]]\nsource = \"github:acme/tools\"\nversion = \"^3\"\n");
-    let run = ctx.run(&["plugins", "lock"]);
-    assert_eq!(run.code, 1);
-    let error = run.errors()[0];
-    assert!(
-        error.contains("no tag") && error.contains("\"^3\""),
-        "{error}"
-    );
-    assert!(
-        error.contains("`v2.0.0`") && error.contains("`v1.5.0`") && !error.contains("nightly"),
-        "{error}"
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: plugins.toml:2: `github:acme/tools`: no tag of `file://[TMP]/upstream/acme/tools.git` matches `version = "^3"`; its newest tags are `v2.0.0`, `v1.5.0`, `v1.5.0-rc.1`, `v1.4.0`, `v1.2.0`
+    "#);
 }
 
 const COMMENTED: &str = r#"# Plugins for the review bot.
@@ -124,12 +121,17 @@ fn add_remove_update_keep_comments_and_order() {
         std::fs::read(ctx.manifest_path()).expect("read"),
         ctx.lock_text(),
     );
-    let clash = ctx.run(&["plugins", "add", "github:acme/review", "--ref", "main"]);
-    assert_eq!(clash.code, 1);
-    assert!(
-        clash.errors()[0].contains("`review`") && clash.errors()[0].contains("--force"),
-        "{}",
-        clash.stderr
+    berth_snapshot!(
+        ctx.filters(),
+        ctx.berth().args(["plugins", "add", "github:acme/review", "--ref", "main"]),
+        @r#"
+        success: false
+        exit_code: 1
+        ----- stdout -----
+
+        ----- stderr -----
+        error: a plugin named `review` is already in `plugins.toml` (entry 3, `github:acme/review`); pass `--force` to add it anyway (the later entry wins name clashes)
+        "#
     );
     assert_eq!(
         (
@@ -157,13 +159,14 @@ fn add_remove_update_keep_comments_and_order() {
         "order kept"
     );
     ctx.ok(&["plugins", "lock", "--check"]);
-    let missing = ctx.run(&["plugins", "remove", "nope"]);
-    assert_eq!(missing.code, 1);
-    assert!(
-        missing.errors()[0].contains("`nope`") && missing.errors()[0].contains("`lint`"),
-        "{}",
-        missing.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "remove", "nope"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: no plugin named `nope` in `plugins.toml`; the plugins are `rules`, `lint`
+    "#);
 
     // `update` with no names moves every pin; the manifest is not touched.
     let manifest_before = std::fs::read(ctx.manifest_path()).expect("read");
@@ -173,13 +176,14 @@ fn add_remove_update_keep_comments_and_order() {
         manifest_before
     );
     // A bad request is refused before anything is written.
-    let bad = ctx.run(&["plugins", "add", "acme/nothing"]);
-    assert_eq!(bad.code, 1);
-    assert!(
-        bad.errors()[0].contains("github:acme/nothing"),
-        "{}",
-        bad.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "add", "acme/nothing"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: unknown source `acme/nothing`: write `github:acme/nothing` for a GitHub repository or `./acme/nothing` for a local folder
+    "#);
     assert_eq!(
         std::fs::read(ctx.manifest_path()).expect("read"),
         manifest_before

@@ -172,6 +172,11 @@ fn a_marketplace_that_rewrote_its_history_fails_sync_with_both_hashes() {
         .as_str()
         .expect("hash")
         .to_owned();
+    // The catalog names servers on ports the system chose, so its commit differs per run.
+    let locked_rev = marketplace_of(&ctx.lock_text())["rev"]
+        .as_str()
+        .expect("rev")
+        .to_owned();
 
     // The same name, a new history.
     std::fs::remove_dir_all(&m.market.path).expect("delete");
@@ -192,20 +197,26 @@ fn a_marketplace_that_rewrote_its_history_fails_sync_with_both_hashes() {
         )
     );
 
-    let run = Run::from(
+    // Both hashes and the new commit are named, each shown by what it is.
+    let mut filters = ctx.filters();
+    filters.push((regex::escape(&locked_hash), "[LOCKED HASH]".to_owned()));
+    filters.push((regex::escape(&now_hash), "[NEW HASH]".to_owned()));
+    filters.push((again.head(), "[NEW COMMIT]".to_owned()));
+    filters.push((locked_rev, "[LOCKED COMMIT]".to_owned()));
+    berth_snapshot!(
+        filters,
         ctx.berth()
             .env("BERTH_STORE", ctx.root.join("fresh-store"))
-            .args(["plugins", "sync"])
-            .output()
-            .expect("run"),
+            .args(["plugins", "sync"]),
+        @r#"
+        success: false
+        exit_code: 1
+        ----- stdout -----
+
+        ----- stderr -----
+        error: plugin `rel`: marketplace `acme` no longer has the locked commit `[LOCKED COMMIT]` (catalog `[LOCKED HASH]`): its history was rewritten. Its default branch now points at `[NEW COMMIT]`, whose catalog is `[NEW HASH]`. Check the marketplace, then run `berth plugins lock --upgrade-plugin acme` to accept it
+        "#
     );
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    let errors = run.errors().join("\n");
-    assert!(errors.contains("marketplace `acme`"), "{errors}");
-    assert!(errors.contains("history was rewritten"), "{errors}");
-    assert!(errors.contains(&locked_hash), "{errors}");
-    assert!(errors.contains(&now_hash), "{errors}");
-    assert!(errors.contains(&again.head()), "{errors}");
     assert!(
         !ctx.root.join("fresh-store/store-v1").exists()
             || common::list_dir(&ctx.root.join("fresh-store/store-v1")).is_empty(),
@@ -217,47 +228,48 @@ fn a_marketplace_that_rewrote_its_history_fails_sync_with_both_hashes() {
 fn bad_entries_fail_with_one_error_naming_marketplace_and_entry() {
     let m = market();
     let ctx = &m.ctx;
-    for (plugin, needle) in [
-        ("odd", "unknown kind `svn`"),
-        ("twice", "more than once"),
-        ("escape", "`..`"),
-        ("nope", "lists no plugin `nope`"),
-    ] {
+    let mut seen = String::new();
+    for plugin in ["odd", "twice", "escape", "nope"] {
         ctx.write_manifest(&manifest(&[plugin]));
         let run = ctx.run(&["plugins", "lock"]);
         assert_eq!(run.code, 1, "{plugin}: {}", run.stderr);
         let errors = run.errors();
         assert_eq!(errors.len(), 1, "{plugin}: {errors:?}");
-        assert!(errors[0].contains("marketplace `acme`"), "{}", errors[0]);
-        assert!(errors[0].contains(needle), "{plugin}: {}", errors[0]);
+        seen.push_str(&format!("{plugin}: {}\n", errors[0]));
         assert!(!ctx.lock_path().exists(), "nothing written");
     }
+    insta::assert_snapshot!(seen, @r#"
+    odd: error: plugins.toml:7: `odd@acme`: marketplace `acme`, plugin `odd`: its entry has a source of unknown kind `svn` (berth reads `github`, `url`, `git-subdir`, `archive`, `npm` and relative paths)
+    twice: error: plugins.toml:7: `twice@acme`: marketplace `acme` lists plugin `twice` more than once; its catalog must name each plugin once
+    escape: error: plugins.toml:7: `escape@acme`: marketplace `acme`, plugin `escape`: its entry has `source = "../../etc"`, which contains `..`; it must stay inside the repository
+    nope: error: plugins.toml:7: `nope@acme`: marketplace `acme` lists no plugin `nope`; it lists `rel`, `gh`, `byurl`, `sub`, `arc`, `npmtools`, `npmbad`, `odd`, `twice`, `twice`, `escape`, `loose`
+    "#);
 
     // A catalog that is not JSON: one error naming the marketplace and its file.
     m.market
         .write(".claude-plugin/marketplace.json", "{ \"plugins\": [ oops");
     m.market.commit("broken");
     ctx.write_manifest(&manifest(&["rel"]));
-    let run = ctx.run(&["plugins", "lock"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    let errors = run.errors();
-    assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(
-        errors[0].contains("`.claude-plugin/marketplace.json` of marketplace `acme`")
-            && errors[0].contains("not valid JSON"),
-        "{}",
-        errors[0]
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+         Reading marketplace `acme` (github:acme/market)
+    error: plugins.toml:3: marketplace `acme`: `.claude-plugin/marketplace.json` of marketplace `acme` is not valid JSON: expected value at line 1 column 16
+    "#);
 
     // A plugin of an undeclared marketplace names what to do.
     ctx.write_manifest("[[plugin]]\nsource = \"rel@elsewhere\"\n");
-    let run = ctx.run(&["plugins", "lock"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("berth marketplace add elsewhere"),
-        "{}",
-        run.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: plugins.toml:2:10: `rel@elsewhere` names marketplace `elsewhere`, which no `[[marketplace]]` declares (there are none); add it with `berth marketplace add elsewhere SOURCE`
+    "#);
 }
 
 #[test]
@@ -301,9 +313,19 @@ fn marketplace_add_list_and_plugins_add_edit_the_manifest_and_lock() {
     ctx.write_manifest(start);
 
     // A source without a catalog changes nothing.
-    let run = ctx.run(&["marketplace", "add", "nocat", "github:acme/gh"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(run.stderr.contains("has no catalog"), "{}", run.stderr);
+    berth_snapshot!(
+        ctx.filters(),
+        ctx.berth().args(["marketplace", "add", "nocat", "github:acme/gh"]),
+        @r#"
+        success: false
+        exit_code: 1
+        ----- stdout -----
+
+        ----- stderr -----
+             Reading marketplace `nocat` (github:acme/gh)
+        error: plugins.toml:7: marketplace `nocat`: marketplace `nocat` (`github:acme/gh`) has no catalog: looked for `.plugin/marketplace.json` and `.claude-plugin/marketplace.json`
+        "#
+    );
     assert_eq!(
         std::fs::read_to_string(ctx.manifest_path()).expect("read"),
         start
@@ -330,23 +352,42 @@ fn marketplace_add_list_and_plugins_add_edit_the_manifest_and_lock() {
         marketplace_of(&ctx.lock_text())["rev"].as_str(),
         Some(m.market.head().as_str())
     );
-    let again = ctx.run(&["marketplace", "add", "acme", "./elsewhere"]);
-    assert_eq!(again.code, 1);
-    assert!(
-        again.stderr.contains("already declared"),
-        "{}",
-        again.stderr
-    );
+    berth_snapshot!(
+        ctx.filters(),
+        ctx.berth().args(["marketplace", "add", "acme", "./elsewhere"]),
+        @r#"
+        success: false
+        exit_code: 1
+        ----- stdout -----
 
-    let listed = ctx.ok(&["marketplace", "list", "acme"]).stdout;
-    assert!(listed.contains("gh@acme"), "{listed}");
-    assert!(listed.contains("rel@acme"), "{listed}");
-    assert!(
-        listed
-            .lines()
-            .any(|l| l.contains("odd@acme") && l.contains("unusable")),
-        "{listed}"
+        ----- stderr -----
+        error: marketplace `acme` is already declared in `plugins.toml` (line 7, `github:acme/market`); pick another name, or edit that entry
+        "#
     );
+    // The catalog names servers on ports the system chose, so its commit differs per run.
+    let mut filters = ctx.filters();
+    filters.push((m.market.head()[..12].to_owned(), "[COMMIT]".to_owned()));
+    berth_snapshot!(filters, ctx.berth().args(["marketplace", "list", "acme"]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+    acme (github:acme/market at [COMMIT]), 12 plugins:
+      rel@acme  github:acme/market (plugins/rel)
+          relative
+      gh@acme  github:acme/gh
+      byurl@acme  http://127.0.0.1:[PORT]/urlrepo.git
+      sub@acme  http://127.0.0.1:[PORT]/urlrepo.git (plugins/sub)
+      arc@acme  http://127.0.0.1:[PORT]/arc-1.0.tar.gz
+      npmtools@acme  npm:tools@^1.0.0 from http://127.0.0.1:[PORT]/registry
+      npmbad@acme  npm:badtools@latest from http://127.0.0.1:[PORT]/registry
+      odd@acme  unusable: marketplace `acme`, plugin `odd`: its entry has a source of unknown kind `svn` (berth reads `github`, `url`, `git-subdir`, `archive`, `npm` and relative paths)
+      twice@acme  unusable: marketplace `acme` lists plugin `twice` more than once; its catalog must name each plugin once
+      twice@acme  unusable: marketplace `acme` lists plugin `twice` more than once; its catalog must name each plugin once
+      escape@acme  unusable: marketplace `acme`, plugin `escape`: its entry has `source = "../../etc"`, which contains `..`; it must stay inside the repository
+      loose@acme  github:acme/market (plugins/rel)
+
+    ----- stderr -----
+    "#);
     let json: Value =
         serde_json::from_str(&ctx.ok(&["marketplace", "list", "acme", "--json"]).stdout)
             .expect("JSON");

@@ -39,7 +39,6 @@ pub use skip::{in_ci, require_or_skip};
 ///
 /// Review a changed or new snapshot with `cargo insta review`, or accept them all with
 /// `INSTA_UPDATE=always` after reading the diff (docs/testing.md).
-#[allow(unused_macros)] // until the first snapshot uses it
 macro_rules! berth_snapshot {
     ($filters:expr, $cmd:expr, @$snapshot:literal) => {{
         let (snapshot, run) = $crate::common::run_and_format($cmd, &$filters);
@@ -155,9 +154,30 @@ pub fn kill_serve_mid_start(cmd: &mut Command, step: &str, body: &serde_json::Va
     );
 }
 
-/// The `berth` binary under test.
+/// The `berth` binary under test, pinned for this test process (see [`pinned`]).
 pub fn berth_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_berth"))
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| pinned(Path::new(env!("CARGO_BIN_EXE_berth"))))
+        .clone()
+}
+
+/// `built` (a file cargo built) under a name the tests own: a hard link, in cargo's folder
+/// for test data, to the very file. The tests run side by side in one process, and one of
+/// them builds berth again (the wheel in `python_package` builds through cargo in the same
+/// target folder), which makes cargo replace `target/debug/berth` and
+/// `libberth_native.so`: through the link, a test running beside it still starts the file
+/// it started with instead of finding the path missing for a moment. The link is replaced
+/// by a rename, so no process ever sees it missing either.
+pub fn pinned(built: &Path) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pinned");
+    std::fs::create_dir_all(&dir).expect("create the folder for pinned binaries");
+    let name = built.file_name().expect("a built file has a name");
+    let pinned = dir.join(name);
+    let staged = dir.join(format!("{}.{}", name.to_string_lossy(), std::process::id()));
+    let _ = std::fs::remove_file(&staged);
+    std::fs::hard_link(built, &staged).expect("link the built file");
+    std::fs::rename(&staged, &pinned).expect("rename the link into place");
+    pinned
 }
 
 /// The repository's `fixtures/` folder.

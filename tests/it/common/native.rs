@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 /// The built extension (`libberth_native.so`).
 pub fn native_extension() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(build).clone()
+    BUILT.get_or_init(|| super::pinned(&build())).clone()
 }
 
 fn build() -> PathBuf {
