@@ -229,38 +229,27 @@ fn a_parent_policy_wins_over_a_child_and_a_loosening_child_is_an_error() {
         "extends = [\"../org/berth-policy.toml\"]\n[capabilities]\nhooks = \"allow\"\n",
     )
     .expect("write");
-    let run = ctx.run(&["plugins", "lock"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    for needle in [
-        "sets hooks = \"allow\"",
-        "org/berth-policy.toml` sets it to \"deny\"",
-        "`berth-policy.toml` sets hooks",
-        "may only tighten",
-    ] {
-        assert!(
-            run.stderr.contains(needle),
-            "{needle} not in {}",
-            run.stderr
-        );
-    }
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+           Added hooked [TMP]/store/store-v1/052s4jj3rkga52dw230z7cixnnph0mc5ryapa7fcs5grswcmpdmm-hooked
+    error: `berth-policy.toml` sets hooks = "allow", but `../org/berth-policy.toml` sets it to "deny"; a policy may only tighten what it extends: remove it from `berth-policy.toml` or change `../org/berth-policy.toml`
+    "#);
     assert!(!ctx.lock_path().exists(), "nothing written");
 
     // Silent on hooks, the child inherits the parent's deny.
     std::fs::write(&policy, "extends = [\"../org/berth-policy.toml\"]\n").expect("write");
-    let run = ctx.run(&["plugins", "lock"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    for needle in [
-        "plugin `hooked`",
-        "hooks = \"deny\"",
-        "org/berth-policy.toml",
-        HOOK,
-    ] {
-        assert!(
-            run.stderr.contains(needle),
-            "{needle} not in {}",
-            run.stderr
-        );
-    }
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: plugin `hooked`: it has hooks: pre_tool_use `${CLAUDE_PLUGIN_ROOT}/scripts/check.sh` in `hooks/hooks.json`, which the policy denies [`hooks = "deny"` in `../org/berth-policy.toml`]
+    "#);
     assert!(!ctx.lock_path().exists(), "nothing written");
 
     // The organisation's policy served on a loopback address and extended by URL.
@@ -270,38 +259,44 @@ fn a_parent_policy_wins_over_a_child_and_a_loosening_child_is_an_error() {
     let server = FileServer::start(&served, None);
     let url = server.url("org.toml");
     std::fs::write(&policy, format!("extends = [\"{url}\"]\n")).expect("write");
-    let run = ctx.run(&["plugins", "lock"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    for needle in ["plugin `hooked`", "hooks = \"deny\"", url.as_str()] {
-        assert!(
-            run.stderr.contains(needle),
-            "{needle} not in {}",
-            run.stderr
-        );
-    }
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: plugin `hooked`: it has hooks: pre_tool_use `${CLAUDE_PLUGIN_ROOT}/scripts/check.sh` in `hooks/hooks.json`, which the policy denies [`hooks = "deny"` in `http://127.0.0.1:[PORT]/org.toml`]
+    "#);
     // A policy that extends itself is an error, not a loop.
     std::fs::write(&policy, "extends = [\"berth-policy.toml\"]\n").expect("write");
-    let run = ctx.run(&["plugins", "lock"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(run.stderr.contains("extends itself"), "{}", run.stderr);
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: the policy `berth-policy.toml` extends itself (through berth-policy.toml); remove one of the `extends`
+    "#);
     assert!(!ctx.lock_path().exists(), "nothing written");
 
     // Sources: the parent's deny applies to the child's project, with `--policy` too.
     std::fs::write(&policy, "extends = [\"../org/berth-policy.toml\"]\n").expect("write");
     tools_repo(&ctx, "evil-tools");
     ctx.write_manifest("[[plugin]]\nsource = \"github:acme/evil-tools\"\n");
-    let run = ctx.run(&[
-        "plugins",
-        "lock",
-        "--policy",
-        policy.to_str().expect("utf-8"),
-    ]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("sources.deny = \"github:acme/evil-*\"")
-            && run.stderr.contains("plugin `evil-tools`"),
-        "{}",
-        run.stderr
+    berth_snapshot!(
+        ctx.filters(),
+        ctx.berth()
+            .args(["plugins", "lock", "--policy"])
+            .arg(&policy),
+        @r#"
+        success: false
+        exit_code: 1
+        ----- stdout -----
+
+        ----- stderr -----
+               Added evil-tools [TMP]/store/store-v1/1r908n2yg8qx91f677qswjm1j2fn1s6smbb1d3044r79dxfr60q0-evil-tools
+        error: plugin `evil-tools`: its source `github:acme/evil-tools` is denied by the policy [`sources.deny = "github:acme/evil-*"` in `[TMP]/work/../org/berth-policy.toml`]
+        "#
     );
     assert!(!ctx.lock_path().exists(), "nothing written");
 }
