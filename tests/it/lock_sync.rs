@@ -450,20 +450,29 @@ fn submodules_are_skipped_with_a_warning() {
     ]);
     repo.git(&["commit", "-q", "-m", "add submodule"]);
     ctx.write_manifest("[[plugin]]\nsource = \"github:acme/with-submodule\"\n");
-    let lock = ctx.ok(&["plugins", "lock"]);
-    assert!(
-        lock.stderr
-            .contains("warning: `lint`: skipped git submodule `vendor/tool`"),
-        "{}",
-        lock.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: `lint`: skipped git submodule `vendor/tool` (berth does not fetch submodules)
+    warning: `lint`: skipped git submodule `vendor/tool` (berth does not fetch submodules)
+           Added lint [TMP]/store/store-v1/0nqk1vbqq223rgdf6y2q2586b8zswnxg5nqfqn8ms515jrn121gv-lint
+          Adding lint 3b572148ae57
+          Locked 1 plugin in `plugins.lock`
+    "#);
     ctx.wipe_store_entries();
-    let sync = ctx.ok(&["plugins", "sync"]);
-    assert!(
-        sync.stderr.contains("skipped git submodule `vendor/tool`"),
-        "{}",
-        sync.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "sync"]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: `lint`: skipped git submodule `vendor/tool` (berth does not fetch submodules)
+           Added lint [TMP]/store/store-v1/0nqk1vbqq223rgdf6y2q2586b8zswnxg5nqfqn8ms515jrn121gv-lint
+          Synced 1 plugin (1 added) in [TIME]
+    "#);
     // The submodule is an empty folder, as `git archive` leaves it.
     let expected_tree = ctx.root.join("expected");
     copy_tree(&fixtures().join("plugins/lint"), &expected_tree);
@@ -504,13 +513,14 @@ fn offline_lock_resolves_from_what_the_cache_saw() {
     );
 
     ctx.write_manifest("[[plugin]]\nsource = \"github:acme/tools\"\nref = \"dev\"\n");
-    let run = ctx.run(&["plugins", "lock", "--offline"]);
-    assert_eq!(run.code, 1);
-    assert!(
-        run.errors()[0].contains("`dev`") && run.errors()[0].contains("--offline"),
-        "{}",
-        run.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock", "--offline"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: plugins.toml:2: `github:acme/tools`: `dev` of `http://127.0.0.1:[PORT]/acme/tools.git` is not available offline; run without `--offline` to fetch it
+    "#);
 }
 
 #[test]
@@ -686,25 +696,26 @@ fn sync_modes_word_their_failures_after_the_flag() {
         "[[plugin]]\nsource = \"./rules\"\n\n[[plugin]]\nsource = \"github:acme/review\"\n",
     );
     std::fs::write(ctx.work.join("rules/skills/new.md"), "new rule\n").expect("edit");
-    let run = ctx.run(&["plugins", "sync", "--locked"]);
-    assert_eq!(run.code, 1);
-    assert_eq!(
-        run.errors()[0],
-        "error: `--locked` was given but `plugins.lock` is out of date with `plugins.toml`; run `berth plugins lock` to update it"
-    );
-    assert!(
-        run.stderr.contains("\n  "),
-        "a note per stale entry: {}",
-        run.stderr
-    );
+    // The error, and a note per stale entry.
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "sync", "--locked"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: `--locked` was given but `plugins.lock` is out of date with `plugins.toml`; run `berth plugins lock` to update it
+      entry 2 (`github:acme/review`) is not in the lock
+    "#);
     assert_eq!(ctx.lock_text(), locked, "--locked never writes the lock");
     // `--frozen` syncs the lock as it is, the local plugin from the store.
-    let frozen = ctx.ok(&["plugins", "sync", "--frozen"]);
-    assert!(
-        frozen.stderr.contains("Synced 1 plugin (0 added)"),
-        "{}",
-        frozen.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "sync", "--frozen"]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+          Synced 1 plugin (0 added) in [TIME]
+    "#);
 
     // The default locks the new entry (keeping the local folder's locked hash), writes the
     // lock, then the sync finds the folder changed.
