@@ -51,3 +51,6 @@ pub fn lock_json_schema() -> String {
     text.push('\n');
     text
 }
+
+#[cfg(test)]
+mod tests;

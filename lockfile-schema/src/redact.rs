@@ -129,7 +129,7 @@ mod tests {
             "ssh://git@host/r",
             "an ssh password is a secret"
         );
-        // Found by tests/fuzz.rs: redaction must be idempotent.
+        // Found by tests/fuzz/lockfile_fuzz.rs: redaction must be idempotent.
         let once = redact("https://a:000aAa@a.aa").text;
         assert_eq!(once, "https://a.aa");
         assert_eq!(redact(&once).text, once);

@@ -4,7 +4,7 @@ OpenHands SDK, a fake ``berth`` and a ``berth serve`` on 127.0.0.1.
 The tests are hermetic: servers listen on 127.0.0.1 only, nothing is fetched, and the SDK's
 LiteLLM is told to keep its price list local. A test whose tool is missing (the berth
 binary, the SDK) skips, except when ``CI`` is set: then it fails, as the Rust tests do
-(``require_or_skip`` in tests/common/skip.rs).
+(``require_or_skip`` in tests/it/common/skip.rs).
 
 The SDK is the one this Python has, else the one of ``BERTH_SDK_PYTHON`` (the venv the Rust
 tests run it in, see docs/testing.md): its packages are added after this Python's own, so

@@ -8,7 +8,7 @@
 //! entry is complete and verified or absent.
 //!
 //! Its modules are layers, each using only those listed before it (a test in
-//! `tests/layers.rs` holds this):
+//! `tests/it/layers.rs` holds this):
 //!
 //! - [`error`]-level vocabulary: `error`, `meta` (a plugin's name), `skipped` (files the
 //!   runtime will skip);
@@ -54,3 +54,6 @@ pub use ops::{
 };
 pub use payload::{DEFAULT_NPM_REGISTRY, PayloadFinder, lock_payloads};
 pub use sources::read_marketplace;
+
+#[cfg(test)]
+mod tests;

@@ -57,7 +57,7 @@ pub(crate) fn load_components(
 /// kind from its usual place and adds what the entry gives, except `skills`: a
 /// `strict: false` entry's list replaces the folder's `skills/` (as `anthropics/skills`
 /// lists 4 of its 17 skills as `document-skills`). Checked against the real Claude Code
-/// by tests/materialize.rs.
+/// by tests/it/materialize.rs.
 fn from_folder(
     reader: &mut Reader<'_>,
     manifest: &PluginManifest,

@@ -51,3 +51,6 @@ pub use root::{MAX_FILE_BYTES, PluginRoot};
 pub use set::{
     BuildOptions, PLUGIN_DATA_DIR, PluginInfo, PluginSet, build_plugin_set, plugin_data_dir,
 };
+
+#[cfg(test)]
+mod tests;

@@ -32,3 +32,6 @@ pub use store::{
 };
 pub use views::{PluginView, VIEWS_DIR};
 pub use wheels::{ENVS_DIR, WHEELS_DIR, WheelMismatch, hash_file, sha256_file};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,47 @@
+//! berth's end-to-end tests, in one binary as uv's are (`tests/it/main.rs`): each module is
+//! an area, driving the `berth` binary and the server through [`common::TestContext`], and
+//! [`berth_snapshot!`] snapshots what a user sees. One binary links once, where one per
+//! area linked the whole of berth dozens of times; its tests run side by side on threads,
+//! so a test owns its folders, ports and processes and never changes its own process's
+//! environment or current folder.
+//!
+//! Run one area with `cargo test -p berth --test it -- marketplace::` (docs/testing.md).
+
+#[macro_use]
+mod common;
+
+mod agent;
+mod archives;
+mod attacks;
+mod bad_input;
+mod binary_cache;
+mod concurrency;
+mod conformance;
+mod corpus;
+mod dependencies;
+mod docs;
+mod edit;
+mod faults;
+mod fleet_bucket;
+mod fleet_server;
+mod git_names;
+mod governance;
+mod integrity;
+mod layers;
+mod lock_sync;
+mod marketplace;
+mod marketplace_server;
+mod materialize;
+mod parallel;
+mod payloads;
+mod private;
+mod python_package;
+mod python_sdk;
+mod repo_path_links;
+mod runtime;
+mod s3_cache;
+mod server;
+mod skipped_files;
+mod ssrf;
+mod store;
+mod verify_once;

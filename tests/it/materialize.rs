@@ -1,0 +1,978 @@
+//! `berth materialize` (issue #28): the locked set written where a harness reads it, and
+//! read back by the real harness: Claude Code from npm (`BERTH_CLAUDE`; `.ci/run` installs
+//! a pinned version), offline, through `CLAUDE_CONFIG_DIR`.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{GitRepo, TestContext, copy_tree, fixtures, require_or_skip};
+use serde_json::Value;
+
+fn gemini_bin() -> Option<PathBuf> {
+    std::env::var_os("BERTH_GEMINI")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+}
+
+fn claude_bin() -> Option<PathBuf> {
+    std::env::var_os("BERTH_CLAUDE")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Runs the real `claude` on configuration folder `dir`; returns stdout.
+fn claude(ctx: &TestContext, bin: &Path, dir: &Path, args: &[&str]) -> String {
+    claude_in(ctx, bin, dir, &ctx.work, args)
+}
+
+/// Runs the real `claude` on configuration folder `dir` in folder `cwd`; returns stdout.
+fn claude_in(ctx: &TestContext, bin: &Path, dir: &Path, cwd: &Path, args: &[&str]) -> String {
+    let out = Command::new(bin)
+        .args(args)
+        .env("CLAUDE_CONFIG_DIR", dir)
+        .env("HOME", &ctx.home)
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .current_dir(cwd)
+        .output()
+        .expect("run claude");
+    assert!(
+        out.status.success(),
+        "claude {args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A plugin with every component Claude Code counts, and a command.
+fn review_repo(ctx: &TestContext) -> GitRepo {
+    let repo = ctx.repo("review");
+    repo.write(
+        ".claude-plugin/plugin.json",
+        "{\"name\": \"review\", \"version\": \"1.2.0\", \"description\": \"Review tools\"}\n",
+    );
+    repo.write(
+        "skills/rv/SKILL.md",
+        "---\nname: rv\ndescription: Reviews a change\n---\nRead the diff.\n",
+    );
+    repo.write(
+        "agents/helper.md",
+        "---\nname: helper\ndescription: Helps review\n---\nYou help.\n",
+    );
+    repo.write(
+        "hooks/hooks.json",
+        "{\"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"echo checked\"}]}]}}\n",
+    );
+    repo.write(
+        ".mcp.json",
+        "{\"mcpServers\": {\"fetch\": {\"command\": \"fetch-server\", \"args\": [\"--stdio\"]}}}\n",
+    );
+    repo.write(
+        "commands/lint.md",
+        "---\ndescription: Lints the change\n---\nLint $ARGUMENTS carefully.\n",
+    );
+    repo.commit("review");
+    repo
+}
+
+/// Every file and link under `dir` with its bytes or target, to compare two states.
+fn snapshot(dir: &Path) -> Vec<(String, String)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            let rel = path
+                .strip_prefix(root)
+                .expect("inside")
+                .display()
+                .to_string();
+            let meta = std::fs::symlink_metadata(&path).expect("lstat");
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).expect("readlink");
+                out.push((rel, format!("-> {}", target.display())));
+            } else if meta.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let bytes = std::fs::read(&path).expect("read");
+                out.push((rel, String::from_utf8_lossy(&bytes).into_owned()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+fn project(ctx: &TestContext) {
+    review_repo(ctx);
+    copy_tree(
+        &fixtures().join("plugins/house-rules"),
+        &ctx.work.join("house-rules"),
+    );
+    ctx.write_manifest(
+        "[[plugin]]\nsource = \"github:acme/review\"\n\n[[plugin]]\nsource = \"./house-rules\"\n",
+    );
+    ctx.ok(&["plugins", "sync"]);
+}
+
+#[test]
+fn claude_code_lists_and_details_exactly_the_locked_plugins() {
+    let Some(bin) = claude_bin() else {
+        require_or_skip(
+            "BERTH_CLAUDE",
+            "point it at a `claude` from `npm install @anthropic-ai/claude-code` (.ci/run does)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    project(&ctx);
+    let dir = ctx.root.join("claude");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    // A user's own settings stay.
+    std::fs::write(dir.join("settings.json"), "{\"theme\": \"dark\"}\n").expect("write");
+    ctx.ok(&["materialize", "claude", dir.to_str().expect("utf-8")]);
+
+    let list: Value =
+        serde_json::from_str(&claude(&ctx, &bin, &dir, &["plugin", "list", "--json"]))
+            .expect("JSON");
+    let mut ids: Vec<&str> = list
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|p| p["id"].as_str().expect("id"))
+        .collect();
+    ids.sort_unstable();
+    let names: Vec<String> = common::lock_plugins(&ctx.lock_text())
+        .iter()
+        .map(|p| format!("{}@berth", p["name"].as_str().expect("name")))
+        .collect();
+    let mut expected: Vec<&str> = names.iter().map(String::as_str).collect();
+    expected.sort_unstable();
+    assert_eq!(ids, expected, "{list}");
+    for plugin in list.as_array().expect("a list") {
+        assert_eq!(plugin["enabled"], true, "{plugin}");
+        let path = plugin["installPath"].as_str().expect("installPath");
+        assert!(
+            std::fs::canonicalize(path)
+                .expect("the install exists")
+                .starts_with(ctx.store.join("store-v1")),
+            "installed from the store: {path}"
+        );
+    }
+    let review = list
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|p| p["id"] == "review@berth")
+        .expect("review");
+    assert_eq!(review["version"], "1.2.0");
+    assert_eq!(review["mcpServers"]["fetch"]["command"], "fetch-server");
+
+    let details = claude(&ctx, &bin, &dir, &["plugin", "details", "review@berth"]);
+    for needle in [
+        "Skills (2)  lint, rv",
+        "Agents (1)  helper",
+        "Hooks (1)  PreToolUse",
+        "MCP servers (1)  fetch",
+    ] {
+        assert!(details.contains(needle), "{needle} not in {details}");
+    }
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("settings.json")).expect("read"))
+            .expect("JSON");
+    assert_eq!(settings["theme"], "dark", "{settings}");
+
+    // Again with nothing changed: nothing is written.
+    let before = snapshot(&dir.join("plugins"));
+    let again = ctx.ok(&["materialize", "claude", dir.to_str().expect("utf-8")]);
+    assert!(again.stderr.contains("(0 written"), "{}", again.stderr);
+    assert_eq!(snapshot(&dir.join("plugins")), before);
+
+    // A plugin removed from the lock leaves Claude Code's list too.
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/review\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    let run = ctx.ok(&["materialize", "claude", dir.to_str().expect("utf-8")]);
+    assert!(run.stderr.contains("2 removed"), "{}", run.stderr);
+    let list: Value =
+        serde_json::from_str(&claude(&ctx, &bin, &dir, &["plugin", "list", "--json"]))
+            .expect("JSON");
+    let ids: Vec<&str> = list
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|p| p["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids, ["review@berth"], "{list}");
+}
+
+#[test]
+fn check_finds_an_edited_an_added_and_a_removed_file() {
+    let ctx = TestContext::new();
+    project(&ctx);
+    let dir = ctx.root.join("claude");
+    let d = dir.to_str().expect("utf-8");
+    ctx.ok(&["materialize", "claude", d]);
+    ctx.ok(&["materialize", "claude", d, "--check"]);
+
+    let installed = dir.join("plugins/installed_plugins.json");
+    let text = std::fs::read_to_string(&installed).expect("read");
+    std::fs::write(&installed, text.replace("1.2.0", "9.9.9")).expect("edit");
+    std::fs::write(dir.join("plugins/marketplaces/berth/extra.md"), "x").expect("add");
+    let install = std::fs::read_dir(dir.join("plugins/cache/berth/review"))
+        .expect("read_dir")
+        .next()
+        .expect("one install")
+        .expect("entry")
+        .file_name()
+        .into_string()
+        .expect("utf-8");
+    assert!(
+        install.starts_with("1.2.0-"),
+        "by version and hash: {install}"
+    );
+    std::fs::remove_file(dir.join("plugins/cache/berth/review").join(&install)).expect("remove");
+    let check = ctx.run(&["materialize", "claude", d, "--check"]);
+    assert_eq!(check.code, 1, "{}", check.stderr);
+    for needle in [
+        "edited: plugins/installed_plugins.json",
+        "added: plugins/marketplaces/berth/extra.md",
+        &format!("removed: plugins/cache/berth/review/{install}"),
+        "drifted",
+    ] {
+        assert!(
+            check.stderr.contains(needle),
+            "{needle} not in {}",
+            check.stderr
+        );
+    }
+    // Materializing again repairs exactly that.
+    let repair = ctx.ok(&["materialize", "claude", d]);
+    assert!(
+        repair.stderr.contains("2 written") && repair.stderr.contains("1 removed"),
+        "{}",
+        repair.stderr
+    );
+    ctx.ok(&["materialize", "claude", d, "--check"]);
+}
+
+/// `claude plugin list --json` run in `cwd`: each id with whether it is enabled there and
+/// the project it was installed for.
+fn claude_listing(
+    ctx: &TestContext,
+    bin: &Path,
+    dir: &Path,
+    cwd: &Path,
+) -> Vec<(String, bool, String)> {
+    let list: Value = serde_json::from_str(&claude_in(
+        ctx,
+        bin,
+        dir,
+        cwd,
+        &["plugin", "list", "--json"],
+    ))
+    .expect("JSON");
+    let mut out: Vec<(String, bool, String)> = list
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|p| {
+            assert_eq!(p["scope"], "project", "{p}");
+            (
+                p["id"].as_str().expect("id").to_owned(),
+                p["enabled"].as_bool().expect("enabled"),
+                p["projectPath"].as_str().expect("projectPath").to_owned(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn claude_project_form_enables_the_plugins_in_one_repository_only() {
+    let Some(bin) = claude_bin() else {
+        require_or_skip(
+            "BERTH_CLAUDE",
+            "point it at a `claude` from `npm install @anthropic-ai/claude-code` (.ci/run does)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    project(&ctx);
+    let dir = ctx.root.join("claude");
+    let d = dir.to_str().expect("utf-8");
+    let work = ctx.work.to_str().expect("utf-8").to_owned();
+    let wrote = ctx.ok(&["materialize", "claude", d, "--project", "."]);
+    assert!(wrote.stderr.contains("enabled in `.`"), "{}", wrote.stderr);
+
+    // The repository's settings enable exactly the locked plugins and name no path of
+    // this machine, so a team can commit them.
+    let text = std::fs::read_to_string(ctx.work.join(".claude/settings.json")).expect("read");
+    let settings: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(
+        settings["enabledPlugins"],
+        serde_json::json!({"house-rules@berth": true, "review@berth": true}),
+        "{text}"
+    );
+    assert!(!text.contains(&*ctx.root.to_string_lossy()), "{text}");
+
+    // The real Claude Code: enabled in the repository, installed but not enabled elsewhere.
+    let elsewhere = ctx.root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    let both = |enabled: bool| {
+        vec![
+            ("house-rules@berth".to_owned(), enabled, work.clone()),
+            ("review@berth".to_owned(), enabled, work.clone()),
+        ]
+    };
+    assert_eq!(claude_listing(&ctx, &bin, &dir, &ctx.work), both(true));
+    assert_eq!(claude_listing(&ctx, &bin, &dir, &elsewhere), both(false));
+    let details = claude_in(
+        &ctx,
+        &bin,
+        &dir,
+        &ctx.work,
+        &["plugin", "details", "review@berth"],
+    );
+    assert!(details.contains("Skills (2)  lint, rv"), "{details}");
+
+    // A second repository locks `review` at a later commit, same version: both installs
+    // live in one configuration folder, each enabled in its own repository.
+    let review = GitRepo::init(&ctx.upstream.join("review.git"), &ctx.home);
+    review.write(
+        "skills/later/SKILL.md",
+        "---\nname: later\ndescription: Came later\n---\nLater.\n",
+    );
+    review.commit("later");
+    let other = ctx.root.join("other");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    std::fs::write(
+        other.join("plugins.toml"),
+        "[[plugin]]\nsource = \"github:acme/review\"\n",
+    )
+    .expect("write");
+    ctx.ok_in(&other, &["plugins", "sync"]);
+    ctx.ok_in(&other, &["materialize", "claude", d, "--project", "."]);
+    // Claude Code shows an id enabled or not by the folder it runs in, on each of its
+    // install records (one per repository).
+    let other_path = other.to_str().expect("utf-8").to_owned();
+    let listing = |enabled_rules: bool| {
+        let mut all = vec![
+            ("house-rules@berth".to_owned(), enabled_rules, work.clone()),
+            ("review@berth".to_owned(), true, other_path.clone()),
+            ("review@berth".to_owned(), true, work.clone()),
+        ];
+        all.sort();
+        all
+    };
+    assert_eq!(claude_listing(&ctx, &bin, &dir, &ctx.work), listing(true));
+    assert_eq!(claude_listing(&ctx, &bin, &dir, &other), listing(false));
+    let in_other = claude_in(
+        &ctx,
+        &bin,
+        &dir,
+        &other,
+        &["plugin", "details", "review@berth"],
+    );
+    assert!(
+        in_other.contains("Skills (3)  later, lint, rv"),
+        "{in_other}"
+    );
+    // The first repository's install is untouched by the second's.
+    assert!(details.contains("Skills (2)"), "{details}");
+    ctx.ok(&["materialize", "claude", d, "--project", ".", "--check"]);
+
+    // Drift in the repository's settings is named with its full path.
+    std::fs::write(ctx.work.join(".claude/settings.json"), "{}\n").expect("edit");
+    let check = ctx.run(&["materialize", "claude", d, "--project", ".", "--check"]);
+    assert_eq!(check.code, 1, "{}", check.stderr);
+    assert!(
+        check.stderr.contains("edited: ") && check.stderr.contains(".claude/settings.json"),
+        "{}",
+        check.stderr
+    );
+    ctx.ok(&["materialize", "claude", d, "--project", "."]);
+    ctx.ok(&["materialize", "claude", d, "--project", ".", "--check"]);
+
+    let wrong = ctx.run(&["materialize", "gemini", d, "--project", "."]);
+    assert_eq!(wrong.code, 1, "{}", wrong.stderr);
+    assert!(
+        wrong.stderr.contains("claude target only"),
+        "{}",
+        wrong.stderr
+    );
+}
+
+/// `materialize TARGET DIR --check` exits 1 naming each of `drift`; materializing again
+/// repairs it, and a second check passes.
+fn check_names_drift_then_repairs(ctx: &TestContext, target: &str, d: &str, drift: &[&str]) {
+    let check = ctx.run(&["materialize", target, d, "--check"]);
+    assert_eq!(check.code, 1, "{}", check.stderr);
+    for needle in drift {
+        assert!(
+            check.stderr.contains(needle),
+            "{needle} not in {}",
+            check.stderr
+        );
+    }
+    ctx.ok(&["materialize", target, d]);
+    ctx.ok(&["materialize", target, d, "--check"]);
+}
+
+/// A local marketplace with the entry forms Claude Code builds plugins from: a
+/// `strict: false` entry listing some skills of a folder of many (as `anthropics/skills`
+/// lists `document-skills`), a `strict: true` entry adding a skill to its plugin's own,
+/// and a `strict: false` entry defining hooks, MCP servers and agents inline.
+fn entry_forms_marketplace(dir: &Path) {
+    let write = |rel: &str, text: &str| {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    let skill =
+        |name: &str| format!("---\nname: {name}\ndescription: the {name} skill\n---\nbody\n");
+    for s in ["xlsx", "docx", "pdf", "other"] {
+        write(&format!("skills/{s}/SKILL.md"), &skill(s));
+    }
+    write(
+        "agents/reviewer.md",
+        "---\nname: reviewer\ndescription: r\n---\nx\n",
+    );
+    write(
+        "plugins/tools/.claude-plugin/plugin.json",
+        "{\"name\": \"tools\", \"version\": \"2.0.0\"}\n",
+    );
+    write("plugins/tools/skills/a/SKILL.md", &skill("a"));
+    write(
+        "plugins/tools/commands/own.md",
+        "---\ndescription: own command\n---\nx\n",
+    );
+    write("plugins/tools/extra-skills/b/SKILL.md", &skill("b"));
+    write(
+        "plugins/tools/.lsp.json",
+        "{\"gopls\": {\"command\": \"${CLAUDE_PLUGIN_ROOT}/bin/gopls\", \"extensionToLanguage\": {\".go\": \"go\"}}}\n",
+    );
+    write(
+        "hk/agents/helper.md",
+        "---\nname: helper\ndescription: h\n---\nx\n",
+    );
+    write(
+        "hk/agents/unlisted.md",
+        "---\nname: unlisted\ndescription: u\n---\nx\n",
+    );
+    write(
+        ".claude-plugin/marketplace.json",
+        r#"{"name": "mk", "owner": {"name": "t"}, "plugins": [
+  {"name": "document-skills", "source": "./", "strict": false,
+   "skills": ["./skills/xlsx", "./skills/docx", "./skills/pdf"]},
+  {"name": "tools", "source": "./plugins/tools", "skills": ["./extra-skills/b"]},
+  {"name": "hooked", "source": "./hk", "strict": false,
+   "agents": ["./agents/helper.md"],
+   "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo hi"}]}]},
+   "mcpServers": {"fetch": {"command": "fetch-server", "args": ["--stdio"]}},
+   "lspServers": {"pyright": {"command": "pyright-langserver", "args": ["--stdio"], "extensionToLanguage": {".py": "python"}}}}
+]}
+"#,
+    );
+}
+
+/// `Skills (3)  docx, pdf, xlsx` lines of `claude plugin details`, by kind.
+fn claude_inventory(details: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut out = std::collections::BTreeMap::new();
+    for line in details.lines() {
+        let line = line.trim();
+        for kind in ["Skills", "Agents", "Hooks", "MCP servers", "LSP servers"] {
+            if let Some(rest) = line.strip_prefix(&format!("{kind} (")) {
+                let (_, names) = rest.split_once(')').expect("a count");
+                let names = names.split("  (").next().unwrap_or("").trim();
+                let mut list: Vec<String> = names
+                    .split(", ")
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                list.sort();
+                out.insert(kind.to_owned(), list);
+            }
+        }
+    }
+    out
+}
+
+/// The same inventory of plugin `name` in berth's set.
+fn berth_inventory(set: &Value, name: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    let of = |list: &Value| -> Vec<Value> {
+        list.as_array()
+            .expect("a list")
+            .iter()
+            .filter(|v| v["plugin"] == name)
+            .cloned()
+            .collect()
+    };
+    let prefix = format!("{name}:");
+    let mut skills: Vec<String> = of(&set["skills"])
+        .iter()
+        .map(|s| {
+            let n = s["name"].as_str().expect("name");
+            n.strip_prefix(&prefix).unwrap_or(n).to_owned()
+        })
+        .collect();
+    skills.sort();
+    let mut agents: Vec<String> = of(&set["agents"])
+        .iter()
+        .map(|a| a["name"].as_str().expect("name").to_owned())
+        .collect();
+    agents.sort();
+    let mut hooks: Vec<String> = set["hooks"]
+        .as_object()
+        .expect("hooks")
+        .iter()
+        .filter(|(_, matchers)| !of(matchers).is_empty())
+        .map(|(event, _)| {
+            event
+                .split('_')
+                .map(|w| w[..1].to_uppercase() + &w[1..])
+                .collect::<String>()
+        })
+        .collect();
+    hooks.sort();
+    let mut servers: Vec<String> = set["mcp_servers"]
+        .as_object()
+        .expect("servers")
+        .iter()
+        .filter(|(_, s)| s["plugin"] == name)
+        .map(|(n, _)| n.clone())
+        .collect();
+    servers.sort();
+    let mut lsp: Vec<String> = set["lsp_servers"]
+        .as_object()
+        .expect("LSP servers")
+        .iter()
+        .filter(|(_, s)| s["plugin"] == name)
+        .map(|(n, _)| n.clone())
+        .collect();
+    lsp.sort();
+    [
+        ("Skills", skills),
+        ("Agents", agents),
+        ("Hooks", hooks),
+        ("MCP servers", servers),
+        ("LSP servers", lsp),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+#[test]
+fn marketplace_entries_build_the_plugins_claude_code_installs() {
+    let Some(bin) = claude_bin() else {
+        require_or_skip(
+            "BERTH_CLAUDE",
+            "point it at a `claude` from `npm install @anthropic-ai/claude-code` (.ci/run does)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    let market = ctx.work.join("mk");
+    entry_forms_marketplace(&market);
+    ctx.write_manifest(
+        "[[marketplace]]\nname = \"mk\"\nsource = \"./mk\"\n\n[[plugin]]\nsource = \"document-skills@mk\"\n\n[[plugin]]\nsource = \"tools@mk\"\n\n[[plugin]]\nsource = \"hooked@mk\"\n",
+    );
+    ctx.ok(&["plugins", "sync"]);
+    let lock = ctx.lock_text();
+    let names: Vec<String> = common::lock_plugins(&lock)
+        .iter()
+        .map(|p| p["name"].as_str().expect("name").to_owned())
+        .collect();
+    assert_eq!(names, ["document-skills", "tools", "hooked"], "{lock}");
+    let set: Value =
+        serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("JSON");
+    // LSP servers are in the set with the plugin root filled in, as MCP servers are.
+    let gopls = set["lsp_servers"]["gopls"]["command"]
+        .as_str()
+        .expect("gopls");
+    assert!(
+        gopls.ends_with("/tools/bin/gopls") && !gopls.contains("${"),
+        "{gopls}"
+    );
+    assert_eq!(set["lsp_servers"]["pyright"]["plugin"], "hooked");
+
+    let dir = ctx.root.join("claude-config");
+    let market_arg = market.to_str().expect("utf-8");
+    claude(
+        &ctx,
+        &bin,
+        &dir,
+        &["plugin", "marketplace", "add", market_arg],
+    );
+    for name in &names {
+        claude(
+            &ctx,
+            &bin,
+            &dir,
+            &["plugin", "install", &format!("{name}@mk")],
+        );
+        let details = claude(
+            &ctx,
+            &bin,
+            &dir,
+            &["plugin", "details", &format!("{name}@mk")],
+        );
+        assert_eq!(
+            berth_inventory(&set, name),
+            claude_inventory(&details),
+            "plugin `{name}`: berth's set against Claude Code's install:\n{details}"
+        );
+    }
+    // The lock holds what the entries said: the set is the same without the catalog.
+    std::fs::remove_dir_all(&market).expect("remove the marketplace");
+    let again: Value =
+        serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("JSON");
+    for name in &names {
+        assert_eq!(berth_inventory(&again, name), berth_inventory(&set, name));
+    }
+}
+
+#[test]
+fn gemini_cli_lists_the_materialized_extensions() {
+    let Some(bin) = gemini_bin() else {
+        require_or_skip(
+            "BERTH_GEMINI",
+            "point it at a `gemini` from `npm install @google/gemini-cli` (.ci/run does)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    project(&ctx);
+    let home = ctx.root.join("gemini-home");
+    let dir = home.join(".gemini");
+    let d = dir.to_str().expect("utf-8");
+    let run = ctx.ok(&["materialize", "gemini", d]);
+    // What Gemini CLI cannot express is said, never dropped silently.
+    assert!(
+        run.stderr
+            .contains("plugin `review`: its 1 hook matcher(s) are not written")
+            && run
+                .stderr
+                .contains("plugin `review`: its 1 agent(s) are not written"),
+        "{}",
+        run.stderr
+    );
+    let list = |home: &Path| -> String {
+        let out = Command::new(&bin)
+            .args(["extensions", "list"])
+            .env("HOME", home)
+            .current_dir(&ctx.work)
+            .output()
+            .expect("run gemini");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let listed = list(&home);
+    for needle in [
+        "review (1.2.0)",
+        "MCP servers:\n  fetch",
+        "Agent skills:\n  rv: Reviews a change",
+        "house-rules",
+    ] {
+        assert!(listed.contains(needle), "{needle} not in {listed}");
+    }
+    let command =
+        std::fs::read_to_string(dir.join("extensions/review/commands/lint.toml")).expect("command");
+    assert_eq!(
+        command,
+        "description = \"Lints the change\"\nprompt = \"Lint {{args}} carefully.\"\n"
+    );
+    let skill = std::fs::canonicalize(dir.join("extensions/review/skills/rv")).expect("link");
+    assert!(
+        skill.starts_with(ctx.store.join("store-v1")),
+        "{}",
+        skill.display()
+    );
+
+    // Nothing changed, nothing written; a plugin that left the lock leaves Gemini CLI too,
+    // and an extension of the user's own stays.
+    let again = ctx.ok(&["materialize", "gemini", d]);
+    assert!(again.stderr.contains("(0 written"), "{}", again.stderr);
+    std::fs::create_dir_all(dir.join("extensions/mine")).expect("mkdir");
+    std::fs::write(
+        dir.join("extensions/mine/gemini-extension.json"),
+        "{\"name\": \"mine\", \"version\": \"0.1.0\"}\n",
+    )
+    .expect("write");
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/review\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    ctx.ok(&["materialize", "gemini", d]);
+    let listed = list(&home);
+    assert!(
+        listed.contains("review (1.2.0)") && listed.contains("mine (0.1.0)"),
+        "{listed}"
+    );
+    assert!(!listed.contains("house-rules"), "{listed}");
+    assert!(!dir.join("extensions/house-rules").exists());
+
+    // Drift: an edited, an added and a removed file.
+    let manifest = dir.join("extensions/review/gemini-extension.json");
+    let text = std::fs::read_to_string(&manifest).expect("read");
+    std::fs::write(&manifest, text.replace("fetch-server", "evil")).expect("edit");
+    std::fs::write(
+        dir.join("extensions/review/commands/extra.toml"),
+        "prompt = \"x\"\n",
+    )
+    .expect("add");
+    std::fs::remove_file(dir.join("extensions/review/skills/rv")).expect("remove");
+    check_names_drift_then_repairs(
+        &ctx,
+        "gemini",
+        d,
+        &[
+            "edited: extensions/review/gemini-extension.json",
+            "added: extensions/review/commands/extra.toml",
+            "removed: extensions/review/skills/rv",
+        ],
+    );
+}
+
+/// Loads each folder with the real OpenHands SDK's `Plugin.load` (the SDK's Python,
+/// `BERTH_SDK_PYTHON`) and returns what it found, by plugin name.
+const SDK_LOAD: &str = r#"
+import json, sys
+from openhands.sdk.plugin import Plugin
+out = {}
+for d in sys.argv[1:]:
+    p = Plugin.load(d)
+    mcp = p.mcp_config or {}
+    servers = mcp.get("mcpServers", mcp)
+    hooks = p.hooks.model_dump(mode="json", by_alias=True) if p.hooks else {}
+    hooks = hooks.get("hooks", hooks)
+    out[p.name] = {
+        "skills": sorted(s.name for s in p.skills),
+        "commands": sorted(c.name for c in p.commands),
+        "mcp": sorted(servers),
+        "agents": sorted(a.name for a in p.agents),
+        "hooks": sorted("".join(w.capitalize() for w in e.split("_")) for e, m in hooks.items() if m),
+    }
+print(json.dumps(out, sort_keys=True))
+"#;
+
+#[test]
+fn the_openhands_sdk_loads_the_materialized_agent_plugins() {
+    let Some(python) = std::env::var_os("BERTH_SDK_PYTHON")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+    else {
+        require_or_skip(
+            "BERTH_SDK_PYTHON",
+            "see tests/it/python_sdk.rs (.ci/run makes that venv)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    project(&ctx);
+    let dir = ctx.root.join("agent-plugins");
+    let d = dir.to_str().expect("utf-8");
+    let run = ctx.ok(&["materialize", "agent-plugins", d]);
+    let set: Value =
+        serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("JSON");
+    let names: Vec<String> = set["plugins"]
+        .as_array()
+        .expect("plugins")
+        .iter()
+        .map(|p| p["name"].as_str().expect("name").to_owned())
+        .collect();
+    let folders: Vec<String> = names
+        .iter()
+        .map(|n| dir.join(n).display().to_string())
+        .collect();
+    let out = Command::new(&python)
+        .args(["-c", SDK_LOAD])
+        .args(&folders)
+        .env("HOME", &ctx.home)
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .env("OPENHANDS_SUPPRESS_BANNER", "1")
+        .current_dir(&ctx.work)
+        .output()
+        .expect("run the SDK");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let loaded: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    for name in &names {
+        let of = |key: &str| -> Vec<Value> {
+            set[key]
+                .as_array()
+                .expect("a list")
+                .iter()
+                .filter(|v| v["plugin"] == name.as_str())
+                .cloned()
+                .collect()
+        };
+        let prefix = format!("{name}:");
+        let mut skills: Vec<String> = Vec::new();
+        let mut commands: Vec<String> = Vec::new();
+        for skill in of("skills") {
+            let n = skill["name"].as_str().expect("name");
+            match n.strip_prefix(&prefix) {
+                Some(c) => commands.push(c.to_owned()),
+                None => skills.push(n.to_owned()),
+            }
+        }
+        skills.sort();
+        commands.sort();
+        let mut agents: Vec<String> = of("agents")
+            .iter()
+            .map(|a| a["name"].as_str().expect("name").to_owned())
+            .collect();
+        agents.sort();
+        let mut mcp: Vec<String> = set["mcp_servers"]
+            .as_object()
+            .expect("servers")
+            .iter()
+            .filter(|(_, s)| s["plugin"] == name.as_str())
+            .map(|(n, _)| n.clone())
+            .collect();
+        mcp.sort();
+        let mut hooks: Vec<String> = set["hooks"]
+            .as_object()
+            .expect("hooks")
+            .iter()
+            .filter(|(_, m)| {
+                m.as_array()
+                    .is_some_and(|m| m.iter().any(|x| x["plugin"] == name.as_str()))
+            })
+            .map(|(e, _)| {
+                e.split('_')
+                    .map(|w| w[..1].to_uppercase() + &w[1..])
+                    .collect::<String>()
+            })
+            .collect();
+        hooks.sort();
+        let ours = serde_json::json!({
+            "skills": skills, "commands": commands, "mcp": mcp, "agents": agents, "hooks": hooks,
+        });
+        assert_eq!(
+            loaded[name.as_str()],
+            ours,
+            "plugin `{name}`: the SDK's load against berth's set"
+        );
+    }
+    assert!(run.stderr.contains("Wrote 2 plugins"), "{}", run.stderr);
+    // Every skill file is a read-only copy of the verified store entry's (the SDK does
+    // not follow links out of a plugin).
+    let copy = dir.join("review/skills/rv/SKILL.md");
+    let meta = std::fs::symlink_metadata(&copy).expect("a copy");
+    assert!(
+        meta.is_file() && meta.permissions().readonly(),
+        "{}",
+        copy.display()
+    );
+
+    // Drift: an edited, an added and a removed file.
+    std::fs::write(dir.join("review/plugin.json"), "{}\n").expect("edit");
+    std::fs::write(dir.join("review/extra.md"), "x").expect("add");
+    std::fs::remove_file(dir.join("review/mcp.json")).expect("remove");
+    check_names_drift_then_repairs(
+        &ctx,
+        "agent-plugins",
+        d,
+        &[
+            "edited: review/plugin.json",
+            "added: review/extra.md",
+            "removed: review/mcp.json",
+        ],
+    );
+}
+
+fn codex_bin() -> Option<PathBuf> {
+    std::env::var_os("BERTH_CODEX")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+}
+
+#[test]
+fn codex_lists_the_materialized_plugins_as_installed() {
+    let Some(bin) = codex_bin() else {
+        require_or_skip(
+            "BERTH_CODEX",
+            "point it at a `codex` from `npm install @openai/codex` (.ci/run does)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    project(&ctx);
+    let home = ctx.root.join("codex-home");
+    let dir = home.join(".codex");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    // A user's own configuration stays.
+    std::fs::write(
+        dir.join("config.toml"),
+        "model = \"o3\"\n\n[mcp_servers.mine]\ncommand = \"mine\"\n",
+    )
+    .expect("write");
+    let d = dir.to_str().expect("utf-8");
+    ctx.ok(&["materialize", "codex", d]);
+    let installed = |ctx: &TestContext| -> Vec<String> {
+        let out = Command::new(&bin)
+            .args(["plugin", "list", "--json"])
+            .env("HOME", &home)
+            .env("CODEX_HOME", &dir)
+            .current_dir(&ctx.work)
+            .output()
+            .expect("run codex");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let list: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let mut ids: Vec<String> = list["installed"]
+            .as_array()
+            .expect("installed")
+            .iter()
+            .inspect(|p| assert_eq!(p["enabled"], true, "{p}"))
+            .map(|p| p["pluginId"].as_str().expect("id").to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(installed(&ctx), ["house-rules@berth", "review@berth"]);
+    let config = std::fs::read_to_string(dir.join("config.toml")).expect("read");
+    assert!(config.starts_with("model = \"o3\""), "{config}");
+    assert!(config.contains("[mcp_servers.mine]"), "{config}");
+
+    let again = ctx.ok(&["materialize", "codex", d]);
+    assert!(again.stderr.contains("(0 written"), "{}", again.stderr);
+
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/review\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    ctx.ok(&["materialize", "codex", d]);
+    assert_eq!(installed(&ctx), ["review@berth"]);
+    let config = std::fs::read_to_string(dir.join("config.toml")).expect("read");
+    assert!(!config.contains("house-rules"), "{config}");
+
+    // Drift: an edited, an added and a removed file.
+    let catalog = dir.join("berth-marketplace/.claude-plugin/marketplace.json");
+    std::fs::write(&catalog, "{}\n").expect("edit");
+    std::fs::write(dir.join("plugins/cache/berth/review/1.2.0/extra.md"), "x").expect("add");
+    std::fs::remove_file(dir.join("plugins/cache/berth/review/1.2.0/.mcp.json")).expect("remove");
+    check_names_drift_then_repairs(
+        &ctx,
+        "codex",
+        d,
+        &[
+            "edited: berth-marketplace/.claude-plugin/marketplace.json",
+            "added: plugins/cache/berth/review/1.2.0/extra.md",
+            "removed: plugins/cache/berth/review/1.2.0/.mcp.json",
+        ],
+    );
+}
