@@ -457,7 +457,6 @@ fn submodules_are_skipped_with_a_warning() {
 
     ----- stderr -----
     warning: `lint`: skipped git submodule `vendor/tool` (berth does not fetch submodules)
-    warning: `lint`: skipped git submodule `vendor/tool` (berth does not fetch submodules)
            Added lint [TMP]/store/store-v1/0nqk1vbqq223rgdf6y2q2586b8zswnxg5nqfqn8ms515jrn121gv-lint
           Adding lint 3b572148ae57
           Locked 1 plugin in `plugins.lock`

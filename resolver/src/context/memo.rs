@@ -23,12 +23,11 @@ pub struct SharedResolutions {
     trees: Arc<Mutex<KeptTrees>>,
 }
 
-/// A plugin tree as a NAR, serialised when it was hashed, and the submodules left out of
-/// it (warned about again when it is written out, as an export warns).
+/// A plugin tree as a NAR, serialised when it was hashed (the walk that hashed it warned of
+/// the submodules left out; writing it out does not warn again).
 #[derive(Debug, Clone)]
 pub(crate) struct KeptTree {
     pub(crate) nar: Vec<u8>,
-    pub(crate) submodules: Vec<String>,
 }
 
 /// The kept trees by NAR hash, oldest first, within a memory budget.

@@ -209,10 +209,7 @@ impl PluginSource for GitSource<'_> {
         if let Some(nar) = nar
             && self.env.store.lookup(&hashed.hash, &name).is_none()
         {
-            let submodules = hashed.submodules.clone();
-            self.env
-                .memo
-                .keep_tree(hashed.hash, KeptTree { nar, submodules });
+            self.env.memo.keep_tree(hashed.hash, KeptTree { nar });
         }
         let pin = Pin::Git(GitPin {
             url: self.remote.url.shown.clone(),
@@ -337,7 +334,7 @@ impl PinnedSource for GitCommit<'_> {
         if let Some(kept) = env.memo.take_tree(&locked.hash)
             && let Some(staging) = self.stage_kept(&kept)
         {
-            warn_submodules(env, &locked.name, &kept.submodules);
+            // The walk that kept the tree (this process's lock) warned of its submodules.
             return Ok(staging);
         }
         let (repository, subdir) = self.repository()?;
