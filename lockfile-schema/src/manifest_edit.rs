@@ -48,8 +48,10 @@ pub enum EditError {
     LockMismatch { file: String },
     /// The plugin is in the lock only because others need it.
     #[error(
-        "`{name}` is not in `{file}`: it is locked because {} need it; remove those instead",
-        list_names(.needed_by)
+        "`{name}` is not in `{file}`: it is locked because {} {}; remove {} instead",
+        list_names(.needed_by),
+        if .needed_by.len() == 1 { "needs it" } else { "need it" },
+        if .needed_by.len() == 1 { "that" } else { "those" }
     )]
     Dependency {
         file: String,

@@ -148,13 +148,14 @@ fn a_three_level_closure_with_a_shared_dependency_is_locked_in_merge_order() {
     );
 
     // A dependency is not the manifest's to remove.
-    let run = ctx.run(&["plugins", "remove", "lib-a"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("because `app` need it"),
-        "{}",
-        run.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "remove", "lib-a"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: `lib-a` is not in `plugins.toml`: it is locked because `app` needs it; remove that instead
+    "#);
 }
 
 #[test]
@@ -204,13 +205,22 @@ fn a_plugin_asked_for_before_its_dependency_keeps_manifest_order_with_a_warning(
     let ctx = TestContext::new();
     market(&ctx);
     ctx.write_manifest(&manifest(&["app", "lib-a"]));
-    let run = ctx.ok(&["plugins", "lock"]);
-    assert!(
-        run.stderr
-            .contains("plugin `app` needs `lib-a`, which comes after it in the manifest"),
-        "{}",
-        run.stderr
-    );
+    // Entries are added as their fetches finish, in any order.
+    let mut filters = ctx.filters();
+    filters.push((r"(?m)^ +Added .*\n".to_owned(), String::new()));
+    berth_snapshot!(filters, ctx.berth().args(["plugins", "lock"]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+         Reading marketplace `acme` (github:acme/market)
+    warning: plugin `app` needs `lib-a`, which comes after it in the manifest; move `lib-a` first so it merges before the plugins that need it
+          Adding shared 179c250840f9
+          Adding app d1412af10359
+          Adding lib-a d1412af10359
+          Locked 3 plugins in `plugins.lock`
+    "#);
     let lock = ctx.lock_text();
     let names: Vec<String> = lock_plugins(&lock)
         .iter()
@@ -286,17 +296,16 @@ fn a_dependency_named_like_a_plugin_of_another_marketplace_is_a_clash() {
     ctx.write_manifest(&format!(
         "{markets}[[plugin]]\nsource = \"app@one\"\n\n[[plugin]]\nsource = \"lib@two\"\n"
     ));
-    let run = ctx.run(&["plugins", "lock"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    let errors = run.errors();
-    assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(
-        errors[0].contains("two plugins named `lib`")
-            && errors[0].contains("`app` needs `lib@one`")
-            && errors[0].contains("`lib@two`"),
-        "{}",
-        errors[0]
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+         Reading marketplace `one` (./one)
+         Reading marketplace `two` (./two)
+    error: plugins.toml: plugin dependencies: two plugins named `lib`: `app` needs `lib@one`, and the lock also has `lib` as `lib@two`; one would replace the other's skills and commands, so berth refuses the clash. Ask for `lib@one` in the manifest instead of `lib@two`, or drop what needs it
+    "#);
     assert!(!ctx.lock_path().exists(), "nothing written");
     // Its own marketplace's plugin, asked for by name, is no clash.
     ctx.write_manifest(&format!(
