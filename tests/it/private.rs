@@ -111,15 +111,23 @@ fn environment_variables_in_sources() {
     );
     assert_no_secret(&ctx, &printed);
     // Without the variable, the error says which one is missing.
-    let out = ctx
-        .berth()
-        .env_remove("GIT_TOKEN")
-        .env("BERTH_STORE", ctx.root.join("s2"))
-        .args(["plugins", "sync"])
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("`GIT_TOKEN`"));
+    berth_snapshot!(
+        ctx.filters(),
+        ctx.berth()
+            .env_remove("GIT_TOKEN")
+            .env("BERTH_STORE", ctx.root.join("s2"))
+            .args(["plugins", "sync"]),
+        @r#"
+        success: false
+        exit_code: 1
+        ----- stdout -----
+
+        ----- stderr -----
+        error: could not sync 2 plugins: plugin `review`, plugin `lint`
+          plugin `review`: environment variable `GIT_TOKEN` used in the source is not set; export it and try again
+          plugin `lint`: environment variable `GIT_TOKEN` used in the source is not set; export it and try again
+        "#
+    );
 }
 
 #[test]
@@ -203,19 +211,19 @@ fn plain_http_credentials_are_not_sent_to_other_machines() {
     ctx.write_manifest(
         "[[plugin]]\nsource = \"http://alice:${GIT_TOKEN}@example.invalid/acme/x.git\"\n",
     );
-    let out = ctx
-        .berth()
-        .env("GIT_TOKEN", SECRET)
-        .args(["plugins", "lock"])
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("plain http") && stderr.contains("https"),
-        "{stderr}"
+    let run = berth_snapshot!(
+        ctx.filters(),
+        ctx.berth().env("GIT_TOKEN", SECRET).args(["plugins", "lock"]),
+        @r#"
+        success: false
+        exit_code: 1
+        ----- stdout -----
+
+        ----- stderr -----
+        error: plugins.toml:2: `http://alice:${GIT_TOKEN}@example.invalid/acme/x.git`: refusing to send credentials over plain http to another machine; use https
+        "#
     );
-    assert!(!stderr.contains(SECRET));
+    assert!(!run.stderr.contains(SECRET));
 }
 
 #[test]

@@ -398,15 +398,26 @@ impl From<StoreError> for ResolveError {
     }
 }
 
-/// A failure of one entry, with what identifies it to the user.
+/// A failure of one entry, with what identifies it to the user. Shown as `label: error`,
+/// the source named once: an error that starts by naming the source the label ends with
+/// (`` `URL`: … ``) is shown without that repetition.
 #[derive(Debug, thiserror::Error)]
-#[error("{label}: {error}")]
+#[error("{label}: {}", without_repeated_source(label, &error.to_string()))]
 pub struct EntryError {
     /// `plugins.toml:7: `github:o/r`` or `plugin `review``: where the entry is.
     pub label: String,
     /// What went wrong (boxed: errors carry hashes and paths, results should stay small).
     #[source]
     pub error: Box<ResolveError>,
+}
+
+/// `error` without a leading `` `SOURCE`: `` when `label` ends with that same `` `SOURCE` ``.
+fn without_repeated_source(label: &str, error: &str) -> String {
+    let named = label.rsplit_once(": ").map_or(label, |(_, last)| last);
+    match error.strip_prefix(named) {
+        Some(rest) if named.starts_with('`') && rest.starts_with(": ") => rest[2..].to_owned(),
+        _ => error.to_owned(),
+    }
 }
 
 fn nearest_hint(nearest: &[String]) -> String {

@@ -57,3 +57,22 @@ fn time_outs_are_found_in_the_causes_and_kinds_need_no_message() {
         ErrorKind::InvalidInput
     );
 }
+
+#[test]
+fn an_entry_error_names_its_source_once() {
+    let error = |url: &str| EntryError {
+        label: "plugins.toml:2: `http://h/x.git`".to_owned(),
+        error: Box::new(ResolveError::PlainHttpCredentials {
+            url: url.to_owned(),
+        }),
+    };
+    assert_eq!(
+        error("http://h/x.git").to_string(),
+        "plugins.toml:2: `http://h/x.git`: refusing to send credentials over plain http to another machine; use https"
+    );
+    // Another URL than the label's is still named.
+    assert_eq!(
+        error("http://h/y.git").to_string(),
+        "plugins.toml:2: `http://h/x.git`: `http://h/y.git`: refusing to send credentials over plain http to another machine; use https"
+    );
+}
