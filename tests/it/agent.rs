@@ -78,15 +78,16 @@ impl Agents {
 
     /// `berth` in `project` with this index.
     fn berth(&self, project: &Path, args: &[&str]) -> common::Run {
-        common::Run::from(
-            self.ctx
-                .berth()
-                .current_dir(project)
-                .env("BERTH_INDEX_URL", &self.index_url)
-                .args(args)
-                .output()
-                .expect("run berth"),
-        )
+        common::Run::from(self.command(project, args).output().expect("run berth"))
+    }
+
+    /// The command [`Self::berth`] runs, for `berth_snapshot!`.
+    fn command(&self, project: &Path, args: &[&str]) -> std::process::Command {
+        let mut cmd = self.ctx.berth();
+        cmd.current_dir(project)
+            .env("BERTH_INDEX_URL", &self.index_url)
+            .args(args);
+        cmd
     }
 
     fn project(&self, name: &str, agent: &str) -> PathBuf {
@@ -99,6 +100,16 @@ impl Agents {
     fn served(&self) -> PathBuf {
         self.ctx.root.join("served")
     }
+}
+
+/// The context's filters, and the version of the Python uv found, which is this machine's.
+fn filters(ctx: &TestContext) -> Vec<(String, String)> {
+    let mut filters = ctx.filters();
+    filters.push((
+        r"\bPython 3\.\d+(\.\d+)?".to_owned(),
+        "Python [VERSION]".to_owned(),
+    ));
+    filters
 }
 
 fn ok(run: common::Run, what: &str) -> common::Run {
@@ -147,6 +158,8 @@ fn the_three_source_forms_lock_sync_and_run_with_the_index_gone() {
         ),
     ];
     let mut projects = Vec::new();
+    let filters = filters(&agents.ctx);
+    let mut outputs = Vec::new();
     for (name, agent) in &forms {
         let project = agents.project(name, agent);
         ok(agents.berth(&project, &["plugins", "lock"]), "lock");
@@ -193,20 +206,11 @@ fn the_three_source_forms_lock_sync_and_run_with_the_index_gone() {
                 "my-custom-agent"
             )["sha256"]
         );
-        let synced = ok(agents.berth(&project, &["plugins", "sync"]), "sync");
-        assert!(
-            synced.stderr.contains("agent `my-custom-agent` 1.0.0"),
-            "{}",
-            synced.stderr
-        );
-        let shown = ok(agents.berth(&project, &["plugins", "show"]), "show");
-        assert!(
-            shown
-                .stdout
-                .contains("my-custom-agent 1.0.0  my-agent = my_custom_agent.agent:create"),
-            "{}",
-            shown.stdout
-        );
+        for args in [&["plugins", "sync"][..], &["plugins", "show"]] {
+            let (snapshot, _) =
+                common::run_and_format(&mut agents.command(&project, args), &filters);
+            outputs.push(format!("{name}: {}:\n{snapshot}", args.join(" ")));
+        }
         let listed = ok(
             agents.berth(&project, &["plugins", "list", "--json"]),
             "list",
@@ -222,6 +226,83 @@ fn the_three_source_forms_lock_sync_and_run_with_the_index_gone() {
         );
         projects.push(project);
     }
+    // Each form syncs the agent, and `show` names it with its entry point.
+    insta::assert_snapshot!(outputs.join("\n"), @r#"
+    index: plugins sync:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+          Synced 0 plugins and agent `my-custom-agent` 1.0.0 (0 added) in [TIME]
+
+    index: plugins show:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+    Plugins (0)
+
+    Skills (0)
+
+    MCP servers (0)
+
+    Hooks (0)
+
+    Agent package
+      my-custom-agent 1.0.0  my-agent = my_custom_agent.agent:create  (2 wheels, Python [VERSION]; `berth agent exec` runs it)
+
+    ----- stderr -----
+
+    git: plugins sync:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+          Synced 0 plugins and agent `my-custom-agent` 1.0.0 (0 added) in [TIME]
+
+    git: plugins show:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+    Plugins (0)
+
+    Skills (0)
+
+    MCP servers (0)
+
+    Hooks (0)
+
+    Agent package
+      my-custom-agent 1.0.0  my-agent = my_custom_agent.agent:create  (2 wheels, Python [VERSION]; `berth agent exec` runs it)
+
+    ----- stderr -----
+
+    zip: plugins sync:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+          Synced 0 plugins and agent `my-custom-agent` 1.0.0 (0 added) in [TIME]
+
+    zip: plugins show:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+    Plugins (0)
+
+    Skills (0)
+
+    MCP servers (0)
+
+    Hooks (0)
+
+    Agent package
+      my-custom-agent 1.0.0  my-agent = my_custom_agent.agent:create  (2 wheels, Python [VERSION]; `berth agent exec` runs it)
+
+    ----- stderr -----
+    "#);
     // Cut the network: the index, the zip and the git repository all go away.
     drop(agents.server.take());
     std::fs::remove_dir_all(agents.ctx.upstream.join("my-custom-agent")).expect("rm repo");
@@ -308,30 +389,39 @@ fn a_wheel_changed_on_the_index_after_locking_is_caught() {
     std::fs::write(&file, &bytes).expect("write wheel");
     let actual = berth_store::sha256_file(&file).expect("hash");
 
-    let verify = agents.berth(&project, &["plugins", "verify"]);
-    assert_eq!(verify.code, 1, "{}", verify.stderr);
-    for needle in ["agent_helper-0.3.0-py3-none-any.whl", &expected, &actual] {
-        assert!(
-            verify.stderr.contains(needle),
-            "verify names {needle}:\n{}",
-            verify.stderr
-        );
-    }
+    // verify and a sync into a fresh store name the wheel, the locked hash and the new one.
+    let mut filters = filters(&agents.ctx);
+    filters.push((expected.clone(), "[LOCKED]".to_owned()));
+    filters.push((actual.clone(), "[CHANGED]".to_owned()));
+    berth_snapshot!(filters, &mut agents.command(&project, &["plugins", "verify"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+     Downloading http://127.0.0.1:[PORT]/files/agent_helper-0.3.0-py3-none-any.whl
+     Downloading http://127.0.0.1:[PORT]/files/my_custom_agent-1.0.0-py3-none-any.whl
+        Verified agent `my-custom-agent`: wheel my_custom_agent-1.0.0-py3-none-any.whl 04eb42aa7611fd21b1f52e68a19983cedc2814fa12cb0a6367c41c04a2faddc2
+    error: agent `my-custom-agent`: wheel agent_helper-0.3.0-py3-none-any.whl: hash mismatch: expected `[LOCKED]`, got `[CHANGED]`
+    "#);
 
     let fresh = agents.ctx.root.join("fresh-store");
-    let sync = agents.berth(
-        &project,
-        &["--store", fresh.to_str().expect("utf-8"), "plugins", "sync"],
+    berth_snapshot!(
+        filters,
+        &mut agents.command(
+            &project,
+            &["--store", fresh.to_str().expect("utf-8"), "plugins", "sync"],
+        ),
+        @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+     Downloading http://127.0.0.1:[PORT]/files/agent_helper-0.3.0-py3-none-any.whl
+    error: agent `my-custom-agent`: wheel `agent_helper-0.3.0-py3-none-any.whl` (http://127.0.0.1:[PORT]/files/agent_helper-0.3.0-py3-none-any.whl): sha256 mismatch: expected `[LOCKED]`, got `[CHANGED]`
+    "#
     );
-    assert_eq!(sync.code, 1, "{}", sync.stderr);
-    assert_eq!(sync.errors().len(), 1, "{}", sync.stderr);
-    for needle in ["agent_helper-0.3.0-py3-none-any.whl", &expected, &actual] {
-        assert!(
-            sync.stderr.contains(needle),
-            "sync names {needle}:\n{}",
-            sync.stderr
-        );
-    }
     let stored: Vec<String> = list_dir(&fresh.join("wheels-v1"));
     assert!(
         !stored.contains(&expected) && !stored.contains(&actual),
@@ -349,18 +439,25 @@ fn a_wheel_changed_on_the_index_after_locking_is_caught() {
     std::fs::set_permissions(&stored, std::os::unix::fs::PermissionsExt::from_mode(0o644))
         .expect("chmod");
     std::fs::write(&stored, b"rot").expect("corrupt");
-    let verify = agents.berth(&project, &["store", "verify"]);
-    assert_eq!(verify.code, 1, "{}", verify.stderr);
-    assert!(
-        verify
-            .stderr
-            .contains(&format!("wheels-v1/{expected}/agent_helper")),
-        "{}",
-        verify.stderr
-    );
-    let repair = agents.berth(&project, &["store", "verify", "--repair"]);
-    assert_eq!(repair.code, 1, "it was corrupt: {}", repair.stderr);
-    assert!(repair.stderr.contains("Removed"), "{}", repair.stderr);
+    berth_snapshot!(filters, &mut agents.command(&project, &["store", "verify"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: store entry `wheels-v1/[LOCKED]/agent_helper-0.3.0-py3-none-any.whl` is corrupt: it hashes to `7ec879c8c860699e23145733661074c562767d6f860ed0de439e5c2724bc4b18`
+      run `berth store verify --repair` to remove them, then `berth plugins sync`
+    "#);
+    // It was corrupt: `--repair` fails too, and removes it.
+    berth_snapshot!(filters, &mut agents.command(&project, &["store", "verify", "--repair"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: store entry `wheels-v1/[LOCKED]/agent_helper-0.3.0-py3-none-any.whl` is corrupt: it hashes to `7ec879c8c860699e23145733661074c562767d6f860ed0de439e5c2724bc4b18`
+         Removed wheels-v1/[LOCKED]/agent_helper-0.3.0-py3-none-any.whl (a later `berth plugins sync` fetches it again)
+    "#);
     assert!(!agents.ctx.store.join("wheels-v1").join(&expected).exists());
     ok(
         agents.berth(&project, &["store", "verify"]),
@@ -380,64 +477,80 @@ fn bad_packages_versions_and_indexes_fail_clearly_and_write_nothing() {
         drop(listener);
         format!("http://127.0.0.1:{port}/simple")
     };
-    let cases: [(&str, &str, Option<&str>, &[&str]); 4] = [
-        (
-            "no-entry-point",
-            "source = \"plain-lib==1.0.0\"\n",
-            None,
-            &["plain-lib", "no `openhands.agents` entry point"],
-        ),
+    let cases: [(&str, &str, Option<&str>); 4] = [
+        ("no-entry-point", "source = \"plain-lib==1.0.0\"\n", None),
         (
             "missing-version",
             "source = \"my-custom-agent==9.9.9\"\n",
             None,
-            &["my-custom-agent==9.9.9", "9.9.9"],
         ),
         (
             "unknown-entry-point",
             "source = \"my-custom-agent==1.0.0\"\nentry_point = \"nope\"\n",
             None,
-            &[
-                "no `openhands.agents` entry point named `nope`",
-                "`my-agent`",
-                "`other-agent`",
-            ],
         ),
         (
             "unreachable-index",
             "source = \"my-custom-agent==1.0.0\"\n",
             Some(&dead),
-            &[dead.as_str()],
         ),
     ];
-    for (name, agent, index, needles) in cases {
+    let filters = filters(&agents.ctx);
+    let mut outputs = Vec::new();
+    for (name, agent, index) in cases {
         let project = agents.project(name, agent);
         let mut cmd = agents.ctx.berth();
         cmd.current_dir(&project)
             .env("BERTH_INDEX_URL", index.unwrap_or(&agents.index_url))
             .args(["plugins", "sync"]);
-        let run = common::Run::from(cmd.output().expect("run"));
-        assert_eq!(run.code, 1, "{name}: {}", run.stderr);
-        assert_eq!(
-            run.errors().len(),
-            1,
-            "{name}: one error line:\n{}",
-            run.stderr
-        );
-        for needle in needles {
-            assert!(
-                run.stderr.contains(needle),
-                "{name}: {needle}:\n{}",
-                run.stderr
-            );
-        }
-        assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+        let (snapshot, _) = common::run_and_format(&mut cmd, &filters);
+        outputs.push(format!("{name}:\n{snapshot}"));
         assert_eq!(
             list_dir(&project),
             ["plugins.toml"],
             "{name}: no lock written"
         );
     }
+    // Each fails with one error, naming the package, version, entry point or index.
+    insta::assert_snapshot!(outputs.join("\n"), @r#"
+    no-entry-point:
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+       Resolving agent `plain-lib==1.0.0` with uv (Python [VERSION])
+     Downloading http://127.0.0.1:[PORT]/files/plain_lib-1.0.0-py3-none-any.whl
+    error: plugins.toml:2: `[agent]` `plain-lib==1.0.0`: package `plain-lib` has no `openhands.agents` entry point, so it is not an agent package; it must declare one (`[project.entry-points."openhands.agents"]` in its pyproject.toml)
+
+    missing-version:
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+       Resolving agent `my-custom-agent==9.9.9` with uv (Python [VERSION])
+    error: plugins.toml:2: `[agent]` `my-custom-agent==9.9.9`: resolving `my-custom-agent==9.9.9` against `http://127.0.0.1:[PORT]/simple` with uv failed: No solution found when resolving dependencies cause: Because there is no version of my-custom-agent==9.9.9 and you require my-custom-agent==9.9.9, we can conclude that your requirements are unsatisfiable.
+
+    unknown-entry-point:
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+       Resolving agent `my-custom-agent==1.0.0` with uv (Python [VERSION])
+     Downloading http://127.0.0.1:[PORT]/files/my_custom_agent-1.0.0-py3-none-any.whl
+    error: plugins.toml:2: `[agent]` `my-custom-agent==1.0.0`: package `my-custom-agent` has no `openhands.agents` entry point named `nope`; it offers `my-agent`, `other-agent`
+
+    unreachable-index:
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+       Resolving agent `my-custom-agent==1.0.0` with uv (Python [VERSION])
+    error: plugins.toml:2: `[agent]` `my-custom-agent==1.0.0`: could not fetch from `http://127.0.0.1:[PORT]/simple`: resolving `my-custom-agent==1.0.0` against `http://127.0.0.1:[PORT]/simple` with uv failed: Request failed after 3 retries in [TIME] cause: Failed to fetch: http://127.0.0.1:[PORT]/simple/my-custom-agent/ cause: error sending request for url (http://127.0.0.1:[PORT]/simple/my-custom-agent/) cause: client error (Connect) cause: tcp connect error cause: Connection refused (os error 111)
+    "#);
     for dir in ["wheels-v1", "envs-v1", "store-v1"] {
         assert!(
             list_dir(&agents.ctx.store.join(dir)).is_empty(),
@@ -449,13 +562,14 @@ fn bad_packages_versions_and_indexes_fail_clearly_and_write_nothing() {
     std::fs::create_dir_all(&plain).expect("mkdir");
     std::fs::write(plain.join("plugins.toml"), "").expect("write");
     ok(agents.berth(&plain, &["plugins", "lock"]), "empty lock");
-    let run = agents.berth(&plain, &["agent", "exec"]);
-    assert_eq!(run.code, 1);
-    assert!(
-        run.stderr.contains("locks no agent package"),
-        "{}",
-        run.stderr
-    );
+    berth_snapshot!(filters, &mut agents.command(&plain, &["agent", "exec"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: `plugins.lock` locks no agent package; add an `[agent]` table to the manifest and run `berth plugins lock`
+    "#);
 }
 
 #[test]
@@ -559,7 +673,7 @@ fn index_credentials_come_from_the_environment_and_are_never_written() {
         "private",
         "source = \"my-custom-agent==1.0.0\"\nentry_point = \"my-agent\"\n",
     );
-    let berth = |store: &str, args: &[&str], token: Option<&str>| {
+    let command = |store: &str, args: &[&str], token: Option<&str>| {
         let mut cmd = agents.ctx.berth();
         cmd.current_dir(&project)
             .env("BERTH_INDEX_URL", &index)
@@ -569,11 +683,20 @@ fn index_credentials_come_from_the_environment_and_are_never_written() {
             Some(t) => cmd.env("IDX_TOKEN", t),
             None => cmd.env_remove("IDX_TOKEN"),
         };
-        common::Run::from(cmd.output().expect("run"))
+        cmd
     };
-    let unset = berth("s1", &["plugins", "lock"], None);
-    assert_eq!(unset.code, 1, "{}", unset.stderr);
-    assert!(unset.stderr.contains("IDX_TOKEN"), "{}", unset.stderr);
+    let berth = |store: &str, args: &[&str], token: Option<&str>| {
+        common::Run::from(command(store, args, token).output().expect("run"))
+    };
+    let filters = filters(&agents.ctx);
+    berth_snapshot!(filters, &mut command("s1", &["plugins", "lock"], None), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: plugins.toml:2: `[agent]` `my-custom-agent==1.0.0`: environment variable `IDX_TOKEN` used in the source is not set; export it and try again
+    "#);
     assert!(!project.join("plugins.lock").exists());
 
     let locked = ok(
@@ -598,9 +721,18 @@ fn index_credentials_come_from_the_environment_and_are_never_written() {
         "fresh sync",
     );
     assert_eq!(list_dir(&agents.ctx.root.join("s2/wheels-v1")).len(), 2);
-    let wrong = berth("s3", &["plugins", "sync", "--frozen"], Some("wr0ng-t0ken"));
-    assert_eq!(wrong.code, 1, "{}", wrong.stderr);
-    assert!(wrong.stderr.contains("401"), "{}", wrong.stderr);
+    let wrong = berth_snapshot!(
+        filters,
+        &mut command("s3", &["plugins", "sync", "--frozen"], Some("wr0ng-t0ken")),
+        @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: agent `my-custom-agent`: could not download `http://127.0.0.1:[PORT]/files/agent_helper-0.3.0-py3-none-any.whl`: the server answered 401 Unauthorized; give credentials as `${VAR}` in the URL or in `~/.netrc`
+    "#
+    );
     assert!(!wrong.stderr.contains("wr0ng-t0ken"), "{}", wrong.stderr);
     assert!(
         private.requests().iter().all(|r| r.contains("auth=true")),
@@ -608,7 +740,7 @@ fn index_credentials_come_from_the_environment_and_are_never_written() {
     );
     // A password written in the URL works, with a warning, and is never written either.
     std::fs::remove_file(project.join("plugins.lock")).expect("rm lock");
-    let literal = {
+    let mut literal = {
         let mut cmd = agents.ctx.berth();
         cmd.current_dir(&project)
             .env(
@@ -620,20 +752,29 @@ fn index_credentials_come_from_the_environment_and_are_never_written() {
             )
             .env("BERTH_STORE", agents.ctx.root.join("s4"))
             .args(["plugins", "lock"]);
-        common::Run::from(cmd.output().expect("run"))
+        cmd
     };
-    assert_eq!(literal.code, 0, "{}", literal.stderr);
-    assert!(
-        literal.stderr.contains("credential written in it"),
-        "{}",
-        literal.stderr
-    );
+    let literal = berth_snapshot!(filters, &mut literal, @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: the index URL `http://127.0.0.1:[PORT]/simple` has a credential written in it; it is left out of everything berth writes and prints. Put it in an environment variable and write `${VAR}` instead
+       Resolving agent `my-custom-agent==1.0.0` with uv (Python [VERSION])
+     Downloading http://127.0.0.1:[PORT]/files/my_custom_agent-1.0.0-py3-none-any.whl
+          Locked agent `my-custom-agent` 1.0.0 (my-agent = my_custom_agent.agent:create), 2 wheel(s)
+     Downloading http://127.0.0.1:[PORT]/files/agent_helper-0.3.0-py3-none-any.whl
+           Added wheel agent_helper-0.3.0-py3-none-any.whl
+          Adding agent my-custom-agent 1.0.0 (my-agent = my_custom_agent.agent:create)
+          Locked 0 plugins and agent `my-custom-agent` 1.0.0 in `plugins.lock`
+    "#);
     assert!(!literal.stderr.contains("s3cret"), "{}", literal.stderr);
     let text = std::fs::read_to_string(project.join("plugins.lock")).expect("lock");
     assert!(!text.contains("s3cret"), "{text}");
     // Credentials never go over plain http to another machine.
     std::fs::remove_file(project.join("plugins.lock")).expect("rm lock");
-    let remote = {
+    let mut remote = {
         let mut cmd = agents.ctx.berth();
         cmd.current_dir(&project)
             .env(
@@ -642,14 +783,16 @@ fn index_credentials_come_from_the_environment_and_are_never_written() {
             )
             .env("IDX_TOKEN", "s3cret-token")
             .args(["plugins", "lock"]);
-        common::Run::from(cmd.output().expect("run"))
+        cmd
     };
-    assert_eq!(remote.code, 1, "{}", remote.stderr);
-    assert!(
-        remote.stderr.contains("over plain http"),
-        "{}",
-        remote.stderr
-    );
+    let remote = berth_snapshot!(filters, &mut remote, @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: plugins.toml:2: `[agent]` `my-custom-agent==1.0.0`: `http://agent:${IDX_TOKEN}@index.example.invalid/simple`: refusing to send credentials over plain http to another machine; use https
+    "#);
     assert!(!remote.stderr.contains("s3cret"), "{}", remote.stderr);
 }
 

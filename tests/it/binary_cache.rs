@@ -28,11 +28,16 @@ fn cache_url(dir: &Path) -> String {
 
 /// `berth ARGS plugins sync --frozen` into `store` (a second store of the same project).
 fn sync_frozen(ctx: &TestContext, store: &Path, args: &[&str]) -> std::process::Output {
-    other_store(ctx, store)
-        .args(args)
-        .args(["plugins", "sync", "--frozen"])
+    sync_frozen_command(ctx, store, args)
         .output()
         .expect("run berth")
+}
+
+/// The command [`sync_frozen`] runs, for `berth_snapshot!`.
+fn sync_frozen_command(ctx: &TestContext, store: &Path, args: &[&str]) -> Command {
+    let mut cmd = other_store(ctx, store);
+    cmd.args(args).args(["plugins", "sync", "--frozen"]);
+    cmd
 }
 
 /// `berth` with a second, empty store.
@@ -89,8 +94,15 @@ fn entry_dirs(store: &Path) -> Vec<PathBuf> {
 fn a_second_store_restores_from_the_cache_with_upstream_gone() {
     let (ctx, review) = pushed_project();
     let cache = ctx.root.join("cache");
-    let pushed = ctx.ok(&["store", "push", &cache_url(&cache)]);
-    assert!(pushed.stderr.contains("Pushed review"), "{}", pushed.stderr);
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["store", "push", &cache_url(&cache)]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+          Pushed review (867 B)
+        Finished 1 pushed, 0 already in `file://[TMP]/cache`
+    "#);
     let files = files_under(&cache);
     let (info_name, nar_name) = cache_files(&files);
     assert_eq!(files.len(), 3, "{files:?}");
@@ -104,21 +116,30 @@ fn a_second_store_restores_from_the_cache_with_upstream_gone() {
     );
     assert!(narinfo.contains("CA: fixed:r:sha256:"), "{narinfo}");
     // Pushing again uploads nothing.
-    let again = ctx.ok(&["store", "push", &cache_url(&cache)]);
-    assert!(
-        again.stderr.contains("0 pushed, 1 already"),
-        "{}",
-        again.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["store", "push", &cache_url(&cache)]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+        Finished 0 pushed, 1 already in `file://[TMP]/cache`
+    "#);
 
     std::fs::remove_dir_all(&review.path).expect("upstream gone");
     let store_b = ctx.root.join("store-b");
-    let out = sync_frozen(&ctx, &store_b, &["--substituter", &cache_url(&cache)]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("Substituted review from file://"),
-        "{stderr}"
+    berth_snapshot!(
+        ctx.filters(),
+        &mut sync_frozen_command(&ctx, &store_b, &["--substituter", &cache_url(&cache)]),
+        @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+     Substituted review from file://[TMP]/cache
+           Added review [TMP]/store-b/store-v1/0y0pxnk47rfbkpalq26igica82jw6aszi8yqhwx0cj1smpymhaaq-review
+          Synced 1 plugin (1 added) in [TIME]
+    "#
     );
     let a = entry_dirs(&ctx.store);
     let b = entry_dirs(&store_b);
@@ -178,49 +199,33 @@ fn a_damaged_cache_is_refused_and_the_next_substituter_or_upstream_is_used() {
     )
     .expect("write");
 
-    for (n, broken, why) in [
-        (0, &bad_nar, None),
-        (1, &bad_info, Some("hashes to".to_owned())),
-        (
-            2,
-            &bad_size,
-            Some(format!(
-                "names a NAR of {size} bytes, but its `NarSize` is {} bytes",
-                size + 8
-            )),
-        ),
-    ] {
-        // Broken first, good second: the good one is used.
+    // The NarSize the narinfo claims, and the NAR's, in the error.
+    let mut filters = ctx.filters();
+    filters.push((format!(r"\b{}\b", size + 8), "[CLAIMED SIZE]".to_owned()));
+    filters.push((format!(r"\b{size}\b"), "[SIZE]".to_owned()));
+    let mut outputs = Vec::new();
+    for (n, broken) in [(0, &bad_nar), (1, &bad_info), (2, &bad_size)] {
+        // Broken first, good second: the good one is used, after a warning naming the
+        // broken cache (and why, for a narinfo).
         let store = ctx.root.join(format!("store-next-{n}"));
-        let out = other_store(&ctx, &store)
-            .env(
-                "BERTH_SUBSTITUTERS",
-                format!("{} {}", cache_url(broken), cache_url(&good)),
-            )
-            .args(["plugins", "sync", "--frozen"])
-            .output()
-            .expect("run");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stderr}");
-        assert!(
-            stderr.contains(&format!("cache `{}`", cache_url(broken)))
-                && stderr.contains("trying the next substituter"),
-            "{stderr}"
-        );
-        if let Some(why) = &why {
-            assert!(stderr.contains(why.as_str()), "{n}: {stderr}");
-        }
-        assert!(
-            stderr.contains(&format!("Substituted review from {}", cache_url(&good))),
-            "{stderr}"
+        let (next, _) = common::run_and_format(
+            other_store(&ctx, &store)
+                .env(
+                    "BERTH_SUBSTITUTERS",
+                    format!("{} {}", cache_url(broken), cache_url(&good)),
+                )
+                .args(["plugins", "sync", "--frozen"]),
+            &filters,
         );
         // Broken only: upstream is used, and the entry is still right.
         let store = ctx.root.join(format!("store-up-{n}"));
-        let out = sync_frozen(&ctx, &store, &["--substituter", &cache_url(broken)]);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stderr}");
-        assert!(!stderr.contains("Substituted"), "{stderr}");
-        assert!(stderr.contains("Added review"), "{stderr}");
+        let (upstream, _) = common::run_and_format(
+            &mut sync_frozen_command(&ctx, &store, &["--substituter", &cache_url(broken)]),
+            &filters,
+        );
+        outputs.push(format!(
+            "{n}, then the good cache:\n{next}\n{n} alone:\n{upstream}"
+        ));
         let verify = other_store(&ctx, &store)
             .args(["store", "verify"])
             .output()
@@ -236,6 +241,70 @@ fn a_damaged_cache_is_refused_and_the_next_substituter_or_upstream_is_used() {
             .unwrap_or_default();
         assert!(tmp.is_empty(), "{tmp:?}");
     }
+    insta::assert_snapshot!(outputs.join("\n"), @r#"
+    0, then the good cache:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `review`: cache `file://[TMP]/bad-nar`: `587fwbqa2za14yvj858km4z7w7zgzgmq.narinfo` names a NAR that hashes to `sha256-EIvBhFxV8lsrYDBZyG9v1EVcvyKen2TqpTaA2XB0M9E=`, not `sha256-WClY/a06SAY6h9ij+LUyXAqkWHzRCEzVncvlQ6btF3g=`; trying the next substituter, then upstream
+     Substituted review from file://[TMP]/good
+           Added review [TMP]/store-next-0/store-v1/0y0pxnk47rfbkpalq26igica82jw6aszi8yqhwx0cj1smpymhaaq-review
+          Synced 1 plugin (1 added) in [TIME]
+
+    0 alone:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `review`: cache `file://[TMP]/bad-nar`: `587fwbqa2za14yvj858km4z7w7zgzgmq.narinfo` names a NAR that hashes to `sha256-EIvBhFxV8lsrYDBZyG9v1EVcvyKen2TqpTaA2XB0M9E=`, not `sha256-WClY/a06SAY6h9ij+LUyXAqkWHzRCEzVncvlQ6btF3g=`; trying the next substituter, then upstream
+           Added review [TMP]/store-up-0/store-v1/0y0pxnk47rfbkpalq26igica82jw6aszi8yqhwx0cj1smpymhaaq-review
+          Synced 1 plugin (1 added) in [TIME]
+
+    1, then the good cache:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `review`: cache `file://[TMP]/bad-info`: `587fwbqa2za14yvj858km4z7w7zgzgmq.narinfo` says the NAR hashes to `sha256-QClY/a06SAY6h9ij+LUyXAqkWHzRCEzVncvlQ6btF3g=`, not `sha256-WClY/a06SAY6h9ij+LUyXAqkWHzRCEzVncvlQ6btF3g=`; trying the next substituter, then upstream
+     Substituted review from file://[TMP]/good
+           Added review [TMP]/store-next-1/store-v1/0y0pxnk47rfbkpalq26igica82jw6aszi8yqhwx0cj1smpymhaaq-review
+          Synced 1 plugin (1 added) in [TIME]
+
+    1 alone:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `review`: cache `file://[TMP]/bad-info`: `587fwbqa2za14yvj858km4z7w7zgzgmq.narinfo` says the NAR hashes to `sha256-QClY/a06SAY6h9ij+LUyXAqkWHzRCEzVncvlQ6btF3g=`, not `sha256-WClY/a06SAY6h9ij+LUyXAqkWHzRCEzVncvlQ6btF3g=`; trying the next substituter, then upstream
+           Added review [TMP]/store-up-1/store-v1/0y0pxnk47rfbkpalq26igica82jw6aszi8yqhwx0cj1smpymhaaq-review
+          Synced 1 plugin (1 added) in [TIME]
+
+    2, then the good cache:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `review`: cache `file://[TMP]/bad-size`: `587fwbqa2za14yvj858km4z7w7zgzgmq.narinfo` names a NAR of [SIZE] bytes, but its `NarSize` is [CLAIMED SIZE] bytes; trying the next substituter, then upstream
+     Substituted review from file://[TMP]/good
+           Added review [TMP]/store-next-2/store-v1/0y0pxnk47rfbkpalq26igica82jw6aszi8yqhwx0cj1smpymhaaq-review
+          Synced 1 plugin (1 added) in [TIME]
+
+    2 alone:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `review`: cache `file://[TMP]/bad-size`: `587fwbqa2za14yvj858km4z7w7zgzgmq.narinfo` names a NAR of [SIZE] bytes, but its `NarSize` is [CLAIMED SIZE] bytes; trying the next substituter, then upstream
+           Added review [TMP]/store-up-2/store-v1/0y0pxnk47rfbkpalq26igica82jw6aszi8yqhwx0cj1smpymhaaq-review
+          Synced 1 plugin (1 added) in [TIME]
+    "#);
 }
 
 #[test]
@@ -253,13 +322,19 @@ fn a_kill_during_push_leaves_no_narinfo_without_its_nar() {
     assert!(files.iter().any(|f| f.starts_with("nar/")), "{files:?}");
     // A reader of the half-written cache does not see the plugin, and falls back upstream.
     let store_b = ctx.root.join("store-b");
-    let out = sync_frozen(&ctx, &store_b, &["--substituter", &cache_url(&cache)]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    berth_snapshot!(
+        ctx.filters(),
+        &mut sync_frozen_command(&ctx, &store_b, &["--substituter", &cache_url(&cache)]),
+        @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+           Added review [TMP]/store-b/store-v1/0y0pxnk47rfbkpalq26igica82jw6aszi8yqhwx0cj1smpymhaaq-review
+          Synced 1 plugin (1 added) in [TIME]
+    "#
     );
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("Substituted"));
     // The push is finished by running it again; then the cache restores alone.
     ctx.ok(&["store", "push", &cache_url(&cache)]);
     assert!(files_under(&cache).iter().any(|f| f.ends_with(".narinfo")));
@@ -369,24 +444,25 @@ fn verify_repair_restores_a_corrupt_entry_from_the_cache() {
     }
     std::fs::set_permissions(&skill, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     std::fs::write(&skill, "tampered\n").expect("tamper");
-    let out = ctx
-        .berth()
-        .args([
+    // It reports the damage (exit 1) and puts the right bytes back from the cache.
+    berth_snapshot!(
+        ctx.filters(),
+        ctx.berth().args([
             "--substituter",
             &cache_url(&cache),
             "store",
             "verify",
             "--repair",
-        ])
-        .output()
-        .expect("run");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    // It reports the damage (exit 1) and puts the right bytes back from the cache.
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("is corrupt"), "{stderr}");
-    assert!(
-        stderr.contains("Substituted review from file://"),
-        "{stderr}"
+        ]),
+        @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: store entry `0y0pxnk47rfbkpalq26igica82jw6aszi8yqhwx0cj1smpymhaaq-review` is corrupt: it hashes to `sha256-E54N/OYrW2kdyAyVBxRZIhlt2pr+8FTfIX+16uJ0Ny8=`
+     Substituted review from file://[TMP]/cache
+    "#
     );
     ctx.ok(&["store", "verify"]);
     assert_ne!(
@@ -456,40 +532,60 @@ fn signed_narinfos_are_required_when_keys_are_trusted_and_nix_signs_alike() {
         .stdout
         .trim()
         .to_owned();
-    for (n, (cache, trusted, substituted)) in [
-        (&signed, &public, true),
-        (&signed, &other, false),
-        (&unsigned, &public, false),
-    ]
-    .into_iter()
-    .enumerate()
+    // Signed and trusted: substituted; signed by another key or unsigned: refused with a
+    // warning, and added from upstream.
+    let mut outputs = Vec::new();
+    for (n, (cache, trusted)) in [(&signed, &public), (&signed, &other), (&unsigned, &public)]
+        .into_iter()
+        .enumerate()
     {
         let store = ctx.root.join(format!("store-{n}"));
-        let out = sync_frozen(
-            &ctx,
-            &store,
-            &[
-                "--substituter",
-                &cache_url(cache),
-                "--trusted-public-key",
-                trusted,
-            ],
+        let (snapshot, _) = common::run_and_format(
+            &mut sync_frozen_command(
+                &ctx,
+                &store,
+                &[
+                    "--substituter",
+                    &cache_url(cache),
+                    "--trusted-public-key",
+                    trusted,
+                ],
+            ),
+            &ctx.filters(),
         );
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stderr}");
-        assert_eq!(
-            stderr.contains("Substituted review"),
-            substituted,
-            "{n}: {stderr}"
-        );
-        if !substituted {
-            assert!(
-                stderr.contains("no valid signature by a trusted key")
-                    && stderr.contains("Added review"),
-                "{n}: {stderr}"
-            );
-        }
+        outputs.push(format!("{n}:\n{snapshot}"));
     }
+    insta::assert_snapshot!(outputs.join("\n"), @r#"
+    0:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+     Substituted review from file://[TMP]/signed
+           Added review [TMP]/store-0/store-v1/0y0pxnk47rfbkpalq26igica82jw6aszi8yqhwx0cj1smpymhaaq-review
+          Synced 1 plugin (1 added) in [TIME]
+
+    1:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `review`: cache `file://[TMP]/signed`: `587fwbqa2za14yvj858km4z7w7zgzgmq.narinfo` has no valid signature by a trusted key (`--trusted-public-key`); trying the next substituter, then upstream
+           Added review [TMP]/store-1/store-v1/0y0pxnk47rfbkpalq26igica82jw6aszi8yqhwx0cj1smpymhaaq-review
+          Synced 1 plugin (1 added) in [TIME]
+
+    2:
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `review`: cache `file://[TMP]/unsigned`: `587fwbqa2za14yvj858km4z7w7zgzgmq.narinfo` has no valid signature by a trusted key (`--trusted-public-key`); trying the next substituter, then upstream
+           Added review [TMP]/store-2/store-v1/0y0pxnk47rfbkpalq26igica82jw6aszi8yqhwx0cj1smpymhaaq-review
+          Synced 1 plugin (1 added) in [TIME]
+    "#);
 
     // Nix reads berth's key and makes the same signature over the same narinfo.
     let Some(converted) = Command::new("nix")
@@ -556,33 +652,51 @@ fn an_http_cache_is_read_only_and_substitutes() {
     ctx.ok(&["store", "push", &cache_url(&cache)]);
     let server = common::FileServer::start(&cache, None);
     let url = server.url("");
-    let refused = ctx.run(&["store", "push", &url]);
-    assert_eq!(refused.code, 1);
-    assert!(refused.stderr.contains("read-only"), "{}", refused.stderr);
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["store", "push", &url]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: cache `http://127.0.0.1:[PORT]/`: an http(s) cache is read-only; push to the folder or bucket behind it (`file://` or `s3://`): an http(s) cache is read-only; push to the folder or bucket behind it (`file://` or `s3://`)
+    "#);
     std::fs::remove_dir_all(&review.path).expect("upstream gone");
     let store = ctx.root.join("store-b");
-    let out = sync_frozen(&ctx, &store, &["--substituter", &url]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("Substituted review from http://127.0.0.1:"),
-        "{stderr}"
+    berth_snapshot!(
+        ctx.filters(),
+        &mut sync_frozen_command(&ctx, &store, &["--substituter", &url]),
+        @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+     Substituted review from http://127.0.0.1:[PORT]/
+           Added review [TMP]/store-b/store-v1/0y0pxnk47rfbkpalq26igica82jw6aszi8yqhwx0cj1smpymhaaq-review
+          Synced 1 plugin (1 added) in [TIME]
+    "#
     );
     // `--offline` does not use a cache that needs the network.
     let store = ctx.root.join("store-c");
-    let out = other_store(&ctx, &store)
-        .args([
+    berth_snapshot!(
+        ctx.filters(),
+        other_store(&ctx, &store).args([
             "--substituter",
             &url,
             "plugins",
             "sync",
             "--frozen",
             "--offline",
-        ])
-        .output()
-        .expect("run");
-    assert!(!out.status.success());
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("Substituted"));
+        ]),
+        @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: plugin `review`: could not fetch from `file://[TMP]/upstream/acme/review.git`: "[TMP]/upstream/acme/review.git" does not appear to be a git repository: Could not retrieve metadata of "[TMP]/upstream/acme/review.git": No such file or directory (os error 2)
+    "#
+    );
 }
 
 #[test]
@@ -634,12 +748,19 @@ fn berth_substitutes_from_a_cache_nix_itself_filled() {
     );
     std::fs::remove_dir_all(&review.path).expect("upstream gone");
     let store = ctx.root.join("store-b");
-    let out = sync_frozen(&ctx, &store, &["--substituter", &cache_url(&cache)]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("Substituted review from file://"),
-        "{stderr}"
+    berth_snapshot!(
+        ctx.filters(),
+        &mut sync_frozen_command(&ctx, &store, &["--substituter", &cache_url(&cache)]),
+        @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+     Substituted review from file://[TMP]/nix-cache
+           Added review [TMP]/store-b/store-v1/0y0pxnk47rfbkpalq26igica82jw6aszi8yqhwx0cj1smpymhaaq-review
+          Synced 1 plugin (1 added) in [TIME]
+    "#
     );
 }
 
@@ -648,7 +769,9 @@ fn an_empty_trusted_key_is_an_error_not_checking_turned_off() {
     let (ctx, _review) = pushed_project();
     let unsigned = ctx.root.join("unsigned");
     ctx.ok(&["store", "push", &cache_url(&unsigned)]);
-    // The attack: an unsigned cache, and a key setting that is there but empty.
+    // The attack: an unsigned cache, and a key setting that is there but empty. Each is
+    // refused, nothing substituted.
+    let mut outputs = Vec::new();
     for (n, (option, variable)) in [(Some(""), None), (None, Some(" ")), (None, Some(""))]
         .into_iter()
         .enumerate()
@@ -662,17 +785,34 @@ fn an_empty_trusted_key_is_an_error_not_checking_turned_off() {
         if let Some(keys) = variable {
             cmd.env("BERTH_TRUSTED_PUBLIC_KEYS", keys);
         }
-        let out = cmd
-            .args(["plugins", "sync", "--frozen"])
-            .output()
-            .expect("run berth");
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert_eq!(out.status.code(), Some(1), "{n}: {stderr}");
-        assert!(
-            stderr.contains("holds no key, which would turn signature checking off"),
-            "{n}: {stderr}"
-        );
-        assert!(!stderr.contains("Substituted"), "{n}: {stderr}");
+        let (snapshot, _) =
+            common::run_and_format(cmd.args(["plugins", "sync", "--frozen"]), &ctx.filters());
+        outputs.push(format!("{n}:\n{snapshot}"));
         assert!(entry_dirs(&store).is_empty(), "{n}: nothing was added");
     }
+    insta::assert_snapshot!(outputs.join("\n"), @r#"
+    0:
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: `--trusted-public-key` / `$BERTH_TRUSTED_PUBLIC_KEYS` is given but holds no key, which would turn signature checking off; give a key as `NAME:BASE64` (`berth store sign-key generate` prints one), or leave both unset to accept unsigned narinfos
+
+    1:
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: `--trusted-public-key` / `$BERTH_TRUSTED_PUBLIC_KEYS` is given but holds no key, which would turn signature checking off; give a key as `NAME:BASE64` (`berth store sign-key generate` prints one), or leave both unset to accept unsigned narinfos
+
+    2:
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: `--trusted-public-key` / `$BERTH_TRUSTED_PUBLIC_KEYS` is given but holds no key, which would turn signature checking off; give a key as `NAME:BASE64` (`berth store sign-key generate` prints one), or leave both unset to accept unsigned narinfos
+    "#);
 }

@@ -188,15 +188,27 @@ fn claude_code_lists_and_details_exactly_the_locked_plugins() {
 
     // Again with nothing changed: nothing is written.
     let before = snapshot(&dir.join("plugins"));
-    let again = ctx.ok(&["materialize", "claude", dir.to_str().expect("utf-8")]);
-    assert!(again.stderr.contains("(0 written"), "{}", again.stderr);
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["materialize", "claude", dir.to_str().expect("utf-8")]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+           Wrote 2 plugins for Claude Code in `[TMP]/claude` (0 written, 8 unchanged, 0 removed)
+    "#);
     assert_eq!(snapshot(&dir.join("plugins")), before);
 
     // A plugin removed from the lock leaves Claude Code's list too.
     ctx.write_manifest("[[plugin]]\nsource = \"github:acme/review\"\n");
     ctx.ok(&["plugins", "sync"]);
-    let run = ctx.ok(&["materialize", "claude", dir.to_str().expect("utf-8")]);
-    assert!(run.stderr.contains("2 removed"), "{}", run.stderr);
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["materialize", "claude", dir.to_str().expect("utf-8")]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+           Wrote 1 plugin for Claude Code in `[TMP]/claude` (3 written, 3 unchanged, 2 removed)
+    "#);
     let list: Value =
         serde_json::from_str(&claude(&ctx, &bin, &dir, &["plugin", "list", "--json"]))
             .expect("JSON");
@@ -235,27 +247,29 @@ fn check_finds_an_edited_an_added_and_a_removed_file() {
         "by version and hash: {install}"
     );
     std::fs::remove_file(dir.join("plugins/cache/berth/review").join(&install)).expect("remove");
-    let check = ctx.run(&["materialize", "claude", d, "--check"]);
-    assert_eq!(check.code, 1, "{}", check.stderr);
-    for needle in [
-        "edited: plugins/installed_plugins.json",
-        "added: plugins/marketplaces/berth/extra.md",
-        &format!("removed: plugins/cache/berth/review/{install}"),
-        "drifted",
-    ] {
-        assert!(
-            check.stderr.contains(needle),
-            "{needle} not in {}",
-            check.stderr
-        );
-    }
+    // The removed install is named by its version and hash.
+    let mut filters = ctx.filters();
+    filters.push((regex::escape(&install), "[INSTALL]".to_owned()));
+    berth_snapshot!(filters, ctx.berth().args(["materialize", "claude", d, "--check"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: `[TMP]/claude` drifted from the locked set for Claude Code (3 paths); run `berth materialize claude [TMP]/claude` to restore it
+      removed: plugins/cache/berth/review/[INSTALL]
+      edited: plugins/installed_plugins.json
+      added: plugins/marketplaces/berth/extra.md
+    "#);
     // Materializing again repairs exactly that.
-    let repair = ctx.ok(&["materialize", "claude", d]);
-    assert!(
-        repair.stderr.contains("2 written") && repair.stderr.contains("1 removed"),
-        "{}",
-        repair.stderr
-    );
+    berth_snapshot!(filters, ctx.berth().args(["materialize", "claude", d]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+           Wrote 2 plugins for Claude Code in `[TMP]/claude` (2 written, 6 unchanged, 1 removed)
+    "#);
     ctx.ok(&["materialize", "claude", d, "--check"]);
 }
 
@@ -306,8 +320,14 @@ fn claude_project_form_enables_the_plugins_in_one_repository_only() {
     let dir = ctx.root.join("claude");
     let d = dir.to_str().expect("utf-8");
     let work = ctx.work.to_str().expect("utf-8").to_owned();
-    let wrote = ctx.ok(&["materialize", "claude", d, "--project", "."]);
-    assert!(wrote.stderr.contains("enabled in `.`"), "{}", wrote.stderr);
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["materialize", "claude", d, "--project", "."]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+           Wrote 2 plugins for Claude Code in `[TMP]/claude`, enabled in `.` (9 written, 0 unchanged, 0 removed)
+    "#);
 
     // The repository's settings enable exactly the locked plugins and name no path of
     // this machine, so a team can commit them.
@@ -388,39 +408,38 @@ fn claude_project_form_enables_the_plugins_in_one_repository_only() {
 
     // Drift in the repository's settings is named with its full path.
     std::fs::write(ctx.work.join(".claude/settings.json"), "{}\n").expect("edit");
-    let check = ctx.run(&["materialize", "claude", d, "--project", ".", "--check"]);
-    assert_eq!(check.code, 1, "{}", check.stderr);
-    assert!(
-        check.stderr.contains("edited: ") && check.stderr.contains(".claude/settings.json"),
-        "{}",
-        check.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["materialize", "claude", d, "--project", ".", "--check"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: `[TMP]/claude` drifted from the locked set for Claude Code (1 paths); run `berth materialize claude [TMP]/claude --project .` to restore it
+      edited: [TMP]/work/.claude/settings.json
+    "#);
     ctx.ok(&["materialize", "claude", d, "--project", "."]);
     ctx.ok(&["materialize", "claude", d, "--project", ".", "--check"]);
 
-    let wrong = ctx.run(&["materialize", "gemini", d, "--project", "."]);
-    assert_eq!(wrong.code, 1, "{}", wrong.stderr);
-    assert!(
-        wrong.stderr.contains("claude target only"),
-        "{}",
-        wrong.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["materialize", "gemini", d, "--project", "."]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: `--project` is for the claude target only (Claude Code's project settings); `gemini` has no project form
+    "#);
 }
 
-/// `materialize TARGET DIR --check` exits 1 naming each of `drift`; materializing again
-/// repairs it, and a second check passes.
-fn check_names_drift_then_repairs(ctx: &TestContext, target: &str, d: &str, drift: &[&str]) {
-    let check = ctx.run(&["materialize", target, d, "--check"]);
-    assert_eq!(check.code, 1, "{}", check.stderr);
-    for needle in drift {
-        assert!(
-            check.stderr.contains(needle),
-            "{needle} not in {}",
-            check.stderr
-        );
-    }
+/// What `materialize TARGET DIR --check` says of the drift (for a snapshot); materializing
+/// again repairs it, and a second check passes.
+fn check_names_drift_then_repairs(ctx: &TestContext, target: &str, d: &str) -> String {
+    let (check, _) = common::run_and_format(
+        ctx.berth().args(["materialize", target, d, "--check"]),
+        &ctx.filters(),
+    );
     ctx.ok(&["materialize", target, d]);
     ctx.ok(&["materialize", target, d, "--check"]);
+    check
 }
 
 /// A local marketplace with the entry forms Claude Code builds plugins from: a
@@ -651,17 +670,18 @@ fn gemini_cli_lists_the_materialized_extensions() {
     let home = ctx.root.join("gemini-home");
     let dir = home.join(".gemini");
     let d = dir.to_str().expect("utf-8");
-    let run = ctx.ok(&["materialize", "gemini", d]);
     // What Gemini CLI cannot express is said, never dropped silently.
-    assert!(
-        run.stderr
-            .contains("plugin `review`: its 1 hook matcher(s) are not written")
-            && run
-                .stderr
-                .contains("plugin `review`: its 1 agent(s) are not written"),
-        "{}",
-        run.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["materialize", "gemini", d]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `review`: its 1 hook matcher(s) are not written: Gemini CLI's extension hooks use other events and payloads
+    warning: plugin `review`: its 1 agent(s) are not written: Gemini CLI extensions have no sub-agents
+    warning: plugin `house-rules`: skill `house-style` (`skills/house-style.md`) is not a skill folder; Gemini CLI reads `skills/NAME/SKILL.md` only, so it is not written
+           Wrote 2 plugins for Gemini CLI in `[TMP]/gemini-home/.gemini` (6 written, 0 unchanged, 0 removed)
+    "#);
     let list = |home: &Path| -> String {
         let out = Command::new(&bin)
             .args(["extensions", "list"])
@@ -700,8 +720,17 @@ fn gemini_cli_lists_the_materialized_extensions() {
 
     // Nothing changed, nothing written; a plugin that left the lock leaves Gemini CLI too,
     // and an extension of the user's own stays.
-    let again = ctx.ok(&["materialize", "gemini", d]);
-    assert!(again.stderr.contains("(0 written"), "{}", again.stderr);
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["materialize", "gemini", d]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `review`: its 1 hook matcher(s) are not written: Gemini CLI's extension hooks use other events and payloads
+    warning: plugin `review`: its 1 agent(s) are not written: Gemini CLI extensions have no sub-agents
+    warning: plugin `house-rules`: skill `house-style` (`skills/house-style.md`) is not a skill folder; Gemini CLI reads `skills/NAME/SKILL.md` only, so it is not written
+           Wrote 2 plugins for Gemini CLI in `[TMP]/gemini-home/.gemini` (0 written, 6 unchanged, 0 removed)
+    "#);
     std::fs::create_dir_all(dir.join("extensions/mine")).expect("mkdir");
     std::fs::write(
         dir.join("extensions/mine/gemini-extension.json"),
@@ -729,16 +758,19 @@ fn gemini_cli_lists_the_materialized_extensions() {
     )
     .expect("add");
     std::fs::remove_file(dir.join("extensions/review/skills/rv")).expect("remove");
-    check_names_drift_then_repairs(
-        &ctx,
-        "gemini",
-        d,
-        &[
-            "edited: extensions/review/gemini-extension.json",
-            "added: extensions/review/commands/extra.toml",
-            "removed: extensions/review/skills/rv",
-        ],
-    );
+    insta::assert_snapshot!(check_names_drift_then_repairs(&ctx, "gemini", d), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `review`: its 1 hook matcher(s) are not written: Gemini CLI's extension hooks use other events and payloads
+    warning: plugin `review`: its 1 agent(s) are not written: Gemini CLI extensions have no sub-agents
+    error: `[TMP]/gemini-home/.gemini` drifted from the locked set for Gemini CLI (3 paths); run `berth materialize gemini [TMP]/gemini-home/.gemini` to restore it
+      edited: extensions/review/gemini-extension.json
+      removed: extensions/review/skills/rv
+      added: extensions/review/commands/extra.toml
+    "#);
 }
 
 /// Loads each folder with the real OpenHands SDK's `Plugin.load` (the SDK's Python,
@@ -779,7 +811,14 @@ fn the_openhands_sdk_loads_the_materialized_agent_plugins() {
     project(&ctx);
     let dir = ctx.root.join("agent-plugins");
     let d = dir.to_str().expect("utf-8");
-    let run = ctx.ok(&["materialize", "agent-plugins", d]);
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["materialize", "agent-plugins", d]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+           Wrote 2 plugins for Agent Plugins in `[TMP]/agent-plugins` (10 written, 0 unchanged, 0 removed)
+    "#);
     let set: Value =
         serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("JSON");
     let names: Vec<String> = set["plugins"]
@@ -866,7 +905,6 @@ fn the_openhands_sdk_loads_the_materialized_agent_plugins() {
             "plugin `{name}`: the SDK's load against berth's set"
         );
     }
-    assert!(run.stderr.contains("Wrote 2 plugins"), "{}", run.stderr);
     // Every skill file is a read-only copy of the verified store entry's (the SDK does
     // not follow links out of a plugin).
     let copy = dir.join("review/skills/rv/SKILL.md");
@@ -881,16 +919,17 @@ fn the_openhands_sdk_loads_the_materialized_agent_plugins() {
     std::fs::write(dir.join("review/plugin.json"), "{}\n").expect("edit");
     std::fs::write(dir.join("review/extra.md"), "x").expect("add");
     std::fs::remove_file(dir.join("review/mcp.json")).expect("remove");
-    check_names_drift_then_repairs(
-        &ctx,
-        "agent-plugins",
-        d,
-        &[
-            "edited: review/plugin.json",
-            "added: review/extra.md",
-            "removed: review/mcp.json",
-        ],
-    );
+    insta::assert_snapshot!(check_names_drift_then_repairs(&ctx, "agent-plugins", d), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: `[TMP]/agent-plugins` drifted from the locked set for Agent Plugins (3 paths); run `berth materialize agent-plugins [TMP]/agent-plugins` to restore it
+      removed: review/mcp.json
+      edited: review/plugin.json
+      added: review/extra.md
+    "#);
 }
 
 fn codex_bin() -> Option<PathBuf> {
@@ -950,8 +989,14 @@ fn codex_lists_the_materialized_plugins_as_installed() {
     assert!(config.starts_with("model = \"o3\""), "{config}");
     assert!(config.contains("[mcp_servers.mine]"), "{config}");
 
-    let again = ctx.ok(&["materialize", "codex", d]);
-    assert!(again.stderr.contains("(0 written"), "{}", again.stderr);
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["materialize", "codex", d]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+           Wrote 2 plugins for Codex in `[TMP]/codex-home/.codex` (0 written, 11 unchanged, 0 removed)
+    "#);
 
     ctx.write_manifest("[[plugin]]\nsource = \"github:acme/review\"\n");
     ctx.ok(&["plugins", "sync"]);
@@ -965,14 +1010,15 @@ fn codex_lists_the_materialized_plugins_as_installed() {
     std::fs::write(&catalog, "{}\n").expect("edit");
     std::fs::write(dir.join("plugins/cache/berth/review/1.2.0/extra.md"), "x").expect("add");
     std::fs::remove_file(dir.join("plugins/cache/berth/review/1.2.0/.mcp.json")).expect("remove");
-    check_names_drift_then_repairs(
-        &ctx,
-        "codex",
-        d,
-        &[
-            "edited: berth-marketplace/.claude-plugin/marketplace.json",
-            "added: plugins/cache/berth/review/1.2.0/extra.md",
-            "removed: plugins/cache/berth/review/1.2.0/.mcp.json",
-        ],
-    );
+    insta::assert_snapshot!(check_names_drift_then_repairs(&ctx, "codex", d), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: `[TMP]/codex-home/.codex` drifted from the locked set for Codex (3 paths); run `berth materialize codex [TMP]/codex-home/.codex` to restore it
+      edited: berth-marketplace/.claude-plugin/marketplace.json
+      removed: plugins/cache/berth/review/1.2.0/.mcp.json
+      added: plugins/cache/berth/review/1.2.0/extra.md
+    "#);
 }

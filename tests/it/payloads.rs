@@ -219,12 +219,20 @@ fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
         &ctx,
         json!({"fake": {"command": "npx", "args": ["-y", "fake-mcp@^1", "--flag"]}}),
     );
-    let locked = berth(&ctx, &env, &["plugins", "lock"]);
-    assert!(
-        locked.stderr.contains("fake-mcp 1.1.0"),
-        "{}",
-        locked.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().envs(env).args(["plugins", "lock"]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+           Added tools [TMP]/store/store-v1/0fyrkpw2jwn3g7bs4nimvl07b02gwz5pvm59vdzzxjbi2h723jln-tools
+       Resolving `npx fake-mcp@^1` of plugin `tools`
+     Downloading http://127.0.0.1:[PORT]/tarballs/fake-dep-1.0.0.tgz
+     Downloading http://127.0.0.1:[PORT]/tarballs/fake-mcp-1.1.0.tgz
+          Locked fake-mcp 1.1.0 for MCP server `fake` of plugin `tools` (2 packages)
+          Adding tools sha256-lsohDhRxyf5/
+          Locked 1 plugin in `plugins.lock`
+    "#);
     let lock: toml::Value = toml::from_str(&ctx.lock_text()).expect("TOML");
     let payload = &lock["payload"][0];
     assert_eq!(payload["plugin"].as_str(), Some("tools"));
@@ -287,14 +295,18 @@ fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
     ctx.wipe_store_entries();
     berth(&ctx, &env, &["plugins", "sync"]);
     // `verify` fetches the closure afresh and finds the locked hash.
-    let verified = berth(&ctx, &env, &["plugins", "verify"]);
-    assert!(
-        verified
-            .stderr
-            .contains("Verified fake-mcp@1.1.0 (plugin tools)"),
-        "{}",
-        verified.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().envs(env).args(["plugins", "verify"]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+     Downloading http://127.0.0.1:[PORT]/tarballs/fake-dep-1.0.0.tgz
+     Downloading http://127.0.0.1:[PORT]/tarballs/fake-mcp-1.1.0.tgz
+        Verified tools sha256-lsohDhRxyf5/26nUfcvnT4B1AN01WqLXecNyKfid2Ts=
+        Verified fake-mcp@1.1.0 (plugin tools) sha256-45sDrbY5nUKMs1Se68TdW66k0MbyFEUKTkGg9d0IMis=
+        Verified 1 plugin match `plugins.lock`
+    "#);
     drop(registry.server);
     let server = set_server(&ctx, "fake");
     assert_eq!(server["command"], "node", "{server}");
@@ -324,19 +336,28 @@ fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
 
     // A binary cache carries the closure: a fresh store restores it with the registry gone.
     let cache = format!("file://{}", ctx.root.join("cache").display());
-    let pushed = berth(&ctx, &[], &["store", "push", &cache]);
-    assert!(
-        pushed.stderr.contains("npm-fake-mcp-1.1.0"),
-        "{}",
-        pushed.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["store", "push", &cache]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+          Pushed tools (260 B)
+          Pushed npm-fake-mcp-1.1.0 (675 B)
+        Finished 2 pushed, 0 already in `file://[TMP]/cache`
+    "#);
     ctx.wipe_store_entries();
-    let restored = berth(&ctx, &[], &["plugins", "sync", "--substituter", &cache]);
-    assert!(
-        restored.stderr.contains("Substituted") && restored.stderr.contains("npm-fake-mcp-1.1.0"),
-        "{}",
-        restored.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "sync", "--substituter", &cache]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+           Added tools [TMP]/store/store-v1/0fyrkpw2jwn3g7bs4nimvl07b02gwz5pvm59vdzzxjbi2h723jln-tools
+     Substituted npm-fake-mcp-1.1.0 from file://[TMP]/cache
+           Added fake-mcp 1.1.0 [TMP]/store/store-v1/0arj13fzb8219q54a57jqv8a9bjvvp2fp7jlnf64579rnsnh76z3-npm-fake-mcp-1.1.0
+          Synced 1 plugin (2 added) in [TIME]
+    "#);
     assert_eq!(
         initialize(&set_server(&ctx, "fake"))["result"]["serverInfo"]["version"],
         "1.1.0"
@@ -349,17 +370,24 @@ fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
         .expect("the entry")
         .to_owned();
     tamper(&entry, "node_modules/fake-dep/index.js");
-    let refused = ctx.run(&["plugins", "show", "--json"]);
-    assert_ne!(refused.code, 0, "{}", refused.stderr);
-    assert!(
-        refused.stderr.contains("changed") || refused.stderr.contains("tampered"),
-        "{}",
-        refused.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "show", "--json"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: store entry `[TMP]/store/store-v1/0arj13fzb8219q54a57jqv8a9bjvvp2fp7jlnf64579rnsnh76z3-npm-fake-mcp-1.1.0` of plugin `npm-fake-mcp-1.1.0` was changed after it was added (it now hashes to `sha256-S4jMOAHlZXCBninNrt6ve+BG+wjHdB9TzB37sUGtjyg=`); run `berth plugins sync` to fetch it again (`berth store verify` checks every entry)
+    "#);
 
     // Keeping the pin needs no registry.
-    let kept = berth(&ctx, &env, &["plugins", "lock"]);
-    assert!(kept.stderr.contains("unchanged"), "{}", kept.stderr);
+    berth_snapshot!(ctx.filters(), ctx.berth().envs(env).args(["plugins", "lock"]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+          Locked 1 plugin in `plugins.lock` (unchanged)
+    "#);
 }
 
 #[test]
@@ -505,18 +533,36 @@ fn lock_upgrade_moves_a_floating_spec_and_diff_shows_the_version() {
     // Publishing makes 1.2.0 `latest`; keep 2.0.0 out of ^1 either way.
     berth(&ctx, &env, &["plugins", "lock"]);
     assert_eq!(ctx.lock_text(), first, "a plain lock keeps the pin");
-    let upgraded = berth(&ctx, &env, &["plugins", "lock", "--upgrade"]);
-    assert!(
-        upgraded.stderr.contains("fake-mcp 1.2.0"),
-        "{}",
-        upgraded.stderr
-    );
+    // The approval's time changes from run to run.
+    let mut filters = ctx.filters();
+    filters.push((
+        r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\b".to_owned(),
+        "[DATE]".to_owned(),
+    ));
+    berth_snapshot!(filters, ctx.berth().envs(env).args(["plugins", "lock", "--upgrade"]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+       Resolving `npx fake-mcp@^1` of plugin `tools`
+     Downloading http://127.0.0.1:[PORT]/tarballs/fake-dep-1.0.0.tgz
+     Downloading http://127.0.0.1:[PORT]/tarballs/fake-mcp-1.2.0.tgz
+          Locked fake-mcp 1.2.0 for MCP server `fake` of plugin `tools` (2 packages)
+    warning: plugin `tools`: what it runs changed since Alice <a@example.com> approved it on [DATE] (it has MCP server `fake` (`npx -y fake-mcp@^1`)); review the change (`berth plugins diff`), then run `berth plugins approve tools` [`mcp_stdio = "approve"` in `berth-policy.toml`] (the lock is written; nothing runs it until then)
+          Locked 1 plugin in `plugins.lock`
+    "#);
     let lock: toml::Value = toml::from_str(&ctx.lock_text()).expect("TOML");
     assert_eq!(lock["payload"][0]["version"].as_str(), Some("1.2.0"));
     // The plugin's folder is the same, but what its server runs moved: approve again.
-    let refused = ctx.run(&["plugins", "show", "--json"]);
-    assert_ne!(refused.code, 0, "{}", refused.stderr);
-    assert!(refused.stderr.contains("approv"), "{}", refused.stderr);
+    berth_snapshot!(filters, ctx.berth().args(["plugins", "show", "--json"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: plugin `tools`: what it runs changed since Alice <a@example.com> approved it on [DATE] (it has MCP server `fake` (`npx -y fake-mcp@^1`)); review the change (`berth plugins diff`), then run `berth plugins approve tools` [`mcp_stdio = "approve"` in `berth-policy.toml`]
+    "#);
     approve_tools(&ctx);
     let before = ctx.root.join("before.lock");
     let diff = berth(
@@ -538,15 +584,20 @@ fn lock_upgrade_moves_a_floating_spec_and_diff_shows_the_version() {
             "from": "1.1.0", "to": "1.2.0"}]),
         "{report}"
     );
-    let text = berth(
-        &ctx,
-        &env,
-        &["plugins", "diff", "--from", before.to_str().expect("utf-8")],
-    );
-    assert!(
-        text.stdout.contains("fake-mcp 1.1.0 -> 1.2.0"),
-        "{}",
-        text.stdout
+    berth_snapshot!(
+        ctx.filters(),
+        ctx.berth()
+            .envs(env)
+            .args(["plugins", "diff", "--from", before.to_str().expect("utf-8")]),
+        @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+    package of tools's MCP server fake (npx): fake-mcp 1.1.0 -> 1.2.0
+    No plugin's content differs between `[TMP]/before.lock` and `plugins.lock`.
+
+    ----- stderr -----
+    "#
     );
 }
 
@@ -615,13 +666,17 @@ fn lines_berth_cannot_pin_are_left_as_written_with_a_warning() {
         &ctx,
         json!({"git": {"command": "npx", "args": ["github:acme/tool"]}}),
     );
-    let locked = berth(&ctx, &[], &["plugins", "lock"]);
-    assert!(
-        locked.stderr.contains("plugin `tools`, MCP server `git`")
-            && locked.stderr.contains("not a package of the registry"),
-        "{}",
-        locked.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+           Added tools [TMP]/store/store-v1/0ksxci7qwk0vzc61ihghb8aja8g8wizqzkhfxpan9g7qj1r5yw29-tools
+    warning: plugin `tools`, MCP server `git`: left as written and fetched at every start: `npx`: `github:acme/tool` is not a package of the registry (a git URL, path, tarball or alias)
+          Adding tools sha256-SXBfcpD4vGTV
+          Locked 1 plugin in `plugins.lock`
+    "#);
     assert!(!ctx.lock_text().contains("[[payload]]"));
     assert_eq!(set_server(&ctx, "git")["command"], "npx");
 }

@@ -5,7 +5,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{Run, TestContext, copy_tree, fixtures};
+use common::{TestContext, copy_tree, fixtures};
 use serde_json::{Value, json};
 
 /// The three conformance samples as local plugins plus the `review` fixture from git.
@@ -122,18 +122,61 @@ fn show_json_is_the_same_in_every_store_and_every_run() {
         )
     );
     // The readable summary names plugins, skills, servers and hooks.
-    let summary = ctx.ok(&["plugins", "show"]).stdout;
-    for needle in [
-        "Plugins (4)",
-        "Skills (",
-        "MCP servers (4)",
-        "Hooks (",
-        "code-review",
-        "review:check",
-        "shared-server",
-    ] {
-        assert!(summary.contains(needle), "`{needle}` not in:\n{summary}");
-    }
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "show"]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+    Plugins (4)
+      alpha   1.2.0  sha256-QY/hOyJJoKCn  ./alpha
+      beta    0.3.1  sha256-MDfEBItT53sl  ./beta
+      gamma   2.0.0  sha256-E4Aw3kljQWO9  ./gamma
+      review  1.2.0  eb77dc7b4544         github:acme/review
+
+    Skills (10)
+      alpha-tool    alpha   always                      Alpha-only AgentSkills skill with a bundled script.
+      legacy-note   alpha   legacy
+      shared-skill  gamma   always                      Gamma's shared skill; name comes from the directory.
+      alpha:review  alpha   /alpha:review               Review the current change
+      beta-rule     beta    on src/**/*.rs, Cargo.toml  Path-scoped rule.
+      beta:review   beta    /beta:review                Beta's review command (namespaced, so no clash with alpha:review)
+      gamma-docs    gamma   /gamma-docs                 Task skill with inputs.
+      gamma:hello   gamma   /gamma:hello                Say hello
+      code-review   review  review, pull request        Review a change for correctness, tests and naming before it is merged.
+      review:check  review  /review:check               Run the review checklist on the current branch
+
+    MCP servers (4)
+      shared-server  gamma  stdio            [TMP]/store/views-v1/4aeacd40fba22987b0bf219c70771de3/gamma/bin/server --data [TMP]/store/plugin-data-v1/gamma-61443b0154419886/db --root [TMP]/store/views-v1/4aeacd40fba22987b0bf219c70771de3/gamma ${HOME}
+      alpha-http     alpha  http             https://mcp.example.com/alpha
+      beta-sse       beta   sse              https://mcp.example.com/beta/sse
+      gamma-remote   gamma  streamable-http  https://mcp.example.com/gamma
+
+    Hooks (7)
+      pre_tool_use        terminal              alpha   echo alpha-pre
+      pre_tool_use        /file_.*/             beta    echo beta-pre
+      pre_tool_use        terminal|file_editor  gamma   echo gamma-pre
+      pre_tool_use        Bash                  review  [TMP]/store/views-v1/4aeacd40fba22987b0bf219c70771de3/review/scripts/guard.sh
+      user_prompt_submit  *                     gamma   (prompt hook)
+      session_start       *                     alpha   echo alpha-start
+      stop                *                     beta    echo beta-stop
+
+    Agents (1)
+      alpha-helper  alpha  inherit  Helper subagent. <example>Use when the user asks for alpha help</exampl…
+
+    Warnings (6)
+      plugin `beta`: skill `shared-skill` overrides the one from plugin `alpha`
+      plugin `beta`: MCP server `shared-server` overrides the one from plugin `alpha`
+      plugin `gamma`: `mcp.json`: MCP server `gamma-remote`: ignoring client-generated header(s) `Host`
+      plugin `gamma`: `mcp.json`: MCP server `gamma-insecure` ignored: url `http://mcp.example.com/plain` must use https: mcp.example.com is remote
+      plugin `gamma`: skill `shared-skill` overrides the one from plugin `beta`
+      plugin `gamma`: MCP server `shared-server` overrides the one from plugin `beta`
+
+    Run by other harnesses only (3): Claude Code or Codex load these, OpenHands does not; the policy and approvals cover them
+      alpha  MCP server  shared-server   node ${SKILL_ROOT}/server.js --token ${API_TOKEN:-alpha-default} (.mcp.json)
+      beta   MCP server  shared-server   python3 -m beta_server (.mcp.json)
+      gamma  MCP server  gamma-insecure  http://mcp.example.com/plain (mcp.json)
+
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -194,13 +237,14 @@ fn run_passes_the_set_offline_without_the_manifest() {
         .status()
         .expect("run");
     assert_eq!(status.code(), Some(7));
-    let missing = ctx.run(&["run", "--", "no-such-command-berth-test"]);
-    assert_eq!(missing.code, 1);
-    assert!(
-        missing.errors()[0].contains("no-such-command-berth-test"),
-        "{}",
-        missing.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["run", "--", "no-such-command-berth-test"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: could not run `no-such-command-berth-test`: No such file or directory (os error 2)
+    "#);
 }
 
 #[test]
@@ -210,37 +254,44 @@ fn run_refuses_a_stale_lock_unless_frozen_and_a_missing_store_entry() {
     ctx.ok(&["plugins", "sync"]);
     let manifest = std::fs::read_to_string(ctx.manifest_path()).expect("read");
     ctx.write_manifest(&manifest.replace("./beta", "./gamma"));
-    let stale = ctx.run(&["run", "--", "true"]);
-    assert_eq!(stale.code, 1);
-    assert!(
-        stale.errors()[0].contains("out of date") && stale.errors()[0].contains("--frozen"),
-        "{}",
-        stale.stderr
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["run", "--", "true"]), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: `plugins.lock` is out of date with `plugins.toml`; run `berth plugins sync` (or pass `--frozen` to use the lock as it is)
+      entry 2 (`beta`): `source` is `./gamma` in the manifest but `./beta` in the lock
+    "#);
     ctx.ok(&["run", "--frozen", "--", "true"]);
-    let cold = ctx
-        .berth()
-        .env("BERTH_STORE", ctx.root.join("empty-store"))
-        .args(["run", "--frozen", "--", "true"])
-        .output()
-        .expect("run");
-    assert_eq!(cold.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&cold.stderr);
-    assert!(
-        stderr.contains("plugin `alpha` is not in the store")
-            && stderr.contains("berth plugins sync"),
-        "{stderr}"
-    );
-    let show = Run::from(
+    berth_snapshot!(
+        ctx.filters(),
         ctx.berth()
             .env("BERTH_STORE", ctx.root.join("empty-store"))
-            .args(["plugins", "show"])
-            .output()
-            .expect("run"),
+            .args(["run", "--frozen", "--", "true"]),
+        @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: plugin `alpha` is not in the store (expected `[TMP]/empty-store/store-v1/0vfifc07vyp3zf9kmy2kjhdqpcnfjc9wsr43b2ks182948xy33s1-alpha`); run `berth plugins sync`
+    "#
     );
-    assert_eq!(show.code, 1, "{}", show.stderr);
-    let messages = ctx.redact(&show.messages().join("\n"));
-    insta::assert_snapshot!("show_without_store_entry", messages);
+    berth_snapshot!(
+        ctx.filters(),
+        ctx.berth()
+            .env("BERTH_STORE", ctx.root.join("empty-store"))
+            .args(["plugins", "show"]),
+        @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: plugin `alpha` is not in the store (expected `[TMP]/empty-store/store-v1/0vfifc07vyp3zf9kmy2kjhdqpcnfjc9wsr43b2ks182948xy33s1-alpha`); run `berth plugins sync`
+    "#
+    );
 }
 
 #[test]
@@ -270,12 +321,27 @@ fn a_skill_linking_outside_the_plugin_is_skipped_with_a_warning() {
             "plugin `sneaky`: skipped `skills/passwords.md`: it is a symlink that leaves the plugin's folder; berth never reads through it"
         ])
     );
-    let text = ctx.ok(&["plugins", "show"]);
-    assert!(
-        text.stdout.contains("skills/passwords.md"),
-        "{}",
-        text.stdout
-    );
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "show"]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+    Plugins (2)
+      sneaky  1.0.0  sha256-0qxA1UCZVZMZ  ./sneaky
+      other   1.0.0  sha256-D8Nkevd/rUlU  ./other
+
+    Skills (2)
+      fine   sneaky  always
+      other  other   always
+
+    MCP servers (0)
+
+    Hooks (0)
+
+    Warnings (1)
+      plugin `sneaky`: skipped `skills/passwords.md`: it is a symlink that leaves the plugin's folder; berth never reads through it
+
+    ----- stderr -----
+    "#);
     ctx.ok(&["run", "--", "true"]);
     ctx.ok(&["hooks", "run", "stop"]);
 }
