@@ -77,6 +77,22 @@ impl Failure {
     }
 }
 
+/// `error` and its causes, joined by `: ` as `{:#}` joins them, without a cause whose text
+/// the message before it already holds (an error that quotes its own `#[source]`).
+pub fn error_text(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let part = cause.to_string();
+        if text.is_empty() {
+            text = part;
+        } else if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+    }
+    text
+}
+
 impl Context {
     pub fn new(cli: &Cli, project: &ProjectArgs, printer: Printer) -> Result<Self> {
         let home_dir = std::env::var_os("HOME")
@@ -201,8 +217,10 @@ impl Context {
         match self.read_lock() {
             Err(e) => match e.downcast_ref::<LockError>() {
                 Some(LockError::Syntax(_) | LockError::Invalid { .. }) => {
-                    self.printer
-                        .warn(&format!("{e:#}; it will be regenerated from the manifest"));
+                    self.printer.warn(&format!(
+                        "{}; it will be regenerated from the manifest",
+                        error_text(&e)
+                    ));
                     Ok(None)
                 }
                 _ => Err(e),
@@ -378,4 +396,36 @@ pub fn open_substituters(cli: &Cli) -> Result<Vec<std::sync::Arc<berth_transport
                 .context("in `--substituter` / `$BERTH_SUBSTITUTERS`")
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_text;
+
+    /// An error that quotes its own source in its message.
+    #[derive(Debug)]
+    struct Quoting(std::io::Error);
+
+    impl std::fmt::Display for Quoting {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cache `c`: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Quoting {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_the_message_already_says_is_not_said_again() {
+        let io = || std::io::Error::other("read-only");
+        assert_eq!(
+            error_text(&anyhow::Error::new(Quoting(io()))),
+            "cache `c`: read-only"
+        );
+        let wrapped = anyhow::Error::new(io()).context("could not push");
+        assert_eq!(error_text(&wrapped), "could not push: read-only");
+    }
 }

@@ -40,7 +40,7 @@ fn main() -> ExitCode {
                         printer.note(note);
                     }
                 }
-                None => printer.error(&format!("{error:#}")),
+                None => printer.error(&context::error_text(&error)),
             }
             ExitCode::FAILURE
         }

@@ -658,7 +658,7 @@ fn an_http_cache_is_read_only_and_substitutes() {
     ----- stdout -----
 
     ----- stderr -----
-    error: cache `http://127.0.0.1:[PORT]/`: an http(s) cache is read-only; push to the folder or bucket behind it (`file://` or `s3://`): an http(s) cache is read-only; push to the folder or bucket behind it (`file://` or `s3://`)
+    error: cache `http://127.0.0.1:[PORT]/`: an http(s) cache is read-only; push to the folder or bucket behind it (`file://` or `s3://`)
     "#);
     std::fs::remove_dir_all(&review.path).expect("upstream gone");
     let store = ctx.root.join("store-b");
