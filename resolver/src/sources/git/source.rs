@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use berth_lockfile_schema::{
-    CommitId, GitPin, LockedPlugin, Pin, PluginRequest, Sha256Hash, Source,
+    CommitId, GitPin, Location, LockedPlugin, Pin, PluginRequest, Sha256Hash, Source, SourceKind,
 };
 use berth_store::{Live, Staging, StoreEntry, UnpackLimits};
 use berth_transport::url::{SourceUrl, cache_dir_name, repo_name};
@@ -21,14 +21,11 @@ use crate::sources::{
     substitute_or_stage,
 };
 
-/// The git URL of a git source, `${VAR}` references still in it.
+/// The git URL of a git source, `${VAR}` references still in it: where the source is
+/// fetched from ([`Source::location`]), for the kind that is a git repository.
 pub fn git_url(source: &Source, github_url: &str) -> Option<String> {
-    match source {
-        Source::GitHub { owner, repo, .. } => Some(format!(
-            "{}/{owner}/{repo}.git",
-            github_url.trim_end_matches('/')
-        )),
-        Source::Git { url } => Some(url.clone()),
+    match (source.kind(), source.location(github_url)) {
+        (SourceKind::Git, Location::Url(url)) => Some(url),
         _ => None,
     }
 }
