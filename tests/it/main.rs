@@ -32,6 +32,7 @@ mod lock_sync;
 mod marketplace;
 mod marketplace_server;
 mod materialize;
+mod one_build;
 mod parallel;
 mod payloads;
 mod private;
