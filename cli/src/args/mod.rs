@@ -2,13 +2,14 @@
 
 use std::path::PathBuf;
 
-use berth_runtime::harness::{Harness, TARGETS};
 use clap::{Args, Parser, Subcommand};
 
+mod materialize;
 mod plugins;
 mod serve;
 mod store;
 
+pub use materialize::MaterializeArgs;
 pub use plugins::{
     AddArgs, ApproveArgs, DiffArgs, DiffFormat, ListArgs, LockArgs, PluginsArgs, PluginsCommand,
     RemoveArgs, ShowArgs, SyncArgs, UpdateArgs, VerifyArgs,
@@ -206,49 +207,6 @@ pub struct RunArgs {
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,
-}
-
-#[derive(Debug, Args)]
-pub struct MaterializeArgs {
-    #[command(flatten)]
-    pub project: ProjectArgs,
-
-    /// The harness
-    pub target: MaterializeTarget,
-
-    /// The folder to write (created if missing)
-    pub dir: PathBuf,
-
-    /// Write nothing; exit 1 naming every file edited, added or removed since
-    #[arg(long)]
-    pub check: bool,
-
-    /// Use the lockfile as it is; without this, a manifest next to it must agree with it
-    #[arg(long)]
-    pub frozen: bool,
-
-    /// claude only: enable the plugins in this repository instead of for the user, as
-    /// `claude plugin install --scope project` does: REPO/.claude/settings.json gets
-    /// `enabledPlugins` (commit it), DIR the installs, recorded for REPO
-    #[arg(long = "project", value_name = "REPO")]
-    pub project_repo: Option<PathBuf>,
-}
-
-/// A harness `berth materialize` writes for: a row of the runtime's `TARGETS`, whose id
-/// is the name given here and whose folder is its help.
-#[derive(Debug, Clone, Copy)]
-pub struct MaterializeTarget(pub &'static dyn Harness);
-
-impl clap::ValueEnum for MaterializeTarget {
-    fn value_variants<'a>() -> &'a [Self] {
-        static VARIANTS: std::sync::LazyLock<Vec<MaterializeTarget>> =
-            std::sync::LazyLock::new(|| TARGETS.iter().map(|t| MaterializeTarget(*t)).collect());
-        &VARIANTS
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.0.id()).help(self.0.folder()))
-    }
 }
 
 #[derive(Debug, Args)]

@@ -43,6 +43,7 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
     if args.check {
         return check(ctx, args, &root, &plans);
     }
+    take_over(ctx, args, &root, &plans)?;
     let mut total = harness::Applied::default();
     for (dir, plan) in &plans {
         let applied = harness::apply(dir, plan)
@@ -98,6 +99,56 @@ fn project_repo(harness: &dyn Harness, args: &MaterializeArgs) -> Result<Option<
         )
     })?;
     Ok(Some(real))
+}
+
+/// What berth did not write where the plans write, in every folder before any is written:
+/// an error naming each, or with `--force` each moved aside.
+fn take_over(
+    ctx: &Context,
+    args: &MaterializeArgs,
+    root: &Path,
+    plans: &[(PathBuf, Plan)],
+) -> Result<()> {
+    let mut found = Vec::new();
+    for (dir, plan) in plans {
+        let foreign = harness::foreign(dir, plan)
+            .with_context(|| format!("could not write `{}`", dir.display()))?;
+        found.extend(foreign.into_iter().map(|f| (dir, f)));
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    // Paths in the harness folder are named relative to it, others in full.
+    let shown = |dir: &Path, rel: &Path| {
+        if dir == root {
+            rel.display().to_string()
+        } else {
+            dir.join(rel).display().to_string()
+        }
+    };
+    if !args.force {
+        let list: Vec<String> = found
+            .iter()
+            .map(|(dir, f)| format!("  {}: {}", shown(dir, &f.path), f.what))
+            .collect();
+        anyhow::bail!(
+            "`{}` holds what berth did not write where it would write for {}:\n{}\nberth leaves it alone and wrote nothing: move it away, or run again with `--force` to move each aside (to NAME.berth-backup-N)",
+            args.dir.display(),
+            args.target.0.display_name(),
+            list.join("\n")
+        );
+    }
+    for (dir, f) in &found {
+        let aside = harness::move_aside(dir, &f.path)
+            .with_context(|| format!("could not move `{}` aside", dir.join(&f.path).display()))?;
+        ctx.printer.warn(&format!(
+            "moved `{}` ({}) aside to `{}`",
+            shown(dir, &f.path),
+            f.what,
+            shown(dir, &aside)
+        ));
+    }
+    Ok(())
 }
 
 /// `--check`: the drift of every planned folder, or exit 1 naming it.

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::files::{Plan, Planned, marked, pretty, regular_files, stdio_fields};
+use super::files::{marked, pretty, regular_files, stdio_fields};
+use super::guard::is_component;
+use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
 use crate::error::RuntimeError;
 use crate::hooks::{matchers_to_json, pascal_case};
@@ -72,11 +74,17 @@ impl Harness for AgentPluginsFolder {
         let name = info.locked.name.as_str();
         let mut out = Vec::new();
         for (skill, _) in set.skills.iter().filter(|(_, p)| p == name) {
-            if let Written::Nowhere = written_as(skill, name) {
-                out.push(format!(
+            match written_as(skill, name) {
+                Written::Nowhere => out.push(format!(
                     "plugin `{name}`: skill `{}` (`{}`) is neither a skill folder nor `skills/NAME.md`, so it is not written",
                     skill.name, skill.source
-                ));
+                )),
+                Written::NotAName => out.push(format!(
+                    "plugin `{name}`: skill `{}` (`{}`) is not written: its name is not one plain file name",
+                    skill.name.escape_debug(),
+                    skill.source
+                )),
+                Written::Folder | Written::Command(_) | Written::Flat => {}
             }
         }
         for (server_name, server, _) in set.mcp_servers.iter().filter(|(_, _, p)| p == name) {
@@ -102,6 +110,7 @@ impl Harness for AgentPluginsFolder {
     ) -> Result<Vec<(PathBuf, Plan)>, RuntimeError> {
         let mut plan = Plan {
             owned: marked(to.root, Path::new(""), MARKER),
+            mark: Some(MARKER),
             ..Plan::default()
         };
         for info in plugins {
@@ -121,14 +130,24 @@ enum Written<'a> {
     Flat,
     /// Not at all.
     Nowhere,
+    /// Not at all: the name it would be written under is not one plain file name.
+    NotAName,
 }
 
 fn written_as<'a>(skill: &'a Skill, plugin: &str) -> Written<'a> {
     let file = skill.source.rsplit('/').next().unwrap_or(&skill.source);
     if file.eq_ignore_ascii_case("skill.md") {
-        Written::Folder
+        if is_component(&skill.name) {
+            Written::Folder
+        } else {
+            Written::NotAName
+        }
     } else if let Some(command) = skill.name.strip_prefix(&format!("{plugin}:")) {
-        Written::Command(command)
+        if is_component(command) {
+            Written::Command(command)
+        } else {
+            Written::NotAName
+        }
     } else if skill.source.starts_with("skills/") && !skill.source[7..].contains('/') {
         Written::Flat
     } else {
@@ -229,7 +248,7 @@ fn skill_files(
                 Planned::Copy(info.path.join(&skill.source)),
             );
         }
-        Written::Nowhere => {}
+        Written::Nowhere | Written::NotAName => {}
     }
     Ok(())
 }

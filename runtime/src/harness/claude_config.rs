@@ -24,7 +24,8 @@ use berth_lockfile_schema::plugin_manifest::Format;
 use berth_lockfile_schema::{GitPin, Pin};
 use serde_json::{Map, Value, json};
 
-use super::files::{Plan, Planned, pretty};
+use super::files::pretty;
+use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
 use crate::error::RuntimeError;
 use crate::set::{PluginInfo, PluginSet};
@@ -65,11 +66,12 @@ impl Scope<'_> {
 }
 
 /// The version Claude Code shows and installs under: the plugin's own (from its
-/// `plugin.json`) when it is a plain version string, else the start of its content hash.
+/// `plugin.json`) when it is a plain version string (starting with a letter or digit, so
+/// never `.` or `..`), else the start of its content hash.
 pub(super) fn version_of(info: &PluginInfo) -> String {
     let own = &info.manifest.version;
-    let plain = !own.is_empty()
-        && own.len() <= 64
+    let plain = own.len() <= 64
+        && own.starts_with(|c: char| c.is_ascii_alphanumeric())
         && own
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+' | '_'));
@@ -80,21 +82,20 @@ pub(super) fn version_of(info: &PluginInfo) -> String {
     }
 }
 
-/// Reads a JSON object berth merges its keys into; a missing file is an empty object.
+/// Reads a JSON object berth merges its keys into; a missing file is an empty object, and
+/// so is one reached through a symbolic link (never read: `apply` refuses to write there).
 fn read_object(root: &Path, rel: &str) -> Result<Map<String, Value>, RuntimeError> {
-    let path = root.join(rel);
-    match std::fs::read(&path) {
-        Ok(bytes) => match serde_json::from_slice(&bytes) {
+    match super::guard::read_unlinked(root, Path::new(rel))? {
+        Some(bytes) => match serde_json::from_slice(&bytes) {
             Ok(Value::Object(map)) => Ok(map),
             _ => Err(RuntimeError::Invalid {
                 plugin: MARKETPLACE.to_owned(),
-                file: path.display().to_string(),
+                file: root.join(rel).display().to_string(),
                 message: "is not a JSON object; fix or remove it, then materialize again"
                     .to_owned(),
             }),
         },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Map::new()),
-        Err(e) => Err(e.into()),
+        None => Ok(Map::new()),
     }
 }
 
@@ -303,10 +304,8 @@ fn config_plan(
             "lastUpdated": INSTALLED_AT,
         }),
     );
-    plan.files.insert(
-        PathBuf::from(KNOWN),
-        Planned::File(pretty(&Value::Object(known))),
-    );
+    plan.files
+        .insert(PathBuf::from(KNOWN), Planned::Json(Value::Object(known)));
     installs.insert("version".to_owned(), json!(2));
     let records: Vec<(String, Value)> = records
         .into_iter()
@@ -315,7 +314,7 @@ fn config_plan(
     set_ids(object(&mut installs, "plugins"), &records);
     plan.files.insert(
         PathBuf::from(INSTALLED),
-        Planned::File(pretty(&Value::Object(installs))),
+        Planned::Json(Value::Object(installs)),
     );
     let mut settings = read_object(root, SETTINGS)?;
     object(&mut settings, "extraKnownMarketplaces")
@@ -328,7 +327,7 @@ fn config_plan(
     }
     plan.files.insert(
         PathBuf::from(SETTINGS),
-        Planned::File(pretty(&Value::Object(settings))),
+        Planned::Json(Value::Object(settings)),
     );
     Ok(plan)
 }
@@ -417,9 +416,7 @@ fn project_settings(plugins: &[&PluginInfo], repo: &Path) -> Result<Plan, Runtim
         object(&mut settings, "enabledPlugins"),
         &enabled_ids(plugins),
     );
-    plan.files.insert(
-        PathBuf::from(rel),
-        Planned::File(pretty(&Value::Object(settings))),
-    );
+    plan.files
+        .insert(PathBuf::from(rel), Planned::Json(Value::Object(settings)));
     Ok(plan)
 }

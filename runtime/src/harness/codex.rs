@@ -14,7 +14,8 @@ use toml_edit::{DocumentMut, Item, Table, value};
 // The marketplace the locked plugins are installed from is named as Claude Code's:
 // plugin ids are `NAME@berth`.
 use super::claude_config::{MARKETPLACE, version_of};
-use super::files::{Plan, Planned, pretty, regular_files};
+use super::files::{pretty, regular_files};
+use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
 use crate::error::RuntimeError;
 use crate::set::{PluginInfo, PluginSet};
@@ -134,10 +135,14 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
 /// enabled; every other table kept.
 fn config(root: &Path, ids: &[String]) -> Result<String, RuntimeError> {
     let path = root.join(CONFIG);
-    let existing = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e.into()),
+    // Read without following a link (`apply` refuses to write through one).
+    let existing = match super::guard::read_unlinked(root, Path::new(CONFIG))? {
+        Some(bytes) => String::from_utf8(bytes).map_err(|_| RuntimeError::Invalid {
+            plugin: MARKETPLACE.to_owned(),
+            file: path.display().to_string(),
+            message: "is not UTF-8; fix or remove it, then materialize again".to_owned(),
+        })?,
+        None => String::new(),
     };
     let mut doc: DocumentMut = existing.parse().map_err(|e| RuntimeError::Invalid {
         plugin: MARKETPLACE.to_owned(),

@@ -1,32 +1,9 @@
 //! A harness layout as a plan of files, applied idempotently and checked for drift.
 
-use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-/// One path of a layout.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Planned {
-    /// A file with these bytes.
-    File(Vec<u8>),
-    /// A symbolic link to this (absolute) path: a verified, read-only store entry.
-    Link(PathBuf),
-    /// A read-only copy of this file of a verified store entry (for harnesses that do not
-    /// follow links), executable when it is.
-    Copy(PathBuf),
-}
-
-/// What a target writes under its folder.
-#[derive(Debug, Clone, Default)]
-pub struct Plan {
-    /// Every path it writes, relative to the folder.
-    pub files: BTreeMap<PathBuf, Planned>,
-    /// Folders (relative) that berth owns whole: anything else in them is drift, and is
-    /// removed when the plan is applied.
-    pub owned: Vec<PathBuf>,
-    /// What of the set the harness cannot express, one line each.
-    pub warnings: Vec<String>,
-}
+use super::plan::{Plan, Planned};
 
 /// What applying a plan did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,6 +14,13 @@ pub struct Applied {
     pub unchanged: usize,
     /// Files and links removed from owned folders (with the folders that held them).
     pub removed: Vec<PathBuf>,
+}
+
+/// The mode of a read-only copy of `source`: `0o555` when it is executable, else `0o444`.
+fn copy_mode(source: &Path) -> std::io::Result<u32> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let exec = std::fs::metadata(source)?.permissions().mode() & 0o111 != 0;
+    Ok(if exec { 0o555 } else { 0o444 })
 }
 
 /// How a folder differs from its plan.
@@ -116,15 +100,16 @@ pub(super) fn regular_files(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> s
     Ok(())
 }
 
-/// The folders under `root/parent` that a target wrote before: those holding its `marker`
-/// file, as paths relative to `root`, sorted.
+/// The folders under `root/parent` that a target wrote before: real folders holding its
+/// `marker` file (links not followed), as paths relative to `root`, sorted.
 pub(super) fn marked(root: &Path, parent: &Path, marker: &str) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(root.join(parent)) else {
         return Vec::new();
     };
     let mut out: Vec<PathBuf> = entries
         .filter_map(Result::ok)
-        .filter(|e| e.path().join(marker).is_file())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| std::fs::symlink_metadata(e.path().join(marker)).is_ok_and(|m| m.is_file()))
         .map(|e| parent.join(e.file_name()))
         .collect();
     out.sort();
@@ -155,8 +140,11 @@ pub(super) fn one_per_name<'a>(
     chosen
 }
 
-/// Whether `path` already is what `planned` says.
+/// Whether `path` already is what `planned` says: a link's target, a file's bytes, a
+/// copy's bytes and mode (a file berth writes keeps the mode it has: `settings.json` may
+/// be the user's `0600`).
 fn is_current(path: &Path, planned: &Planned) -> std::io::Result<Option<bool>> {
+    use std::os::unix::fs::PermissionsExt as _;
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -167,8 +155,15 @@ fn is_current(path: &Path, planned: &Planned) -> std::io::Result<Option<bool>> {
             meta.file_type().is_symlink() && std::fs::read_link(path)? == *target
         }
         Planned::File(bytes) => meta.file_type().is_file() && std::fs::read(path)? == *bytes,
+        Planned::Json(value) => {
+            meta.file_type().is_file()
+                && serde_json::from_slice::<serde_json::Value>(&std::fs::read(path)?)
+                    .is_ok_and(|found| found == *value)
+        }
         Planned::Copy(source) => {
-            meta.file_type().is_file() && std::fs::read(path)? == std::fs::read(source)?
+            meta.file_type().is_file()
+                && meta.permissions().mode() & 0o7777 == copy_mode(source)?
+                && std::fs::read(path)? == std::fs::read(source)?
         }
     }))
 }
@@ -199,6 +194,8 @@ fn is_planned(plan: &Plan, rel: &Path) -> bool {
 /// How `root` differs from `plan`: planned paths edited or missing, and paths in owned
 /// folders that the plan does not name.
 pub fn check(root: &Path, plan: &Plan) -> std::io::Result<Vec<Drift>> {
+    // A planned path that is not plain is refused here too: nothing outside is read.
+    super::guard::foreign(root, plan)?;
     let mut drift = Vec::new();
     for (rel, planned) in &plan.files {
         match is_current(&root.join(rel), planned)? {
@@ -220,6 +217,19 @@ pub fn check(root: &Path, plan: &Plan) -> std::io::Result<Vec<Drift>> {
     Ok(drift)
 }
 
+/// Writes `bytes` to the new file `tmp` with the mode of the file `replaced` it will be
+/// renamed over, when there is one (a `0600` settings file stays private).
+fn write_keeping_mode(tmp: &Path, bytes: &[u8], replaced: &Path) -> std::io::Result<()> {
+    let mut file = std::fs::File::create(tmp)?;
+    file.write_all(bytes)?;
+    if let Ok(meta) = std::fs::symlink_metadata(replaced)
+        && meta.is_file()
+    {
+        file.set_permissions(meta.permissions())?;
+    }
+    file.sync_all()
+}
+
 /// Removes a link where a folder of `rel` now belongs (a plugin that was a link to its
 /// store entry and is now a folder of links), so nothing is written through it into the
 /// store.
@@ -238,10 +248,48 @@ fn unlink_ancestors(root: &Path, rel: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Writes the planned path `rel` beside its place and renames it over.
+fn write_one(root: &Path, rel: &Path, planned: &Planned) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = root.join(rel);
+    let parent = path.parent().unwrap_or(root);
+    unlink_ancestors(root, rel)?;
+    std::fs::create_dir_all(parent)?;
+    let tmp = parent.join(format!(
+        ".{}.berth-tmp",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    let _ = std::fs::remove_file(&tmp);
+    match planned {
+        Planned::File(bytes) => write_keeping_mode(&tmp, bytes, &path)?,
+        Planned::Json(value) => write_keeping_mode(&tmp, &pretty(value), &path)?,
+        Planned::Link(target) => std::os::unix::fs::symlink(target, &tmp)?,
+        Planned::Copy(source) => {
+            std::fs::write(&tmp, std::fs::read(source)?)?;
+            let mode = copy_mode(source)?;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
+        }
+    }
+    // A folder where a file or link belongs is replaced (a link over a folder would
+    // otherwise fail).
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+        std::fs::remove_dir_all(&path)?;
+    }
+    std::fs::rename(&tmp, &path)
+}
+
 /// Makes `root` what `plan` says, touching only what differs: files are written beside
-/// their place and renamed over it, links made beside and renamed, and what owned folders
-/// hold beyond the plan removed.
+/// their place and renamed over it (keeping the mode of the file they replace), links
+/// made beside and renamed, and what owned folders hold beyond the plan removed. Refuses,
+/// writing nothing, while anything berth did not write is where the plan writes
+/// ([`super::guard::foreign`]; the caller moves it aside or stops).
 pub fn apply(root: &Path, plan: &Plan) -> std::io::Result<Applied> {
+    let foreign = super::guard::foreign(root, plan)?;
+    if let Some(first) = foreign.first() {
+        return Err(std::io::Error::other(format!(
+            "refusing to change what berth did not write: {first}"
+        )));
+    }
     let mut applied = Applied::default();
     for (rel, planned) in &plan.files {
         let path = root.join(rel);
@@ -249,35 +297,7 @@ pub fn apply(root: &Path, plan: &Plan) -> std::io::Result<Applied> {
             applied.unchanged += 1;
             continue;
         }
-        let parent = path.parent().unwrap_or(root);
-        unlink_ancestors(root, rel)?;
-        std::fs::create_dir_all(parent)?;
-        let tmp = parent.join(format!(
-            ".{}.berth-tmp",
-            path.file_name().unwrap_or_default().to_string_lossy()
-        ));
-        let _ = std::fs::remove_file(&tmp);
-        match planned {
-            Planned::File(bytes) => {
-                let mut file = std::fs::File::create(&tmp)?;
-                file.write_all(bytes)?;
-                file.sync_all()?;
-            }
-            Planned::Link(target) => std::os::unix::fs::symlink(target, &tmp)?,
-            Planned::Copy(source) => {
-                use std::os::unix::fs::PermissionsExt as _;
-                let exec = std::fs::metadata(source)?.permissions().mode() & 0o111 != 0;
-                std::fs::write(&tmp, std::fs::read(source)?)?;
-                let mode = if exec { 0o555 } else { 0o444 };
-                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
-            }
-        }
-        // A folder where a file or link belongs is replaced (a link over a folder would
-        // otherwise fail).
-        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
-            std::fs::remove_dir_all(&path)?;
-        }
-        std::fs::rename(&tmp, &path)?;
+        write_one(root, rel, planned)?;
         applied.written.push(rel.clone());
     }
     for owned in &plan.owned {

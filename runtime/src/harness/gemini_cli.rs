@@ -12,7 +12,9 @@ use serde_json::{Map, Value, json};
 
 use berth_lockfile_schema::toml_string;
 
-use super::files::{Plan, Planned, marked, pretty, stdio_fields};
+use super::files::{marked, pretty, stdio_fields};
+use super::guard::is_component;
+use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
 use crate::error::RuntimeError;
 use crate::mcp::McpServer;
@@ -73,11 +75,17 @@ impl Harness for GeminiCli {
         let name = info.locked.name.as_str();
         let mut out = Vec::new();
         for (skill, _) in set.skills.iter().filter(|(_, p)| p == name) {
-            if let Written::Nowhere = written_as(skill, name) {
-                out.push(format!(
+            match written_as(skill, name) {
+                Written::Nowhere => out.push(format!(
                     "plugin `{name}`: skill `{}` (`{}`) is not a skill folder; Gemini CLI reads `skills/NAME/SKILL.md` only, so it is not written",
                     skill.name, skill.source
-                ));
+                )),
+                Written::NotAName => out.push(format!(
+                    "plugin `{name}`: skill `{}` (`{}`) is not written: its name is not one plain file name",
+                    skill.name.escape_debug(),
+                    skill.source
+                )),
+                Written::Folder | Written::Command(_) => {}
             }
         }
         for (server_name, server, _) in set.mcp_servers.iter().filter(|(_, _, p)| p == name) {
@@ -119,6 +127,7 @@ impl Harness for GeminiCli {
     ) -> Result<Vec<(PathBuf, Plan)>, RuntimeError> {
         let mut plan = Plan {
             owned: marked(to.root, Path::new("extensions"), MARKER),
+            mark: Some(MARKER),
             ..Plan::default()
         };
         for info in plugins {
@@ -136,6 +145,8 @@ enum Written<'a> {
     Command(&'a str),
     /// Not at all.
     Nowhere,
+    /// Not at all: the name it would be written under is not one plain file name.
+    NotAName,
 }
 
 fn written_as<'a>(skill: &'a Skill, plugin: &str) -> Written<'a> {
@@ -145,10 +156,15 @@ fn written_as<'a>(skill: &'a Skill, plugin: &str) -> Written<'a> {
         .next()
         .is_some_and(|f| f.eq_ignore_ascii_case("skill.md"));
     if is_folder {
-        return Written::Folder;
+        return if is_component(&skill.name) {
+            Written::Folder
+        } else {
+            Written::NotAName
+        };
     }
     match skill.name.strip_prefix(&format!("{plugin}:")) {
-        Some(command) => Written::Command(command),
+        Some(command) if is_component(command) => Written::Command(command),
+        Some(_) => Written::NotAName,
         None => Written::Nowhere,
     }
 }
@@ -181,7 +197,7 @@ fn extension(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) {
                     Planned::File(command_toml(info, skill).into_bytes()),
                 );
             }
-            Written::Nowhere => {}
+            Written::Nowhere | Written::NotAName => {}
         }
     }
     let servers: Map<String, Value> = set

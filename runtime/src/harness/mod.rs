@@ -3,8 +3,9 @@
 //! A harness target is one [`Harness`] (its module: `claude_config.rs`, `codex.rs`,
 //! `gemini_cli.rs`, `agent_plugins_folder.rs`) and one row of [`TARGETS`], which the CLI's
 //! names come from. A target turns a [`PluginSet`] into [`Plan`]s of files and links to
-//! verified store entries and names what the harness cannot express; `files.rs` applies a
-//! plan (only what differs) and finds drift from it; `pinned.rs` is a plugin folder whose
+//! verified store entries (`plan.rs`) and names what the harness cannot express; `files.rs`
+//! applies a plan (only what differs) and finds drift from it; `guard.rs` keeps every write inside
+//! the folder and away from what berth did not write; `pinned.rs` is a plugin folder whose
 //! manifest names its pinned servers inline, for the targets that read a plugin's folder.
 
 mod agent_plugins_folder;
@@ -12,15 +13,19 @@ mod claude_config;
 mod codex;
 mod files;
 mod gemini_cli;
+mod guard;
 mod pinned;
+mod plan;
 
 use std::path::{Path, PathBuf};
 
 pub use agent_plugins_folder::AgentPluginsFolder;
 pub use claude_config::{ClaudeConfig, MARKETPLACE};
 pub use codex::Codex;
-pub use files::{Applied, Drift, Plan, Planned, apply, check};
+pub use files::{Applied, Drift, apply, check};
 pub use gemini_cli::GeminiCli;
+pub use guard::{Foreign, foreign, move_aside};
+pub use plan::{Plan, Planned};
 
 use crate::error::RuntimeError;
 use crate::set::{PluginInfo, PluginSet};

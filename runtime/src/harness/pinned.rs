@@ -12,7 +12,8 @@ use berth_lockfile_schema::plugin_manifest::Format;
 use berth_lockfile_schema::runner::PayloadUse;
 use serde_json::{Map, Value, json};
 
-use super::files::{Planned, pretty, stdio_fields};
+use super::files::{pretty, stdio_fields};
+use super::plan::Planned;
 use crate::error::RuntimeError;
 use crate::hooks::pascal_case;
 use crate::model::JsonFile;

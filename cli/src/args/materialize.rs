@@ -1,0 +1,58 @@
+//! `berth materialize`'s arguments: the target is a row of the runtime's `TARGETS`.
+
+use std::path::PathBuf;
+
+use berth_runtime::harness::{Harness, TARGETS};
+use clap::Args;
+
+use super::ProjectArgs;
+
+#[derive(Debug, Args)]
+pub struct MaterializeArgs {
+    #[command(flatten)]
+    pub project: ProjectArgs,
+
+    /// The harness
+    pub target: MaterializeTarget,
+
+    /// The folder to write (created if missing)
+    pub dir: PathBuf,
+
+    /// Write nothing; exit 1 naming every file edited, added or removed since
+    #[arg(long)]
+    pub check: bool,
+
+    /// Take over what berth did not write where it writes (a folder or extension of a
+    /// locked plugin's name, a symbolic link on the way): move each aside to
+    /// NAME.berth-backup-N beside it, and say so; without this, berth refuses and writes
+    /// nothing. Nothing is ever deleted
+    #[arg(long, conflicts_with = "check")]
+    pub force: bool,
+
+    /// Use the lockfile as it is; without this, a manifest next to it must agree with it
+    #[arg(long)]
+    pub frozen: bool,
+
+    /// claude only: enable the plugins in this repository instead of for the user, as
+    /// `claude plugin install --scope project` does: REPO/.claude/settings.json gets
+    /// `enabledPlugins` (commit it), DIR the installs, recorded for REPO
+    #[arg(long = "project", value_name = "REPO")]
+    pub project_repo: Option<PathBuf>,
+}
+
+/// A harness `berth materialize` writes for: a row of the runtime's `TARGETS`, whose id
+/// is the name given here and whose folder is its help.
+#[derive(Debug, Clone, Copy)]
+pub struct MaterializeTarget(pub &'static dyn Harness);
+
+impl clap::ValueEnum for MaterializeTarget {
+    fn value_variants<'a>() -> &'a [Self] {
+        static VARIANTS: std::sync::LazyLock<Vec<MaterializeTarget>> =
+            std::sync::LazyLock::new(|| TARGETS.iter().map(|t| MaterializeTarget(*t)).collect());
+        &VARIANTS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.id()).help(self.0.folder()))
+    }
+}
