@@ -932,6 +932,79 @@ fn the_openhands_sdk_loads_the_materialized_agent_plugins() {
     "#);
 }
 
+/// Runs the SDK's `Plugin.load` (`SDK_LOAD`) on each of `folders`: what it loaded, by
+/// plugin name.
+fn sdk_load(ctx: &TestContext, python: &Path, folders: &[PathBuf]) -> Value {
+    let out = Command::new(python)
+        .args(["-c", SDK_LOAD])
+        .args(folders)
+        .env("HOME", &ctx.home)
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .env("OPENHANDS_SUPPRESS_BANNER", "1")
+        .current_dir(&ctx.work)
+        .output()
+        .expect("run the SDK");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn the_sdk_loads_every_server_transport_berth_writes_for_agent_plugins() {
+    let Some(python) = std::env::var_os("BERTH_SDK_PYTHON")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+    else {
+        require_or_skip(
+            "BERTH_SDK_PYTHON",
+            "see tests/it/python_sdk.rs (.ci/run makes that venv)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    let plugin = ctx.work.join("servers");
+    std::fs::create_dir_all(plugin.join(".claude-plugin")).expect("mkdir");
+    std::fs::write(
+        plugin.join(".claude-plugin/plugin.json"),
+        "{\"name\": \"servers\", \"version\": \"1.0.0\"}\n",
+    )
+    .expect("write");
+    // Claude Code's `.mcp.json`: `http` is what Agent Plugins 1.0 calls `streamable-http`;
+    // `sse` is written but the SDK skips it, which berth says (a server with an empty URL
+    // is dropped by the set already, as the SDK drops it).
+    std::fs::write(
+        plugin.join(".mcp.json"),
+        r#"{"mcpServers": {
+            "local": {"command": "local-server", "args": ["--stdio"], "env": {"MODE": "x"}},
+            "web": {"type": "http", "url": "https://mcp.example.invalid/mcp", "headers": {"X-Team": "a"}},
+            "events": {"type": "sse", "url": "https://mcp.example.invalid/sse"},
+            "broken": {"type": "http", "url": ""}
+        }}"#,
+    )
+    .expect("write");
+    ctx.write_manifest("[[plugin]]\nsource = \"./servers\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    let dir = ctx.root.join("agent-plugins");
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["materialize", "agent-plugins", dir.to_str().expect("utf-8")]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `servers`: MCP server `events` uses `sse`, which Agent Plugins 1.0 leaves optional and the OpenHands SDK skips; written as it is
+           Wrote 1 plugin for Agent Plugins in `[TMP]/agent-plugins` (3 written, 0 unchanged, 0 removed)
+    "#);
+    let loaded = sdk_load(&ctx, &python, &[dir.join("servers")]);
+    assert_eq!(
+        loaded["servers"]["mcp"],
+        serde_json::json!(["local", "web"]),
+        "the SDK loads every server berth wrote but the one it warned of: {loaded}"
+    );
+}
+
 fn codex_bin() -> Option<PathBuf> {
     std::env::var_os("BERTH_CODEX")
         .filter(|p| !p.is_empty())

@@ -39,18 +39,68 @@ fn without_nulls(value: Value) -> Value {
     }
 }
 
-/// A server as an Agent Plugins `mcp.json` holds it.
-fn server_json(server: &McpServer) -> Value {
+/// A server as an Agent Plugins 1.0 `mcp.json` holds it (`mcp-1.0.0.schema.json`, which
+/// the SDK validates against: `stdio` with a command, `streamable-http` or `sse` with a
+/// URL, string values, a plugin-relative `cwd`, no other field), or why it cannot be.
+fn server_json(server: &McpServer) -> Result<Value, String> {
+    if !server.enabled {
+        return Err("it is disabled, and Agent Plugins servers cannot be".into());
+    }
+    let strings = |map: &Map<String, Value>, what: &str| -> Result<(), String> {
+        match map.iter().find(|(_, v)| !v.is_string()) {
+            Some((key, _)) => Err(format!("its {what} `{key}` is not a string")),
+            None => Ok(()),
+        }
+    };
     let mut out = Map::new();
-    out.insert("type".into(), json!(server.transport));
-    stdio_fields(server, &mut out);
-    if let Some(url) = &server.url {
-        out.insert("url".into(), json!(url));
+    match server.transport.as_str() {
+        "stdio" => {
+            if server.command.as_deref().unwrap_or_default().is_empty() {
+                return Err("it has no command".into());
+            }
+            strings(&server.env, "environment variable")?;
+            if let Some(key) = ["PLUGIN_ROOT", "PLUGIN_DATA"]
+                .into_iter()
+                .find(|k| server.env.contains_key(*k))
+            {
+                return Err(format!("it sets `{key}`, which Agent Plugins reserves"));
+            }
+            if let Some(cwd) = &server.cwd
+                && !["./", "${PLUGIN_ROOT}", "${PLUGIN_DATA}"]
+                    .iter()
+                    .any(|p| cwd.starts_with(p))
+            {
+                return Err(format!(
+                    "its `cwd` `{cwd}` is not under `./`, `${{PLUGIN_ROOT}}` or `${{PLUGIN_DATA}}`"
+                ));
+            }
+            out.insert("type".into(), json!("stdio"));
+            stdio_fields(server, &mut out);
+        }
+        transport @ ("http" | "streamable-http" | "sse") => {
+            let url = server.url.as_deref().unwrap_or_default();
+            if url.is_empty() {
+                return Err("it has no URL".into());
+            }
+            strings(&server.headers, "header")?;
+            let kind = if transport == "sse" {
+                "sse"
+            } else {
+                "streamable-http"
+            };
+            out.insert("type".into(), json!(kind));
+            out.insert("url".into(), json!(url));
+            if !server.headers.is_empty() {
+                out.insert("headers".into(), Value::Object(server.headers.clone()));
+            }
+        }
+        other => {
+            return Err(format!(
+                "its transport `{other}` is not one Agent Plugins has"
+            ));
+        }
     }
-    if !server.headers.is_empty() {
-        out.insert("headers".into(), Value::Object(server.headers.clone()));
-    }
-    Value::Object(out)
+    Ok(Value::Object(out))
 }
 
 /// A folder of Agent Plugins 1.0 plugins, one per locked plugin.
@@ -88,10 +138,19 @@ impl Harness for AgentPluginsFolder {
             }
         }
         for (server_name, server, _) in set.mcp_servers.iter().filter(|(_, _, p)| p == name) {
-            if !server.literal && server_json(server).to_string().contains("${") {
-                out.push(format!(
-                    "plugin `{name}`: MCP server `{server_name}` holds `${{VAR}}` placeholders, which Agent Plugins servers do not fill; written as it is"
-                ));
+            match server_json(server) {
+                Err(why) => out.push(format!(
+                    "plugin `{name}`: MCP server `{server_name}` is not written: {why}"
+                )),
+                Ok(_) if server.transport == "sse" => out.push(format!(
+                    "plugin `{name}`: MCP server `{server_name}` uses `sse`, which Agent Plugins 1.0 leaves optional and the OpenHands SDK skips; written as it is"
+                )),
+                Ok(json) if !server.literal && json.to_string().contains("${") => {
+                    out.push(format!(
+                        "plugin `{name}`: MCP server `{server_name}` holds `${{VAR}}` placeholders, which Agent Plugins servers do not fill; written as it is"
+                    ));
+                }
+                Ok(_) => {}
             }
         }
         if set.lsp_servers.iter().any(|(_, _, p)| p == name) {
@@ -192,7 +251,7 @@ fn plugin_folder(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<
         .mcp_servers
         .iter()
         .filter(|(_, _, p)| p == name)
-        .map(|(n, server, _)| (n.clone(), server_json(server)))
+        .filter_map(|(n, server, _)| server_json(server).ok().map(|json| (n.clone(), json)))
         .collect();
     if !servers.is_empty() {
         let mcp = json!({"$schema": MCP_SCHEMA, "mcpServers": servers});
