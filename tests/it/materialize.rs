@@ -628,6 +628,7 @@ fn marketplace_entries_build_the_plugins_claude_code_installs() {
         &dir,
         &["plugin", "marketplace", "add", market_arg],
     );
+    let mut own = std::collections::BTreeMap::new();
     for name in &names {
         claude(
             &ctx,
@@ -646,7 +647,47 @@ fn marketplace_entries_build_the_plugins_claude_code_installs() {
             claude_inventory(&details),
             "plugin `{name}`: berth's set against Claude Code's install:\n{details}"
         );
+        own.insert(name.clone(), claude_inventory(&details));
     }
+    // What berth writes for Claude Code is what Claude Code installed itself: the same
+    // client reads both (the catalog entry carries the entry's `strict: false`, its
+    // `skills` list, its inline agents, hooks, MCP and LSP servers).
+    let written = ctx.root.join("claude-materialized");
+    let run = ctx.ok(&["materialize", "claude", written.to_str().expect("utf-8")]);
+    // The one difference, warned: Claude Code honours `document-skills`' `skills` list
+    // only at its marketplace's root (its own install of it came from there).
+    let warned: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    assert_eq!(
+        warned,
+        [
+            "warning: plugin `document-skills`: Claude Code reads every skill of its `skills/` folder from berth's marketplace, not only those its marketplace entry lists (it honours that list only for a plugin at its marketplace's root)"
+        ],
+        "{}",
+        run.stderr
+    );
+    let mut read = std::collections::BTreeMap::new();
+    for name in &names {
+        let details = claude(
+            &ctx,
+            &bin,
+            &written,
+            &["plugin", "details", &format!("{name}@berth")],
+        );
+        read.insert(name.clone(), claude_inventory(&details));
+    }
+    let all_skills = read["document-skills"]["Skills"].clone();
+    assert_eq!(all_skills, ["docx", "other", "pdf", "xlsx"], "as warned");
+    own.get_mut("document-skills")
+        .expect("installed")
+        .insert("Skills".to_owned(), all_skills);
+    assert_eq!(
+        read, own,
+        "Claude Code reading berth's folder (left) against its own install (right)"
+    );
     // The lock holds what the entries said: the set is the same without the catalog.
     std::fs::remove_dir_all(&market).expect("remove the marketplace");
     let again: Value =

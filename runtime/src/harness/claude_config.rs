@@ -222,8 +222,21 @@ impl Harness for ClaudeConfig {
     }
 
     fn cannot_express(&self, _set: &PluginSet, info: &PluginInfo) -> Vec<String> {
+        let mut out = Vec::new();
+        // Claude Code (2.1.197) honours a `strict: false` entry's `skills` list only for a
+        // plugin at its marketplace's root; berth's marketplace holds each plugin in a
+        // folder of its own, so Claude Code reads the whole `skills/` folder there.
+        if let Some(definition) = &info.locked.definition
+            && !definition.strict
+            && definition.components.contains_key("skills")
+        {
+            out.push(format!(
+                "plugin `{}`: Claude Code reads every skill of its `skills/` folder from berth's marketplace, not only those its marketplace entry lists (it honours that list only for a plugin at its marketplace's root)",
+                info.locked.name
+            ));
+        }
         if info.manifest.format != Format::AgentPlugins {
-            return Vec::new();
+            return out;
         }
         // Claude Code reads `.claude-plugin/`, `hooks/`, `.mcp.json` and the rest of its own
         // layout whatever else is there; only the Agent Plugins files are unseen.
@@ -232,14 +245,14 @@ impl Harness for ClaudeConfig {
             .filter(|f| std::fs::symlink_metadata(info.path.join(f)).is_ok())
             .map(|f| format!("`{f}`"))
             .collect();
-        if unseen.is_empty() {
-            return Vec::new();
+        if !unseen.is_empty() {
+            out.push(format!(
+                "plugin `{}` has Agent Plugins 1.0 files Claude Code does not read ({}): what they define is not seen there",
+                info.locked.name,
+                unseen.join(", ")
+            ));
         }
-        vec![format!(
-            "plugin `{}` has Agent Plugins 1.0 files Claude Code does not read ({}): what they define is not seen there",
-            info.locked.name,
-            unseen.join(", ")
-        )]
+        out
     }
 
     fn plan(
@@ -263,8 +276,48 @@ impl Harness for ClaudeConfig {
 /// The Agent Plugins 1.0 files Claude Code does not read.
 const AGENT_PLUGINS_FILES: [&str; 2] = ["mcp.json", "dev.openhands/"];
 
-/// Each id's install records, with the folder each installs.
-type Records = BTreeMap<String, Vec<(Value, Folder)>>;
+/// Each id's install records, with the folder each installs and what its catalog entry
+/// says beyond name, source and version (the marketplace entry's locked definition).
+type Records = BTreeMap<String, Vec<(Value, Folder, Map<String, Value>)>>;
+
+/// What a plugin's catalog entry says beyond name, source and version: its marketplace
+/// entry's `strict` and component fields, as the lock pinned them, so Claude Code builds
+/// the plugin from berth's marketplace as it did from the original.
+fn definition_fields(info: &PluginInfo) -> Map<String, Value> {
+    let mut out = Map::new();
+    if let Some(definition) = &info.locked.definition {
+        if !definition.strict {
+            out.insert("strict".to_owned(), json!(false));
+        }
+        for (key, value) in &definition.components {
+            out.insert(key.clone(), value.clone());
+        }
+    }
+    out
+}
+
+/// The entries of the catalog berth wrote before, by name: what they say beyond name,
+/// source and version (for installs of other scopes, whose plugins this run does not
+/// hold).
+fn written_entries(root: &Path) -> BTreeMap<String, Map<String, Value>> {
+    let catalog = read_object(root, CATALOG).unwrap_or_default();
+    let mut out = BTreeMap::new();
+    for entry in catalog
+        .get("plugins")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let (Some(name), Some(fields)) = (entry["name"].as_str(), entry.as_object()) {
+            let mut fields = fields.clone();
+            for key in ["name", "source", "version", "description"] {
+                fields.remove(key);
+            }
+            out.insert(name.to_owned(), fields);
+        }
+    }
+    out
+}
 
 /// The layout of `plugins` in the Claude Code configuration folder `root` (absolute),
 /// merged with what `root` already holds, enabled in `scope`.
@@ -285,13 +338,19 @@ fn config_plan(
     let mut installs = read_object(root, INSTALLED)?;
     let kept = kept_records(root, &installs, scope);
     let mut records = install_records(set, plugins, root, scope, &mut plan)?;
-    // Other scopes' and projects' installs stay.
+    // Other scopes' and projects' installs stay, with what the catalog said of them.
+    let written = written_entries(root);
     for (id, record, folder) in kept {
         let install = Path::new(record["installPath"].as_str().unwrap_or_default());
         if let Ok(rel) = install.strip_prefix(root) {
             folder.place(&mut plan, rel);
         }
-        records.entry(id).or_default().push((record, folder));
+        let name = id.trim_end_matches(&format!("@{MARKETPLACE}"));
+        let fields = written.get(name).cloned().unwrap_or_default();
+        records
+            .entry(id)
+            .or_default()
+            .push((record, folder, fields));
     }
     catalog(&mut records, &mut plan);
     let source = json!({"source": "directory", "path": market_dir.display().to_string()});
@@ -309,7 +368,7 @@ fn config_plan(
     installs.insert("version".to_owned(), json!(2));
     let records: Vec<(String, Value)> = records
         .into_iter()
-        .map(|(id, list)| (id, list.into_iter().map(|(record, _)| record).collect()))
+        .map(|(id, list)| (id, list.into_iter().map(|(record, ..)| record).collect()))
         .collect();
     set_ids(object(&mut installs, "plugins"), &records);
     plan.files.insert(
@@ -366,7 +425,7 @@ fn install_records(
         records
             .entry(format!("{}@{MARKETPLACE}", info.locked.name))
             .or_default()
-            .push((record, folder));
+            .push((record, folder, definition_fields(info)));
     }
     Ok(records)
 }
@@ -376,11 +435,11 @@ fn install_records(
 fn catalog(records: &mut Records, plan: &mut Plan) {
     let mut entries = Vec::new();
     for (id, list) in records.iter_mut() {
-        list.sort_by(|(a, _), (b, _)| {
+        list.sort_by(|(a, ..), (b, ..)| {
             (a["scope"].as_str(), a["projectPath"].as_str())
                 .cmp(&(b["scope"].as_str(), b["projectPath"].as_str()))
         });
-        let (first, folder) = &list[0];
+        let (first, folder, fields) = &list[0];
         let name = id.trim_end_matches(&format!("@{MARKETPLACE}"));
         folder.place(
             plan,
@@ -388,11 +447,15 @@ fn catalog(records: &mut Records, plan: &mut Plan) {
                 .join(MARKETPLACE)
                 .join(name),
         );
-        entries.push(json!({
+        let mut entry = json!({
             "name": name,
             "source": format!("./{name}"),
             "version": first["version"],
-        }));
+        });
+        for (key, value) in fields {
+            entry[key] = value.clone();
+        }
+        entries.push(entry);
     }
     let catalog = json!({
         "name": MARKETPLACE,
