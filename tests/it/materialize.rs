@@ -194,7 +194,7 @@ fn claude_code_lists_and_details_exactly_the_locked_plugins() {
     ----- stdout -----
 
     ----- stderr -----
-           Wrote 2 plugins for Claude Code in `[TMP]/claude` (0 written, 8 unchanged, 0 removed)
+           Wrote 2 plugins for Claude Code in `[TMP]/claude` (0 written, 10 unchanged, 0 removed)
     "#);
     assert_eq!(snapshot(&dir.join("plugins")), before);
 
@@ -207,7 +207,7 @@ fn claude_code_lists_and_details_exactly_the_locked_plugins() {
     ----- stdout -----
 
     ----- stderr -----
-           Wrote 1 plugin for Claude Code in `[TMP]/claude` (3 written, 3 unchanged, 2 removed)
+           Wrote 1 plugin for Claude Code in `[TMP]/claude` (3 written, 5 unchanged, 2 removed)
     "#);
     let list: Value =
         serde_json::from_str(&claude(&ctx, &bin, &dir, &["plugin", "list", "--json"]))
@@ -268,7 +268,7 @@ fn check_finds_an_edited_an_added_and_a_removed_file() {
     ----- stdout -----
 
     ----- stderr -----
-           Wrote 2 plugins for Claude Code in `[TMP]/claude` (2 written, 6 unchanged, 1 removed)
+           Wrote 2 plugins for Claude Code in `[TMP]/claude` (2 written, 8 unchanged, 1 removed)
     "#);
     ctx.ok(&["materialize", "claude", d, "--check"]);
 }
@@ -326,7 +326,7 @@ fn claude_project_form_enables_the_plugins_in_one_repository_only() {
     ----- stdout -----
 
     ----- stderr -----
-           Wrote 2 plugins for Claude Code in `[TMP]/claude`, enabled in `.` (9 written, 0 unchanged, 0 removed)
+           Wrote 2 plugins for Claude Code in `[TMP]/claude`, enabled in `.` (11 written, 0 unchanged, 0 removed)
     "#);
 
     // The repository's settings enable exactly the locked plugins and name no path of
@@ -1109,7 +1109,7 @@ fn codex_lists_the_materialized_plugins_as_installed() {
     ----- stdout -----
 
     ----- stderr -----
-           Wrote 2 plugins for Codex in `[TMP]/codex-home/.codex` (0 written, 11 unchanged, 0 removed)
+           Wrote 2 plugins for Codex in `[TMP]/codex-home/.codex` (0 written, 13 unchanged, 0 removed)
     "#);
 
     ctx.write_manifest("[[plugin]]\nsource = \"github:acme/review\"\n");

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::files::{marked, pretty, regular_files, stdio_fields};
 use super::guard::is_component;
-use super::plan::{Plan, Planned};
+use super::plan::{MARK, Plan, Planned};
 use super::{Destination, Harness};
 use crate::error::RuntimeError;
 use crate::hooks::{matchers_to_json, pascal_case};
@@ -21,7 +21,6 @@ use crate::mcp::McpServer;
 use crate::set::{PluginInfo, PluginSet};
 use crate::skills::Skill;
 
-const MARKER: &str = ".berth";
 const PLUGIN_SCHEMA: &str = "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json";
 const MCP_SCHEMA: &str = "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json";
 
@@ -168,8 +167,7 @@ impl Harness for AgentPluginsFolder {
         to: Destination<'_>,
     ) -> Result<Vec<(PathBuf, Plan)>, RuntimeError> {
         let mut plan = Plan {
-            owned: marked(to.root, Path::new(""), MARKER),
-            mark: Some(MARKER),
+            owned: marked(to.root, Path::new(""), MARK),
             ..Plan::default()
         };
         for info in plugins {
@@ -218,15 +216,7 @@ fn written_as<'a>(skill: &'a Skill, plugin: &str) -> Written<'a> {
 fn plugin_folder(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<(), RuntimeError> {
     let name = info.locked.name.as_str();
     let dir = PathBuf::from(name);
-    if !plan.owned.contains(&dir) {
-        plan.owned.push(dir.clone());
-    }
-    plan.files.insert(
-        dir.join(MARKER),
-        Planned::File(
-            b"Written by `berth materialize agent-plugins`; replaced by the next run.\n".to_vec(),
-        ),
-    );
+    plan.own(dir.clone(), "agent-plugins");
     let mut manifest = json!({
         "$schema": PLUGIN_SCHEMA,
         "name": name,

@@ -327,14 +327,11 @@ fn config_plan(
     root: &Path,
     scope: Scope<'_>,
 ) -> Result<Plan, RuntimeError> {
-    let mut plan = Plan {
-        owned: vec![
-            PathBuf::from("plugins/marketplaces").join(MARKETPLACE),
-            PathBuf::from(CACHE),
-        ],
-        ..Plan::default()
-    };
-    let market_dir = root.join("plugins/marketplaces").join(MARKETPLACE);
+    let mut plan = Plan::default();
+    let market_rel = PathBuf::from("plugins/marketplaces").join(MARKETPLACE);
+    plan.own(market_rel.clone(), "claude");
+    plan.own(PathBuf::from(CACHE), "claude");
+    let market_dir = root.join(&market_rel);
     let mut installs = read_object(root, INSTALLED)?;
     let kept = kept_records(root, &installs, scope);
     let mut records = install_records(set, plugins, root, scope, &mut plan)?;
@@ -355,6 +352,14 @@ fn config_plan(
     catalog(&mut records, &mut plan);
     let source = json!({"source": "directory", "path": market_dir.display().to_string()});
     let mut known = read_object(root, KNOWN)?;
+    // Folders a berth from before the mark wrote: Claude Code knows them as berth's
+    // `directory` marketplace (a marketplace of the user's named `berth` has its own source).
+    if known
+        .get(MARKETPLACE)
+        .is_some_and(|m| m["source"] == source)
+    {
+        plan.vouched = plan.owned.clone();
+    }
     known.insert(
         MARKETPLACE.to_owned(),
         json!({

@@ -57,13 +57,9 @@ impl Harness for Codex {
         plugins: &[&PluginInfo],
         to: Destination<'_>,
     ) -> Result<Vec<(PathBuf, Plan)>, RuntimeError> {
-        let mut plan = Plan {
-            owned: vec![
-                PathBuf::from(MARKET_DIR),
-                PathBuf::from("plugins/cache").join(MARKETPLACE),
-            ],
-            ..Plan::default()
-        };
+        let mut plan = Plan::default();
+        plan.own(PathBuf::from(MARKET_DIR), "codex");
+        plan.own(PathBuf::from("plugins/cache").join(MARKETPLACE), "codex");
         let mut entries = Vec::new();
         for info in plugins {
             entries.push(install(set, info, &mut plan)?);
@@ -81,10 +77,12 @@ impl Harness for Codex {
             PathBuf::from(MARKET_DIR).join(".claude-plugin/marketplace.json"),
             Planned::File(pretty(&catalog)),
         );
-        plan.files.insert(
-            PathBuf::from(CONFIG),
-            Planned::File(config(to.root, &ids)?.into_bytes()),
-        );
+        let (config, vouched) = config(to.root, &ids)?;
+        if vouched {
+            plan.vouched = plan.owned.clone();
+        }
+        plan.files
+            .insert(PathBuf::from(CONFIG), Planned::File(config.into_bytes()));
         Ok(vec![(to.root.to_path_buf(), plan)])
     }
 }
@@ -132,8 +130,9 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
 }
 
 /// `config.toml` of the Codex home `root` with berth's marketplace and exactly `ids`
-/// enabled; every other table kept.
-fn config(root: &Path, ids: &[String]) -> Result<String, RuntimeError> {
+/// enabled, every other table kept; and whether it held berth's marketplace already (so
+/// a berth from before the mark wrote the folders it names).
+fn config(root: &Path, ids: &[String]) -> Result<(String, bool), RuntimeError> {
     let path = root.join(CONFIG);
     // Read without following a link (`apply` refuses to write through one).
     let existing = match super::guard::read_unlinked(root, Path::new(CONFIG))? {
@@ -166,9 +165,15 @@ fn config(root: &Path, ids: &[String]) -> Result<String, RuntimeError> {
         }
     };
     table(&mut doc, "marketplaces")?;
+    let source = root.join(MARKET_DIR).display().to_string();
+    let vouched = doc["marketplaces"]
+        .get(MARKETPLACE)
+        .and_then(|m| m.get("source"))
+        .and_then(Item::as_str)
+        == Some(source.as_str());
     let mut market = Table::new();
     market.insert("source_type", value("local"));
-    market.insert("source", value(root.join(MARKET_DIR).display().to_string()));
+    market.insert("source", value(source));
     doc["marketplaces"][MARKETPLACE] = Item::Table(market);
     table(&mut doc, "plugins")?;
     let plugins = doc["plugins"].as_table_mut().expect("a table");
@@ -186,5 +191,5 @@ fn config(root: &Path, ids: &[String]) -> Result<String, RuntimeError> {
         t.insert("enabled", value(true));
         plugins.insert(id, Item::Table(t));
     }
-    Ok(doc.to_string())
+    Ok((doc.to_string(), vouched))
 }

@@ -14,16 +14,13 @@ use berth_lockfile_schema::toml_string;
 
 use super::files::{marked, pretty, stdio_fields};
 use super::guard::is_component;
-use super::plan::{Plan, Planned};
+use super::plan::{MARK, Plan, Planned};
 use super::{Destination, Harness};
 use crate::error::RuntimeError;
 use crate::mcp::McpServer;
 use crate::model::Markdown;
 use crate::set::{PluginInfo, PluginSet};
 use crate::skills::Skill;
-
-/// The file that marks an extension folder as berth's.
-const MARKER: &str = ".berth";
 
 /// A server as Gemini CLI's `mcpServers` takes it, or why it cannot be.
 fn server_json(server: &McpServer) -> Result<Value, String> {
@@ -126,8 +123,7 @@ impl Harness for GeminiCli {
         to: Destination<'_>,
     ) -> Result<Vec<(PathBuf, Plan)>, RuntimeError> {
         let mut plan = Plan {
-            owned: marked(to.root, Path::new("extensions"), MARKER),
-            mark: Some(MARKER),
+            owned: marked(to.root, Path::new("extensions"), MARK),
             ..Plan::default()
         };
         for info in plugins {
@@ -173,15 +169,7 @@ fn written_as<'a>(skill: &'a Skill, plugin: &str) -> Written<'a> {
 fn extension(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) {
     let name = info.locked.name.as_str();
     let dir = PathBuf::from("extensions").join(name);
-    if !plan.owned.contains(&dir) {
-        plan.owned.push(dir.clone());
-    }
-    plan.files.insert(
-        dir.join(MARKER),
-        Planned::File(
-            b"Written by `berth materialize gemini`; replaced by the next run.\n".to_vec(),
-        ),
-    );
+    plan.own(dir.clone(), "gemini");
     for (skill, _) in set.skills.iter().filter(|(_, p)| p == name) {
         match written_as(skill, name) {
             Written::Folder => {

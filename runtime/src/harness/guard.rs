@@ -89,6 +89,7 @@ pub fn foreign(root: &Path, plan: &Plan) -> std::io::Result<Vec<Foreign>> {
             None => continue,
             Some(t) if t.is_symlink() => "a symbolic link where berth keeps a folder",
             Some(t) if !t.is_dir() => "a file where berth keeps a folder",
+            Some(_) if plan.vouched.contains(owned) => continue,
             Some(_) => match &plan.mark {
                 Some(mark)
                     if !lstat(&root.join(owned).join(mark))?.is_some_and(|t| t.is_file()) =>

@@ -19,6 +19,9 @@ pub enum Planned {
     Json(serde_json::Value),
 }
 
+/// The file that marks a folder as berth's (what [`Plan::own`] writes into each).
+pub const MARK: &str = ".berth";
+
 /// What a target writes under its folder.
 #[derive(Debug, Clone, Default)]
 pub struct Plan {
@@ -27,10 +30,31 @@ pub struct Plan {
     /// Folders (relative) that berth owns whole: anything else in them is drift, and is
     /// removed when the plan is applied.
     pub owned: Vec<PathBuf>,
-    /// The file that marks an owned folder as berth's, for targets whose folders are named
-    /// as the plugins are (an existing owned folder without it is the user's, and is not
-    /// touched); `None` where the owned folders carry berth's name.
+    /// The file that marks an owned folder as berth's (the plan writes it into each): an
+    /// existing owned folder without it is the user's, and is not touched.
     pub mark: Option<&'static str>,
+    /// Owned folders without the mark that are berth's all the same: written by a berth
+    /// from before the mark, as the harness's own configuration records (Claude Code's
+    /// `berth` marketplace a `directory` source at that folder).
+    pub vouched: Vec<PathBuf>,
     /// What of the set the harness cannot express, one line each.
     pub warnings: Vec<String>,
+}
+
+impl Plan {
+    /// Makes `folder` (relative) one berth owns whole, marked as written by `berth
+    /// materialize TARGET`; an owned folder already there without the mark is the user's.
+    pub fn own(&mut self, folder: PathBuf, target: &str) {
+        self.files.insert(
+            folder.join(MARK),
+            Planned::File(
+                format!("Written by `berth materialize {target}`; replaced by the next run.\n")
+                    .into_bytes(),
+            ),
+        );
+        if !self.owned.contains(&folder) {
+            self.owned.push(folder);
+        }
+        self.mark = Some(MARK);
+    }
 }

@@ -141,8 +141,15 @@ fn f19_a_same_named_folder_of_the_users_is_refused_then_moved_aside_never_delete
     let ctx = TestContext::new();
     plugin(&ctx, "review", "1.0.0");
     lock(&ctx, &["review"]);
-    // Each target's place for the plugin `review`, holding the user's own files.
-    let cases = [("gemini", "extensions/review"), ("agent-plugins", "review")];
+    // Each target's place for the plugin `review`, holding the user's own files (Claude
+    // Code and Codex keep the plugins in a marketplace named `berth`: a marketplace of
+    // the user's by that name is theirs).
+    let cases = [
+        ("gemini", "extensions/review"),
+        ("agent-plugins", "review"),
+        ("claude", "plugins/marketplaces/berth"),
+        ("codex", "berth-marketplace"),
+    ];
     for (target, place) in cases {
         let home = ctx.root.join(format!("home-{target}"));
         write(
@@ -374,4 +381,29 @@ fn f23_a_version_of_dot_dot_is_not_a_path() {
         out.join("plugins/cache/berth/review/1.0.0/skills/r/SKILL.md")
             .is_file()
     );
+}
+
+#[test]
+fn folders_a_berth_from_before_the_mark_wrote_stay_berths() {
+    let ctx = TestContext::new();
+    plugin(&ctx, "review", "1.0.0");
+    lock(&ctx, &["review"]);
+    for (target, folders) in [
+        (
+            "claude",
+            ["plugins/marketplaces/berth", "plugins/cache/berth"],
+        ),
+        ("codex", ["berth-marketplace", "plugins/cache/berth"]),
+    ] {
+        let home = ctx.root.join(format!("old-{target}"));
+        let h = home.to_str().expect("utf-8");
+        ctx.ok(&["materialize", target, h]);
+        // As a berth without marks left it: the harness's own configuration still names
+        // berth's marketplace there, so the folders are berth's.
+        for folder in folders {
+            std::fs::remove_file(home.join(folder).join(".berth")).expect("unmark");
+        }
+        ctx.ok(&["materialize", target, h]);
+        ctx.ok(&["materialize", target, h, "--check"]);
+    }
 }
