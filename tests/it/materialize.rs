@@ -1014,8 +1014,8 @@ fn the_sdk_loads_every_server_transport_berth_writes_for_agent_plugins() {
     )
     .expect("write");
     // Claude Code's `.mcp.json`: `http` is what Agent Plugins 1.0 calls `streamable-http`;
-    // `sse` is written but the SDK skips it, which berth says (a server with an empty URL
-    // is dropped by the set already, as the SDK drops it).
+    // `sse` is written but the SDK skips it, and a server with an empty URL, which the set
+    // drops as the SDK does, is not written: berth says both.
     std::fs::write(
         plugin.join(".mcp.json"),
         r#"{"mcpServers": {
@@ -1035,6 +1035,7 @@ fn the_sdk_loads_every_server_transport_berth_writes_for_agent_plugins() {
     ----- stdout -----
 
     ----- stderr -----
+    warning: plugin `servers`: `.mcp.json`: MCP server `broken` ignored: `url` is empty
     warning: plugin `servers`: MCP server `events` uses `sse`, which Agent Plugins 1.0 leaves optional and the OpenHands SDK skips; written as it is
            Wrote 1 plugin for Agent Plugins in `[TMP]/agent-plugins` (3 written, 0 unchanged, 0 removed)
     "#);

@@ -119,6 +119,10 @@ impl Harness for AgentPluginsFolder {
         "A folder of Agent Plugins 1.0 plugins, one per locked plugin (Cursor, VS Code, the OpenHands SDK)"
     }
 
+    fn writes_the_sets_reading(&self) -> bool {
+        true
+    }
+
     fn cannot_express(&self, set: &PluginSet, info: &PluginInfo) -> Vec<String> {
         let name = info.locked.name.as_str();
         let mut out = Vec::new();

@@ -68,6 +68,10 @@ impl Harness for GeminiCli {
         "A Gemini CLI home folder (`~/.gemini`): one extension per plugin with its MCP servers, skills and commands"
     }
 
+    fn writes_the_sets_reading(&self) -> bool {
+        true
+    }
+
     fn cannot_express(&self, set: &PluginSet, info: &PluginInfo) -> Vec<String> {
         let name = info.locked.name.as_str();
         let mut out = Vec::new();

@@ -65,6 +65,14 @@ pub trait Harness: Sync {
         false
     }
 
+    /// Whether it writes the set's reading of each plugin (its skills, servers, hooks)
+    /// rather than the plugin's own folder for the harness to read: then what the set
+    /// could not read (a server it dropped, a file it skipped) is missing there too, and
+    /// the set's warnings are the target's.
+    fn writes_the_sets_reading(&self) -> bool {
+        false
+    }
+
     /// What of `plugin` (one of `set`'s plugins) the harness cannot express, one line
     /// each; `berth materialize` shows them as warnings.
     fn cannot_express(&self, set: &PluginSet, plugin: &PluginInfo) -> Vec<String>;
@@ -93,6 +101,9 @@ pub fn materialize(
     to: Destination<'_>,
 ) -> Result<Vec<(PathBuf, Plan)>, RuntimeError> {
     let mut warnings = Vec::new();
+    if harness.writes_the_sets_reading() {
+        warnings.extend(set.warnings.iter().cloned());
+    }
     let plugins = files::one_per_name(set, harness.display_name(), &mut warnings);
     for plugin in &plugins {
         warnings.extend(harness.cannot_express(set, plugin));
