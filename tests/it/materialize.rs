@@ -1053,6 +1053,98 @@ fn codex_bin() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// Every file under `dir` with its text, a `plugin.json`'s `version` left out (Codex names
+/// the version from the catalog entry, berth from the content hash).
+fn install_files(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    let mut files = Vec::new();
+    common::all_files(dir, &mut files);
+    files
+        .iter()
+        .map(|path| {
+            let rel = path
+                .strip_prefix(dir)
+                .expect("inside")
+                .display()
+                .to_string();
+            let mut text = std::fs::read_to_string(path).expect("text");
+            if rel.ends_with("plugin.json") {
+                let mut json: Value = serde_json::from_str(&text).expect("JSON");
+                json["version"] = Value::Null;
+                text = json.to_string();
+            }
+            (rel, text)
+        })
+        .collect()
+}
+
+#[test]
+fn codex_installs_a_plugin_without_a_manifest_as_its_own_plugin_add_does() {
+    let Some(bin) = codex_bin() else {
+        require_or_skip(
+            "BERTH_CODEX",
+            "point it at a `codex` from `npm install @openai/codex` (.ci/run does)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    let market = ctx.work.join("mk");
+    let write = |rel: &str, text: &str| {
+        let path = market.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    write(
+        ".claude-plugin/marketplace.json",
+        r#"{"name": "mk", "owner": {"name": "t"}, "plugins": [{"name": "q", "source": "./q", "version": "2.0.0"}]}"#,
+    );
+    write(
+        "q/skills/s/SKILL.md",
+        "---\nname: s\ndescription: a skill\n---\nbody\n",
+    );
+    write(
+        "q/commands/lint.md",
+        "---\ndescription: lint it\n---\nLint $ARGUMENTS\n",
+    );
+    // Codex's own install of the plugin.
+    let own = ctx.root.join("own");
+    std::fs::create_dir_all(&own).expect("mkdir");
+    for args in [
+        vec![
+            "plugin",
+            "marketplace",
+            "add",
+            market.to_str().expect("utf-8"),
+        ],
+        vec!["plugin", "add", "q@mk"],
+    ] {
+        let out = Command::new(&bin)
+            .args(&args)
+            .env("HOME", &ctx.home)
+            .env("CODEX_HOME", &own)
+            .current_dir(&ctx.work)
+            .output()
+            .expect("run codex");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    ctx.write_manifest(
+        "[[marketplace]]\nname = \"mk\"\nsource = \"./mk\"\n\n[[plugin]]\nsource = \"q@mk\"\n",
+    );
+    ctx.ok(&["plugins", "sync"]);
+    let dir = ctx.root.join("berth-codex");
+    ctx.ok(&["materialize", "codex", dir.to_str().expect("utf-8")]);
+    let versions = common::list_dir(&dir.join("plugins/cache/berth/q"));
+    assert_eq!(versions.len(), 1, "{versions:?}");
+    assert_eq!(
+        install_files(&dir.join("plugins/cache/berth/q").join(&versions[0])),
+        install_files(&own.join("plugins/cache/mk/q/2.0.0")),
+        "berth's install of a plugin without a manifest against Codex's own"
+    );
+}
+
 #[test]
 fn codex_lists_the_materialized_plugins_as_installed() {
     let Some(bin) = codex_bin() else {
@@ -1110,7 +1202,7 @@ fn codex_lists_the_materialized_plugins_as_installed() {
     ----- stdout -----
 
     ----- stderr -----
-           Wrote 2 plugins for Codex in `[TMP]/codex-home/.codex` (0 written, 13 unchanged, 0 removed)
+           Wrote 2 plugins for Codex in `[TMP]/codex-home/.codex` (0 written, 14 unchanged, 0 removed)
     "#);
 
     ctx.write_manifest("[[plugin]]\nsource = \"github:acme/review\"\n");

@@ -122,6 +122,15 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
         plan.files
             .insert(install.join(rel), Planned::File(bytes.clone()));
     }
+    // A plugin with no manifest: Codex's own `plugin add` writes one into the install from
+    // the catalog entry (without it Codex reads no component of the plugin).
+    if info.manifest.file.is_none() {
+        let manifest = json!({"version": version, "name": name});
+        plan.files.insert(
+            install.join(".codex-plugin/plugin.json"),
+            Planned::File(serde_json::to_vec_pretty(&manifest).expect("JSON is serialisable")),
+        );
+    }
     let mut entry = json!({"name": name, "source": format!("./{name}"), "version": version});
     if !info.manifest.description.is_empty() {
         entry["description"] = json!(info.manifest.description);
