@@ -180,10 +180,19 @@ fn config(root: &Path, ids: &[String]) -> Result<(String, bool), RuntimeError> {
         .and_then(|m| m.get("source"))
         .and_then(Item::as_str)
         == Some(source.as_str());
-    let mut market = Table::new();
-    market.insert("source_type", value("local"));
-    market.insert("source", value(source));
-    doc["marketplaces"][MARKETPLACE] = Item::Table(market);
+    // Berth's tables are replaced only when they differ, so a file already holding them
+    // is written back as the user formatted it (and `--check` sees no drift in it).
+    let local = doc["marketplaces"]
+        .get(MARKETPLACE)
+        .and_then(|m| m.get("source_type"))
+        .and_then(Item::as_str)
+        == Some("local");
+    if !(vouched && local) {
+        let mut market = Table::new();
+        market.insert("source_type", value("local"));
+        market.insert("source", value(source));
+        doc["marketplaces"][MARKETPLACE] = Item::Table(market);
+    }
     table(&mut doc, "plugins")?;
     let plugins = doc["plugins"].as_table_mut().expect("a table");
     let suffix = format!("@{MARKETPLACE}");
@@ -196,9 +205,15 @@ fn config(root: &Path, ids: &[String]) -> Result<(String, bool), RuntimeError> {
         plugins.remove(&key);
     }
     for id in ids {
-        let mut t = Table::new();
-        t.insert("enabled", value(true));
-        plugins.insert(id, Item::Table(t));
+        let enabled = plugins
+            .get(id)
+            .and_then(|t| t.get("enabled"))
+            .and_then(Item::as_bool);
+        if enabled != Some(true) {
+            let mut t = Table::new();
+            t.insert("enabled", value(true));
+            plugins.insert(id, Item::Table(t));
+        }
     }
     Ok((doc.to_string(), vouched))
 }

@@ -407,3 +407,41 @@ fn folders_a_berth_from_before_the_mark_wrote_stay_berths() {
         ctx.ok(&["materialize", target, h, "--check"]);
     }
 }
+
+#[test]
+fn check_leaves_out_what_the_user_keeps_in_the_files_berth_merges_into() {
+    let ctx = TestContext::new();
+    plugin(&ctx, "review", "1.0.0");
+    lock(&ctx, &["review"]);
+    let claude = ctx.root.join("claude");
+    let c = claude.to_str().expect("utf-8");
+    ctx.ok(&["materialize", "claude", c]);
+    // The user's own keys, written the way the user writes JSON.
+    let settings = claude.join("settings.json");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).expect("read")).expect("JSON");
+    value["theme"] = "dark".into();
+    value["enabledPlugins"]["mine@elsewhere"] = true.into();
+    std::fs::write(&settings, value.to_string()).expect("write");
+    let installed = claude.join("plugins/installed_plugins.json");
+    let mut records: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&installed).expect("read")).expect("JSON");
+    records["plugins"]["mine@elsewhere"] = serde_json::json!([{"scope": "user"}]);
+    std::fs::write(&installed, records.to_string()).expect("write");
+    ctx.ok(&["materialize", "claude", c, "--check"]);
+    let written = std::fs::read_to_string(&settings).expect("read");
+    ctx.ok(&["materialize", "claude", c]);
+    assert_eq!(
+        std::fs::read_to_string(&settings).expect("read"),
+        written,
+        "a file already holding berth's keys is left as the user wrote it"
+    );
+
+    let codex = ctx.root.join("codex");
+    let x = codex.to_str().expect("utf-8");
+    ctx.ok(&["materialize", "codex", x]);
+    let config = codex.join("config.toml");
+    let text = std::fs::read_to_string(&config).expect("read");
+    std::fs::write(&config, format!("model = \"o3\"\n{text}")).expect("write");
+    ctx.ok(&["materialize", "codex", x, "--check"]);
+}
