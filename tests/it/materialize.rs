@@ -1053,6 +1053,83 @@ fn codex_bin() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+#[test]
+fn a_skill_and_a_server_two_plugins_share_are_written_for_each() {
+    let Some(python) = std::env::var_os("BERTH_SDK_PYTHON")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+    else {
+        require_or_skip(
+            "BERTH_SDK_PYTHON",
+            "see tests/it/python_sdk.rs (.ci/run makes that venv)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    for (plugin, server) in [("one", "one-server"), ("two", "two-server")] {
+        let dir = ctx.work.join(plugin);
+        std::fs::create_dir_all(dir.join(".claude-plugin")).expect("mkdir");
+        std::fs::create_dir_all(dir.join("skills/shared")).expect("mkdir");
+        std::fs::write(
+            dir.join(".claude-plugin/plugin.json"),
+            format!("{{\"name\": \"{plugin}\", \"version\": \"1.0.0\"}}\n"),
+        )
+        .expect("write");
+        std::fs::write(
+            dir.join("skills/shared/SKILL.md"),
+            format!("---\nname: shared\ndescription: {plugin}'s\n---\nb\n"),
+        )
+        .expect("write");
+        std::fs::write(
+            dir.join(".mcp.json"),
+            format!("{{\"mcpServers\": {{\"docs\": {{\"command\": \"{server}\"}}}}}}"),
+        )
+        .expect("write");
+    }
+    ctx.write_manifest("[[plugin]]\nsource = \"./one\"\n\n[[plugin]]\nsource = \"./two\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    // The set keeps one of each name (the later plugin's), as the SDK does; a harness that
+    // keeps plugins apart has both.
+    let gemini = ctx.root.join("gemini");
+    ctx.ok(&["materialize", "gemini", gemini.to_str().expect("utf-8")]);
+    for (plugin, server) in [("one", "one-server"), ("two", "two-server")] {
+        let ext = gemini.join("extensions").join(plugin);
+        let manifest: Value = serde_json::from_str(
+            &std::fs::read_to_string(ext.join("gemini-extension.json")).expect("read"),
+        )
+        .expect("JSON");
+        assert_eq!(
+            manifest["mcpServers"]["docs"]["command"], server,
+            "{manifest}"
+        );
+        assert!(
+            std::fs::read_link(ext.join("skills/shared"))
+                .expect("a link")
+                .starts_with(&ctx.store),
+            "{plugin}"
+        );
+    }
+    let folders = ctx.root.join("agent-plugins");
+    ctx.ok(&[
+        "materialize",
+        "agent-plugins",
+        folders.to_str().expect("utf-8"),
+    ]);
+    let loaded = sdk_load(&ctx, &python, &[folders.join("one"), folders.join("two")]);
+    for plugin in ["one", "two"] {
+        assert_eq!(
+            loaded[plugin]["skills"],
+            serde_json::json!(["shared"]),
+            "{loaded}"
+        );
+        assert_eq!(
+            loaded[plugin]["mcp"],
+            serde_json::json!(["docs"]),
+            "{loaded}"
+        );
+    }
+}
+
 /// Every file under `dir` with its text, a `plugin.json`'s `version` left out (Codex names
 /// the version from the catalog entry, berth from the content hash).
 fn install_files(dir: &Path) -> std::collections::BTreeMap<String, String> {

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::files::{marked, pretty, regular_files, stdio_fields};
 use super::guard::is_component;
+use super::own::own;
 use super::plan::{MARK, Plan, Planned};
 use super::{Destination, Harness};
 use crate::error::RuntimeError;
@@ -126,7 +127,13 @@ impl Harness for AgentPluginsFolder {
     fn cannot_express(&self, set: &PluginSet, info: &PluginInfo) -> Vec<String> {
         let name = info.locked.name.as_str();
         let mut out = Vec::new();
-        for (skill, _) in set.skills.iter().filter(|(_, p)| p == name) {
+        let own = own(set, info);
+        for server in &own.unpinned {
+            out.push(format!(
+                "plugin `{name}`: MCP server `{server}` is not written: a later plugin's server has its name, so the lock pinned that one's package, not this one's"
+            ));
+        }
+        for skill in &own.skills {
             match written_as(skill, name) {
                 Written::Nowhere => out.push(format!(
                     "plugin `{name}`: skill `{}` (`{}`) is neither a skill folder nor `skills/NAME.md`, so it is not written",
@@ -140,7 +147,7 @@ impl Harness for AgentPluginsFolder {
                 Written::Folder | Written::Command(_) | Written::Flat => {}
             }
         }
-        for (server_name, server, _) in set.mcp_servers.iter().filter(|(_, _, p)| p == name) {
+        for (server_name, server) in &own.servers {
             match server_json(server) {
                 Err(why) => out.push(format!(
                     "plugin `{name}`: MCP server `{server_name}` is not written: {why}"
@@ -231,7 +238,8 @@ fn plugin_folder(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<
     }
     plan.files
         .insert(dir.join("plugin.json"), Planned::File(pretty(&manifest)));
-    for (skill, _) in set.skills.iter().filter(|(_, p)| p == name) {
+    let own = own(set, info);
+    for skill in &own.skills {
         skill_files(info, skill, &dir, plan)?;
     }
     for (agent, _) in set.agents.iter().filter(|(_, p)| p == name) {
@@ -241,11 +249,10 @@ fn plugin_folder(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<
             Planned::Copy(info.path.join(&agent.source)),
         );
     }
-    let servers: Map<String, Value> = set
-        .mcp_servers
+    let servers: Map<String, Value> = own
+        .servers
         .iter()
-        .filter(|(_, _, p)| p == name)
-        .filter_map(|(n, server, _)| server_json(server).ok().map(|json| (n.clone(), json)))
+        .filter_map(|(n, server)| server_json(server).ok().map(|json| (n.clone(), json)))
         .collect();
     if !servers.is_empty() {
         let mcp = json!({"$schema": MCP_SCHEMA, "mcpServers": servers});

@@ -14,6 +14,7 @@ use berth_lockfile_schema::toml_string;
 
 use super::files::{marked, pretty, stdio_fields};
 use super::guard::is_component;
+use super::own::own;
 use super::plan::{MARK, Plan, Planned};
 use super::{Destination, Harness};
 use crate::error::RuntimeError;
@@ -75,7 +76,13 @@ impl Harness for GeminiCli {
     fn cannot_express(&self, set: &PluginSet, info: &PluginInfo) -> Vec<String> {
         let name = info.locked.name.as_str();
         let mut out = Vec::new();
-        for (skill, _) in set.skills.iter().filter(|(_, p)| p == name) {
+        let own = own(set, info);
+        for server in &own.unpinned {
+            out.push(format!(
+                "plugin `{name}`: MCP server `{server}` is not written: a later plugin's server has its name, so the lock pinned that one's package, not this one's"
+            ));
+        }
+        for skill in &own.skills {
             match written_as(skill, name) {
                 Written::Nowhere => out.push(format!(
                     "plugin `{name}`: skill `{}` (`{}`) is not a skill folder; Gemini CLI reads `skills/NAME/SKILL.md` only, so it is not written",
@@ -89,7 +96,7 @@ impl Harness for GeminiCli {
                 Written::Folder | Written::Command(_) => {}
             }
         }
-        for (server_name, server, _) in set.mcp_servers.iter().filter(|(_, _, p)| p == name) {
+        for (server_name, server) in &own.servers {
             if let Err(why) = server_json(server) {
                 out.push(format!(
                     "plugin `{name}`: MCP server `{server_name}` is not written: {why}"
@@ -174,7 +181,8 @@ fn extension(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) {
     let name = info.locked.name.as_str();
     let dir = PathBuf::from("extensions").join(name);
     plan.own(dir.clone(), "gemini");
-    for (skill, _) in set.skills.iter().filter(|(_, p)| p == name) {
+    let own = own(set, info);
+    for skill in &own.skills {
         match written_as(skill, name) {
             Written::Folder => {
                 let folder = Path::new(&skill.source).parent().unwrap_or(Path::new(""));
@@ -192,11 +200,10 @@ fn extension(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) {
             Written::Nowhere | Written::NotAName => {}
         }
     }
-    let servers: Map<String, Value> = set
-        .mcp_servers
+    let servers: Map<String, Value> = own
+        .servers
         .iter()
-        .filter(|(_, _, p)| p == name)
-        .filter_map(|(n, server, _)| server_json(server).ok().map(|json| (n.clone(), json)))
+        .filter_map(|(n, server)| server_json(server).ok().map(|json| (n.clone(), json)))
         .collect();
     let mut manifest = json!({
         "name": name,

@@ -14,6 +14,7 @@ mod codex;
 mod files;
 mod gemini_cli;
 mod guard;
+mod own;
 mod pinned;
 mod plan;
 
