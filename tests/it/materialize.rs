@@ -1130,6 +1130,75 @@ fn a_skill_and_a_server_two_plugins_share_are_written_for_each() {
     }
 }
 
+#[test]
+fn a_plugin_claude_code_refuses_to_install_is_warned() {
+    let Some(bin) = claude_bin() else {
+        require_or_skip(
+            "BERTH_CLAUDE",
+            "point it at a `claude` from `npm install @anthropic-ai/claude-code` (.ci/run does)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    let market = ctx.work.join("mk");
+    std::fs::create_dir_all(market.join(".claude-plugin")).expect("mkdir");
+    std::fs::create_dir_all(market.join("p/agents")).expect("mkdir");
+    std::fs::write(
+        market.join("p/agents/a.md"),
+        "---\nname: a\ndescription: d\n---\nx\n",
+    )
+    .expect("write");
+    // An `agents` folder where Claude Code takes only `.md` files (as pptx-deck-creation
+    // has it).
+    std::fs::write(
+        market.join(".claude-plugin/marketplace.json"),
+        r#"{"name": "mk", "owner": {"name": "t"}, "plugins": [{"name": "p", "source": "./p", "agents": ["./agents/"]}]}"#,
+    )
+    .expect("write");
+    let own = ctx.root.join("own");
+    claude(
+        &ctx,
+        &bin,
+        &own,
+        &[
+            "plugin",
+            "marketplace",
+            "add",
+            market.to_str().expect("utf-8"),
+        ],
+    );
+    let refused = Command::new(&bin)
+        .args(["plugin", "install", "p@mk"])
+        .env("CLAUDE_CONFIG_DIR", &own)
+        .env("HOME", &ctx.home)
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .current_dir(&ctx.work)
+        .output()
+        .expect("run claude");
+    let said = String::from_utf8_lossy(&refused.stdout).into_owned()
+        + &String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("Failed to install"),
+        "Claude Code's own install refuses it: {said}"
+    );
+
+    ctx.write_manifest(
+        "[[marketplace]]\nname = \"mk\"\nsource = \"./mk\"\n\n[[plugin]]\nsource = \"p@mk\"\n",
+    );
+    ctx.ok(&["plugins", "sync"]);
+    let dir = ctx.root.join("claude");
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["materialize", "claude", dir.to_str().expect("utf-8")]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `p`: Claude Code refuses to install it: its marketplace entry's `agents` names `./agents/`, which are not `.md` files (Claude Code 2.1.197 says the plugin "uses a source type your Claude Code version does not support"); berth writes it, Claude Code may not load it
+           Wrote 1 plugin for Claude Code in `[TMP]/claude` (8 written, 0 unchanged, 0 removed)
+    "#);
+}
+
 /// Every file under `dir` with its text, a `plugin.json`'s `version` left out (Codex names
 /// the version from the catalog entry, berth from the content hash).
 fn install_files(dir: &Path) -> std::collections::BTreeMap<String, String> {

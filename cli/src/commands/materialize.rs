@@ -138,7 +138,13 @@ fn take_over(
             list.join("\n")
         );
     }
+    let mut moved: Vec<PathBuf> = Vec::new();
     for (dir, f) in &found {
+        // Inside a folder already moved aside (found sorted, a folder before what it holds).
+        if moved.iter().any(|m| dir.join(&f.path).starts_with(m)) {
+            continue;
+        }
+        moved.push(dir.join(&f.path));
         let aside = harness::move_aside(dir, &f.path)
             .with_context(|| format!("could not move `{}` aside", dir.join(&f.path).display()))?;
         ctx.printer.warn(&format!(

@@ -235,6 +235,12 @@ impl Harness for ClaudeConfig {
                 info.locked.name
             ));
         }
+        if let Some(paths) = agents_not_markdown(info) {
+            out.push(format!(
+                "plugin `{}`: Claude Code refuses to install it: its marketplace entry's `agents` names {paths}, which are not `.md` files (Claude Code 2.1.197 says the plugin \"uses a source type your Claude Code version does not support\"); berth writes it, Claude Code may not load it",
+                info.locked.name
+            ));
+        }
         if info.manifest.format != Format::AgentPlugins {
             return out;
         }
@@ -271,6 +277,27 @@ impl Harness for ClaudeConfig {
         }
         Ok(plans)
     }
+}
+
+/// The paths of the plugin's marketplace entry's `agents` that are not `.md` files (a
+/// folder, say), which make Claude Code refuse to install the plugin; `None` if none.
+fn agents_not_markdown(info: &PluginInfo) -> Option<String> {
+    let agents = info.locked.definition.as_ref()?.components.get("agents")?;
+    let paths: Vec<String> = match agents {
+        Value::String(path) => vec![path.clone()],
+        Value::Array(items) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let bad: Vec<String> = paths
+        .into_iter()
+        .filter(|p| !p.ends_with(".md"))
+        .map(|p| format!("`{p}`"))
+        .collect();
+    (!bad.is_empty()).then(|| bad.join(", "))
 }
 
 /// The Agent Plugins 1.0 files Claude Code does not read.

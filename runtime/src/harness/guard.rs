@@ -109,7 +109,7 @@ pub fn foreign(root: &Path, plan: &Plan) -> std::io::Result<Vec<Foreign>> {
             return Err(escapes(rel));
         }
         if let Some(f) = foreign_on_the_way(root, plan, rel, planned)?
-            && !found.contains(&f)
+            && !found.iter().any(|seen| seen.path == f.path)
         {
             found.push(f);
         }
