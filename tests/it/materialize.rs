@@ -1199,6 +1199,59 @@ fn a_plugin_claude_code_refuses_to_install_is_warned() {
     "#);
 }
 
+#[test]
+fn a_skill_gemini_cli_skips_is_warned() {
+    let Some(bin) = gemini_bin() else {
+        require_or_skip(
+            "BERTH_GEMINI",
+            "point it at a `gemini` from `npm install @google/gemini-cli` (.ci/run does)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    let plugin = ctx.work.join("sk");
+    for (folder, front) in [
+        ("both", "name: both\ndescription: d"),
+        ("nameless", "description: d"),
+        ("undescribed", "name: undescribed"),
+    ] {
+        std::fs::create_dir_all(plugin.join("skills").join(folder)).expect("mkdir");
+        std::fs::write(
+            plugin.join("skills").join(folder).join("SKILL.md"),
+            format!("---\n{front}\n---\nx\n"),
+        )
+        .expect("write");
+    }
+    ctx.write_manifest("[[plugin]]\nsource = \"./sk\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    let home = ctx.root.join("gemini-home");
+    let d = home.join(".gemini");
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["materialize", "gemini", d.to_str().expect("utf-8")]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `sk`: skill `nameless` (`skills/nameless/SKILL.md`) has no `name` in its front matter, so Gemini CLI skips it
+    warning: plugin `sk`: skill `undescribed` (`skills/undescribed/SKILL.md`) has no `description` in its front matter, so Gemini CLI skips it
+           Wrote 1 plugin for Gemini CLI in `[TMP]/gemini-home/.gemini` (5 written, 0 unchanged, 0 removed)
+    "#);
+    // Gemini CLI itself discovers only the skill with both.
+    let out = Command::new(&bin)
+        .args(["skills", "list", "--all"])
+        .env("HOME", &home)
+        .current_dir(&ctx.work)
+        .output()
+        .expect("run gemini");
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    let from_berth: Vec<&str> = listed
+        .lines()
+        .filter(|l| !l.starts_with(' ') && l.contains(" [Enabled]") && !l.contains("[Built-in]"))
+        .map(|l| l.split(' ').next().unwrap_or(""))
+        .collect();
+    assert_eq!(from_berth, ["both"], "{listed}");
+}
+
 /// Every file under `dir` with its text, a `plugin.json`'s `version` left out (Codex names
 /// the version from the catalog entry, berth from the content hash).
 fn install_files(dir: &Path) -> std::collections::BTreeMap<String, String> {

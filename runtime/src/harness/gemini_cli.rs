@@ -93,7 +93,15 @@ impl Harness for GeminiCli {
                     skill.name.escape_debug(),
                     skill.source
                 )),
-                Written::Folder | Written::Command(_) => {}
+                Written::Folder => {
+                    if let Some(missing) = missing_for_gemini(info, skill) {
+                        out.push(format!(
+                            "plugin `{name}`: skill `{}` (`{}`) has no `{missing}` in its front matter, so Gemini CLI skips it",
+                            skill.name, skill.source
+                        ));
+                    }
+                }
+                Written::Command(_) => {}
             }
         }
         for (server_name, server) in &own.servers {
@@ -142,6 +150,21 @@ impl Harness for GeminiCli {
         }
         Ok(vec![(to.root.to_path_buf(), plan)])
     }
+}
+
+/// What of `name` and `description` a skill folder's `SKILL.md` front matter lacks, which
+/// Gemini CLI needs both of to discover it (the SDK names a nameless skill after its
+/// folder; Gemini CLI skips it); `None` when both are there or the file was not kept.
+fn missing_for_gemini(info: &PluginInfo, skill: &Skill) -> Option<&'static str> {
+    let text = match info.model.as_deref()?.markdown(&skill.source)? {
+        Markdown::Text(text) | Markdown::NotUtf8(text) => text,
+    };
+    let meta = crate::frontmatter::parse(text).ok()?.meta;
+    ["name", "description"].into_iter().find(|key| {
+        meta.get(*key)
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    })
 }
 
 /// How a skill of the set is written in an extension.
