@@ -24,6 +24,7 @@ use berth_lockfile_schema::plugin_manifest::Format;
 use berth_lockfile_schema::{GitPin, Pin};
 use serde_json::{Map, Value, json};
 
+use super::claude_catalog::{agents_not_markdown, definition_fields, written_entries};
 use super::files::pretty;
 use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
@@ -279,72 +280,12 @@ impl Harness for ClaudeConfig {
     }
 }
 
-/// The paths of the plugin's marketplace entry's `agents` that are not `.md` files (a
-/// folder, say), which make Claude Code refuse to install the plugin; `None` if none.
-fn agents_not_markdown(info: &PluginInfo) -> Option<String> {
-    let agents = info.locked.definition.as_ref()?.components.get("agents")?;
-    let paths: Vec<String> = match agents {
-        Value::String(path) => vec![path.clone()],
-        Value::Array(items) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
-    };
-    let bad: Vec<String> = paths
-        .into_iter()
-        .filter(|p| !p.ends_with(".md"))
-        .map(|p| format!("`{p}`"))
-        .collect();
-    (!bad.is_empty()).then(|| bad.join(", "))
-}
-
 /// The Agent Plugins 1.0 files Claude Code does not read.
 const AGENT_PLUGINS_FILES: [&str; 2] = ["mcp.json", "dev.openhands/"];
 
 /// Each id's install records, with the folder each installs and what its catalog entry
 /// says beyond name, source and version (the marketplace entry's locked definition).
 type Records = BTreeMap<String, Vec<(Value, Folder, Map<String, Value>)>>;
-
-/// What a plugin's catalog entry says beyond name, source and version: its marketplace
-/// entry's `strict` and component fields, as the lock pinned them, so Claude Code builds
-/// the plugin from berth's marketplace as it did from the original.
-fn definition_fields(info: &PluginInfo) -> Map<String, Value> {
-    let mut out = Map::new();
-    if let Some(definition) = &info.locked.definition {
-        if !definition.strict {
-            out.insert("strict".to_owned(), json!(false));
-        }
-        for (key, value) in &definition.components {
-            out.insert(key.clone(), value.clone());
-        }
-    }
-    out
-}
-
-/// The entries of the catalog berth wrote before, by name: what they say beyond name,
-/// source and version (for installs of other scopes, whose plugins this run does not
-/// hold).
-fn written_entries(root: &Path) -> BTreeMap<String, Map<String, Value>> {
-    let catalog = read_object(root, CATALOG).unwrap_or_default();
-    let mut out = BTreeMap::new();
-    for entry in catalog
-        .get("plugins")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        if let (Some(name), Some(fields)) = (entry["name"].as_str(), entry.as_object()) {
-            let mut fields = fields.clone();
-            for key in ["name", "source", "version", "description"] {
-                fields.remove(key);
-            }
-            out.insert(name.to_owned(), fields);
-        }
-    }
-    out
-}
 
 /// The layout of `plugins` in the Claude Code configuration folder `root` (absolute),
 /// merged with what `root` already holds, enabled in `scope`.
@@ -363,7 +304,7 @@ fn config_plan(
     let kept = kept_records(root, &installs, scope);
     let mut records = install_records(set, plugins, root, scope, &mut plan)?;
     // Other scopes' and projects' installs stay, with what the catalog said of them.
-    let written = written_entries(root);
+    let written = written_entries(&read_object(root, CATALOG).unwrap_or_default());
     for (id, record, folder) in kept {
         let install = Path::new(record["installPath"].as_str().unwrap_or_default());
         if let Ok(rel) = install.strip_prefix(root) {
