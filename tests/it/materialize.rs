@@ -16,6 +16,13 @@ fn gemini_bin() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// The Python with the OpenHands SDK (`BERTH_SDK_PYTHON`; `.ci/run` makes that venv).
+fn sdk_python() -> Option<PathBuf> {
+    std::env::var_os("BERTH_SDK_PYTHON")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+}
+
 fn claude_bin() -> Option<PathBuf> {
     std::env::var_os("BERTH_CLAUDE")
         .filter(|p| !p.is_empty())
@@ -838,10 +845,7 @@ print(json.dumps(out, sort_keys=True))
 
 #[test]
 fn the_openhands_sdk_loads_the_materialized_agent_plugins() {
-    let Some(python) = std::env::var_os("BERTH_SDK_PYTHON")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-    else {
+    let Some(python) = sdk_python() else {
         require_or_skip(
             "BERTH_SDK_PYTHON",
             "see tests/it/python_sdk.rs (.ci/run makes that venv)",
@@ -995,10 +999,7 @@ fn sdk_load(ctx: &TestContext, python: &Path, folders: &[PathBuf]) -> Value {
 
 #[test]
 fn the_sdk_loads_every_server_transport_berth_writes_for_agent_plugins() {
-    let Some(python) = std::env::var_os("BERTH_SDK_PYTHON")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-    else {
+    let Some(python) = sdk_python() else {
         require_or_skip(
             "BERTH_SDK_PYTHON",
             "see tests/it/python_sdk.rs (.ci/run makes that venv)",
@@ -1055,10 +1056,7 @@ fn codex_bin() -> Option<PathBuf> {
 
 #[test]
 fn a_skill_and_a_server_two_plugins_share_are_written_for_each() {
-    let Some(python) = std::env::var_os("BERTH_SDK_PYTHON")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-    else {
+    let Some(python) = sdk_python() else {
         require_or_skip(
             "BERTH_SDK_PYTHON",
             "see tests/it/python_sdk.rs (.ci/run makes that venv)",

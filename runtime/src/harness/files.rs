@@ -195,7 +195,7 @@ fn is_planned(plan: &Plan, rel: &Path) -> bool {
 /// folders that the plan does not name.
 pub fn check(root: &Path, plan: &Plan) -> std::io::Result<Vec<Drift>> {
     // A planned path that is not plain is refused here too: nothing outside is read.
-    super::guard::foreign(root, plan)?;
+    super::guard::all_plain(plan)?;
     let mut drift = Vec::new();
     for (rel, planned) in &plan.files {
         match is_current(&root.join(rel), planned)? {

@@ -77,14 +77,25 @@ fn inside_owned(plan: &Plan, rel: &Path) -> bool {
     plan.owned.iter().any(|o| rel != o && rel.starts_with(o))
 }
 
+/// An error naming the first planned or owned path of `plan` that is not plain.
+pub(super) fn all_plain(plan: &Plan) -> std::io::Result<()> {
+    match plan
+        .owned
+        .iter()
+        .chain(plan.files.keys())
+        .find(|p| !is_plain(p))
+    {
+        Some(rel) => Err(escapes(rel)),
+        None => Ok(()),
+    }
+}
+
 /// What berth did not write in the places `plan` changes under `root`, sorted by path;
 /// an error if a planned path is not plain.
 pub fn foreign(root: &Path, plan: &Plan) -> std::io::Result<Vec<Foreign>> {
+    all_plain(plan)?;
     let mut found: Vec<Foreign> = Vec::new();
     for owned in &plan.owned {
-        if !is_plain(owned) {
-            return Err(escapes(owned));
-        }
         let what = match lstat(&root.join(owned))? {
             None => continue,
             Some(t) if t.is_symlink() => "a symbolic link where berth keeps a folder",
@@ -105,9 +116,6 @@ pub fn foreign(root: &Path, plan: &Plan) -> std::io::Result<Vec<Foreign>> {
         });
     }
     for (rel, planned) in &plan.files {
-        if !is_plain(rel) {
-            return Err(escapes(rel));
-        }
         if let Some(f) = foreign_on_the_way(root, plan, rel, planned)?
             && !found.iter().any(|seen| seen.path == f.path)
         {
