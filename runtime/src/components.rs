@@ -98,11 +98,20 @@ fn from_entry(
             None => c.skills.push(skill),
         }
     }
+    // A file the entry names that the folder gave already (`agents/x.md`) is one
+    // component, not two.
     let paths = reader.entry_paths("commands");
-    c.commands
-        .extend(load_command_paths(reader, &paths, warnings)?);
+    for command in load_command_paths(reader, &paths, warnings)? {
+        if !c.commands.iter().any(|k| k.source == command.source) {
+            c.commands.push(command);
+        }
+    }
     let paths = reader.entry_paths("agents");
-    c.agents.extend(load_agent_paths(reader, &paths, warnings)?);
+    for agent in load_agent_paths(reader, &paths, warnings)? {
+        if !c.agents.iter().any(|a| a.source == agent.source) {
+            c.agents.push(agent);
+        }
+    }
     go_on()?;
     for (event, matchers) in entry_hooks(reader, warnings)? {
         match c.hooks.iter_mut().find(|(e, _)| *e == event) {

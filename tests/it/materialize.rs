@@ -10,27 +10,27 @@ use std::process::Command;
 use common::{GitRepo, TestContext, copy_tree, fixtures, require_or_skip};
 use serde_json::Value;
 
-fn gemini_bin() -> Option<PathBuf> {
+pub(crate) fn gemini_bin() -> Option<PathBuf> {
     std::env::var_os("BERTH_GEMINI")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
 }
 
 /// The Python with the OpenHands SDK (`BERTH_SDK_PYTHON`; `.ci/run` makes that venv).
-fn sdk_python() -> Option<PathBuf> {
+pub(crate) fn sdk_python() -> Option<PathBuf> {
     std::env::var_os("BERTH_SDK_PYTHON")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
 }
 
-fn claude_bin() -> Option<PathBuf> {
+pub(crate) fn claude_bin() -> Option<PathBuf> {
     std::env::var_os("BERTH_CLAUDE")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
 }
 
 /// Runs the real `claude` on configuration folder `dir`; returns stdout.
-fn claude(ctx: &TestContext, bin: &Path, dir: &Path, args: &[&str]) -> String {
+pub(crate) fn claude(ctx: &TestContext, bin: &Path, dir: &Path, args: &[&str]) -> String {
     claude_in(ctx, bin, dir, &ctx.work, args)
 }
 
@@ -507,7 +507,7 @@ fn entry_forms_marketplace(dir: &Path) {
 }
 
 /// `Skills (3)  docx, pdf, xlsx` lines of `claude plugin details`, by kind.
-fn claude_inventory(details: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+pub(crate) fn claude_inventory(details: &str) -> std::collections::BTreeMap<String, Vec<String>> {
     let mut out = std::collections::BTreeMap::new();
     for line in details.lines() {
         let line = line.trim();
@@ -1048,7 +1048,7 @@ fn the_sdk_loads_every_server_transport_berth_writes_for_agent_plugins() {
     );
 }
 
-fn codex_bin() -> Option<PathBuf> {
+pub(crate) fn codex_bin() -> Option<PathBuf> {
     std::env::var_os("BERTH_CODEX")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)

@@ -25,6 +25,54 @@ use crate::skills::Skill;
 const PLUGIN_SCHEMA: &str = "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json";
 const MCP_SCHEMA: &str = "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json";
 
+/// `server` as Agent Plugins 1.0 spells a server of the plugin (the set holds its paths
+/// expanded to the plugin's folder): a command in the plugin as `./PATH` (Agent Plugins
+/// runs only a bare program name or such a path), the plugin's folder in arguments,
+/// environment values and `cwd` as `${PLUGIN_ROOT}`; or why it cannot be.
+fn in_plugin_terms(server: &McpServer, info: &PluginInfo) -> Result<McpServer, String> {
+    let roots: Vec<String> = [&info.root, &info.path]
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let replace = |text: &str| -> String {
+        roots.iter().fold(text.to_owned(), |t, root| {
+            t.replace(root.as_str(), "${PLUGIN_ROOT}")
+        })
+    };
+    let mut out = server.clone();
+    if server.transport != "stdio" {
+        return Ok(out);
+    }
+    if let Some(command) = &server.command {
+        let inside = roots
+            .iter()
+            .find_map(|root| command.strip_prefix(root.as_str())?.strip_prefix('/'));
+        out.command = Some(match inside {
+            Some(rest) => format!("./{rest}"),
+            None if command.contains('/') || command.contains('\\') => {
+                return Err(format!(
+                    "its command `{command}` is a path outside the plugin, and Agent Plugins runs only a program's name or a `./` path in the plugin"
+                ));
+            }
+            None => command.clone(),
+        });
+    }
+    out.args = server.args.iter().map(|a| replace(a)).collect();
+    for value in out.env.values_mut() {
+        if let Value::String(text) = value {
+            *text = replace(text);
+        }
+    }
+    out.cwd = server.cwd.as_deref().map(|cwd| {
+        let cwd = replace(cwd);
+        match cwd.strip_prefix("${PLUGIN_ROOT}/") {
+            Some(rest) => format!("./{rest}"),
+            None => cwd,
+        }
+    });
+    Ok(out)
+}
+
 /// `value` without its `null` fields, recursively.
 fn without_nulls(value: Value) -> Value {
     match value {
@@ -42,7 +90,8 @@ fn without_nulls(value: Value) -> Value {
 /// A server as an Agent Plugins 1.0 `mcp.json` holds it (`mcp-1.0.0.schema.json`, which
 /// the SDK validates against: `stdio` with a command, `streamable-http` or `sse` with a
 /// URL, string values, a plugin-relative `cwd`, no other field), or why it cannot be.
-fn server_json(server: &McpServer) -> Result<Value, String> {
+fn server_json(server: &McpServer, info: &PluginInfo) -> Result<Value, String> {
+    let server = &in_plugin_terms(server, info)?;
     if !server.enabled {
         return Err("it is disabled, and Agent Plugins servers cannot be".into());
     }
@@ -128,6 +177,20 @@ impl Harness for AgentPluginsFolder {
         let name = info.locked.name.as_str();
         let mut out = Vec::new();
         let own = own(set, info);
+        if let Some(definition) = &info.locked.definition {
+            let mut keys: Vec<String> = definition
+                .components
+                .keys()
+                .map(|k| format!("`{k}`"))
+                .collect();
+            if !definition.strict {
+                keys.insert(0, "`strict: false`".to_owned());
+            }
+            out.push(format!(
+                "plugin `{name}`: written with what its marketplace entry defines ({}), as Claude Code installs it; the OpenHands SDK loading it from its marketplace itself reads only the plugin's folder",
+                keys.join(", ")
+            ));
+        }
         for server in &own.unpinned {
             out.push(format!(
                 "plugin `{name}`: MCP server `{server}` is not written: a later plugin's server has its name, so the lock pinned that one's package, not this one's"
@@ -148,14 +211,21 @@ impl Harness for AgentPluginsFolder {
             }
         }
         for (server_name, server) in &own.servers {
-            match server_json(server) {
+            match server_json(server, info) {
                 Err(why) => out.push(format!(
                     "plugin `{name}`: MCP server `{server_name}` is not written: {why}"
                 )),
                 Ok(_) if server.transport == "sse" => out.push(format!(
                     "plugin `{name}`: MCP server `{server_name}` uses `sse`, which Agent Plugins 1.0 leaves optional and the OpenHands SDK skips; written as it is"
                 )),
-                Ok(json) if !server.literal && json.to_string().contains("${") => {
+                Ok(json)
+                    if !server.literal
+                        && json
+                            .to_string()
+                            .replace("${PLUGIN_ROOT}", "")
+                            .replace("${PLUGIN_DATA}", "")
+                            .contains("${") =>
+                {
                     out.push(format!(
                         "plugin `{name}`: MCP server `{server_name}` holds `${{VAR}}` placeholders, which Agent Plugins servers do not fill; written as it is"
                     ));
@@ -252,7 +322,7 @@ fn plugin_folder(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<
     let servers: Map<String, Value> = own
         .servers
         .iter()
-        .filter_map(|(n, server)| server_json(server).ok().map(|json| (n.clone(), json)))
+        .filter_map(|(n, server)| server_json(server, info).ok().map(|json| (n.clone(), json)))
         .collect();
     if !servers.is_empty() {
         let mcp = json!({"$schema": MCP_SCHEMA, "mcpServers": servers});

@@ -24,7 +24,10 @@ use berth_lockfile_schema::plugin_manifest::Format;
 use berth_lockfile_schema::{GitPin, Pin};
 use serde_json::{Map, Value, json};
 
-use super::claude_catalog::{agents_not_markdown, definition_fields, written_entries};
+use super::claude_catalog::{
+    agents_not_markdown, copied, definition_fields, needs_real_folder, unlisted_root_skills,
+    written_entries,
+};
 use super::files::pretty;
 use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
@@ -224,18 +227,6 @@ impl Harness for ClaudeConfig {
 
     fn cannot_express(&self, _set: &PluginSet, info: &PluginInfo) -> Vec<String> {
         let mut out = Vec::new();
-        // Claude Code (2.1.197) honours a `strict: false` entry's `skills` list only for a
-        // plugin at its marketplace's root; berth's marketplace holds each plugin in a
-        // folder of its own, so Claude Code reads the whole `skills/` folder there.
-        if let Some(definition) = &info.locked.definition
-            && !definition.strict
-            && definition.components.contains_key("skills")
-        {
-            out.push(format!(
-                "plugin `{}`: Claude Code reads every skill of its `skills/` folder from berth's marketplace, not only those its marketplace entry lists (it honours that list only for a plugin at its marketplace's root)",
-                info.locked.name
-            ));
-        }
         if let Some(paths) = agents_not_markdown(info) {
             out.push(format!(
                 "plugin `{}`: Claude Code refuses to install it: its marketplace entry's `agents` names {paths}, which are not `.md` files (Claude Code 2.1.197 says the plugin \"uses a source type your Claude Code version does not support\"); berth writes it, Claude Code may not load it",
@@ -376,9 +367,15 @@ fn install_records(
     for info in plugins {
         let version = version_of(info);
         let install = install_dir(info, &version);
-        let folder = match super::pinned::overlay(set, info)? {
-            Some(overlay) => Folder::Tree(super::pinned::linked(&info.path, &overlay)?),
-            None => Folder::Link(info.path.clone()),
+        let overlay = super::pinned::overlay(set, info)?;
+        let left_out = unlisted_root_skills(info);
+        let folder = if needs_real_folder(info) || !left_out.is_empty() {
+            Folder::Tree(copied(&info.path, overlay.as_ref(), &left_out)?)
+        } else {
+            match overlay {
+                Some(overlay) => Folder::Tree(super::pinned::linked(&info.path, &overlay)?),
+                None => Folder::Link(info.path.clone()),
+            }
         };
         folder.place(plan, &install);
         let mut record = json!({

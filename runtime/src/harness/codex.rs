@@ -13,7 +13,9 @@ use toml_edit::{DocumentMut, Item, Table, value};
 
 // The marketplace the locked plugins are installed from is named as Claude Code's:
 // plugin ids are `NAME@berth`.
+use super::claude_catalog::definition_fields;
 use super::claude_config::{MARKETPLACE, version_of};
+use super::codex_commands::migrated_commands;
 use super::files::{pretty, regular_files};
 use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
@@ -42,13 +44,20 @@ impl Harness for Codex {
 
     fn cannot_express(&self, set: &PluginSet, info: &PluginInfo) -> Vec<String> {
         let name = &info.locked.name;
+        let mut out = Vec::new();
         if set.lsp_servers.iter().any(|(_, _, p)| p == name) {
-            vec![format!(
+            out.push(format!(
                 "plugin `{name}`: its LSP servers are not read by Codex"
-            )]
-        } else {
-            Vec::new()
+            ));
         }
+        let (_, left) = migrated_commands(info);
+        if !left.is_empty() {
+            out.push(format!(
+                "plugin `{name}`: Codex runs no skill for its command(s) {}: its own install makes skills only of commands with a `description` and without `$ARGUMENTS`, `$1`, `{{{{` or shell lines (`!`), and berth writes what it would",
+                left.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        out
     }
 
     fn plan(
@@ -124,16 +133,30 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
     }
     // A plugin with no manifest: Codex's own `plugin add` writes one into the install from
     // the catalog entry (without it Codex reads no component of the plugin).
+    // It takes the entry's definition (`strict: false`, inline servers, a `skills` list).
+    let definition = definition_fields(info);
     if info.manifest.file.is_none() {
-        let manifest = json!({"version": version, "name": name});
+        let mut manifest = definition.clone();
+        manifest.insert("version".to_owned(), json!(version));
+        manifest.insert("name".to_owned(), json!(name));
         plan.files.insert(
             install.join(".codex-plugin/plugin.json"),
-            Planned::File(serde_json::to_vec_pretty(&manifest).expect("JSON is serialisable")),
+            Planned::File(
+                serde_json::to_vec_pretty(&Value::Object(manifest)).expect("JSON is serialisable"),
+            ),
         );
+    }
+    // And makes skills of the commands it can run as skills.
+    let (migrated, _) = migrated_commands(info);
+    for (rel, bytes) in migrated {
+        plan.files.insert(install.join(rel), Planned::File(bytes));
     }
     let mut entry = json!({"name": name, "source": format!("./{name}"), "version": version});
     if !info.manifest.description.is_empty() {
         entry["description"] = json!(info.manifest.description);
+    }
+    for (key, value) in definition {
+        entry[key] = value;
     }
     Ok(entry)
 }

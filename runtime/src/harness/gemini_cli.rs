@@ -14,7 +14,7 @@ use berth_lockfile_schema::toml_string;
 
 use super::files::{marked, pretty, stdio_fields};
 use super::guard::is_component;
-use super::own::own;
+use super::own::as_claude_reads;
 use super::plan::{MARK, Plan, Planned};
 use super::{Destination, Harness};
 use crate::error::RuntimeError;
@@ -73,10 +73,14 @@ impl Harness for GeminiCli {
         true
     }
 
+    fn reads_unwrapped_mcp(&self) -> bool {
+        true
+    }
+
     fn cannot_express(&self, set: &PluginSet, info: &PluginInfo) -> Vec<String> {
         let name = info.locked.name.as_str();
         let mut out = Vec::new();
-        let own = own(set, info);
+        let own = as_claude_reads(set, info);
         for server in &own.unpinned {
             out.push(format!(
                 "plugin `{name}`: MCP server `{server}` is not written: a later plugin's server has its name, so the lock pinned that one's package, not this one's"
@@ -204,7 +208,7 @@ fn extension(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) {
     let name = info.locked.name.as_str();
     let dir = PathBuf::from("extensions").join(name);
     plan.own(dir.clone(), "gemini");
-    let own = own(set, info);
+    let own = as_claude_reads(set, info);
     for skill in &own.skills {
         match written_as(skill, name) {
             Written::Folder => {

@@ -12,6 +12,7 @@ mod agent_plugins_folder;
 mod claude_catalog;
 mod claude_config;
 mod codex;
+mod codex_commands;
 mod files;
 mod gemini_cli;
 mod guard;
@@ -75,6 +76,12 @@ pub trait Harness: Sync {
         false
     }
 
+    /// Whether it writes the servers of a `.mcp.json` without its `mcpServers` wrapper, as
+    /// Claude Code reads them (the set, reading as the SDK, has none of them and says so).
+    fn reads_unwrapped_mcp(&self) -> bool {
+        false
+    }
+
     /// What of `plugin` (one of `set`'s plugins) the harness cannot express, one line
     /// each; `berth materialize` shows them as warnings.
     fn cannot_express(&self, set: &PluginSet, plugin: &PluginInfo) -> Vec<String>;
@@ -104,7 +111,21 @@ pub fn materialize(
 ) -> Result<Vec<(PathBuf, Plan)>, RuntimeError> {
     let mut warnings = Vec::new();
     if harness.writes_the_sets_reading() {
-        warnings.extend(set.warnings.iter().cloned());
+        // Not the target's: a `.mcp.json` it reads as Claude Code does, and a skill or
+        // server of the same name as another plugin's (each plugin is kept apart there:
+        // both are written).
+        let unwrapped =
+            |w: &str| harness.reads_unwrapped_mcp() && w.ends_with(crate::mcp::UNWRAPPED);
+        let kept_apart = |w: &str| {
+            w.contains(crate::set::OVERRIDES)
+                && (w.contains(": skill `") || w.contains(": MCP server `"))
+        };
+        warnings.extend(
+            set.warnings
+                .iter()
+                .filter(|w| !unwrapped(w) && !kept_apart(w))
+                .cloned(),
+        );
     }
     let plugins = files::one_per_name(set, harness.display_name(), &mut warnings);
     for plugin in &plugins {

@@ -8,7 +8,7 @@
 use berth_lockfile_schema::runner::parse_runner;
 
 use crate::components::load_components;
-use crate::mcp::McpServer;
+use crate::mcp::{McpServer, unwrapped_servers};
 use crate::model::Reader;
 use crate::root::PluginRoot;
 use crate::set::{PluginInfo, PluginSet};
@@ -70,6 +70,76 @@ pub(super) fn own(set: &PluginSet, info: &PluginInfo) -> Own {
             out.unpinned.push(server);
         } else {
             out.servers.push((server, config));
+        }
+    }
+    out
+}
+
+/// `info`'s skills and servers as Claude Code reads its folder, for a harness whose
+/// reference is Claude Code's install (Gemini CLI has no install of Claude Code plugins of
+/// its own): [`own`]'s, and what Claude Code reads beyond the set (which reads as the
+/// SDK): the skills `.claude-plugin/plugin.json` names (`"skills": ["./extra/"]`) and the
+/// servers of a `.mcp.json` without its `mcpServers` wrapper.
+pub(super) fn as_claude_reads(set: &PluginSet, info: &PluginInfo) -> Own {
+    let mut out = own(set, info);
+    let Some(mut model) = info.model.as_deref().cloned() else {
+        return out;
+    };
+    let Some(root) = PluginRoot::canonical(&info.locked.name, info.path.clone())
+        .ok()
+        .map(|r| r.exposed_at(info.root.clone()))
+    else {
+        return out;
+    };
+    let mut reader = Reader::new(&root, info.locked.definition.as_ref(), &mut model);
+    let mut warnings = Vec::new();
+    let paths = match reader.json(".claude-plugin/plugin.json") {
+        Ok(Some(file)) => match file.strict() {
+            Some(Ok(manifest)) => match manifest.get("skills") {
+                Some(serde_json::Value::String(p)) => vec![p.clone()],
+                Some(serde_json::Value::Array(items)) => items
+                    .iter()
+                    .filter_map(serde_json::Value::as_str)
+                    .map(str::to_owned)
+                    .collect(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    let paths: Vec<String> = paths
+        .iter()
+        .map(|p| p.trim_start_matches("./").trim_end_matches('/').to_owned())
+        .collect();
+    let mut skills =
+        crate::skills::load_skill_paths(&mut reader, &paths, &mut warnings).unwrap_or_default();
+    // A `strict: false` entry's `skills` list replaces the plugin's `skills/` folder only
+    // for a plugin at its marketplace's root; below it Claude Code reads the folder too.
+    let listed = info
+        .locked
+        .definition
+        .as_ref()
+        .is_some_and(|d| !d.strict && d.components.contains_key("skills"));
+    if listed && super::claude_catalog::unlisted_root_skills(info).is_empty() {
+        let at_root = info.path.join(".claude-plugin/marketplace.json").is_file();
+        if !at_root {
+            skills
+                .extend(crate::skills::load_skills(&mut reader, &mut warnings).unwrap_or_default());
+        }
+    }
+    {
+        for skill in skills {
+            if !out.skills.iter().any(|s| s.name == skill.name) {
+                out.skills.push(skill);
+            }
+        }
+    }
+    if let Ok(Some(file)) = reader.json(".mcp.json") {
+        for (name, server) in unwrapped_servers(&root, ".mcp.json", &file, &mut warnings) {
+            if !out.servers.iter().any(|(n, _)| *n == name) {
+                out.servers.push((name, server));
+            }
         }
     }
     out

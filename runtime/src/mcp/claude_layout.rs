@@ -13,6 +13,32 @@ use crate::model::{EntryValue, JsonFile, Kind, Reader};
 use crate::pystr::lax_bool;
 use crate::root::PluginRoot;
 
+/// What the set says of a `.mcp.json` whose servers are not in an `mcpServers` object.
+pub(crate) const UNWRAPPED: &str = "has no `mcpServers` object; no MCP servers loaded (wrap the servers in `{\"mcpServers\": {...}}`)";
+
+/// The servers of a `.mcp.json` (`file`, as read) that holds them without the
+/// `mcpServers` wrapper, as Claude Code reads such a file (the SDK, and so the set, reads
+/// none of them); empty for any other file.
+pub(crate) fn unwrapped_servers(
+    root: &PluginRoot,
+    file: &str,
+    read: &JsonFile,
+    warnings: &mut Vec<String>,
+) -> Vec<(String, McpServer)> {
+    let plugin = root.plugin();
+    let mut warn =
+        |message: String| warnings.push(format!("plugin `{plugin}`: `{file}`: {message}"));
+    match read.strict() {
+        Some(Ok(Value::Object(map))) if !map.contains_key("mcpServers") => {
+            match expand_value(Value::Object(map), &root.exposed().to_string_lossy()) {
+                Value::Object(servers) => servers_of(servers, &mut warn),
+                _ => Vec::new(),
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// The servers of the layout's `.mcp.json` (`file`, as read): only in its `mcpServers`
 /// object, as the SDK reads it.
 pub(super) fn claude_code(
@@ -40,7 +66,7 @@ pub(super) fn claude_code(
         }
         None => {
             if value.as_object().is_some_and(|m| !m.is_empty()) {
-                warn("has no `mcpServers` object; no MCP servers loaded (wrap the servers in `{\"mcpServers\": {...}}`)".into());
+                warn(UNWRAPPED.into());
             }
             return Vec::new();
         }

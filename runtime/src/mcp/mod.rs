@@ -7,7 +7,7 @@ mod agent_plugins_layout;
 mod claude_layout;
 
 pub use crate::model::AGENT_PLUGINS_MCP_SCHEMA;
-pub(crate) use claude_layout::{agent_servers, entry_servers};
+pub(crate) use claude_layout::{UNWRAPPED, agent_servers, entry_servers, unwrapped_servers};
 
 use std::path::Path;
 

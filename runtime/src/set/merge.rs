@@ -15,6 +15,9 @@ use crate::loading::{Job, Loaded};
 use crate::mcp::McpServer;
 use crate::skills::Skill;
 
+/// What the set says of a skill or server whose name a later plugin takes.
+pub const OVERRIDES: &str = "overrides the one from plugin";
+
 impl PluginSet {
     /// Adds what `loaded` read of `job`'s plugin (stored at `entry`); more than
     /// `max_skills` skills is an error naming the plugin that passed the limit.
@@ -73,7 +76,7 @@ impl PluginSet {
             match self.skills.iter_mut().find(|(s, _)| s.name == skill.name) {
                 Some(slot) => {
                     self.warnings.push(format!(
-                        "plugin `{name}`: skill `{}` overrides the one from plugin `{}`",
+                        "plugin `{name}`: skill `{}` {OVERRIDES} `{}`",
                         skill.name, slot.1
                     ));
                     *slot = (skill, name.to_owned());
@@ -92,7 +95,7 @@ impl PluginSet {
             {
                 Some(slot) => {
                     self.warnings.push(format!(
-                        "plugin `{name}`: MCP server `{server_name}` overrides the one from plugin `{}`",
+                        "plugin `{name}`: MCP server `{server_name}` {OVERRIDES} `{}`",
                         slot.2
                     ));
                     slot.1 = server;
@@ -126,7 +129,7 @@ impl PluginSet {
             {
                 Some(slot) => {
                     self.warnings.push(format!(
-                        "plugin `{name}`: LSP server `{server_name}` overrides the one from plugin `{}`",
+                        "plugin `{name}`: LSP server `{server_name}` {OVERRIDES} `{}`",
                         slot.2
                     ));
                     slot.1 = server;

@@ -3,6 +3,7 @@
 
 mod json;
 mod merge;
+pub use merge::OVERRIDES;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
