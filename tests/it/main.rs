@@ -26,6 +26,7 @@ mod fleet_bucket;
 mod fleet_server;
 mod git_names;
 mod governance;
+mod harness_forms;
 mod integrity;
 mod layers;
 mod lock_sync;

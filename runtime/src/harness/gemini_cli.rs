@@ -23,6 +23,28 @@ use crate::model::Markdown;
 use crate::set::{PluginInfo, PluginSet};
 use crate::skills::Skill;
 
+/// Whether Claude Code runs hooks of the plugin (`hooks/hooks.json`, or `hooks` in its
+/// `.claude-plugin/plugin.json`), which the set, reading another manifest, may not hold.
+fn claude_reads_hooks(info: &PluginInfo) -> bool {
+    let manifest = super::guard::read_unlinked(&info.path, Path::new(".claude-plugin/plugin.json"))
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    info.path.join("hooks/hooks.json").is_file()
+        || manifest.is_some_and(|m| m.get("hooks").is_some_and(|h| !h.is_null()))
+}
+
+/// How many `.md` files `dir` holds (not recursing).
+fn markdown_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".md"))
+            .count()
+    })
+}
+
 /// A server as Gemini CLI's `mcpServers` takes it, or why it cannot be.
 fn server_json(server: &McpServer) -> Result<Value, String> {
     if !server.enabled {
@@ -124,8 +146,18 @@ impl Harness for GeminiCli {
             out.push(format!(
                 "plugin `{name}`: its {hooks} hook matcher(s) are not written: Gemini CLI's extension hooks use other events and payloads"
             ));
+        } else if claude_reads_hooks(info) {
+            out.push(format!(
+                "plugin `{name}`: its hooks (Claude Code's `hooks/hooks.json` or manifest `hooks`) are not written: Gemini CLI's extension hooks use other events and payloads"
+            ));
         }
-        let agents = set.agents.iter().filter(|(_, p)| p == name).count();
+        // Claude Code reads `agents/` whatever manifest the plugin has; the set may not.
+        let agents = set
+            .agents
+            .iter()
+            .filter(|(_, p)| p == name)
+            .count()
+            .max(markdown_files(&info.path.join("agents")));
         if agents > 0 {
             out.push(format!(
                 "plugin `{name}`: its {agents} agent(s) are not written: Gemini CLI extensions have no sub-agents"

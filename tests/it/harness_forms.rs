@@ -1,0 +1,462 @@
+//! Every marketplace entry form in `fixtures/marketplaces/entry-forms` (issue #40), installed
+//! by each real client its own way and read back by the same client from what
+//! `berth materialize` wrote: per plugin, equal, or the difference is one of berth's
+//! warnings. Each client reads the whole fixture in one test; Claude Code's CLI installs
+//! and shows one plugin a call, the others read everything in one call.
+
+use crate::common;
+use crate::materialize::{claude, claude_bin, claude_inventory, codex_bin, gemini_bin, sdk_python};
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{TestContext, copy_tree, fixtures, require_or_skip};
+use serde_json::Value;
+
+const MARKET: &str = "entry-forms";
+
+/// What a client shows of each plugin: kind -> sorted names.
+type Inventory = BTreeMap<String, BTreeMap<String, Vec<String>>>;
+
+/// The fixture's plugins, in its catalog's order.
+fn plugins() -> Vec<String> {
+    let catalog: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            fixtures().join("marketplaces/entry-forms/.claude-plugin/marketplace.json"),
+        )
+        .expect("catalog"),
+    )
+    .expect("JSON");
+    catalog["plugins"]
+        .as_array()
+        .expect("plugins")
+        .iter()
+        .map(|p| p["name"].as_str().expect("name").to_owned())
+        .collect()
+}
+
+/// The fixture marketplace at `ctx.work/mk`, every plugin of it locked and synced.
+fn locked_fixture(ctx: &TestContext) -> PathBuf {
+    let market = ctx.work.join("mk");
+    copy_tree(&fixtures().join("marketplaces/entry-forms"), &market);
+    let mut manifest = format!("[[marketplace]]\nname = \"{MARKET}\"\nsource = \"./mk\"\n");
+    for name in plugins() {
+        manifest.push_str(&format!("\n[[plugin]]\nsource = \"{name}@{MARKET}\"\n"));
+    }
+    ctx.write_manifest(&manifest);
+    ctx.ok(&["plugins", "sync"]);
+    market
+}
+
+/// `berth materialize TARGET DIR`: its warnings.
+fn materialize(ctx: &TestContext, target: &str, dir: &Path) -> Vec<String> {
+    let run = ctx.ok(&["materialize", target, dir.to_str().expect("utf-8")]);
+    run.stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("warning: "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether a warning names `plugin` and says `what`.
+fn warned(warnings: &[String], plugin: &str, what: &str) -> bool {
+    warnings
+        .iter()
+        .any(|w| w.starts_with(&format!("plugin `{plugin}`")) && w.contains(what))
+}
+
+/// Claude Code's install of every fixture plugin in configuration folder `dir`, its own
+/// way (`plugin marketplace add`, `plugin install`).
+fn claude_installs(ctx: &TestContext, bin: &Path, dir: &Path, market: &Path) {
+    let market = market.to_str().expect("utf-8");
+    claude(ctx, bin, dir, &["plugin", "marketplace", "add", market]);
+    for name in plugins() {
+        claude(
+            ctx,
+            bin,
+            dir,
+            &["plugin", "install", &format!("{name}@{MARKET}")],
+        );
+    }
+}
+
+/// What Claude Code shows of each plugin installed from `marketplace` in `dir`
+/// (`plugin details`: its skills, commands among them, agents, hooks, MCP and LSP servers).
+fn claude_reads(ctx: &TestContext, bin: &Path, dir: &Path, marketplace: &str) -> Inventory {
+    plugins()
+        .into_iter()
+        .map(|name| {
+            let id = format!("{name}@{marketplace}");
+            let details = claude(ctx, bin, dir, &["plugin", "details", &id]);
+            (name, claude_inventory(&details))
+        })
+        .collect()
+}
+
+/// The Claude Code binaries to test: `BERTH_CLAUDE` (the newest `.ci/run` pins) and
+/// `BERTH_CLAUDE_PREVIOUS` (the one before).
+fn claude_bins() -> Vec<PathBuf> {
+    let previous = std::env::var_os("BERTH_CLAUDE_PREVIOUS")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from);
+    if previous.is_none() {
+        require_or_skip(
+            "BERTH_CLAUDE_PREVIOUS",
+            "point it at the previous Claude Code `.ci/run` pins",
+        );
+    }
+    claude_bin().into_iter().chain(previous).collect()
+}
+
+#[test]
+fn claude_code_reads_berths_folder_as_its_own_install() {
+    let bins = claude_bins();
+    if bins.is_empty() {
+        require_or_skip("BERTH_CLAUDE", "see .ci/run");
+        return;
+    }
+    let ctx = TestContext::new();
+    let market = locked_fixture(&ctx);
+    let written = ctx.root.join("claude-berth");
+    let warnings = materialize(&ctx, "claude", &written);
+    assert_eq!(
+        warnings,
+        Vec::<String>::new(),
+        "nothing differs, so nothing is warned"
+    );
+    for (i, bin) in bins.iter().enumerate() {
+        let own = ctx.root.join(format!("claude-own-{i}"));
+        claude_installs(&ctx, bin, &own, &market);
+        let theirs = claude_reads(&ctx, bin, &own, MARKET);
+        let ours = claude_reads(&ctx, bin, &written, "berth");
+        assert_eq!(
+            ours,
+            theirs,
+            "{}: Claude Code reading berth's folder (left) against its own install (right)",
+            bin.display()
+        );
+    }
+}
+
+/// Runs the real `codex` with `CODEX_HOME=home`; its stdout.
+fn codex(ctx: &TestContext, bin: &Path, home: &Path, args: &[&str]) -> String {
+    let out = Command::new(bin)
+        .args(args)
+        .env("HOME", &ctx.home)
+        .env("CODEX_HOME", home)
+        .current_dir(&ctx.work)
+        .output()
+        .expect("run codex");
+    assert!(
+        out.status.success(),
+        "codex {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What Codex reads from home `home`, in two calls: the MCP servers it starts (`mcp list`),
+/// and the skills it offers the model (`debug prompt-input`), each `PLUGIN:SKILL`.
+fn codex_reads(ctx: &TestContext, bin: &Path, home: &Path) -> (Vec<String>, Vec<String>) {
+    let listed: Value =
+        serde_json::from_str(&codex(ctx, bin, home, &["mcp", "list", "--json"])).expect("JSON");
+    let mut servers: Vec<String> = listed
+        .as_array()
+        .expect("servers")
+        .iter()
+        .map(|s| {
+            let mut transport = s["transport"].clone();
+            // Where each install keeps a plugin differs; the server does not.
+            if let Some(command) = transport["command"].as_str() {
+                transport["command"] = Value::from(command.rsplit('/').next().unwrap_or(command));
+            }
+            format!("{} {} {transport}", s["name"], s["enabled"])
+        })
+        .collect();
+    servers.sort();
+    let prompt: Value =
+        serde_json::from_str(&codex(ctx, bin, home, &["debug", "prompt-input"])).expect("JSON");
+    let mut skills = Vec::new();
+    for item in prompt.as_array().expect("items") {
+        for part in item["content"].as_array().into_iter().flatten() {
+            let text = part["text"].as_str().unwrap_or_default();
+            if !text.contains("<skills_instructions>") {
+                continue;
+            }
+            for line in text.lines() {
+                let Some(rest) = line.strip_prefix("- ") else {
+                    continue;
+                };
+                let Some((name, _)) = rest.split_once(": ") else {
+                    continue;
+                };
+                if plugins().iter().any(|p| name.starts_with(&format!("{p}:"))) {
+                    skills.push(rest.split(" (file: ").next().unwrap_or(rest).to_owned());
+                }
+            }
+        }
+    }
+    skills.sort();
+    (servers, skills)
+}
+
+#[test]
+fn codex_reads_berths_home_as_its_own_install() {
+    let Some(bin) = codex_bin() else {
+        require_or_skip("BERTH_CODEX", "see .ci/run");
+        return;
+    };
+    let ctx = TestContext::new();
+    let market = locked_fixture(&ctx);
+    let own = ctx.root.join("codex-own");
+    std::fs::create_dir_all(&own).expect("mkdir");
+    codex(
+        &ctx,
+        &bin,
+        &own,
+        &[
+            "plugin",
+            "marketplace",
+            "add",
+            market.to_str().expect("utf-8"),
+        ],
+    );
+    for name in plugins() {
+        codex(
+            &ctx,
+            &bin,
+            &own,
+            &["plugin", "add", &format!("{name}@{MARKET}")],
+        );
+    }
+    let written = ctx.root.join("codex-berth");
+    let warnings = materialize(&ctx, "codex", &written);
+    let (own_servers, own_skills) = codex_reads(&ctx, &bin, &own);
+    let (servers, skills) = codex_reads(&ctx, &bin, &written);
+    assert_eq!(
+        servers, own_servers,
+        "MCP servers: berth's home (left), Codex's own (right)"
+    );
+    assert_eq!(
+        skills, own_skills,
+        "skills: berth's home (left), Codex's own (right)"
+    );
+    // What Codex's own install does not run either is said.
+    assert!(
+        own_skills
+            .iter()
+            .any(|s| s.starts_with("commands-only:source-command-rollback"))
+    );
+    for (plugin, what) in [
+        ("commands-only", "`deploy`"),
+        ("no-manifest", "`note`"),
+        ("inline", "LSP servers"),
+        ("hybrid", "LSP servers"),
+    ] {
+        assert!(
+            warned(&warnings, plugin, what),
+            "{plugin}: {what} in {warnings:#?}"
+        );
+    }
+}
+
+/// `gemini extensions list` with `HOME=home`, read into each extension's MCP servers and
+/// skills.
+fn gemini_reads(ctx: &TestContext, bin: &Path, home: &Path) -> Inventory {
+    let out = Command::new(bin)
+        .args(["extensions", "list"])
+        .env("HOME", home)
+        .current_dir(&ctx.work)
+        .output()
+        .expect("run gemini");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // It lists on standard output or error, by version.
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let mut out = Inventory::new();
+    let (mut plugin, mut kind) = (String::new(), String::new());
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("✓ ") {
+            plugin = rest.split(" (").next().unwrap_or(rest).to_owned();
+            out.entry(plugin.clone()).or_default();
+        } else if let Some(section) = line
+            .strip_prefix(' ')
+            .filter(|l| l.ends_with(':') && !l.starts_with(' '))
+        {
+            kind = section.trim_end_matches(':').to_owned();
+        } else if let Some(item) = line.strip_prefix("  ") {
+            let name = item.split(": ").next().unwrap_or(item).to_owned();
+            let list = out
+                .entry(plugin.clone())
+                .or_default()
+                .entry(kind.clone())
+                .or_default();
+            list.push(name);
+            list.sort();
+        } else {
+            kind.clear();
+        }
+    }
+    out
+}
+
+#[test]
+fn gemini_cli_reads_what_claude_code_installs_or_berth_warns() {
+    // Gemini CLI installs no Claude Code plugin of its own (`extensions install` wants a
+    // `gemini-extension.json`): the reference is Claude Code's install of the same plugins.
+    let (Some(gemini), Some(claude_code)) = (gemini_bin(), claude_bin()) else {
+        require_or_skip("BERTH_GEMINI and BERTH_CLAUDE", "see .ci/run");
+        return;
+    };
+    let ctx = TestContext::new();
+    let market = locked_fixture(&ctx);
+    let own = ctx.root.join("claude-own");
+    claude_installs(&ctx, &claude_code, &own, &market);
+    let reference = claude_reads(&ctx, &claude_code, &own, MARKET);
+    let home = ctx.root.join("gemini-home");
+    let warnings = materialize(&ctx, "gemini", &home.join(".gemini"));
+    let read = gemini_reads(&ctx, &gemini, &home);
+    for name in plugins() {
+        let theirs = &reference[&name];
+        let ours = &read[&name];
+        let list = |map: &BTreeMap<String, Vec<String>>, kind: &str| -> BTreeSet<String> {
+            map.get(kind).into_iter().flatten().cloned().collect()
+        };
+        // Claude Code counts commands among skills; Gemini CLI reads them as prompts. Its
+        // `plugin details` leaves out the commands a marketplace entry names (it loads
+        // them in a session): those are the only extra ones allowed.
+        let commands: BTreeSet<String> =
+            common::list_dir(&home.join(".gemini/extensions").join(&name).join("commands"))
+                .iter()
+                .filter_map(|f| f.strip_suffix(".toml").map(str::to_owned))
+                .collect();
+        let expected = list(theirs, "Skills");
+        let got: BTreeSet<String> = list(ours, "Agent skills")
+            .union(&commands)
+            .cloned()
+            .collect();
+        let named_by_entry = |c: &String| {
+            let lock = ctx.lock_text();
+            lock.contains(&format!("{c}.md")) && commands.contains(c)
+        };
+        assert!(
+            got.is_superset(&expected) && got.difference(&expected).all(named_by_entry),
+            "plugin `{name}`: skills and commands, Gemini CLI reading berth's {got:?}, Claude Code's install {expected:?}"
+        );
+        assert_eq!(
+            list(ours, "MCP servers"),
+            list(theirs, "MCP servers"),
+            "plugin `{name}`: MCP servers"
+        );
+        for (kind, what) in [
+            ("Agents", "agent"),
+            ("Hooks", "hook"),
+            ("LSP servers", "LSP servers"),
+        ] {
+            if !list(theirs, kind).is_empty() {
+                assert!(
+                    warned(&warnings, &name, what),
+                    "plugin `{name}`: its {kind} unwarned in {warnings:#?}"
+                );
+            }
+        }
+    }
+}
+
+/// Loads plugins with the real OpenHands SDK: `own` resolves each `NAME@entry-forms` from
+/// the registered marketplace as the SDK does itself; `berth` loads the folders given.
+const SDK_READS: &str = r#"
+import json, sys
+from pathlib import Path
+from openhands.sdk.marketplace import MarketplaceRegistry
+from openhands.sdk.marketplace.registration import MarketplaceRegistration
+from openhands.sdk.plugin import Plugin
+
+def inventory(p):
+    mcp = p.mcp_config or {}
+    servers = mcp.get("mcpServers", mcp)
+    hooks = p.hooks.model_dump(mode="json", by_alias=True) if p.hooks else {}
+    hooks = hooks.get("hooks", hooks)
+    return {
+        "skills": sorted(s.name for s in p.skills),
+        "commands": sorted(c.name for c in p.commands),
+        "mcp": sorted(servers),
+        "agents": sorted(a.name for a in p.agents),
+        "hooks": sorted(e for e, m in hooks.items() if m),
+    }
+
+mode, market, *rest = sys.argv[1:]
+out = {}
+if mode == "own":
+    registry = MarketplaceRegistry([MarketplaceRegistration(name="entry-forms", source=market)])
+    for name in rest:
+        source = registry.resolve_plugin(f"{name}@entry-forms")
+        path = Path(source.source) / (source.repo_path or "")
+        out[name] = inventory(Plugin.load(path))
+else:
+    for folder in rest:
+        plugin = Plugin.load(folder)
+        out[plugin.name] = inventory(plugin)
+print(json.dumps(out, sort_keys=True))
+"#;
+
+fn sdk_reads(ctx: &TestContext, python: &Path, args: &[String]) -> Value {
+    let out = Command::new(python)
+        .args(["-c", SDK_READS])
+        .args(args)
+        .env("HOME", &ctx.home)
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .env("OPENHANDS_SUPPRESS_BANNER", "1")
+        .current_dir(&ctx.work)
+        .output()
+        .expect("run the SDK");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn the_openhands_sdk_reads_berths_agent_plugins_as_its_own_marketplace_load() {
+    let Some(python) = sdk_python() else {
+        require_or_skip("BERTH_SDK_PYTHON", "see .ci/run");
+        return;
+    };
+    let ctx = TestContext::new();
+    let market = locked_fixture(&ctx);
+    let dir = ctx.root.join("agent-plugins");
+    let warnings = materialize(&ctx, "agent-plugins", &dir);
+    let names = plugins();
+    let mut args = vec!["own".to_owned(), market.display().to_string()];
+    args.extend(names.iter().cloned());
+    let own = sdk_reads(&ctx, &python, &args);
+    let mut args = vec!["berth".to_owned(), String::new()];
+    args.extend(names.iter().map(|n| dir.join(n).display().to_string()));
+    let read = sdk_reads(&ctx, &python, &args);
+    let mut differ = Vec::new();
+    for name in &names {
+        if read[name] != own[name] {
+            differ.push(name.clone());
+            assert!(
+                warned(&warnings, name, "marketplace entry defines"),
+                "plugin `{name}`: the SDK reading berth's folder {} against its own load {}, unwarned: {warnings:#?}",
+                read[name],
+                own[name]
+            );
+        }
+    }
+    // The plugins whose entry defines components differ, as warned; all others are equal.
+    assert_eq!(
+        differ,
+        ["document-skills", "subset", "inline"],
+        "{read} {own}"
+    );
+    assert!(warned(&warnings, "inline", "LSP servers"), "{warnings:#?}");
+}
