@@ -49,6 +49,10 @@ pub(super) fn own(set: &PluginSet, info: &PluginInfo) -> Own {
             .collect(),
         unpinned: Vec::new(),
     };
+    // Only a plugin that lost something to a later one has more than the set's.
+    if !set.overridden.iter().any(|p| p == name) {
+        return out;
+    }
     let Some(components) = own_components(info) else {
         return out;
     };

@@ -76,7 +76,8 @@ impl PluginSet {
                         "plugin `{name}`: skill `{}` overrides the one from plugin `{}`",
                         skill.name, slot.1
                     ));
-                    *slot = (skill, name.to_owned());
+                    let lost = std::mem::replace(slot, (skill, name.to_owned())).1;
+                    note_overridden(&mut self.overridden, name, lost);
                 }
                 None => self.skills.push((skill, name.to_owned())),
             }
@@ -96,7 +97,8 @@ impl PluginSet {
                         slot.2
                     ));
                     slot.1 = server;
-                    slot.2 = name.to_owned();
+                    let lost = std::mem::replace(&mut slot.2, name.to_owned());
+                    note_overridden(&mut self.overridden, name, lost);
                 }
                 None => self
                     .mcp_servers
@@ -149,5 +151,12 @@ impl PluginSet {
                 None => self.agents.push((agent, name.to_owned())),
             }
         }
+    }
+}
+
+/// Records that `lost` lost a component to `name` (a plugin overriding its own is not).
+fn note_overridden(overridden: &mut Vec<String>, name: &str, lost: String) {
+    if lost != name && !overridden.contains(&lost) {
+        overridden.push(lost);
     }
 }
