@@ -16,6 +16,7 @@ mod files;
 mod gemini_cli;
 mod guard;
 mod own;
+mod parallel;
 mod pinned;
 mod plan;
 
