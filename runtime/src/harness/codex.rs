@@ -1,8 +1,9 @@
 //! Codex CLI: a Codex home folder (`CODEX_HOME`, `~/.codex`) in which the locked plugins
 //! are installed from a local marketplace named `berth`, as `codex plugin add` leaves
 //! them: `berth-marketplace/.claude-plugin/marketplace.json` (Codex reads Claude Code's
-//! catalog) with a link per plugin, `plugins/cache/berth/NAME/VERSION/` (the install, a
-//! read-only copy of the store entry's files: Codex takes only real folders there), and
+//! catalog) with a link per plugin, `plugins/cache/berth/NAME/VERSION/` (the install: a
+//! real folder, as Codex takes only real folders there, of links to the store entry's
+//! folders and read-only copies of its files), and
 //! berth's tables of `config.toml` (`[marketplaces.berth]`, `[plugins."NAME@berth"]`);
 //! every other table of `config.toml` is kept.
 
@@ -14,13 +15,17 @@ use toml_edit::{DocumentMut, Item, Table, value};
 // The marketplace the locked plugins are installed from is named as Claude Code's:
 // plugin ids are `NAME@berth`.
 use super::claude_config::{MARKETPLACE, version_of};
-use super::files::{pretty, regular_files};
+use super::files::pretty;
+use super::pinned::Overlay;
 use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
 use crate::error::RuntimeError;
 use crate::set::{PluginInfo, PluginSet};
 
 const MARKET_DIR: &str = "berth-marketplace";
+/// The folders of a plugin Codex reads its manifest from, which it takes only as real
+/// folders.
+const MANIFEST_DIRS: [&str; 2] = [".claude-plugin", ".codex-plugin"];
 const CONFIG: &str = "config.toml";
 
 /// Codex CLI: its home folder, the plugins installed from a local marketplace.
@@ -109,15 +114,7 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
                 .insert(PathBuf::from(MARKET_DIR).join(name).join(rel), planned);
         }
     }
-    let mut files = Vec::new();
-    regular_files(&info.path, Path::new(""), &mut files)?;
-    for rel in files {
-        if overlay.hidden.contains(&rel) || overlay.files.contains_key(&rel) {
-            continue;
-        }
-        plan.files
-            .insert(install.join(&rel), Planned::Copy(info.path.join(&rel)));
-    }
+    installed(&info.path, Path::new(""), &overlay, &install, plan)?;
     for (rel, bytes) in &overlay.files {
         plan.files
             .insert(install.join(rel), Planned::File(bytes.clone()));
@@ -136,6 +133,46 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
         entry["description"] = json!(info.manifest.description);
     }
     Ok(entry)
+}
+
+/// Plans the install of the store entry `entry`'s folder `rel` at `install`: a real
+/// folder (Codex takes no link there) whose folders are links into the entry, which Codex
+/// follows, and whose files are read-only copies: Codex skips a linked manifest or
+/// `SKILL.md`. The manifest folders, and folders on the way to what `overlay` writes or
+/// leaves out, are real folders planned the same way; the entry's own links are left out.
+fn installed(
+    entry: &Path,
+    rel: &Path,
+    overlay: &Overlay,
+    install: &Path,
+    plan: &mut Plan,
+) -> Result<(), RuntimeError> {
+    let mut children: Vec<_> = std::fs::read_dir(entry.join(rel))?.collect::<Result<_, _>>()?;
+    children.sort_by_key(std::fs::DirEntry::file_name);
+    for child in children {
+        let path = rel.join(child.file_name());
+        if overlay.hidden.contains(&path) || overlay.files.contains_key(&path) {
+            continue;
+        }
+        let kind = child.file_type()?;
+        if kind.is_file() {
+            plan.files
+                .insert(install.join(&path), Planned::Copy(entry.join(&path)));
+        } else if kind.is_dir() {
+            let touched = overlay
+                .files
+                .keys()
+                .chain(&overlay.hidden)
+                .any(|p| p.starts_with(&path));
+            if touched || MANIFEST_DIRS.iter().any(|m| path == Path::new(m)) {
+                installed(entry, &path, overlay, install, plan)?;
+            } else {
+                plan.files
+                    .insert(install.join(&path), Planned::Link(entry.join(&path)));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `config.toml` of the Codex home `root` with berth's marketplace and exactly `ids`
