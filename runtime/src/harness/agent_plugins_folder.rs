@@ -257,7 +257,7 @@ fn plugin_folder(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<
     let servers: Map<String, Value> = own
         .servers
         .iter()
-        .filter_map(|(n, server)| server_json(server).ok().map(|json| (n.clone(), json)))
+        .filter_map(|(n, server)| server_json(server).ok().map(|json| (n.to_string(), json)))
         .collect();
     if !servers.is_empty() {
         let mcp = json!({"$schema": MCP_SCHEMA, "mcpServers": servers});
