@@ -232,15 +232,17 @@ fn in_owned(root: &Path, plan: &Plan) -> std::io::Result<Vec<Vec<PathBuf>>> {
     })
 }
 
-/// Whether `rel` is a planned path or a folder on the way to one: the first planned path
-/// from `rel` on is in it (paths sort by component, so what is under `rel` comes right
-/// after it).
-fn is_planned(plan: &Plan, rel: &Path) -> bool {
-    use std::ops::Bound;
-    plan.files
-        .range::<Path, _>((Bound::Included(rel), Bound::Unbounded))
-        .next()
-        .is_some_and(|(p, _)| p.starts_with(rel))
+/// Every planned path and every folder on the way to one.
+fn planned_or_on_the_way(plan: &Plan) -> HashSet<&Path> {
+    let mut out = HashSet::new();
+    for path in plan.files.keys() {
+        let mut at = Some(path.as_path());
+        // Once a folder is in, so are the folders above it.
+        while let Some(path) = at.filter(|p| !p.as_os_str().is_empty() && out.insert(*p)) {
+            at = path.parent();
+        }
+    }
+    out
 }
 
 /// How `root` differs from `plan`: planned paths edited or missing, and paths in owned
@@ -260,10 +262,11 @@ pub fn check(root: &Path, plan: &Plan) -> std::io::Result<Vec<Drift>> {
             Some(true) => {}
         }
     }
+    let wanted = planned_or_on_the_way(plan);
     for mut found in in_owned(root, plan)? {
         found.sort();
         for rel in found {
-            if !is_planned(plan, &rel) {
+            if !wanted.contains(rel.as_path()) {
                 drift.push(Drift::Added(rel));
             }
         }
@@ -373,9 +376,10 @@ pub fn apply(root: &Path, plan: &Plan) -> std::io::Result<Applied> {
             applied.unchanged += 1;
         }
     }
+    let wanted = planned_or_on_the_way(plan);
     for (owned, found) in plan.owned.iter().zip(in_owned(root, plan)?) {
         for rel in found {
-            if is_planned(plan, &rel) {
+            if wanted.contains(rel.as_path()) {
                 continue;
             }
             let path = root.join(&rel);
@@ -391,7 +395,9 @@ pub fn apply(root: &Path, plan: &Plan) -> std::io::Result<Applied> {
         }
         // An owned folder the plan no longer writes into goes too (a plugin that left).
         let path = root.join(owned);
-        if !is_planned(plan, owned) && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+        if !wanted.contains(owned.as_path())
+            && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir())
+        {
             std::fs::remove_dir_all(&path)?;
         }
     }
