@@ -941,8 +941,10 @@ def bench_materialize(berth, scratch, runs, baseline=None):
                     times[(build, target, "first")].append(first)
                     times[(build, target, "noop")].append(noop)
                 if build == "now" and target not in sizes:
-                    copied = [f for f in out.rglob("*") if f.is_file() and not f.is_symlink()]
-                    sizes[target] = (len(copied), sum(f.stat().st_size for f in copied))
+                    paths = list(out.rglob("*"))
+                    written = [f for f in paths if f.is_file() and not f.is_symlink()]
+                    links = sum(1 for f in paths if f.is_symlink())
+                    sizes[target] = (len(written), sum(f.stat().st_size for f in written), links)
                 shutil.rmtree(out)
     files = [f for f in (work / "mk").rglob("*") if f.is_file()]
     fixture = (len(files), sum(f.stat().st_size for f in files))
@@ -1162,14 +1164,14 @@ def main():
                 args.berth, scratch, args.cold_runs, args.baseline)
             before = f"build {args.baseline_rev}" if args.baseline else None
             for target in MATERIALIZE_TARGETS:
-                files, size = sizes[target]
+                files, size, links = sizes[target]
                 for kind, label, goal in (("first", "first run into an empty DIR", "< 500 ms"),
                                           ("noop", "no-op run again", "< 50 ms")):
                     ours = times[("now", target, kind)]
                     theirs = times.get(("before", target, kind))
                     rows.append(
                         f"| `materialize {target}`, 100 plugins ({fixture_files:,} files, {fixture_bytes / 2**20:.0f} MiB), "
-                        f"{label}; DIR holds {files:,} files, {size / 2**20:.1f} MiB (median of {len(ours)}) "
+                        f"{label}; DIR: {files:,} files ({size / 2**20:.1f} MiB), {links:,} links (median of {len(ours)}) "
                         f"| {median_ms(ours):.0f} ms "
                         f"| {f'{median_ms(theirs):.0f} ms ({before})' if theirs else ''} "
                         f"| {f'{median_ms(theirs) / median_ms(ours):.1f}x faster' if theirs else ''} | {goal} |"
