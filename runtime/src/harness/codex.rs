@@ -16,6 +16,7 @@ use toml_edit::{DocumentMut, Item, Table, value};
 // plugin ids are `NAME@berth`.
 use super::claude_config::{MARKETPLACE, version_of};
 use super::files::pretty;
+use super::own::own;
 use super::pinned::Overlay;
 use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
@@ -114,7 +115,18 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
                 .insert(PathBuf::from(MARKET_DIR).join(name).join(rel), planned);
         }
     }
-    installed(&info.path, Path::new(""), &overlay, &install, plan)?;
+    // Real folders: the manifest folders, each skill's folder (Codex names a skill by
+    // its folder's real path, and a path into the store is longer: with 100 plugins,
+    // Codex 0.169's skill list in the prompt held 139 skills instead of 210), and those on
+    // the way to what the overlay writes or leaves out.
+    let mut real: Vec<PathBuf> = MANIFEST_DIRS.iter().map(PathBuf::from).collect();
+    real.extend(own(set, info).skills.iter().filter_map(|skill| {
+        let (folder, file) = skill.source.rsplit_once('/')?;
+        file.eq_ignore_ascii_case("skill.md")
+            .then(|| PathBuf::from(folder))
+    }));
+    real.extend(overlay.files.keys().chain(&overlay.hidden).cloned());
+    installed(&info.path, Path::new(""), &overlay, &real, &install, plan)?;
     for (rel, bytes) in &overlay.files {
         plan.files
             .insert(install.join(rel), Planned::File(bytes.clone()));
@@ -138,12 +150,14 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
 /// Plans the install of the store entry `entry`'s folder `rel` at `install`: a real
 /// folder (Codex takes no link there) whose folders are links into the entry, which Codex
 /// follows, and whose files are read-only copies: Codex skips a linked manifest or
-/// `SKILL.md`. The manifest folders, and folders on the way to what `overlay` writes or
-/// leaves out, are real folders planned the same way; the entry's own links are left out.
+/// `SKILL.md`. The folders in `real` and those on the way to them are real folders
+/// planned the same way; what `overlay` writes or leaves out is left out, and so are the
+/// entry's own links.
 fn installed(
     entry: &Path,
     rel: &Path,
     overlay: &Overlay,
+    real: &[PathBuf],
     install: &Path,
     plan: &mut Plan,
 ) -> Result<(), RuntimeError> {
@@ -159,13 +173,8 @@ fn installed(
             plan.files
                 .insert(install.join(&path), Planned::Copy(entry.join(&path)));
         } else if kind.is_dir() {
-            let touched = overlay
-                .files
-                .keys()
-                .chain(&overlay.hidden)
-                .any(|p| p.starts_with(&path));
-            if touched || MANIFEST_DIRS.iter().any(|m| path == Path::new(m)) {
-                installed(entry, &path, overlay, install, plan)?;
+            if real.iter().any(|p| p.starts_with(&path)) {
+                installed(entry, &path, overlay, real, install, plan)?;
             } else {
                 plan.files
                     .insert(install.join(&path), Planned::Link(entry.join(&path)));
