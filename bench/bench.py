@@ -41,6 +41,10 @@ Figures:
      same 50 folders in a fresh Python process. The SDK is installed into a cached venv
      (~/.cache/berth-bench/ohsdk) the first time, as fixtures/conformance/README.md says,
      or taken from `--sdk-python`.
+  8. (issue #40) `berth materialize TARGET DIR` for each target of a 100-plugin lock from
+     a local marketplace shaped like the public ones (make_real_marketplace): the first
+     run into an empty DIR and the no-op run again, store and DIR both on /dev/shm,
+     median of --cold-runs each, alternating with `--baseline` when given.
 """
 
 import argparse
@@ -839,6 +843,114 @@ def bench_agent(berth, scratch, runs):
         http.wait()
 
 
+def make_real_marketplace(path: Path, count: int):
+    """A local marketplace folder of `count` plugins shaped like the public ones
+    (anthropics/claude-plugins-official, anthropics/skills): each has a manifest, a README
+    and a licence, skills with reference files and scripts, commands, agents,
+    `hooks/hooks.json` with its scripts, and an `.mcp.json` (stdio and http servers); every
+    fifth an `.lsp.json`; every 25th a large skill set (four skills of ~120 files each:
+    schemas, templates, scripts, ~3 MiB a skill, as the document skills are). No runner
+    lines (`npx`), which `lock` would pin from npm."""
+    entries = []
+    words = "the plugin reads the files and writes a short report for the user ".split()
+    prose = lambda n, seed: " ".join(words[(seed + k) % len(words)] for k in range(n)) + "\n"
+    for i in range(count):
+        name = f"plugin-{i}"
+        plugin = path / "plugins" / name
+        write = lambda rel, text, mode=None: (
+            (plugin / rel).parent.mkdir(parents=True, exist_ok=True),
+            (plugin / rel).write_text(text) if isinstance(text, str) else (plugin / rel).write_bytes(text),
+            mode and (plugin / rel).chmod(mode),
+        )
+        write(".claude-plugin/plugin.json", json.dumps(
+            {"name": name, "version": f"1.{i}.0", "description": f"Plugin {i} of the bench marketplace",
+             "author": {"name": "bench"}, "keywords": ["bench"]}, indent=2))
+        write("README.md", f"# {name}\n\n" + prose(400, i))
+        write("LICENSE", "MIT License\n\n" + prose(160, 3))
+        big = i % 25 == 7
+        for s in range(4 if big else 1 + i % 4):
+            skill = f"skills/{name}-skill-{s}"
+            write(f"{skill}/SKILL.md", f"---\nname: {name}-skill-{s}\ndescription: Use when the user asks for "
+                  f"report {s} of {name}\n---\n# Skill {s}\n\n" + prose(600, s))
+            write(f"{skill}/reference.md", prose(1500, s + i))
+            write(f"{skill}/scripts/run.py", "#!/usr/bin/env python3\nprint('run')\n" + "# " + prose(200, s), 0o755)
+            if big:
+                for k in range(40):
+                    write(f"{skill}/schemas/part-{k}.xsd", "<xsd:schema>\n" + prose(3000, k) + "</xsd:schema>\n")
+                    write(f"{skill}/templates/t-{k}.xml", "<t>" + prose(600, k) + "</t>\n")
+                    write(f"{skill}/scripts/lib/m{k}.py", "# " + prose(800, k), 0o644)
+                write(f"{skill}/assets/logo.bin", os.urandom(256 << 10))
+        for c in range(2 + i % 3):
+            write(f"commands/{name}-cmd-{c}.md", f"---\ndescription: command {c} of {name}\n"
+                  "argument-hint: [path]\n---\nReview $ARGUMENTS. " + prose(300, c))
+        for a in range(i % 3):
+            write(f"agents/{name}-agent-{a}.md", f"---\nname: {name}-agent-{a}\ndescription: agent {a} of {name}\n"
+                  "tools: Read, Grep, Glob\nmodel: sonnet\n---\n" + prose(500, a))
+        if i % 2 == 0:
+            write("hooks/hooks.json", json.dumps({"hooks": {
+                "PreToolUse": [{"matcher": "Bash", "hooks": [
+                    {"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/hooks/check.sh", "timeout": 10}]}],
+                "SessionStart": [{"hooks": [
+                    {"type": "command", "command": "python3 ${CLAUDE_PLUGIN_ROOT}/hooks/start.py"}]}],
+            }}, indent=2))
+            write("hooks/check.sh", "#!/bin/sh\nexit 0\n", 0o755)
+            write("hooks/start.py", "print('{}')\n")
+        servers = {f"{name}-local": {"command": "${CLAUDE_PLUGIN_ROOT}/servers/run.sh", "args": ["--stdio"],
+                                     "env": {"LOG_LEVEL": "info"}}}
+        if i % 3 == 0:
+            servers[f"{name}-web"] = {"type": "http", "url": f"https://mcp.example.com/{name}/mcp"}
+        write(".mcp.json", json.dumps({"mcpServers": servers}, indent=2))
+        write("servers/run.sh", "#!/bin/sh\nexec python3 \"$(dirname \"$0\")/server.py\"\n", 0o755)
+        write("servers/server.py", "# " + prose(1200, i))
+        if i % 5 == 0:
+            write(".lsp.json", json.dumps({f"{name}-lsp": {
+                "command": "${CLAUDE_PLUGIN_ROOT}/servers/lsp.sh", "extensionToLanguage": {f".x{i}": f"x{i}"}}}))
+            write("servers/lsp.sh", "#!/bin/sh\nexit 0\n", 0o755)
+        entries.append({"name": name, "source": f"./plugins/{name}", "description": f"Plugin {i}"})
+    (path / ".claude-plugin").mkdir(parents=True)
+    (path / ".claude-plugin" / "marketplace.json").write_text(
+        json.dumps({"name": "bench", "owner": {"name": "bench"}, "plugins": entries}, indent=2))
+
+
+MATERIALIZE_TARGETS = ("claude", "codex", "gemini", "agent-plugins")
+
+
+def bench_materialize(berth, scratch, runs, baseline=None):
+    """`berth materialize TARGET DIR` of a 100-plugin lock (make_real_marketplace's),
+    store and DIR on the same filesystem: the first run into a new DIR and a no-op run
+    again over it, for each target, this build and `baseline` alternating."""
+    work = scratch / "materialize"
+    make_real_marketplace(work / "mk", 100)
+    (work / "plugins.toml").write_text(
+        '[[marketplace]]\nname = "bench"\nsource = "./mk"\n\n'
+        + "".join(f'[[plugin]]\nsource = "plugin-{i}@bench"\n\n' for i in range(100))
+    )
+    env = {"BERTH_STORE": str(scratch / "materialize-store"), "HOME": str(work / "home")}
+    run([berth, "plugins", "sync", "-q"], cwd=work, env=env)
+    builds = [("now", berth)] + ([("before", baseline)] if baseline else [])
+    times = {(b, t, k): [] for b, _ in builds for t in MATERIALIZE_TARGETS for k in ("first", "noop")}
+    sizes = {}
+    for n in range(runs + 1):  # the first round warms the page cache, untimed
+        for target in MATERIALIZE_TARGETS:
+            for build, binary in builds:
+                out = scratch / "materialized" / f"{build}-{target}-{n}"
+                cmd = [binary, "materialize", target, str(out), "--frozen", "-q"]
+                first = timed([cmd], cwd=work, env=env)
+                noop = timed([cmd], cwd=work, env=env)
+                if n:
+                    times[(build, target, "first")].append(first)
+                    times[(build, target, "noop")].append(noop)
+                if build == "now" and target not in sizes:
+                    paths = list(out.rglob("*"))
+                    written = [f for f in paths if f.is_file() and not f.is_symlink()]
+                    links = sum(1 for f in paths if f.is_symlink())
+                    sizes[target] = (len(written), sum(f.stat().st_size for f in written), links)
+                shutil.rmtree(out)
+    files = [f for f in (work / "mk").rglob("*") if f.is_file()]
+    fixture = (len(files), sum(f.stat().st_size for f in files))
+    return times, sizes, fixture
+
+
 def machine():
     cpu = "unknown CPU"
     try:
@@ -853,7 +965,7 @@ def machine():
     return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.system()} {platform.release()}, {git}"
 
 
-SECTIONS = ("noop", "hash", "cold", "market", "cache", "http", "server", "show", "python", "agent")
+SECTIONS = ("noop", "hash", "cold", "market", "cache", "http", "server", "show", "python", "agent", "materialize")
 
 
 def main():
@@ -865,7 +977,7 @@ def main():
     parser.add_argument("--show-runs", type=int, default=20)
     parser.add_argument("--sdk-runs", type=int, default=5)
     parser.add_argument("--sdk-python", help="a Python with openhands-sdk 1.58.2 installed")
-    parser.add_argument("--baseline", help="an older berth build for the server rows' comparison (bench/run.sh builds it)")
+    parser.add_argument("--baseline", help="an older berth build for the server and materialize rows' comparison (bench/run.sh builds it)")
     parser.add_argument("--baseline-rev", default="", help="the revision --baseline was built from")
     args = parser.parse_args()
     wanted = set(args.only or SECTIONS)
@@ -1046,6 +1158,24 @@ def main():
                 f"| {median_ms(agent_cold):.0f} ms | {median_ms(pip_install):.0f} ms (`pip install --require-hashes` + call, no cache) "
                 f"| {median_ms(pip_install) / median_ms(agent_cold):.1f}x faster | |"
             )
+        if "materialize" in wanted:
+            print("materialize of 100 plugins ...", file=sys.stderr)
+            times, sizes, (fixture_files, fixture_bytes) = bench_materialize(
+                args.berth, scratch, args.cold_runs, args.baseline)
+            before = f"build {args.baseline_rev}" if args.baseline else None
+            for target in MATERIALIZE_TARGETS:
+                files, size, links = sizes[target]
+                for kind, label, goal in (("first", "first run into an empty DIR", "< 500 ms"),
+                                          ("noop", "no-op run again", "< 50 ms")):
+                    ours = times[("now", target, kind)]
+                    theirs = times.get(("before", target, kind))
+                    rows.append(
+                        f"| `materialize {target}`, 100 plugins ({fixture_files:,} files, {fixture_bytes / 2**20:.0f} MiB), "
+                        f"{label}; DIR: {files:,} files ({size / 2**20:.1f} MiB), {links:,} links (median of {len(ours)}) "
+                        f"| {median_ms(ours):.0f} ms "
+                        f"| {f'{median_ms(theirs):.0f} ms ({before})' if theirs else ''} "
+                        f"| {f'{median_ms(theirs) / median_ms(ours):.1f}x faster' if theirs else ''} | {goal} |"
+                    )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -43,6 +43,18 @@ pub fn parse(text: &str) -> Result<Document, String> {
     })
 }
 
+/// The body of `text` as [`parse`] gives it, its front matter not read (for a file whose
+/// front matter was read before, and parsed).
+pub fn body(text: &str) -> String {
+    let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    for candidate in [text.as_str(), py_strip(&text)] {
+        if let Some((_, body)) = split_yaml(candidate).or_else(|| split_json(candidate)) {
+            return py_strip(body).to_owned();
+        }
+    }
+    py_strip(&text).to_owned()
+}
+
 /// Python's `str.strip()`: Unicode whitespace, which also includes `\x1c`..`\x1f`.
 pub fn py_strip(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))

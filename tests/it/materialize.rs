@@ -1238,11 +1238,22 @@ fn a_skill_gemini_cli_skips_is_warned() {
     assert_eq!(from_berth, ["both"], "{listed}");
 }
 
-/// Every file under `dir` with its text, a `plugin.json`'s `version` left out (Codex names
-/// the version from the catalog entry, berth from the content hash).
+/// Every file under `dir` (through links to folders, as Codex reads an install) with its
+/// text, a `plugin.json`'s `version` left out (Codex names the version from the catalog
+/// entry, berth from the content hash).
 fn install_files(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    fn all_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                all_files(&path, out);
+            } else if path.is_file() {
+                out.push(path);
+            }
+        }
+    }
     let mut files = Vec::new();
-    common::all_files(dir, &mut files);
+    all_files(dir, &mut files);
     files
         .iter()
         .map(|path| {

@@ -68,6 +68,9 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
             total.removed.len()
         ),
     );
+    // The process ends next: freeing the set (each plugin's model, file by file) and the
+    // plans one allocation at a time took a tenth of a run that found nothing to write.
+    std::mem::forget((set, plans));
     Ok(())
 }
 

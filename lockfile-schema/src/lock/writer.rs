@@ -83,19 +83,27 @@ pub(crate) fn write_fields(out: &mut String, fields: &[(&str, Option<&String>)])
 pub fn toml_string(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('"');
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04X}", u32::from(c));
-            }
-            c => out.push(c),
+    // Runs of characters that need no escape are copied whole.
+    let mut run = 0;
+    for (at, c) in value.char_indices() {
+        let escape = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\t' => "\\t",
+            '\r' => "\\r",
+            c if c.is_control() => "",
+            _ => continue,
+        };
+        out.push_str(&value[run..at]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{:04X}", u32::from(c));
+        } else {
+            out.push_str(escape);
         }
+        run = at + c.len_utf8();
     }
+    out.push_str(&value[run..]);
     out.push('"');
     out
 }

@@ -251,9 +251,14 @@ impl Harness for AgentPluginsFolder {
             owned: marked(to.root, Path::new(""), MARK),
             ..Plan::default()
         };
-        for info in plugins {
-            plugin_folder(set, info, &mut plan)?;
-        }
+        // Each plugin's folder is planned on its own (listing its skills' folders in the
+        // store), a few at once.
+        let folders = super::parallel::try_map(plugins, |info| {
+            let mut folder = Plan::default();
+            plugin_folder(set, info, &mut folder)?;
+            Ok::<_, RuntimeError>(folder)
+        })?;
+        plan.absorb(folders);
         Ok(vec![(to.root.to_path_buf(), plan)])
     }
 }
@@ -322,7 +327,11 @@ fn plugin_folder(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<
     let servers: Map<String, Value> = own
         .servers
         .iter()
-        .filter_map(|(n, server)| server_json(server, info).ok().map(|json| (n.clone(), json)))
+        .filter_map(|(n, server)| {
+            server_json(server, info)
+                .ok()
+                .map(|json| (n.to_string(), json))
+        })
         .collect();
     if !servers.is_empty() {
         let mcp = json!({"$schema": MCP_SCHEMA, "mcpServers": servers});

@@ -1,8 +1,9 @@
 //! Codex CLI: a Codex home folder (`CODEX_HOME`, `~/.codex`) in which the locked plugins
 //! are installed from a local marketplace named `berth`, as `codex plugin add` leaves
 //! them: `berth-marketplace/.claude-plugin/marketplace.json` (Codex reads Claude Code's
-//! catalog) with a link per plugin, `plugins/cache/berth/NAME/VERSION/` (the install, a
-//! read-only copy of the store entry's files: Codex takes only real folders there), and
+//! catalog) with a link per plugin, `plugins/cache/berth/NAME/VERSION/` (the install: a
+//! real folder, as Codex takes only real folders there, of links to the store entry's
+//! folders and read-only copies of its files), and
 //! berth's tables of `config.toml` (`[marketplaces.berth]`, `[plugins."NAME@berth"]`);
 //! every other table of `config.toml` is kept.
 
@@ -16,13 +17,18 @@ use toml_edit::{DocumentMut, Item, Table, value};
 use super::claude_catalog::definition_fields;
 use super::claude_config::{MARKETPLACE, version_of};
 use super::codex_commands::migrated_commands;
-use super::files::{pretty, regular_files};
+use super::files::pretty;
+use super::own::own;
+use super::pinned::Overlay;
 use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
 use crate::error::RuntimeError;
 use crate::set::{PluginInfo, PluginSet};
 
 const MARKET_DIR: &str = "berth-marketplace";
+/// The folders of a plugin Codex reads its manifest from, which it takes only as real
+/// folders.
+const MANIFEST_DIRS: [&str; 2] = [".claude-plugin", ".codex-plugin"];
 const CONFIG: &str = "config.toml";
 
 /// Codex CLI: its home folder, the plugins installed from a local marketplace.
@@ -118,15 +124,18 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
                 .insert(PathBuf::from(MARKET_DIR).join(name).join(rel), planned);
         }
     }
-    let mut files = Vec::new();
-    regular_files(&info.path, Path::new(""), &mut files)?;
-    for rel in files {
-        if overlay.hidden.contains(&rel) || overlay.files.contains_key(&rel) {
-            continue;
-        }
-        plan.files
-            .insert(install.join(&rel), Planned::Copy(info.path.join(&rel)));
-    }
+    // Real folders: the manifest folders, each skill's folder (Codex names a skill by
+    // its folder's real path, and a path into the store is longer: with 100 plugins,
+    // Codex 0.169's skill list in the prompt held 139 skills instead of 210), and those on
+    // the way to what the overlay writes or leaves out.
+    let mut real: Vec<PathBuf> = MANIFEST_DIRS.iter().map(PathBuf::from).collect();
+    real.extend(own(set, info).skills.iter().filter_map(|skill| {
+        let (folder, file) = skill.source.rsplit_once('/')?;
+        file.eq_ignore_ascii_case("skill.md")
+            .then(|| PathBuf::from(folder))
+    }));
+    real.extend(overlay.files.keys().chain(&overlay.hidden).cloned());
+    installed(&info.path, Path::new(""), &overlay, &real, &install, plan)?;
     for (rel, bytes) in &overlay.files {
         plan.files
             .insert(install.join(rel), Planned::File(bytes.clone()));
@@ -159,6 +168,43 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
         entry[key] = value;
     }
     Ok(entry)
+}
+
+/// Plans the install of the store entry `entry`'s folder `rel` at `install`: a real
+/// folder (Codex takes no link there) whose folders are links into the entry, which Codex
+/// follows, and whose files are read-only copies: Codex skips a linked manifest or
+/// `SKILL.md`. The folders in `real` and those on the way to them are real folders
+/// planned the same way; what `overlay` writes or leaves out is left out, and so are the
+/// entry's own links.
+fn installed(
+    entry: &Path,
+    rel: &Path,
+    overlay: &Overlay,
+    real: &[PathBuf],
+    install: &Path,
+    plan: &mut Plan,
+) -> Result<(), RuntimeError> {
+    let mut children: Vec<_> = std::fs::read_dir(entry.join(rel))?.collect::<Result<_, _>>()?;
+    children.sort_by_key(std::fs::DirEntry::file_name);
+    for child in children {
+        let path = rel.join(child.file_name());
+        if overlay.hidden.contains(&path) || overlay.files.contains_key(&path) {
+            continue;
+        }
+        let kind = child.file_type()?;
+        if kind.is_file() {
+            plan.files
+                .insert(install.join(&path), Planned::Copy(entry.join(&path)));
+        } else if kind.is_dir() {
+            if real.iter().any(|p| p.starts_with(&path)) {
+                installed(entry, &path, overlay, real, install, plan)?;
+            } else {
+                plan.files
+                    .insert(install.join(&path), Planned::Link(entry.join(&path)));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `config.toml` of the Codex home `root` with berth's marketplace and exactly `ids`

@@ -1,8 +1,13 @@
 //! A harness layout as a plan of files, applied idempotently and checked for drift.
 
+use std::collections::HashSet;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
+use berth_store::unpoisoned;
+
+use super::parallel::try_map;
 use super::plan::{Plan, Planned};
 
 /// What applying a plan did.
@@ -16,11 +21,48 @@ pub struct Applied {
     pub removed: Vec<PathBuf>,
 }
 
-/// The mode of a read-only copy of `source`: `0o555` when it is executable, else `0o444`.
-fn copy_mode(source: &Path) -> std::io::Result<u32> {
+/// The mode of a read-only copy of a file with `source`'s metadata: `0o555` when it is
+/// executable, else `0o444`.
+fn copy_mode(source: &std::fs::Metadata) -> u32 {
     use std::os::unix::fs::PermissionsExt as _;
-    let exec = std::fs::metadata(source)?.permissions().mode() & 0o111 != 0;
-    Ok(if exec { 0o555 } else { 0o444 })
+    if source.permissions().mode() & 0o111 != 0 {
+        0o555
+    } else {
+        0o444
+    }
+}
+
+/// Whether the file `found` is berth's copy of the store file `source`: its mode, size and
+/// modification time (a copy gets its store file's), as rsync and make compare files. A
+/// store file never changes (it is verified before the set is built); an edit of the copy
+/// changes its time, or its mode first (a copy is read-only), unless the time is put back.
+fn is_copy_of(found: &std::fs::Metadata, source: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    found.is_file()
+        && found.permissions().mode() & 0o7777 == copy_mode(source)
+        && found.len() == source.len()
+        && (found.mtime(), found.mtime_nsec()) == (source.mtime(), source.mtime_nsec())
+}
+
+/// Copies the store file `source` to the new file `tmp`, read-only, with its time (the
+/// kernel's `copy_file_range`: a reflink where the filesystem makes one; never a hard
+/// link, which a `chmod` in the folder would reach back into the store through).
+fn copy_read_only(source: &Path, tmp: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let nofollow = rustix::fs::OFlags::NOFOLLOW.bits() as i32;
+    let mut from = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nofollow)
+        .open(source)?;
+    let meta = from.metadata()?;
+    let mut to = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(tmp)?;
+    std::io::copy(&mut from, &mut to)?;
+    to.set_times(std::fs::FileTimes::new().set_modified(meta.modified()?))?;
+    to.set_permissions(std::fs::Permissions::from_mode(copy_mode(&meta)))
 }
 
 /// How a folder differs from its plan.
@@ -141,10 +183,9 @@ pub(super) fn one_per_name<'a>(
 }
 
 /// Whether `path` already is what `planned` says: a link's target, a file's bytes, a
-/// copy's bytes and mode (a file berth writes keeps the mode it has: `settings.json` may
-/// be the user's `0600`).
+/// copy's mode, size and time ([`is_copy_of`]) (a file berth writes keeps the mode it
+/// has: `settings.json` may be the user's `0600`).
 fn is_current(path: &Path, planned: &Planned) -> std::io::Result<Option<bool>> {
-    use std::os::unix::fs::PermissionsExt as _;
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -160,11 +201,7 @@ fn is_current(path: &Path, planned: &Planned) -> std::io::Result<Option<bool>> {
                 && serde_json::from_slice::<serde_json::Value>(&std::fs::read(path)?)
                     .is_ok_and(|found| found == *value)
         }
-        Planned::Copy(source) => {
-            meta.file_type().is_file()
-                && meta.permissions().mode() & 0o7777 == copy_mode(source)?
-                && std::fs::read(path)? == std::fs::read(source)?
-        }
+        Planned::Copy(source) => is_copy_of(&meta, &std::fs::metadata(source)?),
     }))
 }
 
@@ -186,9 +223,26 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> 
     Ok(())
 }
 
-/// Whether `rel` is a planned path or a folder on the way to one.
-fn is_planned(plan: &Plan, rel: &Path) -> bool {
-    plan.files.contains_key(rel) || plan.files.keys().any(|p| p.starts_with(rel))
+/// Every path in each of the plan's owned folders (relative to `root`), deepest first.
+fn in_owned(root: &Path, plan: &Plan) -> std::io::Result<Vec<Vec<PathBuf>>> {
+    try_map(&plan.owned, |owned| {
+        let mut found = Vec::new();
+        walk(root, owned, &mut found)?;
+        Ok(found)
+    })
+}
+
+/// Every planned path and every folder on the way to one.
+fn planned_or_on_the_way(plan: &Plan) -> HashSet<&Path> {
+    let mut out = HashSet::new();
+    for path in plan.files.keys() {
+        let mut at = Some(path.as_path());
+        // Once a folder is in, so are the folders above it.
+        while let Some(path) = at.filter(|p| !p.as_os_str().is_empty() && out.insert(*p)) {
+            at = path.parent();
+        }
+    }
+    out
 }
 
 /// How `root` differs from `plan`: planned paths edited or missing, and paths in owned
@@ -197,19 +251,22 @@ pub fn check(root: &Path, plan: &Plan) -> std::io::Result<Vec<Drift>> {
     // A planned path that is not plain is refused here too: nothing outside is read.
     super::guard::all_plain(plan)?;
     let mut drift = Vec::new();
-    for (rel, planned) in &plan.files {
-        match is_current(&root.join(rel), planned)? {
+    let planned: Vec<_> = plan.files.iter().collect();
+    let current = try_map(&planned, |(rel, planned)| {
+        is_current(&root.join(rel), planned)
+    })?;
+    for ((rel, _), current) in planned.into_iter().zip(current) {
+        match current {
             None => drift.push(Drift::Removed(rel.clone())),
             Some(false) => drift.push(Drift::Edited(rel.clone())),
             Some(true) => {}
         }
     }
-    for owned in &plan.owned {
-        let mut found = Vec::new();
-        walk(root, owned, &mut found)?;
+    let wanted = planned_or_on_the_way(plan);
+    for mut found in in_owned(root, plan)? {
         found.sort();
         for rel in found {
-            if !is_planned(plan, &rel) {
+            if !wanted.contains(rel.as_path()) {
                 drift.push(Drift::Added(rel));
             }
         }
@@ -239,7 +296,11 @@ fn unlink_ancestors(root: &Path, rel: &Path) -> std::io::Result<()> {
     for part in parts.iter().take(parts.len().saturating_sub(1)) {
         at.push(part);
         match std::fs::symlink_metadata(&at) {
-            Ok(meta) if meta.file_type().is_symlink() => std::fs::remove_file(&at)?,
+            Ok(meta) if meta.file_type().is_symlink() => match std::fs::remove_file(&at) {
+                // Another thread of this run removed it.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                removed => removed?,
+            },
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(e),
@@ -248,13 +309,24 @@ fn unlink_ancestors(root: &Path, rel: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Writes the planned path `rel` beside its place and renames it over.
-fn write_one(root: &Path, rel: &Path, planned: &Planned) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
+/// Writes the planned path `rel` (where something is, when `found`) beside its place and
+/// renames it over. `ready` holds the folders this run already made ready (no link on the
+/// way, created), which are not looked at again; two threads making one ready at once
+/// is harmless.
+fn write_one(
+    root: &Path,
+    rel: &Path,
+    planned: &Planned,
+    found: bool,
+    ready: &Mutex<HashSet<PathBuf>>,
+) -> std::io::Result<()> {
     let path = root.join(rel);
     let parent = path.parent().unwrap_or(root);
-    unlink_ancestors(root, rel)?;
-    std::fs::create_dir_all(parent)?;
+    if !unpoisoned(ready.lock()).contains(parent) {
+        unlink_ancestors(root, rel)?;
+        std::fs::create_dir_all(parent)?;
+        unpoisoned(ready.lock()).insert(parent.to_path_buf());
+    }
     let tmp = parent.join(format!(
         ".{}.berth-tmp",
         path.file_name().unwrap_or_default().to_string_lossy()
@@ -264,15 +336,11 @@ fn write_one(root: &Path, rel: &Path, planned: &Planned) -> std::io::Result<()> 
         Planned::File(bytes) => write_keeping_mode(&tmp, bytes, &path)?,
         Planned::Json(value) => write_keeping_mode(&tmp, &pretty(value), &path)?,
         Planned::Link(target) => std::os::unix::fs::symlink(target, &tmp)?,
-        Planned::Copy(source) => {
-            std::fs::write(&tmp, std::fs::read(source)?)?;
-            let mode = copy_mode(source)?;
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
-        }
+        Planned::Copy(source) => copy_read_only(source, &tmp)?,
     }
     // A folder where a file or link belongs is replaced (a link over a folder would
     // otherwise fail).
-    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+    if found && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
         std::fs::remove_dir_all(&path)?;
     }
     std::fs::rename(&tmp, &path)
@@ -291,20 +359,27 @@ pub fn apply(root: &Path, plan: &Plan) -> std::io::Result<Applied> {
         )));
     }
     let mut applied = Applied::default();
-    for (rel, planned) in &plan.files {
-        let path = root.join(rel);
-        if is_current(&path, planned)? == Some(true) {
-            applied.unchanged += 1;
-            continue;
+    let planned: Vec<_> = plan.files.iter().collect();
+    let ready = Mutex::new(HashSet::new());
+    let written = try_map(&planned, |(rel, planned)| {
+        let found = is_current(&root.join(rel), planned)?;
+        if found == Some(true) {
+            return Ok(false);
         }
-        write_one(root, rel, planned)?;
-        applied.written.push(rel.clone());
+        write_one(root, rel, planned, found.is_some(), &ready)?;
+        Ok::<_, std::io::Error>(true)
+    })?;
+    for ((rel, _), written) in planned.into_iter().zip(written) {
+        if written {
+            applied.written.push(rel.clone());
+        } else {
+            applied.unchanged += 1;
+        }
     }
-    for owned in &plan.owned {
-        let mut found = Vec::new();
-        walk(root, owned, &mut found)?;
+    let wanted = planned_or_on_the_way(plan);
+    for (owned, found) in plan.owned.iter().zip(in_owned(root, plan)?) {
         for rel in found {
-            if is_planned(plan, &rel) {
+            if wanted.contains(rel.as_path()) {
                 continue;
             }
             let path = root.join(&rel);
@@ -320,7 +395,7 @@ pub fn apply(root: &Path, plan: &Plan) -> std::io::Result<Applied> {
         }
         // An owned folder the plan no longer writes into goes too (a plugin that left).
         let path = root.join(owned);
-        if !plan.files.keys().any(|p| p.starts_with(owned))
+        if !wanted.contains(owned.as_path())
             && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir())
         {
             std::fs::remove_dir_all(&path)?;

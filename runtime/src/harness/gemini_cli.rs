@@ -262,7 +262,7 @@ fn extension(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) {
     let servers: Map<String, Value> = own
         .servers
         .iter()
-        .filter_map(|(n, server)| server_json(server).ok().map(|json| (n.clone(), json)))
+        .filter_map(|(n, server)| server_json(server).ok().map(|json| (n.to_string(), json)))
         .collect();
     let mut manifest = json!({
         "name": name,
@@ -281,21 +281,23 @@ fn extension(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) {
 }
 
 /// A command of the set as a Gemini prompt: its description, and its own text (the set's
-/// skill wraps it in a heading) with `$ARGUMENTS` as `{{args}}`.
+/// skill wraps it in a heading) with `$ARGUMENTS` as `{{args}}`. The set holds only
+/// commands whose front matter it parsed, so the text is taken without parsing it again.
 fn command_toml(info: &PluginInfo, skill: &Skill) -> String {
     let mut toml = String::new();
     if let Some(description) = &skill.description {
         toml.push_str(&format!("description = {}\n", toml_string(description)));
     }
     let body = match info.model.as_deref().map(|m| m.markdown(&skill.source)) {
-        Some(Some(Markdown::Text(text))) => crate::frontmatter::parse(text).ok(),
+        Some(Some(Markdown::Text(text))) => Some(crate::frontmatter::body(text)),
         Some(_) => None,
         // A set built without its models: the command's file, from the store.
         None => std::fs::read_to_string(info.path.join(&skill.source))
             .ok()
-            .and_then(|text| crate::frontmatter::parse(&text).ok()),
+            .and_then(|text| crate::frontmatter::parse(&text).ok())
+            .map(|doc| doc.content),
     }
-    .map_or_else(|| skill.content.clone(), |doc| doc.content);
+    .unwrap_or_else(|| skill.content.clone());
     let prompt = body.replace("$ARGUMENTS", "{{args}}");
     toml.push_str(&format!("prompt = {}\n", toml_string(&prompt)));
     toml

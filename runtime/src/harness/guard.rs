@@ -11,6 +11,7 @@
 //! aside ([`move_aside`]) and says so; it never deletes them. The files berth merges its
 //! keys into are read without following a link ([`read_unlinked`]).
 
+use std::collections::HashSet;
 use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
 
@@ -72,11 +73,6 @@ fn lstat(path: &Path) -> std::io::Result<Option<std::fs::FileType>> {
     }
 }
 
-/// Whether `rel` is strictly inside one of the plan's owned folders.
-fn inside_owned(plan: &Plan, rel: &Path) -> bool {
-    plan.owned.iter().any(|o| rel != o && rel.starts_with(o))
-}
-
 /// An error naming the first planned or owned path of `plan` that is not plain.
 pub(super) fn all_plain(plan: &Plan) -> std::io::Result<()> {
     match plan
@@ -115,8 +111,10 @@ pub fn foreign(root: &Path, plan: &Plan) -> std::io::Result<Vec<Foreign>> {
             what,
         });
     }
+    let owned: HashSet<&Path> = plan.owned.iter().map(PathBuf::as_path).collect();
+    let mut folders = HashSet::new();
     for (rel, planned) in &plan.files {
-        if let Some(f) = foreign_on_the_way(root, plan, rel, planned)?
+        if let Some(f) = foreign_on_the_way(root, &owned, &mut folders, rel, planned)?
             && !found.iter().any(|seen| seen.path == f.path)
         {
             found.push(f);
@@ -127,10 +125,13 @@ pub fn foreign(root: &Path, plan: &Plan) -> std::io::Result<Vec<Foreign>> {
 }
 
 /// What berth did not write on the way to the planned path `rel` or at it, outside the
-/// owned folders (whose own state [`foreign`] checks).
+/// `owned` folders (whose own state [`foreign`] checks; what is inside one is reached
+/// through it). `folders` holds the paths already found to be real folders, not looked at
+/// again.
 fn foreign_on_the_way(
     root: &Path,
-    plan: &Plan,
+    owned: &HashSet<&Path>,
+    folders: &mut HashSet<PathBuf>,
     rel: &Path,
     planned: &Planned,
 ) -> std::io::Result<Option<Foreign>> {
@@ -138,8 +139,11 @@ fn foreign_on_the_way(
     let mut at = PathBuf::new();
     for (i, part) in parts.iter().enumerate() {
         at.push(part);
-        if plan.owned.contains(&at) || inside_owned(plan, &at) {
+        if owned.contains(at.as_path()) {
             return Ok(None);
+        }
+        if i + 1 < parts.len() && folders.contains(&at) {
+            continue;
         }
         let Some(kind) = lstat(&root.join(&at))? else {
             return Ok(None);
@@ -151,6 +155,7 @@ fn foreign_on_the_way(
             } else if !kind.is_dir() {
                 "a file where berth writes a folder"
             } else {
+                folders.insert(at.clone());
                 continue;
             }
         } else if kind.is_symlink() {

@@ -17,6 +17,7 @@ mod files;
 mod gemini_cli;
 mod guard;
 mod own;
+mod parallel;
 mod pinned;
 mod plan;
 

@@ -5,6 +5,8 @@
 //! Plugins folder) has both, so the targets that write per plugin take the earlier one
 //! from the plugin's own reading, re-read from the model the set kept.
 
+use std::borrow::Cow;
+
 use berth_lockfile_schema::runner::parse_runner;
 
 use crate::components::load_components;
@@ -17,11 +19,12 @@ use crate::skills::Skill;
 /// A plugin's skills and MCP servers as a harness that keeps each plugin apart sees them:
 /// the set's of it, and what it lost to a later plugin of the set.
 #[derive(Debug, Default)]
-pub(super) struct Own {
-    /// Its skills and commands (commands never clash, being named after their plugin).
-    pub(super) skills: Vec<Skill>,
-    /// Its MCP servers.
-    pub(super) servers: Vec<(String, McpServer)>,
+pub(super) struct Own<'a> {
+    /// Its skills and commands (commands never clash, being named after their plugin):
+    /// the set's borrowed, those read again owned.
+    pub(super) skills: Vec<Cow<'a, Skill>>,
+    /// Its MCP servers, borrowed from the set or read again.
+    pub(super) servers: Vec<(Cow<'a, str>, Cow<'a, McpServer>)>,
     /// Its MCP servers whose runner line (`npx`, `uvx`) the lock did not pin, being
     /// another plugin's name in the set: left out, for nothing floating to be written.
     pub(super) unpinned: Vec<String>,
@@ -30,7 +33,7 @@ pub(super) struct Own {
 /// `info`'s skills and servers: the set's (pinned as the set runs them), then those the
 /// set holds under another plugin's name, re-read from the model the set kept (none for a
 /// set built without its models).
-pub(super) fn own(set: &PluginSet, info: &PluginInfo) -> Own {
+pub(super) fn own<'a>(set: &'a PluginSet, info: &PluginInfo) -> Own<'a> {
     let name = info.locked.name.as_str();
     let taken_skill = |s: &str| set.skills.iter().any(|(k, p)| k.name == s && p != name);
     let taken_server = |s: &str| set.mcp_servers.iter().any(|(n, _, p)| n == s && p != name);
@@ -39,16 +42,20 @@ pub(super) fn own(set: &PluginSet, info: &PluginInfo) -> Own {
             .skills
             .iter()
             .filter(|(_, p)| p == name)
-            .map(|(s, _)| s.clone())
+            .map(|(s, _)| Cow::Borrowed(s))
             .collect(),
         servers: set
             .mcp_servers
             .iter()
             .filter(|(_, _, p)| p == name)
-            .map(|(n, s, _)| (n.clone(), s.clone()))
+            .map(|(n, s, _)| (Cow::Borrowed(n.as_str()), Cow::Borrowed(s)))
             .collect(),
         unpinned: Vec::new(),
     };
+    // Only a plugin that lost something to a later one has more than the set's.
+    if !set.overridden.iter().any(|p| p == name) {
+        return out;
+    }
     let Some(components) = own_components(info) else {
         return out;
     };
@@ -56,7 +63,8 @@ pub(super) fn own(set: &PluginSet, info: &PluginInfo) -> Own {
         components
             .skills
             .into_iter()
-            .filter(|s| taken_skill(&s.name)),
+            .filter(|s| taken_skill(&s.name))
+            .map(Cow::Owned),
     );
     for (server, config) in components.servers {
         if !taken_server(&server) {
@@ -69,7 +77,7 @@ pub(super) fn own(set: &PluginSet, info: &PluginInfo) -> Own {
         if runs_a_runner {
             out.unpinned.push(server);
         } else {
-            out.servers.push((server, config));
+            out.servers.push((Cow::Owned(server), Cow::Owned(config)));
         }
     }
     out
@@ -80,7 +88,7 @@ pub(super) fn own(set: &PluginSet, info: &PluginInfo) -> Own {
 /// its own): [`own`]'s, and what Claude Code reads beyond the set (which reads as the
 /// SDK): the skills `.claude-plugin/plugin.json` names (`"skills": ["./extra/"]`) and the
 /// servers of a `.mcp.json` without its `mcpServers` wrapper.
-pub(super) fn as_claude_reads(set: &PluginSet, info: &PluginInfo) -> Own {
+pub(super) fn as_claude_reads<'a>(set: &'a PluginSet, info: &PluginInfo) -> Own<'a> {
     let mut out = own(set, info);
     let Some(mut model) = info.model.as_deref().cloned() else {
         return out;
@@ -131,14 +139,14 @@ pub(super) fn as_claude_reads(set: &PluginSet, info: &PluginInfo) -> Own {
     {
         for skill in skills {
             if !out.skills.iter().any(|s| s.name == skill.name) {
-                out.skills.push(skill);
+                out.skills.push(Cow::Owned(skill));
             }
         }
     }
     if let Ok(Some(file)) = reader.json(".mcp.json") {
         for (name, server) in unwrapped_servers(&root, ".mcp.json", &file, &mut warnings) {
             if !out.servers.iter().any(|(n, _)| *n == name) {
-                out.servers.push((name, server));
+                out.servers.push((Cow::Owned(name), Cow::Owned(server)));
             }
         }
     }

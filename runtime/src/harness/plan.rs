@@ -57,4 +57,26 @@ impl Plan {
         }
         self.mark = Some(MARK);
     }
+
+    /// Adds what `parts` plan (each planned on its own, a later path winning) to this plan.
+    pub fn absorb(&mut self, mut parts: Vec<Plan>) {
+        // Parts in the order of their first paths: when each writes in a folder of its own,
+        // their paths come already sorted, and the map is built without searching it
+        // (paths compare component by component, which is slow to do for every insert).
+        parts.sort_by(|a, b| a.files.keys().next().cmp(&b.files.keys().next()));
+        let mut files: Vec<(PathBuf, Planned)> =
+            std::mem::take(&mut self.files).into_iter().collect();
+        for part in parts {
+            files.extend(part.files);
+            for folder in part.owned {
+                if !self.owned.contains(&folder) {
+                    self.owned.push(folder);
+                }
+            }
+            self.vouched.extend(part.vouched);
+            self.mark = self.mark.or(part.mark);
+            self.warnings.extend(part.warnings);
+        }
+        self.files = files.into_iter().collect();
+    }
 }

@@ -79,7 +79,8 @@ impl PluginSet {
                         "plugin `{name}`: skill `{}` {OVERRIDES} `{}`",
                         skill.name, slot.1
                     ));
-                    *slot = (skill, name.to_owned());
+                    let lost = std::mem::replace(slot, (skill, name.to_owned())).1;
+                    note_overridden(&mut self.overridden, name, lost);
                 }
                 None => self.skills.push((skill, name.to_owned())),
             }
@@ -99,7 +100,8 @@ impl PluginSet {
                         slot.2
                     ));
                     slot.1 = server;
-                    slot.2 = name.to_owned();
+                    let lost = std::mem::replace(&mut slot.2, name.to_owned());
+                    note_overridden(&mut self.overridden, name, lost);
                 }
                 None => self
                     .mcp_servers
@@ -152,5 +154,12 @@ impl PluginSet {
                 None => self.agents.push((agent, name.to_owned())),
             }
         }
+    }
+}
+
+/// Records that `lost` lost a component to `name` (a plugin overriding its own is not).
+fn note_overridden(overridden: &mut Vec<String>, name: &str, lost: String) {
+    if lost != name && !overridden.contains(&lost) {
+        overridden.push(lost);
     }
 }

@@ -92,6 +92,10 @@ pub struct PluginSet {
     pub lsp_servers: Vec<(String, Value, String)>,
     /// What was dropped or overridden, naming plugin, file and entry.
     pub warnings: Vec<String>,
+    /// The plugins that lost a skill or an MCP server to a later plugin's of the same
+    /// name (what a harness that keeps plugins apart reads again of them, and only of
+    /// them).
+    pub overridden: Vec<String>,
     /// The lock's pinned packages of runner lines, whose closures the MCP servers and
     /// hooks above start (empty when built with `raw_commands`).
     pub payloads: Vec<berth_lockfile_schema::LockedPayload>,
@@ -112,6 +116,7 @@ pub fn build_plugin_set(
         agents: Vec::new(),
         lsp_servers: Vec::new(),
         warnings: Vec::new(),
+        overridden: Vec::new(),
         payloads: Vec::new(),
     };
     let (entries, trees) = checked_entries(store, lock)?;

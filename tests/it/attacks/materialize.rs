@@ -306,9 +306,10 @@ fn f22_check_sees_a_changed_mode_and_materialize_restores_it() {
     plugin(&ctx, "review", "1.0.0");
     lock(&ctx, &["review"]);
     for (target, rel) in [
+        // Codex's install copies files (its folders are links into the store entry).
         (
             "codex",
-            "plugins/cache/berth/review/1.0.0/skills/r/SKILL.md",
+            "plugins/cache/berth/review/1.0.0/.claude-plugin/plugin.json",
         ),
         ("agent-plugins", "review/skills/r/SKILL.md"),
     ] {
