@@ -56,13 +56,7 @@ impl Harness for Codex {
                 "plugin `{name}`: its LSP servers are not read by Codex"
             ));
         }
-        let (_, left) = migrated_commands(info);
-        if !left.is_empty() {
-            out.push(format!(
-                "plugin `{name}`: Codex runs no skill for its command(s) {}: its own install makes skills only of commands with a `description` and without `$ARGUMENTS`, `$1`, `{{{{` or shell lines (`!`), and berth writes what it would",
-                left.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
-            ));
-        }
+        // The commands Codex makes no skill of are said by `install`, which reads them.
         out
     }
 
@@ -156,9 +150,15 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
         );
     }
     // And makes skills of the commands it can run as skills.
-    let (migrated, _) = migrated_commands(info);
+    let (migrated, left) = migrated_commands(info);
     for (rel, bytes) in migrated {
         plan.files.insert(install.join(rel), Planned::File(bytes));
+    }
+    if !left.is_empty() {
+        plan.warnings.push(format!(
+            "plugin `{name}`: Codex runs no skill for its command(s) {}: its own install makes skills only of commands with a `description` and without `$ARGUMENTS`, `$1`, `{{{{` or shell lines (`!`), and berth writes what it would",
+            left.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+        ));
     }
     let mut entry = json!({"name": name, "source": format!("./{name}"), "version": version});
     if !info.manifest.description.is_empty() {
