@@ -1427,3 +1427,59 @@ fn codex_lists_the_materialized_plugins_as_installed() {
       added: plugins/cache/berth/review/1.2.0/extra.md
     "#);
 }
+
+#[test]
+fn a_plugin_json_the_sdk_would_refuse_is_not_written_and_says_why() {
+    let Some(python) = sdk_python() else {
+        require_or_skip(
+            "BERTH_SDK_PYTHON",
+            "see tests/it/python_sdk.rs (.ci/run makes that venv)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    let plugin = ctx.work.join("Team_Tools");
+    std::fs::create_dir_all(plugin.join("skills/lint")).expect("mkdir");
+    std::fs::write(
+        plugin.join("skills/lint/SKILL.md"),
+        "---\nname: lint\ndescription: Lints\n---\nLint.\n",
+    )
+    .expect("write");
+    ctx.write_manifest("[[plugin]]\nsource = \"./Team_Tools\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    let dir = ctx.root.join("agent-plugins");
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["materialize", "agent-plugins", dir.to_str().expect("utf-8")]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    warning: plugin `Team_Tools` is not written: its `plugin.json` would not be valid Agent Plugins 1.0, which the OpenHands SDK refuses (`name` ("Team_Tools") does not match `^(?!.*(?:--|\.\.))[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?$`)
+           Wrote 1 plugin for Agent Plugins in `[TMP]/agent-plugins` (0 written, 0 unchanged, 0 removed)
+    "#);
+    assert!(!dir.join("Team_Tools").exists());
+    // The SDK's own reason: it refuses such a manifest when it loads the folder.
+    let probe = ctx.root.join("probe/Team_Tools");
+    std::fs::create_dir_all(&probe).expect("mkdir");
+    std::fs::write(
+        probe.join("plugin.json"),
+        r#"{"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "Team_Tools"}"#,
+    )
+    .expect("write");
+    let out = Command::new(&python)
+        .args([
+            "-c",
+            "import sys\nfrom openhands.sdk.plugin import Plugin\nPlugin.load(sys.argv[1])",
+            probe.to_str().expect("utf-8"),
+        ])
+        .env("HOME", &ctx.home)
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .env("OPENHANDS_SUPPRESS_BANNER", "1")
+        .output()
+        .expect("run the SDK");
+    assert!(
+        !out.status.success(),
+        "the SDK loaded it: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use super::agent_plugins_schema::{MCP as SCHEMA_MCP, PLUGIN as SCHEMA_PLUGIN, violations};
 use super::files::{marked, pretty, regular_files, stdio_fields};
 use super::guard::is_component;
 use super::own::own;
@@ -302,7 +303,6 @@ fn written_as<'a>(skill: &'a Skill, plugin: &str) -> Written<'a> {
 fn plugin_folder(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<(), RuntimeError> {
     let name = info.locked.name.as_str();
     let dir = PathBuf::from(name);
-    plan.own(dir.clone(), "agent-plugins");
     let mut manifest = json!({
         "$schema": PLUGIN_SCHEMA,
         "name": name,
@@ -311,6 +311,16 @@ fn plugin_folder(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<
     if !info.manifest.description.is_empty() {
         manifest["description"] = json!(info.manifest.description);
     }
+    // What the OpenHands SDK would refuse (`plugin-1.0.0.schema.json`) is not written.
+    let wrong = violations(SCHEMA_PLUGIN, &manifest);
+    if !wrong.is_empty() {
+        plan.warnings.push(format!(
+            "plugin `{name}` is not written: its `plugin.json` would not be valid Agent Plugins 1.0, which the OpenHands SDK refuses ({})",
+            wrong.join("; ")
+        ));
+        return Ok(());
+    }
+    plan.own(dir.clone(), "agent-plugins");
     plan.files
         .insert(dir.join("plugin.json"), Planned::File(pretty(&manifest)));
     let own = own(set, info);
@@ -335,8 +345,16 @@ fn plugin_folder(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<
         .collect();
     if !servers.is_empty() {
         let mcp = json!({"$schema": MCP_SCHEMA, "mcpServers": servers});
-        plan.files
-            .insert(dir.join("mcp.json"), Planned::File(pretty(&mcp)));
+        let wrong = violations(SCHEMA_MCP, &mcp);
+        if wrong.is_empty() {
+            plan.files
+                .insert(dir.join("mcp.json"), Planned::File(pretty(&mcp)));
+        } else {
+            plan.warnings.push(format!(
+                "plugin `{name}`: its `mcp.json` is not written: it would not be valid Agent Plugins 1.0 ({})",
+                wrong.join("; ")
+            ));
+        }
     }
     let mut hooks = Map::new();
     for (event, matchers) in &set.hooks {

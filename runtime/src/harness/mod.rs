@@ -9,6 +9,7 @@
 //! manifest names its pinned servers inline, for the targets that read a plugin's folder.
 
 mod agent_plugins_folder;
+mod agent_plugins_schema;
 mod claude_catalog;
 mod claude_config;
 mod codex;
