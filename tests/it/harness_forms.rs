@@ -5,7 +5,9 @@
 //! and shows one plugin a call, the others read everything in one call.
 
 use crate::common;
-use crate::materialize::{claude, claude_bin, claude_inventory, codex_bin, gemini_bin, sdk_python};
+use crate::materialize::{
+    claude, claude_bin, claude_inventory, codex_bin, gemini_bin, sdk_command, sdk_python,
+};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -406,13 +408,8 @@ print(json.dumps(out, sort_keys=True))
 "#;
 
 fn sdk_reads(ctx: &TestContext, python: &Path, args: &[String]) -> Value {
-    let out = Command::new(python)
-        .args(["-c", SDK_READS])
+    let out = sdk_command(ctx, python, SDK_READS)
         .args(args)
-        .env("HOME", &ctx.home)
-        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        .env("OPENHANDS_SUPPRESS_BANNER", "1")
-        .current_dir(&ctx.work)
         .output()
         .expect("run the SDK");
     assert!(

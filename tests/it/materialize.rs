@@ -864,13 +864,8 @@ fn the_openhands_sdk_loads_the_materialized_agent_plugins() {
         .iter()
         .map(|n| dir.join(n).display().to_string())
         .collect();
-    let out = Command::new(&python)
-        .args(["-c", SDK_LOAD])
+    let out = sdk_command(&ctx, &python, SDK_LOAD)
         .args(&folders)
-        .env("HOME", &ctx.home)
-        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        .env("OPENHANDS_SUPPRESS_BANNER", "1")
-        .current_dir(&ctx.work)
         .output()
         .expect("run the SDK");
     assert!(
@@ -965,16 +960,23 @@ fn the_openhands_sdk_loads_the_materialized_agent_plugins() {
     "#);
 }
 
-/// Runs the SDK's `Plugin.load` (`SDK_LOAD`) on each of `folders`: what it loaded, by
-/// plugin name.
-fn sdk_load(ctx: &TestContext, python: &Path, folders: &[PathBuf]) -> Value {
-    let out = Command::new(python)
-        .args(["-c", SDK_LOAD])
-        .args(folders)
+/// The SDK's Python running `script` offline, quietly, in the test's home and folder.
+pub(crate) fn sdk_command(ctx: &TestContext, python: &Path, script: &str) -> Command {
+    let mut command = Command::new(python);
+    command
+        .args(["-c", script])
         .env("HOME", &ctx.home)
         .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         .env("OPENHANDS_SUPPRESS_BANNER", "1")
-        .current_dir(&ctx.work)
+        .current_dir(&ctx.work);
+    command
+}
+
+/// Runs the SDK's `Plugin.load` (`SDK_LOAD`) on each of `folders`: what it loaded, by
+/// plugin name.
+fn sdk_load(ctx: &TestContext, python: &Path, folders: &[PathBuf]) -> Value {
+    let out = sdk_command(ctx, python, SDK_LOAD)
+        .args(folders)
         .output()
         .expect("run the SDK");
     assert!(
@@ -1466,15 +1468,9 @@ fn a_plugin_json_the_sdk_would_refuse_is_not_written_and_says_why() {
         r#"{"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "Team_Tools"}"#,
     )
     .expect("write");
-    let out = Command::new(&python)
-        .args([
-            "-c",
-            "import sys\nfrom openhands.sdk.plugin import Plugin\nPlugin.load(sys.argv[1])",
-            probe.to_str().expect("utf-8"),
-        ])
-        .env("HOME", &ctx.home)
-        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        .env("OPENHANDS_SUPPRESS_BANNER", "1")
+    let load = "import sys\nfrom openhands.sdk.plugin import Plugin\nPlugin.load(sys.argv[1])";
+    let out = sdk_command(&ctx, &python, load)
+        .arg(&probe)
         .output()
         .expect("run the SDK");
     assert!(

@@ -153,6 +153,25 @@ fn server_json(server: &McpServer, info: &PluginInfo) -> Result<Value, String> {
     Ok(Value::Object(out))
 }
 
+/// What is said of a plugin whose marketplace entry defines some of it: written as Claude
+/// Code installs it, while the SDK loading it from its marketplace reads the folder only.
+fn entry_defines(info: &PluginInfo) -> Option<String> {
+    let definition = info.locked.definition.as_ref()?;
+    let mut keys: Vec<String> = definition
+        .components
+        .keys()
+        .map(|k| format!("`{k}`"))
+        .collect();
+    if !definition.strict {
+        keys.insert(0, "`strict: false`".to_owned());
+    }
+    Some(format!(
+        "plugin `{}`: written with what its marketplace entry defines ({}), as Claude Code installs it; the OpenHands SDK loading it from its marketplace itself reads only the plugin's folder",
+        info.locked.name,
+        keys.join(", ")
+    ))
+}
+
 /// A folder of Agent Plugins 1.0 plugins, one per locked plugin.
 #[derive(Debug, Clone, Copy)]
 pub struct AgentPluginsFolder;
@@ -178,25 +197,8 @@ impl Harness for AgentPluginsFolder {
         let name = info.locked.name.as_str();
         let mut out = Vec::new();
         let own = own(set, info);
-        if let Some(definition) = &info.locked.definition {
-            let mut keys: Vec<String> = definition
-                .components
-                .keys()
-                .map(|k| format!("`{k}`"))
-                .collect();
-            if !definition.strict {
-                keys.insert(0, "`strict: false`".to_owned());
-            }
-            out.push(format!(
-                "plugin `{name}`: written with what its marketplace entry defines ({}), as Claude Code installs it; the OpenHands SDK loading it from its marketplace itself reads only the plugin's folder",
-                keys.join(", ")
-            ));
-        }
-        for server in &own.unpinned {
-            out.push(format!(
-                "plugin `{name}`: MCP server `{server}` is not written: a later plugin's server has its name, so the lock pinned that one's package, not this one's"
-            ));
-        }
+        out.extend(entry_defines(info));
+        out.extend(own.unpinned_warnings(name));
         for skill in &own.skills {
             match written_as(skill, name) {
                 Written::Nowhere => out.push(format!(

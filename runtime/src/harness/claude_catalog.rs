@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use super::files::string_or_list;
 use super::guard::read_unlinked;
 use super::pinned::Overlay;
 use super::plan::Planned;
@@ -57,16 +58,7 @@ pub(super) fn written_entries(
 /// folder, say), which make Claude Code refuse to install the plugin; `None` if none.
 pub(super) fn agents_not_markdown(info: &PluginInfo) -> Option<String> {
     let agents = info.locked.definition.as_ref()?.components.get("agents")?;
-    let paths: Vec<String> = match agents {
-        Value::String(path) => vec![path.clone()],
-        Value::Array(items) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
-    };
-    let bad: Vec<String> = paths
+    let bad: Vec<String> = string_or_list(agents)
         .into_iter()
         .filter(|p| !p.ends_with(".md"))
         .map(|p| format!("`{p}`"))
@@ -141,18 +133,10 @@ pub(super) fn unlisted_root_skills(info: &PluginInfo) -> Vec<PathBuf> {
     if !std::fs::symlink_metadata(info.path.join(catalog)).is_ok_and(|m| m.is_file()) {
         return Vec::new();
     }
-    let listed: Vec<PathBuf> = match listed {
-        Value::String(path) => vec![path.clone()],
-        Value::Array(items) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
-    }
-    .iter()
-    .map(|p| PathBuf::from(p.trim_start_matches("./").trim_end_matches('/')))
-    .collect();
+    let listed: Vec<PathBuf> = string_or_list(listed)
+        .iter()
+        .map(|p| PathBuf::from(p.trim_start_matches("./").trim_end_matches('/')))
+        .collect();
     let Ok(entries) = std::fs::read_dir(info.path.join("skills")) else {
         return Vec::new();
     };

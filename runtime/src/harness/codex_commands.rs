@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::files::string_or_list;
 use super::guard::read_unlinked;
 use crate::set::PluginInfo;
 
@@ -25,24 +26,11 @@ const MIGRATED: &str = ".codex-plugin/migrated-command-skills";
 /// template, a shell line.
 const NOT_MIGRATED: [&str; 4] = ["$ARGUMENTS", "{{", "!`", "! `"];
 
-/// The paths a `commands` field names (a string or a list of strings).
-fn named(value: &Value) -> Vec<String> {
-    match value {
-        Value::String(path) => vec![path.clone()],
-        Value::Array(items) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
 /// The `commands` of the plugin's Claude Code manifest, if it names any.
 fn manifest_commands(info: &PluginInfo) -> Option<Vec<String>> {
     let bytes = read_unlinked(&info.path, Path::new(".claude-plugin/plugin.json")).ok()??;
     let manifest: Value = serde_json::from_slice(&bytes).ok()?;
-    manifest.get("commands").map(named)
+    manifest.get("commands").map(string_or_list)
 }
 
 /// The plugin's command files with the name Codex gives each (a folder's files by their
@@ -50,7 +38,7 @@ fn manifest_commands(info: &PluginInfo) -> Option<Vec<String>> {
 fn commands(info: &PluginInfo) -> Vec<(String, PathBuf)> {
     let listed = manifest_commands(info).or_else(|| {
         let definition = info.locked.definition.as_ref()?;
-        definition.components.get("commands").map(named)
+        definition.components.get("commands").map(string_or_list)
     });
     let roots: Vec<PathBuf> = match listed {
         Some(paths) => paths

@@ -126,6 +126,20 @@ pub(super) fn stdio_fields(
     }
 }
 
+/// The strings of a manifest field that holds one path or a list of them (`"commands":
+/// "./cmds"` or `["./a.md", "./b.md"]`); nothing for any other value.
+pub(super) fn string_or_list(value: &serde_json::Value) -> Vec<String> {
+    match value {
+        serde_json::Value::String(one) => vec![one.clone()],
+        serde_json::Value::Array(items) => items
+            .iter()
+            .filter_map(serde_json::Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Every regular file under `dir` (relative to it), links skipped, never followed.
 pub(super) fn regular_files(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(dir.join(rel))?.collect::<Result<_, _>>()?;

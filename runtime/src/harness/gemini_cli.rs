@@ -103,11 +103,7 @@ impl Harness for GeminiCli {
         let name = info.locked.name.as_str();
         let mut out = Vec::new();
         let own = as_claude_reads(set, info);
-        for server in &own.unpinned {
-            out.push(format!(
-                "plugin `{name}`: MCP server `{server}` is not written: a later plugin's server has its name, so the lock pinned that one's package, not this one's"
-            ));
-        }
+        out.extend(own.unpinned_warnings(name));
         for skill in &own.skills {
             match written_as(skill, name) {
                 Written::Nowhere => out.push(format!(

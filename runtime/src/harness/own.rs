@@ -9,6 +9,7 @@ use std::borrow::Cow;
 
 use berth_lockfile_schema::runner::parse_runner;
 
+use super::files::string_or_list;
 use crate::components::load_components;
 use crate::mcp::{McpServer, unwrapped_servers};
 use crate::model::Reader;
@@ -86,64 +87,54 @@ pub(super) fn own<'a>(set: &'a PluginSet, info: &PluginInfo) -> Own<'a> {
 /// `info`'s skills and servers as Claude Code reads its folder, for a harness whose
 /// reference is Claude Code's install (Gemini CLI has no install of Claude Code plugins of
 /// its own): [`own`]'s, and what Claude Code reads beyond the set (which reads as the
-/// SDK): the skills `.claude-plugin/plugin.json` names (`"skills": ["./extra/"]`) and the
-/// servers of a `.mcp.json` without its `mcpServers` wrapper.
+/// SDK): the skills `.claude-plugin/plugin.json` names (`"skills": ["./extra/"]`), the
+/// `skills/` folder of a `strict: false` entry with a `skills` list below its
+/// marketplace's root, and the servers of a `.mcp.json` without its `mcpServers` wrapper.
+/// The plugin is read again only when it has one of those.
 pub(super) fn as_claude_reads<'a>(set: &'a PluginSet, info: &PluginInfo) -> Own<'a> {
     let mut out = own(set, info);
-    let Some(mut model) = info.model.as_deref().cloned() else {
-        return out;
-    };
-    let Some(root) = PluginRoot::canonical(&info.locked.name, info.path.clone())
-        .ok()
-        .map(|r| r.exposed_at(info.root.clone()))
-    else {
-        return out;
-    };
-    let mut reader = Reader::new(&root, info.locked.definition.as_ref(), &mut model);
-    let mut warnings = Vec::new();
-    let paths = match reader.json(".claude-plugin/plugin.json") {
-        Ok(Some(file)) => match file.strict() {
-            Some(Ok(manifest)) => match manifest.get("skills") {
-                Some(serde_json::Value::String(p)) => vec![p.clone()],
-                Some(serde_json::Value::Array(items)) => items
-                    .iter()
-                    .filter_map(serde_json::Value::as_str)
-                    .map(str::to_owned)
-                    .collect(),
-                _ => Vec::new(),
-            },
-            _ => Vec::new(),
-        },
-        _ => Vec::new(),
-    };
-    let paths: Vec<String> = paths
+    let manifest = read_json(info, ".claude-plugin/plugin.json");
+    let paths: Vec<String> = manifest
+        .as_ref()
+        .and_then(|m| m.get("skills"))
+        .map(string_or_list)
+        .unwrap_or_default()
         .iter()
         .map(|p| p.trim_start_matches("./").trim_end_matches('/').to_owned())
         .collect();
-    let mut skills =
-        crate::skills::load_skill_paths(&mut reader, &paths, &mut warnings).unwrap_or_default();
     // A `strict: false` entry's `skills` list replaces the plugin's `skills/` folder only
     // for a plugin at its marketplace's root; below it Claude Code reads the folder too.
-    let listed = info
+    let folder_too = info
         .locked
         .definition
         .as_ref()
-        .is_some_and(|d| !d.strict && d.components.contains_key("skills"));
-    if listed && super::claude_catalog::unlisted_root_skills(info).is_empty() {
-        let at_root = info.path.join(".claude-plugin/marketplace.json").is_file();
-        if !at_root {
-            skills
-                .extend(crate::skills::load_skills(&mut reader, &mut warnings).unwrap_or_default());
+        .is_some_and(|d| !d.strict && d.components.contains_key("skills"))
+        && !info.path.join(".claude-plugin/marketplace.json").is_file();
+    let unwrapped = read_json(info, ".mcp.json")
+        .is_some_and(|v| v.as_object().is_some_and(|m| !m.contains_key("mcpServers")));
+    if paths.is_empty() && !folder_too && !unwrapped {
+        return out;
+    }
+    let Some(mut model) = info.model.as_deref().cloned() else {
+        return out;
+    };
+    let Ok(root) = PluginRoot::canonical(&info.locked.name, info.path.clone()) else {
+        return out;
+    };
+    let root = root.exposed_at(info.root.clone());
+    let mut reader = Reader::new(&root, info.locked.definition.as_ref(), &mut model);
+    let mut warnings = Vec::new();
+    let mut skills =
+        crate::skills::load_skill_paths(&mut reader, &paths, &mut warnings).unwrap_or_default();
+    if folder_too {
+        skills.extend(crate::skills::load_skills(&mut reader, &mut warnings).unwrap_or_default());
+    }
+    for skill in skills {
+        if !out.skills.iter().any(|s| s.name == skill.name) {
+            out.skills.push(Cow::Owned(skill));
         }
     }
-    {
-        for skill in skills {
-            if !out.skills.iter().any(|s| s.name == skill.name) {
-                out.skills.push(Cow::Owned(skill));
-            }
-        }
-    }
-    if let Ok(Some(file)) = reader.json(".mcp.json") {
+    if unwrapped && let Ok(Some(file)) = reader.json(".mcp.json") {
         for (name, server) in unwrapped_servers(&root, ".mcp.json", &file, &mut warnings) {
             if !out.servers.iter().any(|(n, _)| *n == name) {
                 out.servers.push((Cow::Owned(name), Cow::Owned(server)));
@@ -151,6 +142,24 @@ pub(super) fn as_claude_reads<'a>(set: &'a PluginSet, info: &PluginInfo) -> Own<
         }
     }
     out
+}
+
+/// The JSON value of the plugin's file `rel` (reached without a link), if it holds one.
+fn read_json(info: &PluginInfo, rel: &str) -> Option<serde_json::Value> {
+    let bytes = super::guard::read_unlinked(&info.path, std::path::Path::new(rel)).ok()??;
+    serde_json::from_slice(&bytes).ok()
+}
+
+impl Own<'_> {
+    /// What is said of the servers left out for their runner line ([`Own::unpinned`]).
+    pub(super) fn unpinned_warnings(&self, plugin: &str) -> Vec<String> {
+        self.unpinned
+            .iter()
+            .map(|server| format!(
+                "plugin `{plugin}`: MCP server `{server}` is not written: a later plugin's server has its name, so the lock pinned that one's package, not this one's"
+            ))
+            .collect()
+    }
 }
 
 /// The plugin's own components, read again from the model the set kept, with its root
