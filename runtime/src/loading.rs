@@ -3,6 +3,7 @@
 //! read afterwards in lock order, so the result does not depend on which thread read what.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use berth_lockfile_schema::LockedPlugin;
@@ -24,7 +25,7 @@ pub(crate) struct Job<'a> {
     /// Its store entry, canonical.
     pub(crate) path: PathBuf,
     /// Its paths as its stat record lists them, when the store's check read the record.
-    pub(crate) tree: Option<EntryTree>,
+    pub(crate) tree: Option<Arc<EntryTree>>,
     /// Where hooks, MCP servers and commands see it.
     pub(crate) exposed: PathBuf,
     /// Its writable data folder.

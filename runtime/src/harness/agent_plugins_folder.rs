@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use super::agent_plugins_schema::{MCP as SCHEMA_MCP, PLUGIN as SCHEMA_PLUGIN, violations};
-use super::files::{marked, pretty, regular_files, stdio_fields};
+use super::entry::{copy_of, files_in};
+use super::files::{marked, pretty, stdio_fields};
 use super::guard::is_component;
 use super::own::own;
 use super::plan::{MARK, Plan, Planned};
@@ -333,7 +334,7 @@ fn plugin_folder(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<
         let file = agent.source.rsplit('/').next().unwrap_or(&agent.source);
         plan.files.insert(
             dir.join("dev.openhands/agents").join(file),
-            Planned::Copy(info.path.join(&agent.source)),
+            copy_of(info, Path::new(&agent.source)),
         );
     }
     let servers: Map<String, Value> = own
@@ -385,12 +386,10 @@ fn skill_files(
     match written_as(skill, &info.locked.name) {
         Written::Folder => {
             let folder = Path::new(&skill.source).parent().unwrap_or(Path::new(""));
-            let mut files = Vec::new();
-            regular_files(&info.path.join(folder), Path::new(""), &mut files)?;
-            for rel in files {
+            for rel in files_in(info, folder)? {
                 plan.files.insert(
                     dir.join("skills").join(&skill.name).join(&rel),
-                    Planned::Copy(info.path.join(folder).join(&rel)),
+                    copy_of(info, &folder.join(&rel)),
                 );
             }
         }
@@ -398,13 +397,13 @@ fn skill_files(
             plan.files.insert(
                 dir.join("dev.openhands/commands")
                     .join(format!("{command}.md")),
-                Planned::Copy(info.path.join(&skill.source)),
+                copy_of(info, Path::new(&skill.source)),
             );
         }
         Written::Flat => {
             plan.files.insert(
                 dir.join(&skill.source),
-                Planned::Copy(info.path.join(&skill.source)),
+                copy_of(info, Path::new(&skill.source)),
             );
         }
         Written::Nowhere | Written::NotAName => {}

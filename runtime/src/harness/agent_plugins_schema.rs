@@ -9,6 +9,10 @@
 //! lookaround: a pattern that opens with a negative lookahead (`^(?!X)REST`) is checked as
 //! "does not start with X, and matches `^REST`".
 
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use berth_store::unpoisoned;
 use regex::Regex;
 use serde_json::Value;
 
@@ -23,7 +27,14 @@ const ANNOTATIONS: [&str; 5] = ["$schema", "$id", "$defs", "title", "description
 
 /// Why `value` is not valid against `schema` (one line each, naming the place), or nothing.
 pub(super) fn violations(schema: &str, value: &Value) -> Vec<String> {
-    let root: Value = serde_json::from_str(schema).expect("a vendored schema is JSON");
+    // Each schema is parsed once per process (a plugin folder is checked twice).
+    static PARSED: LazyLock<Mutex<HashMap<String, Arc<Value>>>> = LazyLock::new(Mutex::default);
+    let root = unpoisoned(PARSED.lock())
+        .entry(schema.to_owned())
+        .or_insert_with(|| {
+            Arc::new(serde_json::from_str(schema).expect("a vendored schema is JSON"))
+        })
+        .clone();
     let mut out = Vec::new();
     check(&root, &root, value, "", &mut out);
     out
@@ -219,11 +230,22 @@ fn matches(pattern: &str, text: &str) -> Option<bool> {
     if let Some(rest) = pattern.strip_prefix("^(?!") {
         let end = closing(rest)?;
         let (ahead, after) = (&rest[..end], &rest[end + 1..]);
-        let not = Regex::new(&format!("^(?:{ahead})")).ok()?;
-        let then = Regex::new(&format!("^{after}")).ok()?;
+        let not = compiled(&format!("^(?:{ahead})"))?;
+        let then = compiled(&format!("^{after}"))?;
         return Some(!not.is_match(text) && then.is_match(text));
     }
-    Regex::new(pattern).ok().map(|re| re.is_match(text))
+    compiled(pattern).map(|re| re.is_match(text))
+}
+
+/// `pattern` compiled, once per process (compiling is what checking a name costs), or
+/// `None` when the `regex` crate cannot express it.
+fn compiled(pattern: &str) -> Option<Regex> {
+    static COMPILED: LazyLock<Mutex<HashMap<String, Option<Regex>>>> =
+        LazyLock::new(Mutex::default);
+    unpoisoned(COMPILED.lock())
+        .entry(pattern.to_owned())
+        .or_insert_with(|| Regex::new(pattern).ok())
+        .clone()
 }
 
 /// The index in `text` of the `)` closing a group opened just before it.

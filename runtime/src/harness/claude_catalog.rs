@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use super::entry::{Kind, children, copy_of};
 use super::files::string_or_list;
 use super::guard::read_unlinked;
 use super::pinned::Overlay;
@@ -153,34 +154,29 @@ pub(super) fn unlisted_root_skills(info: &PluginInfo) -> Vec<PathBuf> {
 /// links), with `overlay`'s files written over it and the paths it hides, and `left_out`,
 /// not there.
 pub(super) fn copied(
-    entry: &Path,
+    info: &PluginInfo,
     overlay: Option<&Overlay>,
     left_out: &[PathBuf],
 ) -> std::io::Result<Vec<(PathBuf, Planned)>> {
     fn walk(
-        entry: &Path,
+        info: &PluginInfo,
         rel: &Path,
         skip: &dyn Fn(&Path) -> bool,
         out: &mut Vec<(PathBuf, Planned)>,
     ) -> std::io::Result<()> {
-        let mut children: Vec<_> = std::fs::read_dir(entry.join(rel))?
-            .map(|e| e.map(|e| (rel.join(e.file_name()), e.file_type())))
-            .collect::<Result<_, _>>()?;
-        children.sort_by(|a, b| a.0.cmp(&b.0));
-        for (child, kind) in children {
+        for (child, kind) in children(info, rel)? {
             if skip(&child) {
                 continue;
             }
-            let kind = kind?;
-            if kind.is_dir() {
-                walk(entry, &child, skip, out)?;
-            } else if kind.is_symlink() {
+            if kind == Kind::Folder {
+                walk(info, &child, skip, out)?;
+            } else if kind == Kind::Link {
                 out.push((
                     child.clone(),
-                    Planned::Link(std::fs::read_link(entry.join(&child))?),
+                    Planned::Link(std::fs::read_link(info.path.join(&child))?),
                 ));
-            } else if kind.is_file() {
-                out.push((child.clone(), Planned::Copy(entry.join(&child))));
+            } else if kind == Kind::File {
+                out.push((child.clone(), copy_of(info, &child)));
             }
         }
         Ok(())
@@ -191,7 +187,7 @@ pub(super) fn copied(
                 .is_some_and(|o| o.hidden.iter().any(|p| p == rel) || o.files.contains_key(rel))
     };
     let mut out = Vec::new();
-    walk(entry, Path::new(""), &skip, &mut out)?;
+    walk(info, Path::new(""), &skip, &mut out)?;
     if let Some(overlay) = overlay {
         out.extend(
             overlay

@@ -370,7 +370,7 @@ fn install_records(
         let overlay = super::pinned::overlay(set, info)?;
         let left_out = unlisted_root_skills(info);
         let folder = if needs_real_folder(info) || !left_out.is_empty() {
-            Folder::Tree(copied(&info.path, overlay.as_ref(), &left_out)?)
+            Folder::Tree(copied(info, overlay.as_ref(), &left_out)?)
         } else {
             match overlay {
                 Some(overlay) => Folder::Tree(super::pinned::linked(&info.path, &overlay)?),

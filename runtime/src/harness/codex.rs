@@ -17,6 +17,7 @@ use toml_edit::{DocumentMut, Item, Table, value};
 use super::claude_catalog::definition_fields;
 use super::claude_config::{MARKETPLACE, version_of};
 use super::codex_commands::migrated_commands;
+use super::entry::{Kind, children, copy_of};
 use super::files::pretty;
 use super::own::own;
 use super::pinned::Overlay;
@@ -129,7 +130,7 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
             .then(|| PathBuf::from(folder))
     }));
     real.extend(overlay.files.keys().chain(&overlay.hidden).cloned());
-    installed(&info.path, Path::new(""), &overlay, &real, &install, plan)?;
+    installed(info, Path::new(""), &overlay, &real, &install, plan)?;
     for (rel, bytes) in &overlay.files {
         plan.files
             .insert(install.join(rel), Planned::File(bytes.clone()));
@@ -177,30 +178,25 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
 /// planned the same way; what `overlay` writes or leaves out is left out, and so are the
 /// entry's own links.
 fn installed(
-    entry: &Path,
+    info: &PluginInfo,
     rel: &Path,
     overlay: &Overlay,
     real: &[PathBuf],
     install: &Path,
     plan: &mut Plan,
 ) -> Result<(), RuntimeError> {
-    let mut children: Vec<_> = std::fs::read_dir(entry.join(rel))?.collect::<Result<_, _>>()?;
-    children.sort_by_key(std::fs::DirEntry::file_name);
-    for child in children {
-        let path = rel.join(child.file_name());
+    for (path, kind) in children(info, rel)? {
         if overlay.hidden.contains(&path) || overlay.files.contains_key(&path) {
             continue;
         }
-        let kind = child.file_type()?;
-        if kind.is_file() {
-            plan.files
-                .insert(install.join(&path), Planned::Copy(entry.join(&path)));
-        } else if kind.is_dir() {
+        if kind == Kind::File {
+            plan.files.insert(install.join(&path), copy_of(info, &path));
+        } else if kind == Kind::Folder {
             if real.iter().any(|p| p.starts_with(&path)) {
-                installed(entry, &path, overlay, real, install, plan)?;
+                installed(info, &path, overlay, real, install, plan)?;
             } else {
                 plan.files
-                    .insert(install.join(&path), Planned::Link(entry.join(&path)));
+                    .insert(install.join(&path), Planned::Link(info.path.join(&path)));
             }
         }
     }

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use berth_store::unpoisoned;
 
 use super::parallel::try_map;
-use super::plan::{Plan, Planned};
+use super::plan::{Plan, Planned, SourceStat};
 
 /// What applying a plan did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -21,27 +21,21 @@ pub struct Applied {
     pub removed: Vec<PathBuf>,
 }
 
-/// The mode of a read-only copy of a file with `source`'s metadata: `0o555` when it is
-/// executable, else `0o444`.
-fn copy_mode(source: &std::fs::Metadata) -> u32 {
-    use std::os::unix::fs::PermissionsExt as _;
-    if source.permissions().mode() & 0o111 != 0 {
-        0o555
-    } else {
-        0o444
-    }
+/// The mode of a read-only copy of `source`: `0o555` when it is executable, else `0o444`.
+fn copy_mode(source: &SourceStat) -> u32 {
+    if source.executable { 0o555 } else { 0o444 }
 }
 
 /// Whether the file `found` is berth's copy of the store file `source`: its mode, size and
 /// modification time (a copy gets its store file's), as rsync and make compare files. A
 /// store file never changes (it is verified before the set is built); an edit of the copy
 /// changes its time, or its mode first (a copy is read-only), unless the time is put back.
-fn is_copy_of(found: &std::fs::Metadata, source: &std::fs::Metadata) -> bool {
+fn is_copy_of(found: &std::fs::Metadata, source: &SourceStat) -> bool {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
     found.is_file()
         && found.permissions().mode() & 0o7777 == copy_mode(source)
-        && found.len() == source.len()
-        && (found.mtime(), found.mtime_nsec()) == (source.mtime(), source.mtime_nsec())
+        && found.len() == source.size
+        && (found.mtime(), found.mtime_nsec()) == source.mtime
 }
 
 /// Copies the store file `source` to the new file `tmp`, read-only, with its time (the
@@ -62,7 +56,9 @@ fn copy_read_only(source: &Path, tmp: &Path) -> std::io::Result<()> {
         .open(tmp)?;
     std::io::copy(&mut from, &mut to)?;
     to.set_times(std::fs::FileTimes::new().set_modified(meta.modified()?))?;
-    to.set_permissions(std::fs::Permissions::from_mode(copy_mode(&meta)))
+    to.set_permissions(std::fs::Permissions::from_mode(copy_mode(&SourceStat::of(
+        &meta,
+    ))))
 }
 
 /// How a folder differs from its plan.
@@ -200,22 +196,32 @@ pub(super) fn one_per_name<'a>(
 /// copy's mode, size and time ([`is_copy_of`]) (a file berth writes keeps the mode it
 /// has: `settings.json` may be the user's `0600`).
 fn is_current(path: &Path, planned: &Planned) -> std::io::Result<Option<bool>> {
+    if let Planned::Link(target) = planned {
+        // One call: `readlink` of what is not a link fails with EINVAL.
+        return match std::fs::read_link(path) {
+            Ok(found) => Ok(Some(found == *target)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Ok(Some(false)),
+            Err(e) => Err(e),
+        };
+    }
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
     Ok(Some(match planned {
-        Planned::Link(target) => {
-            meta.file_type().is_symlink() && std::fs::read_link(path)? == *target
-        }
+        Planned::Link(_) => unreachable!("asked above"),
         Planned::File(bytes) => meta.file_type().is_file() && std::fs::read(path)? == *bytes,
         Planned::Json(value) => {
             meta.file_type().is_file()
                 && serde_json::from_slice::<serde_json::Value>(&std::fs::read(path)?)
                     .is_ok_and(|found| found == *value)
         }
-        Planned::Copy(source) => is_copy_of(&meta, &std::fs::metadata(source)?),
+        Planned::Copy(source, known) => match known {
+            Some(known) => is_copy_of(&meta, known),
+            None => is_copy_of(&meta, &SourceStat::of(&std::fs::metadata(source)?)),
+        },
     }))
 }
 
@@ -350,7 +356,7 @@ fn write_one(
         Planned::File(bytes) => write_keeping_mode(&tmp, bytes, &path)?,
         Planned::Json(value) => write_keeping_mode(&tmp, &pretty(value), &path)?,
         Planned::Link(target) => std::os::unix::fs::symlink(target, &tmp)?,
-        Planned::Copy(source) => copy_read_only(source, &tmp)?,
+        Planned::Copy(source, _) => copy_read_only(source, &tmp)?,
     }
     // A folder where a file or link belongs is replaced (a link over a folder would
     // otherwise fail).

@@ -14,6 +14,7 @@ mod claude_catalog;
 mod claude_config;
 mod codex;
 mod codex_commands;
+mod entry;
 mod files;
 mod gemini_cli;
 mod guard;

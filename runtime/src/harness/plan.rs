@@ -11,8 +11,10 @@ pub enum Planned {
     /// A symbolic link to this (absolute) path: a verified, read-only store entry.
     Link(PathBuf),
     /// A read-only copy of this file of a verified store entry (for harnesses that do not
-    /// follow links), executable when it is.
-    Copy(PathBuf),
+    /// follow links), executable when it is; with the file's stat as the store's check
+    /// found it while the set was built (`entry::copy_of`), so whether a copy is current is
+    /// asked of the copy alone (`None`: asked of the disk).
+    Copy(PathBuf, Option<SourceStat>),
     /// A JSON file the user's own keys are merged into (`settings.json`): current when it
     /// holds this value however it is formatted, so the user's edits of their own keys
     /// are never drift and a file already holding it is left as the user wrote it.
@@ -39,6 +41,29 @@ pub struct Plan {
     pub vouched: Vec<PathBuf>,
     /// What of the set the harness cannot express, one line each.
     pub warnings: Vec<String>,
+}
+
+/// What a copy of a store file takes of it, and is compared by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceStat {
+    /// Whether any execute bit is set.
+    pub executable: bool,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its modification time (seconds, nanoseconds), which the copy gets.
+    pub mtime: (i64, i64),
+}
+
+impl SourceStat {
+    /// Of a file's metadata.
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt as _;
+        Self {
+            executable: meta.mode() & 0o111 != 0,
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+        }
+    }
 }
 
 impl Plan {

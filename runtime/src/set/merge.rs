@@ -67,6 +67,7 @@ impl PluginSet {
             root: job.exposed,
             data_dir: job.data_dir,
             model: model.map(Arc::new),
+            tree: job.tree,
         });
         Ok(())
     }

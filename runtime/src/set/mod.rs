@@ -72,6 +72,9 @@ pub struct PluginInfo {
     /// ([`BuildOptions::keep_models`]): what a harness target, or a reading wider than the
     /// set's, takes without reading the plugin again.
     pub model: Option<Arc<PluginModel>>,
+    /// Its entry's paths as the store's check found them on disk while the set was built
+    /// (`None` when the store had no stat record to check them by).
+    pub tree: Option<Arc<EntryTree>>,
 }
 
 /// The merged plugin set.
@@ -129,7 +132,7 @@ pub fn build_plugin_set(
         jobs.push(Job {
             locked,
             path: folders.canonical(entry)?,
-            tree,
+            tree: tree.map(Arc::new),
             exposed,
             data_dir: plugin_data_dir(store, locked),
         });

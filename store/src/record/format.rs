@@ -199,6 +199,7 @@ pub(crate) fn matches_record(root: &Path, record: &[u8], mut tree: Option<&mut E
                 path: path.clone(),
                 mode: recorded.mode,
                 size: recorded.size,
+                mtime: recorded.mtime,
             });
         }
     }

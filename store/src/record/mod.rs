@@ -49,6 +49,9 @@ pub struct TreePath {
     pub mode: u32,
     /// `st_size`.
     pub size: u64,
+    /// `st_mtime` and its nanoseconds: a copy of the file made with its time compares
+    /// equal without asking the disk for the store file's again.
+    pub mtime: (i64, i64),
 }
 
 /// Where stat records live, under the store root.
