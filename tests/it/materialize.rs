@@ -1457,7 +1457,7 @@ fn a_plugin_json_the_sdk_would_refuse_is_not_written_and_says_why() {
 
     ----- stderr -----
     warning: plugin `Team_Tools` is not written: its `plugin.json` would not be valid Agent Plugins 1.0, which the OpenHands SDK refuses (`name` ("Team_Tools") does not match `^(?!.*(?:--|\.\.))[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?$`)
-           Wrote 1 plugin for Agent Plugins in `[TMP]/agent-plugins` (0 written, 0 unchanged, 0 removed)
+           Wrote 0 plugins for Agent Plugins in `[TMP]/agent-plugins` (0 written, 0 unchanged, 0 removed)
     "#);
     assert!(!dir.join("Team_Tools").exists());
     // The SDK's own reason: it refuses such a manifest when it loads the folder.

@@ -61,7 +61,7 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
         "Wrote",
         &format!(
             "{} for {} in {place} ({} written, {} unchanged, {} removed)",
-            super::approve::count(set.plugins.len(), "plugin"),
+            super::approve::count(plans.first().map_or(0, |(_, p)| p.plugins), "plugin"),
             harness.display_name(),
             total.written.len(),
             total.unchanged,

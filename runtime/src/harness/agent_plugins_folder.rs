@@ -321,6 +321,7 @@ fn plugin_folder(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<
             "plugin `{name}` is not written: its `plugin.json` would not be valid Agent Plugins 1.0, which the OpenHands SDK refuses ({})",
             wrong.join("; ")
         ));
+        plan.refused.push(name.to_owned());
         return Ok(());
     }
     plan.own(dir.clone(), "agent-plugins");

@@ -3,7 +3,8 @@
 //! A harness target is one [`Harness`] (its module: `claude_config.rs`, `codex.rs`,
 //! `gemini_cli.rs`, `agent_plugins_folder.rs`) and one row of [`TARGETS`], which the CLI's
 //! names come from. A target turns a [`PluginSet`] into [`Plan`]s of files and links to
-//! verified store entries (`plan.rs`) and names what the harness cannot express; `files.rs`
+//! verified store entries (`plan.rs`; `entry.rs` lists and copies an entry from what the
+//! store's check just found of it) and names what the harness cannot express; `files.rs`
 //! applies a plan (only what differs) and finds drift from it; `guard.rs` keeps every write inside
 //! the folder and away from what berth did not write; `pinned.rs` is a plugin folder whose
 //! manifest names its pinned servers inline, for the targets that read a plugin's folder.
@@ -135,9 +136,11 @@ pub fn materialize(
         warnings.extend(harness.cannot_express(set, plugin));
     }
     let mut plans = harness.plan(set, &plugins, to)?;
+    let refused: usize = plans.iter().map(|(_, plan)| plan.refused.len()).sum();
     if let Some((_, first)) = plans.first_mut() {
         warnings.append(&mut first.warnings);
         first.warnings = warnings;
+        first.plugins = plugins.len().saturating_sub(refused);
     }
     Ok(plans)
 }

@@ -41,6 +41,10 @@ pub struct Plan {
     pub vouched: Vec<PathBuf>,
     /// What of the set the harness cannot express, one line each.
     pub warnings: Vec<String>,
+    /// The plugins the target refused to write (each said in a warning).
+    pub refused: Vec<String>,
+    /// How many plugins the plans write ([`super::materialize`] sets it on the first).
+    pub plugins: usize,
 }
 
 /// What a copy of a store file takes of it, and is compared by.
@@ -101,6 +105,7 @@ impl Plan {
             self.vouched.extend(part.vouched);
             self.mark = self.mark.or(part.mark);
             self.warnings.extend(part.warnings);
+            self.refused.extend(part.refused);
         }
         self.files = files.into_iter().collect();
     }
