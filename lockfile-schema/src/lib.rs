@@ -32,8 +32,8 @@ pub use lock::{
     Staleness, parse_lock, toml_string,
 };
 pub use manifest::{
-    AgentOrigin, AgentRequest, Manifest, ParsedManifest, PluginRequest, is_valid_plugin_name,
-    mixed_scripts, parse_manifest,
+    AgentOrigin, AgentRequest, AutoLoad, Manifest, ParsedManifest, PluginRequest,
+    is_valid_plugin_name, mixed_scripts, parse_manifest,
 };
 pub use manifest_edit::{
     EditError, NewPlugin, Removal, add_marketplace, add_plugin, remove_plugin,

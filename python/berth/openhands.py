@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from openhands.sdk.agent.base import AgentBase
     from openhands.sdk.hooks import HookConfig
+    from openhands.sdk.marketplace import MarketplaceRegistration
     from openhands.sdk.mcp.config import MCPServer
     from openhands.sdk.plugin import PluginSource
     from openhands.sdk.skills import Skill
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
         AgentHookMatcher,
         AgentMcpServer,
         ListedPlugin,
+        LockedMarketplace,
         PluginList,
         PluginSet,
         SetAgent,
@@ -47,7 +49,9 @@ if TYPE_CHECKING:
 __all__ = [
     "SdkPluginSet",
     "agent_definitions",
+    "check_registrations",
     "load_plugins",
+    "locked_marketplaces",
     "locked_plugins",
     "native",
     "plugin_set",
@@ -68,6 +72,75 @@ def locked_plugins(lockfile: PathLike, store: PathLike | None = None) -> list[Li
     out = run(["plugins", "--lockfile", str(lock), "list", "--json"], cwd=lock.parent, store=store)
     listing: PluginList = json.loads(out.stdout)
     return listing["plugins"]
+
+
+def locked_marketplaces(
+    lockfile: PathLike, store: PathLike | None = None
+) -> list[LockedMarketplace]:
+    """The lock's ``[[marketplace]]`` tables, as ``berth plugins list --json`` prints them."""
+    lock = Path(lockfile).resolve()
+    out = run(["plugins", "--lockfile", str(lock), "list", "--json"], cwd=lock.parent, store=store)
+    listing: PluginList = json.loads(out.stdout)
+    return listing.get("marketplaces", [])
+
+
+def _auto_load(value: object) -> bool | list[str]:
+    """``auto_load`` as the SDK's registration means it (``[]`` is ``False``)."""
+    if isinstance(value, list):
+        return list(value) if value else False
+    return bool(value)
+
+
+def check_registrations(
+    lockfile: PathLike,
+    registrations: Sequence[MarketplaceRegistration],
+    store: PathLike | None = None,
+) -> None:
+    """Checks an ``AgentContext``'s ``registered_marketplaces`` against the lock: each must
+    be a ``[[marketplace]]`` the lock holds with the same ``source``, ``ref``, ``repo_path``
+    and ``auto_load``, and every marketplace the lock auto-loads must be registered.
+    Raises :class:`BerthError` naming each one that is not (nothing is ever fetched: add it
+    to ``plugins.toml`` with ``berth marketplace add`` and lock)."""
+    locked = {m["name"]: m for m in locked_marketplaces(lockfile, store)}
+    problems: list[str] = []
+    for reg in registrations:
+        found = locked.get(reg.name)
+        if found is None:
+            problems.append(
+                f"marketplace `{reg.name}` ({reg.source}) is registered but the lock does not "
+                f"hold it: run `berth marketplace add {reg.name} {reg.source}` and lock"
+            )
+            continue
+        asked = {
+            "source": reg.source,
+            "ref": reg.ref,
+            "repo_path": reg.repo_path,
+            "auto_load": _auto_load(reg.auto_load),
+        }
+        pinned = {
+            "source": found["source"],
+            "ref": found.get("ref"),
+            "repo_path": found.get("repo_path"),
+            "auto_load": _auto_load(found.get("auto_load", False)),
+        }
+        differing = [
+            f"{key}: {pinned[key]!r} locked, {asked[key]!r} registered"
+            for key in asked
+            if asked[key] != pinned[key]
+        ]
+        if differing:
+            problems.append(
+                f"marketplace `{reg.name}` is registered otherwise than it is locked "
+                f"({'; '.join(differing)}): change plugins.toml to match and lock"
+            )
+    registered = {reg.name for reg in registrations}
+    for name, found in locked.items():
+        if found.get("auto_load") and name not in registered:
+            problems.append(
+                f"the lock auto-loads marketplace `{name}`, which the agent does not register"
+            )
+    if problems:
+        raise BerthError(1, "error: " + "\n".join(problems))
 
 
 class NativeModule(Protocol):
@@ -150,6 +223,9 @@ class SdkPluginSet:
     plugins: list[SetPlugin] = field(default_factory=list)
     #: What berth noticed while building the set (overrides, skipped files, …).
     warnings: list[str] = field(default_factory=list)
+    #: The names of the skills a marketplace's ``auto_load`` brings as standalone skills:
+    #: the agent's own skills win over them, as the SDK merges them.
+    standalone_skills: frozenset[str] = frozenset()
 
 
 def to_sdk(doc: PluginSet) -> SdkPluginSet:
@@ -158,6 +234,7 @@ def to_sdk(doc: PluginSet) -> SdkPluginSet:
     from openhands.sdk.hooks import HookConfig
 
     roots = {p["name"]: Path(p.get("root") or p["path"]) for p in doc.get("plugins", [])}
+    standalone = {p["name"] for p in doc.get("plugins", []) if p.get("standalone_skill")}
     hooks = _hook_config(doc.get("hooks") or {})
     return SdkPluginSet(
         skills=[_skill(s, roots[s["plugin"]]) for s in doc.get("skills", [])],
@@ -168,6 +245,9 @@ def to_sdk(doc: PluginSet) -> SdkPluginSet:
         agents=[_agent(a, roots[a["plugin"]]) for a in doc.get("agents", [])],
         plugins=list(doc.get("plugins", [])),
         warnings=list(doc.get("warnings", [])),
+        standalone_skills=frozenset(
+            s["name"] for s in doc.get("skills", []) if s["plugin"] in standalone
+        ),
     )
 
 
@@ -187,7 +267,15 @@ def load_plugins(
     (the conversation's secrets). Raises ``ValueError`` over ``max_skills`` skills, and
     ``BerthError`` when a locked plugin is not in the store (``store``, else berth's
     default); nothing is ever fetched.
+
+    The agent's ``registered_marketplaces`` are checked against the lock
+    (:func:`check_registrations`); what they auto-load comes from the lock, and the agent
+    returned keeps them registered with ``auto_load`` off, so the conversation does not
+    fetch them again.
     """
+    context = agent.agent_context
+    if context is not None and context.registered_marketplaces:
+        check_registrations(lockfile, context.registered_marketplaces, store)
     return merge_into(agent, to_sdk(plugin_set(lockfile, store)), max_skills, get_secret)
 
 
@@ -201,12 +289,27 @@ def merge_into(
     from openhands.sdk.context import AgentContext
     from openhands.sdk.skills.utils import expand_mcp_servers
 
+    context = agent.agent_context
+    if context is not None and any(r.auto_load for r in context.registered_marketplaces):
+        # What they auto-load is in the set: the conversation must not load it again.
+        context = context.model_copy(
+            update={
+                "registered_marketplaces": [
+                    r.model_copy(update={"auto_load": False})
+                    for r in context.registered_marketplaces
+                ]
+            }
+        )
+        agent = agent.model_copy(update={"agent_context": context})
     if not plugins.plugins:
         return agent, None
-    context = agent.agent_context
     by_name = {s.name: s for s in (context.skills if context else [])}
     for skill in plugins.skills:
-        by_name[skill.name] = skill
+        if skill.name in plugins.standalone_skills:
+            # A marketplace's standalone skill: the agent's own of the same name wins.
+            by_name.setdefault(skill.name, skill)
+        else:
+            by_name[skill.name] = skill
     if len(by_name) > max_skills:
         raise ValueError(f"Total skills ({len(by_name)}) exceeds maximum ({max_skills})")
     skills = list(by_name.values())

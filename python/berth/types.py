@@ -35,6 +35,7 @@ __all__ = [
     "ListedPlugin",
     "ListedWheel",
     "LockedAgentBody",
+    "LockedMarketplace",
     "LockedPluginBody",
     "PluginList",
     "PluginSet",
@@ -55,9 +56,7 @@ JsonValue: TypeAlias = dict[str, "JsonValue"] | list["JsonValue"] | str | int | 
 # The plugin set (docs/spec.md section 5)
 
 
-class SetPlugin(TypedDict):
-    """A plugin of the set, in lock order."""
-
+class _SetPluginKeys(TypedDict):
     name: str
     #: The plugin manifest's ``version`` (``1.0.0`` when it gives none).
     version: str
@@ -77,6 +76,15 @@ class SetPlugin(TypedDict):
     format: Literal["claude-code", "agent-plugins"]
     #: ``/plugin:command``, the command the plugin is entered with, if it names one.
     entry_command: str | None
+
+
+class SetPlugin(_SetPluginKeys, total=False):
+    """A plugin of the set, in lock order."""
+
+    #: The marketplace whose ``auto_load`` brings it (absent when the manifest asks for it).
+    auto_load: str
+    #: ``True`` on a marketplace's standalone skill: the entry's folder is one skill.
+    standalone_skill: bool
 
 
 class SkillInput(TypedDict):
@@ -330,11 +338,36 @@ class _PluginListKeys(TypedDict):
     plugins: list[ListedPlugin]
 
 
+class _LockedMarketplaceKeys(TypedDict):
+    name: str
+    #: As the manifest declares it, credentials removed.
+    source: str
+    #: The catalog read, relative to the marketplace's folder.
+    catalog: str
+    #: sha256 of the catalog's bytes, SRI form.
+    catalog_hash: str
+
+
+class LockedMarketplace(_LockedMarketplaceKeys, total=False):
+    """A ``[[marketplace]]`` of plugins.lock."""
+
+    ref: str
+    repo_path: str
+    #: The git URL fetched (git marketplaces).
+    url: str
+    #: The commit the catalog was read at (git marketplaces).
+    rev: str
+    #: ``True``, or the names of the plugins and standalone skills it loads into every
+    #: conversation; absent when it loads none.
+    auto_load: bool | list[str]
+
+
 class PluginList(_PluginListKeys, total=False):
     """``berth plugins list --json``."""
 
+    #: Only when the lock declares marketplaces.
+    marketplaces: list[LockedMarketplace]
     #: Only when the lock has an ``[agent]``.
-    agent: ListedAgent
     #: Only when the lock pins packages.
     payloads: list[ListedPayload]
 

@@ -116,7 +116,16 @@ fn load(
     let mut reader = Reader::new(&root, job.locked.definition.as_ref(), &mut model);
     let (manifest, mut warnings) = reader.manifest()?;
     go_on()?;
-    let components = load_components(&mut reader, &manifest, &job.data_dir, &mut warnings, &go_on)?;
+    let components = if job.locked.standalone_skill {
+        // A marketplace's standalone skill: its folder is one skill (the SDK's
+        // `_load_skill_from_dir`), nothing else.
+        Components {
+            skills: crate::skills::load_skill_paths(&mut reader, &[".".to_owned()], &mut warnings)?,
+            ..Components::default()
+        }
+    } else {
+        load_components(&mut reader, &manifest, &job.data_dir, &mut warnings, &go_on)?
+    };
     let mut all = root.take_skipped();
     all.append(&mut warnings);
     // A model not kept is dropped here, on the thread whose allocations it holds.

@@ -378,6 +378,8 @@ fn add_plugin(store: &Store, name: &str, files: &[(&str, Content)]) -> LockedPlu
         plugin_version: None,
         dependencies: Vec::new(),
         needed_by: Vec::new(),
+        auto_load: None,
+        standalone_skill: false,
         definition: None,
         source: format!("./{name}"),
         git_ref: None,

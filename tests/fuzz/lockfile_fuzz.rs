@@ -122,6 +122,8 @@ fn locked_plugin() -> impl Strategy<Value = LockedPlugin> {
                 plugin_version: None,
                 dependencies: Vec::new(),
                 needed_by: Vec::new(),
+                auto_load: None,
+                standalone_skill: false,
                 // A definition with a component whose keys the writer must sort.
                 definition: is_local.then(|| berth_lockfile_schema::EntryDefinition {
                     strict: false,

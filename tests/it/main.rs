@@ -42,6 +42,7 @@ mod python_sdk;
 mod repo_path_links;
 mod runtime;
 mod s3_cache;
+mod sdk_marketplaces;
 mod server;
 mod skipped_files;
 mod ssrf;

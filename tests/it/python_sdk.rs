@@ -17,7 +17,7 @@ use std::process::Command;
 
 use common::{FileServer, ServeProcess, TestContext, berth_bin, require_or_skip};
 
-fn sdk_python() -> Option<PathBuf> {
+pub(crate) fn sdk_python() -> Option<PathBuf> {
     std::env::var_os("BERTH_SDK_PYTHON")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
@@ -32,14 +32,14 @@ fn python(ctx: &TestContext, python: &Path, script: &str, args: &[&str]) -> Stri
 
 /// How `berth.openhands` builds a plugin set.
 #[derive(Debug, Clone, Copy)]
-enum Runtime {
+pub(crate) enum Runtime {
     /// In the Python process, with the extension `berth._native`.
     InProcess,
     /// By running the berth binary (`BERTH_NATIVE=0`).
     Binary,
 }
 
-fn python_with(
+pub(crate) fn python_with(
     ctx: &TestContext,
     python: &Path,
     runtime: Runtime,
@@ -191,7 +191,7 @@ fn script(ctx: &TestContext, python_bin: &Path, name: &str, args: &[&str]) -> se
     script_with(ctx, python_bin, Runtime::InProcess, name, args)
 }
 
-fn script_with(
+pub(crate) fn script_with(
     ctx: &TestContext,
     python_bin: &Path,
     runtime: Runtime,

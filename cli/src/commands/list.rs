@@ -24,7 +24,7 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
 }
 
 /// `list --json`: the lock's entries as the lock writes them, with their kind and store
-/// path, its agent's wheels and its payloads.
+/// path, its marketplaces, its agent's wheels and its payloads.
 fn document(ctx: &Context, lock: &Lock) -> serde_json::Value {
     let plugins: Vec<serde_json::Value> = lock
         .plugins
@@ -66,6 +66,20 @@ fn document(ctx: &Context, lock: &Lock) -> serde_json::Value {
     let mut doc = json!({ "plugins": plugins });
     if let Some(agent) = agent {
         doc["agent"] = agent;
+    }
+    // The marketplaces as the lock pins them (what a conversation's registrations are
+    // checked against), when it has any.
+    if !lock.marketplaces.is_empty() {
+        doc["marketplaces"] = lock
+            .marketplaces
+            .iter()
+            .map(|m| {
+                serde_json::to_value(
+                    berth_lockfile_schema::marketplace::LockedMarketplaceWire::from(m),
+                )
+                .expect("lock entries serialise")
+            })
+            .collect();
     }
     if !lock.payloads.is_empty() {
         doc["payloads"] = lock

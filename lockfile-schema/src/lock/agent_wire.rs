@@ -152,6 +152,8 @@ fn tree_from_wire(
         plugin_version: None,
         dependencies: Vec::new(),
         needed_by: Vec::new(),
+        auto_load: None,
+        standalone_skill: false,
         definition: None,
         name: w.package.clone(),
         source: w.source.clone(),

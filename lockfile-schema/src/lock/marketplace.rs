@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::differ;
 use crate::hash::CommitId;
 use crate::hash::Sha256Hash;
-use crate::manifest::{CATALOG_PATHS, MarketplaceRequest};
+use crate::manifest::{AutoLoad, CATALOG_PATHS, MarketplaceRequest};
 use crate::source::SourceKind;
 
 /// A marketplace as the lock pins it: its declaration, the commit read (git) and the
@@ -29,11 +29,28 @@ pub struct LockedMarketplace {
     pub catalog: String,
     /// sha256 of the catalog's bytes.
     pub catalog_hash: Sha256Hash,
+    /// The declared `auto_load`: the plugins and standalone skills it brings are locked as
+    /// `[[plugin]]` entries marked `auto_load = NAME`, ahead of the manifest's own.
+    pub auto_load: AutoLoad,
 }
 
 impl LockedMarketplace {
     /// How this locked marketplace differs from its declaration (empty: it satisfies it).
     pub fn differences(&self, request: &MarketplaceRequest) -> Vec<String> {
+        let mut what = self.place_differences(request);
+        if self.auto_load != request.auto_load {
+            what.push(format!(
+                "auto_load: `{}` locked, `{}` asked",
+                self.auto_load.to_json(),
+                request.auto_load.to_json()
+            ));
+        }
+        what
+    }
+
+    /// How the place it was read from differs from the declaration's (`source`, `ref`,
+    /// `repo_path`): empty when its pin still answers the declaration.
+    pub fn place_differences(&self, request: &MarketplaceRequest) -> Vec<String> {
         let mut what = Vec::new();
         differ(
             &mut what,
@@ -86,6 +103,39 @@ pub struct LockedMarketplaceWire {
     /// sha256 of the catalog's bytes, SRI form.
     #[schemars(regex(pattern = r"^sha256-[A-Za-z0-9+/]{43}=$"))]
     pub catalog_hash: String,
+    /// The manifest's `auto_load`, when it loads anything: `true`, or the names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_load: Option<AutoLoadWire>,
+}
+
+/// `auto_load` as the lockfile writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum AutoLoadWire {
+    /// `true` (or `false`, read as nothing).
+    Flag(bool),
+    /// The names of the plugins and standalone skills it loads.
+    Names(Vec<String>),
+}
+
+impl From<&AutoLoad> for Option<AutoLoadWire> {
+    fn from(auto_load: &AutoLoad) -> Self {
+        match auto_load {
+            AutoLoad::Nothing => None,
+            AutoLoad::Everything => Some(AutoLoadWire::Flag(true)),
+            AutoLoad::Only(names) => Some(AutoLoadWire::Names(names.clone())),
+        }
+    }
+}
+
+impl From<Option<AutoLoadWire>> for AutoLoad {
+    fn from(wire: Option<AutoLoadWire>) -> Self {
+        match wire {
+            None | Some(AutoLoadWire::Flag(false)) => AutoLoad::Nothing,
+            Some(AutoLoadWire::Flag(true)) => AutoLoad::Everything,
+            Some(AutoLoadWire::Names(names)) => AutoLoad::only(names),
+        }
+    }
 }
 
 impl From<&LockedMarketplace> for LockedMarketplaceWire {
@@ -99,6 +149,7 @@ impl From<&LockedMarketplace> for LockedMarketplaceWire {
             rev: m.git.as_ref().map(|(_, rev)| rev.to_string()),
             catalog: m.catalog.clone(),
             catalog_hash: m.catalog_hash.to_sri(),
+            auto_load: (&m.auto_load).into(),
         }
     }
 }
@@ -142,6 +193,7 @@ impl TryFrom<LockedMarketplaceWire> for LockedMarketplace {
             git,
             catalog: w.catalog,
             catalog_hash,
+            auto_load: w.auto_load.into(),
         })
     }
 }

@@ -12,7 +12,7 @@ mod writer;
 
 pub use agent::{LockedAgent, LockedWheel};
 pub use agent_wire::{LockedAgentWire, LockedWheelWire};
-pub use marketplace::{LockedMarketplace, LockedMarketplaceWire};
+pub use marketplace::{AutoLoadWire, LockedMarketplace, LockedMarketplaceWire};
 pub use payload::{LockedNpmPackage, LockedPayload, LockedPayloadWire};
 pub use staleness::Staleness;
 pub(crate) use staleness::differ;
@@ -75,6 +75,12 @@ pub struct LockedPlugin {
     pub dependencies: Vec<crate::dependency::DependencySpec>,
     /// Not asked for by the manifest: in the lock because these plugins need it.
     pub needed_by: Vec<String>,
+    /// Not asked for by the manifest: in the lock because this marketplace's `auto_load`
+    /// brings it into every conversation (the OpenHands SDK's registered marketplaces).
+    pub auto_load: Option<String>,
+    /// A standalone skill of its marketplace's catalog (`skills`), not a plugin: its folder
+    /// is the skill's (a `SKILL.md` and what it uses).
+    pub standalone_skill: bool,
     /// What its marketplace entry defines of it (Claude Code's `strict: false` and
     /// component fields), pinned so the runtime needs no catalog.
     pub definition: Option<crate::EntryDefinition>,
@@ -99,13 +105,16 @@ impl LockedPlugin {
             plugin_version: None,
             dependencies: Vec::new(),
             needed_by: Vec::new(),
+            auto_load: None,
+            standalone_skill: false,
             definition: None,
         }
     }
 
-    /// Whether the manifest asked for this entry (else a plugin of it needs it).
+    /// Whether the manifest asked for this entry (else a plugin of it needs it, or a
+    /// marketplace auto-loads it).
     pub fn is_requested(&self) -> bool {
-        self.needed_by.is_empty()
+        self.needed_by.is_empty() && self.auto_load.is_none()
     }
 }
 

@@ -96,6 +96,14 @@ pub struct LockedPluginWire {
     /// Present on entries the manifest does not ask for: the plugins that need them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub needed_by: Vec<String>,
+    /// Present on entries a marketplace's `auto_load` brings: that marketplace's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub auto_load: Option<String>,
+    /// `true` on a standalone skill of a marketplace's catalog (its `skills` list): the
+    /// folder is the skill's, not a plugin's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub standalone_skill: bool,
     /// What the plugin's marketplace entry defines of it, as canonical JSON: `strict`
     /// (false: the entry alone defines the plugin) and the component fields it gives
     /// (`skills`, `commands`, `agents`, `hooks`, `mcpServers`, `lspServers`).
@@ -157,7 +165,20 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
             .as_deref()
             .map(crate::EntryDefinition::from_json)
             .transpose()?;
+        if let Some(market) = &w.auto_load {
+            let from = w.requested.as_deref().and_then(|r| r.rsplit_once('@'));
+            if from.map(|(_, m)| m) != Some(market.as_str()) {
+                return Err(format!(
+                    "`auto_load = \"{market}\"` goes with `requested = \"NAME@{market}\"`"
+                ));
+            }
+        }
+        if w.standalone_skill && w.auto_load.is_none() {
+            return Err("`standalone_skill` goes with `auto_load`".into());
+        }
         Ok(LockedPlugin {
+            auto_load: w.auto_load,
+            standalone_skill: w.standalone_skill,
             definition,
             plugin_version: w.plugin_version,
             dependencies,
@@ -203,6 +224,8 @@ impl From<&LockedPlugin> for LockedPluginWire {
                 .map(crate::dependency::DependencySpec::to_lock_string)
                 .collect(),
             needed_by: p.needed_by.clone(),
+            auto_load: p.auto_load.clone(),
+            standalone_skill: p.standalone_skill,
             definition: p.definition.as_ref().map(crate::EntryDefinition::to_json),
         }
     }

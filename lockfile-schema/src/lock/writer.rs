@@ -27,6 +27,13 @@ impl Lock {
                     ("catalog_hash", Some(&w.catalog_hash)),
                 ],
             );
+            match &w.auto_load {
+                None => {}
+                Some(super::AutoLoadWire::Flag(on)) => {
+                    let _ = writeln!(out, "auto_load = {on}");
+                }
+                Some(super::AutoLoadWire::Names(names)) => write_list(&mut out, "auto_load", names),
+            }
         }
         for plugin in &self.plugins {
             let w = LockedPluginWire::from(plugin);
@@ -49,6 +56,10 @@ impl Lock {
             write_fields(&mut out, &[("plugin_version", w.plugin_version.as_ref())]);
             write_list(&mut out, "dependencies", &w.dependencies);
             write_list(&mut out, "needed_by", &w.needed_by);
+            write_fields(&mut out, &[("auto_load", w.auto_load.as_ref())]);
+            if w.standalone_skill {
+                out.push_str("standalone_skill = true\n");
+            }
             write_fields(&mut out, &[("definition", w.definition.as_ref())]);
         }
         if let Some(agent) = &self.agent {

@@ -10,6 +10,72 @@ pub const CATALOG_PATHS: [&str; 2] = [
     ".claude-plugin/marketplace.json",
 ];
 
+/// What a marketplace loads into every conversation by itself: the OpenHands SDK's
+/// `MarketplaceRegistration.auto_load` (`true` for every plugin and standalone skill of its
+/// catalog, a list for those names, `false` or `[]` for none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum AutoLoad {
+    /// Nothing (`false`, `[]`, or no `auto_load`).
+    #[default]
+    Nothing,
+    /// Every plugin and standalone skill the catalog lists (`true`).
+    Everything,
+    /// The plugins and standalone skills of these names.
+    Only(Vec<String>),
+}
+
+impl AutoLoad {
+    /// From the SDK's `bool | list[str]`.
+    pub fn from_json(value: &serde_json::Value) -> Result<Self, String> {
+        match value {
+            serde_json::Value::Bool(true) => Ok(Self::Everything),
+            serde_json::Value::Bool(false) => Ok(Self::Nothing),
+            serde_json::Value::Array(items) => {
+                let names = items
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or("`auto_load` lists names, each a string")?;
+                Ok(Self::only(names))
+            }
+            _ => Err("`auto_load` is `true`, `false` or a list of plugin and skill names".into()),
+        }
+    }
+
+    /// The list form, `[]` being nothing.
+    pub fn only(names: Vec<String>) -> Self {
+        if names.is_empty() {
+            Self::Nothing
+        } else {
+            Self::Only(names)
+        }
+    }
+
+    /// As the SDK writes it.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Self::Nothing => serde_json::Value::Bool(false),
+            Self::Everything => serde_json::Value::Bool(true),
+            Self::Only(names) => serde_json::json!(names),
+        }
+    }
+
+    /// Whether it loads the plugin or standalone skill `name` (the SDK's
+    /// `auto_loads_plugin` and `auto_loads_skill`, which answer alike).
+    pub fn loads(&self, name: &str) -> bool {
+        match self {
+            Self::Nothing => false,
+            Self::Everything => true,
+            Self::Only(names) => names.iter().any(|n| n == name),
+        }
+    }
+
+    /// Whether it loads anything.
+    pub fn is_on(&self) -> bool {
+        !matches!(self, Self::Nothing)
+    }
+}
+
 /// One `[[marketplace]]` of the manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MarketplaceRequest {
@@ -21,6 +87,8 @@ pub struct MarketplaceRequest {
     pub git_ref: Option<String>,
     /// `repo_path`: the marketplace's folder inside the repository.
     pub repo_path: Option<String>,
+    /// `auto_load`: what it loads into every conversation by itself.
+    pub auto_load: AutoLoad,
     /// The line of the entry's `name` key, for messages.
     pub line: usize,
     parsed: Source,
@@ -86,9 +154,17 @@ impl MarketplaceRequest {
             source: source.to_owned(),
             git_ref: git_ref.map(str::to_owned),
             repo_path: repo_path.map(str::to_owned),
+            auto_load: AutoLoad::Nothing,
             line: 0,
             parsed,
         })
+    }
+
+    /// This declaration, loading `auto_load` into every conversation.
+    #[must_use]
+    pub fn auto_loading(mut self, auto_load: AutoLoad) -> Self {
+        self.auto_load = auto_load;
+        self
     }
 
     /// This declaration, at `line` of its manifest.

@@ -6,7 +6,7 @@ mod names;
 mod parse;
 
 pub use agent::{AgentOrigin, AgentRequest};
-pub use marketplace::{CATALOG_PATHS, MarketplaceRequest};
+pub use marketplace::{AutoLoad, CATALOG_PATHS, MarketplaceRequest};
 pub use names::{is_valid_plugin_name, mixed_scripts};
 pub use parse::parse_manifest;
 

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use toml_edit::{Item, Key, TableLike, Value};
 
-use super::{AgentRequest, MarketplaceRequest};
+use super::{AgentRequest, AutoLoad, MarketplaceRequest};
 use super::{Manifest, ParsedManifest, PluginRequest};
 use crate::diagnostic::Diagnostic;
 use crate::hash::Sha256Hash;
@@ -24,7 +24,7 @@ const PLUGIN_KEYS: [&str; 7] = [
 
 const AGENT_KEYS: [&str; 4] = ["source", "ref", "entry_point", "python"];
 
-const MARKETPLACE_KEYS: [&str; 4] = ["name", "source", "ref", "repo_path"];
+const MARKETPLACE_KEYS: [&str; 5] = ["name", "source", "ref", "repo_path", "auto_load"];
 
 /// Parses `plugins.toml`. `file` is the path to name in messages.
 pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnostic> {
@@ -237,13 +237,14 @@ impl<'a> Reader<'a> {
             value_span(table, "name").map_or(0, |s| s.start),
         )
         .0;
+        let auto_load = self.auto_load(table)?;
         MarketplaceRequest::new(
             &name,
             &source,
             self.string(table, "ref")?.as_deref(),
             self.string(table, "repo_path")?.as_deref(),
         )
-        .map(|m| m.at_line(line))
+        .map(|m| m.at_line(line).auto_loading(auto_load))
         .map_err(|(field, message)| self.error(value_span(table, field).or(span), message))
     }
 
@@ -315,6 +316,35 @@ impl<'a> Reader<'a> {
                 .map(Some)
                 .map_err(|e| self.error(value_span(table, key), e.to_string())),
             None => Ok(None),
+        }
+    }
+
+    /// `auto_load = true | false | ["NAME", …]`, as the SDK's `MarketplaceRegistration`.
+    fn auto_load(&self, table: &dyn TableLike) -> Result<AutoLoad, Diagnostic> {
+        let Some(item) = table.get("auto_load") else {
+            return Ok(AutoLoad::Nothing);
+        };
+        if let Some(on) = item.as_bool() {
+            return Ok(if on {
+                AutoLoad::Everything
+            } else {
+                AutoLoad::Nothing
+            });
+        }
+        let names = item.as_array().and_then(|list| {
+            list.iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+        });
+        match names {
+            Some(names) => Ok(AutoLoad::only(names)),
+            None => Err(self.error(
+                item.span(),
+                format!(
+                    "`auto_load` is `true` (every plugin and standalone skill the catalog lists), `false`, or a list of their names; found {}",
+                    item.type_name()
+                ),
+            )),
         }
     }
 

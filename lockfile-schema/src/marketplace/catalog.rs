@@ -45,6 +45,9 @@ pub struct Catalog {
     pub name: Option<String>,
     /// Every entry, in order.
     pub plugins: Vec<CatalogEntry>,
+    /// Its standalone skills (`skills`: the OpenHands SDK's extension of the format), each
+    /// a skill's folder, in order; only `name` and `source` count.
+    pub skills: Vec<CatalogEntry>,
 }
 
 /// One plugin of a catalog.
@@ -97,23 +100,40 @@ pub fn parse_catalog(marketplace: &str, path: &str, bytes: &[u8]) -> Result<Cata
         .and_then(|m| m.get("pluginRoot"))
         .and_then(serde_json::Value::as_str)
         .unwrap_or("");
-    let entries = match object.get("plugins") {
-        None => Vec::new(),
-        Some(serde_json::Value::Array(entries)) => entries.clone(),
-        Some(other) => {
-            return Err(fail(format!(
-                "has `plugins` as {}, not a list",
-                json_type(other)
-            )));
-        }
+    let list = |key: &str| match object.get(key) {
+        None => Ok(Vec::new()),
+        Some(serde_json::Value::Array(entries)) => Ok(entries.clone()),
+        Some(other) => Err(fail(format!(
+            "has `{key}` as {}, not a list",
+            json_type(other)
+        ))),
     };
+    let plugins = entries(&list("plugins")?, plugin_root, "plugin").map_err(&fail)?;
+    // A skill's source is relative to the marketplace itself (`pluginRoot` is for plugins).
+    let skills = entries(&list("skills")?, "", "skill").map_err(&fail)?;
+    Ok(Catalog {
+        name: object
+            .get("name")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned),
+        plugins,
+        skills,
+    })
+}
+
+/// The entries of a catalog's `plugins` or `skills` list (`what` names one in errors).
+fn entries(
+    entries: &[serde_json::Value],
+    plugin_root: &str,
+    what: &str,
+) -> Result<Vec<CatalogEntry>, String> {
     let mut plugins = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
         let Some(name) = entry.get("name").and_then(serde_json::Value::as_str) else {
-            return Err(fail(format!(
-                "has a plugin entry (number {}) without a `name`",
+            return Err(format!(
+                "has a {what} entry (number {}) without a `name`",
                 i + 1
-            )));
+            ));
         };
         let text = |key: &str| {
             entry
@@ -139,13 +159,7 @@ pub fn parse_catalog(marketplace: &str, path: &str, bytes: &[u8]) -> Result<Cata
                 .collect(),
         });
     }
-    Ok(Catalog {
-        name: object
-            .get("name")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned),
-        plugins,
-    })
+    Ok(plugins)
 }
 
 impl Catalog {

@@ -169,7 +169,8 @@ pub(super) fn marked(root: &Path, parent: &Path, marker: &str) -> Vec<PathBuf> {
 }
 
 /// The set's plugins, one per name: the later of two with one name wins, as in the set's
-/// merge, with a warning naming `harness`.
+/// merge, with a warning naming `harness`; a marketplace's standalone skill (an OpenHands
+/// SDK registration's) is left out with a warning.
 pub(super) fn one_per_name<'a>(
     set: &'a crate::set::PluginSet,
     harness: &str,
@@ -177,6 +178,14 @@ pub(super) fn one_per_name<'a>(
 ) -> Vec<&'a crate::set::PluginInfo> {
     let mut chosen: Vec<&crate::set::PluginInfo> = Vec::new();
     for info in &set.plugins {
+        if info.locked.standalone_skill {
+            warnings.push(format!(
+                "standalone skill `{}` of marketplace `{}` is not written: it is the OpenHands SDK's (a registered marketplace's `auto_load`), and {harness} has no standalone skills",
+                info.locked.name,
+                info.locked.auto_load.as_deref().unwrap_or_default()
+            ));
+            continue;
+        }
         if let Some(i) = chosen
             .iter()
             .position(|c| c.locked.name == info.locked.name)

@@ -81,7 +81,7 @@ fn plugin_json(p: &PluginInfo) -> Value {
         Pin::Git(GitPin { rev, .. }) => Some(rev.to_string()),
         _ => None,
     };
-    json!({
+    let mut out = json!({
         "name": p.locked.name,
         "version": p.manifest.version,
         "description": p.manifest.description,
@@ -92,7 +92,14 @@ fn plugin_json(p: &PluginInfo) -> Value {
         "root": p.root.to_string_lossy(),
         "format": p.manifest.format.as_str(),
         "entry_command": p.manifest.entry_command.as_ref().map(|c| format!("/{}:{c}", p.locked.name)),
-    })
+    });
+    if let Some(market) = &p.locked.auto_load {
+        out["auto_load"] = json!(market);
+    }
+    if p.locked.standalone_skill {
+        out["standalone_skill"] = json!(true);
+    }
+    out
 }
 
 fn skill_json(s: &Skill, plugin: &str) -> Value {

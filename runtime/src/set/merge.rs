@@ -45,7 +45,11 @@ impl PluginSet {
         let name = job.locked.name.as_str();
         self.warnings.append(&mut warnings);
         let commands = commands.iter().map(|c| c.to_skill(name));
-        self.merge_skills(name, skills.into_iter().chain(commands));
+        if job.locked.standalone_skill {
+            self.merge_standalone_skills(name, job.locked.auto_load.as_deref(), skills);
+        } else {
+            self.merge_skills(name, skills.into_iter().chain(commands));
+        }
         if let Some(max) = max_skills
             && self.skills.len() > max
         {
@@ -70,6 +74,22 @@ impl PluginSet {
             tree: job.tree,
         });
         Ok(())
+    }
+
+    /// A marketplace's standalone skill joins below what is there: the SDK merges them
+    /// into the agent's skills with the agent's (and an earlier marketplace's) winning,
+    /// before any plugin, whose skills then override them.
+    fn merge_standalone_skills(&mut self, name: &str, market: Option<&str>, skills: Vec<Skill>) {
+        for skill in skills {
+            match self.skills.iter().find(|(s, _)| s.name == skill.name) {
+                Some((_, first)) => self.warnings.push(format!(
+                    "standalone skill `{name}` of marketplace `{}`: skill `{}` is not loaded: the standalone skill `{first}` loaded first has its name",
+                    market.unwrap_or_default(),
+                    skill.name
+                )),
+                None => self.skills.push((skill, name.to_owned())),
+            }
+        }
     }
 
     fn merge_skills(&mut self, name: &str, skills: impl Iterator<Item = Skill>) {

@@ -19,6 +19,9 @@ pub(super) struct MarketState<'a> {
     pub(super) read: Option<ReadMarketplace>,
     /// What the new lock records.
     pub(super) locked: LockedMarketplace,
+    /// Whether what its `auto_load` brings is the previous lock's, kept unread (its pin
+    /// and `auto_load` unchanged, not upgraded).
+    pub(super) auto_kept: bool,
 }
 
 /// What `lock` does with one `PLUGIN@MARKETPLACE` request.
@@ -95,16 +98,22 @@ pub(super) fn lock_marketplaces<'a>(
             .filter(|(_, r)| r.parsed_source().marketplace() == Some(declared.name.as_str()))
             .map(|(i, _)| i)
             .collect();
+        // A changed `auto_load` keeps the pin: the catalog is read again at it.
         let unchanged = previous
             .and_then(|l| l.marketplaces.iter().find(|m| m.name == declared.name))
-            .filter(|m| m.differences(declared).is_empty());
+            .filter(|m| m.place_differences(declared).is_empty());
         let pinned = unchanged.filter(|m| m.git.is_some());
         let fresh = pinned.is_none()
             || upgrade.covers(&declared.name)
             || picks
                 .iter()
                 .any(|&i| matched[i].is_some_and(|l| upgrade.covers(&l.name)));
-        let needed = fresh || picks.iter().any(|&i| matched[i].is_none());
+        let auto_kept = declared.auto_load.is_on()
+            && !fresh
+            && unchanged.is_some_and(|m| m.auto_load == declared.auto_load);
+        let needed = fresh
+            || picks.iter().any(|&i| matched[i].is_none())
+            || (declared.auto_load.is_on() && !auto_kept);
         let read = if needed {
             match read_now(env, declared, if fresh { None } else { pinned }) {
                 Ok(read) => Some(read),
@@ -122,16 +131,18 @@ pub(super) fn lock_marketplaces<'a>(
         } else {
             None
         };
-        let locked = match (&read, unchanged) {
+        let mut locked = match (&read, unchanged) {
             (Some(read), _) => read.locked.clone(),
             (None, Some(unchanged)) => unchanged.clone(),
             (None, None) => unreachable!("a marketplace without a previous pin is read"),
         };
+        locked.auto_load = declared.auto_load.clone();
         states.push(MarketState {
             declared,
             previous: pinned,
             read,
             locked,
+            auto_kept,
         });
     }
     if errors.is_empty() {

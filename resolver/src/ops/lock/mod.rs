@@ -3,6 +3,7 @@
 //! with its previous entry, the marketplaces read (`markets.rs`), every entry locked in
 //! parallel, the dependencies added, the agent locked.
 
+mod auto;
 mod markets;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -102,6 +103,18 @@ pub fn lock_plugins(
             })
     });
     let (plugins, mut errors) = split(results);
+    // What the marketplaces auto-load goes first, as the SDK loads it before the
+    // conversation's own plugins.
+    let plugins = match auto::lock_auto_loaded(&env, &markets, previous, options, &resolved) {
+        Ok(mut auto) => {
+            auto.extend(plugins);
+            auto
+        }
+        Err(mut failed) => {
+            errors.append(&mut failed);
+            plugins
+        }
+    };
     let plugins = if errors.is_empty() {
         add_dependencies(&env, manifest, &markets, plugins, previous, options).unwrap_or_else(
             |error| {

@@ -91,6 +91,28 @@ pub(crate) fn derive(
     })
 }
 
+/// The plain request a standalone skill of `read`'s catalog stands for: its folder in the
+/// marketplace at the pinned commit (or inside a local marketplace, symlinks followed), or
+/// the remote source it names.
+pub(crate) fn derive_skill(
+    env: &Env<'_>,
+    read: &ReadMarketplace,
+    declared: &MarketplaceRequest,
+    entry: &berth_lockfile_schema::marketplace::CatalogEntry,
+) -> Result<PluginRequest, ResolveError> {
+    let rev = read.locked.git.as_ref().map(|(_, rev)| rev.to_string());
+    let request =
+        entry
+            .request(declared, rev.as_deref())
+            .map_err(|message| ResolveError::Marketplace {
+                message: message.replacen(", plugin `", ", skill `", 1),
+            })?;
+    if request.parsed_source().kind() == SourceKind::Local {
+        inside_marketplace(env, declared, &entry.name, &request)?;
+    }
+    Ok(request)
+}
+
 /// The request an npm entry stands for: the tarball of the version its registry picks,
 /// and the integrity that tarball must have.
 fn npm_request(

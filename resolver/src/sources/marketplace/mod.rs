@@ -5,7 +5,7 @@
 
 mod derive;
 
-pub(crate) use derive::{Derived, derive, resolve_derived};
+pub(crate) use derive::{Derived, derive, derive_skill, resolve_derived};
 
 use berth_lockfile_schema::marketplace::{
     CATALOG_PATHS, Catalog, LockedMarketplace, MAX_CATALOG_BYTES, MarketplaceRequest, parse_catalog,
@@ -83,6 +83,7 @@ pub(crate) fn read_marketplace_at(
             git,
             catalog: catalog_path.to_owned(),
             catalog_hash,
+            auto_load: declared.auto_load.clone(),
         },
         catalog,
     })
