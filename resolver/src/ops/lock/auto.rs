@@ -18,7 +18,11 @@ use crate::sources::{Resolved, kind_of, resolve_new};
 /// One entry an `auto_load` brings.
 enum Job<'m, 'l> {
     /// A plugin of the catalog, locked as the pick `NAME@MARKETPLACE`.
-    Plugin(&'m MarketState<'m>, PluginRequest, Option<&'l LockedPlugin>),
+    Plugin(
+        &'m MarketState<'m>,
+        Box<PluginRequest>,
+        Option<&'l LockedPlugin>,
+    ),
     /// A standalone skill of the catalog.
     Skill(
         &'m MarketState<'m>,
@@ -106,7 +110,7 @@ pub(super) fn lock_auto_loaded(
                 .into_iter()
                 .find(|p| !p.standalone_skill && p.requested.as_deref() == Some(&pick));
             match request {
-                Ok(request) => jobs.push(Job::Plugin(market, request, kept)),
+                Ok(request) => jobs.push(Job::Plugin(market, Box::new(request), kept)),
                 Err(error) => plugins.push(Err(EntryError {
                     label: label(options, market, &entry.name),
                     error: Box::new(error),
