@@ -62,6 +62,7 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
                 PluginsCommand::Update(args) => commands::edit::update(&ctx, args),
                 PluginsCommand::Diff(args) => commands::diff::run(&ctx, args),
                 PluginsCommand::Approve(args) => commands::approve::run(&ctx, args),
+                PluginsCommand::Import(args) => commands::import::run(&ctx, args),
             }
         }
         Command::Marketplace(market) => {

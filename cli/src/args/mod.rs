@@ -11,8 +11,8 @@ mod store;
 
 pub use materialize::MaterializeArgs;
 pub use plugins::{
-    AddArgs, ApproveArgs, DiffArgs, DiffFormat, ListArgs, LockArgs, PluginsArgs, PluginsCommand,
-    RemoveArgs, ShowArgs, SyncArgs, UpdateArgs, VerifyArgs,
+    AddArgs, ApproveArgs, DiffArgs, DiffFormat, ImportArgs, ListArgs, LockArgs, PluginsArgs,
+    PluginsCommand, RemoveArgs, ShowArgs, SyncArgs, UpdateArgs, VerifyArgs,
 };
 pub use serve::ServeArgs;
 pub use store::{GcArgs, SignKeyCommand, StoreArgs, StoreCommand, StorePushArgs, StoreVerifyArgs};

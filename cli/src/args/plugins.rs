@@ -100,6 +100,32 @@ pub enum PluginsCommand {
         berth plugins approve review\n  \
         berth plugins approve --all --by 'Alice <alice@example.com>'")]
     Approve(ApproveArgs),
+
+    /// Write a new manifest and its lock from an OpenHands deployment's own records
+    ///
+    /// `--conversation DIR` reads a conversation the OpenHands agent server persisted
+    /// (`meta.json`: its plugins and its agent's registered marketplaces, each plugin pinned
+    /// to the commit it ran where the record keeps one); `--installed` reads the SDK's
+    /// installed plugins (`.installed.json`), the enabled ones each pinned to the commit
+    /// recorded at install. Everything is resolved now; the manifest is written only once
+    /// its lock is made, and an existing manifest is never replaced.
+    #[command(after_help = "Examples:\n  \
+        berth plugins import --conversation workspace/conversations/3f2a…\n  \
+        berth plugins import --installed                # ~/.openhands/plugins/installed\n  \
+        berth plugins --manifest team.toml import --installed /srv/oh/plugins/installed")]
+    Import(ImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// A conversation folder the OpenHands agent server persisted (holding `meta.json`)
+    #[arg(long, value_name = "DIR", conflicts_with = "installed")]
+    pub conversation: Option<std::path::PathBuf>,
+
+    /// The SDK's installed plugins [default: `$OH_PERSISTENCE_DIR/plugins/installed`, else
+    /// `~/.openhands/plugins/installed`]
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "")]
+    pub installed: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]

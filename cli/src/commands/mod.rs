@@ -8,6 +8,7 @@ mod diff_lines;
 mod diff_report;
 pub mod edit;
 pub mod hooks;
+pub mod import;
 pub mod list;
 pub mod lock;
 pub mod marketplace;

@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+/// The real OpenHands agent server on 127.0.0.1.
+pub mod agent_server;
 /// The marketplace the marketplace tests build.
 pub mod market;
 /// A real S3 server on 127.0.0.1.

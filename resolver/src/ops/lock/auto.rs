@@ -18,17 +18,27 @@ use crate::sources::{Resolved, kind_of, resolve_new};
 /// One entry an `auto_load` brings.
 enum Job<'m, 'l> {
     /// A plugin of the catalog, locked as the pick `NAME@MARKETPLACE`.
-    Plugin(
-        &'m MarketState<'m>,
-        Box<PluginRequest>,
-        Option<&'l LockedPlugin>,
-    ),
+    Plugin {
+        market: &'m MarketState<'m>,
+        entry: &'m CatalogEntry,
+        request: Box<PluginRequest>,
+        kept: Option<&'l LockedPlugin>,
+    },
     /// A standalone skill of the catalog.
-    Skill(
-        &'m MarketState<'m>,
-        &'m CatalogEntry,
-        Option<&'l LockedPlugin>,
-    ),
+    Skill {
+        market: &'m MarketState<'m>,
+        entry: &'m CatalogEntry,
+        kept: Option<&'l LockedPlugin>,
+    },
+}
+
+/// What locking the auto-loaded entries starts from: the entries kept unread, and the
+/// jobs that lock the rest; skills and plugins apart, as the SDK loads them.
+#[derive(Default)]
+struct Planned<'m, 'l> {
+    skills: Vec<Result<LockedPlugin, EntryError>>,
+    plugins: Vec<Result<LockedPlugin, EntryError>>,
+    jobs: Vec<Job<'m, 'l>>,
 }
 
 /// The entries the manifest's marketplaces auto-load, in the order the SDK loads them: a
@@ -42,110 +52,22 @@ pub(super) fn lock_auto_loaded(
     options: &LockOptions,
     resolved: &AtomicUsize,
 ) -> Result<Vec<LockedPlugin>, Vec<EntryError>> {
-    let before = |market: &str| -> Vec<&LockedPlugin> {
-        previous
-            .into_iter()
-            .flat_map(|l| &l.plugins)
-            .filter(|p| p.auto_load.as_deref() == Some(market))
-            .collect()
-    };
-    let mut skills: Vec<Result<LockedPlugin, EntryError>> = Vec::new();
-    let mut plugins: Vec<Result<LockedPlugin, EntryError>> = Vec::new();
-    let mut jobs: Vec<Job<'_, '_>> = Vec::new();
+    let mut planned = Planned::default();
     for market in markets.iter().filter(|m| m.declared.auto_load.is_on()) {
-        let name = market.declared.name.as_str();
-        let Some(read) = market.read.as_ref().filter(|_| !market.auto_kept) else {
-            for kept in before(name) {
-                let list = if kept.standalone_skill {
-                    &mut skills
-                } else {
-                    &mut plugins
-                };
-                list.push(Ok(kept.clone()));
-            }
-            continue;
-        };
-        let auto_load = &market.declared.auto_load;
-        if let berth_lockfile_schema::AutoLoad::Only(names) = auto_load {
-            let listed = |n: &String| {
-                read.catalog
-                    .plugins
-                    .iter()
-                    .chain(&read.catalog.skills)
-                    .any(|e| &e.name == n)
-            };
-            for missing in names.iter().filter(|n| !listed(n)) {
-                env.reporter.warn(&format!(
-                    "marketplace `{name}`: `auto_load` names `{missing}`, which its catalog lists neither as a plugin nor as a skill; nothing is loaded for it"
-                ));
-            }
-        }
-        for entry in read
-            .catalog
-            .skills
-            .iter()
-            .filter(|e| auto_load.loads(&e.name))
-        {
-            let kept = before(name).into_iter().find(|p| {
-                p.standalone_skill && p.requested.as_deref() == Some(&pick_of(&entry.name, name))
-            });
-            jobs.push(Job::Skill(market, entry, kept));
-        }
-        for entry in read
-            .catalog
-            .plugins
-            .iter()
-            .filter(|e| auto_load.loads(&e.name))
-        {
-            let pick = pick_of(&entry.name, name);
-            let request = PluginRequest::new(&pick, None, None, None)
-                .map(|mut r| {
-                    r.line = market.declared.line;
-                    r
-                })
-                .map_err(|why| ResolveError::Marketplace {
-                    message: format!("marketplace `{name}`: {why}"),
-                });
-            let kept = before(name)
-                .into_iter()
-                .find(|p| !p.standalone_skill && p.requested.as_deref() == Some(&pick));
-            match request {
-                Ok(request) => jobs.push(Job::Plugin(market, Box::new(request), kept)),
-                Err(error) => plugins.push(Err(EntryError {
-                    label: label(options, market, &entry.name),
-                    error: Box::new(error),
-                })),
-            }
-        }
+        plan_market(env, market, previous, options, &mut planned);
     }
-    let done = run_parallel(&jobs, env.settings.jobs, |_, job| match job {
-        Job::Plugin(market, request, kept) => {
-            let entry = Entry {
-                request,
-                before: *kept,
-            };
-            entry
-                .lock(env, std::slice::from_ref(*market), options, resolved)
-                .map(|r| {
-                    let mut plugin = report(env, r);
-                    plugin.auto_load = Some(market.declared.name.clone());
-                    plugin
-                })
-                .map_err(|error| EntryError {
-                    label: label(options, market, &entry_name(request)),
-                    error: Box::new(error),
-                })
-        }
-        Job::Skill(market, entry, kept) => lock_skill(env, market, entry, *kept, options, resolved)
-            .map_err(|error| EntryError {
-                label: label(options, market, &entry.name),
-                error: Box::new(error),
-            }),
+    let Planned {
+        mut skills,
+        mut plugins,
+        jobs,
+    } = planned;
+    let done = run_parallel(&jobs, env.settings.jobs, |_, job| {
+        lock_job(env, job, options, resolved)
     });
     for (job, result) in jobs.iter().zip(done) {
         match job {
-            Job::Skill(..) => skills.push(result),
-            Job::Plugin(..) => plugins.push(result),
+            Job::Skill { .. } => skills.push(result),
+            Job::Plugin { .. } => plugins.push(result),
         }
     }
     let (locked, errors) = split(skills.into_iter().chain(plugins).collect());
@@ -156,16 +78,152 @@ pub(super) fn lock_auto_loaded(
     }
 }
 
+/// What one auto-loading marketplace brings: its previous entries when it was not read,
+/// else a job for each plugin and skill of its catalog that `auto_load` names (a name it
+/// lists that the catalog does not is warned).
+fn plan_market<'m, 'l>(
+    env: &Env<'_>,
+    market: &'m MarketState<'m>,
+    previous: Option<&'l Lock>,
+    options: &LockOptions,
+    planned: &mut Planned<'m, 'l>,
+) {
+    let name = market.declared.name.as_str();
+    let before: Vec<&'l LockedPlugin> = previous
+        .into_iter()
+        .flat_map(|l| &l.plugins)
+        .filter(|p| p.auto_load.as_deref() == Some(name))
+        .collect();
+    let Some(read) = market.read.as_ref().filter(|_| !market.auto_kept) else {
+        for kept in before {
+            let list = if kept.standalone_skill {
+                &mut planned.skills
+            } else {
+                &mut planned.plugins
+            };
+            list.push(Ok(kept.clone()));
+        }
+        return;
+    };
+    let auto_load = &market.declared.auto_load;
+    warn_unlisted(env, market, &read.catalog);
+    let kept = |entry: &CatalogEntry, skill: bool| {
+        let pick = pick_of(&entry.name, name);
+        before
+            .iter()
+            .copied()
+            .find(|p| p.standalone_skill == skill && p.requested.as_deref() == Some(&pick))
+    };
+    for entry in read
+        .catalog
+        .skills
+        .iter()
+        .filter(|e| auto_load.loads(&e.name))
+    {
+        let kept = kept(entry, true);
+        planned.jobs.push(Job::Skill {
+            market,
+            entry,
+            kept,
+        });
+    }
+    for entry in read
+        .catalog
+        .plugins
+        .iter()
+        .filter(|e| auto_load.loads(&e.name))
+    {
+        match PluginRequest::new(&pick_of(&entry.name, name), None, None, None) {
+            Ok(mut request) => {
+                request.line = market.declared.line;
+                planned.jobs.push(Job::Plugin {
+                    market,
+                    entry,
+                    request: Box::new(request),
+                    kept: kept(entry, false),
+                });
+            }
+            Err(why) => planned.plugins.push(Err(EntryError {
+                label: label(options, market, &entry.name),
+                error: Box::new(ResolveError::Marketplace {
+                    message: format!("marketplace `{name}`: {why}"),
+                }),
+            })),
+        }
+    }
+}
+
+/// Warns of each name `auto_load` lists that `catalog` lists neither as a plugin nor as a
+/// skill (the SDK ignores it silently).
+fn warn_unlisted(
+    env: &Env<'_>,
+    market: &MarketState<'_>,
+    catalog: &berth_lockfile_schema::marketplace::Catalog,
+) {
+    let berth_lockfile_schema::AutoLoad::Only(names) = &market.declared.auto_load else {
+        return;
+    };
+    let listed = |n: &String| {
+        catalog
+            .plugins
+            .iter()
+            .chain(&catalog.skills)
+            .any(|e| &e.name == n)
+    };
+    for missing in names.iter().filter(|n| !listed(n)) {
+        env.reporter.warn(&format!(
+            "marketplace `{}`: `auto_load` names `{missing}`, which its catalog lists neither as a plugin nor as a skill; nothing is loaded for it",
+            market.declared.name
+        ));
+    }
+}
+
+/// Locks one auto-loaded entry: a plugin as the pick it is, a skill as its folder.
+fn lock_job(
+    env: &Env<'_>,
+    job: &Job<'_, '_>,
+    options: &LockOptions,
+    resolved: &AtomicUsize,
+) -> Result<LockedPlugin, EntryError> {
+    let (market, entry, locked) = match job {
+        Job::Plugin {
+            market,
+            entry,
+            request,
+            kept,
+        } => {
+            let pick = Entry {
+                request,
+                before: *kept,
+            };
+            let locked = pick
+                .lock(env, std::slice::from_ref(*market), options, resolved)
+                .map(|r| {
+                    let mut plugin = report(env, r);
+                    plugin.auto_load = Some(market.declared.name.clone());
+                    plugin
+                });
+            (market, entry, locked)
+        }
+        Job::Skill {
+            market,
+            entry,
+            kept,
+        } => (
+            market,
+            entry,
+            lock_skill(env, market, entry, *kept, options, resolved),
+        ),
+    };
+    locked.map_err(|error| EntryError {
+        label: label(options, market, &entry.name),
+        error: Box::new(error),
+    })
+}
+
 /// `NAME@MARKETPLACE`.
 fn pick_of(name: &str, market: &str) -> String {
     format!("{name}@{market}")
-}
-
-fn entry_name(request: &PluginRequest) -> String {
-    match request.parsed_source() {
-        berth_lockfile_schema::Source::Marketplace { plugin, .. } => plugin.clone(),
-        _ => request.display_source(),
-    }
 }
 
 /// An auto-loaded entry as messages name it: the marketplace's line, and the entry.

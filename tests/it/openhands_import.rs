@@ -1,0 +1,255 @@
+//! `berth plugins import`: an OpenHands deployment's own records (the SDK's installed
+//! plugins, the agent server's persisted conversations), written by the real SDK and agent
+//! server 1.58.2, become a manifest and a lock pinned to what they ran.
+
+use crate::common;
+use crate::python_sdk::{Runtime, python_with, sdk_python};
+
+use common::{GitRepo, TestContext, require_or_skip};
+
+/// A plugin repository `NAME` whose skill says `text`.
+fn plugin_repo(ctx: &TestContext, name: &str, dir: &str, text: &str) -> GitRepo {
+    let repo = ctx.repo(name);
+    let prefix = if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    };
+    repo.write(
+        &format!("{prefix}.claude-plugin/plugin.json"),
+        &format!("{{\"name\": \"{name}\", \"version\": \"1.0.0\"}}\n"),
+    );
+    repo.write(
+        &format!("{prefix}skills/{name}-skill/SKILL.md"),
+        &format!("---\nname: {name}-skill\ndescription: {text}\n---\n{text}\n"),
+    );
+    repo
+}
+
+/// The SDK's `install_plugin` of each `(source, repo_path)` into `dir`, then
+/// `disable_plugin` of `disabled`.
+const INSTALL: &str = r#"
+import json, sys
+from pathlib import Path
+from openhands.sdk.plugin.installed import install_plugin, disable_plugin
+dir = Path(sys.argv[1])
+for source, repo_path in json.loads(sys.argv[2]):
+    install_plugin(source, repo_path=repo_path, installed_dir=dir)
+for name in json.loads(sys.argv[3]):
+    disable_plugin(name, installed_dir=dir)
+print("{}")
+"#;
+
+#[test]
+fn installed_plugins_import_at_their_recorded_commits() {
+    let Some(python_bin) = sdk_python() else {
+        require_or_skip("BERTH_SDK_PYTHON", "see tests/it/python_sdk.rs");
+        return;
+    };
+    let ctx = TestContext::new();
+    let one = plugin_repo(&ctx, "one", "", "One as installed.");
+    let installed_commit = one.commit("v1");
+    plugin_repo(&ctx, "two", "", "Two, disabled.").commit("two");
+    plugin_repo(&ctx, "three", "plugins/three", "Three in a monorepo.").commit("three");
+    let server = ctx.serve_github_over_http();
+    let url = |name: &str| format!("{}/{name}.git", server.url());
+    let installed = ctx.root.join("installed");
+    let sources = serde_json::json!([
+        [url("one"), null],
+        [url("two"), null],
+        [url("three"), "plugins/three"],
+    ])
+    .to_string();
+    python_with(
+        &ctx,
+        &python_bin,
+        Runtime::InProcess,
+        INSTALL,
+        &[&installed.display().to_string(), &sources, r#"["two"]"#],
+    );
+    // Upstream moves on after the install; an installed folder is edited by hand.
+    plugin_repo(&ctx, "one", "", "One, later on main.").commit("v2");
+    let edited = installed.join("three/skills/three-skill/SKILL.md");
+    let text = std::fs::read_to_string(&edited).expect("installed skill");
+    std::fs::write(&edited, format!("{text}Edited in place.\n")).expect("edit");
+
+    let run = ctx.ok(&[
+        "plugins",
+        "import",
+        "--installed",
+        &installed.display().to_string(),
+    ]);
+    let manifest = std::fs::read_to_string(ctx.manifest_path()).expect("manifest written");
+    assert!(
+        manifest.contains(&format!(
+            "ref = \"{installed_commit}\"   # recorded at install"
+        )),
+        "{manifest}"
+    );
+    assert!(manifest.contains("# `two` ("), "{manifest}");
+    assert!(
+        manifest.contains("is installed but disabled: not imported"),
+        "{manifest}"
+    );
+    assert!(
+        manifest.contains("repo_path = \"plugins/three\""),
+        "{manifest}"
+    );
+    assert!(
+        run.stderr.contains("plugin `three`: its installed folder")
+            && run.stderr.contains("differs from its recorded commit"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("plugin `one`: its installed folder"),
+        "{}",
+        run.stderr
+    );
+    let lock = berth_lockfile_schema::parse_lock("plugins.lock", &ctx.lock_text()).expect("lock");
+    let names: Vec<&str> = lock.plugins.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["one", "three"]);
+    ctx.ok(&["plugins", "lock", "--check"]);
+    ctx.ok(&["plugins", "sync"]);
+    let set: serde_json::Value =
+        serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("set");
+    let one_skill = set["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .find(|s| s["name"] == "one-skill")
+        .expect("one's skill");
+    assert!(
+        one_skill["content"]
+            .as_str()
+            .expect("content")
+            .contains("One as installed."),
+        "{one_skill}"
+    );
+
+    // An existing manifest is never replaced.
+    let again = ctx.run(&[
+        "plugins",
+        "import",
+        "--installed",
+        &installed.display().to_string(),
+    ]);
+    assert_ne!(again.code, 0);
+    assert!(again.stderr.contains("exists already"), "{}", again.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ctx.manifest_path()).expect("kept"),
+        manifest
+    );
+}
+
+/// A conversation the real agent server persisted (created, never run: it fetches nothing
+/// until then) imports as its registered marketplace and its plugins.
+#[test]
+fn a_conversation_the_agent_server_persisted_imports_as_its_plugins() {
+    let Some(server_python) = common::agent_server::agent_server_python() else {
+        require_or_skip("BERTH_AGENT_SERVER_PYTHON", "`.ci/run` makes its venv");
+        return;
+    };
+    let ctx = TestContext::new();
+    plugin_repo(&ctx, "one", "", "One on main.").commit("one");
+    plugin_repo(&ctx, "tools", "plugins/lint", "Lint in a monorepo.").commit("tools");
+    let market = ctx.repo("market");
+    market.write(
+        ".claude-plugin/marketplace.json",
+        r#"{"name": "market", "owner": {"name": "T"}, "plugins": [{"name": "alpha", "source": "./alpha"}]}"#,
+    );
+    market.write("alpha/.claude-plugin/plugin.json", r#"{"name": "alpha"}"#);
+    market.write(
+        "alpha/skills/a1/SKILL.md",
+        "---\nname: a1\ndescription: A.\n---\nA.\n",
+    );
+    market.commit("market");
+    let git = ctx.serve_github_over_http();
+    let url = |name: &str| format!("{}/{name}.git", git.url());
+
+    let served = ctx.root.join("agent-server");
+    for dir in ["work", "persist", "home"] {
+        std::fs::create_dir_all(served.join(dir)).expect("folder");
+    }
+    let server = common::agent_server::AgentServer::start(
+        &server_python,
+        &served.join("work"),
+        &served.join("persist"),
+        &served.join("home"),
+    );
+    let (status, created) = server.post(
+        "/api/conversations",
+        &serde_json::json!({
+            "agent": {
+                "llm": {"model": "openai/gpt-4o", "api_key": "x", "usage_id": "agent"},
+                "tools": [],
+                "agent_context": {"registered_marketplaces": [
+                    {"name": "market", "source": url("market"), "ref": "main", "auto_load": ["alpha"]}
+                ]}
+            },
+            "workspace": {"working_dir": served.join("work").display().to_string()},
+            "plugins": [
+                {"source": url("one"), "ref": "main"},
+                {"source": url("tools"), "repo_path": "plugins/lint"}
+            ]
+        }),
+    );
+    assert_eq!(status, 201, "{created}\n{}", server.log());
+    let id = created["id"].as_str().expect("an id").replace('-', "");
+    let folder = served.join("work/workspace/conversations").join(&id);
+    assert!(folder.join("meta.json").is_file(), "{}", folder.display());
+    drop(server);
+
+    let run = ctx.ok(&[
+        "plugins",
+        "import",
+        "--conversation",
+        &folder.display().to_string(),
+    ]);
+    let manifest = std::fs::read_to_string(ctx.manifest_path()).expect("manifest");
+    assert!(
+        manifest.contains(&format!(
+            "[[marketplace]]\nname = \"market\"\nsource = \"{}\"\nref = \"main\"\nauto_load = [\"alpha\"]\n",
+            url("market")
+        )),
+        "{manifest}"
+    );
+    assert!(
+        manifest.contains(&format!(
+            "[[plugin]]\nsource = \"{}\"\nref = \"main\"\n",
+            url("one")
+        )),
+        "{manifest}"
+    );
+    assert!(
+        manifest.contains("repo_path = \"plugins/lint\""),
+        "{manifest}"
+    );
+    assert!(run.stderr.contains("Imported 2 plugins"), "{}", run.stderr);
+    let lock = berth_lockfile_schema::parse_lock("plugins.lock", &ctx.lock_text()).expect("lock");
+    let names: Vec<&str> = lock.plugins.iter().map(|p| p.name.as_str()).collect();
+    // What the registration auto-loads first, as the SDK loads it.
+    assert_eq!(names, ["alpha", "one", "tools"]);
+    ctx.ok(&["plugins", "lock", "--check"]);
+
+    // A record that is not a conversation is an error naming it; nothing is written.
+    let empty = ctx.root.join("not-a-conversation");
+    std::fs::create_dir_all(&empty).expect("folder");
+    let other = ctx.root.join("other");
+    std::fs::create_dir_all(&other).expect("folder");
+    let failed = common::Run::from(
+        ctx.berth()
+            .current_dir(&other)
+            .args([
+                "plugins",
+                "import",
+                "--conversation",
+                &empty.display().to_string(),
+            ])
+            .output()
+            .expect("run berth"),
+    );
+    assert_ne!(failed.code, 0);
+    assert!(failed.stderr.contains("meta.json"), "{}", failed.stderr);
+    assert!(!other.join("plugins.toml").exists());
+}
