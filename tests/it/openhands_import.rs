@@ -253,3 +253,43 @@ fn a_conversation_the_agent_server_persisted_imports_as_its_plugins() {
     assert!(failed.stderr.contains("meta.json"), "{}", failed.stderr);
     assert!(!other.join("plugins.toml").exists());
 }
+
+/// A record that keeps the commits its plugins ran (`resolved_plugins`, the SDK's
+/// `ResolvedPluginSource`) imports each plugin at that commit, not where its branch is now.
+#[test]
+fn a_conversation_that_kept_its_resolved_commits_imports_at_them() {
+    let ctx = TestContext::new();
+    let one = plugin_repo(&ctx, "one", "", "One as the conversation ran it.");
+    let ran = one.commit("ran");
+    plugin_repo(&ctx, "one", "", "One, later on main.").commit("later");
+    let url = format!("file://{}", ctx.upstream.join("one.git").display());
+    let folder = ctx.root.join("conversation");
+    std::fs::create_dir_all(&folder).expect("folder");
+    std::fs::write(
+        folder.join("meta.json"),
+        serde_json::json!({
+            "plugins": [{"source": url, "ref": "main", "repo_path": null}],
+            "resolved_plugins": [{"source": url, "resolved_ref": ran, "repo_path": null, "original_ref": "main"}]
+        })
+        .to_string(),
+    )
+    .expect("meta.json");
+    ctx.ok(&[
+        "plugins",
+        "import",
+        "--conversation",
+        &folder.display().to_string(),
+    ]);
+    let manifest = std::fs::read_to_string(ctx.manifest_path()).expect("manifest");
+    assert!(
+        manifest.contains(&format!(
+            "ref = \"{ran}\"   # the commit `main` was when the conversation ran"
+        )),
+        "{manifest}"
+    );
+    let lock = berth_lockfile_schema::parse_lock("plugins.lock", &ctx.lock_text()).expect("lock");
+    let berth_lockfile_schema::Pin::Git(pin) = &lock.plugins[0].pin else {
+        panic!("a git pin");
+    };
+    assert_eq!(pin.rev.to_string(), ran);
+}
