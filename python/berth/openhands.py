@@ -56,6 +56,7 @@ __all__ = [
     "native",
     "plugin_set",
     "plugin_sources",
+    "start_request",
     "to_sdk",
 ]
 
@@ -321,6 +322,35 @@ def merge_into(
         mcp_config = expand_mcp_servers(mcp_config, get_secret)
     updated = agent.model_copy(update={"agent_context": merged_context, "mcp_config": mcp_config})
     return updated, plugins.hook_config
+
+
+def start_request(
+    lockfile: PathLike,
+    agent: AgentBase,
+    workspace: PathLike,
+    max_skills: int = 100,
+    store: PathLike | None = None,
+) -> dict[str, Any]:
+    """The body of the OpenHands agent server's ``POST /api/conversations`` that starts a
+    conversation with the lock's plugin set: ``agent`` with the set merged in
+    (:func:`load_plugins`: skills, MCP servers, its registrations' ``auto_load`` off), the
+    set's ``hook_config`` and sub-agents (``agent_definitions``), and no ``plugins``. The
+    server persists all of it with the conversation (``base_state.json``, ``meta.json``)
+    and restores it from there after a restart, so nothing is fetched, ever: the set
+    comes from berth's store, whose paths the server must see. Secrets the agent carries
+    (its LLM's key) are in the body, as the server needs them."""
+    expose = {"expose_secrets": True}
+    merged, hooks = load_plugins(lockfile, agent, max_skills=max_skills, store=store)
+    body: dict[str, Any] = {
+        "agent": merged.model_dump(mode="json", context=expose),
+        "workspace": {"working_dir": os.fspath(workspace)},
+        "agent_definitions": [
+            a.model_dump(mode="json", context=expose) for a in agent_definitions(lockfile, store)
+        ],
+    }
+    if hooks is not None:
+        body["hook_config"] = hooks.model_dump(mode="json", context=expose)
+    return body
 
 
 def agent_definitions(lockfile: PathLike, store: PathLike | None = None) -> list[AgentDefinition]:

@@ -34,6 +34,7 @@ mod marketplace;
 mod marketplace_server;
 mod materialize;
 mod one_build;
+mod openhands_agent_server;
 mod openhands_import;
 mod parallel;
 mod payloads;

@@ -124,8 +124,9 @@ pub struct ImportArgs {
 
     /// The SDK's installed plugins [default: `$OH_PERSISTENCE_DIR/plugins/installed`, else
     /// `~/.openhands/plugins/installed`]
-    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "")]
-    pub installed: Option<std::path::PathBuf>,
+    #[arg(long, value_name = "DIR", num_args = 0..=1)]
+    #[allow(clippy::option_option)] // absent, given without a folder, given with one
+    pub installed: Option<Option<std::path::PathBuf>>,
 }
 
 #[derive(Debug, Args)]

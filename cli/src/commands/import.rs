@@ -35,7 +35,7 @@ pub fn run(ctx: &Context, args: &ImportArgs) -> Result<()> {
     }
     let (text, installed) = match (&args.conversation, &args.installed) {
         (Some(dir), _) => (from_conversation(dir)?, Vec::new()),
-        (None, Some(dir)) => from_installed(&installed_dir(dir))?,
+        (None, Some(dir)) => from_installed(&installed_dir(dir.as_deref()))?,
         (None, None) => bail!("say what to import: `--conversation DIR` or `--installed [DIR]`"),
     };
     let manifest = reparse(ctx, &text)
@@ -77,8 +77,8 @@ pub fn run(ctx: &Context, args: &ImportArgs) -> Result<()> {
 
 /// `--installed`'s folder: as given, else the SDK's (`$OH_PERSISTENCE_DIR/plugins/installed`,
 /// else `~/.openhands/plugins/installed`).
-fn installed_dir(given: &Path) -> PathBuf {
-    if !given.as_os_str().is_empty() {
+fn installed_dir(given: Option<&Path>) -> PathBuf {
+    if let Some(given) = given {
         return given.to_path_buf();
     }
     let base = std::env::var_os("OH_PERSISTENCE_DIR")

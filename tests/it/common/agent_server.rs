@@ -45,6 +45,9 @@ impl AgentServer {
             .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
             .env("OPENHANDS_SUPPRESS_BANNER", "1")
             .env("NO_PROXY", "127.0.0.1,localhost,::1")
+            // A conversation's LLM key is not kept across a restart without the server's
+            // secret key; the fake model takes any key.
+            .env("OPENAI_API_KEY", "fake")
             .stdin(Stdio::null())
             .stdout(out.try_clone().expect("log"))
             .stderr(out)
@@ -101,5 +104,108 @@ impl Drop for AgentServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// `fixtures/fake_openai.py`: an OpenAI-compatible model on 127.0.0.1 that answers every
+/// turn with `Done.` and logs each request; stopped when dropped.
+pub struct FakeModel {
+    child: Child,
+    pub base: String,
+    log: PathBuf,
+}
+
+impl FakeModel {
+    pub fn start(log: &Path) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new("python3")
+            .arg(super::fixtures().join("fake_openai.py"))
+            .arg(log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start fake_openai.py (needs python3)");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("fake_openai.py says where it listens");
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .expect("fake_openai.py's first line")
+            .to_owned();
+        Self {
+            child,
+            base,
+            log: log.to_owned(),
+        }
+    }
+
+    /// The agent's requests (those offering tools; a title's request offers none), in order.
+    pub fn turns(&self) -> Vec<serde_json::Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.get("tools").is_some())
+            .collect()
+    }
+
+    /// The request bodies it was sent, in order.
+    pub fn requests(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .map(|r| r["body"].clone())
+            .collect()
+    }
+}
+
+impl Drop for FakeModel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl AgentServer {
+    /// `GET PATH`: the answer's JSON.
+    pub fn get(&self, path: &str) -> serde_json::Value {
+        let text = reqwest::blocking::Client::new()
+            .get(format!("{}{path}", self.base))
+            .timeout(Duration::from_secs(60))
+            .send()
+            .and_then(reqwest::blocking::Response::text)
+            .expect("the agent server answers");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("JSON ({e}): {text}"))
+    }
+
+    /// Sends `text` to conversation `id` and runs it; waits until `model` was asked for
+    /// the turn's answer and the conversation is no longer running.
+    pub fn run_turn(&self, id: &str, text: &str, model: &FakeModel) {
+        let asked = model.turns().len();
+        let (status, answer) = self.post(
+            &format!("/api/conversations/{id}/events"),
+            &serde_json::json!({"role": "user", "content": [{"type": "text", "text": text}], "run": true}),
+        );
+        assert_eq!(status, 200, "{answer}\n{}", self.log());
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let state = self.get(&format!("/api/conversations/{id}"));
+            let status = state["execution_status"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert_ne!(status, "error", "{}", self.log());
+            if model.turns().len() > asked && status != "running" {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the turn did not end within 120 s ({status}):\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
     }
 }
