@@ -13,9 +13,11 @@ pinned to the locked commits, for callers that must hand the SDK its own type.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
 import json
 import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from openhands.sdk.agent.base import AgentBase
+    from openhands.sdk.conversation.impl.local_conversation import LocalConversation
     from openhands.sdk.hooks import HookConfig
     from openhands.sdk.marketplace import MarketplaceRegistration
     from openhands.sdk.mcp.config import MCPServer
@@ -50,6 +53,7 @@ __all__ = [
     "SdkPluginSet",
     "agent_definitions",
     "check_registrations",
+    "load_plugin",
     "load_plugins",
     "locked_marketplaces",
     "locked_plugins",
@@ -92,6 +96,78 @@ def _auto_load(value: object) -> bool | list[str]:
     return bool(value)
 
 
+#: In a marketplace folder berth made, the registration it stands for.
+_ORIGIN = ".berth-registration.json"
+
+
+def _registered_as(reg: MarketplaceRegistration) -> dict[str, Any]:
+    """A registration's fields, or those of the registration a berth-made marketplace
+    folder stands for."""
+    origin = Path(reg.source) / _ORIGIN if reg.source.startswith("/") else None
+    if origin is not None and origin.is_file():
+        fields: dict[str, Any] = json.loads(origin.read_text())
+        return fields
+    return {
+        "source": reg.source,
+        "ref": reg.ref,
+        "repo_path": reg.repo_path,
+        "auto_load": _auto_load(reg.auto_load),
+    }
+
+
+def _marketplace_home() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME")
+    return (Path(cache) if cache else Path.home() / ".cache") / "berth" / "openhands-marketplaces"
+
+
+def marketplace_folder(lockfile: PathLike, name: str, store: PathLike | None = None) -> Path:
+    """A local marketplace standing for the locked marketplace ``name``: a catalog listing
+    the lock's plugins picked from it (``PLUGIN@name``), each a link to its verified store
+    entry, and the registration it stands for (``.berth-registration.json``). A
+    registration whose ``source`` is this folder lets the SDK's own registry and
+    ``load_plugin`` read the locked plugins with no fetch. One folder per lock and name
+    (``$XDG_CACHE_HOME/berth/openhands-marketplaces/``), rewritten when the lock changes."""
+    lock = Path(lockfile).resolve()
+    locked = {m["name"]: m for m in locked_marketplaces(lock, store)}
+    if name not in locked:
+        raise BerthError(1, f"error: the lock holds no marketplace `{name}`")
+    market = locked[name]
+    doc = plugin_set(lock, store)
+    picked = [
+        p
+        for p in locked_plugins(lock, store)
+        if p.get("requested", "").endswith(f"@{name}") and not p.get("standalone_skill")
+    ]
+    paths = {p["name"]: p["path"] for p in doc.get("plugins", [])}
+    key = hashlib.sha256(f"{lock}\0{name}".encode()).hexdigest()[:16]
+    folder = _marketplace_home() / key / name
+    (folder / ".plugin").mkdir(parents=True, exist_ok=True)
+    entries = []
+    for plugin in picked:
+        link = folder / plugin["name"]
+        target = paths[plugin["name"]]
+        if not (link.is_symlink() and str(link.readlink()) == target):
+            temporary = folder / f".{plugin['name']}.berth-tmp"
+            temporary.unlink(missing_ok=True)
+            temporary.symlink_to(target)
+            temporary.replace(link)
+        entries.append({"name": plugin["name"], "source": f"./{plugin['name']}"})
+    origin = {
+        "source": market["source"],
+        "ref": market.get("ref"),
+        "repo_path": market.get("repo_path"),
+        "auto_load": _auto_load(market.get("auto_load", False)),
+    }
+    catalog = {"name": name, "owner": {"name": "berth"}, "plugins": entries}
+    for rel, value in ((_ORIGIN, origin), (".plugin/marketplace.json", catalog)):
+        with tempfile.NamedTemporaryFile(
+            "w", dir=folder / Path(rel).parent, delete=False, suffix=".berth-tmp"
+        ) as out:
+            json.dump(value, out, indent=2)
+        Path(out.name).replace(folder / rel)
+    return folder
+
+
 def check_registrations(
     lockfile: PathLike,
     registrations: Sequence[MarketplaceRegistration],
@@ -112,12 +188,7 @@ def check_registrations(
                 f"hold it: run `berth marketplace add {reg.name} {reg.source}` and lock"
             )
             continue
-        asked = {
-            "source": reg.source,
-            "ref": reg.ref,
-            "repo_path": reg.repo_path,
-            "auto_load": _auto_load(reg.auto_load),
-        }
+        asked = _registered_as(reg)
         pinned = {
             "source": found["source"],
             "ref": found.get("ref"),
@@ -275,9 +346,57 @@ def load_plugins(
     fetch them again.
     """
     context = agent.agent_context
-    if context is not None and context.registered_marketplaces:
-        check_registrations(lockfile, context.registered_marketplaces, store)
-    return merge_into(agent, to_sdk(plugin_set(lockfile, store)), max_skills, get_secret)
+    if context is None or not context.registered_marketplaces:
+        return merge_into(agent, to_sdk(plugin_set(lockfile, store)), max_skills, get_secret)
+    check_registrations(lockfile, context.registered_marketplaces, store)
+    merged, hooks = merge_into(agent, to_sdk(plugin_set(lockfile, store)), max_skills, get_secret)
+    # Each registration now reads berth's folder of its locked plugins: the SDK's own
+    # `load_plugin` then finds them there, with no fetch.
+    local = [
+        r.model_copy(
+            update={
+                "source": str(marketplace_folder(lockfile, r.name, store)),
+                "ref": None,
+                "repo_path": None,
+                "auto_load": False,
+            }
+        )
+        for r in context.registered_marketplaces
+    ]
+    merged_context = merged.agent_context
+    assert merged_context is not None
+    merged = merged.model_copy(
+        update={
+            "agent_context": merged_context.model_copy(update={"registered_marketplaces": local})
+        }
+    )
+    return merged, hooks
+
+
+def load_plugin(
+    conversation: LocalConversation,
+    plugin_ref: str,
+    lockfile: PathLike,
+    store: PathLike | None = None,
+) -> None:
+    """The SDK's ``conversation.load_plugin(plugin_ref)`` (``NAME@MARKETPLACE``) for a
+    conversation whose agent came from :func:`load_plugins`: a plugin the lock holds is
+    loaded from the store with no fetch; one it does not hold is locked first with
+    ``berth plugins add`` (its manifest and lock next to ``lockfile``, the project's
+    policy enforced) and synced, so the lock records it and a resume restores it. The
+    SDK's own ``load_plugin`` then reads it from berth's marketplace folder
+    (:func:`marketplace_folder`) and merges it as it merges any plugin."""
+    name, _, market = plugin_ref.partition("@")
+    lock = Path(lockfile).resolve()
+    if not name or not market:
+        raise ValueError(f"`{plugin_ref}` is not a `NAME@MARKETPLACE` reference")
+    locked = {p.get("requested") for p in locked_plugins(lock, store)}
+    if plugin_ref not in locked:
+        project = ["plugins", "--lockfile", str(lock), "--manifest", str(lock.with_suffix(".toml"))]
+        run([*project, "add", plugin_ref], cwd=lock.parent, store=store)
+        run([*project, "sync"], cwd=lock.parent, store=store)
+    marketplace_folder(lock, market, store)
+    conversation.load_plugin(plugin_ref)
 
 
 def merge_into(

@@ -2,9 +2,10 @@
 //! conversation's plugins from berth: a conversation started with
 //! `berth.openhands.start_request` (the lock's set merged into its agent: an explicit
 //! plugin and an auto-loading marketplace's plugin and standalone skill) runs a turn
-//! against a fake model on 127.0.0.1; the server stops, the upstreams and the SDK's own
-//! plugin cache go, the server starts again, and the resumed conversation runs a turn with
-//! the same skills, MCP servers and hooks, nothing fetched.
+//! against a fake model on 127.0.0.1, loads a plugin berth locked meanwhile through the
+//! server's own `load_plugin` route, and runs another; the server stops, the upstreams and
+//! the SDK's own plugin cache go, the server starts again, and the resumed conversation
+//! runs a turn with the same skills, MCP servers and hooks, nothing fetched.
 
 use crate::common;
 use crate::python_sdk::{Runtime, python_with};
@@ -37,13 +38,18 @@ fn upstreams(ctx: &TestContext) {
     market.write(
         ".plugin/marketplace.json",
         r#"{"name": "market", "owner": {"name": "T"},
-  "plugins": [{"name": "alpha", "source": "./alpha"}],
+  "plugins": [{"name": "alpha", "source": "./alpha"}, {"name": "delta", "source": "./delta"}],
   "skills": [{"name": "github", "source": "./skills/github"}]}"#,
     );
     market.write("alpha/.claude-plugin/plugin.json", r#"{"name": "alpha"}"#);
     market.write(
         "alpha/skills/alpha-skill/SKILL.md",
         "---\nname: alpha-skill\ndescription: Alpha's skill.\n---\nAlpha.\n",
+    );
+    market.write("delta/.claude-plugin/plugin.json", r#"{"name": "delta"}"#);
+    market.write(
+        "delta/skills/delta-skill/SKILL.md",
+        "---\nname: delta-skill\ndescription: Loaded mid-conversation.\n---\nDelta.\n",
     );
     market.write(
         "skills/github/SKILL.md",
@@ -62,7 +68,7 @@ from openhands.sdk.context import AgentContext
 from openhands.sdk.marketplace import MarketplaceRegistration
 from berth.openhands import start_request
 lockfile, model, market, workspace = sys.argv[1:5]
-registration = MarketplaceRegistration(name="market", source=market, auto_load=True)
+registration = MarketplaceRegistration(name="market", source=market, auto_load=["alpha", "github"])
 agent = Agent(
     llm=LLM(model="openai/gpt-4o", api_key=SecretStr("x"), base_url=model + "/v1", usage_id="agent"),
     tools=[],
@@ -88,6 +94,23 @@ fn seen(turn: &serde_json::Value) -> (String, serde_json::Value) {
     (without_date.join("\n"), turn["tools"].clone())
 }
 
+/// The skills of conversation `id`'s agent as the server persisted them (`base_state.json`).
+fn persisted_skills(work: &std::path::Path, id: &str) -> Vec<String> {
+    let path = work
+        .join("workspace/conversations")
+        .join(id.replace('-', ""))
+        .join("base_state.json");
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("base_state.json"))
+            .expect("JSON");
+    state["agent"]["agent_context"]["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .filter_map(|s| s["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
 #[test]
 fn a_conversation_resumes_with_its_locked_plugins_after_a_restart_with_the_upstreams_gone() {
     let Some(server_python) = agent_server_python() else {
@@ -99,7 +122,7 @@ fn a_conversation_resumes_with_its_locked_plugins_after_a_restart_with_the_upstr
     let git = ctx.serve_github_over_http();
     let url = |name: &str| format!("{}/{name}.git", git.url());
     ctx.write_manifest(&format!(
-        "[[marketplace]]\nname = \"market\"\nsource = \"{}\"\nauto_load = true\n\n[[plugin]]\nsource = \"{}\"\n",
+        "[[marketplace]]\nname = \"market\"\nsource = \"{}\"\nauto_load = [\"alpha\", \"github\"]\n\n[[plugin]]\nsource = \"{}\"\n",
         url("market"),
         url("one")
     ));
@@ -160,6 +183,39 @@ fn a_conversation_resumes_with_its_locked_plugins_after_a_restart_with_the_upstr
             .contains("echo checked"),
         "{first}"
     );
+
+    // The server's own `load_plugin` route finds a plugin berth locked meanwhile in berth's
+    // marketplace folder (the conversation's registration points there): no fetch.
+    let (status, refused) = server.post(
+        &format!("/api/conversations/{id}/load_plugin"),
+        &serde_json::json!({"plugin_ref": "delta@market"}),
+    );
+    assert_eq!(status, 404, "not locked, not loadable: {refused}");
+    ctx.ok(&["plugins", "add", "delta@market"]);
+    ctx.ok(&["plugins", "sync"]);
+    python_with(
+        &ctx,
+        &server_python,
+        Runtime::Binary,
+        "import sys\nfrom berth.openhands import marketplace_folder\nmarketplace_folder(sys.argv[1], 'market')\n",
+        &[&lockfile],
+    );
+    let (status, loaded) = server.post(
+        &format!("/api/conversations/{id}/load_plugin"),
+        &serde_json::json!({"plugin_ref": "delta@market"}),
+    );
+    assert_eq!(status, 200, "{loaded}\n{}", server.log());
+    server.run_turn(&id, "And now?", &model);
+    let first = server.get(&format!("/api/conversations/{id}"));
+    let (prompt, tools) = seen(model.turns().last().expect("a turn"));
+    // The SDK renders the system prompt once, at the first turn: a skill loaded later is in
+    // the agent's context (for `invoke_skill`), which the server persists.
+    let skills = || persisted_skills(&work, &id);
+    assert!(
+        skills().contains(&"delta-skill".to_owned()),
+        "{:?}",
+        skills()
+    );
     drop(server);
 
     // Nothing left to fetch from: the upstreams and the SDK's own plugin cache are gone.
@@ -181,5 +237,10 @@ fn a_conversation_resumes_with_its_locked_plugins_after_a_restart_with_the_upstr
     assert!(
         !persist.join("cache/plugins").exists(),
         "nothing was fetched"
+    );
+    assert!(
+        skills().contains(&"delta-skill".to_owned()),
+        "{:?}",
+        skills()
     );
 }

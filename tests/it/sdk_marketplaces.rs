@@ -355,3 +355,84 @@ fn changing_auto_load_relocks_at_the_pinned_commit() {
     assert!(!third.contains("auto_load"), "{third}");
     assert_eq!(rev(&third), rev(&first));
 }
+
+/// `berth.openhands.load_plugin` is the SDK's `load_plugin` from the lock: a plugin the lock
+/// does not hold is locked on demand (manifest and lock record it), the SDK merges it as it
+/// merges its own fetch, and a conversation built from the lock afterwards, with the
+/// upstreams gone, has it from the start.
+#[test]
+fn load_plugin_locks_on_demand_and_the_lock_restores_it() {
+    let Some(python_bin) = sdk_python() else {
+        require_or_skip("BERTH_SDK_PYTHON", "see tests/it/python_sdk.rs");
+        return;
+    };
+    let ctx = TestContext::new();
+    marketplaces(&ctx);
+    let server = ctx.serve_github_over_http();
+    let market = format!("{}/market.git", server.url());
+    ctx.write_manifest(&format!(
+        "[[marketplace]]\nname = \"market\"\nsource = \"{market}\"\n\n[[plugin]]\nsource = \"alpha@market\"\n"
+    ));
+    ctx.ok(&["plugins", "sync"]);
+    let registrations = serde_json::json!([{"name": "market", "source": market}]).to_string();
+    let plugins = serde_json::json!([{"source": market, "repo_path": "plugins/alpha"}]).to_string();
+    let sdk_out = ctx.root.join("sdk.json").display().to_string();
+    let workspace = ctx.root.join("workspace");
+    std::fs::create_dir_all(&workspace).expect("workspace");
+    let ws = workspace.display().to_string();
+    let lockfile = ctx.lock_path().display().to_string();
+    script_with(
+        &ctx,
+        &python_bin,
+        Runtime::InProcess,
+        "compare_marketplaces.py",
+        &[
+            "sdk-load",
+            &registrations,
+            &plugins,
+            "beta@market",
+            &ws,
+            &sdk_out,
+        ],
+    );
+    let got = script_with(
+        &ctx,
+        &python_bin,
+        Runtime::InProcess,
+        "compare_marketplaces.py",
+        &[
+            "berth-load",
+            &registrations,
+            "beta@market",
+            &lockfile,
+            &ws,
+            &sdk_out,
+        ],
+    );
+    assert_eq!(got["mismatch"], "", "{got}");
+    assert_eq!(
+        got["skills"],
+        serde_json::json!(["notes", "a1", "shared", "b1"]),
+        "{got}"
+    );
+    // Recorded: the manifest asks for it, the lock pins it.
+    assert!(
+        std::fs::read_to_string(ctx.manifest_path())
+            .expect("manifest")
+            .contains("beta@market")
+    );
+    assert!(ctx.lock_text().contains("requested = \"beta@market\""));
+
+    // A restart: the lock alone, nothing to fetch from.
+    drop(server);
+    for runtime in [Runtime::InProcess, Runtime::Binary] {
+        let restored = script_with(
+            &ctx,
+            &python_bin,
+            runtime,
+            "compare_marketplaces.py",
+            &["berth", &registrations, &lockfile, &ws, &sdk_out],
+        );
+        assert_eq!(restored["mismatch"], "", "{runtime:?}: {restored}");
+    }
+}

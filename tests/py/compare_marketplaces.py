@@ -2,6 +2,12 @@
 and as berth builds them from a lock.
 
 Usage:
+  compare_marketplaces.py sdk-load REGISTRATIONS PLUGINS PLUGIN_REF WORKSPACE OUT
+      The SDK's own `LocalConversation` starts with the registrations and plugins, then
+      `load_plugin(PLUGIN_REF)` (fetching it); what its agent ends up with goes to OUT.
+  compare_marketplaces.py berth-load REGISTRATIONS PLUGIN_REF LOCKFILE WORKSPACE SDK_OUT
+      The same with berth: `load_plugins` from the lock, then `berth.openhands.load_plugin`
+      (which locks the plugin on demand); compared with the SDK's.
   compare_marketplaces.py sdk REGISTRATIONS PLUGINS WORKSPACE OUT
       The SDK's own `LocalConversation` loads the registrations (`auto_load`) and the
       explicit plugins (fetching them); what its agent ends up with goes to OUT.
@@ -32,7 +38,7 @@ from openhands.sdk.marketplace import MarketplaceRegistration
 from openhands.sdk.plugin import PluginSource
 from openhands.sdk.skills import Skill
 
-from berth.openhands import load_plugins
+from berth.openhands import load_plugin, load_plugins
 
 EXPOSE = {"expose_secrets": True}
 
@@ -116,6 +122,38 @@ def main() -> None:
         Path(out).write_text(json.dumps(found))
         conversation.close()
         print(json.dumps({"skills": [s["name"] for s in found["skills"]]}))
+        return
+    if mode == "sdk-load":
+        plugins = [PluginSource(**p) for p in json.loads(sys.argv[3])]
+        plugin_ref, workspace, out = sys.argv[4], sys.argv[5], sys.argv[6]
+        conversation = Conversation(
+            agent=agent_with(registrations), workspace=workspace, plugins=plugins
+        )
+        conversation._ensure_plugins_loaded()
+        conversation.load_plugin(plugin_ref)
+        found = dump(conversation)
+        Path(out).write_text(json.dumps(found))
+        conversation.close()
+        print(json.dumps({"skills": [s["name"] for s in found["skills"]]}))
+        return
+    if mode == "berth-load":
+        plugin_ref, lockfile, workspace, sdk_out = sys.argv[3:7]
+        sdk = json.loads(Path(sdk_out).read_text())
+        agent, hooks = load_plugins(lockfile, agent_with(registrations))
+        conversation = Conversation(agent=agent, workspace=workspace, hook_config=hooks)
+        conversation._ensure_plugins_loaded()
+        load_plugin(conversation, plugin_ref, lockfile)
+        ours = dump(conversation)
+        conversation.close()
+        print(
+            json.dumps(
+                {
+                    "mismatch": first_difference(sdk, ours) or "",
+                    "skills": [s["name"] for s in ours["skills"]],
+                    "sdk_skills": [s["name"] for s in sdk["skills"]],
+                }
+            )
+        )
         return
     lockfile, workspace, sdk_out = sys.argv[3], sys.argv[4], sys.argv[5]
     sdk = json.loads(Path(sdk_out).read_text())
