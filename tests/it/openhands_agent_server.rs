@@ -160,7 +160,7 @@ fn a_conversation_resumes_with_its_locked_plugins_after_a_restart_with_the_upstr
     let id = created["id"].as_str().expect("an id").to_owned();
     server.run_turn(&id, "Hello.", &model);
     let first = server.get(&format!("/api/conversations/{id}"));
-    let (prompt, tools) = seen(model.turns().last().expect("a turn"));
+    let (prompt, _) = seen(model.turns().last().expect("a turn"));
     // Each skill of the set is offered by its description: the plugin's, the auto-loaded
     // plugin's and the marketplace's standalone skill.
     for description in [
