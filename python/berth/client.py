@@ -159,6 +159,15 @@ class Client:
 
         return merge_into(agent, self.sdk_plugin_set(conversation_id), max_skills, get_secret)
 
+    def load_plugin(self, conversation_id: str, plugin_ref: str) -> None:
+        """``POST /api/conversations/{id}/load_plugin``: locks ``NAME@MARKETPLACE`` into the
+        conversation's lock (a marketplace its lock holds, or one the server registers),
+        as the OpenHands agent server's route of the same name loads it; ``plugin_set``
+        shows it from then on, after a restart too."""
+        self._request(
+            "POST", self._path(conversation_id, "load_plugin"), {"plugin_ref": plugin_ref}
+        )
+
     def delete(self, conversation_id: str) -> None:
         """Removes a conversation (its store entries become collectable)."""
         self._request("DELETE", self._path(conversation_id))

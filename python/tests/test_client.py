@@ -151,6 +151,7 @@ def test_reads_go_to_the_conversations_routes(fake: FakeServer) -> None:
         ("GET", "/api/conversations/a%2Fb"): (200, {}, {"id": "a/b", "plugins": []}),
         ("GET", "/api/conversations/a%2Fb/lockfile"): (200, {}, b"version = 1\n"),
         ("GET", "/api/conversations/a%2Fb/plugin_set"): (200, {}, {"skills": []}),
+        ("POST", "/api/conversations/a%2Fb/load_plugin"): (200, {}, {"success": True}),
         ("DELETE", "/api/conversations/a%2Fb"): (204, {}, b""),
     }
     fake.route = lambda r: answers[(r.method, r.path)]
@@ -158,8 +159,10 @@ def test_reads_go_to_the_conversations_routes(fake: FakeServer) -> None:
     assert client.get("a/b") == {"id": "a/b", "plugins": []}
     assert client.lockfile("a/b") == "version = 1\n"
     assert client.plugin_set("a/b") == {"skills": []}
+    assert client.load_plugin("a/b", "review@team") is None
     assert client.delete("a/b") is None
     assert [(r.method, r.path) for r in fake.requests] == list(answers)
+    assert fake.requests[3].body == {"plugin_ref": "review@team"}
     assert all(r.headers["x-session-api-key"] == "k3y" for r in fake.requests)
 
 

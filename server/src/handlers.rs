@@ -25,9 +25,9 @@ use crate::start::{Deadline, Prepared};
 #[derive(OpenApi)]
 #[openapi(
     info(title = "berth", description = "Conversations that keep exactly their locked plugin set."),
-    paths(health, create, list, get_one, lockfile, plugin_set, delete),
+    paths(health, create, list, get_one, lockfile, plugin_set, delete, crate::load_plugin::load_plugin),
     components(schemas(
-        CreateConversation, PluginSourceBody, ConversationCreated, ConversationList,
+        crate::load_plugin::LoadPluginBody, CreateConversation, PluginSourceBody, ConversationCreated, ConversationList,
         ConversationSummary, ConversationDetail, LockedPluginBody, AgentSourceBody, LockedAgentBody,
         Health, ErrorBody, ErrorDetail
     )),

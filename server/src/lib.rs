@@ -14,6 +14,7 @@ mod fleet;
 mod handlers;
 mod host;
 mod input;
+mod load_plugin;
 mod lock_check;
 mod metrics;
 mod policy;

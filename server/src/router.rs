@@ -38,6 +38,10 @@ fn router(state: AppState, bound: Option<SocketAddr>) -> Router {
             "/api/conversations/{id}/plugin_set",
             get(handlers::plugin_set),
         )
+        .route(
+            "/api/conversations/{id}/load_plugin",
+            axum::routing::post(crate::load_plugin::load_plugin),
+        )
         .route("/openapi.json", get(handlers::openapi))
         .route("/metrics", get(fleet::metrics))
         .route_layer(axum::middleware::from_fn_with_state(

@@ -264,7 +264,7 @@ impl AppState {
 
     /// Locks the request's plugins (or takes its lockfile, `--frozen`) and fetches what the
     /// store lacks.
-    fn lock_and_sync(
+    pub(crate) fn lock_and_sync(
         &self,
         request: &Prepared,
         cancel: &Cancel,

@@ -125,3 +125,85 @@ fn the_server_takes_plugins_of_registered_marketplaces_and_checks_where_they_poi
         assert!(message.contains(needle), "{pick}: {message}");
     }
 }
+
+/// `POST /api/conversations/{id}/load_plugin`, the agent server's route: a plugin of a
+/// registered marketplace is locked into the conversation's lock (its other pins kept) and
+/// shows in `plugin_set`, after a restart too; the agent server's answers for a bad
+/// reference, an unknown conversation, marketplace or plugin.
+#[test]
+fn load_plugin_adds_a_marketplace_plugin_to_a_conversations_lock() {
+    let m = market();
+    let ctx = &m.ctx;
+    let args = [
+        "--allow-local-sources",
+        "--marketplace",
+        "acme=github:acme/market#main",
+    ];
+    let server = serve(ctx, "data", &args);
+    let (status, body) = server.post(&serde_json::json!({"plugins": [{"source": "rel@acme"}]}));
+    assert_eq!(status, 201, "{body}");
+    let id = serde_json::from_str::<Value>(&body).expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let (_, before) = server.get(&format!("/api/conversations/{id}/lockfile"));
+    let load = |plugin_ref: &str| {
+        server.post_to(
+            &format!("/api/conversations/{id}/load_plugin"),
+            &serde_json::json!({"plugin_ref": plugin_ref}),
+        )
+    };
+    let (status, body) = load("gh@acme");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).expect("JSON"),
+        serde_json::json!({"success": true})
+    );
+    let (_, after) = server.get(&format!("/api/conversations/{id}/lockfile"));
+    assert_eq!(
+        lock_field(&after, 0, "rev"),
+        lock_field(&before, 0, "rev"),
+        "{after}"
+    );
+    assert_eq!(
+        lock_field(&after, 1, "requested").as_deref(),
+        Some("gh@acme"),
+        "{after}"
+    );
+    assert_eq!(
+        lock_field(&after, 1, "rev"),
+        Some(m.gh_v1.clone()),
+        "{after}"
+    );
+    // Loading it again changes nothing.
+    assert_eq!(load("gh@acme").0, 200);
+    let (_, again) = server.get(&format!("/api/conversations/{id}/lockfile"));
+    assert_eq!(again, after);
+    for (plugin_ref, status) in [
+        ("not a reference", 400),
+        ("nope@acme", 404),
+        ("rel@nowhere", 404),
+    ] {
+        let (got, body) = load(plugin_ref);
+        assert_eq!(got, status, "{plugin_ref}: {body}");
+    }
+    let (status, _) = server.post_to(
+        "/api/conversations/00000000-0000-7000-8000-000000000000/load_plugin",
+        &serde_json::json!({"plugin_ref": "gh@acme"}),
+    );
+    assert_eq!(status, 404);
+    server.stop();
+
+    // Restarted, the conversation has the plugin it loaded.
+    let server = serve(ctx, "data", &args);
+    let (status, set) = server.get(&format!("/api/conversations/{id}/plugin_set"));
+    assert_eq!(status, 200, "{set}");
+    let set: Value = serde_json::from_str(&set).expect("JSON");
+    let names: Vec<&str> = set["plugins"]
+        .as_array()
+        .expect("plugins")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(names, ["rel", "gh"], "{set}");
+}

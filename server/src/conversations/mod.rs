@@ -38,6 +38,17 @@ pub use types::{AnswerFields, DataDir, Indexed, LockedText, Meta, Page, SetJson,
 use berth_store::unpoisoned;
 use commit::{Done, GroupCommit, Job};
 
+/// What [`Conversations::replace_lock`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replaced {
+    /// The new lock is stored.
+    Done,
+    /// There is no such conversation (any more).
+    Gone,
+    /// Its lock changed meanwhile; nothing was written.
+    Moved,
+}
+
 /// The folder of a data folder that holds one folder per conversation, named by its id.
 pub const CONVERSATIONS_DIR: &str = "conversations";
 /// A conversation's lock, in its folder.
@@ -238,6 +249,45 @@ impl Conversations {
         }
         self.write_index().insert(meta.id, indexed(meta, lock));
         Ok(())
+    }
+
+    /// Replaces conversation `id`'s lock `previous` with `lock` (a plugin loaded
+    /// mid-conversation), durable before this returns: written beside the old one and
+    /// renamed over it. [`Replaced::Moved`] when its lock is no longer `previous` (another
+    /// load stored first). Object storage's conversations are shared by a fleet whose
+    /// servers keep them as immutable: refused there (`Unsupported`).
+    pub fn replace_lock(
+        &self,
+        id: Uuid,
+        previous: &Arc<LockedText>,
+        lock: Arc<LockedText>,
+    ) -> std::io::Result<Replaced> {
+        let Backing::Folder { root, .. } = &self.backing else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "loading a plugin into a conversation needs a data folder: on object storage a fleet keeps conversations as they started",
+            ));
+        };
+        // Held while writing: replacements of one data folder go one at a time.
+        let mut index = self.write_index();
+        let Some(entry) = index.get_mut(&id) else {
+            return Ok(Replaced::Gone);
+        };
+        if !Arc::ptr_eq(&entry.lock, previous) {
+            return Ok(Replaced::Moved);
+        }
+        let dir = root.join(id.to_string());
+        let temporary = dir.join(format!(".{LOCK_FILE}.tmp"));
+        {
+            let mut file = fs_err::File::create(&temporary)?;
+            std::io::Write::write_all(&mut file, lock.text.as_bytes())?;
+            file.sync_all()?;
+        }
+        fs_err::rename(&temporary, dir.join(LOCK_FILE))?;
+        fs_err::File::open(&dir)?.sync_all()?;
+        entry.summary.plugins = lock.lock.plugins.iter().map(|p| p.name.clone()).collect();
+        entry.lock = lock;
+        Ok(Replaced::Done)
     }
 
     /// [`Conversations::create`] for a folder, awaited instead of blocking a thread;

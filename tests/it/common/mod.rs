@@ -999,8 +999,13 @@ impl ServeProcess {
     }
 
     pub fn post(&self, body: &serde_json::Value) -> (u16, String) {
+        self.post_to("/api/conversations", body)
+    }
+
+    /// `POST PATH` with a JSON body.
+    pub fn post_to(&self, path: &str, body: &serde_json::Value) -> (u16, String) {
         let response = Self::client()
-            .post(format!("{}/api/conversations", self.base))
+            .post(format!("{}{path}", self.base))
             .header("content-type", "application/json")
             .body(body.to_string())
             .send()
