@@ -71,22 +71,24 @@ _NO_LIMIT = 1 << 32
 PathLike = str | os.PathLike[str]
 
 
-def locked_plugins(lockfile: PathLike, store: PathLike | None = None) -> list[ListedPlugin]:
-    """The lock's plugins as ``berth plugins list --json`` prints them."""
+def _listing(lockfile: PathLike, store: PathLike | None = None) -> PluginList:
+    """``berth plugins list --json`` of the lock."""
     lock = Path(lockfile).resolve()
     out = run(["plugins", "--lockfile", str(lock), "list", "--json"], cwd=lock.parent, store=store)
     listing: PluginList = json.loads(out.stdout)
-    return listing["plugins"]
+    return listing
+
+
+def locked_plugins(lockfile: PathLike, store: PathLike | None = None) -> list[ListedPlugin]:
+    """The lock's plugins as ``berth plugins list --json`` prints them."""
+    return _listing(lockfile, store)["plugins"]
 
 
 def locked_marketplaces(
     lockfile: PathLike, store: PathLike | None = None
 ) -> list[LockedMarketplace]:
     """The lock's ``[[marketplace]]`` tables, as ``berth plugins list --json`` prints them."""
-    lock = Path(lockfile).resolve()
-    out = run(["plugins", "--lockfile", str(lock), "list", "--json"], cwd=lock.parent, store=store)
-    listing: PluginList = json.loads(out.stdout)
-    return listing.get("marketplaces", [])
+    return _listing(lockfile, store).get("marketplaces", [])
 
 
 def _auto_load(value: object) -> bool | list[str]:
@@ -128,14 +130,15 @@ def marketplace_folder(lockfile: PathLike, name: str, store: PathLike | None = N
     ``load_plugin`` read the locked plugins with no fetch. One folder per lock and name
     (``$XDG_CACHE_HOME/berth/openhands-marketplaces/``), rewritten when the lock changes."""
     lock = Path(lockfile).resolve()
-    locked = {m["name"]: m for m in locked_marketplaces(lock, store)}
+    listing = _listing(lock, store)
+    locked = {m["name"]: m for m in listing.get("marketplaces", [])}
     if name not in locked:
         raise BerthError(1, f"error: the lock holds no marketplace `{name}`")
     market = locked[name]
     doc = plugin_set(lock, store)
     picked = [
         p
-        for p in locked_plugins(lock, store)
+        for p in listing["plugins"]
         if p.get("requested", "").endswith(f"@{name}") and not p.get("standalone_skill")
     ]
     paths = {p["name"]: p["path"] for p in doc.get("plugins", [])}
