@@ -347,6 +347,21 @@ fn changing_auto_load_relocks_at_the_pinned_commit() {
     ctx.ok(&["plugins", "lock", "--check"]);
     ctx.ok(&["plugins", "lock"]);
     assert_eq!(ctx.lock_text(), second, "locking again changes nothing");
+    let listed = ctx.ok(&["plugins", "list"]).stdout;
+    assert!(
+        listed.contains("github (skill, auto-loaded by market)"),
+        "{listed}"
+    );
+    assert!(listed.contains("alpha (auto-loaded by market)"), "{listed}");
+    let clash = ctx.run(&["plugins", "add", "alpha@market"]);
+    assert_ne!(clash.code, 0);
+    assert!(
+        clash
+            .stderr
+            .contains("already in the lock, auto-loaded by marketplace `market`"),
+        "{}",
+        clash.stderr
+    );
 
     ctx.write_manifest(&manifest(""));
     ctx.ok(&["plugins", "lock"]);

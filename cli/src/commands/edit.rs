@@ -72,13 +72,27 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<()> {
         .find(|(_, p)| p.name == new.name)
         && !args.force
     {
+        let place = match &clash.auto_load {
+            Some(market) => format!("the lock, auto-loaded by marketplace `{market}`"),
+            None => {
+                // Its place among the manifest's entries (what only a dependency or a
+                // marketplace brings is not one).
+                let entry = lock.plugins[..i]
+                    .iter()
+                    .filter(|p| p.is_requested())
+                    .count()
+                    + 1;
+                format!(
+                    "`{}` (entry {entry}, `{}`)",
+                    ctx.manifest_label(),
+                    clash.source
+                )
+            }
+        };
         return Err(Failure {
             message: format!(
-                "a plugin named `{}` is already in `{}` (entry {}, `{}`); pass `--force` to add it anyway (the later entry wins name clashes)",
+                "a plugin named `{}` is already in {place}; pass `--force` to add it anyway (the later entry wins name clashes)",
                 new.name,
-                ctx.manifest_label(),
-                i + 1,
-                clash.source
             ),
             notes: Vec::new(),
         }

@@ -120,7 +120,12 @@ fn rows(ctx: &Context, lock: &Lock) -> Vec<[String; 4]> {
                 Ok(None) => "not synced",
                 Err(_) => "changed since synced (run `berth plugins sync`)",
             };
-            [p.name.clone(), pinned, p.source.clone(), present.to_owned()]
+            let name = match (&p.auto_load, p.standalone_skill) {
+                (Some(market), true) => format!("{} (skill, auto-loaded by {market})", p.name),
+                (Some(market), false) => format!("{} (auto-loaded by {market})", p.name),
+                (None, _) => p.name.clone(),
+            };
+            [name, pinned, p.source.clone(), present.to_owned()]
         })
         .collect();
     if let Some(agent) = &lock.agent {
