@@ -293,3 +293,98 @@ fn a_conversation_that_kept_its_resolved_commits_imports_at_them() {
     };
     assert_eq!(pin.rev.to_string(), ran);
 }
+
+/// `--ambient`: what the SDK loads by itself into a conversation (the user's plugins, the
+/// enabled installed ones, the project's, a project plugin replacing a user plugin of its
+/// name) becomes explicit entries; berth's set from that lock, run where no ambient plugin
+/// is on disk, equals what the real SDK's `LocalConversation` loaded from the disk.
+#[test]
+fn the_sdks_ambient_plugins_import_as_explicit_entries_equal_to_what_it_loads() {
+    let Some(python_bin) = sdk_python() else {
+        require_or_skip("BERTH_SDK_PYTHON", "see tests/it/python_sdk.rs");
+        return;
+    };
+    let ctx = TestContext::new();
+    let folder = |dir: &std::path::Path, name: &str, skill: &str| {
+        std::fs::create_dir_all(dir.join(".claude-plugin")).expect("folder");
+        std::fs::write(
+            dir.join(".claude-plugin/plugin.json"),
+            format!("{{\"name\": \"{name}\", \"version\": \"1.0.0\"}}"),
+        )
+        .expect("manifest");
+        let skill_dir = dir.join("skills").join(skill);
+        std::fs::create_dir_all(&skill_dir).expect("skill folder");
+        std::fs::write(
+            skill_dir.join("SKILL.md"),
+            format!("---\nname: {skill}\ndescription: {skill} of {name}.\n---\n{skill}.\n"),
+        )
+        .expect("skill");
+    };
+    folder(&ctx.home.join(".agents/plugins/ua"), "ua", "ua-user");
+    folder(&ctx.home.join(".openhands/plugins/ub"), "ub", "ub-user");
+    std::fs::write(
+        ctx.home.join(".openhands/plugins/ub/.mcp.json"),
+        r#"{"mcpServers": {"ub-db": {"type": "stdio", "command": "ub-server"}}}"#,
+    )
+    .expect("mcp");
+    let workspace = ctx.root.join("workspace");
+    folder(&workspace.join(".agents/plugins/pa"), "pa", "pa-project");
+    folder(
+        &workspace.join(".agents/plugins/ua-here"),
+        "ua",
+        "ua-project",
+    );
+    plugin_repo(&ctx, "inst", "", "Installed and enabled.").commit("inst");
+    plugin_repo(&ctx, "off", "", "Installed, disabled.").commit("off");
+    let server = ctx.serve_github_over_http();
+    let sources = serde_json::json!([
+        [format!("{}/inst.git", server.url()), null],
+        [format!("{}/off.git", server.url()), null],
+    ])
+    .to_string();
+    let installed = ctx.home.join(".openhands/plugins/installed");
+    python_with(
+        &ctx,
+        &python_bin,
+        Runtime::InProcess,
+        INSTALL,
+        &[&installed.display().to_string(), &sources, r#"["off"]"#],
+    );
+
+    let sdk_out = ctx.root.join("sdk.json").display().to_string();
+    let ws = workspace.display().to_string();
+    let script = |args: &[&str]| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/py/ambient.py")
+            .display()
+            .to_string();
+        let code = format!(
+            "import runpy, sys\nsys.argv = [{path:?}] + sys.argv[1:]\nrunpy.run_path({path:?}, run_name='__main__')\n"
+        );
+        let out = python_with(&ctx, &python_bin, Runtime::InProcess, &code, args);
+        serde_json::from_str::<serde_json::Value>(out.trim()).expect("JSON")
+    };
+    let sdk = script(&["sdk", &ws, &sdk_out]);
+    assert_eq!(
+        sdk["skills"],
+        serde_json::json!(["ua-project", "ub-user", "inst-skill", "pa-project"]),
+        "{sdk}"
+    );
+
+    ctx.ok(&["plugins", "import", "--ambient", &ws]);
+    let manifest = std::fs::read_to_string(ctx.manifest_path()).expect("manifest");
+    assert!(
+        !manifest.contains("off.git"),
+        "a disabled plugin is not loaded: {manifest}"
+    );
+    assert!(manifest.contains("# recorded at install"), "{manifest}");
+    assert_eq!(manifest.matches("[[plugin]]").count(), 4, "{manifest}");
+    ctx.ok(&["plugins", "sync"]);
+    drop(server);
+    let empty = ctx.root.join("empty");
+    std::fs::create_dir_all(&empty).expect("empty");
+    let lockfile = ctx.lock_path().display().to_string();
+    let got = script(&["berth", &lockfile, &empty.display().to_string(), &sdk_out]);
+    assert_eq!(got["mismatch"], "", "{got}");
+    assert_eq!(got["skills"], got["sdk_skills"], "{got}");
+}

@@ -107,7 +107,8 @@ pub enum PluginsCommand {
     /// (`meta.json`: its plugins and its agent's registered marketplaces, each plugin pinned
     /// to the commit it ran where the record keeps one); `--installed` reads the SDK's
     /// installed plugins (`.installed.json`), the enabled ones each pinned to the commit
-    /// recorded at install. Everything is resolved now; the manifest is written only once
+    /// recorded at install; `--ambient` what the SDK would load by itself (user, installed
+    /// and project plugins), each folder locked as it is now. Everything is resolved now; the manifest is written only once
     /// its lock is made, and an existing manifest is never replaced.
     #[command(after_help = "Examples:\n  \
         berth plugins import --conversation workspace/conversations/3f2a…\n  \
@@ -124,9 +125,15 @@ pub struct ImportArgs {
 
     /// The SDK's installed plugins [default: `$OH_PERSISTENCE_DIR/plugins/installed`, else
     /// `~/.openhands/plugins/installed`]
-    #[arg(long, value_name = "DIR", num_args = 0..=1)]
+    #[arg(long, value_name = "DIR", num_args = 0..=1, conflicts_with = "ambient")]
     #[allow(clippy::option_option)] // absent, given without a folder, given with one
     pub installed: Option<Option<std::path::PathBuf>>,
+
+    /// The plugins the OpenHands SDK loads by itself into a conversation in WORK_DIR (the
+    /// user's, the enabled installed ones, the project's) [default: .]
+    #[arg(long, value_name = "WORK_DIR", num_args = 0..=1, conflicts_with = "conversation")]
+    #[allow(clippy::option_option)] // absent, given without a folder, given with one
+    pub ambient: Option<Option<std::path::PathBuf>>,
 }
 
 #[derive(Debug, Args)]

@@ -33,10 +33,15 @@ pub fn run(ctx: &Context, args: &ImportArgs) -> Result<()> {
             ctx.manifest_label()
         );
     }
-    let (text, installed) = match (&args.conversation, &args.installed) {
-        (Some(dir), _) => (from_conversation(dir)?, Vec::new()),
-        (None, Some(dir)) => from_installed(&installed_dir(dir.as_deref()))?,
-        (None, None) => bail!("say what to import: `--conversation DIR` or `--installed [DIR]`"),
+    let (text, installed) = match (&args.conversation, &args.installed, &args.ambient) {
+        (Some(dir), _, _) => (from_conversation(dir)?, Vec::new()),
+        (None, Some(dir), _) => from_installed(&installed_dir(dir.as_deref()))?,
+        (None, None, Some(work_dir)) => {
+            from_ambient(work_dir.as_deref().unwrap_or(Path::new(".")))?
+        }
+        (None, None, None) => bail!(
+            "say what to import: `--conversation DIR`, `--installed [DIR]` or `--ambient [WORK_DIR]`"
+        ),
     };
     let manifest = reparse(ctx, &text)
         .with_context(|| "the imported record makes no valid manifest".to_owned())?;
@@ -183,9 +188,35 @@ fn from_conversation(dir: &Path) -> Result<String> {
     Ok(out)
 }
 
+/// One plugin to import: its name as the SDK knows it, its `[[plugin]]` table, and its
+/// folder on this machine.
+struct Imported {
+    name: String,
+    table: String,
+    folder: PathBuf,
+}
+
 /// The manifest of the SDK's installed plugins (`.installed.json`): each enabled one at
 /// its recorded commit, the disabled ones as comments; with each plugin's folder.
 fn from_installed(dir: &Path) -> Result<(String, Vec<(String, PathBuf)>)> {
+    let path = dir.join(".installed.json");
+    let (entries, comments) = installed(dir)?;
+    if entries.is_empty() {
+        bail!(
+            "`{}` records no enabled plugin: nothing to import",
+            path.display()
+        );
+    }
+    let header = format!(
+        "# Imported by `berth plugins import --installed` from `{}`.\n{comments}",
+        path.display()
+    );
+    Ok(manifest_of(header, entries))
+}
+
+/// The enabled plugins `.installed.json` in `dir` records, and a comment line for each
+/// disabled one.
+fn installed(dir: &Path) -> Result<(Vec<Imported>, String)> {
     let path = dir.join(".installed.json");
     let record = read_json(&path).with_context(|| {
         format!(
@@ -196,48 +227,160 @@ fn from_installed(dir: &Path) -> Result<(String, Vec<(String, PathBuf)>)> {
     let Some(extensions) = record.get("extensions").and_then(Value::as_object) else {
         bail!("`{}` has no `extensions` object", path.display());
     };
-    let mut out = format!(
-        "# Imported by `berth plugins import --installed` from `{}`.\n",
-        path.display()
-    );
-    let mut folders = Vec::new();
-    let mut enabled = 0;
+    let mut entries = Vec::new();
+    let mut comments = String::new();
     for (name, info) in extensions {
         let Some(source) = text(info, "source") else {
             bail!("`{}`: plugin `{name}` has no `source`", path.display());
         };
         if info.get("enabled").and_then(Value::as_bool) == Some(false) {
-            out.push_str(&format!(
+            comments.push_str(&format!(
                 "\n# `{name}` ({source}) is installed but disabled: not imported.\n"
             ));
             continue;
         }
-        enabled += 1;
-        out.push_str("\n[[plugin]]\n");
-        field(&mut out, "source", source);
+        let mut table = String::from("\n[[plugin]]\n");
+        field(&mut table, "source", source);
         let requested = text(info, "requested_ref");
         match text(info, "resolved_ref") {
             Some(commit) => {
-                field(&mut out, "ref", commit);
-                out.pop();
-                out.push_str(&format!(
+                field(&mut table, "ref", commit);
+                table.pop();
+                table.push_str(&format!(
                     "   # recorded at install{}\n",
                     requested.map_or(String::new(), |r| format!(" from `{r}`"))
                 ));
             }
-            None => optional(&mut out, "ref", requested),
+            None => optional(&mut table, "ref", requested),
         }
-        optional(&mut out, "repo_path", text(info, "repo_path"));
+        optional(&mut table, "repo_path", text(info, "repo_path"));
         let folder = text(info, "install_path").map_or_else(|| dir.join(name), PathBuf::from);
-        folders.push((name.clone(), folder));
+        entries.push(Imported {
+            name: name.clone(),
+            table,
+            folder,
+        });
     }
-    if enabled == 0 {
+    Ok((entries, comments))
+}
+
+/// The manifest `header` then `entries`, with each entry's name and folder.
+fn manifest_of(header: String, entries: Vec<Imported>) -> (String, Vec<(String, PathBuf)>) {
+    let mut out = header;
+    let mut folders = Vec::new();
+    for entry in entries {
+        out.push_str(&entry.table);
+        folders.push((entry.name, entry.folder));
+    }
+    (out, folders)
+}
+
+/// The manifest of the plugins the SDK loads by itself into a conversation in `work_dir`
+/// (its `load_available_plugins(work_dir, include_user=True, include_project=True)`): the
+/// user's (`~/.agents/plugins/*`, then `$OH_PERSISTENCE_DIR/plugins/*`, the earlier of a
+/// name winning; then the enabled installed plugins at their recorded commits), then the
+/// project's (`.agents/plugins/*` and `.openhands/plugins/*` of `work_dir`, then of its git
+/// root), which replace a user plugin of the same name. Folders are imported by their
+/// path on this machine, as they are now.
+fn from_ambient(work_dir: &Path) -> Result<(String, Vec<(String, PathBuf)>)> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let persistence = std::env::var_os("OH_PERSISTENCE_DIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| home.join(".openhands"), PathBuf::from);
+    let installed_dir = persistence.join("plugins").join("installed");
+    let mut user: Vec<Imported> = Vec::new();
+    for dir in [home.join(".agents/plugins"), persistence.join("plugins")] {
+        for found in plugin_folders(&dir, &installed_dir) {
+            if !user.iter().any(|u| u.name == found.name) {
+                user.push(found);
+            }
+        }
+    }
+    if installed_dir.join(".installed.json").is_file() {
+        for found in installed(&installed_dir)?.0 {
+            if !user.iter().any(|u| u.name == found.name) {
+                user.push(found);
+            }
+        }
+    }
+    let work_dir = std::fs::canonicalize(work_dir)
+        .with_context(|| format!("`{}` is not a folder here", work_dir.display()))?;
+    let mut roots = vec![work_dir.clone()];
+    if let Some(root) = work_dir.ancestors().find(|d| d.join(".git").exists())
+        && root != work_dir
+    {
+        roots.push(root.to_path_buf());
+    }
+    let mut project: Vec<Imported> = Vec::new();
+    for root in &roots {
+        for sub in [".agents/plugins", ".openhands/plugins"] {
+            for found in plugin_folders(&root.join(sub), Path::new("")) {
+                if !project.iter().any(|p| p.name == found.name) {
+                    project.push(found);
+                }
+            }
+        }
+    }
+    // A project plugin replaces a user plugin of its name, in that one's place.
+    let mut entries = user;
+    for found in project {
+        match entries.iter_mut().find(|e| e.name == found.name) {
+            Some(slot) => *slot = found,
+            None => entries.push(found),
+        }
+    }
+    if entries.is_empty() {
         bail!(
-            "`{}` records no enabled plugin: nothing to import",
-            path.display()
+            "the OpenHands SDK would load no plugin by itself for `{}`: nothing to import",
+            work_dir.display()
         );
     }
-    Ok((out, folders))
+    let header = format!(
+        "# Imported by `berth plugins import --ambient` for `{}`: the plugins the OpenHands SDK loads by itself there.\n",
+        work_dir.display()
+    );
+    Ok(manifest_of(header, entries))
+}
+
+/// Each plugin folder in `dir` (sorted by name; `skip` left out), named as the SDK's
+/// `Plugin.load` names it: its manifest's `name`, else the folder's.
+fn plugin_folders(dir: &Path, skip: &Path) -> Vec<Imported> {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut folders: Vec<PathBuf> = read
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir() && p != skip)
+        .collect();
+    folders.sort();
+    folders
+        .into_iter()
+        .map(|folder| {
+            let named = [".plugin/plugin.json", ".claude-plugin/plugin.json"]
+                .iter()
+                .find_map(|m| {
+                    let text = std::fs::read_to_string(folder.join(m)).ok()?;
+                    let value: Value = serde_json::from_str(&text).ok()?;
+                    value.get("name")?.as_str().map(str::to_owned)
+                });
+            let name = named.unwrap_or_else(|| {
+                folder
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            });
+            let mut table = String::from("\n[[plugin]]\n");
+            field(&mut table, "source", &folder.display().to_string());
+            Imported {
+                name,
+                table,
+                folder,
+            }
+        })
+        .collect()
 }
 
 /// A registered marketplace as a `[[marketplace]]` table.
