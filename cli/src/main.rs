@@ -16,7 +16,7 @@ use crate::context::{Context, Exit, Failure};
 use crate::printer::{Printer, Verbosity};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|error| plugins_hint(error).exit());
     let verbosity = if cli.quiet {
         Verbosity::Quiet
     } else if cli.verbose > 0 {
@@ -45,6 +45,32 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A top-level subcommand that is a `berth plugins` one (`berth lock`): the usage error
+/// says where it is; any other error as clap made it.
+fn plugins_hint(error: clap::Error) -> clap::Error {
+    use clap::CommandFactory as _;
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::InvalidSubcommand {
+        return error;
+    }
+    let Some(ContextValue::String(name)) = error.get(ContextKind::InvalidSubcommand) else {
+        return error;
+    };
+    let mut cli = Cli::command();
+    let is_plugins = cli
+        .find_subcommand("plugins")
+        .is_some_and(|p| p.get_subcommands().any(|s| s.get_name() == name));
+    if !is_plugins {
+        return error;
+    }
+    cli.error(
+        ErrorKind::InvalidSubcommand,
+        format!(
+            "unrecognized subcommand '{name}'\n\n  tip: `{name}` is a command of `berth plugins`: `berth plugins {name}`"
+        ),
+    )
 }
 
 fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {

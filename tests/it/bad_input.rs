@@ -306,3 +306,27 @@ fn a_lock_sending_a_local_entry_elsewhere_is_refused() {
     );
     assert_eq!(ctx.lock_text(), forged, "the lock is left as it is");
 }
+
+/// `berth lock` (as `uv lock` sits at the top) is a usage error that says where the command
+/// is; an unknown command gets clap's own error.
+#[test]
+fn a_plugins_command_at_the_top_says_where_it_is() {
+    let ctx = TestContext::new();
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["lock"]), @r"
+    success: false
+    exit_code: 2
+    ----- stdout -----
+
+    ----- stderr -----
+    error: unrecognized subcommand 'lock'
+
+      tip: `lock` is a command of `berth plugins`: `berth plugins lock`
+
+    Usage: berth [OPTIONS] <COMMAND>
+
+    For more information, try '--help'.
+    ");
+    let unknown = ctx.run(&["frobnicate"]);
+    assert_eq!(unknown.code, 2);
+    assert!(!unknown.stderr.contains("tip:"), "{}", unknown.stderr);
+}

@@ -256,3 +256,27 @@ fn add_resolves_the_new_entry_once() {
     // The lock written is the manifest's: nothing left to resolve.
     berth(&["plugins", "lock", "--check"]);
 }
+
+/// Removing the first of two plugins says so, and only so: the one left moved up, which is
+/// no change of it (it was reported as added and removed).
+#[test]
+fn remove_reports_the_plugin_it_removed_and_nothing_else() {
+    let ctx = TestContext::new();
+    for (dir, name) in [("a", "review"), ("b", "house-rules")] {
+        let manifest = ctx.work.join(dir).join(".claude-plugin/plugin.json");
+        std::fs::create_dir_all(manifest.parent().expect("parent")).expect("mkdir");
+        std::fs::write(manifest, format!("{{\"name\": \"{name}\"}}")).expect("write");
+    }
+    ctx.write_manifest("[[plugin]]\nsource = \"./a\"\n\n[[plugin]]\nsource = \"./b\"\n");
+    ctx.ok(&["plugins", "lock"]);
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "remove", "review"]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+         Removed `review` from `plugins.toml` (1 entry)
+        Removing review
+          Locked 1 plugin in `plugins.lock`
+    "#);
+}

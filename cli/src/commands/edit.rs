@@ -135,10 +135,15 @@ pub fn remove(ctx: &Context, args: &RemoveArgs) -> Result<()> {
     ctx.printer.status(
         "Removed",
         &format!(
-            "`{}` from `{}` ({} entries)",
+            "`{}` from `{}` ({} {})",
             args.name,
             ctx.manifest_label(),
-            removal.removed
+            removal.removed,
+            if removal.removed == 1 {
+                "entry"
+            } else {
+                "entries"
+            }
         ),
     );
     lock_and_write(ctx, &manifest, previous.as_ref(), Upgrade::Nothing)?;

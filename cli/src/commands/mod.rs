@@ -88,10 +88,24 @@ impl std::fmt::Display for Change {
 pub fn describe_changes(old: Option<&Lock>, new: &Lock) -> Vec<Change> {
     let old_plugins = old.map_or(&[][..], |l| &l.plugins[..]);
     let mut changes = Vec::new();
+    // Each new entry is paired with the old one of its name and source (the one at its
+    // place first): an entry removed before it moves it up, and that is no change of it.
+    let mut paired = vec![false; old_plugins.len()];
     for (i, plugin) in new.plugins.iter().enumerate() {
-        match old_plugins.get(i) {
+        let same = |j: &usize| {
+            old_plugins
+                .get(*j)
+                .is_some_and(|b| b.name == plugin.name && b.source == plugin.source)
+        };
+        let found = std::iter::once(i)
+            .chain(0..old_plugins.len())
+            .find(|j| same(j) && !paired[*j]);
+        if let Some(j) = found {
+            paired[j] = true;
+        }
+        match found.map(|j| &old_plugins[j]) {
             Some(before) if before == plugin => {}
-            Some(before) if before.name == plugin.name && before.source == plugin.source => {
+            Some(before) => {
                 changes.push(Change {
                     verb: "Updating",
                     text: format!(
@@ -108,7 +122,7 @@ pub fn describe_changes(old: Option<&Lock>, new: &Lock) -> Vec<Change> {
             }),
         }
     }
-    for plugin in old_plugins.iter().skip(new.plugins.len()) {
+    for (plugin, _) in old_plugins.iter().zip(&paired).filter(|(_, p)| !**p) {
         changes.push(Change {
             verb: "Removing",
             text: plugin.name.clone(),
