@@ -21,6 +21,7 @@ pub mod plugin_manifest;
 mod redact;
 pub mod runner;
 mod source;
+pub mod suggest;
 
 pub use agent::{AGENT_ENTRY_POINT_GROUP, EntryPoint, WheelFile, normalize_package_name};
 pub use definition::{COMPONENT_KEYS, EntryDefinition, canonical_json, plugin_path};

@@ -330,3 +330,66 @@ fn a_plugins_command_at_the_top_says_where_it_is() {
     assert_eq!(unknown.code, 2);
     assert!(!unknown.stderr.contains("tip:"), "{}", unknown.stderr);
 }
+
+/// A mistyped name gets the nearest real one (a swap counts as one edit), not a list of
+/// everything or a suggestion built on the typo.
+#[test]
+fn typos_get_a_did_you_mean() {
+    let ctx = TestContext::new();
+    let refused = |manifest: &str| {
+        ctx.write_manifest(manifest);
+        let run = ctx.run(&["plugins", "lock"]);
+        assert_ne!(run.code, 0, "{manifest}");
+        run.stderr
+    };
+    let scheme = refused("[[plugin]]\nsource = \"gihtub:obra/superpowers\"\n");
+    assert!(
+        scheme.contains("did you mean `github:obra/superpowers`?"),
+        "{scheme}"
+    );
+    assert!(!scheme.contains("github:gihtub"), "{scheme}");
+    let key = refused("[[plugin]]\nsoruce = \"./x\"\n");
+    assert!(
+        key.contains("has no `source` (`soruce` is not a key: did you mean `source`?)"),
+        "{key}"
+    );
+
+    // A marketplace of 12 plugins, one of them `code-review`.
+    let market = ctx.work.join("market");
+    let plugins: Vec<serde_json::Value> = std::iter::once("code-review".to_owned())
+        .chain((0..11).map(|i| format!("tool-{i}")))
+        .map(|name| serde_json::json!({"name": name, "source": format!("./{name}")}))
+        .collect();
+    std::fs::create_dir_all(market.join(".claude-plugin")).expect("mkdir");
+    std::fs::write(
+        market.join(".claude-plugin/marketplace.json"),
+        serde_json::json!({"name": "official", "plugins": plugins}).to_string(),
+    )
+    .expect("catalog");
+    let declared = "[[marketplace]]\nname = \"official\"\nsource = \"./market\"\n\n";
+    let marketplace = refused(&format!(
+        "{declared}[[plugin]]\nsource = \"code-review@offical\"\n"
+    ));
+    assert!(
+        marketplace.contains("did you mean `code-review@official`?"),
+        "{marketplace}"
+    );
+    let plugin = refused(&format!(
+        "{declared}[[plugin]]\nsource = \"code-reveiw@official\"\n"
+    ));
+    assert!(
+        plugin.contains("lists no plugin `code-reveiw`; did you mean `code-review`?"),
+        "{plugin}"
+    );
+    assert!(
+        !plugin.contains("tool-3"),
+        "no list of every plugin: {plugin}"
+    );
+    let far = refused(&format!(
+        "{declared}[[plugin]]\nsource = \"zzz@official\"\n"
+    ));
+    assert!(
+        far.contains("it lists 12 plugins (`berth marketplace list official` shows them)"),
+        "{far}"
+    );
+}

@@ -125,6 +125,18 @@ impl<'a> Reader<'a> {
             .iter()
             .map(|m| format!("`{}`", m.name))
             .collect();
+        let near =
+            crate::suggest::nearest(marketplace, marketplaces.iter().map(|m| m.name.as_str()));
+        if let Some(meant) = near.first() {
+            let shown = plugin.display_source();
+            let name = shown.rsplit_once('@').map_or(shown.as_str(), |(p, _)| p);
+            return Err(self.error(
+                value_span(table, "source"),
+                format!(
+                    "`{shown}` names marketplace `{marketplace}`, which no `[[marketplace]]` declares; did you mean `{name}@{meant}`?"
+                ),
+            ));
+        }
         Err(self.error(
             value_span(table, "source"),
             format!(
@@ -292,7 +304,14 @@ impl<'a> Reader<'a> {
             }
         }
         let Some((source_key, source_item)) = table.get_key_value("source") else {
-            return Err(self.error(span, format!("{section} {entry}has no `source`")));
+            let typo = table
+                .iter()
+                .map(|(key, _)| key)
+                .find(|key| crate::suggest::close(key, "source"));
+            let hint = typo.map_or(String::new(), |key| {
+                format!(" (`{key}` is not a key: did you mean `source`?)")
+            });
+            return Err(self.error(span, format!("{section} {entry}has no `source`{hint}")));
         };
         let source = self.string(table, "source")?.unwrap_or_default();
         let redacted = redact(&source);
@@ -366,20 +385,7 @@ fn value_span(table: &dyn TableLike, key: &str) -> Option<Range<usize>> {
     table.get(key).and_then(Item::span)
 }
 
-/// Whether two keys differ by at most one edit, for "did you mean" hints.
+/// Whether the key `b` is close enough to the known key `a` for a "did you mean".
 fn similar(a: &str, b: &str) -> bool {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    if a.len().abs_diff(b.len()) > 1 {
-        return false;
-    }
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut row = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            row.push((prev[j] + cost).min(prev[j + 1] + 1).min(row[j] + 1));
-        }
-        prev = row;
-    }
-    prev[b.len()] <= 1
+    crate::suggest::close(b, a)
 }

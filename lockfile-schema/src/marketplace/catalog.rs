@@ -169,17 +169,25 @@ impl Catalog {
         let mut found = self.plugins.iter().filter(|e| e.name == plugin);
         let Some(entry) = found.next() else {
             let names: Vec<&str> = self.plugins.iter().map(|e| e.name.as_str()).collect();
-            return Err(format!(
-                "marketplace `{marketplace}` lists no plugin `{plugin}`; it lists {}",
-                if names.is_empty() {
-                    "none".to_owned()
-                } else {
+            let near = crate::suggest::nearest(plugin, names.iter().copied());
+            // A few names are listed; a big catalog is pointed at, not printed.
+            let listed = match names.len() {
+                0 => "; it lists none".to_owned(),
+                _ if !near.is_empty() => crate::suggest::did_you_mean(&near),
+                1..=10 => format!(
+                    "; it lists {}",
                     names
                         .iter()
                         .map(|n| format!("`{n}`"))
                         .collect::<Vec<_>>()
                         .join(", ")
-                }
+                ),
+                n => format!(
+                    "; it lists {n} plugins (`berth marketplace list {marketplace}` shows them)"
+                ),
+            };
+            return Err(format!(
+                "marketplace `{marketplace}` lists no plugin `{plugin}`{listed}"
             ));
         };
         if found.next().is_some() {
