@@ -142,32 +142,7 @@ impl Source {
         if is_scp_like(text) {
             return Ok(Source::Git { url: text.into() });
         }
-        // A mistyped scheme (`gihtub:OWNER/REPO`, `htps://…`).
-        let scheme = text
-            .split_once(':')
-            .map(|(s, _)| s)
-            .filter(|s| !s.is_empty());
-        let meant = scheme.and_then(|s| {
-            crate::suggest::nearest(
-                s,
-                ["github", "https", "http", "git+https", "ssh", "git", "file"],
-            )
-            .first()
-            .map(|m| format!("{m}{}", &text[s.len()..]))
-        });
-        let hint = if let Some(meant) = meant {
-            format!("did you mean `{meant}`?")
-        } else if text.contains("://") {
-            "use an `https://`, `http://`, `git://`, `ssh://` or `file://` URL".to_owned()
-        } else if text.matches('/').count() == 1 && !text.starts_with('/') {
-            format!(
-                "write `github:{text}` for a GitHub repository or `./{text}` for a local folder"
-            )
-        } else {
-            format!(
-                "write `github:OWNER/REPO` for a GitHub repository or `./{text}` for a local folder"
-            )
-        };
+        let hint = crate::suggest::source_hint(text);
         fail(format!("unknown source `{shown}`: {hint}"))
     }
 

@@ -57,6 +57,34 @@ pub fn did_you_mean(found: &[&str]) -> String {
     }
 }
 
+/// What to write instead of the source `text` that is none berth knows: the scheme it
+/// mistyped (`gihtub:OWNER/REPO`), else the forms sources take.
+pub(crate) fn source_hint(text: &str) -> String {
+    let scheme = text
+        .split_once(':')
+        .map(|(s, _)| s)
+        .filter(|s| !s.is_empty());
+    let meant = scheme.and_then(|s| {
+        nearest(
+            s,
+            ["github", "https", "http", "git+https", "ssh", "git", "file"],
+        )
+        .first()
+        .map(|m| format!("{m}{}", &text[s.len()..]))
+    });
+    if let Some(meant) = meant {
+        format!("did you mean `{meant}`?")
+    } else if text.contains("://") {
+        "use an `https://`, `http://`, `git://`, `ssh://` or `file://` URL".to_owned()
+    } else if text.matches('/').count() == 1 && !text.starts_with('/') {
+        format!("write `github:{text}` for a GitHub repository or `./{text}` for a local folder")
+    } else {
+        format!(
+            "write `github:OWNER/REPO` for a GitHub repository or `./{text}` for a local folder"
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{close, did_you_mean, distance, nearest};
