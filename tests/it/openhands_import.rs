@@ -10,19 +10,7 @@ use common::{GitRepo, TestContext, require_or_skip};
 /// A plugin repository `NAME` whose skill says `text`.
 fn plugin_repo(ctx: &TestContext, name: &str, dir: &str, text: &str) -> GitRepo {
     let repo = ctx.repo(name);
-    let prefix = if dir.is_empty() {
-        String::new()
-    } else {
-        format!("{dir}/")
-    };
-    repo.write(
-        &format!("{prefix}.claude-plugin/plugin.json"),
-        &format!("{{\"name\": \"{name}\", \"version\": \"1.0.0\"}}\n"),
-    );
-    repo.write(
-        &format!("{prefix}skills/{name}-skill/SKILL.md"),
-        &format!("---\nname: {name}-skill\ndescription: {text}\n---\n{text}\n"),
-    );
+    common::market::plugin(&repo, dir, name, text);
     repo
 }
 

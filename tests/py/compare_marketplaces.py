@@ -40,6 +40,10 @@ from openhands.sdk.skills import Skill
 
 from berth.openhands import load_plugin, load_plugins
 
+# Its sibling's comparison, where the explicit plugins are compared.
+sys.path.insert(0, str(Path(__file__).parent))
+from compare_sdk import first_difference  # noqa: E402
+
 EXPOSE = {"expose_secrets": True}
 
 
@@ -84,29 +88,6 @@ def dump(conversation: Any) -> dict[str, Any]:
             "hooks": hooks.model_dump(mode="json", context=EXPOSE) if hooks else None,
         }
     )
-
-
-def first_difference(a: Any, b: Any, path: str = "") -> str | None:
-    if type(a) is not type(b):
-        return f"{path}: SDK {json.dumps(a)[:300]} | berth {json.dumps(b)[:300]}"
-    if isinstance(a, dict):
-        for key in sorted(set(a) | set(b)):
-            if key not in a or key not in b:
-                return f"{path}/{key}: SDK {json.dumps(a.get(key))[:300]} | berth {json.dumps(b.get(key))[:300]}"
-            found = first_difference(a[key], b[key], f"{path}/{key}")
-            if found:
-                return found
-        return None
-    if isinstance(a, list):
-        if len(a) != len(b):
-            names = lambda xs: [x.get("name") if isinstance(x, dict) else x for x in xs]  # noqa: E731
-            return f"{path}: SDK {names(a)} | berth {names(b)}"
-        for i, (x, y) in enumerate(zip(a, b)):
-            found = first_difference(x, y, f"{path}[{i}]")
-            if found:
-                return found
-        return None
-    return None if a == b else f"{path}: SDK {json.dumps(a)[:300]} | berth {json.dumps(b)[:300]}"
 
 
 def main() -> None:

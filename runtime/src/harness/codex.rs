@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use toml_edit::{DocumentMut, Item, Table, value};
 
 // The marketplace the locked plugins are installed from is named as Claude Code's:
@@ -108,21 +108,48 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
     // A plugin whose runner lines are pinned: its manifest names the servers inline,
     // rewritten, in the marketplace's folder and the install alike.
     let overlay = super::pinned::overlay(set, info)?.unwrap_or_default();
+    market_folder(info, &overlay, plan)?;
+    let real = real_folders(set, info, &overlay);
+    installed(info, Path::new(""), &overlay, &real, &install, plan)?;
+    for (rel, bytes) in &overlay.files {
+        plan.files
+            .insert(install.join(rel), Planned::File(bytes.clone()));
+    }
+    let definition = definition_fields(info);
+    what_codex_adds(info, &definition, &version, &install, plan);
+    let mut entry = json!({"name": name, "source": format!("./{name}"), "version": version});
+    if !info.manifest.description.is_empty() {
+        entry["description"] = json!(info.manifest.description);
+    }
+    for (key, value) in definition {
+        entry[key] = value;
+    }
+    Ok(entry)
+}
+
+/// The plugin's folder in berth's marketplace: a link to its store entry, or, with an
+/// overlay, a folder of links with the overlay's files.
+fn market_folder(
+    info: &PluginInfo,
+    overlay: &Overlay,
+    plan: &mut Plan,
+) -> Result<(), RuntimeError> {
+    let dir = PathBuf::from(MARKET_DIR).join(&info.locked.name);
     if overlay.files.is_empty() {
-        plan.files.insert(
-            PathBuf::from(MARKET_DIR).join(name),
-            Planned::Link(info.path.clone()),
-        );
+        plan.files.insert(dir, Planned::Link(info.path.clone()));
     } else {
-        for (rel, planned) in super::pinned::linked(&info.path, &overlay)? {
-            plan.files
-                .insert(PathBuf::from(MARKET_DIR).join(name).join(rel), planned);
+        for (rel, planned) in super::pinned::linked(&info.path, overlay)? {
+            plan.files.insert(dir.join(rel), planned);
         }
     }
-    // Real folders: the manifest folders, each skill's folder (Codex names a skill by
-    // its folder's real path, and a path into the store is longer: with 100 plugins,
-    // Codex 0.169's skill list in the prompt held 139 skills instead of 210), and those on
-    // the way to what the overlay writes or leaves out.
+    Ok(())
+}
+
+/// The install's real folders: the manifest folders, each skill's folder (Codex names a
+/// skill by its folder's real path, and a path into the store is longer: with 100
+/// plugins, Codex 0.169's skill list in the prompt held 139 skills instead of 210), and
+/// those on the way to what the overlay writes or leaves out.
+fn real_folders(set: &PluginSet, info: &PluginInfo, overlay: &Overlay) -> Vec<PathBuf> {
     let mut real: Vec<PathBuf> = MANIFEST_DIRS.iter().map(PathBuf::from).collect();
     real.extend(own(set, info).skills.iter().filter_map(|skill| {
         let (folder, file) = skill.source.rsplit_once('/')?;
@@ -130,15 +157,20 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
             .then(|| PathBuf::from(folder))
     }));
     real.extend(overlay.files.keys().chain(&overlay.hidden).cloned());
-    installed(info, Path::new(""), &overlay, &real, &install, plan)?;
-    for (rel, bytes) in &overlay.files {
-        plan.files
-            .insert(install.join(rel), Planned::File(bytes.clone()));
-    }
-    // A plugin with no manifest: Codex's own `plugin add` writes one into the install from
-    // the catalog entry (without it Codex reads no component of the plugin).
-    // It takes the entry's definition (`strict: false`, inline servers, a `skills` list).
-    let definition = definition_fields(info);
+    real
+}
+
+/// What Codex's own `plugin add` writes into an install: a manifest for a plugin without
+/// one, from the catalog entry's `definition` (without it Codex reads no component of
+/// the plugin), and skills made of the commands it can run as skills (the rest warned).
+fn what_codex_adds(
+    info: &PluginInfo,
+    definition: &Map<String, Value>,
+    version: &str,
+    install: &Path,
+    plan: &mut Plan,
+) {
+    let name = &info.locked.name;
     if info.manifest.file.is_none() {
         let mut manifest = definition.clone();
         manifest.insert("version".to_owned(), json!(version));
@@ -150,7 +182,6 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
             ),
         );
     }
-    // And makes skills of the commands it can run as skills.
     let (migrated, left) = migrated_commands(info);
     for (rel, bytes) in migrated {
         plan.files.insert(install.join(rel), Planned::File(bytes));
@@ -161,14 +192,6 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
             left.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
         ));
     }
-    let mut entry = json!({"name": name, "source": format!("./{name}"), "version": version});
-    if !info.manifest.description.is_empty() {
-        entry["description"] = json!(info.manifest.description);
-    }
-    for (key, value) in definition {
-        entry[key] = value;
-    }
-    Ok(entry)
 }
 
 /// Plans the install of the store entry `entry`'s folder `rel` at `install`: a real
