@@ -218,6 +218,10 @@ pub struct AuditArgs {
     #[arg(long, value_name = "FORMAT", default_value = "text")]
     pub format: AuditFormat,
 
+    /// Same as `--format json`
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+
     /// Write the report here instead of stdout
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -378,13 +382,41 @@ pub struct MarketplaceListArgs {
     /// The declared marketplace's name
     pub name: String,
 
-    /// Print JSON: the marketplace's pin and every entry with its source
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: FormatArgs,
 
     /// Never fetch: read the catalog from the git cache only
     #[arg(long)]
     pub offline: bool,
+}
+
+/// How a command that prints data prints it: every such command takes `--format` (text
+/// for people, JSON for programs) and `--json` as its short form.
+#[derive(Debug, Args)]
+pub struct FormatArgs {
+    /// `text` for people, `json` for programs (a documented, stable document)
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub format: OutputFormat,
+
+    /// Same as `--format json`
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+}
+
+impl FormatArgs {
+    /// Whether JSON was asked for, by either spelling.
+    pub fn json(&self) -> bool {
+        self.json || self.format == OutputFormat::Json
+    }
+}
+
+/// The formats of [`FormatArgs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// For a terminal
+    Text,
+    /// JSON on stdout
+    Json,
 }
 
 /// Where the project's files are, and how much to do at once.

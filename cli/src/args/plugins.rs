@@ -222,9 +222,8 @@ pub struct UpdateArgs {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// Print the plugin set as JSON on stdout
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: super::FormatArgs,
 
     /// Refuse plugin sets with more skills than this
     #[arg(long, value_name = "N", default_value_t = 100)]
@@ -267,14 +266,12 @@ pub struct SyncArgs {
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// Print the result as JSON on stdout
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: super::FormatArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// Print the locked plugins as JSON on stdout
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: super::FormatArgs,
 }

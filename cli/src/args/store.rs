@@ -110,9 +110,8 @@ pub struct StoreVerifyArgs {
     #[arg(long)]
     pub repair: bool,
 
-    /// Print the result as JSON on stdout
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: super::FormatArgs,
 
     /// How many entries to hash at once [default: the number of cores]
     #[arg(short, long, value_name = "N")]
@@ -125,7 +124,6 @@ pub struct GcArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Print what was freed as JSON on stdout
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: super::FormatArgs,
 }

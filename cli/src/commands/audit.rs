@@ -17,7 +17,12 @@ pub fn run(ctx: &Context, args: &AuditArgs) -> Result<()> {
     let checked = ctx.review(&governance, &lock, Scan::All)?;
     // Every form is escaped, written to a file or not: a report is read by people (text)
     // or shown by tools that render it (SARIF in a code-scanning page).
-    let report = match args.format {
+    let format = if args.json {
+        AuditFormat::Json
+    } else {
+        args.format
+    };
+    let report = match format {
         AuditFormat::Text => escape_for_display(&text(&checked)).into_owned(),
         AuditFormat::Json => escape_json(
             &(serde_json::to_string_pretty(&json_report(&checked)).expect("serialisable") + "\n"),

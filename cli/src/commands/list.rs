@@ -10,7 +10,7 @@ use crate::context::Context;
 
 pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
     let lock = ctx.require_lock("")?;
-    if args.json {
+    if args.output.json() {
         let doc = document(ctx, &lock);
         let mut text = serde_json::to_string_pretty(&doc)?;
         text.push('\n');

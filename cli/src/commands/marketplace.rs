@@ -108,7 +108,7 @@ pub fn list(ctx: &Context, args: &MarketplaceListArgs) -> Result<()> {
         .iter()
         .map(|entry| (entry, offered(&catalog, declared, entry, rev.as_deref())))
         .collect();
-    if args.json {
+    if args.output.json() {
         let plugins: Vec<serde_json::Value> = entries
             .iter()
             .map(|(entry, request)| {

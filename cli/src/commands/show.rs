@@ -14,12 +14,12 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
         max_skills: Some(args.max_skills),
         // Read again by the policy's review, and by what other harnesses run (listed in
         // the readable form).
-        keep_models: !args.json || ctx.policy_path.is_some(),
+        keep_models: !args.output.json() || ctx.policy_path.is_some(),
         ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;
     ctx.gate_runtime(&lock, &set)?;
-    if args.json {
+    if args.output.json() {
         ctx.printer.json(&set.to_json());
     } else {
         let mut text = summary(&set);

@@ -225,7 +225,7 @@ fn verify(
         }
         rows.push(json!({"entry": name, "status": state, "detail": detail, "removed": removed}));
     }
-    if args.json {
+    if args.output.json() {
         let mut text = serde_json::to_string_pretty(&json!({"ok": bad == 0, "entries": rows}))?;
         text.push('\n');
         printer.json(&text);
@@ -305,7 +305,7 @@ fn gc(store: &Store, args: &GcArgs, printer: &Printer) -> Result<()> {
         );
     }
     let total: u64 = freed.iter().map(|f| f.bytes).sum();
-    if args.json {
+    if args.output.json() {
         let items: Vec<_> = freed
             .iter()
             .map(|f| json!({"path": f.path, "bytes": f.bytes}))

@@ -49,7 +49,7 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
             agent_rows.push(agent_row(ctx, &agent.package, outcome, &mut problems));
         }
     }
-    if args.json {
+    if args.output.json() {
         let mut doc = json!({ "ok": problems.is_empty(), "plugins": rows });
         if lock.agent.is_some() {
             doc["agent"] = json!(agent_rows);
