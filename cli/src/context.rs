@@ -9,7 +9,7 @@ use berth_resolver::{DEFAULT_GITHUB_URL, EntryError, Network, Settings};
 use berth_store::Store;
 use berth_transport::extract::ArchiveLimits;
 
-use crate::args::{Cli, ProjectArgs};
+use crate::args::{CacheArgs, Cli, FetchArgs, ProjectArgs};
 use crate::printer::Printer;
 
 /// The default number of plugins resolved or fetched at once: fetches wait on the network
@@ -133,12 +133,21 @@ impl Context {
             lock_path,
             manifest_dir,
             lock_dir,
-            jobs: project.jobs.unwrap_or(DEFAULT_JOBS).max(1),
+            jobs: DEFAULT_JOBS,
             github_url,
             home_dir,
-            index_url: project.index_url.clone(),
-            substituters: open_substituters(cli)?,
+            index_url: berth_resolver::DEFAULT_INDEX_URL.to_owned(),
+            substituters: open_substituters(&legacy_caches(cli, None))?,
         })
+    }
+
+    /// The context of a command that may fetch: its `--jobs`, `--index-url` and binary
+    /// caches.
+    pub fn fetching(mut self, cli: &Cli, fetch: &FetchArgs) -> Result<Self> {
+        self.jobs = fetch.jobs.unwrap_or(DEFAULT_JOBS).max(1);
+        self.index_url = fetch.index_url.clone();
+        self.substituters = open_substituters(&legacy_caches(cli, Some(&fetch.caches)))?;
+        Ok(self)
     }
 
     /// Resolver settings for commands that read the manifest.
@@ -364,11 +373,31 @@ impl std::fmt::Display for Exit {
 
 impl std::error::Error for Exit {}
 
+/// The caches given before the command (`berth --substituter URL plugins sync`, the form
+/// older scripts use) and then the command's own.
+pub fn legacy_caches(cli: &Cli, command: Option<&CacheArgs>) -> CacheArgs {
+    let mut caches = CacheArgs {
+        substituters: cli.substituters.clone(),
+        trusted_public_keys: cli.trusted_public_keys.clone(),
+    };
+    if let Some(command) = command {
+        caches
+            .substituters
+            .extend(command.substituters.iter().cloned());
+        caches
+            .trusted_public_keys
+            .extend(command.trusted_public_keys.iter().cloned());
+    }
+    caches
+}
+
 /// Opens the binary caches named by `--substituter` / `$BERTH_SUBSTITUTERS`, each
 /// requiring a signature by one of `--trusted-public-key` when any is given (empty words
 /// between keys are skipped, so extra spaces do no harm). A key option or variable that
 /// holds no key at all is an error: read as "no keys", it would turn signature checks off.
-pub fn open_substituters(cli: &Cli) -> Result<Vec<std::sync::Arc<berth_transport::cache::Cache>>> {
+pub fn open_substituters(
+    cli: &CacheArgs,
+) -> Result<Vec<std::sync::Arc<berth_transport::cache::Cache>>> {
     let blank_variable = std::env::var_os("BERTH_TRUSTED_PUBLIC_KEYS")
         .is_some_and(|v| v.to_string_lossy().trim().is_empty());
     let blank_option = !cli.trusted_public_keys.is_empty()

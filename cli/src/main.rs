@@ -6,6 +6,7 @@ mod commands;
 mod context;
 mod governance;
 mod printer;
+mod usage;
 
 use std::process::ExitCode;
 
@@ -16,7 +17,7 @@ use crate::context::{Context, Exit, Failure};
 use crate::printer::{Printer, Verbosity};
 
 fn main() -> ExitCode {
-    let cli = Cli::try_parse().unwrap_or_else(|error| plugins_hint(error).exit());
+    let cli = Cli::try_parse().unwrap_or_else(|error| usage::with_tips(error).exit());
     let verbosity = if cli.quiet {
         Verbosity::Quiet
     } else if cli.verbose > 0 {
@@ -24,15 +25,16 @@ fn main() -> ExitCode {
     } else {
         Verbosity::Normal
     };
-    init_tracing(cli.verbose, matches!(cli.command, Command::Serve(_)));
-    let printer = Printer::new(verbosity);
+    let color = cli.color.on_stderr();
+    init_tracing(cli.verbose, matches!(cli.command, Command::Serve(_)), color);
+    let printer = Printer::new(verbosity, color);
     match run(&cli, printer) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             if let Some(Exit(code)) = error.downcast_ref::<Exit>() {
                 return ExitCode::from(*code);
             }
-            let printer = Printer::new(verbosity);
+            let printer = Printer::new(verbosity, color);
             match error.downcast_ref::<Failure>() {
                 Some(failure) => {
                     printer.error(&failure.message);
@@ -47,55 +49,49 @@ fn main() -> ExitCode {
     }
 }
 
-/// A top-level subcommand that is a `berth plugins` one (`berth lock`): the usage error
-/// says where it is; any other error as clap made it.
-fn plugins_hint(error: clap::Error) -> clap::Error {
-    use clap::CommandFactory as _;
-    use clap::error::{ContextKind, ContextValue, ErrorKind};
-    if error.kind() != ErrorKind::InvalidSubcommand {
-        return error;
-    }
-    let Some(ContextValue::String(name)) = error.get(ContextKind::InvalidSubcommand) else {
-        return error;
-    };
-    let mut cli = Cli::command();
-    let is_plugins = cli
-        .find_subcommand("plugins")
-        .is_some_and(|p| p.get_subcommands().any(|s| s.get_name() == name));
-    if !is_plugins {
-        return error;
-    }
-    cli.error(
-        ErrorKind::InvalidSubcommand,
-        format!(
-            "unrecognized subcommand '{name}'\n\n  tip: `{name}` is a command of `berth plugins`: `berth plugins {name}`"
-        ),
-    )
-}
-
 fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
     match &cli.command {
         Command::Plugins(plugins) => {
             let ctx = Context::new(cli, &plugins.project, printer)?;
             match &plugins.command {
-                PluginsCommand::Lock(args) => commands::lock::run(&ctx, args),
-                PluginsCommand::Sync(args) => commands::sync::run(&ctx, args),
-                PluginsCommand::Verify(args) => commands::verify::run(&ctx, args),
+                PluginsCommand::Lock(args) => {
+                    commands::lock::run(&ctx.fetching(cli, &args.fetch)?, args)
+                }
+                PluginsCommand::Sync(args) => {
+                    commands::sync::run(&ctx.fetching(cli, &args.fetch)?, args)
+                }
+                PluginsCommand::Verify(args) => {
+                    commands::verify::run(&ctx.fetching(cli, &args.fetch)?, args)
+                }
                 PluginsCommand::List(args) => commands::list::run(&ctx, args),
                 PluginsCommand::Show(args) => commands::show::run(&ctx, args),
-                PluginsCommand::Add(args) => commands::edit::add(&ctx, args),
-                PluginsCommand::Remove(args) => commands::edit::remove(&ctx, args),
-                PluginsCommand::Update(args) => commands::edit::update(&ctx, args),
-                PluginsCommand::Diff(args) => commands::diff::run(&ctx, args),
+                PluginsCommand::Add(args) => {
+                    commands::edit::add(&ctx.fetching(cli, &args.fetch)?, args)
+                }
+                PluginsCommand::Remove(args) => {
+                    commands::edit::remove(&ctx.fetching(cli, &args.fetch)?, args)
+                }
+                PluginsCommand::Update(args) => {
+                    commands::edit::update(&ctx.fetching(cli, &args.fetch)?, args)
+                }
+                PluginsCommand::Diff(args) => {
+                    commands::diff::run(&ctx.fetching(cli, &args.fetch)?, args)
+                }
                 PluginsCommand::Approve(args) => commands::approve::run(&ctx, args),
-                PluginsCommand::Import(args) => commands::import::run(&ctx, args),
+                PluginsCommand::Import(args) => {
+                    commands::import::run(&ctx.fetching(cli, &args.fetch)?, args)
+                }
             }
         }
         Command::Marketplace(market) => {
             let ctx = Context::new(cli, &market.project, printer)?;
             match &market.command {
-                MarketplaceCommand::Add(args) => commands::marketplace::add(&ctx, args),
-                MarketplaceCommand::List(args) => commands::marketplace::list(&ctx, args),
+                MarketplaceCommand::Add(args) => {
+                    commands::marketplace::add(&ctx.fetching(cli, &args.fetch)?, args)
+                }
+                MarketplaceCommand::List(args) => {
+                    commands::marketplace::list(&ctx.fetching(cli, &args.fetch)?, args)
+                }
             }
         }
         Command::Run(args) => {
@@ -130,7 +126,7 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
 /// Library diagnostics (`tracing`) go to stderr: `-v` shows berth's debug messages,
 /// `-vv` everyone's; `berth serve` logs requests at `info`. `BERTH_LOG` overrides with a
 /// filter such as `berth_resolver=trace`.
-fn init_tracing(verbose: u8, serving: bool) {
+fn init_tracing(verbose: u8, serving: bool, color: bool) {
     let default = match (verbose, serving) {
         // A server logs its requests and the conversations it starts.
         (0, true) => "info",
@@ -142,10 +138,7 @@ fn init_tracing(verbose: u8, serving: bool) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(
-            std::io::IsTerminal::is_terminal(&std::io::stderr())
-                && std::env::var_os("NO_COLOR").is_none(),
-        )
+        .with_ansi(color)
         .with_writer(std::io::stderr)
         .without_time()
         .with_target(false)

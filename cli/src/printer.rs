@@ -27,9 +27,9 @@ pub struct Printer {
 }
 
 impl Printer {
-    pub fn new(verbosity: Verbosity) -> Self {
+    /// `color`: whether stderr gets ANSI colors (`--color`, `NO_COLOR`, `CLICOLOR_FORCE`).
+    pub fn new(verbosity: Verbosity, color: bool) -> Self {
         let terminal = std::io::stderr().is_terminal();
-        let color = terminal && std::env::var_os("NO_COLOR").is_none();
         let bars = (terminal && verbosity == Verbosity::Normal)
             .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
         Self {
@@ -60,7 +60,20 @@ impl Printer {
         }
     }
 
+    /// A step shown only with `-v`.
+    pub fn detail(&self, verb: &str, message: &str) {
+        if self.verbosity >= Verbosity::Verbose {
+            let message = escape_for_display(message);
+            let line = format!("{} {message}", self.paint(verb, "1;36", 12));
+            self.line(&line);
+        }
+    }
+
+    /// A warning; `-q` leaves it out (only errors then).
     pub fn warn(&self, message: &str) {
+        if self.verbosity == Verbosity::Quiet {
+            return;
+        }
         let label = self.paint("warning", "1;33", 0);
         self.line(&format!("{label}: {}", escape_for_display(message)));
     }
@@ -115,11 +128,21 @@ impl Reporter for Printer {
     fn warn(&self, message: &str) {
         Printer::warn(self, message);
     }
+    fn detail(&self, verb: &str, message: &str) {
+        Printer::detail(self, verb, message);
+    }
     /// On a terminal, a bar (bytes when the size is known, else a spinner) for as long as
     /// the step runs, then its status line; elsewhere just the status line.
     fn task(&self, verb: &str, message: &str, total: Option<u64>) -> Box<dyn Task + '_> {
         let Some(bars) = &self.bars else {
             self.status(verb, message);
+            if self.verbosity >= Verbosity::Verbose {
+                return Box::new(Timed {
+                    printer: self,
+                    what: format!("{} {message}", verb.to_lowercase()),
+                    started: std::time::Instant::now(),
+                });
+            }
             return Box::new(Plain);
         };
         let bar = match total {
@@ -151,6 +174,23 @@ impl Reporter for Printer {
 struct Plain;
 
 impl Task for Plain {}
+
+/// A step under `-v`: its time is printed when it ends.
+struct Timed<'a> {
+    printer: &'a Printer,
+    what: String,
+    started: std::time::Instant,
+}
+
+impl Task for Timed<'_> {}
+
+impl Drop for Timed<'_> {
+    fn drop(&mut self) {
+        let secs = self.started.elapsed().as_secs_f64();
+        self.printer
+            .detail("Finished", &format!("{} in {secs:.2}s", self.what));
+    }
+}
 
 struct Bar<'a> {
     bar: ProgressBar,

@@ -22,6 +22,7 @@ mod dependencies;
 mod docs;
 mod edit;
 mod faults;
+mod first_hour;
 mod fleet_bucket;
 mod fleet_server;
 mod git_names;

@@ -4,11 +4,13 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod common;
 mod materialize;
 mod plugins;
 mod serve;
 mod store;
 
+pub use common::{CacheArgs, FetchArgs, FormatArgs, ProjectArgs};
 pub use materialize::MaterializeArgs;
 pub use plugins::{
     AddArgs, ApproveArgs, DiffArgs, DiffFormat, ImportArgs, ListArgs, LockArgs, PluginsArgs,
@@ -68,33 +70,53 @@ pub struct Cli {
     #[arg(short, long, global = true, help_heading = "Global options")]
     pub quiet: bool,
 
-    /// A binary cache to try, in order, before a plugin is fetched from upstream
-    /// (`file:///path`); repeatable. $BERTH_SUBSTITUTERS holds several, space-separated
+    /// When to color what berth prints: `auto` (on a terminal, unless `NO_COLOR` is set or
+    /// `CLICOLOR_FORCE` asks for it anyway), `always` or `never`
     #[arg(
-        long = "substituter",
-        value_name = "URL",
+        long,
         global = true,
-        env = "BERTH_SUBSTITUTERS",
-        value_delimiter = ' ',
+        value_name = "WHEN",
+        default_value = "auto",
         help_heading = "Global options"
     )]
+    pub color: ColorChoice,
+
+    /// Accepted before the command for older scripts (`berth --substituter URL plugins
+    /// sync`); the commands that fetch take it themselves
+    #[arg(long = "substituter", value_name = "URL", hide = true)]
     pub substituters: Vec<String>,
 
-    /// Use a substituter's plugin only when its narinfo is signed by this key
-    /// (`NAME:BASE64`, as `berth store sign-key generate` prints it); repeatable.
-    /// $BERTH_TRUSTED_PUBLIC_KEYS holds several, space-separated
-    #[arg(
-        long = "trusted-public-key",
-        value_name = "KEY",
-        global = true,
-        env = "BERTH_TRUSTED_PUBLIC_KEYS",
-        value_delimiter = ' ',
-        help_heading = "Global options"
-    )]
+    /// Accepted before the command for older scripts, as `--substituter`
+    #[arg(long = "trusted-public-key", value_name = "KEY", hide = true)]
     pub trusted_public_keys: Vec<String>,
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The values of `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` is set (`CLICOLOR_FORCE` colors off a terminal too)
+    Auto,
+    /// Always
+    Always,
+    /// Never
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to color stderr, as <https://no-color.org> and `CLICOLOR_FORCE` say.
+    pub fn on_stderr(self) -> bool {
+        let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0");
+        match self {
+            Self::Always => true,
+            Self::Never => false,
+            Self::Auto if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) => false,
+            Self::Auto if set("CLICOLOR_FORCE") => true,
+            Self::Auto => std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -128,7 +150,7 @@ pub enum Command {
     /// (`VIRTUAL_ENV`, its `bin/` first on `PATH`) with `BERTH_AGENT_ENTRY_POINT` (`name =
     /// module:attr`). berth then becomes CMD: its exit status is CMD's.
     #[command(after_help = "Examples:\n  \
-        berth run -- my-agent --task review\n  \
+        berth run my-agent --task review\n  \
         berth run --frozen -- sh -c 'jq .skills[].name \"$BERTH_PLUGIN_SET\"'")]
     Run(RunArgs),
 
@@ -204,8 +226,14 @@ pub struct RunArgs {
     #[command(flatten)]
     pub project: ProjectArgs,
 
-    /// The command and its arguments
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// The command and its arguments (`--` before it is optional; everything after CMD is
+    /// CMD's, not berth's)
+    #[arg(
+        required = true,
+        value_name = "CMD",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
     pub command: Vec<std::ffi::OsString>,
 }
 
@@ -375,6 +403,9 @@ pub struct MarketplaceAddArgs {
     /// The marketplace's folder inside the repository
     #[arg(long, value_name = "PATH")]
     pub repo_path: Option<String>,
+
+    #[command(flatten)]
+    pub fetch: FetchArgs,
 }
 
 #[derive(Debug, Args)]
@@ -388,90 +419,9 @@ pub struct MarketplaceListArgs {
     /// Never fetch: read the catalog from the git cache only
     #[arg(long)]
     pub offline: bool,
-}
 
-/// How a command that prints data prints it: every such command takes `--format` (text
-/// for people, JSON for programs) and `--json` as its short form.
-#[derive(Debug, Args)]
-pub struct FormatArgs {
-    /// `text` for people, `json` for programs (a documented, stable document)
-    #[arg(long, value_name = "FORMAT", default_value = "text")]
-    pub format: OutputFormat,
-
-    /// Same as `--format json`
-    #[arg(long, conflicts_with = "format")]
-    pub json: bool,
-}
-
-impl FormatArgs {
-    /// Whether JSON was asked for, by either spelling.
-    pub fn json(&self) -> bool {
-        self.json || self.format == OutputFormat::Json
-    }
-}
-
-/// The formats of [`FormatArgs`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// For a terminal
-    Text,
-    /// JSON on stdout
-    Json,
-}
-
-/// Where the project's files are, and how much to do at once.
-#[derive(Debug, Args)]
-pub struct ProjectArgs {
-    /// The manifest
-    #[arg(
-        long,
-        global = true,
-        value_name = "FILE",
-        default_value = "plugins.toml",
-        help_heading = "Project options"
-    )]
-    pub manifest: PathBuf,
-
-    /// The lockfile [default: the manifest's path with `.lock`]
-    #[arg(
-        long,
-        global = true,
-        value_name = "FILE",
-        help_heading = "Project options"
-    )]
-    pub lockfile: Option<PathBuf>,
-
-    /// How many plugins to resolve or fetch at once [default: 8]
-    #[arg(
-        short,
-        long,
-        global = true,
-        value_name = "N",
-        help_heading = "Project options"
-    )]
-    pub jobs: Option<usize>,
-
-    /// The Python package index for the `[agent]` package (may hold `${VAR}` credentials)
-    #[arg(
-        long,
-        global = true,
-        value_name = "URL",
-        env = "BERTH_INDEX_URL",
-        default_value = berth_resolver::DEFAULT_INDEX_URL,
-        help_heading = "Project options"
-    )]
-    pub index_url: String,
-
-    /// The policy: which sources and capabilities may run [default: `berth-policy.toml`
-    /// next to the manifest, if there is one]
-    #[arg(
-        long,
-        global = true,
-        value_name = "FILE",
-        env = "BERTH_POLICY",
-        help_heading = "Project options"
-    )]
-    pub policy: Option<PathBuf>,
+    #[command(flatten)]
+    pub fetch: FetchArgs,
 }
 
 #[cfg(test)]

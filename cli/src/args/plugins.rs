@@ -134,6 +134,9 @@ pub struct ImportArgs {
     #[arg(long, value_name = "WORK_DIR", num_args = 0..=1, conflicts_with = "conversation")]
     #[allow(clippy::option_option)] // absent, given without a folder, given with one
     pub ambient: Option<Option<std::path::PathBuf>>,
+
+    #[command(flatten)]
+    pub fetch: super::FetchArgs,
 }
 
 #[derive(Debug, Args)]
@@ -157,6 +160,9 @@ pub struct DiffArgs {
     /// Never use the network: a plugin not in the store or git cache is an error
     #[arg(long)]
     pub offline: bool,
+
+    #[command(flatten)]
+    pub fetch: super::FetchArgs,
 }
 
 /// How `berth plugins diff` prints.
@@ -206,18 +212,27 @@ pub struct AddArgs {
     /// Add it even if a plugin of the same name is already in the manifest
     #[arg(long)]
     pub force: bool,
+
+    #[command(flatten)]
+    pub fetch: super::FetchArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct RemoveArgs {
     /// The plugin's name, as `berth plugins list` shows it
     pub name: String,
+
+    #[command(flatten)]
+    pub fetch: super::FetchArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct UpdateArgs {
     /// The plugins to update [default: all]
     pub names: Vec<String>,
+
+    #[command(flatten)]
+    pub fetch: super::FetchArgs,
 }
 
 #[derive(Debug, Args)]
@@ -247,6 +262,9 @@ pub struct LockArgs {
     /// Never use the network: resolve from what the git cache last saw
     #[arg(long)]
     pub offline: bool,
+
+    #[command(flatten)]
+    pub fetch: super::FetchArgs,
 }
 
 #[derive(Debug, Args)]
@@ -262,12 +280,18 @@ pub struct SyncArgs {
     /// Never use the network; fail naming every plugin that is not already available
     #[arg(long)]
     pub offline: bool,
+
+    #[command(flatten)]
+    pub fetch: super::FetchArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     #[command(flatten)]
     pub output: super::FormatArgs,
+
+    #[command(flatten)]
+    pub fetch: super::FetchArgs,
 }
 
 #[derive(Debug, Args)]

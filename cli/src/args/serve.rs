@@ -148,4 +148,7 @@ pub struct ServeArgs {
         default_value = berth_resolver::DEFAULT_INDEX_URL
     )]
     pub index_url: String,
+
+    #[command(flatten)]
+    pub caches: super::CacheArgs,
 }

@@ -116,6 +116,9 @@ pub struct StoreVerifyArgs {
     /// How many entries to hash at once [default: the number of cores]
     #[arg(short, long, value_name = "N")]
     pub jobs: Option<usize>,
+
+    #[command(flatten)]
+    pub caches: super::CacheArgs,
 }
 
 #[derive(Debug, Args)]

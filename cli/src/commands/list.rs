@@ -1,10 +1,9 @@
 //! `berth plugins list`
 
 use anyhow::Result;
-use berth_lockfile_schema::{Lock, LockedPluginWire, Pin};
+use berth_lockfile_schema::{Lock, LockedPlugin, LockedPluginWire, Pin};
 use serde_json::json;
 
-use super::short_pin;
 use crate::args::ListArgs;
 use crate::context::Context;
 
@@ -103,41 +102,60 @@ fn document(ctx: &Context, lock: &Lock) -> serde_json::Value {
     doc
 }
 
-/// `list` for people: a row per plugin, the agent and each payload.
-fn rows(ctx: &Context, lock: &Lock) -> Vec<[String; 4]> {
-    let mut rows: Vec<[String; 4]> = lock
-        .plugins
-        .iter()
-        .map(|p| {
-            let pinned = match (&p.pin, &p.resolved_ref, &p.git_ref) {
-                (Pin::Git(_), Some(tag), _) => format!("{tag} {}", short_pin(p)),
-                (Pin::Git(_), None, Some(r)) => format!("{r} {}", short_pin(p)),
-                (Pin::Git(_), None, None) => format!("HEAD {}", short_pin(p)),
-                _ => short_pin(p),
-            };
-            let present = match ctx.store.checked_lookup(&p.hash, &p.name) {
-                Ok(Some(_)) => "synced",
-                Ok(None) => "not synced",
-                Err(_) => "changed since synced (run `berth plugins sync`)",
-            };
-            let name = match (&p.auto_load, p.standalone_skill) {
-                (Some(market), true) => format!("{} (skill, auto-loaded by {market})", p.name),
-                (Some(market), false) => format!("{} (auto-loaded by {market})", p.name),
-                (None, _) => p.name.clone(),
-            };
-            [name, pinned, p.source.clone(), present.to_owned()]
-        })
-        .collect();
+/// The header of `list` for people.
+const HEADER: [&str; 7] = ["NAME", "VERSION", "REF", "REV", "SOURCE", "PATH", "STATE"];
+
+/// `list` for people: a header, then a row per plugin, the agent and each payload; `-`
+/// where a column does not apply.
+fn rows(ctx: &Context, lock: &Lock) -> Vec<[String; 7]> {
+    let dash = || "-".to_owned();
+    let mut rows = vec![HEADER.map(str::to_owned)];
+    rows.extend(lock.plugins.iter().map(|p| {
+        let entry = ctx.store.checked_lookup(&p.hash, &p.name);
+        let state = match &entry {
+            Ok(Some(_)) => "synced",
+            Ok(None) => "not synced",
+            Err(_) => "changed since synced (run `berth plugins sync`)",
+        };
+        let version = p.plugin_version.clone().or_else(|| match &entry {
+            Ok(Some(entry)) => declared_version(&entry.path, &p.name),
+            _ => None,
+        });
+        let name = match (&p.auto_load, p.standalone_skill) {
+            (Some(market), true) => format!("{} (skill, auto-loaded by {market})", p.name),
+            (Some(market), false) => format!("{} (auto-loaded by {market})", p.name),
+            (None, _) => p.name.clone(),
+        };
+        let rev = match &p.pin {
+            Pin::Git(git) => git.rev.chars().take(12).collect(),
+            _ => dash(),
+        };
+        [
+            name,
+            version.unwrap_or_else(dash),
+            ref_column(p),
+            rev,
+            p.requested.clone().unwrap_or_else(|| p.source.clone()),
+            p.repo_path.clone().unwrap_or_else(dash),
+            state.to_owned(),
+        ]
+    }));
     if let Some(agent) = &lock.agent {
         let missing = ctx.store.missing_wheels(agent).len();
         rows.push([
             format!("agent {}", agent.package),
-            format!("{} ({} wheels)", agent.version, agent.wheels.len()),
+            agent.version.clone(),
+            dash(),
+            dash(),
             agent.source.clone(),
+            dash(),
             if missing == 0 {
-                "synced".to_owned()
+                format!("synced ({} wheels)", agent.wheels.len())
             } else {
-                format!("not synced ({missing} wheels missing)")
+                format!(
+                    "not synced ({missing} of {} wheels missing)",
+                    agent.wheels.len()
+                )
             },
         ]);
     }
@@ -146,7 +164,10 @@ fn rows(ctx: &Context, lock: &Lock) -> Vec<[String; 4]> {
         rows.push([
             format!("  {}: {user}", p.plugin),
             format!("{} {}", p.package, p.version),
+            dash(),
+            dash(),
             format!("{} {}", p.runner, p.spec),
+            dash(),
             match payload_path(ctx, p) {
                 Some(_) => "synced".to_owned(),
                 None => "not synced".to_owned(),
@@ -154,6 +175,31 @@ fn rows(ctx: &Context, lock: &Lock) -> Vec<[String; 4]> {
         ]);
     }
     rows
+}
+
+/// The version the plugin's manifest in the store declares, if it has a manifest.
+fn declared_version(path: &std::path::Path, name: &str) -> Option<String> {
+    let read = |rel: &str| match std::fs::read(path.join(rel)) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.to_string()),
+    };
+    let manifest = berth_runtime::read_manifest(read, name).ok()?;
+    manifest.file.map(|_| manifest.version)
+}
+
+/// What the entry asked for: a tag a `version` range chose (with the range), a branch or
+/// tag, `default` for the default branch; a commit asked for is the REV column's, so `-`.
+fn ref_column(p: &LockedPlugin) -> String {
+    let is_commit = |r: &str| r.len() == 40 && r.bytes().all(|b| b.is_ascii_hexdigit());
+    match (&p.pin, &p.resolved_ref, &p.version, &p.git_ref) {
+        (Pin::Git(_), Some(tag), Some(range), _) => format!("{tag} ({range})"),
+        (Pin::Git(_), Some(tag), None, _) => tag.clone(),
+        (Pin::Git(_), None, _, Some(r)) if is_commit(r) => "-".to_owned(),
+        (Pin::Git(_), None, _, Some(r)) => r.clone(),
+        (Pin::Git(_), None, _, None) => "default".to_owned(),
+        _ => "-".to_owned(),
+    }
 }
 
 /// The store path of a payload's closure, when it is there unchanged.

@@ -44,19 +44,27 @@ pub fn contents(lock: &Lock) -> String {
     }
 }
 
-/// Four columns, each padded to its widest cell, one row a line after `indent` (trailing
+/// Columns, each padded to its widest cell, one row a line after `indent` (trailing
 /// spaces trimmed).
-pub fn table(out: &mut String, rows: &[[String; 4]], indent: &str) {
+pub fn table<const N: usize>(out: &mut String, rows: &[[String; N]], indent: &str) {
     use std::fmt::Write as _;
-    let width = |col: usize| {
-        rows.iter()
-            .map(|r| r[col].chars().count())
-            .max()
-            .unwrap_or(0)
-    };
-    let (w0, w1, w2) = (width(0), width(1), width(2));
-    for [a, b, c, d] in rows {
-        let line = format!("{indent}{a:<w0$}  {b:<w1$}  {c:<w2$}  {d}");
+    let widths: Vec<usize> = (0..N)
+        .map(|col| {
+            rows.iter()
+                .map(|r| r[col].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in rows {
+        let mut line = indent.to_owned();
+        for (col, cell) in row.iter().enumerate() {
+            if col + 1 == N {
+                line.push_str(cell);
+            } else {
+                let _ = write!(line, "{cell:<w$}  ", w = widths[col]);
+            }
+        }
         let _ = writeln!(out, "{}", line.trim_end());
     }
 }

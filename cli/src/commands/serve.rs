@@ -108,7 +108,10 @@ fn config(cli: &Cli, args: &ServeArgs) -> Result<Config> {
         max_skills: args.max_skills,
         index_url: args.index_url.clone(),
         archive_limits: berth_transport::extract::ArchiveLimits::from_env()?,
-        substituters: crate::context::open_substituters(cli)?,
+        substituters: crate::context::open_substituters(&crate::context::legacy_caches(
+            cli,
+            Some(&args.caches),
+        ))?,
         drain: Duration::from_secs(args.drain_secs),
         ref_ttl: Duration::from_secs(args.ref_ttl),
         push_to: match args.push_to.as_deref().filter(|u| !u.is_empty()) {

@@ -27,7 +27,10 @@ pub fn run(cli: &Cli, args: &StoreArgs, printer: Printer) -> Result<()> {
             &store,
             args,
             &printer,
-            &crate::context::open_substituters(cli)?,
+            &crate::context::open_substituters(&crate::context::legacy_caches(
+                cli,
+                Some(&args.caches),
+            ))?,
         ),
         StoreCommand::Gc(args) => gc(&store, args, &printer),
         StoreCommand::Push(args) => push(&store, args, &printer),

@@ -87,6 +87,18 @@ pub struct LockedPlugin {
 }
 
 impl LockedPlugin {
+    /// The pin as a status line shows it: a tag a range chose and the commit's first 12
+    /// digits, or the content hash.
+    pub fn pin_label(&self) -> String {
+        match (&self.pin, &self.resolved_ref) {
+            (Pin::Git(git), Some(tag)) => {
+                format!("{tag} ({})", git.rev.get(..12).unwrap_or(&git.rev))
+            }
+            (Pin::Git(git), None) => git.rev.get(..12).unwrap_or(&git.rev).to_owned(),
+            _ => self.hash.to_sri(),
+        }
+    }
+
     /// A new entry for `request`, made from `pin` and hashing to `hash`: the request's
     /// fields as the lock records them, nothing resolved from a range and nothing
     /// declared yet (a `version` range's tag, a marketplace's fields and a dependency's

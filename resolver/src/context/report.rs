@@ -7,6 +7,11 @@ pub trait Reporter: Sync {
     fn status(&self, verb: &str, message: &str);
     /// Something the user should know that does not stop the work.
     fn warn(&self, message: &str);
+    /// A step only a reader who asked for more (`-v`) sees: what an entry resolved to, a
+    /// plugin already in the store. The default ignores it.
+    fn detail(&self, verb: &str, message: &str) {
+        let _ = (verb, message);
+    }
     /// Something the resolver did, for callers that count rather than read (the server's
     /// metrics). Each comes with the status line a reader sees; the default ignores it.
     fn event(&self, event: Event) {

@@ -28,6 +28,10 @@ pub(crate) fn sync_entry(
     let forget_kept = || drop(env.memo.take_tree(&locked.hash));
     if let Ok(Some(entry)) = store.checked_lookup(&locked.hash, &locked.name) {
         forget_kept();
+        env.reporter.detail(
+            "Present",
+            &format!("{} {}", locked.name, entry.path.display()),
+        );
         return Ok(entry);
     }
     // One process materialises an entry; others wait and then find it present.

@@ -738,6 +738,7 @@ pub fn apply_env(cmd: &mut Command, home: &Path) {
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("LC_ALL", "C")
         .env("NO_COLOR", "1")
+        .env_remove("CLICOLOR_FORCE")
         .env_remove("BERTH_LOG")
         .env_remove("BERTH_STORE")
         .env_remove("BERTH_GITHUB_URL")

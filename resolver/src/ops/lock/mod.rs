@@ -94,9 +94,13 @@ pub fn lock_plugins(
             request,
             before: matched[i],
         };
+        let started = std::time::Instant::now();
         entry
             .lock(&env, &markets, options, &resolved)
-            .map(|locked| report(&env, locked))
+            .map(|locked| {
+                step(&env, &entry, options, &locked.plugin, started.elapsed());
+                report(&env, locked)
+            })
             .map_err(|error| EntryError {
                 label: entry_label(&options.manifest_label, request),
                 error: Box::new(error),
@@ -269,6 +273,42 @@ impl Entry<'_, '_> {
             }
         }
     }
+}
+
+/// Tells a `-v` reader what the entry came to: its pin kept, or what its request resolved
+/// to and how long that took.
+fn step(
+    env: &Env<'_>,
+    entry: &Entry<'_, '_>,
+    options: &LockOptions,
+    locked: &LockedPlugin,
+    took: std::time::Duration,
+) {
+    let pin = locked.pin_label();
+    let same = entry
+        .before
+        .is_some_and(|b| b.hash == locked.hash && b.pin == locked.pin);
+    let looked_again =
+        options.upgrade.covers(&locked.name) || kind_of(&locked.pin).changes_in_place();
+    if same && !looked_again {
+        env.reporter
+            .detail("Kept", &format!("{} at {pin}", locked.name));
+        return;
+    }
+    let unchanged = if same { " (unchanged)" } else { "" };
+    let asked = match (&locked.version, &locked.git_ref) {
+        (Some(range), _) => format!(" {range}"),
+        (None, Some(r)) => format!(" {r}"),
+        (None, None) => String::new(),
+    };
+    env.reporter.detail(
+        "Resolved",
+        &format!(
+            "{}{asked} to {pin}{unchanged} in {:.2}s",
+            locked.name,
+            took.as_secs_f64()
+        ),
+    );
 }
 
 /// Hashes again the content of a kept pin that can change in place (a local folder).
