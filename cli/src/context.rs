@@ -62,20 +62,31 @@ impl Failure {
     /// One entry failing reads as that entry's error; several are named on the first line
     /// and detailed below it.
     pub fn from_entries(what: &str, mut errors: Vec<EntryError>) -> Self {
-        if errors.len() == 1 {
+        let unreachable = errors
+            .iter()
+            .any(|e| matches!(*e.error, berth_resolver::ResolveError::Unreachable { .. }));
+        let mut failure = if errors.len() == 1 {
             let e = errors.remove(0);
-            return Self {
+            Self {
                 message: e.to_string(),
                 notes: Vec::new(),
-            };
+            }
+        } else {
+            let labels: Vec<&str> = errors.iter().map(|e| e.label.as_str()).collect();
+            Self {
+                message: format!("{what} {} plugins: {}", errors.len(), labels.join(", ")),
+                notes: errors.iter().map(ToString::to_string).collect(),
+            }
+        };
+        if unreachable {
+            failure.notes.push(UNREACHABLE_HINT.to_owned());
         }
-        let labels: Vec<&str> = errors.iter().map(|e| e.label.as_str()).collect();
-        Self {
-            message: format!("{what} {} plugins: {}", errors.len(), labels.join(", ")),
-            notes: errors.iter().map(ToString::to_string).collect(),
-        }
+        failure
     }
 }
+
+/// What to try when a host could not be reached at all.
+const UNREACHABLE_HINT: &str = "hint: check the network and any proxy (`HTTPS_PROXY`); `--offline` uses only what the store and git cache hold, `--substituter URL` tries a binary cache first, and `BERTH_GITHUB_URL` points `github:` at a mirror";
 
 /// `error` and its causes, joined by `: ` as `{:#}` joins them, without a cause whose text
 /// the message before it already holds (an error that quotes its own `#[source]`).

@@ -129,8 +129,12 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
 fn init_tracing(verbose: u8, serving: bool, color: bool) {
     let default = match (verbose, serving) {
         // A server logs its requests and the conversations it starts.
+        // Only berth's own warnings: a library's log line (a TLS failure, say) would come
+        // before the error that already says it.
         (0, true) => "info",
-        (0, false) => "warn",
+        (0, false) => {
+            "off,berth=warn,berth_resolver=warn,berth_store=warn,berth_runtime=warn,berth_transport=warn,berth_uv=warn"
+        }
         (1, _) => "info,berth=debug,berth_resolver=debug,berth_store=debug,berth_server=debug",
         _ => "debug",
     };

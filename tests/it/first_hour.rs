@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{GitRepo, TestContext};
+use common::{GitRepo, Run, TestContext};
 
 /// What a snapshot with commits in it replaces: a commit's first 12 digits (`[rev-12-hex]`, as wide), a content hash, a store path's digest.
 fn filters_with_revs(ctx: &TestContext) -> Vec<(String, String)> {
@@ -303,4 +303,68 @@ fn verbose_shows_each_step_and_quiet_only_errors() {
     let failed = ctx.run(&["-q", "plugins", "lock"]);
     assert_eq!(failed.code, 1);
     assert!(failed.stderr.starts_with("error: "), "{}", failed.stderr);
+}
+
+/// Item 6: a host that cannot be reached is one short line naming why, then what to try
+/// (no library log line before it, no line number the file does not have); an offline
+/// error names the plugin once.
+#[test]
+fn an_unreachable_host_says_what_to_do_next() {
+    let ctx = TestContext::new();
+    ctx.write_manifest("[[plugin]]\nsource = \"github:obra/superpowers\"\n");
+    let refused = || {
+        let mut cmd = ctx.berth();
+        cmd.env("BERTH_GITHUB_URL", "http://127.0.0.1:9");
+        cmd
+    };
+    berth_snapshot!(ctx.filters(), refused().args(["plugins", "lock"]), @r"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: plugins.toml:2: `github:obra/superpowers`: could not reach `http://127.0.0.1:9/obra/superpowers.git`: the connection was refused
+      hint: check the network and any proxy (`HTTPS_PROXY`); `--offline` uses only what the store and git cache hold, `--substituter URL` tries a binary cache first, and `BERTH_GITHUB_URL` points `github:` at a mirror
+    ");
+
+    // `plugins add` names the entry it would add, not a line of text never written.
+    ctx.write_manifest("# our plugins\n");
+    berth_snapshot!(ctx.filters(), refused().args(["plugins", "add", "github:obra/superpowers"]), @r"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: the new entry `github:obra/superpowers`: could not reach `http://127.0.0.1:9/obra/superpowers.git`: the connection was refused
+      hint: check the network and any proxy (`HTTPS_PROXY`); `--offline` uses only what the store and git cache hold, `--substituter URL` tries a binary cache first, and `BERTH_GITHUB_URL` points `github:` at a mirror
+    ");
+    assert_eq!(
+        std::fs::read_to_string(ctx.manifest_path()).expect("manifest"),
+        "# our plugins\n"
+    );
+
+    // A certificate no root vouches for: the error says so, and nothing is logged first.
+    let certs = crate::ssrf::Certs::make(&ctx.root.join("tls")).expect("openssl and python3");
+    repos(&ctx);
+    let forge = crate::ssrf::Forge::start(&ctx.upstream, &certs, &ctx.root.join("forge.log"), &[]);
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/review\"\n");
+    let tls = Run::from(
+        ctx.berth()
+            .env(
+                "BERTH_GITHUB_URL",
+                format!("https://localhost:{}", forge.port),
+            )
+            .args(["plugins", "lock"])
+            .output()
+            .expect("run"),
+    );
+    assert_eq!(tls.code, 1);
+    let first = tls.stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("error: plugins.toml:2: `github:acme/review`: could not reach")
+            && first.contains("its TLS certificate is not trusted"),
+        "{}",
+        tls.stderr
+    );
+    assert!(tls.stderr.contains("  hint: "), "{}", tls.stderr);
 }

@@ -142,8 +142,8 @@ fn offline_sync_names_what_is_missing_and_frozen_needs_no_manifest() {
     ----- stderr -----
            Added house-rules [TMP]/cold-store/store-v1/0fk7x0zwawq7kn8isbgyj2blsq1rvxihqflh86gm58d0x8jm7q8p-house-rules
     error: could not sync 2 plugins: plugin `review`, plugin `lint`
-      plugin `review`: plugin `review` (commit `eb77dc7b45444ba097b9b70fe6830cd66e72b40e` of `http://127.0.0.1:[PORT]/acme/review.git`) is not available offline; run without `--offline` to fetch it
-      plugin `lint`: plugin `lint` (commit `d3f7416050ec19a69a110a902dde19543fa24058` of `http://127.0.0.1:[PORT]/acme/lint.git`) is not available offline; run without `--offline` to fetch it
+      plugin `review`: commit `eb77dc7b45444ba097b9b70fe6830cd66e72b40e` of `http://127.0.0.1:[PORT]/acme/review.git` is not available offline; run without `--offline` to fetch it
+      plugin `lint`: commit `d3f7416050ec19a69a110a902dde19543fa24058` of `http://127.0.0.1:[PORT]/acme/lint.git` is not available offline; run without `--offline` to fetch it
     "#
     );
     assert!(
@@ -187,7 +187,7 @@ fn a_changed_local_plugin_stops_sync_until_relocked() {
     ----- stdout -----
 
     ----- stderr -----
-    error: plugin `house-rules`: local plugin `house-rules` (`./house-rules`) changed since it was locked (locked `sha256-F+FTJeqgoVKfQZA6DGPfOWBNl5D+LR2RnQdzxT/oZzo=`, now `sha256-l5RRF6lrG/ZJpSDY/ErwnAEVHLeqzHpstUrxfj/e3jo=`); run `berth plugins lock` to lock the new content
+    error: plugin `house-rules`: its folder `./house-rules` changed since it was locked (locked `sha256-F+FTJeqgoVKfQZA6DGPfOWBNl5D+LR2RnQdzxT/oZzo=`, now `sha256-l5RRF6lrG/ZJpSDY/ErwnAEVHLeqzHpstUrxfj/e3jo=`); run `berth plugins lock` to lock the new content
     "#);
     // `--frozen` uses the store copy and does not look at the folder.
     ctx.ok(&["plugins", "sync", "--frozen"]);

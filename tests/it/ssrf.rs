@@ -30,8 +30,8 @@ const INTERNAL_IP: &str = "127.0.0.9";
 
 /// A CA and a certificate for `github.com` and `localhost` it signed, made with the
 /// `openssl` command in `dir`.
-struct Certs {
-    ca: PathBuf,
+pub(crate) struct Certs {
+    pub(crate) ca: PathBuf,
     cert: PathBuf,
     key: PathBuf,
 }
@@ -39,7 +39,7 @@ struct Certs {
 impl Certs {
     /// `None` (after [`common::require_or_skip`], which fails in CI) when `openssl` or
     /// `python3` (the forge) is missing.
-    fn make(dir: &Path) -> Option<Self> {
+    pub(crate) fn make(dir: &Path) -> Option<Self> {
         for (tool, arg, package) in [
             ("openssl", "version", "openssl"),
             ("python3", "--version", "python3"),
@@ -134,16 +134,21 @@ impl Certs {
 
 /// `fixtures/https_server.py`: a forge on 127.0.0.1 serving `root` (files, and git
 /// repositories through `git http-backend`) over https with [`Certs`]'s certificate.
-struct Forge {
+pub(crate) struct Forge {
     child: std::process::Child,
-    port: u16,
+    pub(crate) port: u16,
     log: PathBuf,
 }
 
 impl Forge {
     /// Starts it; each `(path, url)` of `redirects` answers `path` (with its query) with
     /// `302 Location: url`.
-    fn start(root: &Path, certs: &Certs, log: &Path, redirects: &[(&str, String)]) -> Self {
+    pub(crate) fn start(
+        root: &Path,
+        certs: &Certs,
+        log: &Path,
+        redirects: &[(&str, String)],
+    ) -> Self {
         use std::io::BufRead;
         let mut cmd = Command::new("python3");
         cmd.arg(fixtures().join("https_server.py"))

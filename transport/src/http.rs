@@ -79,6 +79,49 @@ impl std::error::Error for Upstream {
     }
 }
 
+/// Why a host could not be reached, in a few words, when an error or its causes say so:
+/// a connection refused or reset, a host name that does not resolve, a TLS certificate
+/// that is not trusted, a network that is down. `None`: some other failure (the host
+/// answered, or the problem is not the network's).
+pub fn unreachable_reason<'a>(
+    causes: impl IntoIterator<Item = &'a (dyn std::error::Error + 'static)>,
+) -> Option<String> {
+    use std::io::ErrorKind;
+    for error in causes {
+        let mut current = Some(error);
+        while let Some(e) = current {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                let why = match io.kind() {
+                    ErrorKind::ConnectionRefused => Some("the connection was refused"),
+                    ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => {
+                        Some("the connection was reset")
+                    }
+                    ErrorKind::HostUnreachable | ErrorKind::NetworkUnreachable => {
+                        Some("the network is unreachable")
+                    }
+                    ErrorKind::NetworkDown => Some("the network is down"),
+                    _ => None,
+                };
+                if let Some(why) = why {
+                    return Some(why.to_owned());
+                }
+            }
+            let text = e.to_string();
+            if text.contains("dns error") || text.contains("failed to lookup address") {
+                return Some("its host name does not resolve".to_owned());
+            }
+            if let Some((_, detail)) = text.split_once("invalid peer certificate: ") {
+                return Some(format!("its TLS certificate is not trusted ({detail})"));
+            }
+            if text.contains("tcp connect error") && text.contains("Connection refused") {
+                return Some("the connection was refused".to_owned());
+            }
+            current = e.source();
+        }
+    }
+    None
+}
+
 /// Whether an error's causes include an I/O time-out.
 pub fn is_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut current = Some(error);

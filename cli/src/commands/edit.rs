@@ -64,7 +64,8 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<()> {
         &manifest,
         previous.as_ref().map(|(l, _)| l),
         Upgrade::Nothing,
-    )?;
+    )
+    .map_err(|e| new_entry_named(ctx, &manifest, e))?;
     let new = lock.plugins.last().expect("the added entry is locked");
     if let Some((i, clash)) = lock.plugins[..lock.plugins.len() - 1]
         .iter()
@@ -111,6 +112,25 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<()> {
         &format!("`{}` to `{}`", new.name, ctx.manifest_label()),
     );
     write_outcome(ctx, previous.as_ref(), &lock)
+}
+
+/// A failure to lock the entry being added names it as the new entry: the line the
+/// manifest's label would give is in text that was never written.
+fn new_entry_named(ctx: &Context, manifest: &Manifest, error: anyhow::Error) -> anyhow::Error {
+    let Some(new) = manifest.plugins.last() else {
+        return error;
+    };
+    let mut failure = match error.downcast::<Failure>() {
+        Ok(failure) => failure,
+        Err(other) => return other,
+    };
+    let label = format!("{}:{}: ", ctx.manifest_label(), new.line);
+    let named = |text: &str| text.replace(&label, "the new entry ");
+    failure.message = named(&failure.message);
+    for note in &mut failure.notes {
+        *note = named(note);
+    }
+    failure.into()
 }
 
 pub fn remove(ctx: &Context, args: &RemoveArgs) -> Result<()> {

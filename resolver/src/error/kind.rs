@@ -54,6 +54,7 @@ impl ResolveError {
                 ..
             } => ErrorKind::OverLimit,
             Self::Fetch { .. }
+            | Self::Unreachable { .. }
             | Self::Download { .. }
             | Self::Offline { .. }
             | Self::BinaryCache(_) => ErrorKind::Upstream,

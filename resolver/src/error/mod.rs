@@ -32,6 +32,14 @@ pub enum ResolveError {
         #[source]
         cause: Upstream,
     },
+    /// The host could not be reached at all: no connection, no name, no trusted TLS.
+    #[error("could not reach `{url}`: {why}")]
+    Unreachable {
+        /// The remote or URL, credentials removed.
+        url: String,
+        /// Why, in a few words.
+        why: String,
+    },
     /// A source URL that does not parse.
     #[error("`{url}` is not a valid URL ({source})")]
     InvalidUrl {
@@ -128,9 +136,10 @@ pub enum ResolveError {
         #[source]
         problem: LocalPathProblem,
     },
-    /// A local source changed since it was locked.
+    /// A local source changed since it was locked. (The plugin's name is the label of
+    /// the error that carries this one, so the message does not repeat it.)
     #[error(
-        "local plugin `{name}` (`{path}`) changed since it was locked (locked `{expected}`, now `{actual}`); run `berth plugins lock` to lock the new content"
+        "its folder `{path}` changed since it was locked (locked `{expected}`, now `{actual}`); run `berth plugins lock` to lock the new content"
     )]
     LocalChanged {
         /// The plugin.

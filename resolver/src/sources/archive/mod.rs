@@ -144,12 +144,20 @@ fn open_body(
     {
         request = request.basic_auth(login, Some(password));
     }
-    let response = request.send().map_err(|e| match refusal_in(&e) {
-        Some(why) => refused(source, why),
-        None => fail(DownloadError::Client(Upstream::new(
-            &e.without_url().to_string(),
-            &source.url,
-        ))),
+    let response = request.send().map_err(|e| {
+        let unreachable =
+            berth_transport::http::unreachable_reason([&e as &(dyn std::error::Error + 'static)]);
+        match (refusal_in(&e), unreachable) {
+            (Some(why), _) => refused(source, why),
+            (None, Some(why)) => ResolveError::Unreachable {
+                url: source.url.shown.clone(),
+                why: source.url.scrub(&why),
+            },
+            (None, None) => fail(DownloadError::Client(Upstream::new(
+                &e.without_url().to_string(),
+                &source.url,
+            ))),
+        }
     })?;
     let status = response.status();
     if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {

@@ -198,9 +198,9 @@ impl PinnedSource for LockedArchive<'_> {
             let unpacked = unpack(env.store, archive, &file, subdir.as_deref(), limits)?;
             return Ok(unpacked.staging);
         }
-        env.settings.require_network(|| {
-            format!("plugin `{}` (`{}`)", self.locked.name, archive.url.shown)
-        })?;
+        // The plugin's name is the error's label already.
+        env.settings
+            .require_network(|| format!("`{}`", archive.url.shown))?;
         let (download, file) = self.download_locked(archive)?;
         let unpacked = unpack(env.store, archive, &file, subdir.as_deref(), limits)?;
         keep(env.store, &file, hash, archive.format)?;

@@ -172,6 +172,12 @@ pub(crate) fn fetch_error(remote: &Remote, e: &gix::Error) -> ResolveError {
     if let Some(why) = e.iter_errors().find_map(refusal_in) {
         return ResolveError::Refused { url, why };
     }
+    if let Some(why) = berth_transport::http::unreachable_reason(e.iter_errors()) {
+        return ResolveError::Unreachable {
+            url,
+            why: remote.url.scrub(&why),
+        };
+    }
     let cause = Upstream::with_causes(&error_chain(e), &remote.url, e.iter_errors());
     if e.iter_errors().any(berth_transport::http::is_timeout) {
         ResolveError::Timeout { url, cause }

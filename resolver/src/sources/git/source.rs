@@ -340,10 +340,8 @@ impl PinnedSource for GitCommit<'_> {
         let db = repository.open()?;
         if !db.has_commit(id) {
             env.settings.require_network(|| {
-                format!(
-                    "plugin `{}` (commit `{}` of `{}`)",
-                    locked.name, self.pin.rev, remote.url.shown
-                )
+                // The plugin's name is the error's label already.
+                format!("commit `{}` of `{}`", self.pin.rev, remote.url.shown)
             })?;
             db.fetch_commit(remote, id, hint_ref(locked), env.reporter)?;
         }
