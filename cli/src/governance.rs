@@ -210,7 +210,9 @@ impl Context {
     /// content-addressed), the plugins it adds are scanned, and with a policy file every
     /// plugin is checked. Fails, writing nothing, on a violation; with `pending_ok` (the
     /// commands that only write the lock) a plugin that waits for an approval is a
-    /// warning, since approving needs the lock.
+    /// warning, since approving needs the lock. Returns how many plugins it added to the
+    /// store: `sync` counts them; the store lines themselves are `-v` detail, since the
+    /// lock's own lines (`Adding review v1.2.0`) are what a reader of `lock` wants.
     pub fn admit(
         &self,
         previous: Option<&Lock>,
@@ -218,7 +220,7 @@ impl Context {
         manifest: Option<&berth_lockfile_schema::Manifest>,
         network: berth_resolver::Network,
         pending_ok: bool,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         let adds = lock.plugins.iter().any(|p| {
             !previous.is_some_and(|b| {
                 b.plugins
@@ -227,13 +229,13 @@ impl Context {
             })
         });
         if !adds && self.policy_path.is_none() {
-            return Ok(());
+            return Ok(0);
         }
         let governance = self.governance()?;
-        berth_resolver::sync_plugins(
+        let synced = berth_resolver::sync_plugins(
             &self.store,
             &self.settings(network),
-            &self.printer,
+            &berth_resolver::StoredQuietly(&self.printer),
             lock,
             manifest,
             berth_resolver::LocalCheck::TrustStore,
@@ -244,7 +246,7 @@ impl Context {
             self.printer.warn(&finding);
         }
         if !pending_ok {
-            return refuse(&checked.violations);
+            return refuse(&checked.violations).map(|()| synced.added);
         }
         // A lock may name what is not approved yet: approving needs the lock. What runs
         // it (`sync`, `show`, `run`, `hooks run`, the server) refuses until it is.
@@ -257,6 +259,6 @@ impl Context {
                 "{violation} (the lock is written; nothing runs it until then)"
             ));
         }
-        Ok(())
+        Ok(synced.added)
     }
 }

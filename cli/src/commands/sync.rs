@@ -43,6 +43,7 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
         manifest: manifest.as_ref(),
         network,
         admitted: std::cell::Cell::new(false),
+        added_by_lock: std::cell::Cell::new(0),
     };
     let synced = lock_and_sync(&ctx.store, &settings, &ctx.printer, mode, &project_lock)
         .map_err(|e| failure(ctx, mode, e))?;
@@ -63,7 +64,7 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
         &format!(
             "{} ({} added) in {:.2}s",
             super::contents(&synced.lock),
-            synced.sync.added,
+            synced.sync.added + synced.stored_by_lock + project_lock.added_by_lock.get(),
             started.elapsed().as_secs_f64()
         ),
     );
@@ -78,6 +79,8 @@ struct ProjectLock<'a> {
     network: Network,
     /// Whether a new lock was admitted by the policy (and its additions scanned).
     admitted: std::cell::Cell<bool>,
+    /// How many plugins admitting it added to the store.
+    added_by_lock: std::cell::Cell<usize>,
 }
 
 impl Lockfile for ProjectLock<'_> {
@@ -97,9 +100,11 @@ impl Lockfile for ProjectLock<'_> {
     }
 
     fn write(&self, previous: Option<&Lock>, lock: &Lock) -> Result<()> {
-        self.ctx
+        let added = self
+            .ctx
             .admit(previous, lock, self.manifest, self.network, false)?;
         self.admitted.set(true);
+        self.added_by_lock.set(added);
         for change in describe_changes(previous, lock) {
             self.ctx.printer.status(change.verb, &change.text);
         }

@@ -14,7 +14,7 @@ mod workflow;
 
 pub use live::mark_live;
 pub use lock::{LocalRelock, LockOptions, LockOutcome, Upgrade, lock_plugins};
-pub use pin::pin_payloads;
+pub use pin::{StoredQuietly, pin_payloads};
 pub use policy::{PolicyLoadError, load_policy};
 pub use sync::{SyncOutcome, sync_plugins};
 pub use verify::{VerifyOutcome, VerifyStatus, verify_agent, verify_payloads, verify_plugins};

@@ -14,7 +14,8 @@ use crate::payload::lock_payloads;
 /// store or network needed (so `lock --check` of a current lock is offline); otherwise
 /// the plugins are made present in the store, their servers read, and every runner line
 /// pinned (keeping a previous pin while its line is unchanged, unless `upgrade` covers
-/// its plugin).
+/// its plugin). Returns how many plugins it added to the store; their `Added` lines are
+/// [`Reporter::detail`]s, as the caller's lock lines say what changed.
 pub fn pin_payloads(
     store: &Store,
     settings: &Settings,
@@ -23,9 +24,9 @@ pub fn pin_payloads(
     lock: &mut Lock,
     previous: Option<&Lock>,
     upgrade: &Upgrade,
-) -> Result<(), Vec<EntryError>> {
+) -> Result<usize, Vec<EntryError>> {
     if settings.payload_finder.is_none() {
-        return Ok(());
+        return Ok(0);
     }
     let same_plugins = previous.is_some_and(|p| {
         p.plugins.len() == lock.plugins.len()
@@ -36,14 +37,14 @@ pub fn pin_payloads(
     });
     if let (true, Upgrade::Nothing, Some(previous)) = (same_plugins, upgrade, previous) {
         lock.payloads = previous.payloads.clone();
-        return Ok(());
+        return Ok(0);
     }
     // The plugins only: a payload that is no longer wanted need not be fetched.
     let payloads = std::mem::take(&mut lock.payloads);
-    sync_plugins(
+    let synced = sync_plugins(
         store,
         settings,
-        reporter,
+        &StoredQuietly(reporter),
         lock,
         manifest,
         LocalCheck::TrustStore,
@@ -60,5 +61,42 @@ pub fn pin_payloads(
         Some(previous.unwrap_or(&kept)),
         &|plugin| upgrade.covers(plugin),
     )?;
-    Ok(())
+    Ok(synced.added)
+}
+
+/// A reporter whose store `Added` lines are details: while a lock is made they would come
+/// before its own lines and read as a second change.
+pub struct StoredQuietly<'a>(pub &'a dyn Reporter);
+
+impl std::fmt::Debug for StoredQuietly<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoredQuietly")
+    }
+}
+
+impl Reporter for StoredQuietly<'_> {
+    fn status(&self, verb: &str, message: &str) {
+        if verb == "Added" {
+            self.0.detail(verb, message);
+        } else {
+            self.0.status(verb, message);
+        }
+    }
+    fn warn(&self, message: &str) {
+        self.0.warn(message);
+    }
+    fn detail(&self, verb: &str, message: &str) {
+        self.0.detail(verb, message);
+    }
+    fn event(&self, event: crate::context::Event) {
+        self.0.event(event);
+    }
+    fn task(
+        &self,
+        verb: &str,
+        message: &str,
+        total: Option<u64>,
+    ) -> Box<dyn crate::context::Task + '_> {
+        self.0.task(verb, message, total)
+    }
 }

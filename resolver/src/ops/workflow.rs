@@ -96,6 +96,9 @@ pub struct Synced {
     pub relock: Relock,
     /// What syncing added.
     pub sync: SyncOutcome,
+    /// How many plugins locking added to the store first (to read what their servers
+    /// run); `sync.added` does not count them again.
+    pub stored_by_lock: usize,
 }
 
 /// Whether [`lock_and_sync`] made a new lock.
@@ -139,6 +142,8 @@ pub struct Locked {
     pub lock: Lock,
     /// Whether it was used as it was, or made (and written) by this run.
     pub relock: Relock,
+    /// How many plugins locking added to the store (to read what their servers run).
+    pub stored: usize,
 }
 
 /// Makes the lock current as `mode` allows (locking and writing it when it is missing or
@@ -153,7 +158,11 @@ pub fn lock_and_sync<F: Lockfile>(
     mode: LockMode<'_>,
     lockfile: &F,
 ) -> Result<Synced, LockAndSyncError<F::Error>> {
-    let Locked { lock, relock } = self::lock(store, settings, reporter, mode, lockfile)?;
+    let Locked {
+        lock,
+        relock,
+        stored,
+    } = self::lock(store, settings, reporter, mode, lockfile)?;
     let (manifest, local) = match mode {
         LockMode::Frozen => (None, LocalCheck::TrustStore),
         LockMode::Locked { manifest }
@@ -162,7 +171,12 @@ pub fn lock_and_sync<F: Lockfile>(
     };
     let sync = sync_plugins(store, settings, reporter, &lock, manifest, local)
         .map_err(LockAndSyncError::Sync)?;
-    Ok(Synced { lock, relock, sync })
+    Ok(Synced {
+        lock,
+        relock,
+        sync,
+        stored_by_lock: stored,
+    })
 }
 
 /// [`lock_and_sync`]'s first step: the lock as `mode` allows it, written when this run
@@ -181,6 +195,7 @@ pub fn lock<F: Lockfile>(
     let unchanged = |lock| Locked {
         lock,
         relock: Relock::Unchanged,
+        stored: 0,
     };
     match mode {
         LockMode::Frozen => Ok(unchanged(read(lockfile.read())?)),
@@ -263,6 +278,7 @@ fn relock<F: Lockfile>(
             return Ok(Locked {
                 lock,
                 relock: Relock::Unchanged,
+                stored: 0,
             });
         }
         other => other,
@@ -276,7 +292,7 @@ fn relock<F: Lockfile>(
         options,
     )
     .map_err(LockAndSyncError::Lock)?;
-    super::pin_payloads(
+    let stored = super::pin_payloads(
         store,
         settings,
         reporter,
@@ -294,6 +310,7 @@ fn relock<F: Lockfile>(
         relock: Relock::Updated {
             resolved: outcome.resolved,
         },
+        stored,
     })
 }
 
