@@ -87,6 +87,8 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
                 PluginsCommand::Remove(args) => commands::edit::remove(&ctx, args),
                 PluginsCommand::Update(args) => commands::edit::update(&ctx, args),
                 PluginsCommand::Diff(args) => commands::diff::run(&ctx, args),
+                PluginsCommand::Tree(args) => commands::tree::run(&ctx, args),
+                PluginsCommand::Outdated(args) => commands::outdated::run(&ctx, args),
                 PluginsCommand::Approve(args) => commands::approve::run(&ctx, args),
                 PluginsCommand::Import(args) => commands::import::run(&ctx, args),
             }
@@ -96,6 +98,9 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
             match &market.command {
                 MarketplaceCommand::Add(args) => commands::marketplace::add(&ctx, args),
                 MarketplaceCommand::List(args) => commands::marketplace::list(&ctx, args),
+                MarketplaceCommand::Search(args) => commands::marketplace::search::run(&ctx, args),
+                MarketplaceCommand::Update(args) => commands::marketplace::update::run(&ctx, args),
+                MarketplaceCommand::Remove(args) => commands::marketplace::remove::run(&ctx, args),
             }
         }
         Command::Run(args) => {

@@ -6,6 +6,10 @@ use toml_edit::{ArrayOfTables, DocumentMut, Item, Table, Value, value};
 
 use crate::lock::Lock;
 
+mod marketplace;
+
+pub use marketplace::{MarketplaceRemoval, add_marketplace, remove_marketplace};
+
 /// A `[[plugin]]` entry to append: the request fields as the user gave them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NewPlugin<'a> {
@@ -65,6 +69,9 @@ pub enum EditError {
         name: String,
         names: Vec<String>,
     },
+    /// The manifest declares no marketplace of that name.
+    #[error("`{file}` declares no marketplace `{name}`")]
+    UnknownMarketplace { file: String, name: String },
 }
 
 /// `` `a`, `b` ``, or `none`.
@@ -123,46 +130,6 @@ pub fn add_plugin(file: &str, text: &str, entry: &NewPlugin<'_>) -> Result<Strin
             return Err(EditError::NotAList {
                 file: file.to_owned(),
                 key: "plugin",
-            });
-        }
-    }
-    Ok(doc.to_string())
-}
-
-/// Adds a `[[marketplace]]` declaration to the manifest `text` (empty: no manifest yet), at
-/// the end of the file. Everything else in the text is kept as it was. `file` names the
-/// manifest in errors.
-pub fn add_marketplace(
-    file: &str,
-    text: &str,
-    name: &str,
-    source: &str,
-    git_ref: Option<&str>,
-    repo_path: Option<&str>,
-) -> Result<String, EditError> {
-    let mut doc = parse(file, text)?;
-    let mut table = Table::new();
-    table["name"] = value(name);
-    table["source"] = value(source);
-    if let Some(r) = git_ref {
-        table["ref"] = value(r);
-    }
-    if let Some(p) = repo_path {
-        table["repo_path"] = value(p);
-    }
-    let prefix = if doc.as_table().is_empty() { "" } else { "\n" };
-    table.decor_mut().set_prefix(prefix);
-    match doc.get_mut("marketplace") {
-        None => {
-            let mut array = ArrayOfTables::new();
-            array.push(table);
-            doc.insert("marketplace", Item::ArrayOfTables(array));
-        }
-        Some(Item::ArrayOfTables(array)) => array.push(table),
-        Some(_) => {
-            return Err(EditError::NotAList {
-                file: file.to_owned(),
-                key: "marketplace",
             });
         }
     }
