@@ -17,8 +17,7 @@ pub use marketplace::{
 pub use materialize::MaterializeArgs;
 pub use plugins::{
     AddArgs, ApproveArgs, DiffArgs, DiffFormat, ImportArgs, ListArgs, LockArgs, OutdatedArgs,
-    PluginsArgs, PluginsCommand, RemoveArgs, ShowArgs, SyncArgs, TreeArgs, UpdateArgs,
-    VerifyArgs,
+    PluginsArgs, PluginsCommand, RemoveArgs, ShowArgs, SyncArgs, TreeArgs, UpdateArgs, VerifyArgs,
 };
 pub use serve::ServeArgs;
 pub use store::{GcArgs, SignKeyCommand, StoreArgs, StoreCommand, StorePushArgs, StoreVerifyArgs};

@@ -134,12 +134,17 @@ pub fn run(ctx: &Context, args: &OutdatedArgs) -> Result<()> {
         return Ok(());
     }
     if !args.output.json() {
+        let what = match report.plugins.len() {
+            0 => format!(
+                "none of {} (what they come from moves)",
+                super::plugins(report.locked)
+            ),
+            n => format!("{n} of {}", super::plugins(report.locked)),
+        };
         ctx.printer.status(
             "Outdated",
             &format!(
-                "{} of {}; `berth plugins update` moves them (`berth plugins update NAME` one)",
-                report.plugins.len(),
-                super::plugins(report.locked)
+                "{what}; `berth plugins update` moves everything (`berth plugins update NAME` one plugin, `berth marketplace update NAME` one marketplace)"
             ),
         );
     }
@@ -173,7 +178,11 @@ fn compare(ctx: &Context, current: &Lock, newest: &Lock) -> Result<Outdated> {
         }
         plugins.push(entry(before.as_ref(), Some(after), take(&after.name)));
     }
-    for before in current.plugins.iter().filter(|b| find(newest, &b.name).is_none()) {
+    for before in current
+        .plugins
+        .iter()
+        .filter(|b| find(newest, &b.name).is_none())
+    {
         plugins.push(entry(Some(before), None, take(&before.name)));
     }
     let marketplaces = newest

@@ -68,10 +68,7 @@ fn find<'a>(ctx: &Context, lock: &'a Lock, name: &str) -> Result<&'a LockedPlugi
         suggest::did_you_mean(&near)
     };
     Err(Failure {
-        message: format!(
-            "no plugin named `{name}` in `{}`{hint}",
-            ctx.lock_label()
-        ),
+        message: format!("no plugin named `{name}` in `{}`{hint}", ctx.lock_label()),
         notes: Vec::new(),
     }
     .into())
@@ -151,7 +148,9 @@ impl<'a> Graph<'a> {
                     .iter()
                     .find(|m| m.name == market)
                     .and_then(|m| m.git.as_ref())
-                    .map(|(_, rev)| format!("@{}", rev.to_string().chars().take(12).collect::<String>()))
+                    .map(|(_, rev)| {
+                        format!("@{}", rev.to_string().chars().take(12).collect::<String>())
+                    })
                     .unwrap_or_default();
                 let _ = write!(line, " from {market}{at}");
             }

@@ -3,7 +3,7 @@
 
 use toml_edit::{ArrayOfTables, Item, Table, Value, value};
 
-use super::{EditError, parse};
+use super::{EditError, parse, remove_table};
 use crate::source::Source;
 
 /// The manifest after [`remove_marketplace`], and the plugin requests that went with it.
@@ -74,16 +74,11 @@ pub fn remove_marketplace(
         file: file.to_owned(),
         name: name.to_owned(),
     };
-    let named = |t: &dyn toml_edit::TableLike| {
-        t.get("name").and_then(Item::as_str) == Some(name)
-    };
+    let named = |t: &dyn toml_edit::TableLike| t.get("name").and_then(Item::as_str) == Some(name);
     match doc.get_mut("marketplace") {
         Some(Item::ArrayOfTables(array)) => {
             let at = array.iter().position(|t| named(t)).ok_or_else(unknown)?;
-            array.remove(at);
-            if array.is_empty() {
-                doc.remove("marketplace");
-            }
+            remove_table(&mut doc, "marketplace", at);
         }
         Some(Item::Value(Value::Array(array))) => {
             let at = array
@@ -104,9 +99,11 @@ pub fn remove_marketplace(
     match doc.get_mut("plugin") {
         Some(Item::ArrayOfTables(array)) => {
             plugins = array.iter().filter_map(|t| asks(t)).collect();
-            array.retain(|t| asks(t).is_none());
-            if array.is_empty() {
-                doc.remove("plugin");
+            let doomed: Vec<usize> = (0..array.len())
+                .filter(|&i| array.get(i).and_then(|t| asks(t)).is_some())
+                .collect();
+            for &i in doomed.iter().rev() {
+                remove_table(&mut doc, "plugin", i);
             }
         }
         Some(Item::Value(Value::Array(array))) => {
@@ -116,6 +113,16 @@ pub fn remove_marketplace(
         }
         None => {}
         Some(_) => return Err(not_a_list("plugin")),
+    }
+    // No empty `marketplace = []` left behind for a list that is gone.
+    for key in ["marketplace", "plugin"] {
+        if doc
+            .get(key)
+            .and_then(Item::as_array_of_tables)
+            .is_some_and(ArrayOfTables::is_empty)
+        {
+            doc.remove(key);
+        }
     }
     Ok(MarketplaceRemoval {
         text: doc.to_string(),
@@ -143,6 +150,13 @@ mod tests {
         let manifest = parse_manifest(F, &removal.text).expect("valid").manifest;
         assert_eq!(manifest.marketplaces.len(), 1);
         assert_eq!(manifest.plugins.len(), 2);
+    }
+
+    #[test]
+    fn a_comment_right_above_a_removed_entry_goes_with_it_and_a_heading_stays() {
+        let text = "# heading\n\n[[marketplace]]\nname = \"acme\"\nsource = \"./m\"\n\n# about rel\n[[plugin]]\nsource = \"rel@acme\"\n\n[[plugin]]\nsource = \"./b\"\n";
+        let removal = remove_marketplace(F, text, "acme").expect("remove");
+        assert_eq!(removal.text, "# heading\n\n[[plugin]]\nsource = \"./b\"\n");
     }
 
     #[test]

@@ -93,6 +93,80 @@ fn parse(file: &str, text: &str) -> Result<DocumentMut, EditError> {
     })
 }
 
+/// Removes the `index`th table of the array of tables `key`. The comments above it that a
+/// blank line separates from it (a file's heading, a note on a section) stay, moved to the
+/// table that follows it in the file (or the file's end); those right above its header go
+/// with it.
+fn remove_table(doc: &mut DocumentMut, key: &str, index: usize) {
+    let Some(Item::ArrayOfTables(array)) = doc.get_mut(key) else {
+        return;
+    };
+    let Some(table) = array.get(index) else {
+        return;
+    };
+    let position = table.position();
+    let carried = detached_comments(table.decor().prefix().and_then(|p| p.as_str()));
+    array.remove(index);
+    let (Some(position), Some(carried)) = (position, carried) else {
+        return;
+    };
+    // The table that follows it in the file: the nearest position after its own.
+    let mut next = None;
+    visit_tables(doc.as_table_mut(), &mut |t| {
+        if let Some(p) = t.position().filter(|p| *p > position) {
+            next = Some(next.map_or(p, |n: isize| n.min(p)));
+        }
+    });
+    let mut placed = false;
+    visit_tables(doc.as_table_mut(), &mut |t| {
+        if !placed && next.is_some() && t.position() == next {
+            let own = t.decor().prefix().and_then(|p| p.as_str()).unwrap_or("");
+            let gap = if own.starts_with(['\n', '\r']) {
+                ""
+            } else {
+                "\n"
+            };
+            let prefix = format!("{carried}{gap}{own}");
+            t.decor_mut().set_prefix(prefix);
+            placed = true;
+        }
+    });
+    if !placed {
+        let trailing = doc.trailing().as_str().unwrap_or("").to_owned();
+        doc.set_trailing(format!("{trailing}{carried}"));
+    }
+}
+
+/// The lines of a table's `prefix` up to its last blank line, when they hold a comment
+/// (without the blank lines they end with).
+fn detached_comments(prefix: Option<&str>) -> Option<String> {
+    let lines: Vec<&str> = prefix?.split_inclusive('\n').collect();
+    let last_blank = lines.iter().rposition(|l| l.trim().is_empty())?;
+    let detached = lines[..=last_blank].concat();
+    detached
+        .contains('#')
+        .then(|| format!("{}\n", detached.trim_end()))
+}
+
+/// Calls `f` on every table under `table` (arrays of tables included), depth first.
+fn visit_tables(table: &mut Table, f: &mut dyn FnMut(&mut Table)) {
+    for (_, item) in table.iter_mut() {
+        match item {
+            Item::Table(t) => {
+                f(t);
+                visit_tables(t, f);
+            }
+            Item::ArrayOfTables(array) => {
+                for t in array.iter_mut() {
+                    f(t);
+                    visit_tables(t, f);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Appends `entry` to the manifest `text` (empty: no manifest yet): a `[[plugin]]` table
 /// after the last one, or an inline table when the manifest writes its plugins as
 /// `plugin = [{...}]`. Everything else in the text is kept as it was. `file` names the
@@ -172,12 +246,18 @@ pub fn remove_plugin(
         });
     }
     let mut doc = parse(file, text)?;
-    match doc.get_mut("plugin") {
-        Some(Item::ArrayOfTables(array)) if doomed.iter().all(|&i| i < array.len()) => {
-            for &i in doomed.iter().rev() {
-                array.remove(i);
-            }
+    if let Some(Item::ArrayOfTables(array)) = doc.get("plugin")
+        && doomed.iter().all(|&i| i < array.len())
+    {
+        for &i in doomed.iter().rev() {
+            remove_table(&mut doc, "plugin", i);
         }
+        return Ok(Removal {
+            text: doc.to_string(),
+            removed: doomed.len(),
+        });
+    }
+    match doc.get_mut("plugin") {
         Some(Item::Value(Value::Array(array))) if doomed.iter().all(|&i| i < array.len()) => {
             for &i in doomed.iter().rev() {
                 array.remove(i);

@@ -9,7 +9,7 @@ use berth_resolver::{Network, Upgrade};
 use crate::args::MarketplaceRemoveArgs;
 use crate::commands::edit::{load, reparse, write_manifest};
 use crate::commands::lock::{resolve, write_outcome};
-use crate::context::{Context, Failure};
+use crate::context::{Context, Failure, error_text};
 
 pub fn run(ctx: &Context, args: &MarketplaceRemoveArgs) -> Result<()> {
     let _hold = ctx.hold_store()?;
@@ -50,7 +50,22 @@ pub fn run(ctx: &Context, args: &MarketplaceRemoveArgs) -> Result<()> {
         &manifest,
         previous.as_ref().map(|(l, _)| l),
         Upgrade::Nothing,
-    )?;
+    )
+    .map_err(|error| {
+        let mut failure = match error.downcast::<Failure>() {
+            Ok(failure) => failure,
+            Err(other) => Failure {
+                message: error_text(&other),
+                notes: Vec::new(),
+            },
+        };
+        failure.notes.push(format!(
+            "nothing was written: `{}` and `{}` are as they were",
+            ctx.manifest_label(),
+            ctx.lock_label()
+        ));
+        failure
+    })?;
     ctx.admit(
         previous.as_ref().map(|(l, _)| l),
         &lock,
@@ -73,10 +88,7 @@ pub fn run(ctx: &Context, args: &MarketplaceRemoveArgs) -> Result<()> {
     };
     ctx.printer.status(
         "Removed",
-        &format!(
-            "marketplace `{name}` from `{}`{with}",
-            ctx.manifest_label()
-        ),
+        &format!("marketplace `{name}` from `{}`{with}", ctx.manifest_label()),
     );
     write_outcome(ctx, previous.as_ref(), &lock)
 }

@@ -26,7 +26,11 @@ pub fn run(ctx: &Context, args: &MarketplaceUpdateArgs) -> Result<()> {
         .into());
     }
     let names: Vec<String> = if args.names.is_empty() {
-        manifest.marketplaces.iter().map(|m| m.name.clone()).collect()
+        manifest
+            .marketplaces
+            .iter()
+            .map(|m| m.name.clone())
+            .collect()
     } else {
         for name in &args.names {
             super::declared(ctx, &manifest.marketplaces, name)?;
@@ -62,7 +66,10 @@ fn moved(name: &str, before: Option<&Lock>, after: &Lock) -> (&'static str, Stri
     };
     let Some(new) = find(after) else {
         // Every declared marketplace is in the lock it made.
-        return ("Skipped", format!("marketplace `{name}`: not in the new lock"));
+        return (
+            "Skipped",
+            format!("marketplace `{name}`: not in the new lock"),
+        );
     };
     let rev = super::short_rev(&new);
     match before.and_then(find) {
