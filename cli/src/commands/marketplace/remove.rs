@@ -3,7 +3,7 @@
 //! is written, so a failure leaves both as they were.
 
 use anyhow::Result;
-use berth_lockfile_schema::remove_marketplace;
+use berth_lockfile_schema::{Manifest, remove_marketplace};
 use berth_resolver::{Network, Upgrade};
 
 use crate::args::MarketplaceRemoveArgs;
@@ -18,27 +18,8 @@ pub fn run(ctx: &Context, args: &MarketplaceRemoveArgs) -> Result<()> {
     let manifest = reparse(ctx, &text)?;
     let name = &args.name;
     super::declared(ctx, &manifest.marketplaces, name)?;
-    let asking: Vec<String> = manifest
-        .plugins
-        .iter()
-        .filter(|p| p.parsed_source().marketplace() == Some(name.as_str()))
-        .map(|p| format!("`{}` (line {})", p.display_source(), p.line))
-        .collect();
-    if !asking.is_empty() && !args.force {
-        let (them, count) = if asking.len() == 1 {
-            ("it", "1 plugin".to_owned())
-        } else {
-            ("them", format!("{} plugins", asking.len()))
-        };
-        return Err(Failure {
-            message: format!(
-                "`{}` still asks for {count} of marketplace `{name}`: {}; remove {them} first with `berth plugins remove NAME`, or pass `--force` to remove {them} with the marketplace",
-                ctx.manifest_label(),
-                asking.join(", "),
-            ),
-            notes: Vec::new(),
-        }
-        .into());
+    if !args.force {
+        refuse_if_asked(ctx, &manifest, name)?;
     }
     let removal = remove_marketplace(&ctx.manifest_label(), &text, name)?;
     let manifest = reparse(ctx, &removal.text)?;
@@ -91,4 +72,32 @@ pub fn run(ctx: &Context, args: &MarketplaceRemoveArgs) -> Result<()> {
         &format!("marketplace `{name}` from `{}`{with}", ctx.manifest_label()),
     );
     write_outcome(ctx, previous.as_ref(), &lock)
+}
+
+/// Fails naming the `[[plugin]]` entries that ask for plugins of marketplace `name`, if
+/// there are any.
+fn refuse_if_asked(ctx: &Context, manifest: &Manifest, name: &str) -> Result<()> {
+    let asking: Vec<String> = manifest
+        .plugins
+        .iter()
+        .filter(|p| p.parsed_source().marketplace() == Some(name))
+        .map(|p| format!("`{}` (line {})", p.display_source(), p.line))
+        .collect();
+    if asking.is_empty() {
+        return Ok(());
+    }
+    let (them, count) = if asking.len() == 1 {
+        ("it", "1 plugin".to_owned())
+    } else {
+        ("them", format!("{} plugins", asking.len()))
+    };
+    Err(Failure {
+        message: format!(
+            "`{}` still asks for {count} of marketplace `{name}`: {}; remove {them} first with `berth plugins remove NAME`, or pass `--force` to remove {them} with the marketplace",
+            ctx.manifest_label(),
+            asking.join(", "),
+        ),
+        notes: Vec::new(),
+    }
+    .into())
 }
