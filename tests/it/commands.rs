@@ -342,10 +342,11 @@ fn plugins_tree_shows_each_entry_with_what_it_needs_and_where_it_comes_from() {
     tools.commit("tools");
     tools.tag("v1.0.0");
     ctx.write_manifest(
-        "[[marketplace]]\nname = \"acme\"\nsource = \"github:acme/market\"\n\n[[plugin]]\nsource = \"app@acme\"\n\n[[plugin]]\nsource = \"github:acme/tools\"\nref = \"v1.0.0\"\n",
+        "[[marketplace]]\nname = \"acme\"\nsource = \"github:acme/market\"\n\n[[plugin]]\nsource = \"app@acme\"\n\n[[plugin]]\nsource = \"github:acme/tools\"\nref = \"v1.0.0\"\n\n[[plugin]]\nsource = \"lib@acme\"\n",
     );
     ctx.ok(&["plugins", "lock"]);
 
+    // `lib` is a manifest entry and a dependency of `app`: drawn once, then marked.
     berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "tree"]), @r"
     success: true
     exit_code: 0
@@ -355,6 +356,7 @@ fn plugins_tree_shows_each_entry_with_what_it_needs_and_where_it_comes_from() {
     │   └── shared v1.0.0 from acme@68782a328d46
     └── shared v1.0.0 from acme@68782a328d46
     tools (github:acme/tools v1.0.0 8f22aaa56ce6)
+    lib v1.0.0 from acme@68782a328d46 (*)
 
     ----- stderr -----
     ");
@@ -363,9 +365,9 @@ fn plugins_tree_shows_each_entry_with_what_it_needs_and_where_it_comes_from() {
     exit_code: 0
     ----- stdout -----
     shared v1.0.0 from acme@68782a328d46
-    ├── lib v1.0.0 from acme@68782a328d46
-    │   └── app v1.0.0 from acme@68782a328d46
-    └── app v1.0.0 from acme@68782a328d46
+    ├── app v1.0.0 from acme@68782a328d46
+    └── lib v1.0.0 from acme@68782a328d46
+        └── app v1.0.0 from acme@68782a328d46
 
     ----- stderr -----
     ");
@@ -380,7 +382,7 @@ fn plugins_tree_shows_each_entry_with_what_it_needs_and_where_it_comes_from() {
     let doc: Value =
         serde_json::from_str(&ctx.ok(&["plugins", "tree", "--json"]).stdout).expect("JSON");
     let roots = doc["plugins"].as_array().expect("plugins");
-    assert_eq!(roots.len(), 2);
+    assert_eq!(roots.len(), 3);
     assert_eq!(roots[0]["name"], "app");
     assert_eq!(roots[0]["marketplace"]["name"], "acme");
     let deps: Vec<&str> = roots[0]["dependencies"]

@@ -40,6 +40,11 @@ pub fn run(ctx: &Context, args: &TreeArgs) -> Result<()> {
     let mut out = String::new();
     let mut shown = HashSet::new();
     for root in roots {
+        // A manifest entry that another one needs was drawn, with what it needs, above.
+        if shown.contains(&std::ptr::from_ref(root)) {
+            let _ = writeln!(out, "{} (*)", graph.line(root));
+            continue;
+        }
         let _ = writeln!(out, "{}", graph.line(root));
         graph.write_children(&mut out, root, "", direction, &mut shown);
     }
