@@ -77,6 +77,10 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
                 PluginsCommand::Diff(args) => {
                     commands::diff::run(&ctx.fetching(cli, &args.fetch)?, args)
                 }
+                PluginsCommand::Tree(args) => commands::tree::run(&ctx, args),
+                PluginsCommand::Outdated(args) => {
+                    commands::outdated::run(&ctx.fetching(cli, &args.fetch)?, args)
+                }
                 PluginsCommand::Approve(args) => commands::approve::run(&ctx, args),
                 PluginsCommand::Import(args) => {
                     commands::import::run(&ctx.fetching(cli, &args.fetch)?, args)
@@ -91,6 +95,15 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
                 }
                 MarketplaceCommand::List(args) => {
                     commands::marketplace::list(&ctx.fetching(cli, &args.fetch)?, args)
+                }
+                MarketplaceCommand::Search(args) => {
+                    commands::marketplace::search::run(&ctx.fetching(cli, &args.fetch)?, args)
+                }
+                MarketplaceCommand::Update(args) => {
+                    commands::marketplace::update::run(&ctx.fetching(cli, &args.fetch)?, args)
+                }
+                MarketplaceCommand::Remove(args) => {
+                    commands::marketplace::remove::run(&ctx.fetching(cli, &args.fetch)?, args)
                 }
             }
         }

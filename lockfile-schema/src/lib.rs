@@ -37,7 +37,8 @@ pub use manifest::{
     is_valid_plugin_name, mixed_scripts, parse_manifest,
 };
 pub use manifest_edit::{
-    EditError, NewPlugin, Removal, add_marketplace, add_plugin, remove_plugin,
+    EditError, MarketplaceRemoval, NewPlugin, Removal, add_marketplace, add_plugin,
+    remove_marketplace, remove_plugin,
 };
 pub use redact::{Redacted, redact};
 pub use source::{

@@ -5,16 +5,21 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 mod common;
+mod marketplace;
 mod materialize;
 mod plugins;
 mod serve;
 mod store;
 
 pub use common::{CacheArgs, FetchArgs, FormatArgs, ProjectArgs};
+pub use marketplace::{
+    MarketplaceAddArgs, MarketplaceArgs, MarketplaceCommand, MarketplaceListArgs,
+    MarketplaceRemoveArgs, MarketplaceSearchArgs, MarketplaceUpdateArgs,
+};
 pub use materialize::MaterializeArgs;
 pub use plugins::{
-    AddArgs, ApproveArgs, DiffArgs, DiffFormat, ImportArgs, ListArgs, LockArgs, PluginsArgs,
-    PluginsCommand, RemoveArgs, ShowArgs, SyncArgs, UpdateArgs, VerifyArgs,
+    AddArgs, ApproveArgs, DiffArgs, DiffFormat, ImportArgs, ListArgs, LockArgs, OutdatedArgs,
+    PluginsArgs, PluginsCommand, RemoveArgs, ShowArgs, SyncArgs, TreeArgs, UpdateArgs, VerifyArgs,
 };
 pub use serve::ServeArgs;
 pub use store::{GcArgs, SignKeyCommand, StoreArgs, StoreCommand, StorePushArgs, StoreVerifyArgs};
@@ -363,65 +368,6 @@ fn parse_event(text: &str) -> Result<&'static str, String> {
             berth_runtime::hooks::EVENTS.join(", ")
         )
     })
-}
-
-#[derive(Debug, Args)]
-pub struct MarketplaceArgs {
-    #[command(flatten)]
-    pub project: ProjectArgs,
-
-    #[command(subcommand)]
-    pub command: MarketplaceCommand,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum MarketplaceCommand {
-    /// Declare a marketplace in the manifest (comments and layout kept), then lock
-    ///
-    /// The marketplace is read before anything is written: a source without a catalog,
-    /// or a catalog that is not one, changes nothing.
-    Add(MarketplaceAddArgs),
-
-    /// List the plugins a declared marketplace offers
-    ///
-    /// Reads its catalog at the locked commit when the lock has one, else at its `ref`.
-    List(MarketplaceListArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct MarketplaceAddArgs {
-    /// The name plugins are asked for by (`PLUGIN@NAME`)
-    pub name: String,
-
-    /// The marketplace: `github:OWNER/REPO`, a git URL, or `./path`
-    pub source: String,
-
-    /// A branch, tag or full commit (git marketplaces)
-    #[arg(long = "ref", value_name = "REF")]
-    pub git_ref: Option<String>,
-
-    /// The marketplace's folder inside the repository
-    #[arg(long, value_name = "PATH")]
-    pub repo_path: Option<String>,
-
-    #[command(flatten)]
-    pub fetch: FetchArgs,
-}
-
-#[derive(Debug, Args)]
-pub struct MarketplaceListArgs {
-    /// The declared marketplace's name
-    pub name: String,
-
-    #[command(flatten)]
-    pub output: FormatArgs,
-
-    /// Never fetch: read the catalog from the git cache only
-    #[arg(long)]
-    pub offline: bool,
-
-    #[command(flatten)]
-    pub fetch: FetchArgs,
 }
 
 #[cfg(test)]

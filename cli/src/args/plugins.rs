@@ -70,6 +70,40 @@ pub enum PluginsCommand {
     /// Move the named plugins (or all) to the newest commit their branch, tag or version allows
     Update(UpdateArgs),
 
+    /// Show the locked plugins as a tree: each manifest entry, and the plugins it needs
+    ///
+    /// Reads the lock alone (no network, no store). Under each plugin the manifest asks
+    /// for (and each a marketplace auto-loads) come the plugins it depends on, as the lock
+    /// resolved them; a plugin shown before is marked `(*)` and not expanded again. A
+    /// plugin of a marketplace shows where it was picked (`from official@<commit>`), any
+    /// other its source, ref and commit. `--invert NAME` shows who needs NAME instead.
+    #[command(after_help = "Examples:
+  \
+        berth plugins tree
+  \
+        berth plugins tree --invert shared     # what pulls `shared` in
+  \
+        berth plugins tree --json")]
+    Tree(TreeArgs),
+
+    /// Show what `berth plugins lock --upgrade` would move, and what each move changes
+    ///
+    /// Resolves every branch, tag and version range (and every marketplace) afresh, in
+    /// memory: the manifest and the lock are not written. For each plugin whose pin would
+    /// move it prints the current and the newest pin and what the new content may run
+    /// (hooks, MCP and LSP servers, executables: the summary `berth plugins diff` gives);
+    /// plugins are fetched into the store, as `diff` does, to compare them. Exits 0 whether
+    /// or not anything is outdated (as `cargo outdated`); `--exit-code` exits 1 when
+    /// something is, for CI.
+    #[command(after_help = "Examples:
+  \
+        berth plugins outdated
+  \
+        berth plugins outdated --exit-code   # CI: fail while anything would move
+  \
+        berth plugins outdated --json")]
+    Outdated(OutdatedArgs),
+
     /// Show the merged plugin set: skills, MCP servers, hooks, agents
     ///
     /// Built from the lock and the store alone; never touches the network. `--json` prints
@@ -298,4 +332,27 @@ pub struct VerifyArgs {
 pub struct ListArgs {
     #[command(flatten)]
     pub output: super::FormatArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TreeArgs {
+    /// Show the plugins that need NAME (its locked name), up to the manifest's entries
+    #[arg(long, value_name = "NAME")]
+    pub invert: Option<String>,
+
+    #[command(flatten)]
+    pub output: super::FormatArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct OutdatedArgs {
+    /// Exit 1 when anything would move (the report is printed either way)
+    #[arg(long)]
+    pub exit_code: bool,
+
+    #[command(flatten)]
+    pub output: super::FormatArgs,
+
+    #[command(flatten)]
+    pub fetch: super::FetchArgs,
 }

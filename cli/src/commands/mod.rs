@@ -13,11 +13,13 @@ pub mod list;
 pub mod lock;
 pub mod marketplace;
 pub mod materialize;
+pub mod outdated;
 pub mod run;
 pub mod serve;
 pub mod show;
 pub mod store;
 pub mod sync;
+pub mod tree;
 pub mod verify;
 
 use berth_lockfile_schema::{GitPin, Lock, LockedPlugin, Pin};

@@ -61,6 +61,8 @@ pub struct CatalogEntry {
     pub version: Option<String>,
     /// `description`, as listed.
     pub description: Option<String>,
+    /// `keywords`, as listed (what is not a string is left out).
+    pub keywords: Vec<String>,
     /// `strict` (default true): false means the catalog entry defines the plugin's
     /// components itself.
     pub strict: bool,
@@ -146,6 +148,16 @@ fn entries(
             source: entry_source(entry.get("source"), plugin_root),
             version: text("version"),
             description: text("description"),
+            keywords: entry
+                .get("keywords")
+                .and_then(serde_json::Value::as_array)
+                .map(|list| {
+                    list.iter()
+                        .filter_map(serde_json::Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
             strict: entry
                 .get("strict")
                 .and_then(serde_json::Value::as_bool)
@@ -323,7 +335,7 @@ mod tests {
     fn every_source_form_becomes_a_plain_request() {
         let c = catalog(
             r#"{"name": "m", "metadata": {"pluginRoot": "./plugins"}, "plugins": [
-                {"name": "rel", "source": "./rel"},
+                {"name": "rel", "source": "./rel", "keywords": ["lint", 3, "style"]},
                 {"name": "gh", "source": {"source": "github", "repo": "acme/gh", "ref": "v1", "sha": "abc"}},
                 {"name": "url", "source": {"source": "url", "url": "https://h/x.git", "ref": "main"}},
                 {"name": "sub", "source": {"source": "git-subdir", "url": "https://h/y.git", "path": "a/b"}},
@@ -357,6 +369,9 @@ mod tests {
             .request(&market("./market"), None)
             .expect("local");
         assert_eq!(local.source, "./market/plugins/rel");
+        // Keywords are read leniently: what is not a string is left out.
+        assert_eq!(c.plugins[0].keywords, ["lint", "style"]);
+        assert!(c.plugins[1].keywords.is_empty());
     }
 
     #[test]

@@ -6,6 +6,10 @@ use toml_edit::{ArrayOfTables, DocumentMut, Item, Table, Value, value};
 
 use crate::lock::Lock;
 
+mod marketplace;
+
+pub use marketplace::{MarketplaceRemoval, add_marketplace, remove_marketplace};
+
 /// A `[[plugin]]` entry to append: the request fields as the user gave them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NewPlugin<'a> {
@@ -65,6 +69,9 @@ pub enum EditError {
         name: String,
         names: Vec<String>,
     },
+    /// The manifest declares no marketplace of that name.
+    #[error("`{file}` declares no marketplace `{name}`")]
+    UnknownMarketplace { file: String, name: String },
 }
 
 /// `` `a`, `b` ``, or `none`.
@@ -84,6 +91,80 @@ fn parse(file: &str, text: &str) -> Result<DocumentMut, EditError> {
         file: file.to_owned(),
         source,
     })
+}
+
+/// Removes the `index`th table of the array of tables `key`. The comments above it that a
+/// blank line separates from it (a file's heading, a note on a section) stay, moved to the
+/// table that follows it in the file (or the file's end); those right above its header go
+/// with it.
+fn remove_table(doc: &mut DocumentMut, key: &str, index: usize) {
+    let Some(Item::ArrayOfTables(array)) = doc.get_mut(key) else {
+        return;
+    };
+    let Some(table) = array.get(index) else {
+        return;
+    };
+    let position = table.position();
+    let carried = detached_comments(table.decor().prefix().and_then(|p| p.as_str()));
+    array.remove(index);
+    let (Some(position), Some(carried)) = (position, carried) else {
+        return;
+    };
+    // The table that follows it in the file: the nearest position after its own.
+    let mut next = None;
+    visit_tables(doc.as_table_mut(), &mut |t| {
+        if let Some(p) = t.position().filter(|p| *p > position) {
+            next = Some(next.map_or(p, |n: isize| n.min(p)));
+        }
+    });
+    let mut placed = false;
+    visit_tables(doc.as_table_mut(), &mut |t| {
+        if !placed && next.is_some() && t.position() == next {
+            let own = t.decor().prefix().and_then(|p| p.as_str()).unwrap_or("");
+            let gap = if own.starts_with(['\n', '\r']) {
+                ""
+            } else {
+                "\n"
+            };
+            let prefix = format!("{carried}{gap}{own}");
+            t.decor_mut().set_prefix(prefix);
+            placed = true;
+        }
+    });
+    if !placed {
+        let trailing = doc.trailing().as_str().unwrap_or("").to_owned();
+        doc.set_trailing(format!("{trailing}{carried}"));
+    }
+}
+
+/// The lines of a table's `prefix` up to its last blank line, when they hold a comment
+/// (without the blank lines they end with).
+fn detached_comments(prefix: Option<&str>) -> Option<String> {
+    let lines: Vec<&str> = prefix?.split_inclusive('\n').collect();
+    let last_blank = lines.iter().rposition(|l| l.trim().is_empty())?;
+    let detached = lines[..=last_blank].concat();
+    detached
+        .contains('#')
+        .then(|| format!("{}\n", detached.trim_end()))
+}
+
+/// Calls `f` on every table under `table` (arrays of tables included), depth first.
+fn visit_tables(table: &mut Table, f: &mut dyn FnMut(&mut Table)) {
+    for (_, item) in table.iter_mut() {
+        match item {
+            Item::Table(t) => {
+                f(t);
+                visit_tables(t, f);
+            }
+            Item::ArrayOfTables(array) => {
+                for t in array.iter_mut() {
+                    f(t);
+                    visit_tables(t, f);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Appends `entry` to the manifest `text` (empty: no manifest yet): a `[[plugin]]` table
@@ -129,46 +210,6 @@ pub fn add_plugin(file: &str, text: &str, entry: &NewPlugin<'_>) -> Result<Strin
     Ok(doc.to_string())
 }
 
-/// Adds a `[[marketplace]]` declaration to the manifest `text` (empty: no manifest yet), at
-/// the end of the file. Everything else in the text is kept as it was. `file` names the
-/// manifest in errors.
-pub fn add_marketplace(
-    file: &str,
-    text: &str,
-    name: &str,
-    source: &str,
-    git_ref: Option<&str>,
-    repo_path: Option<&str>,
-) -> Result<String, EditError> {
-    let mut doc = parse(file, text)?;
-    let mut table = Table::new();
-    table["name"] = value(name);
-    table["source"] = value(source);
-    if let Some(r) = git_ref {
-        table["ref"] = value(r);
-    }
-    if let Some(p) = repo_path {
-        table["repo_path"] = value(p);
-    }
-    let prefix = if doc.as_table().is_empty() { "" } else { "\n" };
-    table.decor_mut().set_prefix(prefix);
-    match doc.get_mut("marketplace") {
-        None => {
-            let mut array = ArrayOfTables::new();
-            array.push(table);
-            doc.insert("marketplace", Item::ArrayOfTables(array));
-        }
-        Some(Item::ArrayOfTables(array)) => array.push(table),
-        Some(_) => {
-            return Err(EditError::NotAList {
-                file: file.to_owned(),
-                key: "marketplace",
-            });
-        }
-    }
-    Ok(doc.to_string())
-}
-
 /// Removes every `[[plugin]]` entry whose locked name is `name`. `lock` must be the
 /// manifest's current lock (up to date, so its entries match the manifest's one to one, in
 /// order): names come from the lock, since a plugin's name is only known once fetched.
@@ -205,12 +246,18 @@ pub fn remove_plugin(
         });
     }
     let mut doc = parse(file, text)?;
-    match doc.get_mut("plugin") {
-        Some(Item::ArrayOfTables(array)) if doomed.iter().all(|&i| i < array.len()) => {
-            for &i in doomed.iter().rev() {
-                array.remove(i);
-            }
+    if let Some(Item::ArrayOfTables(array)) = doc.get("plugin")
+        && doomed.iter().all(|&i| i < array.len())
+    {
+        for &i in doomed.iter().rev() {
+            remove_table(&mut doc, "plugin", i);
         }
+        return Ok(Removal {
+            text: doc.to_string(),
+            removed: doomed.len(),
+        });
+    }
+    match doc.get_mut("plugin") {
         Some(Item::Value(Value::Array(array))) if doomed.iter().all(|&i| i < array.len()) => {
             for &i in doomed.iter().rev() {
                 array.remove(i);

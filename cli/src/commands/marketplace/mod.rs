@@ -1,10 +1,15 @@
-//! `berth marketplace add` and `list`.
+//! `berth marketplace`: `add` and `list` here, `search`, `update` and `remove` in their
+//! own files, and what they share: finding a declared marketplace and reading its catalog.
+
+pub mod remove;
+pub mod search;
+pub mod update;
 
 use anyhow::Result;
-use berth_lockfile_schema::add_marketplace;
 use berth_lockfile_schema::marketplace::{
     Catalog, CatalogEntry, EntrySource, LockedMarketplace, MarketplaceRequest,
 };
+use berth_lockfile_schema::{Lock, add_marketplace, suggest};
 use berth_resolver::{Network, Upgrade, read_marketplace};
 use serde_json::json;
 
@@ -85,23 +90,12 @@ pub fn list(ctx: &Context, args: &MarketplaceListArgs) -> Result<()> {
     let manifest = ctx.read_manifest()?;
     let declared = declared(ctx, &manifest.marketplaces, &args.name)?;
     let lock = ctx.read_lock()?;
-    let locked: Option<&LockedMarketplace> = lock
-        .as_ref()
-        .and_then(|(l, _)| l.marketplaces.iter().find(|m| m.name == args.name))
-        .filter(|m| m.differences(declared).is_empty());
     let network = if args.offline {
         Network::Offline
     } else {
         Network::Online
     };
-    let (pin, catalog) = read_marketplace(
-        &ctx.store,
-        &ctx.settings(network),
-        &ctx.printer,
-        declared,
-        locked,
-    )
-    .map_err(|e| anyhow::anyhow!("marketplace `{}`: {e}", args.name))?;
+    let (pin, catalog) = read_catalog(ctx, lock.as_ref().map(|(l, _)| l), declared, network)?;
     let rev = pin.git.as_ref().map(|(_, r)| r.to_string());
     let entries: Vec<_> = catalog
         .plugins
@@ -146,7 +140,29 @@ pub fn list(ctx: &Context, args: &MarketplaceListArgs) -> Result<()> {
     Ok(())
 }
 
-/// The marketplace the manifest declares as `name`, or an error naming those it declares.
+/// The catalog of `declared`, read as `list` and `search` read it: at the commit `lock`
+/// pins when the lock's entry still answers the declaration, else at its `ref` now.
+fn read_catalog(
+    ctx: &Context,
+    lock: Option<&Lock>,
+    declared: &MarketplaceRequest,
+    network: Network,
+) -> Result<(LockedMarketplace, Catalog)> {
+    let locked: Option<&LockedMarketplace> = lock
+        .and_then(|l| l.marketplaces.iter().find(|m| m.name == declared.name))
+        .filter(|m| m.differences(declared).is_empty());
+    read_marketplace(
+        &ctx.store,
+        &ctx.settings(network),
+        &ctx.printer,
+        declared,
+        locked,
+    )
+    .map_err(|e| anyhow::anyhow!("marketplace `{}`: {e}", declared.name))
+}
+
+/// The marketplace the manifest declares as `name`, or an error naming the nearest it
+/// declares (or all of them).
 fn declared<'a>(
     ctx: &Context,
     marketplaces: &'a [MarketplaceRequest],
@@ -155,23 +171,41 @@ fn declared<'a>(
     if let Some(declared) = marketplaces.iter().find(|m| m.name == name) {
         return Ok(declared);
     }
-    let names: Vec<String> = marketplaces
-        .iter()
-        .map(|m| format!("`{}`", m.name))
-        .collect();
-    Err(Failure {
-        message: format!(
-            "`{}` declares no marketplace `{name}`{}; add it with `berth marketplace add {name} SOURCE`",
-            ctx.manifest_label(),
+    let near = suggest::nearest(name, marketplaces.iter().map(|m| m.name.as_str()));
+    let label = ctx.manifest_label();
+    let message = if near.is_empty() {
+        let names: Vec<String> = marketplaces
+            .iter()
+            .map(|m| format!("`{}`", m.name))
+            .collect();
+        format!(
+            "`{label}` declares no marketplace `{name}` (it declares {}); `berth marketplace add {name} SOURCE` declares one",
             if names.is_empty() {
-                String::new()
+                "none".to_owned()
             } else {
-                format!(" (it declares {})", names.join(", "))
-            },
-        ),
+                names.join(", ")
+            }
+        )
+    } else {
+        format!(
+            "`{label}` declares no marketplace `{name}`{}",
+            suggest::did_you_mean(&near)
+        )
+    };
+    Err(Failure {
+        message,
         notes: Vec::new(),
     }
     .into())
+}
+
+/// A marketplace's pinned commit as status lines show it (12 digits), or `local` for a
+/// folder, which has none.
+fn short_rev(market: &LockedMarketplace) -> String {
+    market.git.as_ref().map_or_else(
+        || "local".to_owned(),
+        |(_, rev)| rev.to_string().chars().take(12).collect(),
+    )
 }
 
 /// Where `entry` of `catalog` (the marketplace `declared`, at `rev`) takes its plugin from,
