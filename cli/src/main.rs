@@ -6,13 +6,18 @@ mod commands;
 mod context;
 mod governance;
 mod printer;
+#[cfg(test)]
+mod reference;
 mod usage;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::{AgentCommand, Cli, Command, HooksCommand, MarketplaceCommand, PluginsCommand};
+use crate::args::{
+    AgentCommand, Cli, Command, HooksCommand, MarketplaceArgs, MarketplaceCommand, PluginsArgs,
+    PluginsCommand,
+};
 use crate::context::{Context, Exit, Failure};
 use crate::printer::{Printer, Verbosity};
 
@@ -51,62 +56,8 @@ fn main() -> ExitCode {
 
 fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
     match &cli.command {
-        Command::Plugins(plugins) => {
-            let ctx = Context::new(cli, &plugins.project, printer)?;
-            match &plugins.command {
-                PluginsCommand::Lock(args) => {
-                    commands::lock::run(&ctx.fetching(cli, &args.fetch)?, args)
-                }
-                PluginsCommand::Sync(args) => {
-                    commands::sync::run(&ctx.fetching(cli, &args.fetch)?, args)
-                }
-                PluginsCommand::Verify(args) => {
-                    commands::verify::run(&ctx.fetching(cli, &args.fetch)?, args)
-                }
-                PluginsCommand::List(args) => commands::list::run(&ctx, args),
-                PluginsCommand::Show(args) => commands::show::run(&ctx, args),
-                PluginsCommand::Add(args) => {
-                    commands::edit::add(&ctx.fetching(cli, &args.fetch)?, args)
-                }
-                PluginsCommand::Remove(args) => {
-                    commands::edit::remove(&ctx.fetching(cli, &args.fetch)?, args)
-                }
-                PluginsCommand::Update(args) => {
-                    commands::edit::update(&ctx.fetching(cli, &args.fetch)?, args)
-                }
-                PluginsCommand::Diff(args) => {
-                    commands::diff::run(&ctx.fetching(cli, &args.fetch)?, args)
-                }
-                PluginsCommand::Tree(args) => commands::tree::run(&ctx, args),
-                PluginsCommand::Outdated(args) => {
-                    commands::outdated::run(&ctx.fetching(cli, &args.fetch)?, args)
-                }
-                PluginsCommand::Approve(args) => commands::approve::run(&ctx, args),
-                PluginsCommand::Import(args) => {
-                    commands::import::run(&ctx.fetching(cli, &args.fetch)?, args)
-                }
-            }
-        }
-        Command::Marketplace(market) => {
-            let ctx = Context::new(cli, &market.project, printer)?;
-            match &market.command {
-                MarketplaceCommand::Add(args) => {
-                    commands::marketplace::add(&ctx.fetching(cli, &args.fetch)?, args)
-                }
-                MarketplaceCommand::List(args) => {
-                    commands::marketplace::list(&ctx.fetching(cli, &args.fetch)?, args)
-                }
-                MarketplaceCommand::Search(args) => {
-                    commands::marketplace::search::run(&ctx.fetching(cli, &args.fetch)?, args)
-                }
-                MarketplaceCommand::Update(args) => {
-                    commands::marketplace::update::run(&ctx.fetching(cli, &args.fetch)?, args)
-                }
-                MarketplaceCommand::Remove(args) => {
-                    commands::marketplace::remove::run(&ctx.fetching(cli, &args.fetch)?, args)
-                }
-            }
-        }
+        Command::Plugins(plugins) => run_plugins(cli, plugins, printer),
+        Command::Marketplace(market) => run_marketplace(cli, market, printer),
         Command::Run(args) => {
             let ctx = Context::new(cli, &args.project, printer)?;
             commands::run::run(&ctx, args)
@@ -120,6 +71,11 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
             commands::audit::run(&ctx, args)
         }
         Command::Serve(args) => commands::serve::run(cli, args, printer),
+        Command::Init(args) => commands::init::run(args, &printer),
+        Command::Completions(args) => {
+            commands::init::completions(args.shell);
+            Ok(())
+        }
         Command::Store(store) => commands::store::run(cli, store, printer),
         Command::Agent(agent) => {
             let ctx = Context::new(cli, &agent.project, printer)?;
@@ -132,6 +88,58 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
             match &hooks.command {
                 HooksCommand::Run(args) => commands::hooks::run(&ctx, args),
             }
+        }
+    }
+}
+
+/// `berth plugins …`: the fetching commands get their fetch options.
+fn run_plugins(cli: &Cli, plugins: &PluginsArgs, printer: Printer) -> anyhow::Result<()> {
+    let ctx = Context::new(cli, &plugins.project, printer)?;
+    match &plugins.command {
+        PluginsCommand::Lock(args) => commands::lock::run(&ctx.fetching(cli, &args.fetch)?, args),
+        PluginsCommand::Sync(args) => commands::sync::run(&ctx.fetching(cli, &args.fetch)?, args),
+        PluginsCommand::Verify(args) => {
+            commands::verify::run(&ctx.fetching(cli, &args.fetch)?, args)
+        }
+        PluginsCommand::List(args) => commands::list::run(&ctx, args),
+        PluginsCommand::Show(args) => commands::show::run(&ctx, args),
+        PluginsCommand::Add(args) => commands::edit::add(&ctx.fetching(cli, &args.fetch)?, args),
+        PluginsCommand::Remove(args) => {
+            commands::edit::remove(&ctx.fetching(cli, &args.fetch)?, args)
+        }
+        PluginsCommand::Update(args) => {
+            commands::edit::update(&ctx.fetching(cli, &args.fetch)?, args)
+        }
+        PluginsCommand::Diff(args) => commands::diff::run(&ctx.fetching(cli, &args.fetch)?, args),
+        PluginsCommand::Tree(args) => commands::tree::run(&ctx, args),
+        PluginsCommand::Outdated(args) => {
+            commands::outdated::run(&ctx.fetching(cli, &args.fetch)?, args)
+        }
+        PluginsCommand::Approve(args) => commands::approve::run(&ctx, args),
+        PluginsCommand::Import(args) => {
+            commands::import::run(&ctx.fetching(cli, &args.fetch)?, args)
+        }
+    }
+}
+
+/// `berth marketplace …`.
+fn run_marketplace(cli: &Cli, market: &MarketplaceArgs, printer: Printer) -> anyhow::Result<()> {
+    let ctx = Context::new(cli, &market.project, printer)?;
+    match &market.command {
+        MarketplaceCommand::Add(args) => {
+            commands::marketplace::add(&ctx.fetching(cli, &args.fetch)?, args)
+        }
+        MarketplaceCommand::List(args) => {
+            commands::marketplace::list(&ctx.fetching(cli, &args.fetch)?, args)
+        }
+        MarketplaceCommand::Search(args) => {
+            commands::marketplace::search::run(&ctx.fetching(cli, &args.fetch)?, args)
+        }
+        MarketplaceCommand::Update(args) => {
+            commands::marketplace::update::run(&ctx.fetching(cli, &args.fetch)?, args)
+        }
+        MarketplaceCommand::Remove(args) => {
+            commands::marketplace::remove::run(&ctx.fetching(cli, &args.fetch)?, args)
         }
     }
 }

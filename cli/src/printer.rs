@@ -30,8 +30,11 @@ impl Printer {
     /// `color`: whether stderr gets ANSI colors (`--color`, `NO_COLOR`, `CLICOLOR_FORCE`).
     pub fn new(verbosity: Verbosity, color: bool) -> Self {
         let terminal = std::io::stderr().is_terminal();
+        // A terminal indicatif will not draw on (`TERM=dumb`) would swallow the lines
+        // printed above the bars: plain lines there.
         let bars = (terminal && verbosity == Verbosity::Normal)
-            .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
+            .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
+            .filter(|bars| !bars.is_hidden());
         Self {
             verbosity,
             color,

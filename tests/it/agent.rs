@@ -754,7 +754,7 @@ fn index_credentials_come_from_the_environment_and_are_never_written() {
             .args(["plugins", "lock"]);
         cmd
     };
-    let literal = berth_snapshot!(filters, &mut literal, @r#"
+    let literal = berth_snapshot!(filters, &mut literal, @r"
     success: true
     exit_code: 0
     ----- stdout -----
@@ -765,10 +765,9 @@ fn index_credentials_come_from_the_environment_and_are_never_written() {
      Downloading http://127.0.0.1:[PORT]/files/my_custom_agent-1.0.0-py3-none-any.whl
           Locked agent `my-custom-agent` 1.0.0 (my-agent = my_custom_agent.agent:create), 2 wheel(s)
      Downloading http://127.0.0.1:[PORT]/files/agent_helper-0.3.0-py3-none-any.whl
-           Added wheel agent_helper-0.3.0-py3-none-any.whl
           Adding agent my-custom-agent 1.0.0 (my-agent = my_custom_agent.agent:create)
           Locked 0 plugins and agent `my-custom-agent` 1.0.0 in `plugins.lock`
-    "#);
+    ");
     assert!(!literal.stderr.contains("s3cret"), "{}", literal.stderr);
     let text = std::fs::read_to_string(project.join("plugins.lock")).expect("lock");
     assert!(!text.contains("s3cret"), "{text}");

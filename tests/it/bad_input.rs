@@ -14,8 +14,12 @@ fn assert_refused(ctx: &TestContext, manifest: &str) -> String {
         let run = ctx.run(&["plugins", command]);
         assert_eq!(run.code, 1, "{command}: {}", run.stderr);
         // Progress lines (a right-aligned verb) may come first; then one `error:` line and
-        // no follow-up detail lines.
-        let lines = run.messages();
+        // no follow-up detail lines but a `hint:` of what to try.
+        let lines: Vec<&str> = run
+            .messages()
+            .into_iter()
+            .filter(|l| !l.starts_with("  hint: "))
+            .collect();
         assert_eq!(
             lines.len(),
             1,
@@ -116,7 +120,7 @@ fn an_unreachable_repository_names_the_entry() {
         &ctx,
         "[[plugin]]\nsource = \"http://127.0.0.1:9/acme/x.git\"\n",
     );
-    insta::assert_snapshot!(error, @"error: plugins.toml:2: `http://127.0.0.1:9/acme/x.git`: could not fetch from `http://127.0.0.1:9/acme/x.git`: Transport handshake failed: An IO error occurred when talking to the server: error sending request for url (http://127.0.0.1:9/acme/x.git/info/refs?service=git-upload-pack): client error (Connect): tcp connect error: Connection refused (os error 111)");
+    insta::assert_snapshot!(error, @"error: plugins.toml:2: `http://127.0.0.1:9/acme/x.git`: could not reach `http://127.0.0.1:9/acme/x.git`: the connection was refused");
 }
 
 #[test]
@@ -158,17 +162,16 @@ fn unknown_keys_warn_but_do_not_fail() {
     let ctx = TestContext::new();
     std::fs::create_dir_all(ctx.work.join("local")).expect("mkdir");
     ctx.write_manifest("[[plugin]]\nsource = \"./local\"\nrepo-path = \"x\"\n");
-    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r#"
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r"
     success: true
     exit_code: 0
     ----- stdout -----
 
     ----- stderr -----
     warning: plugins.toml:3:1: unknown key `repo-path` in `[[plugin]]` is ignored; did you mean `repo_path`?
-           Added local [TMP]/store/store-v1/0sjjj9z1dhilhpc8pq4154czrb79z9cm044jvn75kxcjv6v5l2m5-local
           Adding local sha256-pQpattmS9VmO
           Locked 1 plugin in `plugins.lock`
-    "#);
+    ");
 }
 
 #[test]
@@ -209,17 +212,16 @@ fn a_damaged_lock_is_regenerated_by_lock_but_refused_by_locked_sync() {
     ----- stderr -----
     error: plugins.lock:4:10: invalid type: integer `7`, expected a string; run `berth plugins lock` to regenerate the lockfile
     "#);
-    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r#"
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r"
     success: true
     exit_code: 0
     ----- stdout -----
 
     ----- stderr -----
     warning: plugins.lock:4:10: invalid type: integer `7`, expected a string; run `berth plugins lock` to regenerate the lockfile; it will be regenerated from the manifest
-           Added local [TMP]/store/store-v1/0sjjj9z1dhilhpc8pq4154czrb79z9cm044jvn75kxcjv6v5l2m5-local
           Adding local sha256-pQpattmS9VmO
           Locked 1 plugin in `plugins.lock`
-    "#);
+    ");
     ctx.ok(&["plugins", "lock", "--check"]);
 }
 

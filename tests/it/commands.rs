@@ -299,7 +299,6 @@ fn marketplace_update_moves_the_marketplace_and_only_the_plugins_that_changed() 
 
     ----- stderr -----
          Reading marketplace `acme` (github:acme/market)
-           Added lint [TMP]/store/store-v1/0rfdpb3cw13cfc0kam8pp350sgqqqh9nyqjp72bqgjr0jp805n5p-lint
          Updated marketplace `acme` 68782a328d46 -> d11473e6e15a
         Updating lint 68782a328d46 -> d11473e6e15a
           Locked 2 plugins in `plugins.lock`
@@ -484,8 +483,6 @@ fn plugins_outdated_shows_what_an_upgrade_moves_and_writes_nothing() {
 
     ----- stderr -----
          Reading marketplace `acme` (github:acme/market)
-           Added review [TMP]/store/store-v1/1v6j7csf3kfvbvfgyj4jcrqdl431x2q4zhjh52hm76cdckyr2f7z-review
-           Added hooks [TMP]/store/store-v1/0nzk75z2z88z5qrbvsqymq1bmfzq2qwb4hkrjwqh93y4ljz4f22c-hooks
         Outdated 3 of 3 plugins; `berth plugins update` moves everything (`berth plugins update NAME` one plugin, `berth marketplace update NAME` one marketplace)
     ");
     assert_eq!(ctx.lock_text(), lock, "the lock is not written");

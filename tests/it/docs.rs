@@ -678,6 +678,11 @@ fn the_readme_tour_runs_as_written() {
                 "{line}: lists the marketplace's plugin:\n{}",
                 run.stdout
             ),
+            ["plugins", "outdated"] => assert!(
+                run.stdout.contains("up to date"),
+                "{line}: nothing moved since the lock:\n{}",
+                run.stdout
+            ),
             ["plugins", "add", "code-review@official"] => {
                 let lock = ctx.lock_text();
                 assert!(
@@ -694,6 +699,7 @@ fn the_readme_tour_runs_as_written() {
         "plugins show",
         "marketplace add official github:anthropics/claude-plugins-official",
         "plugins add code-review@official",
+        "plugins outdated",
         "serve --allow-local-sources",
     ] {
         assert!(

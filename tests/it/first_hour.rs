@@ -368,3 +368,152 @@ fn an_unreachable_host_says_what_to_do_next() {
     );
     assert!(tls.stderr.contains("  hint: "), "{}", tls.stderr);
 }
+
+/// Item 7: `berth init` writes a manifest that explains itself and locks to an empty set;
+/// it never writes over one.
+#[test]
+fn init_writes_a_manifest_that_explains_itself() {
+    let ctx = TestContext::new();
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["init"]), @r"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+         Created `plugins.toml`
+            Next `berth plugins add SOURCE` (SOURCE: `github:OWNER/REPO`, a URL, `./path`)
+    ");
+    let manifest = std::fs::read_to_string(ctx.manifest_path()).expect("manifest");
+    assert!(manifest.contains("# [[plugin]]") && manifest.contains("# [[marketplace]]"));
+    ctx.ok(&["plugins", "lock"]);
+    assert!(ctx.lock_path().exists());
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["init"]), @r"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: `plugins.toml` already exists; add plugins to it with `berth plugins add SOURCE`
+    ");
+    assert_eq!(
+        std::fs::read_to_string(ctx.manifest_path()).expect("manifest"),
+        manifest
+    );
+    ctx.ok(&["init", "agents/review"]);
+    assert!(ctx.work.join("agents/review/plugins.toml").is_file());
+}
+
+/// Item 7: completion scripts for the shells clap knows; bash's parses.
+#[test]
+fn completions_cover_every_command() {
+    let ctx = TestContext::new();
+    let bash = ctx.ok(&["completions", "bash"]).stdout;
+    for word in ["outdated", "marketplace", "materialize", "--upgrade-plugin"] {
+        assert!(bash.contains(word), "bash completions lack `{word}`");
+    }
+    let script = ctx.root.join("berth.bash");
+    std::fs::write(&script, &bash).expect("write script");
+    let parsed = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .status()
+        .expect("bash");
+    assert!(parsed.success(), "bash -n refuses the script");
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let out = ctx.ok(&["completions", shell]).stdout;
+        assert!(out.contains("outdated"), "{shell}: {out}");
+    }
+    assert_eq!(ctx.run(&["completions", "tcsh"]).code, 2);
+}
+
+/// Item 7: `materialize claude` without DIR writes the user's Claude Code folder
+/// (`$CLAUDE_CONFIG_DIR`, else `~/.claude`) once asked on a terminal or told `--yes`;
+/// elsewhere it names the folder and writes nothing. Other targets need DIR.
+#[test]
+fn materialize_claude_defaults_to_the_users_folder() {
+    let ctx = TestContext::new();
+    every_form(&ctx);
+    ctx.ok(&["plugins", "sync"]);
+    let home_claude = ctx.home.join(".claude");
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["materialize", "claude"]), @r"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+    error: no folder given: for claude that is your Claude Code folder `[TMP]/home/.claude`; pass `--yes` to write there, or name a folder (`berth materialize claude DIR`)
+    ");
+    assert!(!home_claude.exists(), "nothing written");
+    let codex = ctx.run(&["materialize", "codex"]);
+    assert_eq!(codex.code, 1);
+    assert!(
+        codex.stderr.contains("`berth materialize codex DIR`"),
+        "{}",
+        codex.stderr
+    );
+
+    let config = ctx.root.join("claude-config");
+    let yes = ctx
+        .berth()
+        .env("CLAUDE_CONFIG_DIR", &config)
+        .args(["materialize", "claude", "--yes"])
+        .output()
+        .expect("run");
+    assert!(
+        yes.status.success(),
+        "{}",
+        String::from_utf8_lossy(&yes.stderr)
+    );
+    assert!(
+        config.join("plugins").is_dir(),
+        "written to $CLAUDE_CONFIG_DIR"
+    );
+    assert!(!home_claude.exists());
+    ctx.ok(&["materialize", "claude", "--yes"]);
+    assert!(home_claude.join("plugins").is_dir(), "written to ~/.claude");
+
+    // On a terminal it asks: `n` writes nothing, `y` writes.
+    let asked = ctx.root.join("asked");
+    let on_terminal = |answer: &str| {
+        let command = format!("{} materialize claude", common::berth_bin().display());
+        let mut child = std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .current_dir(&ctx.work)
+            .env("HOME", &ctx.home)
+            .env("BERTH_STORE", &ctx.store)
+            .env("CLAUDE_CONFIG_DIR", &asked)
+            .env("TERM", "dumb")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("script (util-linux)");
+        // The answer is typed once the question is on the screen, as a person would.
+        use std::io::{Read as _, Write as _};
+        let mut stdout = child.stdout.take().expect("stdout");
+        let mut seen = Vec::new();
+        let mut byte = [0u8; 1];
+        while !String::from_utf8_lossy(&seen).contains("[y/N] ") {
+            let n = stdout.read(&mut byte).expect("read the terminal");
+            assert_ne!(n, 0, "no question:\n{}", String::from_utf8_lossy(&seen));
+            seen.push(byte[0]);
+        }
+        // The keyboard stays open until berth is done: `script` ends its session when its
+        // input ends.
+        let mut keyboard = child.stdin.take().expect("stdin");
+        keyboard.write_all(answer.as_bytes()).expect("answer");
+        stdout.read_to_end(&mut seen).expect("read the terminal");
+        child.wait().expect("script");
+        drop(keyboard);
+        String::from_utf8_lossy(&seen).into_owned()
+    };
+    let declined = on_terminal("n\n");
+    assert!(
+        declined.contains("Write the locked plugins into your Claude Code folder"),
+        "{declined}"
+    );
+    assert!(declined.contains("not confirmed"), "{declined}");
+    assert!(!asked.exists(), "declined: nothing written");
+    let accepted = on_terminal("y\n");
+    assert!(accepted.contains("Wrote"), "{accepted}");
+    assert!(asked.join("plugins").is_dir(), "accepted: written");
+}

@@ -235,7 +235,6 @@ fn a_parent_policy_wins_over_a_child_and_a_loosening_child_is_an_error() {
     ----- stdout -----
 
     ----- stderr -----
-           Added hooked [TMP]/store/store-v1/052s4jj3rkga52dw230z7cixnnph0mc5ryapa7fcs5grswcmpdmm-hooked
     error: `berth-policy.toml` sets hooks = "allow", but `../org/berth-policy.toml` sets it to "deny"; a policy may only tighten what it extends: remove it from `berth-policy.toml` or change `../org/berth-policy.toml`
     "#);
     assert!(!ctx.lock_path().exists(), "nothing written");
@@ -294,7 +293,6 @@ fn a_parent_policy_wins_over_a_child_and_a_loosening_child_is_an_error() {
         ----- stdout -----
 
         ----- stderr -----
-               Added evil-tools [TMP]/store/store-v1/1r908n2yg8qx91f677qswjm1j2fn1s6smbb1d3044r79dxfr60q0-evil-tools
         error: plugin `evil-tools`: its source `github:acme/evil-tools` is denied by the policy [`sources.deny = "github:acme/evil-*"` in `[TMP]/work/../org/berth-policy.toml`]
         "#
     );

@@ -192,17 +192,16 @@ fn a_changed_local_plugin_stops_sync_until_relocked() {
     // `--frozen` uses the store copy and does not look at the folder.
     ctx.ok(&["plugins", "sync", "--frozen"]);
     // --check sees the local change.
-    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock", "--check"]), @r#"
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock", "--check"]), @r"
     success: false
     exit_code: 1
     ----- stdout -----
 
     ----- stderr -----
         Updating `house-rules` (./house-rules): its content changed
-           Added house-rules [TMP]/store/store-v1/0fnyvqzpxwaanmn7mk5anwf1a0cwy15grn10lm4zc6vbm4bm354p-house-rules
     error: `plugins.lock` would change; run `berth plugins lock` to update it
       updating house-rules sha256-F+FTJeqgoVKf -> sha256-l5RRF6lrG/ZJ
-    "#);
+    ");
     ctx.ok(&["plugins", "lock"]);
     ctx.ok(&["plugins", "sync"]);
 }

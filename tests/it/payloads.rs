@@ -219,20 +219,19 @@ fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
         &ctx,
         json!({"fake": {"command": "npx", "args": ["-y", "fake-mcp@^1", "--flag"]}}),
     );
-    berth_snapshot!(ctx.filters(), ctx.berth().envs(env).args(["plugins", "lock"]), @r#"
+    berth_snapshot!(ctx.filters(), ctx.berth().envs(env).args(["plugins", "lock"]), @r"
     success: true
     exit_code: 0
     ----- stdout -----
 
     ----- stderr -----
-           Added tools [TMP]/store/store-v1/0fyrkpw2jwn3g7bs4nimvl07b02gwz5pvm59vdzzxjbi2h723jln-tools
        Resolving `npx fake-mcp@^1` of plugin `tools`
      Downloading http://127.0.0.1:[PORT]/tarballs/fake-dep-1.0.0.tgz
      Downloading http://127.0.0.1:[PORT]/tarballs/fake-mcp-1.1.0.tgz
           Locked fake-mcp 1.1.0 for MCP server `fake` of plugin `tools` (2 packages)
           Adding tools sha256-lsohDhRxyf5/
           Locked 1 plugin in `plugins.lock`
-    "#);
+    ");
     let lock: toml::Value = toml::from_str(&ctx.lock_text()).expect("TOML");
     let payload = &lock["payload"][0];
     assert_eq!(payload["plugin"].as_str(), Some("tools"));
@@ -666,17 +665,16 @@ fn lines_berth_cannot_pin_are_left_as_written_with_a_warning() {
         &ctx,
         json!({"git": {"command": "npx", "args": ["github:acme/tool"]}}),
     );
-    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r#"
+    berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r"
     success: true
     exit_code: 0
     ----- stdout -----
 
     ----- stderr -----
-           Added tools [TMP]/store/store-v1/0ksxci7qwk0vzc61ihghb8aja8g8wizqzkhfxpan9g7qj1r5yw29-tools
     warning: plugin `tools`, MCP server `git`: left as written and fetched at every start: `npx`: `github:acme/tool` is not a package of the registry (a git URL, path, tarball or alias)
           Adding tools sha256-SXBfcpD4vGTV
           Locked 1 plugin in `plugins.lock`
-    "#);
+    ");
     assert!(!ctx.lock_text().contains("[[payload]]"));
     assert_eq!(set_server(&ctx, "git")["command"], "npx");
 }

@@ -15,8 +15,14 @@ pub struct MaterializeArgs {
     /// The harness
     pub target: MaterializeTarget,
 
-    /// The folder to write (created if missing)
-    pub dir: PathBuf,
+    /// The folder to write (created if missing). For claude it may be left out: then it
+    /// is your Claude Code folder (`$CLAUDE_CONFIG_DIR`, else `~/.claude`), which berth
+    /// names and asks about on a terminal, and which needs `--yes` elsewhere
+    pub dir: Option<PathBuf>,
+
+    /// Write to the default folder without asking (claude, when DIR is left out)
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 
     /// Write nothing; exit 1 naming every file edited, added or removed since
     #[arg(long)]

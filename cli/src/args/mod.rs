@@ -71,7 +71,7 @@ pub struct Cli {
     )]
     pub verbose: u8,
 
-    /// Print only errors and warnings
+    /// Print only errors
     #[arg(short, long, global = true, help_heading = "Global options")]
     pub quiet: bool,
 
@@ -216,6 +216,38 @@ pub enum Command {
         berth serve --data-dir s3://fleet/conversations --push-to s3://fleet/cache \\\n              \
         --substituter s3://fleet/cache --ref-ttl 60 --drain-secs 10")]
     Serve(ServeArgs),
+
+    /// Start a project: write a plugins.toml that explains itself
+    ///
+    /// The manifest lists no plugin yet; its comments show each kind of entry. Nothing
+    /// else is written: `berth plugins add SOURCE` then adds a plugin and writes
+    /// plugins.lock. Refused where a plugins.toml already exists.
+    #[command(after_help = "Examples:\n  \
+        berth init\n  \
+        berth init agents/review     # in that folder, created if missing")]
+    Init(InitArgs),
+
+    /// Print a shell's completion script for berth
+    ///
+    /// Load it in the shell's startup file, or save it where the shell looks for
+    /// completions.
+    #[command(after_help = "Examples:\n  \
+        berth completions bash > ~/.local/share/bash-completion/completions/berth\n  \
+        berth completions zsh > \"${fpath[1]}/_berth\"\n  \
+        berth completions fish > ~/.config/fish/completions/berth.fish")]
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The project folder (created if missing) [default: .]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]

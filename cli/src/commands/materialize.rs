@@ -12,6 +12,7 @@ use crate::context::{Context, Exit};
 pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
     let harness = args.target.0;
     let repo = project_repo(harness, args)?;
+    let dir = &target_dir(ctx, args)?;
     let _hold = ctx.hold_store()?;
     let lock = ctx.runtime_lock(args.frozen)?;
     let set = build_plugin_set(
@@ -26,10 +27,10 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
     )?;
     ctx.gate_runtime(&lock, &set)?;
     if !args.check {
-        std::fs::create_dir_all(&args.dir)
-            .with_context(|| format!("could not create `{}`", args.dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("could not create `{}`", dir.display()))?;
     }
-    let root = absolute(&args.dir)?;
+    let root = absolute(dir)?;
     // Each folder written, with its plan: the harness folder, and for `claude --project`
     // the repository's settings.
     let to = Destination {
@@ -41,9 +42,9 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
         ctx.printer.warn(warning);
     }
     if args.check {
-        return check(ctx, args, &root, &plans);
+        return check(ctx, args, dir, &root, &plans);
     }
-    take_over(ctx, args, &root, &plans)?;
+    take_over(ctx, args, dir, &root, &plans)?;
     let mut total = harness::Applied::default();
     for (dir, plan) in &plans {
         let applied = harness::apply(dir, plan)
@@ -52,7 +53,7 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
         total.unchanged += applied.unchanged;
         total.removed.extend(applied.removed);
     }
-    let shown = args.dir.display();
+    let shown = dir.display();
     let place = match &args.project_repo {
         Some(repo) => format!("`{shown}`, enabled in `{}`", repo.display()),
         None => format!("`{shown}`"),
@@ -72,6 +73,52 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
     // plans one allocation at a time took a tenth of a run that found nothing to write.
     std::mem::forget((set, plans));
     Ok(())
+}
+
+/// DIR; left out, the user's own folder of a harness that has one (claude: its config
+/// folder), named and confirmed on a terminal, else only with `--yes` (or `--check`,
+/// which writes nothing).
+fn target_dir(ctx: &Context, args: &MaterializeArgs) -> Result<PathBuf> {
+    use std::io::IsTerminal as _;
+    if let Some(dir) = &args.dir {
+        return Ok(dir.clone());
+    }
+    let harness = args.target.0;
+    if harness.id() != "claude" {
+        anyhow::bail!(
+            "name the folder to write for {}: `berth materialize {} DIR` ({})",
+            harness.display_name(),
+            harness.id(),
+            harness.folder()
+        );
+    }
+    let default = match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => ctx
+            .home_dir
+            .as_ref()
+            .map(|home| home.join(".claude"))
+            .context("`HOME` is not set, so there is no default Claude Code folder; name one: `berth materialize claude DIR`")?,
+    };
+    if args.yes || args.check {
+        return Ok(default);
+    }
+    let shown = default.display();
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        anyhow::bail!(
+            "no folder given: for claude that is your Claude Code folder `{shown}`; pass `--yes` to write there, or name a folder (`berth materialize claude DIR`)"
+        );
+    }
+    eprint!("Write the locked plugins into your Claude Code folder `{shown}`? [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .context("could not read the answer")?;
+    if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+        Ok(default)
+    } else {
+        anyhow::bail!("not confirmed; nothing was written")
+    }
 }
 
 /// The repository of `--project`, as Claude Code names a project (its real path); an
@@ -109,6 +156,7 @@ fn project_repo(harness: &dyn Harness, args: &MaterializeArgs) -> Result<Option<
 fn take_over(
     ctx: &Context,
     args: &MaterializeArgs,
+    dir_given: &Path,
     root: &Path,
     plans: &[(PathBuf, Plan)],
 ) -> Result<()> {
@@ -136,7 +184,7 @@ fn take_over(
             .collect();
         anyhow::bail!(
             "`{}` holds what berth did not write where it would write for {}:\n{}\nberth leaves it alone and wrote nothing: move it away, or run again with `--force` to move each aside (to NAME.berth-backup-N)",
-            args.dir.display(),
+            dir_given.display(),
             args.target.0.display_name(),
             list.join("\n")
         );
@@ -164,11 +212,12 @@ fn take_over(
 fn check(
     ctx: &Context,
     args: &MaterializeArgs,
+    dir_given: &Path,
     root: &Path,
     plans: &[(PathBuf, Plan)],
 ) -> Result<()> {
     let harness = args.target.0;
-    let shown = args.dir.display();
+    let shown = dir_given.display();
     let mut drift = Vec::new();
     for (dir, plan) in plans {
         let found = harness::check(dir, plan)

@@ -9,6 +9,7 @@ mod diff_report;
 pub mod edit;
 pub mod hooks;
 pub mod import;
+pub mod init;
 pub mod list;
 pub mod lock;
 pub mod marketplace;
