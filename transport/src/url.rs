@@ -206,6 +206,23 @@ pub fn userinfo(url: &str) -> Option<(&str, Option<&str>)> {
     })
 }
 
+/// `url` without the userinfo of its authority (`https://u:p@h/simple` ->
+/// `https://h/simple`), everything else as written: what a lock records of a registry
+/// whose credentials are looked up again at every fetch.
+pub fn without_userinfo(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_owned();
+    };
+    let start = scheme_end + 3;
+    let end = url[start..]
+        .find(['/', '?', '#', '\\'])
+        .map_or(url.len(), |i| start + i);
+    match url[start..end].rfind('@') {
+        Some(at) => format!("{}{}", &url[..start], &url[start + at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
 fn env_references(text: &str) -> impl Iterator<Item = &str> {
     text.match_indices("${").filter_map(move |(i, _)| {
         let rest = &text[i + 2..];
@@ -299,6 +316,11 @@ mod tests {
         );
         assert_eq!(userinfo("https://u:p@h/r"), Some(("u", Some("p"))));
         assert_eq!(userinfo("https://h/r"), None);
+        assert_eq!(
+            without_userinfo("https://__token__:${T}@h:8/simple/"),
+            "https://h:8/simple/"
+        );
+        assert_eq!(without_userinfo("https://h/a@b"), "https://h/a@b");
     }
 
     #[test]
