@@ -419,16 +419,17 @@ pub struct ProjectArgs {
     )]
     pub jobs: Option<usize>,
 
-    /// The Python package index for the `[agent]` package (may hold `${VAR}` credentials)
+    /// The Python package index for the `[agent]` package and `uvx` payloads (may hold
+    /// `${VAR}` credentials) [default: uv's configured index (`UV_INDEX_URL`,
+    /// `UV_DEFAULT_INDEX`, `uv.toml`), else https://pypi.org/simple]
     #[arg(
         long,
         global = true,
         value_name = "URL",
         env = "BERTH_INDEX_URL",
-        default_value = berth_resolver::DEFAULT_INDEX_URL,
         help_heading = "Project options"
     )]
-    pub index_url: String,
+    pub index_url: Option<String>,
 
     /// The policy: which sources and capabilities may run [default: `berth-policy.toml`
     /// next to the manifest, if there is one]

@@ -37,6 +37,16 @@ pub struct ConfigInputs<'a> {
     pub read: ReadConfig<'a>,
 }
 
+impl std::fmt::Debug for ConfigInputs<'_> {
+    /// The folders only: the environment holds secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigInputs")
+            .field("project_dir", &self.project_dir)
+            .field("home", &self.home)
+            .finish_non_exhaustive()
+    }
+}
+
 impl ConfigInputs<'_> {
     /// A variable of the environment, when set and not empty.
     fn var(&self, name: &str) -> Option<&str> {
