@@ -811,8 +811,11 @@ fn the_projects_uv_toml_names_the_index_and_uvs_variables_its_credentials() {
     // The user's configuration names an index nothing serves; the project's wins.
     let user = agents.ctx.home.join(".config/uv");
     std::fs::create_dir_all(&user).expect("mkdir");
-    std::fs::write(user.join("uv.toml"), "index-url = \"http://127.0.0.1:9/simple\"\n")
-        .expect("write");
+    std::fs::write(
+        user.join("uv.toml"),
+        "index-url = \"http://127.0.0.1:9/simple\"\n",
+    )
+    .expect("write");
     std::fs::write(
         project.join("uv.toml"),
         format!("[[index]]\nname = \"corp\"\nurl = \"{index}\"\ndefault = true\n"),
@@ -834,7 +837,10 @@ fn the_projects_uv_toml_names_the_index_and_uvs_variables_its_credentials() {
     let locked = ok(run("s1", &["plugins", "sync"]), "sync");
     assert!(!locked.stderr.contains("uv-s3cret"), "{}", locked.stderr);
     let text = std::fs::read_to_string(project.join("plugins.lock")).expect("lock");
-    assert!(!text.contains("uv-s3cret") && !text.contains("corp:"), "{text}");
+    assert!(
+        !text.contains("uv-s3cret") && !text.contains("corp:"),
+        "{text}"
+    );
     let lock = read_lock(&project);
     assert!(
         wheel_of(&lock, "agent-helper")["url"]
