@@ -240,11 +240,8 @@ fn the_index_is_berths_then_uvs_variables_then_its_files() {
         ("UV_INDEX_URL", "https://uv-index-url.example/simple"),
         ("UV_DEFAULT_INDEX", "https://uv-default.example/simple"),
     ];
-    let berth = Some("https://berth.example/simple");
-    assert_eq!(
-        Machine::new(&files, &env).index(berth).url,
-        berth.expect("set")
-    );
+    let berth = "https://berth.example/simple";
+    assert_eq!(Machine::new(&files, &env).index(Some(berth)).url, berth);
     assert_eq!(
         Machine::new(&files, &env).index(None).url,
         "https://uv-index-url.example/simple"
