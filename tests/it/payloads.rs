@@ -780,6 +780,21 @@ fn npmrc_registries_and_tokens_are_npms_own_and_never_written_or_shown() {
             ("fake".to_owned(), main_url.clone())
         ]
     );
+    let listed = berth_vv(&ctx, &[], &["plugins", "list", "--json"]);
+    let listed: Value = serde_json::from_str(&listed.stdout).expect("JSON");
+    let mut listed_registries: Vec<&str> = listed["payloads"]
+        .as_array()
+        .expect("payloads")
+        .iter()
+        .map(|p| p["registry"].as_str().expect("registry"))
+        .collect();
+    listed_registries.sort_unstable();
+    let mut expected = [acme_url.as_str(), main_url.as_str()];
+    expected.sort_unstable();
+    assert_eq!(
+        listed_registries, expected,
+        "`plugins list --json` shows them"
+    );
     let lock: toml::Value = toml::from_str(&text).expect("TOML");
     let acme_payload = lock["payload"]
         .as_array()
