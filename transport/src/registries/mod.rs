@@ -3,8 +3,10 @@
 //! variables (`npm.rs`), uv's `UV_*` variables and `uv.toml` files (`uv.rs`).
 //!
 //! Everything here is a pure function of [`ConfigInputs`] (an environment map, the project
-//! and home folders, and a way to read a file), so it is tested without the real home. It
-//! knows registries, URLs and credentials, never what asks for them.
+//! and home folders, and a way to read a file), so it is tested without the real home; the
+//! one look at the real filesystem is npm's default prefix, found from the `node` on the
+//! map's `PATH` when nothing names a global `npmrc`. It knows registries, URLs and
+//! credentials, never what asks for them.
 
 mod npm;
 #[cfg(test)]
