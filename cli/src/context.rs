@@ -8,6 +8,7 @@ use berth_lockfile_schema::{Lock, LockError, Manifest, parse_lock, parse_manifes
 use berth_resolver::{DEFAULT_GITHUB_URL, EntryError, Network, Settings};
 use berth_store::Store;
 use berth_transport::extract::ArchiveLimits;
+use berth_transport::registries;
 
 use crate::args::{CacheArgs, Cli, FetchArgs, ProjectArgs};
 use crate::printer::Printer;
@@ -33,7 +34,8 @@ pub struct Context {
     pub github_url: String,
     pub home_dir: Option<PathBuf>,
     pub archive_limits: ArchiveLimits,
-    pub index_url: String,
+    /// `--index-url` / `$BERTH_INDEX_URL`, above uv's configuration.
+    pub index_url: Option<String>,
     /// Binary caches tried before upstream (`--substituter`).
     pub substituters: Vec<std::sync::Arc<berth_transport::cache::Cache>>,
     /// The policy file: `--policy`, else `berth-policy.toml` next to the manifest if it
@@ -147,7 +149,7 @@ impl Context {
             jobs: DEFAULT_JOBS,
             github_url,
             home_dir,
-            index_url: berth_resolver::DEFAULT_INDEX_URL.to_owned(),
+            index_url: None,
             substituters: open_substituters(&legacy_caches(cli, None))?,
         })
     }
@@ -172,6 +174,16 @@ impl Context {
     }
 
     fn settings_from(&self, network: Network, base_dir: &Path) -> Settings {
+        // npm's and uv's own configuration, read as they read it: the project's files are
+        // the manifest's (or, frozen, the lockfile's) folder's.
+        let env = registries::process_env();
+        let inputs = registries::ConfigInputs {
+            env: &env,
+            project_dir: Some(base_dir),
+            home: self.home_dir.as_deref(),
+            read: &registries::read_config_file,
+        };
+        let berth_npm = env.get("BERTH_NPM_REGISTRY").map(String::as_str);
         Settings {
             github_url: self.github_url.clone(),
             network,
@@ -179,16 +191,13 @@ impl Context {
             base_dir: base_dir.to_owned(),
             home_dir: self.home_dir.clone(),
             archive_limits: self.archive_limits,
-            index_url: self.index_url.clone(),
+            index: registries::PackageIndex::resolve(self.index_url.as_deref(), &inputs),
             shared: None,
             cancel: Default::default(),
             policy: None,
             substituters: self.substituters.clone(),
             ref_ttl: std::time::Duration::ZERO,
-            npm_registry: std::env::var("BERTH_NPM_REGISTRY")
-                .ok()
-                .filter(|r| !r.is_empty())
-                .unwrap_or_else(|| berth_resolver::DEFAULT_NPM_REGISTRY.to_owned()),
+            npm: registries::NpmConfig::load(&inputs, berth_npm),
             payload_finder: Some(berth_runtime::runners::wanted),
         }
     }

@@ -256,15 +256,19 @@ impl AppState {
             base_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             home_dir: config.home_dir.clone(),
             archive_limits: config.archive_limits,
-            index_url: config.index_url.clone(),
+            // The server's own `--index-url`: it reads no user's uv configuration.
+            index: Ok(berth_transport::registries::PackageIndex::given(
+                &config.index_url,
+            )),
             shared: Some(self.inner.shared.clone()),
             cancel: cancel.clone(),
             policy: Some(self.inner.fetch_policy.clone()),
             substituters: config.substituters.clone(),
             ref_ttl: config.ref_ttl,
             // A server does not run npm or uv for a client's plugins (their requests would
-            // not pass the source policy): it runs the payloads a posted lock pins.
-            npm_registry: berth_resolver::DEFAULT_NPM_REGISTRY.to_owned(),
+            // not pass the source policy): it runs the payloads a posted lock pins, and
+            // sends none of its user's npm credentials to the URLs a client's lock names.
+            npm: Ok(Default::default()),
             payload_finder: None,
         }
     }

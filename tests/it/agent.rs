@@ -796,6 +796,67 @@ fn index_credentials_come_from_the_environment_and_are_never_written() {
 }
 
 #[test]
+fn the_projects_uv_toml_names_the_index_and_uvs_variables_its_credentials() {
+    if !have_uv() {
+        return;
+    }
+    let agents = Agents::new();
+    let private = FileServer::start(&agents.served(), Some("corp:uv-s3cret"));
+    let index = private.url("simple");
+    let project = agents.project(
+        "uv-config",
+        "source = \"my-custom-agent==1.0.0\"\nentry_point = \"my-agent\"\n",
+    );
+    // The user's configuration names an index nothing serves; the project's wins.
+    let user = agents.ctx.home.join(".config/uv");
+    std::fs::create_dir_all(&user).expect("mkdir");
+    std::fs::write(
+        user.join("uv.toml"),
+        "index-url = \"http://127.0.0.1:9/simple\"\n",
+    )
+    .expect("write");
+    std::fs::write(
+        project.join("uv.toml"),
+        format!("[[index]]\nname = \"corp\"\nurl = \"{index}\"\ndefault = true\n"),
+    )
+    .expect("write");
+    let run = |store: &str, args: &[&str]| {
+        let mut cmd = agents.ctx.berth();
+        cmd.current_dir(&project)
+            .env("BERTH_STORE", agents.ctx.root.join(store))
+            .env("UV_INDEX_CORP_USERNAME", "corp")
+            .env("UV_INDEX_CORP_PASSWORD", "uv-s3cret")
+            // Nothing else is reached: what is not for 127.0.0.1 meets a dead proxy.
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "127.0.0.1")
+            .args(args)
+            .arg("-vv");
+        common::Run::from(cmd.output().expect("run berth"))
+    };
+    let locked = ok(run("s1", &["plugins", "sync"]), "sync");
+    assert!(!locked.stderr.contains("uv-s3cret"), "{}", locked.stderr);
+    let text = std::fs::read_to_string(project.join("plugins.lock")).expect("lock");
+    assert!(
+        !text.contains("uv-s3cret") && !text.contains("corp:"),
+        "{text}"
+    );
+    let lock = read_lock(&project);
+    assert!(
+        wheel_of(&lock, "agent-helper")["url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with(&format!("http://127.0.0.1:{}/files/", private.port))),
+        "{lock}"
+    );
+    // A fresh store fetches the wheels with the same credentials.
+    ok(run("s2", &["plugins", "sync", "--frozen"]), "fresh sync");
+    assert_eq!(list_dir(&agents.ctx.root.join("s2/wheels-v1")).len(), 2);
+    assert!(
+        private.requests().iter().all(|r| r.contains("auth=true")),
+        "every request to the private index carried credentials"
+    );
+}
+
+#[test]
 fn concurrent_conversations_build_one_environment_once() {
     if !have_uv() {
         return;

@@ -678,3 +678,288 @@ fn lines_berth_cannot_pin_are_left_as_written_with_a_warning() {
     assert!(!ctx.lock_text().contains("[[payload]]"));
     assert_eq!(set_server(&ctx, "git")["command"], "npx");
 }
+
+/// Variables that keep every request on this machine: npm, uv and berth send what is not
+/// for 127.0.0.1 through a proxy that is not there, so a registry or index these tests do
+/// not serve (npm's or PyPI's default) fails at once, without retries, instead of
+/// reaching the network.
+const NO_INTERNET: [(&str, &str); 5] = [
+    ("HTTPS_PROXY", "http://127.0.0.1:9"),
+    ("HTTP_PROXY", "http://127.0.0.1:9"),
+    ("NO_PROXY", "127.0.0.1,localhost"),
+    ("no_proxy", "127.0.0.1,localhost"),
+    ("npm_config_fetch_retries", "0"),
+];
+
+/// `berth ARGS -vv` with `env`: its output, whether it succeeded or not.
+fn berth_vv(ctx: &TestContext, env: &[(&str, &str)], args: &[&str]) -> common::Run {
+    let mut cmd = ctx.berth();
+    cmd.args(args).arg("-vv").envs(NO_INTERNET);
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    common::Run::from(cmd.output().expect("run berth"))
+}
+
+/// The `registry` each payload of the lock records, by server.
+fn recorded_registries(ctx: &TestContext) -> Vec<(String, String)> {
+    let lock: toml::Value = toml::from_str(&ctx.lock_text()).expect("TOML");
+    let mut recorded: Vec<(String, String)> = lock["payload"]
+        .as_array()
+        .expect("payloads")
+        .iter()
+        .map(|p| {
+            (
+                p["server"].as_str().expect("server").to_owned(),
+                p["registry"].as_str().unwrap_or("(none)").to_owned(),
+            )
+        })
+        .collect();
+    recorded.sort();
+    recorded
+}
+
+#[test]
+fn npmrc_registries_and_tokens_are_npms_own_and_never_written_or_shown() {
+    if !have_node() {
+        return;
+    }
+    let ctx = TestContext::new();
+    let (token, acme_token) = ("npm-s3cret-token", "acme-s3cret-token");
+    let registry = common::npm::fake_registry_requiring_token(&ctx.root.join("npm"), token);
+    // A second registry for the `@acme` scope, whose package needs `fake-dep` from the
+    // first: one closure, two registries, two tokens.
+    let mut acme = common::npm::Registry::start_requiring_token(&ctx.root.join("acme"), acme_token);
+    acme.publish(
+        "@acme/x",
+        "1.0.0",
+        json!({"bin": {"x": "bin/x.js"}, "dependencies": {"fake-dep": "^1.0.0"}}),
+        &[("bin/x.js", "console.log(require('fake-dep').who);\n")],
+    );
+    let (main_url, acme_url) = (format!("{}/", registry.url()), format!("{}/", acme.url()));
+    let host = |url: &str| url.split('/').nth(2).expect("host").to_owned();
+    std::fs::write(
+        ctx.work.join(".npmrc"),
+        format!(
+            "registry={main_url}\n//{}/:_authToken=${{NPM_TOKEN}}\n\
+             @acme:registry={acme_url}\n//{}/:_authToken=${{ACME_TOKEN}}\n",
+            host(&main_url),
+            host(&acme_url)
+        ),
+    )
+    .expect("write .npmrc");
+    tools_plugin(
+        &ctx,
+        json!({"fake": {"command": "npx", "args": ["-y", "fake-mcp@^1"]},
+               "acme": {"command": "npx", "args": ["-y", "@acme/x@1"]}}),
+    );
+    let tokens = [("NPM_TOKEN", token), ("ACME_TOKEN", acme_token)];
+    let never_shown = |run: &common::Run, what: &str| {
+        for secret in [token, acme_token] {
+            assert!(
+                !run.stderr.contains(secret) && !run.stdout.contains(secret),
+                "{what} shows a token:\n{}",
+                run.stderr
+            );
+        }
+    };
+    let locked = berth_vv(&ctx, &tokens, &["plugins", "lock"]);
+    assert_eq!(locked.code, 0, "lock failed:\n{}", locked.stderr);
+    never_shown(&locked, "lock -vv");
+    let text = ctx.lock_text();
+    assert!(
+        !text.contains(token) && !text.contains(acme_token),
+        "{text}"
+    );
+    assert_eq!(
+        recorded_registries(&ctx),
+        [
+            ("acme".to_owned(), acme_url.clone()),
+            ("fake".to_owned(), main_url.clone())
+        ]
+    );
+    let listed = berth_vv(&ctx, &[], &["plugins", "list", "--json"]);
+    let listed: Value = serde_json::from_str(&listed.stdout).expect("JSON");
+    let mut listed_registries: Vec<&str> = listed["payloads"]
+        .as_array()
+        .expect("payloads")
+        .iter()
+        .map(|p| p["registry"].as_str().expect("registry"))
+        .collect();
+    listed_registries.sort_unstable();
+    let mut expected = [acme_url.as_str(), main_url.as_str()];
+    expected.sort_unstable();
+    assert_eq!(
+        listed_registries, expected,
+        "`plugins list --json` shows them"
+    );
+    let lock: toml::Value = toml::from_str(&text).expect("TOML");
+    let acme_payload = lock["payload"]
+        .as_array()
+        .expect("payloads")
+        .iter()
+        .find(|p| p["server"].as_str() == Some("acme"))
+        .expect("the acme server's payload");
+    let acme_closure: Vec<(&str, &str)> = acme_payload["npm"]
+        .as_array()
+        .expect("npm")
+        .iter()
+        .map(|p| {
+            (
+                p["path"].as_str().expect("path"),
+                p["url"].as_str().expect("url"),
+            )
+        })
+        .collect();
+    let tarballs = |registry: &str| registry.replace("/registry/", "/tarballs/");
+    assert!(
+        acme_closure[0].0 == "node_modules/@acme/x"
+            && acme_closure[0].1.starts_with(&tarballs(&acme_url))
+            && acme_closure[1].0 == "node_modules/fake-dep"
+            && acme_closure[1].1.starts_with(&tarballs(&main_url)),
+        "each package from its own registry: {acme_closure:?}"
+    );
+
+    // A fresh store fetches every tarball again with the tokens this machine has now:
+    // none from the lock, none from the store.
+    ctx.wipe_store_entries();
+    let wrong = [("NPM_TOKEN", "not-it"), ("ACME_TOKEN", acme_token)];
+    let refused = berth_vv(&ctx, &wrong, &["plugins", "sync"]);
+    assert_ne!(
+        refused.code, 0,
+        "a wrong token is refused:\n{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("401"), "{}", refused.stderr);
+    never_shown(&refused, "a refused sync");
+    let synced = berth_vv(&ctx, &tokens, &["plugins", "sync"]);
+    assert_eq!(synced.code, 0, "sync failed:\n{}", synced.stderr);
+    never_shown(&synced, "sync -vv");
+    let verified = berth_vv(&ctx, &tokens, &["plugins", "verify"]);
+    assert_eq!(verified.code, 0, "verify failed:\n{}", verified.stderr);
+    never_shown(&verified, "verify -vv");
+    let store = common::list_dir(&ctx.store.join("store-v1")).join("\n");
+    assert!(!store.contains(token), "{store}");
+    let grep = Command::new("grep")
+        .args(["-rl", token, "-r"])
+        .arg(&ctx.store)
+        .output()
+        .expect("grep");
+    assert!(
+        grep.stdout.is_empty(),
+        "the store holds the token: {grep:?}"
+    );
+}
+
+#[test]
+fn the_npm_registry_is_berths_then_the_environments_then_the_projects_then_the_users() {
+    if !have_node() {
+        return;
+    }
+    let ctx = TestContext::new();
+    let registry = fake_registry(&ctx.root.join("npm"));
+    let good = format!("{}/", registry.url());
+    // Nothing listens there: a registry read from the wrong layer fails the lock.
+    let dead = "http://127.0.0.1:9/registry/";
+    tools_plugin(
+        &ctx,
+        json!({"fake": {"command": "npx", "args": ["-y", "fake-mcp@1.0.0"]}}),
+    );
+    let lock_with = |env: &[(&str, &str)], project: Option<&str>, user: Option<&str>| {
+        for (path, registry) in [
+            (ctx.work.join(".npmrc"), project),
+            (ctx.home.join(".npmrc"), user),
+        ] {
+            match registry {
+                Some(url) => std::fs::write(&path, format!("registry={url}\n")).expect("write"),
+                None => drop(std::fs::remove_file(&path)),
+            }
+        }
+        let _ = std::fs::remove_file(ctx.work.join("plugins.lock"));
+        let run = berth_vv(&ctx, env, &["plugins", "lock"]);
+        assert_eq!(run.code, 0, "lock failed:\n{}", run.stderr);
+        recorded_registries(&ctx)[0].1.clone()
+    };
+    let berth_env = [("BERTH_NPM_REGISTRY", good.as_str())];
+    assert_eq!(
+        lock_with(&berth_env, Some(dead), Some(dead)),
+        good,
+        "BERTH_NPM_REGISTRY first"
+    );
+    let npm_env = [("npm_config_registry", good.as_str())];
+    assert_eq!(
+        lock_with(&npm_env, Some(dead), Some(dead)),
+        good,
+        "then npm_config_registry"
+    );
+    let upper = [("NPM_CONFIG_REGISTRY", good.as_str())];
+    assert_eq!(lock_with(&upper, None, Some(dead)), good, "in any case");
+    assert_eq!(
+        lock_with(&[], Some(&good), Some(dead)),
+        good,
+        "then the project's .npmrc"
+    );
+    assert_eq!(lock_with(&[], None, Some(&good)), good, "then the user's");
+    let elsewhere = ctx.root.join("elsewhere.npmrc");
+    std::fs::write(&elsewhere, format!("registry={good}\n")).expect("write");
+    let userconfig = [("NPM_CONFIG_USERCONFIG", elsewhere.to_str().expect("utf-8"))];
+    assert_eq!(
+        lock_with(&userconfig, None, Some(dead)),
+        good,
+        "the user's is where NPM_CONFIG_USERCONFIG says"
+    );
+}
+
+#[test]
+fn a_uvx_server_is_resolved_against_uv_index_url_whose_password_is_never_written() {
+    if !have_uv() {
+        return;
+    }
+    let ctx = TestContext::new();
+    let served = ctx.root.join("served");
+    build_agent_index(&served, 0);
+    let password = "uv-s3cret-pass";
+    let server = FileServer::start(&served, Some(&format!("corp:{password}")));
+    let index = server.url("simple");
+    let with_password = index.replace("http://", &format!("http://corp:{password}@"));
+    tools_plugin(
+        &ctx,
+        json!({"py": {"command": "uvx", "args": ["fake-mcp-server"]}}),
+    );
+    let env = [("UV_INDEX_URL", with_password.as_str())];
+    let locked = berth_vv(&ctx, &env, &["plugins", "lock"]);
+    assert_eq!(locked.code, 0, "lock failed:\n{}", locked.stderr);
+    assert!(!locked.stderr.contains(password), "{}", locked.stderr);
+    assert!(
+        !locked.stderr.contains("has a credential written in it"),
+        "UV_INDEX_URL is where uv's users put it: {}",
+        locked.stderr
+    );
+    let text = ctx.lock_text();
+    assert!(
+        !text.contains(password) && !text.contains("corp:"),
+        "{text}"
+    );
+    assert_eq!(
+        recorded_registries(&ctx),
+        [("py".to_owned(), index.clone())]
+    );
+    // Synced again with the credential this machine has for the recorded index.
+    ctx.wipe_store_entries();
+    let synced = berth_vv(&ctx, &env, &["plugins", "sync"]);
+    assert_eq!(synced.code, 0, "sync failed:\n{}", synced.stderr);
+    assert!(!synced.stderr.contains(password), "{}", synced.stderr);
+    // berth's own setting stays first.
+    let dead = [
+        ("UV_INDEX_URL", with_password.as_str()),
+        ("BERTH_INDEX_URL", "http://127.0.0.1:9/simple"),
+    ];
+    let _ = std::fs::remove_file(ctx.work.join("plugins.lock"));
+    let refused = berth_vv(&ctx, &dead, &["plugins", "lock"]);
+    assert_ne!(
+        refused.code, 0,
+        "BERTH_INDEX_URL is used:\n{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("127.0.0.1:9"), "{}", refused.stderr);
+}

@@ -1,9 +1,40 @@
 //! Credentials, in one place: the URL's own (`${VAR}` expanded), then `~/.netrc` (or
 //! `$NETRC`, read with the `rust-netrc` crate, as uv reads it) for the URL's host, then,
-//! for git, the user's git credential helpers (`git.rs`). A password goes over plain
-//! `http://` only to this machine.
+//! for git, the user's git credential helpers (`git.rs`); for an npm registry, the
+//! [`Credential`] its configuration names (`registries/npm.rs`). A password or a token
+//! goes over plain `http://` only to this machine.
 
 use std::path::Path;
+
+/// What an `Authorization` header carries for a registry: never written, never printed
+/// (its `Debug` says only which kind it is).
+#[derive(Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// `Bearer TOKEN` (npm's `_authToken`).
+    Bearer(String),
+    /// `Basic BASE64`, `user:password` already encoded (npm's `_auth`, or its `username`
+    /// with `_password`).
+    Basic(String),
+}
+
+impl Credential {
+    /// The `Authorization` header's value.
+    pub fn header_value(&self) -> String {
+        match self {
+            Self::Bearer(token) => format!("Bearer {token}"),
+            Self::Basic(encoded) => format!("Basic {encoded}"),
+        }
+    }
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Bearer(_) => "Credential::Bearer(***)",
+            Self::Basic(_) => "Credential::Basic(***)",
+        })
+    }
+}
 
 /// `localhost`, `127.x.x.x` or `::1` (brackets allowed).
 pub fn is_loopback(host: &str) -> bool {

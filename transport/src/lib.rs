@@ -7,6 +7,8 @@
 //!   DNS resolver that enforces it at connect time;
 //! - [`http`]: the one client configuration and what an upstream said, scrubbed;
 //!   [`integrity`]: Subresource Integrity values (npm's `dist.integrity`);
+//! - [`registries`]: which npm registry and Python index a package manager's own
+//!   configuration names (`.npmrc`, `uv.toml`), and the credentials it would send;
 //! - [`objects`]: object storage (a folder, S3); [`cache`]: Nix binary caches on it, with
 //!   their signatures;
 //! - [`extract`]: bounded, escape-proof archive extraction; [`tree_path`]: following a
@@ -22,5 +24,6 @@ pub mod http;
 pub mod integrity;
 pub mod objects;
 pub mod policy;
+pub mod registries;
 pub mod tree_path;
 pub mod url;

@@ -143,6 +143,37 @@ impl SourceUrl {
         }
     }
 
+    /// This URL with `user` and `password` as its userinfo when it carries none:
+    /// credentials configured beside the URL (uv's `UV_INDEX_<NAME>_PASSWORD`), sent as
+    /// the URL's own and, like them, kept out of every message.
+    pub fn with_credentials(mut self, user: &str, password: &str) -> Self {
+        let Some(parsed) = self.parsed.as_mut() else {
+            return self;
+        };
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return self;
+        }
+        let password = Some(password).filter(|p| !p.is_empty());
+        if parsed.set_username(user).is_err() || parsed.set_password(password).is_err() {
+            return self;
+        }
+        self.fetch = parsed.as_str().to_owned();
+        // A lone user name over http(s) is a token: secret, as in `new`.
+        let secret = password.unwrap_or(user);
+        let encoded = match password {
+            Some(_) => parsed.password().unwrap_or_default(),
+            None => parsed.username(),
+        };
+        self.secrets.extend(
+            [secret.to_owned(), encoded.to_owned()]
+                .into_iter()
+                .filter(|s| !s.is_empty()),
+        );
+        self.secrets.sort();
+        self.secrets.dedup();
+        self
+    }
+
     /// The user name and password the URL itself carries, decoded.
     pub fn credentials(&self) -> Option<(String, String)> {
         let url = self.parsed.as_ref()?;
@@ -204,6 +235,23 @@ pub fn userinfo(url: &str) -> Option<(&str, Option<&str>)> {
         Some((user, password)) => (user, Some(password)),
         None => (info, None),
     })
+}
+
+/// `url` without the userinfo of its authority (`https://u:p@h/simple` ->
+/// `https://h/simple`), everything else as written: what a lock records of a registry
+/// whose credentials are looked up again at every fetch.
+pub fn without_userinfo(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_owned();
+    };
+    let start = scheme_end + 3;
+    let end = url[start..]
+        .find(['/', '?', '#', '\\'])
+        .map_or(url.len(), |i| start + i);
+    match url[start..end].rfind('@') {
+        Some(at) => format!("{}{}", &url[..start], &url[start + at + 1..]),
+        None => url.to_owned(),
+    }
 }
 
 fn env_references(text: &str) -> impl Iterator<Item = &str> {
@@ -299,6 +347,28 @@ mod tests {
         );
         assert_eq!(userinfo("https://u:p@h/r"), Some(("u", Some("p"))));
         assert_eq!(userinfo("https://h/r"), None);
+        assert_eq!(
+            without_userinfo("https://__token__:${T}@h:8/simple/"),
+            "https://h:8/simple/"
+        );
+        assert_eq!(without_userinfo("https://h/a@b"), "https://h/a@b");
+    }
+
+    #[test]
+    fn credentials_beside_a_url_are_sent_and_kept_secret() {
+        let url = SourceUrl::new("https://h.example/simple")
+            .expect("url")
+            .with_credentials("alice", "p@ss");
+        assert_eq!(url.fetch, "https://alice:p%40ss@h.example/simple");
+        assert_eq!(url.shown, "https://h.example/simple");
+        assert_eq!(url.scrub("no p@ss, no p%40ss"), "no ***, no ***");
+        let written = SourceUrl::new("https://bob:x@h.example/simple")
+            .expect("url")
+            .with_credentials("alice", "y");
+        assert_eq!(
+            written.fetch, "https://bob:x@h.example/simple",
+            "the URL's own win"
+        );
     }
 
     #[test]

@@ -78,15 +78,15 @@ pub struct FetchArgs {
     pub jobs: Option<usize>,
 
     /// The Python package index for the `[agent]` package and `uvx` payloads (may hold
-    /// `${VAR}` credentials)
+    /// `${VAR}` credentials) [default: uv's configured index (`UV_INDEX_URL`,
+    /// `UV_DEFAULT_INDEX`, `uv.toml`), else https://pypi.org/simple]
     #[arg(
         long,
         value_name = "URL",
         env = "BERTH_INDEX_URL",
-        default_value = berth_resolver::DEFAULT_INDEX_URL,
         help_heading = "Fetch options"
     )]
-    pub index_url: String,
+    pub index_url: Option<String>,
 
     #[command(flatten)]
     pub caches: CacheArgs,

@@ -93,6 +93,7 @@ fn document(ctx: &Context, lock: &Lock) -> serde_json::Value {
                     "spec": p.spec,
                     "package": p.package,
                     "version": p.version,
+                    "registry": p.registry,
                     "hash": p.hash.to_sri(),
                     "store_path": payload_path(ctx, p),
                 })

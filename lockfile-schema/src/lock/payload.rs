@@ -44,6 +44,10 @@ pub struct LockedPayload {
     pub package: String,
     /// The version the spec resolved to.
     pub version: String,
+    /// The registry (npm) or index (Python) it was resolved against, without credentials:
+    /// a fetch looks its credentials up again in the machine's configuration. `None` in a
+    /// lock written before berth recorded it.
+    pub registry: Option<String>,
     /// What to run: npm, the script's path in the closure
     /// (`node_modules/pkg/bin/cli.js`); Python, the console script's name.
     pub entry: String,
@@ -109,6 +113,11 @@ pub struct LockedPayloadWire {
     /// The exact version the spec resolved to.
     #[schemars(length(min = 1))]
     pub version: String,
+    /// The npm registry or Python index it was resolved against (http or https, no
+    /// credentials); absent in locks written before berth recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", regex(pattern = r"^https?://[^/@?#]+(/.*)?$"))]
+    pub registry: Option<String>,
     /// npm: the script's path in the closure; Python: the console script's name.
     #[schemars(length(min = 1))]
     pub entry: String,
@@ -153,6 +162,22 @@ fn is_closure_path(path: &str) -> bool {
             .all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains('\\'))
 }
 
+/// A recorded registry is an http(s) URL with no userinfo: a lock holds no credential.
+fn check_registry(registry: &str) -> Result<(), String> {
+    let rest = registry
+        .strip_prefix("https://")
+        .or_else(|| registry.strip_prefix("http://"))
+        .ok_or_else(|| format!("`registry = \"{registry}\"` is not an http(s) URL"))?;
+    let authority = &rest[..rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len())];
+    if authority.is_empty() || authority.contains('@') {
+        return Err(format!(
+            "`registry = \"{}\"` must name a host and carry no credentials",
+            crate::redact(registry).text
+        ));
+    }
+    Ok(())
+}
+
 impl TryFrom<LockedPayloadWire> for LockedPayload {
     type Error = String;
 
@@ -185,6 +210,9 @@ impl TryFrom<LockedPayloadWire> for LockedPayload {
             });
         }
         let wheels = wheels_from_wire(w.wheel)?;
+        if let Some(registry) = &w.registry {
+            check_registry(registry)?;
+        }
         match ecosystem {
             Ecosystem::Npm => {
                 if npm.is_empty() || !wheels.is_empty() {
@@ -215,6 +243,7 @@ impl TryFrom<LockedPayloadWire> for LockedPayload {
             ecosystem,
             package: w.package,
             version: w.version,
+            registry: w.registry,
             entry: w.entry,
             hash,
             python_version: w.python_version,
@@ -247,6 +276,7 @@ impl LockedPayload {
                 ("ecosystem", Some(&self.ecosystem.as_str().to_owned())),
                 ("package", Some(&self.package)),
                 ("version", Some(&self.version)),
+                ("registry", self.registry.as_ref()),
                 ("entry", Some(&self.entry)),
                 ("hash", Some(&hash)),
                 ("python_version", self.python_version.as_ref()),
@@ -275,7 +305,8 @@ mod tests {
     const PAYLOAD: &str = "version = 1\n\n\
         [[payload]]\nplugin = \"tools\"\nserver = \"fake\"\nrunner = \"npx\"\n\
         spec = \"fake-mcp@^1\"\necosystem = \"npm\"\npackage = \"fake-mcp\"\n\
-        version = \"1.1.0\"\nentry = \"node_modules/fake-mcp/bin/server.js\"\n\
+        version = \"1.1.0\"\nregistry = \"https://registry.example/\"\n\
+        entry = \"node_modules/fake-mcp/bin/server.js\"\n\
         hash = \"sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\"\n\n\
         [[payload.npm]]\npath = \"node_modules/fake-mcp\"\nversion = \"1.1.0\"\n\
         url = \"https://registry.example/fake-mcp/-/fake-mcp-1.1.0.tgz\"\n\
@@ -289,6 +320,15 @@ mod tests {
         let text = lock.to_toml();
         assert_eq!(parse_lock("plugins.lock", &text).expect("valid"), lock);
         assert!(text.contains("[[payload.npm]]"), "{text}");
+        assert_eq!(
+            lock.payloads[0].registry.as_deref(),
+            Some("https://registry.example/")
+        );
+        // A lock from before the registry was recorded still reads.
+        let older = PAYLOAD.replace("registry = \"https://registry.example/\"\n", "");
+        let older = parse_lock("plugins.lock", &older).expect("valid");
+        assert_eq!(older.payloads[0].registry, None);
+        assert!(!older.to_toml().contains("registry ="));
     }
 
     #[test]
@@ -313,6 +353,16 @@ mod tests {
                 "ecosystem = \"npm\"",
                 "ecosystem = \"cargo\"",
                 "not `npm` or `python`",
+            ),
+            (
+                "registry = \"https://",
+                "registry = \"https://u:tok@",
+                "carry no credentials",
+            ),
+            (
+                "registry = \"https://registry.example/\"",
+                "registry = \"file:///srv/npm\"",
+                "not an http(s) URL",
             ),
         ] {
             let text = PAYLOAD.replace(from, to);

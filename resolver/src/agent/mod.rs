@@ -31,8 +31,7 @@ use crate::context::Env;
 use crate::error::ResolveError;
 use berth_transport::url::SourceUrl;
 
-/// The package index used when neither `--index-url` nor `BERTH_INDEX_URL` says otherwise.
-pub const DEFAULT_INDEX_URL: &str = "https://pypi.org/simple";
+pub use berth_transport::registries::DEFAULT_INDEX_URL;
 
 /// The time stamp every built wheel carries (1980-01-01, the earliest a zip can hold), so
 /// that building the same tree again gives the same bytes.
@@ -41,6 +40,16 @@ pub const SOURCE_DATE_EPOCH: &str = "315532800";
 /// The index, as uv is given it and as berth shows it.
 pub(crate) struct Index {
     pub(crate) url: SourceUrl,
+    /// Whether a credential is written in the URL where `${VAR}` belongs.
+    written_credential: bool,
+}
+
+impl Index {
+    /// What a lock records of it: its URL as configured (`${VAR}`s unexpanded), without
+    /// credentials.
+    pub(crate) fn recorded(&self) -> String {
+        berth_transport::url::without_userinfo(&self.url.shown)
+    }
 }
 
 /// What a wheel says about itself.
@@ -100,13 +109,37 @@ pub enum AgentVerifyStatus {
     Failed(std::sync::Arc<ResolveError>),
 }
 
+/// The index the settings name (berth's own, else uv's configuration's), its `${VAR}`s
+/// expanded and the credentials configured for it added.
 pub(crate) fn index(env: &Env<'_>) -> Result<Index, ResolveError> {
-    let raw = env.settings.index_url.trim_end_matches('/').to_owned();
-    let url = SourceUrl::new(&raw)?;
+    let configured = env.settings.index.as_ref().map_err(|e| e.clone())?;
+    let raw = configured.url.trim_end_matches('/');
+    let mut url = SourceUrl::new(raw)?;
+    if let Some((user, password)) = &configured.credentials {
+        url = url.with_credentials(user, password);
+    }
     // The same rule as plugin sources: a password goes over plain http only to this
     // machine.
     berth_transport::url::refuse_plain_http_password(&url)?;
-    Ok(Index { url })
+    Ok(Index {
+        url,
+        written_credential: configured.has_written_credential(),
+    })
+}
+
+/// The index a locked payload recorded, for fetching its wheels again: the configured one
+/// (with its credentials) while it is the same URL, else the recorded URL alone (whose
+/// host's `~/.netrc` entry still applies).
+pub(crate) fn recorded_index(env: &Env<'_>, recorded: Option<&str>) -> Result<Index, ResolveError> {
+    let configured = index(env);
+    match (recorded, configured) {
+        (None, configured) => configured,
+        (Some(recorded), Ok(configured)) if configured.recorded() == recorded => Ok(configured),
+        (Some(recorded), _) => Ok(Index {
+            url: SourceUrl::new(recorded.trim_end_matches('/'))?,
+            written_credential: false,
+        }),
+    }
 }
 
 /// Resolves `[agent]` into a locked package, entry point and wheel closure.
@@ -119,7 +152,7 @@ pub(crate) fn lock_agent(
     let uv = Uv::find()?;
     let python = uv.find_python(request.python.as_deref())?;
     let index = index(env)?;
-    if redact(&env.settings.index_url).removed_secret {
+    if index.written_credential {
         env.reporter.warn(&format!(
             "the index URL `{}` has a credential written in it; it is left out of everything berth writes and prints. Put it in an environment variable and write `${{VAR}}` instead",
             index.url.shown

@@ -65,6 +65,7 @@ pub(crate) fn fetch_wheel(
     let source = ArchiveUrl {
         url: index.url.for_file_on_index(&shown),
         format: ArchiveFormat::Zip,
+        credential: None,
     };
     let (staging, file, sha256) = download(env, &source)?;
     let path = staging.path().join(&wheel.file);

@@ -12,8 +12,7 @@ mod settings;
 pub use memo::SharedResolutions;
 pub use report::{Event, Reporter, SilentReporter, Task};
 pub use settings::{
-    Cancel, DEFAULT_GITHUB_URL, DEFAULT_NPM_REGISTRY, LocalCheck, Network, PayloadFinder, Settings,
-    git_cache_name,
+    Cancel, DEFAULT_GITHUB_URL, LocalCheck, Network, PayloadFinder, Settings, git_cache_name,
 };
 
 pub(crate) use memo::{KEPT_TREE_BYTES, KeptTree, TagList};

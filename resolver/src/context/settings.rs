@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use berth_transport::cache;
 use berth_transport::extract::ArchiveLimits;
 use berth_transport::policy::FetchPolicy;
+use berth_transport::registries::{ConfigError, NpmConfig, PackageIndex};
 
 use super::SharedResolutions;
 use crate::error::ResolveError;
@@ -29,9 +30,6 @@ pub type PayloadFinder =
         &berth_lockfile_schema::Lock,
     ) -> Result<(Vec<berth_lockfile_schema::runner::PayloadWant>, Vec<String>), String>;
 
-/// The npm registry used when `$BERTH_NPM_REGISTRY` does not say otherwise.
-pub const DEFAULT_NPM_REGISTRY: &str = "https://registry.npmjs.org";
-
 /// What the resolver needs from its caller's environment, gathered once by the CLI or server.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -47,9 +45,11 @@ pub struct Settings {
     pub home_dir: Option<PathBuf>,
     /// How large an archive may be.
     pub archive_limits: ArchiveLimits,
-    /// The package index for the `[agent]` package (`--index-url`, `$BERTH_INDEX_URL`);
-    /// may hold `${VAR}` credentials.
-    pub index_url: String,
+    /// The Python package index for the `[agent]` package and `uvx` payloads
+    /// (`--index-url`, `$BERTH_INDEX_URL`, else uv's configuration); its URL may hold
+    /// `${VAR}` credentials. An error reading uv's configuration fails only what needs the
+    /// index.
+    pub index: Result<PackageIndex, ConfigError>,
     /// Resolutions shared with other lock runs of this process (the server sets its own);
     /// `None`: the process's.
     pub shared: Option<SharedResolutions>,
@@ -65,9 +65,10 @@ pub struct Settings {
     /// How old a branch or tag resolution shared through `shared` may be and still be
     /// reused (the server's `--ref-ttl`); zero: only those made since the run started.
     pub ref_ttl: std::time::Duration,
-    /// The npm registry runner-started MCP servers are resolved against
-    /// (`$BERTH_NPM_REGISTRY`, else [`DEFAULT_NPM_REGISTRY`]).
-    pub npm_registry: String,
+    /// The npm registries and credentials `npx` payloads are resolved and fetched with
+    /// (`$BERTH_NPM_REGISTRY`, else npm's own configuration); as `index`, an error fails
+    /// only what needs it.
+    pub npm: Result<NpmConfig, ConfigError>,
     /// Reads which MCP servers of a lock start through a package runner (the runtime's
     /// reader, handed down by the front end); `None`: payloads are not locked.
     pub payload_finder: Option<PayloadFinder>,

@@ -42,6 +42,14 @@ pub enum DownloadError {
         /// The HTTP status.
         status: reqwest::StatusCode,
     },
+    /// 401 or 403 to the credential a registry's configuration gives for the URL.
+    #[error(
+        "the server answered {status} to the credential this machine's configuration gives for it; check that registry's `_authToken` (or `_auth`, `username` and `_password`) in `.npmrc`"
+    )]
+    CredentialRefused {
+        /// The HTTP status.
+        status: reqwest::StatusCode,
+    },
     /// Any other status that is not a success.
     #[error("the server answered {status}")]
     Status {

@@ -38,7 +38,8 @@ impl ResolveError {
             | Self::VersionRange { .. }
             | Self::Marketplace { .. }
             | Self::FileTooLarge { .. }
-            | Self::Dependency { .. } => ErrorKind::InvalidInput,
+            | Self::Dependency { .. }
+            | Self::RegistryConfig(_) => ErrorKind::InvalidInput,
             Self::Refused { .. } => ErrorKind::Refused,
             Self::Download {
                 cause: DownloadError::TooLarge { .. } | DownloadError::GrewTooLarge { .. },

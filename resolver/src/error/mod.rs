@@ -378,6 +378,9 @@ pub enum ResolveError {
     /// A filesystem error outside the store.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// npm's or uv's configuration, which names the registry, could not be read.
+    #[error(transparent)]
+    RegistryConfig(#[from] berth_transport::registries::ConfigError),
 }
 
 impl From<UrlError> for ResolveError {

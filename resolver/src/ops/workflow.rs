@@ -362,13 +362,15 @@ mod tests {
             base_dir: base_dir.to_owned(),
             home_dir: None,
             archive_limits: ArchiveLimits::default(),
-            index_url: crate::DEFAULT_INDEX_URL.to_owned(),
+            index: Ok(berth_transport::registries::PackageIndex::given(
+                crate::DEFAULT_INDEX_URL,
+            )),
             shared: None,
             cancel: Default::default(),
             policy: None,
             substituters: Vec::new(),
             ref_ttl: std::time::Duration::ZERO,
-            npm_registry: String::new(),
+            npm: Ok(Default::default()),
             payload_finder: None,
         }
     }

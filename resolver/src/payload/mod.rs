@@ -16,7 +16,8 @@ use berth_lockfile_schema::runner::{Ecosystem, PayloadWant};
 use berth_lockfile_schema::{Lock, LockedPayload};
 use berth_store::{Staging, Store, StoreEntry, StoreError};
 
-pub use crate::context::{DEFAULT_NPM_REGISTRY, PayloadFinder};
+pub use crate::context::PayloadFinder;
+pub use berth_transport::registries::DEFAULT_NPM_REGISTRY;
 
 use crate::context::{Env, Network, Reporter, Settings};
 use crate::error::{EntryError, ResolveError};
@@ -24,6 +25,8 @@ use crate::error::{EntryError, ResolveError};
 /// A closure an ecosystem resolved and staged, not yet in the store.
 pub(crate) struct Staged {
     version: String,
+    /// The registry or index it was resolved against, without credentials.
+    registry: String,
     entry: String,
     python_version: Option<String>,
     npm: Vec<berth_lockfile_schema::LockedNpmPackage>,
@@ -223,6 +226,7 @@ fn commit_payload(
         ecosystem: call.ecosystem,
         package: call.package.clone(),
         version: staged.version,
+        registry: Some(staged.registry),
         entry: staged.entry,
         hash: berth_lockfile_schema::Sha256Hash::from_bytes([0; 32]),
         python_version: staged.python_version,
@@ -290,14 +294,16 @@ pub(crate) fn fresh_payload_hash(
     Ok(berth_store::hash_path(staging.path())?)
 }
 
-/// A payload's closure fetched from its registry into a staging folder, every
-/// package checked against its pin.
+/// A payload's closure fetched from its recorded registry into a staging folder, every
+/// package checked against its pin; credentials are this machine's for that registry.
 fn fetch_closure(env: &Env<'_>, payload: &LockedPayload) -> Result<Staging, ResolveError> {
     env.settings
         .require_network(|| format!("the package `{}` {}", payload.package, payload.version))?;
     let built = match payload.ecosystem {
-        Ecosystem::Npm => npm::assemble_npm(env, &payload.npm),
-        Ecosystem::Python => python::assemble_wheels(env, &payload.wheels),
+        Ecosystem::Npm => npm::fetch_npm(env, payload),
+        Ecosystem::Python => crate::agent::recorded_index(env, payload.registry.as_deref())
+            .map_err(NotLocked::from)
+            .and_then(|index| python::assemble_wheels(env, &payload.wheels, &index)),
     };
     built.map_err(|e| match e {
         NotLocked::Failed(e) => *e,

@@ -2,16 +2,22 @@
 //! --ignore-scripts` against the registry), berth reads its `package-lock.json`, fetches
 //! every tarball, checks it against the lock's `integrity` and lays the closure out as
 //! `node_modules/` in a staging folder that becomes a store entry.
+//!
+//! Which registry and which credentials are npm's configuration's, read by berth
+//! ([`berth_transport::registries::NpmConfig`]) and handed to npm explicitly: the
+//! registry on its command line, scoped registries and credentials in its environment
+//! (never a file). Tarballs are fetched with the credential configured for their URL.
 
 use std::path::Path;
 use std::process::Command;
 
-use berth_lockfile_schema::LockedNpmPackage;
 use berth_lockfile_schema::runner::PayloadWant;
+use berth_lockfile_schema::{LockedNpmPackage, LockedPayload};
 use berth_store::Staging;
 use berth_transport::extract::ArchiveFormat;
 use berth_transport::integrity::Integrity;
-use berth_transport::url::SourceUrl;
+use berth_transport::registries::NpmConfig;
+use berth_transport::url::{SourceUrl, scrub, without_userinfo};
 use serde_json::Value;
 
 use super::{NotLocked, Staged};
@@ -33,7 +39,8 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         "dependencies": {(call.package.clone()): call.requirement},
     });
     fs_err::write(work.path().join("package.json"), manifest.to_string())?;
-    let registry = env.settings.npm_registry.trim_end_matches('/');
+    let config = npm_config(env)?;
+    let registry = without_userinfo(config.registry_for(&call.package));
     let mut cmd = Command::new(std::env::var_os("BERTH_NPM").unwrap_or_else(|| "npm".into()));
     cmd.current_dir(work.path())
         .args([
@@ -45,7 +52,8 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
             "--no-update-notifier",
             "--loglevel=error",
         ])
-        .arg(format!("--registry={registry}/"))
+        .arg(format!("--registry={}", config.registry()))
+        .envs(config.npm_env())
         .env("npm_config_yes", "true");
     // Without npm the line could not run either: it is left as written.
     let out = cmd.output().map_err(|e| {
@@ -54,7 +62,7 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         ))
     })?;
     if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = scrub(&String::from_utf8_lossy(&out.stderr), &config.secrets());
         let message = stderr
             .lines()
             .filter(|l| !l.trim().is_empty())
@@ -72,18 +80,20 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         what: format!("`{}`", call.spec),
         message: format!("npm wrote a `package-lock.json` berth cannot read: {e}"),
     })?;
-    let packages = closure(&lockfile, registry).map_err(NotLocked::Left)?;
+    let packages =
+        closure(&lockfile, |name| config.registry_for(name).to_owned()).map_err(NotLocked::Left)?;
     let own = format!("node_modules/{}", call.package);
     let version = packages
         .iter()
         .find(|p| p.path == own)
         .map(|p| p.version.clone())
         .ok_or_else(|| NotLocked::Left(format!("npm's lock has no `{own}`")))?;
-    let staging = assemble_npm(env, &packages)?;
+    let staging = assemble_npm(env, &packages, config, &registry)?;
     let entry = bin_of(staging.path(), &own, &call.package, call.program.as_deref())
         .map_err(NotLocked::Left)?;
     Ok(Staged {
         version,
+        registry,
         entry,
         python_version: None,
         npm: packages,
@@ -92,11 +102,34 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
     })
 }
 
-/// Fetches every package of a closure, checks its tarball against its integrity and
+/// npm's configuration, or why it could not be read.
+fn npm_config<'a>(env: &Env<'a>) -> Result<&'a NpmConfig, ResolveError> {
+    env.settings
+        .npm
+        .as_ref()
+        .map_err(|e| ResolveError::from(e.clone()))
+}
+
+/// A locked payload's closure fetched again, with the credentials this machine's
+/// configuration has for its recorded registry (for a lock without one, the registry
+/// its package would come from now).
+pub(super) fn fetch_npm(env: &Env<'_>, payload: &LockedPayload) -> Result<Staging, NotLocked> {
+    let config = npm_config(env)?;
+    let registry = match &payload.registry {
+        Some(recorded) => recorded.clone(),
+        None => config.registry_for(&payload.package).to_owned(),
+    };
+    assemble_npm(env, &payload.npm, config, &registry)
+}
+
+/// Fetches every package of a closure (with the credential `config` has for each
+/// tarball, or for `registry` on its host), checks its tarball against its integrity and
 /// unpacks it at its `node_modules` path of a new staging folder.
-pub(super) fn assemble_npm(
+fn assemble_npm(
     env: &Env<'_>,
     packages: &[LockedNpmPackage],
+    config: &NpmConfig,
+    registry: &str,
 ) -> Result<Staging, NotLocked> {
     let closure = env.store.stage()?;
     let limits = env.settings.archive_limits;
@@ -104,6 +137,7 @@ pub(super) fn assemble_npm(
         let source = ArchiveUrl {
             url: SourceUrl::new(&package.url).map_err(ResolveError::from)?,
             format: ArchiveFormat::TarGz,
+            credential: config.credential_for(&package.url, registry),
         };
         let expected = Integrity::parse(&package.integrity).ok_or_else(|| {
             NotLocked::Left(format!(
@@ -134,8 +168,12 @@ pub(super) fn assemble_npm(
 /// The packages of npm's `package-lock.json` (version 2 or 3) to install, by path; a
 /// package berth cannot lay out faithfully is the reason the line stays as written. A
 /// package without `resolved` (npm leaves it out with `omit-lockfile-registry-resolved`)
-/// is at its registry's standard place, `REGISTRY/NAME/-/BASENAME-VERSION.tgz`.
-fn closure(lockfile: &Value, registry: &str) -> Result<Vec<LockedNpmPackage>, String> {
+/// is at its registry's standard place, `REGISTRY/NAME/-/BASENAME-VERSION.tgz`
+/// (`registry_for` a name gives its registry, ending in `/`).
+fn closure(
+    lockfile: &Value,
+    registry_for: impl Fn(&str) -> String,
+) -> Result<Vec<LockedNpmPackage>, String> {
     let Some(packages) = lockfile.get("packages").and_then(Value::as_object) else {
         return Err("npm's lock has no `packages` (npm 7 or newer writes them)".to_owned());
     };
@@ -162,7 +200,7 @@ fn closure(lockfile: &Value, registry: &str) -> Result<Vec<LockedNpmPackage>, St
         let text = |key: &str| p.get(key).and_then(Value::as_str).map(str::to_owned);
         let standard = |version: &String| {
             let bare = name.rsplit('/').next().unwrap_or(name);
-            format!("{registry}/{name}/-/{bare}-{version}.tgz")
+            format!("{}{name}/-/{bare}-{version}.tgz", registry_for(name))
         };
         let resolved = text("resolved").or_else(|| text("version").as_ref().map(standard));
         let (Some(version), Some(url), Some(integrity)) =
@@ -250,14 +288,21 @@ mod tests {
             "node_modules/a": {"version": "1.1.0", "resolved": "http://127.0.0.1:1/a-1.1.0.tgz", "integrity": "sha512-y"},
             "node_modules/@s/c": {"version": "3.0.0", "integrity": "sha512-z"},
         }});
-        let got = closure(&lock, "http://127.0.0.1:1").expect("a closure");
+        let registry = |name: &str| {
+            if name.starts_with("@s/") {
+                "http://127.0.0.1:2/scoped/".to_owned()
+            } else {
+                "http://127.0.0.1:1/".to_owned()
+            }
+        };
+        let got = closure(&lock, registry).expect("a closure");
         assert_eq!(
             got.iter().map(|p| p.path.as_str()).collect::<Vec<_>>(),
             ["node_modules/@s/c", "node_modules/a", "node_modules/b"]
         );
         assert_eq!(
-            got[0].url, "http://127.0.0.1:1/@s/c/-/c-3.0.0.tgz",
-            "the registry's own place"
+            got[0].url, "http://127.0.0.1:2/scoped/@s/c/-/c-3.0.0.tgz",
+            "its scope's registry's own place"
         );
         for (extra, why) in [
             (
@@ -275,7 +320,7 @@ mod tests {
                 .as_object_mut()
                 .expect("object");
             entry.extend(extra.as_object().expect("object").clone());
-            let err = closure(&lock, "http://127.0.0.1:1").expect_err(why);
+            let err = closure(&lock, registry).expect_err(why);
             assert!(err.contains(why), "{err}");
         }
     }

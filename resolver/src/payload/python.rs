@@ -9,7 +9,7 @@ use berth_store::Staging;
 use berth_uv::Uv;
 
 use super::{NotLocked, Staged};
-use crate::agent::{compile, fetch_wheel, index, read_wheel_meta, wheels_of};
+use crate::agent::{Index, compile, fetch_wheel, index, read_wheel_meta, wheels_of};
 use crate::context::Env;
 use crate::error::ResolveError;
 
@@ -30,7 +30,7 @@ pub(super) fn lock_python(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, N
         .find(|w| w.name == call.package)
         .cloned()
         .ok_or_else(|| NotLocked::Left(format!("uv's resolution has no `{}`", call.package)))?;
-    let staging = assemble_wheels(env, &wheels)?;
+    let staging = assemble_wheels(env, &wheels, &index)?;
     let meta = read_wheel_meta(&staging.path().join("wheels").join(&own.file))?;
     let names: Vec<&str> = meta.scripts.iter().map(|e| e.name.as_str()).collect();
     // uvx runs the script named as the line names the package (or `--from`'s program).
@@ -69,6 +69,7 @@ pub(super) fn lock_python(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, N
         })?;
     Ok(Staged {
         version: own.version.clone(),
+        registry: index.recorded(),
         entry,
         python_version: Some(python.minor_version()),
         npm: Vec::new(),
@@ -78,14 +79,17 @@ pub(super) fn lock_python(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, N
 }
 
 /// Fetches every wheel of a closure into `wheels/` of a new staging folder, each
-/// checked against its sha256.
-pub(super) fn assemble_wheels(env: &Env<'_>, wheels: &[LockedWheel]) -> Result<Staging, NotLocked> {
-    let index = index(env)?;
+/// checked against its sha256 (with `index`'s credentials for a wheel on its host).
+pub(super) fn assemble_wheels(
+    env: &Env<'_>,
+    wheels: &[LockedWheel],
+    index: &Index,
+) -> Result<Staging, NotLocked> {
     let closure = env.store.stage()?;
     let dir = closure.path().join("wheels");
     fs_err::create_dir(&dir)?;
     for wheel in wheels {
-        let (download, path, sha256) = fetch_wheel(env, wheel, &index)?;
+        let (download, path, sha256) = fetch_wheel(env, wheel, index)?;
         if sha256 != wheel.sha256 {
             return Err(ResolveError::WheelMismatch {
                 file: wheel.file.to_string(),

@@ -466,6 +466,23 @@ pub struct FileServer {
 impl FileServer {
     /// Serves `root`; with `auth` (`user:password`) every request needs it.
     pub fn start(root: &Path, auth: Option<&str>) -> Self {
+        let expected_auth = auth.map(|a| {
+            use base64::Engine as _;
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(a)
+            )
+        });
+        Self::serve(root, expected_auth)
+    }
+
+    /// Serves `root` to requests whose `Authorization` header is `authorization`
+    /// (`Bearer TOKEN`), answering any other with 401.
+    pub fn start_requiring(root: &Path, authorization: &str) -> Self {
+        Self::serve(root, Some(authorization.to_owned()))
+    }
+
+    fn serve(root: &Path, expected_auth: Option<String>) -> Self {
         use std::io::{BufRead, BufReader, Write};
         use std::sync::atomic::Ordering;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -475,13 +492,6 @@ impl FileServer {
         let slow: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
         let redirects: std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>> = Default::default();
         let log: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
-        let expected_auth = auth.map(|a| {
-            use base64::Engine as _;
-            format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD.encode(a)
-            )
-        });
         let (root_dir, stop2, truncated2, slow2, redirects2, log2) = (
             root.to_owned(),
             stop.clone(),

@@ -35,11 +35,23 @@ pub struct Registry {
 
 impl Registry {
     pub fn start(root: &Path) -> Self {
+        Self::on(root, FileServer::start(root, None))
+    }
+
+    /// A registry that answers only requests with `Authorization: Bearer TOKEN`.
+    pub fn start_requiring_token(root: &Path, token: &str) -> Self {
+        Self::on(
+            root,
+            FileServer::start_requiring(root, &format!("Bearer {token}")),
+        )
+    }
+
+    fn on(root: &Path, server: FileServer) -> Self {
         std::fs::create_dir_all(root.join("registry")).expect("mkdir");
         std::fs::create_dir_all(root.join("tarballs")).expect("mkdir");
         Self {
             root: root.to_owned(),
-            server: FileServer::start(root, None),
+            server,
             packages: Default::default(),
         }
     }
@@ -61,7 +73,7 @@ impl Registry {
             std::fs::write(path, text).expect("write");
         }
         let bytes = tar_gz(dir.path(), "package");
-        let file = format!("{name}-{version}.tgz");
+        let file = format!("{}-{version}.tgz", name.replace('/', "-"));
         std::fs::write(self.root.join("tarballs").join(&file), &bytes).expect("write");
         let integrity = format!(
             "sha512-{}",
@@ -87,13 +99,23 @@ impl Registry {
             "dist-tags": {"latest": latest},
             "versions": versions.iter().cloned().collect::<serde_json::Map<_, _>>(),
         });
-        std::fs::write(self.root.join("registry").join(name), document.to_string()).expect("write");
+        // npm asks for a scoped package as `@scope%2fname`.
+        let file = name.replace('/', "%2f");
+        std::fs::write(self.root.join("registry").join(file), document.to_string()).expect("write");
     }
 }
 
 /// `fake-mcp` (1.0.0, 1.1.0 and 2.0.0; a `bin` that needs `fake-dep`) and `fake-dep`.
 pub fn fake_registry(root: &Path) -> Registry {
-    let mut registry = Registry::start(root);
+    publish_fake(Registry::start(root))
+}
+
+/// [`fake_registry`], answering only requests with `Authorization: Bearer TOKEN`.
+pub fn fake_registry_requiring_token(root: &Path, token: &str) -> Registry {
+    publish_fake(Registry::start_requiring_token(root, token))
+}
+
+fn publish_fake(mut registry: Registry) -> Registry {
     registry.publish(
         "fake-dep",
         "1.0.0",

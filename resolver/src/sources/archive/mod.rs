@@ -27,6 +27,9 @@ pub(crate) struct ArchiveUrl {
     /// The URL: fetched, shown and scrubbed through one value.
     pub url: SourceUrl,
     pub format: ArchiveFormat,
+    /// The `Authorization` a registry's configuration gives for this URL (an npm token),
+    /// sent instead of `~/.netrc`'s.
+    pub credential: Option<auth::Credential>,
 }
 
 /// A plugin unpacked from an archive into a staging folder, ready to hash or commit.
@@ -131,14 +134,20 @@ fn open_body(
     let host = url.host_str().unwrap_or_default().to_owned();
     let may_send = auth::may_send_password(url.scheme(), &host);
     let mut request = client.get(url.as_str());
-    if !url.username().is_empty() && !may_send {
+    if (!url.username().is_empty() || source.credential.is_some()) && !may_send {
         return Err(ResolveError::PlainHttpCredentials {
             url: source.url.shown.clone(),
         });
     }
-    // Basic auth from `~/.netrc` goes to this host only: reqwest drops it when a
-    // redirect leads elsewhere.
-    if url.username().is_empty()
+    // A registry's credential, or Basic auth from `~/.netrc`, goes to this host only:
+    // reqwest drops the header when a redirect leads elsewhere. The header is marked
+    // sensitive, so no log of the request shows it.
+    if let Some(credential) = &source.credential {
+        if let Ok(mut value) = reqwest::header::HeaderValue::from_str(&credential.header_value()) {
+            value.set_sensitive(true);
+            request = request.header(reqwest::header::AUTHORIZATION, value);
+        }
+    } else if url.username().is_empty()
         && may_send
         && let Some((login, password)) = auth::netrc(&host, env.settings.home_dir.as_deref())
     {
@@ -161,7 +170,10 @@ fn open_body(
     })?;
     let status = response.status();
     if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
-        return Err(fail(DownloadError::Unauthorized { status }));
+        return Err(fail(match source.credential {
+            Some(_) => DownloadError::CredentialRefused { status },
+            None => DownloadError::Unauthorized { status },
+        }));
     }
     if !status.is_success() {
         return Err(fail(DownloadError::Status { status }));

@@ -44,6 +44,7 @@ impl<'a> ArchiveSource<'a> {
             archive: ArchiveUrl {
                 url: SourceUrl::new(url)?,
                 format,
+                credential: None,
             },
             integrity: None,
         })
@@ -160,6 +161,7 @@ impl LockedArchive<'_> {
         Ok(ArchiveUrl {
             url: SourceUrl::new(&url)?,
             format,
+            credential: None,
         })
     }
 

@@ -126,6 +126,7 @@ pub(crate) fn pick_from_registry(
     let source = ArchiveUrl {
         url: SourceUrl::new(&url)?,
         format: ArchiveFormat::TarGz,
+        credential: None,
     };
     env.settings
         .require_network(|| format!("the npm registry's `{package}`"))?;
