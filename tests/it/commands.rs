@@ -181,6 +181,22 @@ fn marketplace_search_matches_name_description_and_keywords_in_every_marketplace
     )
     .expect("JSON");
     assert_eq!(none["plugins"], json!([]));
+
+    // A marketplace out of reach is left out, warned; the others are still searched.
+    ctx.write_manifest(&format!(
+        "{MANIFEST}\n[[marketplace]]\nname = \"gone\"\nsource = \"./gone\"\n"
+    ));
+    let partial = ctx.ok(&["marketplace", "search", "review"]);
+    assert!(partial.stdout.contains("review@acme"), "{}", partial.stdout);
+    assert!(
+        partial
+            .stderr
+            .contains("warning: marketplace `gone` is left out of the search"),
+        "{}",
+        partial.stderr
+    );
+    ctx.write_manifest("[[marketplace]]\nname = \"gone\"\nsource = \"./gone\"\n");
+    assert_eq!(ctx.run(&["marketplace", "search", "review"]).code, 1);
 }
 
 #[test]

@@ -517,3 +517,40 @@ fn materialize_claude_defaults_to_the_users_folder() {
     assert!(accepted.contains("Wrote"), "{accepted}");
     assert!(asked.join("plugins").is_dir(), "accepted: written");
 }
+
+/// Item 8: what `lock` put in the store is counted by the `sync` that locked, and its
+/// store lines do not read as a second change before the lock's own.
+#[test]
+fn a_first_sync_counts_what_locking_stored() {
+    let ctx = TestContext::new();
+    every_form(&ctx);
+    let sync = ctx.ok(&["plugins", "sync", "-j", "1"]);
+    let filters = filters_with_revs(&ctx);
+    let stderr = common::apply_filters(&sync.stderr, &filters);
+    assert!(
+        stderr.contains("      Synced 4 plugins (4 added) in [TIME]"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("       Added "), "{stderr}");
+    assert_eq!(
+        stderr.lines().filter(|l| l.starts_with("      Adding ")).count(),
+        4,
+        "{stderr}"
+    );
+    let again = ctx.ok(&["plugins", "sync"]);
+    assert!(again.stderr.contains("(0 added)"), "{}", again.stderr);
+    // `-v` still shows each store entry as it is added.
+    std::fs::remove_file(ctx.lock_path()).expect("remove lock");
+    ctx.wipe_store_entries();
+    let verbose = ctx.ok(&["-v", "plugins", "lock"]);
+    assert_eq!(
+        verbose
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("       Added "))
+            .count(),
+        4,
+        "{}",
+        verbose.stderr
+    );
+}

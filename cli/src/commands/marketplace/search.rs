@@ -37,9 +37,28 @@ pub fn run(ctx: &Context, args: &MarketplaceSearchArgs) -> Result<()> {
     };
     let query = args.query.to_lowercase();
     let mut hits = Vec::new();
+    let mut read = 0;
     for declared in &manifest.marketplaces {
-        let (_, catalog) =
-            super::read_catalog(ctx, lock.as_ref().map(|(l, _)| l), declared, network)?;
+        // One marketplace out of reach leaves it out, warned; with nothing read, that is
+        // the error.
+        let catalog = match super::read_catalog(
+            ctx,
+            lock.as_ref().map(|(l, _)| l),
+            declared,
+            network,
+        ) {
+            Ok((_, catalog)) => catalog,
+            Err(error) if manifest.marketplaces.len() > 1 => {
+                ctx.printer.warn(&format!(
+                    "marketplace `{}` is left out of the search: {}",
+                    declared.name,
+                    crate::context::error_text(&error)
+                ));
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
+        read += 1;
         hits.extend(
             catalog
                 .plugins
@@ -50,6 +69,13 @@ pub fn run(ctx: &Context, args: &MarketplaceSearchArgs) -> Result<()> {
                     entry,
                 }),
         );
+    }
+    if read == 0 {
+        return Err(Failure {
+            message: "no declared marketplace could be read (each is named above)".to_owned(),
+            notes: Vec::new(),
+        }
+        .into());
     }
     let searched = match manifest.marketplaces.as_slice() {
         [one] => format!("marketplace `{}`", one.name),
