@@ -533,7 +533,10 @@ fn a_first_sync_counts_what_locking_stored() {
     );
     assert!(!stderr.contains("       Added "), "{stderr}");
     assert_eq!(
-        stderr.lines().filter(|l| l.starts_with("      Adding ")).count(),
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("      Adding "))
+            .count(),
         4,
         "{stderr}"
     );

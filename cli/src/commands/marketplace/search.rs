@@ -41,23 +41,19 @@ pub fn run(ctx: &Context, args: &MarketplaceSearchArgs) -> Result<()> {
     for declared in &manifest.marketplaces {
         // One marketplace out of reach leaves it out, warned; with nothing read, that is
         // the error.
-        let catalog = match super::read_catalog(
-            ctx,
-            lock.as_ref().map(|(l, _)| l),
-            declared,
-            network,
-        ) {
-            Ok((_, catalog)) => catalog,
-            Err(error) if manifest.marketplaces.len() > 1 => {
-                ctx.printer.warn(&format!(
-                    "marketplace `{}` is left out of the search: {}",
-                    declared.name,
-                    crate::context::error_text(&error)
-                ));
-                continue;
-            }
-            Err(error) => return Err(error),
-        };
+        let catalog =
+            match super::read_catalog(ctx, lock.as_ref().map(|(l, _)| l), declared, network) {
+                Ok((_, catalog)) => catalog,
+                Err(error) if manifest.marketplaces.len() > 1 => {
+                    ctx.printer.warn(&format!(
+                        "marketplace `{}` is left out of the search: {}",
+                        declared.name,
+                        crate::context::error_text(&error)
+                    ));
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
         read += 1;
         hits.extend(
             catalog
