@@ -139,6 +139,7 @@ impl Context {
         scans: &[bool],
         set: Option<&PluginSet>,
     ) -> Result<Checked> {
+        let tools = berth_runtime::review::load_manifests(&self.store, &lock.tools);
         let plugins: Vec<UnderReview<'_>> = lock
             .plugins
             .iter()
@@ -149,6 +150,7 @@ impl Context {
                 locked,
                 entry,
                 payloads: &lock.payloads,
+                tools: &tools,
                 // What the set read of each plugin is not read again.
                 read: set.and_then(|set| set.plugins[i].model.as_deref()),
                 marketplaces: &lock.marketplaces,

@@ -8,6 +8,7 @@ mod governance;
 mod printer;
 #[cfg(test)]
 mod reference;
+mod tools;
 mod usage;
 
 use std::process::ExitCode;
@@ -112,6 +113,7 @@ fn run_plugins(cli: &Cli, plugins: &PluginsArgs, printer: Printer) -> anyhow::Re
         }
         PluginsCommand::Diff(args) => commands::diff::run(&ctx.fetching(cli, &args.fetch)?, args),
         PluginsCommand::Tree(args) => commands::tree::run(&ctx, args),
+        PluginsCommand::Observe(args) => commands::observe::run(&ctx, args),
         PluginsCommand::Outdated(args) => {
             commands::outdated::run(&ctx.fetching(cli, &args.fetch)?, args)
         }

@@ -29,8 +29,8 @@ pub use diagnostic::{Diagnostic, line_column};
 pub use hash::{CommitId, HashParseError, Sha256Hash, is_full_commit_id, nix32, parse_nix32};
 pub use lock::{
     LOCK_HEADER, LOCK_VERSION, Lock, LockError, LockFileWire, LockedAgent, LockedAgentWire,
-    LockedNpmPackage, LockedPayload, LockedPlugin, LockedPluginWire, LockedWheel, LockedWheelWire,
-    Staleness, parse_lock, toml_string,
+    LockedNpmPackage, LockedPayload, LockedPlugin, LockedPluginWire, LockedTools, LockedToolsWire,
+    LockedWheel, LockedWheelWire, Staleness, TOOLS_ENTRY_NAME, ToolsTrust, parse_lock, toml_string,
 };
 pub use manifest::{
     AgentOrigin, AgentRequest, AutoLoad, Manifest, ParsedManifest, PluginRequest,

@@ -31,6 +31,7 @@ pub mod manifest {
 }
 pub mod mcp;
 pub mod model;
+pub mod observe;
 mod payloads;
 pub mod process;
 mod pystr;

@@ -67,7 +67,10 @@ pub(crate) fn check_run_policy(
     store: &berth_store::Store,
     set: &berth_runtime::PluginSet,
 ) -> Result<(), AppError> {
-    use berth_runtime::review::{UnderReview, check_plugins, remember_clean, scanned_clean};
+    use berth_runtime::review::{
+        UnderReview, check_plugins, load_manifests, remember_clean, scanned_clean,
+    };
+    let tools = load_manifests(store, &set.tools);
     let plugins: Vec<UnderReview<'_>> = set
         .plugins
         .iter()
@@ -76,6 +79,7 @@ pub(crate) fn check_run_policy(
             entry: &p.path,
             scan: !scanned_clean(store, &p.locked),
             payloads: &set.payloads,
+            tools: &tools,
             read: p.model.as_deref(),
             // A posted lock's record of where a plugin was picked from is the client's
             // word, so on this server every plugin matches `[sources]` by its own source.

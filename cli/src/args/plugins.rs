@@ -149,6 +149,23 @@ pub enum PluginsCommand {
         berth plugins import --installed                # ~/.openhands/plugins/installed\n  \
         berth plugins --manifest team.toml import --installed /srv/oh/plugins/installed")]
     Import(ImportArgs),
+
+    /// Record what the locked MCP servers offer the model: tools, prompts, resources
+    ///
+    /// Each stdio server whose code the lock pins (a program in its plugin, or a locked
+    /// `npx`/`uvx` package) is started offline in a scratch folder, with a minimal
+    /// environment (the variables it declares set to a placeholder, no proxies, no network
+    /// where the machine allows), asked `initialize`, `tools/list`, `prompts/list`,
+    /// `resources/list` and `resources/templates/list`, and stopped
+    /// (`BERTH_OBSERVE_TIMEOUT` seconds at most, default 15). The answer is kept in the
+    /// store and the lock records its hash (`[[tools]]`), so `plugins diff` shows a changed
+    /// description and an approval covers it. Observing runs plugin code: only plugins the
+    /// policy and the approvals let run are observed.
+    #[command(after_help = "Examples:\n  \
+        berth plugins observe                 # every server, recorded in plugins.lock\n  \
+        berth plugins observe review          # the servers of one plugin\n  \
+        berth plugins observe --check         # CI: exit 1 if any server answers otherwise now")]
+    Observe(ObserveArgs),
 }
 
 #[derive(Debug, Args)]
@@ -315,8 +332,24 @@ pub struct SyncArgs {
     #[arg(long)]
     pub offline: bool,
 
+    /// Then ask each recorded MCP server again and fail if its answer changed (always
+    /// under a policy's `tools = "pinned"`)
+    #[arg(long)]
+    pub check_tools: bool,
+
     #[command(flatten)]
     pub fetch: super::FetchArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ObserveArgs {
+    /// The plugins whose servers to observe [default: every plugin]
+    pub names: Vec<String>,
+
+    /// Write nothing: observe again and exit 1 naming each server whose answer is not
+    /// the lock's record
+    #[arg(long)]
+    pub check: bool,
 }
 
 #[derive(Debug, Args)]

@@ -32,6 +32,10 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
         None => git_user(ctx)?,
     };
     let at = utc_now();
+    // Approving lets these plugins run, so what their servers offer is observed now (under
+    // a policy's `tools` rule) and approved with the rest.
+    let lock = crate::tools::record_approved(ctx, lock, &args.names, args.all)?;
+    let tools = berth_runtime::review::load_manifests(&ctx.store, &lock.tools);
     let mut approvals = ctx.read_approvals()?;
     let wanted: Vec<_> = lock
         .plugins
@@ -48,6 +52,7 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
         };
         let mut surface = surface_of(&plugin.name, &entry.path, plugin.definition.as_ref())?;
         surface.pin_packages(&plugin.name, &lock.payloads);
+        surface.pin_tools(&plugin.name, &tools);
         let digest = surface.approval_digest();
         let unchanged = approvals
             .get(&plugin.name)

@@ -122,6 +122,7 @@ pub fn lock_diff(
         agent: None,
         marketplaces: lock.marketplaces.clone(),
         payloads: Vec::new(),
+        tools: lock.tools.clone(),
     };
     let old_side = side(old, pairs.iter().filter_map(|p| p.0.clone()).collect());
     let new_side = side(new, pairs.iter().filter_map(|p| p.1.clone()).collect());
@@ -180,14 +181,14 @@ fn surfaces(ctx: &Context, lock: &Lock, network: Network) -> Result<Vec<(String,
         LocalCheck::TrustStore,
     )
     .map_err(|errors| Failure::from_entries("could not fetch", errors))?;
+    let tools = berth_runtime::review::load_manifests(&ctx.store, &lock.tools);
     lock.plugins
         .iter()
         .zip(&synced.entries)
         .map(|(plugin, entry)| {
-            Ok((
-                plugin.name.clone(),
-                surface_of(&plugin.name, &entry.path, plugin.definition.as_ref())?,
-            ))
+            let mut surface = surface_of(&plugin.name, &entry.path, plugin.definition.as_ref())?;
+            surface.pin_tools(&plugin.name, &tools);
+            Ok((plugin.name.clone(), surface))
         })
         .collect()
 }

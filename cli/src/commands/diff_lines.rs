@@ -71,8 +71,52 @@ fn hook_change(c: &Change<HookEntry>) -> String {
 pub(super) fn lines(changes: &SurfaceDiff) -> Vec<Line> {
     let mut out = Vec::new();
     server_lines(changes, &mut out);
+    offer_lines(changes, &mut out);
     rest_lines(changes, &mut out);
     out
+}
+
+/// What observed MCP servers offer the model differently: each tool, prompt, resource
+/// and instruction text added, removed or changed, with the text a model would read.
+fn offer_lines(changes: &SurfaceDiff, out: &mut Vec<Line>) {
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "(none)".to_owned(),
+        other => other.to_string(),
+    };
+    for (server, change) in &changes.mcp_offers {
+        if let Some((old, new)) = &change.record {
+            out.push(line(
+                '~',
+                format!("MCP server `{server}`'s record"),
+                format!("{old} -> {new}"),
+            ));
+        }
+        for (offer, value) in &change.added {
+            let description = value.get("description").map(text).unwrap_or_default();
+            out.push(line(
+                '+',
+                format!("MCP server `{server}` offers {offer}"),
+                description,
+            ));
+        }
+        for offer in &change.removed {
+            out.push(line(
+                '-',
+                format!("MCP server `{server}` offers {offer}"),
+                "",
+            ));
+        }
+        for (offer, fields) in &change.changed {
+            for (field, (old, new)) in fields {
+                out.push(line(
+                    '~',
+                    format!("MCP server `{server}`, {offer}: {field}"),
+                    format!("{} -> {}", text(old), text(new)),
+                ));
+            }
+        }
+    }
 }
 
 /// The lines of changed hooks and MCP and LSP servers.

@@ -106,12 +106,13 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<()> {
         berth_resolver::Network::Online,
         true,
     )?;
+    let recorded = crate::tools::recorded(ctx, &lock)?;
     write_manifest(ctx, &text)?;
     ctx.printer.status(
         "Added",
         &format!("`{}` to `{}`", new.name, ctx.manifest_label()),
     );
-    write_outcome(ctx, previous.as_ref(), &lock)
+    write_outcome(ctx, previous.as_ref(), recorded.as_ref().unwrap_or(&lock))
 }
 
 /// A failure to lock the entry being added names it as the new entry: the line the

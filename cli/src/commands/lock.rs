@@ -137,7 +137,12 @@ impl Lockfile for Replacing<'_> {
     fn write(&self, previous: Option<&Lock>, lock: &Lock) -> Result<()> {
         self.ctx
             .admit(previous, lock, Some(self.manifest), self.network, true)?;
-        write_outcome(self.ctx, self.previous.borrow().as_ref(), lock)
+        let recorded = crate::tools::recorded(self.ctx, lock)?;
+        write_outcome(
+            self.ctx,
+            self.previous.borrow().as_ref(),
+            recorded.as_ref().unwrap_or(lock),
+        )
     }
 }
 
@@ -234,6 +239,7 @@ pub fn lock_and_write(
         Network::Online,
         true,
     )?;
+    let lock = crate::tools::recorded(ctx, &lock)?.unwrap_or(lock);
     write_outcome(ctx, previous, &lock)?;
     Ok(lock)
 }

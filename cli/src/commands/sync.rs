@@ -59,6 +59,9 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
         ctx.gate(&ctx.governance()?, &synced.lock, scan)?;
     }
     ctx.register_root()?;
+    if let Some(lock) = ctx.read_lock()?.map(|(lock, _)| lock) {
+        crate::tools::recheck(ctx, &lock, args.check_tools)?;
+    }
     ctx.printer.status(
         "Synced",
         &format!(
@@ -105,6 +108,8 @@ impl Lockfile for ProjectLock<'_> {
             .admit(previous, lock, self.manifest, self.network, false)?;
         self.admitted.set(true);
         self.added_by_lock.set(added);
+        let recorded = crate::tools::recorded(self.ctx, lock)?;
+        let lock = recorded.as_ref().unwrap_or(lock);
         for change in describe_changes(previous, lock) {
             self.ctx.printer.status(change.verb, &change.text);
         }

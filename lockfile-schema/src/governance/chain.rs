@@ -3,7 +3,7 @@
 //! error naming both.
 
 use super::canon::{Canon, allow_matches, deny_matches, url_host};
-use super::file::{Capability, Level, PolicyFile, UnicodeLevel};
+use super::file::{Capability, Level, PolicyFile, ToolsRule, UnicodeLevel};
 use super::glob_match;
 
 /// A chain of policy files that loosens what it extends.
@@ -150,6 +150,15 @@ impl Policy {
         best
     }
 
+    /// What the chain says of MCP servers' offers: the strictest file's rule (`pinned`
+    /// over `record`), with that file; `None` when no file says.
+    pub fn tools(&self) -> Option<(ToolsRule, &str)> {
+        self.files
+            .iter()
+            .filter_map(|(label, f)| f.capabilities.tools.map(|rule| (rule, label.as_str())))
+            .max_by_key(|(rule, _)| *rule)
+    }
+
     /// Whether some file lists the hosts remote MCP servers may be on.
     pub fn has_remote_hosts(&self) -> bool {
         self.files
@@ -269,6 +278,14 @@ fn loosens(
                 format!("sets it to \"{}\"", theirs.as_str()),
             ));
         }
+    }
+    if let (Some(mine), Some(theirs)) = (file.capabilities.tools, earlier.capabilities.tools)
+        && mine < theirs
+    {
+        return Err(error(
+            format!("sets tools = \"{}\"", mine.as_str()),
+            format!("sets it to \"{}\"", theirs.as_str()),
+        ));
     }
     if file.capabilities.hidden_unicode == Some(UnicodeLevel::Warn)
         && earlier.capabilities.hidden_unicode == Some(UnicodeLevel::Deny)

@@ -48,6 +48,30 @@ impl UnicodeLevel {
     }
 }
 
+/// What `tools` says of what MCP servers offer the model (their tools, prompts and
+/// resources, observed by running the pinned code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolsRule {
+    /// `lock` observes the allowed servers whose code is new or changed and records what
+    /// they offer; a change shows in `plugins diff` and asks for a new approval.
+    Record,
+    /// As `record`, and what runs the set (`sync --check-tools`, `berth serve`) asks each
+    /// server again at the start and refuses one whose answer changed, or that was never
+    /// observed.
+    Pinned,
+}
+
+impl ToolsRule {
+    /// As the policy file writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolsRule::Record => "record",
+            ToolsRule::Pinned => "pinned",
+        }
+    }
+}
+
 /// What a plugin may do, each ruled by `[capabilities]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Capability {
@@ -123,6 +147,8 @@ pub struct Capabilities {
     pub executables: Option<Level>,
     /// `hidden_unicode`.
     pub hidden_unicode: Option<UnicodeLevel>,
+    /// `tools`: whether what MCP servers offer the model is recorded, and re-checked.
+    pub tools: Option<ToolsRule>,
 }
 
 impl Capabilities {

@@ -13,7 +13,7 @@ mod file;
 pub use approvals::{APPROVALS_VERSION, Approval, Approvals, parse_approvals};
 pub use canon::{Canon, NotCanonical, url_host};
 pub use chain::{HostRefused, Policy, PolicyError, SourceDenied};
-pub use file::{Capability, Level, PolicyFile, UnicodeLevel, extends_of, parse_policy};
+pub use file::{Capability, Level, PolicyFile, ToolsRule, UnicodeLevel, extends_of, parse_policy};
 
 /// The policy file's name, next to the manifest.
 pub const POLICY_FILE: &str = "berth-policy.toml";

@@ -7,6 +7,7 @@ mod agent_wire;
 mod marketplace;
 mod payload;
 mod staleness;
+mod tools;
 mod wire;
 mod writer;
 
@@ -16,6 +17,7 @@ pub use marketplace::{AutoLoadWire, LockedMarketplace, LockedMarketplaceWire};
 pub use payload::{LockedNpmPackage, LockedPayload, LockedPayloadWire};
 pub use staleness::Staleness;
 pub(crate) use staleness::differ;
+pub use tools::{LockedTools, LockedToolsWire, TOOLS_ENTRY_NAME, ToolsTrust};
 pub use wire::{LockFileWire, LockedPluginWire};
 pub use writer::toml_string;
 pub(crate) use writer::write_fields;
@@ -44,6 +46,8 @@ pub struct Lock {
     /// The packages MCP servers start through runners (`npx`, `uvx`), pinned with their
     /// closures, by plugin then server.
     pub payloads: Vec<LockedPayload>,
+    /// What each observed MCP server offered the model, by plugin then server.
+    pub tools: Vec<LockedTools>,
 }
 
 /// One validated lock entry.
@@ -186,6 +190,20 @@ pub enum LockError {
         /// What is wrong.
         message: String,
     },
+    /// Well-formed TOML with a bad value in a `[[tools]]`.
+    #[error(
+        "{file}: tools of plugin `{plugin}`, server `{server}`: {message}; run `berth plugins observe` to record them again"
+    )]
+    InvalidTools {
+        /// The lockfile.
+        file: String,
+        /// The plugin.
+        plugin: String,
+        /// The server.
+        server: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Well-formed TOML with a bad value in `[agent]`.
     #[error("{file}: `[agent]`: {message}; run `berth plugins lock` to regenerate the lockfile")]
     InvalidAgent {
@@ -282,11 +300,25 @@ fn validate(file: &str, wire: LockFileWire) -> Result<Lock, LockError> {
             })
         })
         .collect::<Result<_, _>>()?;
+    let tools = wire
+        .tools
+        .into_iter()
+        .map(|t| {
+            let (plugin, server) = (t.plugin.clone(), t.server.clone());
+            LockedTools::try_from(t).map_err(|message| LockError::InvalidTools {
+                file: file.to_owned(),
+                plugin,
+                server,
+                message,
+            })
+        })
+        .collect::<Result<_, _>>()?;
     Ok(Lock {
         plugins,
         agent,
         marketplaces,
         payloads,
+        tools,
     })
 }
 

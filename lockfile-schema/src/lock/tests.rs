@@ -51,6 +51,7 @@ fn sample() -> Lock {
         agent: None,
         marketplaces: Vec::new(),
         payloads: Vec::new(),
+        tools: Vec::new(),
     }
 }
 

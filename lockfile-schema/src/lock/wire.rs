@@ -33,6 +33,10 @@ pub struct LockFileWire {
     /// with its dependency closure.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub payload: Vec<super::LockedPayloadWire>,
+    /// What each observed MCP server offered the model (its tools, prompts and
+    /// resources), by the hash of the manifest kept in the store.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<super::LockedToolsWire>,
 }
 
 /// One `[[plugin]]` entry of the lockfile.

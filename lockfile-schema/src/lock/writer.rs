@@ -68,6 +68,9 @@ impl Lock {
         for payload in &self.payloads {
             payload.write_toml(&mut out);
         }
+        for tools in &self.tools {
+            tools.write_toml(&mut out);
+        }
         out
     }
 }

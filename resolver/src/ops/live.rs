@@ -21,6 +21,16 @@ pub fn mark_live(live: &mut Live, lock: &Lock) {
             entry_name(&payload.entry_name())
         ));
     }
+    // What observed MCP servers offered, kept while a lock records it.
+    for tools in &lock.tools {
+        if let Some(manifest) = &tools.manifest {
+            live.entries.insert(format!(
+                "{}-{}",
+                manifest.to_nix32(),
+                entry_name(berth_lockfile_schema::TOOLS_ENTRY_NAME)
+            ));
+        }
+    }
     let tree = lock.agent.as_ref().and_then(|a| a.tree.as_ref());
     for plugin in lock.plugins.iter().chain(tree) {
         live.entries.insert(format!(

@@ -28,6 +28,13 @@ pub struct UnderReview<'a> {
     /// The lock's payloads (its runner lines' pinned packages): those of this plugin are
     /// part of what is approved.
     pub payloads: &'a [berth_lockfile_schema::LockedPayload],
+    /// The lock's `[[tools]]` records with their manifests (see
+    /// [`load_manifests`](super::load_manifests)): this plugin's are part of what is
+    /// approved.
+    pub tools: &'a [(
+        berth_lockfile_schema::LockedTools,
+        Option<serde_json::Value>,
+    )],
     /// What a plugin set already read of the entry (its [`PluginModel`]), so the review
     /// reads only the rest; `None` before a set was built.
     pub read: Option<&'a PluginModel>,
@@ -126,6 +133,7 @@ pub fn check_plugins(
             let mut surface =
                 surface_from(name, plugin.entry, plugin.locked.definition.as_ref(), read)?;
             surface.pin_packages(name, plugin.payloads);
+            surface.pin_tools(name, plugin.tools);
             check_capabilities(policy, approvals, name, &surface, &mut checked.violations);
         }
         if plugin.scan {

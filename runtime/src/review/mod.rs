@@ -27,6 +27,7 @@ mod prose;
 mod shape;
 mod sources;
 mod surface;
+mod tools;
 mod verdict;
 mod walk;
 
@@ -43,4 +44,5 @@ pub use surface::{
     Component, DATA_PLACEHOLDER, HookEntry, McpEntry, ROOT_PLACEHOLDER, Surface, surface_from,
     surface_of,
 };
+pub use tools::{MANIFEST_FILE, OffersChange, ToolsPin, load_manifests, read_manifest};
 pub use verdict::{remember_clean, scanned_clean};

@@ -55,6 +55,10 @@ pub struct Surface {
     /// [`Surface::pin_packages`].
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub packages: BTreeMap<String, PackagePin>,
+    /// What each observed MCP server offered the model (the lock's `[[tools]]`), by
+    /// server; see [`Surface::pin_tools`].
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp_tools: BTreeMap<String, super::tools::ToolsPin>,
     /// What a harness may run that berth cannot model; each counts as its capability.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unmodeled: Vec<Unmodeled>,
@@ -108,6 +112,9 @@ struct Approved<'a> {
     prose: &'a BTreeMap<String, Vec<String>>,
     definition: Option<&'a str>,
     packages: &'a BTreeMap<String, PackagePin>,
+    /// Left out when empty, so a plugin with no observed server keeps its digest.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    tools: &'a BTreeMap<String, super::tools::ToolsPin>,
 }
 
 /// The version of what an approval digest covers; a new version asks for every approval
@@ -128,9 +135,23 @@ impl Surface {
             prose: &self.prose_runs,
             definition: self.definition.as_deref(),
             packages: &self.packages,
+            tools: &self.mcp_tools,
         };
         let bytes = serde_json::to_vec(&approved).expect("strings and maps serialise");
         format!("sha256:{}", sha256_hex(&bytes))
+    }
+
+    /// Adds what the lock recorded of plugin `plugin`'s MCP servers (`tools`, with the
+    /// manifests read from the store), so a changed tool description asks again.
+    pub fn pin_tools(
+        &mut self,
+        plugin: &str,
+        tools: &[(
+            berth_lockfile_schema::LockedTools,
+            Option<serde_json::Value>,
+        )],
+    ) {
+        self.mcp_tools = super::tools::pins_of(plugin, tools);
     }
 
     /// Adds the packages `payloads` (a lock's) pins for plugin `plugin`, so that what a

@@ -102,6 +102,8 @@ pub struct PluginSet {
     /// The lock's pinned packages of runner lines, whose closures the MCP servers and
     /// hooks above start (empty when built with `raw_commands`).
     pub payloads: Vec<berth_lockfile_schema::LockedPayload>,
+    /// The lock's records of what its MCP servers offered the model (`[[tools]]`).
+    pub tools: Vec<berth_lockfile_schema::LockedTools>,
 }
 
 /// Builds the plugin set of `lock` from `store` alone: no network, no manifest, no source
@@ -121,6 +123,7 @@ pub fn build_plugin_set(
         warnings: Vec::new(),
         overridden: Vec::new(),
         payloads: Vec::new(),
+        tools: lock.tools.clone(),
     };
     let (entries, trees) = checked_entries(store, lock)?;
     let roots = exposed_roots(store, lock, &entries, options, &mut set.warnings);

@@ -140,6 +140,8 @@ pub fn lock_plugins(
             marketplaces: markets.into_iter().map(|m| m.locked).collect(),
             // Kept as they were: `lock_payloads` pins them once the plugins are stored.
             payloads: previous.map(|p| p.payloads.clone()).unwrap_or_default(),
+            // Kept as they were: the caller observes the servers whose code changed.
+            tools: previous.map(|p| p.tools.clone()).unwrap_or_default(),
         },
         resolved: resolved.into_inner(),
     })

@@ -61,6 +61,10 @@ pub struct SurfaceDiff {
     /// Whether what the plugin's marketplace entry defines of it changed.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub definition_changed: bool,
+    /// What observed MCP servers offer the model differently (tools, prompts, resources,
+    /// instructions), by server.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp_offers: BTreeMap<String, super::tools::OffersChange>,
 }
 
 /// Hooks added, removed and changed, each list ordered by event, matcher, kind, command
@@ -230,6 +234,7 @@ impl SurfaceDiff {
             && self.tools_changed.is_empty()
             && self.shell_changed.is_empty()
             && self.unmodeled.is_empty()
+            && self.mcp_offers.is_empty()
             && !self.definition_changed)
     }
 }
@@ -280,6 +285,7 @@ pub fn diff(old: &Surface, new: &Surface) -> SurfaceDiff {
                 .collect(),
         },
         definition_changed: old.definition != new.definition,
+        mcp_offers: super::tools::tools_diff(&old.mcp_tools, &new.mcp_tools),
     }
 }
 

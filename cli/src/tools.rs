@@ -1,0 +1,358 @@
+//! Recording what a lock's MCP servers offer the model (`[[tools]]`): each stdio server
+//! whose code the lock pins is started offline and asked (`berth_runtime::observe`), the
+//! canonical answer kept in the store, and the lock records its hash. Only plugins the
+//! policy and the approvals already let run are observed: observing runs their code.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use berth_lockfile_schema::{Lock, LockedTools, Sha256Hash, TOOLS_ENTRY_NAME, ToolsTrust};
+use berth_runtime::observe::{Target, TargetKind, observe, targets};
+use berth_runtime::review::MANIFEST_FILE;
+use berth_runtime::{BuildOptions, build_plugin_set};
+use serde_json::Value;
+
+use crate::context::Context;
+use crate::governance::Scan;
+
+/// How long one server may take to answer everything, unless `BERTH_OBSERVE_TIMEOUT`
+/// (seconds) says otherwise.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
+
+fn timeout() -> Duration {
+    std::env::var("BERTH_OBSERVE_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+        .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
+}
+
+/// Which servers to observe again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Again {
+    /// Those without a record for their current code.
+    Changed,
+    /// Every one of the named plugins (all when none are named).
+    All,
+}
+
+/// One server observed now: its record, and the manifest when it answered.
+pub struct Observed {
+    pub record: LockedTools,
+    pub manifest: Option<Value>,
+}
+
+/// The plugins of `lock` the policy and the approvals let run, and why each other one
+/// may not (its first violation).
+pub fn allowed(ctx: &Context, lock: &Lock) -> Result<BTreeMap<String, Option<String>>> {
+    let governance = ctx.governance()?;
+    let checked = ctx.review(&governance, lock, Scan::Nothing)?;
+    Ok(lock
+        .plugins
+        .iter()
+        .map(|p| {
+            let refused = checked
+                .violations
+                .iter()
+                .find(|v| v.plugin == p.name)
+                .map(ToString::to_string);
+            (p.name.clone(), refused)
+        })
+        .collect())
+}
+
+/// Observes the servers of `lock`'s plugins named in `only` (all when empty) that may run
+/// (`allowed`), as `again` says; returns the lock's records with those made now, and what
+/// was made now. A plugin that may not run keeps its record (or has none).
+pub fn observe_lock(
+    ctx: &Context,
+    lock: &Lock,
+    allowed: &BTreeMap<String, Option<String>>,
+    only: &[String],
+    again: Again,
+) -> Result<(Vec<LockedTools>, Vec<Observed>)> {
+    let set = build_plugin_set(&ctx.store, lock, &BuildOptions::default())?;
+    let scratch = ctx
+        .store
+        .stage()
+        .context("could not make a scratch folder")?;
+    let store_root = ctx.store.root().to_owned();
+    let mut records: Vec<LockedTools> = Vec::new();
+    let mut made = Vec::new();
+    for target in targets(&set, &store_root, scratch.path(), timeout()) {
+        let previous = lock
+            .tools
+            .iter()
+            .find(|t| t.plugin == target.plugin && t.server == target.server);
+        let code = code_digest(lock, &target, &store_root);
+        let wanted = only.is_empty() || only.contains(&target.plugin);
+        let current = previous.filter(|p| p.code == code || p.trust == ToolsTrust::FirstUse);
+        let keep = match (again, current) {
+            (Again::Changed, Some(_)) => true,
+            (Again::All, Some(_)) => !wanted,
+            (_, None) => !wanted,
+        };
+        let may_run = allowed.get(&target.plugin).is_some_and(Option::is_none);
+        if keep || !may_run {
+            records.extend(previous.cloned());
+            continue;
+        }
+        let observed = observe_one(ctx, &target, code)?;
+        records.push(observed.record.clone());
+        made.push(observed);
+    }
+    records.sort_by(|a, b| (&a.plugin, &a.server).cmp(&(&b.plugin, &b.server)));
+    Ok((records, made))
+}
+
+/// Observes one server and keeps its manifest in the store.
+fn observe_one(ctx: &Context, target: &Target, code: Sha256Hash) -> Result<Observed> {
+    let record = |manifest: Option<Sha256Hash>, unobserved: Option<String>| LockedTools {
+        plugin: target.plugin.clone(),
+        server: target.server.clone(),
+        code,
+        manifest,
+        unobserved,
+        trust: ToolsTrust::Pinned,
+    };
+    let outcome = match &target.kind {
+        TargetKind::Pinned(launch) => observe(launch).map_err(|e| e.to_string()),
+        TargetKind::Unpinned { program } => Err(format!(
+            "its program `{program}` is neither in the plugin nor a package the lock pins, so what it offers could change under the same lock"
+        )),
+        TargetKind::Remote { url } => Err(format!(
+            "a remote server (`{url}`): `berth plugins observe --remote` records its first answer"
+        )),
+    };
+    Ok(match outcome {
+        Ok(manifest) => {
+            let entry = store_manifest(ctx, &manifest)?;
+            Observed {
+                record: record(Some(entry), None),
+                manifest: Some(manifest),
+            }
+        }
+        Err(why) => Observed {
+            record: record(None, Some(why)),
+            manifest: None,
+        },
+    })
+}
+
+/// Puts a manifest in the store (`<hash>-mcp-tools/manifest.json`); returns its hash.
+pub fn store_manifest(ctx: &Context, manifest: &Value) -> Result<Sha256Hash> {
+    let staging = ctx.store.stage()?;
+    let mut text = manifest.to_string();
+    text.push('\n');
+    std::fs::write(staging.path().join(MANIFEST_FILE), text)
+        .context("could not write an observed manifest")?;
+    let entry = ctx.store.commit(staging, TOOLS_ENTRY_NAME, None)?;
+    Ok(entry.hash)
+}
+
+/// The digest of what a server runs: its plugin's hash, the hash of the package a runner
+/// line starts (when the lock pins one), and the command line, with the store's path
+/// written as `$STORE` so the digest is the same on every machine.
+fn code_digest(lock: &Lock, target: &Target, store_root: &std::path::Path) -> Sha256Hash {
+    use sha2::Digest as _;
+    let root = store_root.display().to_string();
+    let mut hasher = sha2::Sha256::new();
+    let mut part = |text: &str| {
+        hasher.update(text.replace(&root, "$STORE").as_bytes());
+        hasher.update([0]);
+    };
+    if let Some(plugin) = lock.plugins.iter().find(|p| p.name == target.plugin) {
+        part(&plugin.hash.to_sri());
+    }
+    for payload in lock
+        .payloads
+        .iter()
+        .filter(|p| p.plugin == target.plugin && p.server == target.server)
+    {
+        part(&payload.hash.to_sri());
+    }
+    match &target.kind {
+        TargetKind::Pinned(launch) => {
+            part(&launch.program);
+            for arg in &launch.args {
+                part(arg);
+            }
+            for (key, _) in &launch.env {
+                part(key);
+            }
+        }
+        TargetKind::Unpinned { program } => part(program),
+        TargetKind::Remote { url } => part(url),
+    }
+    Sha256Hash::from_bytes(hasher.finalize().into())
+}
+
+/// `N tools, N prompts, N resources` of a manifest.
+pub fn summary(manifest: &Value) -> String {
+    let count = |key: &str| {
+        manifest
+            .get(key)
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    };
+    let mut parts = Vec::new();
+    for (key, one, many) in [
+        ("tools", "tool", "tools"),
+        ("prompts", "prompt", "prompts"),
+        ("resources", "resource", "resources"),
+        (
+            "resourceTemplates",
+            "resource template",
+            "resource templates",
+        ),
+    ] {
+        match count(key) {
+            0 => {}
+            1 => parts.push(format!("1 {one}")),
+            n => parts.push(format!("{n} {many}")),
+        }
+    }
+    if parts.is_empty() {
+        "nothing offered".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// Under a policy's `tools` rule, observes the servers of `lock`'s plugins that may run
+/// and whose code has no record yet, and returns the lock with the records; `None`
+/// without a rule (nothing is started).
+pub fn recorded(ctx: &Context, lock: &Lock) -> Result<Option<Lock>> {
+    if ctx.governance()?.policy.tools().is_none() {
+        return Ok(None);
+    }
+    let allowed = allowed(ctx, lock)?;
+    let (tools, made) = observe_lock(ctx, lock, &allowed, &[], Again::Changed)?;
+    report(ctx, &made);
+    Ok(Some(Lock {
+        tools,
+        ..lock.clone()
+    }))
+}
+
+/// `plugins approve`: under a policy's `tools` rule, observes the servers of the plugins
+/// being approved (approving lets them run) whose code has no record, and writes the lock
+/// with the records before their surfaces are digested.
+pub fn record_approved(ctx: &Context, lock: Lock, names: &[String], all: bool) -> Result<Lock> {
+    if ctx.governance()?.policy.tools().is_none() {
+        return Ok(lock);
+    }
+    let allowed: BTreeMap<String, Option<String>> = lock
+        .plugins
+        .iter()
+        .map(|p| {
+            let approving = all || names.contains(&p.name);
+            let why = (!approving).then(|| "not being approved".to_owned());
+            (p.name.clone(), why)
+        })
+        .collect();
+    let (tools, made) = observe_lock(ctx, &lock, &allowed, &[], Again::Changed)?;
+    report(ctx, &made);
+    if tools == lock.tools {
+        return Ok(lock);
+    }
+    let lock = Lock { tools, ..lock };
+    ctx.write_lock(&lock.to_toml())?;
+    Ok(lock)
+}
+
+/// One status line or warning per server observed now.
+pub fn report(ctx: &Context, made: &[Observed]) {
+    for observed in made {
+        let r = &observed.record;
+        match (&observed.manifest, &r.unobserved) {
+            (Some(manifest), _) => ctx.printer.status(
+                "Observed",
+                &format!(
+                    "MCP server `{}` of `{}`: {}",
+                    r.server,
+                    r.plugin,
+                    summary(manifest)
+                ),
+            ),
+            (None, Some(why)) => ctx.printer.warn(&format!(
+                "MCP server `{}` of plugin `{}` was not observed: {why}",
+                r.server, r.plugin
+            )),
+            (None, None) => {}
+        }
+    }
+}
+
+/// `made` (servers observed now) against `lock`'s records: exit 1 naming each server whose
+/// answer is not the one recorded (or that has no record), or, under `tools = "pinned"`,
+/// that was not observed.
+pub fn check_against(ctx: &Context, lock: &Lock, made: &[Observed]) -> Result<()> {
+    let pinned = ctx.governance()?.policy.tools().map(|(rule, _)| rule)
+        == Some(berth_lockfile_schema::governance::ToolsRule::Pinned);
+    let mut problems = Vec::new();
+    for observed in made {
+        let now = &observed.record;
+        let recorded = lock
+            .tools
+            .iter()
+            .find(|t| t.plugin == now.plugin && t.server == now.server);
+        let name = format!("MCP server `{}` of plugin `{}`", now.server, now.plugin);
+        match recorded {
+            None => problems.push(format!(
+                "{name} has no record in the lock; run `berth plugins observe {}`",
+                now.plugin
+            )),
+            Some(r) if r.manifest != now.manifest => problems.push(match &now.unobserved {
+                Some(why) => format!("{name} answered when it was recorded and now does not: {why}"),
+                None => format!(
+                    "{name} offers something else than the lock records ({}); `berth plugins observe {}` records it, then review it with `berth plugins diff`",
+                    observed.manifest.as_ref().map(summary).unwrap_or_default(),
+                    now.plugin
+                ),
+            }),
+            Some(r) => {
+                if let (true, Some(why)) = (pinned, &r.unobserved) {
+                    problems.push(format!(
+                        "{name} was never observed ({why}) and the policy says `tools = \"pinned\"`"
+                    ));
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        ctx.printer.status(
+            "Checked",
+            &format!(
+                "{} MCP servers answer as `{}` records",
+                made.len(),
+                ctx.lock_label()
+            ),
+        );
+        return Ok(());
+    }
+    Err(crate::context::Failure {
+        message: format!(
+            "{} MCP server{} of `{}` answer otherwise than recorded",
+            problems.len(),
+            if problems.len() == 1 { "" } else { "s" },
+            ctx.lock_label()
+        ),
+        notes: problems,
+    }
+    .into())
+}
+
+/// `--check-tools` (and a policy's `tools = "pinned"`): every recorded server of `lock`
+/// that may run is asked again and compared with its record.
+pub fn recheck(ctx: &Context, lock: &Lock, asked: bool) -> Result<()> {
+    let pinned = ctx.governance()?.policy.tools().map(|(rule, _)| rule)
+        == Some(berth_lockfile_schema::governance::ToolsRule::Pinned);
+    if !asked && !pinned {
+        return Ok(());
+    }
+    let allowed = allowed(ctx, lock)?;
+    let (_, made) = observe_lock(ctx, lock, &allowed, &[], Again::All)?;
+    check_against(ctx, lock, &made)
+}

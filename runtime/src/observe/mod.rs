@@ -1,0 +1,228 @@
+//! Observing the tools, prompts and resources a locked stdio MCP server offers: what the
+//! model reads of it, which a new version (or the same code reading something else) can
+//! turn into a prompt injection without a file of the plugin changing.
+//!
+//! Observing runs the server's code, so callers observe only servers whose plugin the
+//! policy and the approvals already let run. The server runs with its pinned command (a
+//! program in its plugin's store entry, or a locked package's closure), in a scratch
+//! folder, with a minimal environment: `PATH`, `HOME` (the scratch folder), `LANG`, and
+//! each variable it declares set to a placeholder; no proxy variables; without network
+//! where user namespaces allow (`unshare -rn`); for a bounded time. The answers become a
+//! canonical JSON document whose SHA-256 the lock records.
+
+mod session;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::set::PluginSet;
+pub use session::PROTOCOL_VERSION;
+
+/// The version of the manifest document's shape.
+pub const MANIFEST_FORMAT: u64 = 1;
+
+/// The value each variable a server declares gets while it is observed: observing never
+/// hands a server a secret.
+pub const PLACEHOLDER: &str = "berth-observe-placeholder";
+
+/// How to start one server for observation.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub program: String,
+    pub args: Vec<String>,
+    /// The whole environment it gets.
+    pub env: Vec<(String, String)>,
+    /// Its scratch folder, also its `HOME`.
+    pub cwd: PathBuf,
+    pub timeout: Duration,
+    /// Run it without network (a new network namespace) when the machine allows.
+    pub isolate_network: bool,
+}
+
+impl Launch {
+    /// The program and arguments to spawn: through `unshare -rn` when isolating and the
+    /// machine allows user namespaces.
+    fn command_line(&self) -> (String, Vec<String>) {
+        if self.isolate_network && network_namespaces_work() {
+            let mut args = vec!["-rn".to_owned(), "--".to_owned(), self.program.clone()];
+            args.extend(self.args.iter().cloned());
+            return ("unshare".to_owned(), args);
+        }
+        (self.program.clone(), self.args.clone())
+    }
+}
+
+/// Whether `unshare -rn` works here (asked once per process).
+fn network_namespaces_work() -> bool {
+    static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WORKS.get_or_init(|| {
+        std::process::Command::new("unshare")
+            .args(["-rn", "true"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+/// Why a server could not be observed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ObserveError {
+    #[error("could not start `{program}`: {error}")]
+    Start { program: String, error: String },
+    #[error("it did not answer `{waiting_for}` in time{}", tail(stderr))]
+    Timeout { waiting_for: String, stderr: String },
+    #[error("it exited before answering{}", tail(stderr))]
+    Exited { stderr: String },
+    #[error("{0}")]
+    Protocol(String),
+}
+
+impl ObserveError {
+    fn with_stderr(self, text: &str) -> Self {
+        match self {
+            Self::Timeout { waiting_for, .. } => Self::Timeout {
+                waiting_for,
+                stderr: text.to_owned(),
+            },
+            Self::Exited { .. } => Self::Exited {
+                stderr: text.to_owned(),
+            },
+            other => other,
+        }
+    }
+}
+
+/// The last line a server wrote to stderr, as `(it said: …)`.
+fn tail(stderr: &str) -> String {
+    match stderr.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(line) => format!(" (it said: {})", line.trim()),
+        None => String::new(),
+    }
+}
+
+/// Runs the server and returns its canonical manifest (see [`manifest_of`]).
+pub fn observe(launch: &Launch) -> Result<Value, ObserveError> {
+    std::fs::create_dir_all(&launch.cwd).map_err(|e| ObserveError::Start {
+        program: launch.program.clone(),
+        error: format!("could not make its scratch folder: {e}"),
+    })?;
+    let answers = session::converse(launch)?;
+    Ok(manifest_of(&answers))
+}
+
+/// The canonical document of what a server offers: its protocol version, `serverInfo`,
+/// capabilities and instructions, and its tools (by name), prompts (by name), resources
+/// (by URI) and resource templates (by URI template), keys sorted. Its bytes
+/// (`to_string`) are what the lock's hash covers.
+pub fn manifest_of(answers: &session::Answers) -> Value {
+    let init = &answers.initialize;
+    let sorted = |items: &Option<Vec<Value>>, key: &str| -> Value {
+        let Some(items) = items else {
+            return Value::Null;
+        };
+        let mut items = items.clone();
+        items.sort_by(|a, b| {
+            let k = |v: &Value| v.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
+            k(a).cmp(&k(b))
+        });
+        Value::Array(items)
+    };
+    let mut doc = json!({
+        "format": MANIFEST_FORMAT,
+        "protocolVersion": init.get("protocolVersion").cloned().unwrap_or(Value::Null),
+        "serverInfo": init.get("serverInfo").cloned().unwrap_or(Value::Null),
+        "capabilities": init.get("capabilities").cloned().unwrap_or(Value::Null),
+        "instructions": init.get("instructions").cloned().unwrap_or(Value::Null),
+        "tools": sorted(&answers.tools, "name"),
+        "prompts": sorted(&answers.prompts, "name"),
+        "resources": sorted(&answers.resources, "uri"),
+        "resourceTemplates": sorted(&answers.resource_templates, "uriTemplate"),
+    });
+    if let Value::Object(map) = &mut doc {
+        map.retain(|_, v| !v.is_null());
+    }
+    berth_lockfile_schema::canonical_json(&doc)
+}
+
+/// One MCP server of a set, and how (or whether) it can be observed.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub plugin: String,
+    pub server: String,
+    pub kind: TargetKind,
+}
+
+/// What kind of server a [`Target`] is.
+#[derive(Debug, Clone)]
+pub enum TargetKind {
+    /// A stdio server whose code the lock pins: observable.
+    Pinned(Launch),
+    /// A stdio server whose program is neither in its plugin nor a locked package.
+    Unpinned { program: String },
+    /// A remote server (`http`, `sse`): observed only when asked (`berth mcp observe`).
+    Remote { url: String },
+}
+
+/// Every MCP server of `set`, each with how it would be observed: scratch folders under
+/// `scratch`, at most `timeout` each. A stdio server's code is pinned when its program or
+/// one of its arguments is a path in the store (`store_root`): a program of its plugin, or
+/// a locked package the set starts from the store.
+pub fn targets(
+    set: &PluginSet,
+    store_root: &Path,
+    scratch: &Path,
+    timeout: Duration,
+) -> Vec<Target> {
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".to_owned());
+    set.mcp_servers
+        .iter()
+        .enumerate()
+        .map(|(i, (server, config, plugin))| {
+            let kind = match (&config.command, &config.url) {
+                (Some(program), _) => {
+                    let in_store = |word: &String| Path::new(word).starts_with(store_root);
+                    if in_store(program) || config.args.iter().any(in_store) {
+                        let cwd = scratch.join(format!("{i}"));
+                        let mut env = vec![
+                            ("PATH".to_owned(), path.clone()),
+                            ("HOME".to_owned(), cwd.display().to_string()),
+                            ("LANG".to_owned(), "C.UTF-8".to_owned()),
+                        ];
+                        env.extend(
+                            config
+                                .env
+                                .keys()
+                                .filter(|k| !matches!(k.as_str(), "PATH" | "HOME"))
+                                .map(|k| (k.clone(), PLACEHOLDER.to_owned())),
+                        );
+                        TargetKind::Pinned(Launch {
+                            program: program.clone(),
+                            args: config.args.clone(),
+                            env,
+                            cwd,
+                            timeout,
+                            isolate_network: true,
+                        })
+                    } else {
+                        TargetKind::Unpinned {
+                            program: program.clone(),
+                        }
+                    }
+                }
+                (None, Some(url)) => TargetKind::Remote { url: url.clone() },
+                (None, None) => TargetKind::Unpinned {
+                    program: String::new(),
+                },
+            };
+            Target {
+                plugin: plugin.clone(),
+                server: server.clone(),
+                kind,
+            }
+        })
+        .collect()
+}
