@@ -4,7 +4,6 @@
 //! policy and the approvals already let run are observed: observing runs their code.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use berth_lockfile_schema::{Lock, LockedTools, Sha256Hash, TOOLS_ENTRY_NAME, ToolsTrust};
@@ -15,18 +14,6 @@ use serde_json::Value;
 
 use crate::context::Context;
 use crate::governance::Scan;
-
-/// How long one server may take to answer everything, unless `BERTH_OBSERVE_TIMEOUT`
-/// (seconds) says otherwise.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
-
-fn timeout() -> Duration {
-    std::env::var("BERTH_OBSERVE_TIMEOUT")
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-        .filter(|s| *s > 0.0)
-        .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
-}
 
 /// Which servers to observe again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +67,12 @@ pub fn observe_lock(
     let store_root = ctx.store.root().to_owned();
     let mut records: Vec<LockedTools> = Vec::new();
     let mut made = Vec::new();
-    for target in targets(&set, &store_root, scratch.path(), timeout()) {
+    for target in targets(
+        &set,
+        &store_root,
+        scratch.path(),
+        berth_runtime::observe::timeout(),
+    ) {
         let previous = lock
             .tools
             .iter()

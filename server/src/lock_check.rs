@@ -58,6 +58,12 @@ pub struct RunPolicy {
     pub approvals: berth_lockfile_schema::governance::Approvals,
 }
 
+/// Whether the policy says `tools = "pinned"`: each start asks the MCP servers again.
+pub(crate) fn tools_pinned(run: &RunPolicy) -> bool {
+    run.policy.tools().map(|(rule, _)| rule)
+        == Some(berth_lockfile_schema::governance::ToolsRule::Pinned)
+}
+
 /// Checks a built set's plugins against the server's [`RunPolicy`]: sources,
 /// capabilities, approvals and hidden Unicode (in the plugins `store` does not remember as
 /// scanned clean, as the CLI's `show` and `run` do; those found clean are remembered). A
@@ -89,6 +95,21 @@ pub(crate) fn check_run_policy(
     let checked = check_plugins(&run.policy, &run.approvals, &plugins)
         .map_err(|e| AppError::from_runtime(&e))?;
     remember_clean(store, &plugins, &checked);
+    if checked.violations.is_empty() && tools_pinned(run) {
+        // Plugin code runs here, on the server's host: only under the policy's opt-in.
+        let problems =
+            berth_runtime::observe::recheck(set, store, berth_runtime::observe::timeout());
+        if !problems.is_empty() {
+            return Err(AppError::new(
+                axum::http::StatusCode::FORBIDDEN,
+                "tools_changed",
+                format!(
+                    "the policy says `tools = \"pinned\"` and {}",
+                    problems.join("; ")
+                ),
+            ));
+        }
+    }
     match checked.violations.as_slice() {
         [] => Ok(()),
         violations => Err(AppError::new(

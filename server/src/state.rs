@@ -302,7 +302,10 @@ impl AppState {
         lock: &conversations::LockedText,
         cancel: &berth_resolver::Cancel,
     ) -> Result<Arc<SetJson>, AppError> {
-        if let Some(json) = self.cached_set(lock) {
+        // Under `tools = "pinned"` every start asks the servers again: a cached set would
+        // skip that.
+        let pinned = crate::lock_check::tools_pinned(&self.config().run_policy);
+        if let Some(json) = self.cached_set(lock).filter(|_| !pinned) {
             return Ok(json);
         }
         let _hold = self.hold_store()?;

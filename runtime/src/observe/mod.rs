@@ -27,6 +27,16 @@ pub const MANIFEST_FORMAT: u64 = 1;
 /// hands a server a secret.
 pub const PLACEHOLDER: &str = "berth-observe-placeholder";
 
+/// How long one server may take to answer everything: `BERTH_OBSERVE_TIMEOUT` seconds,
+/// default 15.
+pub fn timeout() -> Duration {
+    std::env::var("BERTH_OBSERVE_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+        .map_or(Duration::from_secs(15), Duration::from_secs_f64)
+}
+
 /// How to start one server for observation.
 #[derive(Debug, Clone)]
 pub struct Launch {
@@ -225,4 +235,52 @@ pub fn targets(
             }
         })
         .collect()
+}
+
+/// Asks every MCP server of `set` again (those the lock records as observed, and any it
+/// does not record) and compares each answer with the recorded manifest in `store`: one
+/// line per server whose answer differs, or that was never observed. What a server that
+/// lists its tools at a conversation's start under `tools = "pinned"` is checked with.
+pub fn recheck(set: &PluginSet, store: &berth_store::Store, timeout: Duration) -> Vec<String> {
+    let scratch = std::env::temp_dir().join(format!(
+        "berth-observe-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    let mut problems = Vec::new();
+    for target in targets(set, store.root(), &scratch, timeout) {
+        let name = format!(
+            "MCP server `{}` of plugin `{}`",
+            target.server, target.plugin
+        );
+        let record = set
+            .tools
+            .iter()
+            .find(|t| t.plugin == target.plugin && t.server == target.server);
+        let recorded = record
+            .and_then(|r| r.manifest.as_ref())
+            .and_then(|h| crate::review::read_manifest(store, h));
+        match (&target.kind, record, recorded) {
+            (_, None, _) => problems.push(format!("{name} has no record in the lock")),
+            (_, Some(r), None) => problems.push(match &r.unobserved {
+                Some(why) => format!("{name} was never observed ({why})"),
+                None => format!(
+                    "{name}'s recorded answer is not in the store; run `berth plugins sync`"
+                ),
+            }),
+            (TargetKind::Pinned(launch), Some(_), Some(manifest)) => match observe(launch) {
+                Ok(now) if now == manifest => {}
+                Ok(_) => problems.push(format!(
+                    "{name} offers something else than the lock records"
+                )),
+                Err(e) => problems.push(format!("{name} did not answer: {e}")),
+            },
+            // A remote server's first answer is not asked again here: its code is not pinned.
+            (_, Some(_), Some(_)) => {}
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    problems
 }
