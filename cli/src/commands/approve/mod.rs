@@ -1,4 +1,7 @@
-//! `berth plugins approve`: record the plugins' current capability surface as approved.
+//! `berth plugins approve`: record the plugins' current capability surface as approved,
+//! signed with an SSH key when `--sign` is given (`ssh.rs`).
+
+mod ssh;
 
 use anyhow::{Context as _, Result, bail};
 use berth_lockfile_schema::governance::Approval;
@@ -32,6 +35,10 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
         None => git_user(ctx)?,
     };
     let at = utc_now();
+    let signing = match &args.sign {
+        Some(key) => Some(ssh::Signing::new(ctx.governance()?.policy, key, &at)?),
+        None => None,
+    };
     let mut approvals = ctx.read_approvals()?;
     let wanted: Vec<_> = lock
         .plugins
@@ -49,9 +56,14 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
         let mut surface = surface_of(&plugin.name, &entry.path, plugin.definition.as_ref())?;
         surface.pin_packages(&plugin.name, &lock.payloads);
         let digest = surface.approval_digest();
-        let unchanged = approvals
-            .get(&plugin.name)
-            .is_some_and(|a| a.surface == digest);
+        // With `--sign`, an approval that is not signed, or whose signature the policy
+        // refuses, is made again.
+        let unchanged = approvals.get(&plugin.name).is_some_and(|a| {
+            a.surface == digest
+                && signing
+                    .as_ref()
+                    .is_none_or(|s| s.holds(a, &plugin.source, &surface))
+        });
         if unchanged {
             ctx.printer.status(
                 "Approved",
@@ -59,12 +71,19 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
             );
             continue;
         }
-        approvals.record(Approval {
+        let mut approval = Approval {
             plugin: plugin.name.clone(),
             surface: digest.clone(),
             by: by.clone(),
             at: at.clone(),
-        });
+            signature: None,
+        };
+        if let Some(signing) = &signing {
+            let signer = signing.sign(&mut approval, &plugin.source, &surface)?;
+            ctx.printer
+                .status("Signed", &format!("`{}` with the {signer}", plugin.name));
+        }
+        approvals.record(approval);
         ctx.printer.status(
             "Approved",
             &format!(
