@@ -151,7 +151,7 @@ pub fn check_signature(
             return Err(SignatureRefused {
                 rule: format!("allowed_signers = \"{}\"", signers.written),
                 file: signers.policy.clone(),
-                detail: format!("its approval is signed by {described}, {why}"),
+                detail: format!("its approval is signed by {described}, {why}; {again}"),
                 unsigned: false,
             });
         }
@@ -165,9 +165,7 @@ fn listed(signers: &Signers, key: &KeyData, principal: &str, at: &str) -> Result
     let file = &signers.file;
     let mut lines = signers.list.entries().iter().filter(|e| is_key(e, key));
     let Some(first) = lines.clone().next() else {
-        return Err(format!(
-            "which `{file}` does not list; add its public key there for `{principal}`, or sign with a key it lists"
-        ));
+        return Err(format!("which `{file}` does not list"));
     };
     if lines.any(|e| e.names(principal) && e.allows_namespace(SIGNATURE_NAMESPACE) && e.valid_at(at)) {
         return Ok(());

@@ -27,18 +27,9 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
             );
         }
     }
-    let by = match &args.by {
-        Some(by) if !by.trim().is_empty() => by.trim().to_owned(),
-        Some(_) => {
-            bail!("`--by` is empty; say who approves, such as `--by 'Alice <alice@example.com>'`")
-        }
-        None => git_user(ctx)?,
-    };
+    let by = approver(ctx, args)?;
     let at = utc_now();
-    let signing = match &args.sign {
-        Some(key) => Some(ssh::Signing::new(ctx.governance()?.policy, key, &at)?),
-        None => None,
-    };
+    let signing = signing(ctx, args, &at)?;
     let mut approvals = ctx.read_approvals()?;
     let wanted: Vec<_> = lock
         .plugins
@@ -84,18 +75,7 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
                 .status("Signed", &format!("`{}` with the {signer}", plugin.name));
         }
         approvals.record(approval);
-        ctx.printer.status(
-            "Approved",
-            &format!(
-                "`{}`: {}, {}, {}, {} ({})",
-                plugin.name,
-                count(surface.hooks.len(), "hook"),
-                count(surface.mcp_servers.len(), "MCP server"),
-                count(surface.lsp_servers.len(), "LSP server"),
-                count(surface.executables.len(), "executable"),
-                digest.chars().take(19).collect::<String>()
-            ),
-        );
+        ctx.printer.status("Approved", &summary(&plugin.name, &surface, &digest));
     }
     let label = ctx.approvals_path.display().to_string();
     write_atomically(&ctx.approvals_path, approvals.to_toml().as_bytes())
@@ -103,6 +83,45 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
     ctx.printer
         .status("Wrote", &format!("`{label}`; commit it next to the lock"));
     Ok(())
+}
+
+/// `` `tools`: 1 hook, 0 MCP servers, 0 LSP servers, 1 executable (sha256:eaf840334ed8) ``.
+fn summary(name: &str, surface: &berth_runtime::review::Surface, digest: &str) -> String {
+    format!(
+        "`{name}`: {}, {}, {}, {} ({})",
+        count(surface.hooks.len(), "hook"),
+        count(surface.mcp_servers.len(), "MCP server"),
+        count(surface.lsp_servers.len(), "LSP server"),
+        count(surface.executables.len(), "executable"),
+        digest.chars().take(19).collect::<String>()
+    )
+}
+
+/// What signs the approvals (`--sign`). Without it, a policy that requires signed
+/// approvals is warned about: the approvals are written, and refused until signed.
+fn signing(ctx: &Context, args: &ApproveArgs, at: &str) -> Result<Option<ssh::Signing>> {
+    if let Some(key) = &args.sign {
+        return Ok(Some(ssh::Signing::new(ctx.governance()?.policy, key, at)?));
+    }
+    if ctx.policy_path.is_some()
+        && let Some(file) = ctx.governance()?.policy.require_signed_approvals()
+    {
+        ctx.printer.warn(&format!(
+            "`{file}` requires signed approvals (`require_signed_approvals = true`): nothing runs these plugins until their approvals are signed; approve them with `--sign KEY`"
+        ));
+    }
+    Ok(None)
+}
+
+/// Who approves: `--by`, or git's user.
+fn approver(ctx: &Context, args: &ApproveArgs) -> Result<String> {
+    match &args.by {
+        Some(by) if !by.trim().is_empty() => Ok(by.trim().to_owned()),
+        Some(_) => {
+            bail!("`--by` is empty; say who approves, such as `--by 'Alice <alice@example.com>'`")
+        }
+        None => git_user(ctx),
+    }
 }
 
 /// `1 hook`, `2 hooks`.
