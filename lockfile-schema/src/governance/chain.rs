@@ -296,7 +296,8 @@ fn loosens(
             ));
         }
     }
-    if file.require_signed_approvals == Some(false) && earlier.require_signed_approvals == Some(true)
+    if file.require_signed_approvals == Some(false)
+        && earlier.require_signed_approvals == Some(true)
     {
         return Err(error(
             "sets require_signed_approvals = false".to_owned(),

@@ -14,15 +14,15 @@ mod file;
 mod signers;
 
 pub use approvals::{
-    APPROVALS_VERSION, Approval, ApprovalSignature, Approvals, SIGNED_PAYLOAD_VERSION,
-    is_armored, parse_approvals,
-};
-pub use signers::{
-    AllowedSigners, SIGNATURE_NAMESPACE, SignerEntry, Signers, parse_allowed_signers,
+    APPROVALS_VERSION, Approval, ApprovalSignature, Approvals, SIGNED_PAYLOAD_VERSION, is_armored,
+    parse_approvals,
 };
 pub use canon::{Canon, NotCanonical, url_host};
 pub use chain::{HostRefused, Policy, PolicyError, SourceDenied};
 pub use file::{Capability, Level, PolicyFile, UnicodeLevel, extends_of, parse_policy};
+pub use signers::{
+    AllowedSigners, SIGNATURE_NAMESPACE, SignerEntry, Signers, parse_allowed_signers,
+};
 
 /// The policy file's name, next to the manifest.
 pub const POLICY_FILE: &str = "berth-policy.toml";

@@ -86,7 +86,10 @@ impl SignerEntry {
             return self.valid_after.is_none() && self.valid_before.is_none();
         };
         self.valid_after.as_ref().is_none_or(|after| at >= *after)
-            && self.valid_before.as_ref().is_none_or(|before| at <= *before)
+            && self
+                .valid_before
+                .as_ref()
+                .is_none_or(|before| at <= *before)
     }
 
     /// The first principal that is a name rather than a pattern, if any: what an approval
@@ -112,8 +115,14 @@ pub fn parse_allowed_signers(text: &str, label: &str) -> Result<AllowedSigners, 
             continue;
         }
         let at = start + (raw.len() - raw.trim_start().len());
-        let entry = parse_line(line, i + 1)
-            .map_err(|message| Diagnostic::at(label, text, at, format!("{message}; see the ALLOWED SIGNERS section of ssh-keygen(1)")))?;
+        let entry = parse_line(line, i + 1).map_err(|message| {
+            Diagnostic::at(
+                label,
+                text,
+                at,
+                format!("{message}; see the ALLOWED SIGNERS section of ssh-keygen(1)"),
+            )
+        })?;
         entries.push(entry);
     }
     Ok(AllowedSigners { entries })
@@ -226,9 +235,7 @@ fn ssh_time(time: &str) -> Result<String, String> {
         8 if ok => Ok(format!("{digits}000000")),
         12 if ok => Ok(format!("{digits}00")),
         14 if ok => Ok(digits.to_owned()),
-        _ => Err(format!(
-            "`{time}` is not a time `YYYYMMDD[HHMM[SS]][Z]`"
-        )),
+        _ => Err(format!("`{time}` is not a time `YYYYMMDD[HHMM[SS]][Z]`")),
     }
 }
 
@@ -312,9 +319,15 @@ mod tests {
             (format!("a ssh-rsa {key}\n"), "is not a `ssh-rsa` key"),
             ("a ssh-ed25519 %%%\n".to_owned(), "not base64"),
             (format!("a nonsense=1 ssh-ed25519 {key}\n"), "`nonsense=1`"),
-            (format!("a valid-after=\"2026\" ssh-ed25519 {key}\n"), "`2026`"),
+            (
+                format!("a valid-after=\"2026\" ssh-ed25519 {key}\n"),
+                "`2026`",
+            ),
             (format!("a foo {key}\n"), "the option `foo`"),
-            (format!("a cert-authority foo {key}\n"), "`foo` is not a key type"),
+            (
+                format!("a cert-authority foo {key}\n"),
+                "`foo` is not a key type",
+            ),
         ] {
             let e = parse_allowed_signers(&format!("# x\n  {text}"), "s").expect_err(&text);
             assert_eq!((e.line, e.column), (2, 3), "{e}");

@@ -472,13 +472,19 @@ mod tests {
         std::fs::write(org.join("keys"), "# nobody yet\n").expect("write");
         std::fs::write(org.join("p.toml"), "allowed_signers = \"keys\"\n").expect("write");
         let top = dir.path().join("p.toml");
-        std::fs::write(&top, "extends = [\"org/p.toml\"]\nrequire_signed_approvals = true\n")
-            .expect("write");
+        std::fs::write(
+            &top,
+            "extends = [\"org/p.toml\"]\nrequire_signed_approvals = true\n",
+        )
+        .expect("write");
         let policy = load_policy(&top, Canon::default()).expect("valid");
         let files: Vec<&str> = policy.signers().iter().map(|s| s.file.as_str()).collect();
         assert_eq!(files, [org.join("keys").display().to_string()]);
         std::fs::write(org.join("p.toml"), "").expect("write");
         let e = load_policy(&top, Canon::default()).expect_err("no signers");
-        assert!(e.to_string().contains("add `allowed_signers = \"FILE\"`"), "{e}");
+        assert!(
+            e.to_string().contains("add `allowed_signers = \"FILE\"`"),
+            "{e}"
+        );
     }
 }

@@ -240,9 +240,9 @@ fn check_capabilities(
     let relied_on = Capability::ALL
         .iter()
         .any(|c| surface.has(*c) && policy.capability(*c).0 == Level::Approve);
-    let refused = current
-        .filter(|_| relied_on)
-        .and_then(|a| check_signature(policy, a, &approval_payload(a, &locked.source, surface)).err());
+    let refused = current.filter(|_| relied_on).and_then(|a| {
+        check_signature(policy, a, &approval_payload(a, &locked.source, surface)).err()
+    });
     let approve = match policy.require_signed_approvals() {
         Some(_) => format!("berth plugins approve {name} --sign KEY"),
         None => format!("berth plugins approve {name}"),

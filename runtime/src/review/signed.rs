@@ -73,7 +73,11 @@ fn read_signature(armored: &str) -> Result<SshSig, String> {
 }
 
 fn describe(key: &KeyData) -> String {
-    format!("{} key {}", key.algorithm(), key.fingerprint(HashAlg::Sha256))
+    format!(
+        "{} key {}",
+        key.algorithm(),
+        key.fingerprint(HashAlg::Sha256)
+    )
 }
 
 /// Checks the approval of a plugin that `policy` relies on, whose signed text is
@@ -106,14 +110,7 @@ pub fn check_signature(
         };
     };
     let refuse = |detail: String| {
-        let (rule, file) = match (policy.signers().first(), policy.require_signed_approvals()) {
-            (Some(s), _) => (format!("allowed_signers = \"{}\"", s.written), s.policy.clone()),
-            (None, Some(file)) => ("require_signed_approvals = true".to_owned(), file.to_owned()),
-            (None, None) => (
-                "a signed approval is verified".to_owned(),
-                "berth's defaults".to_owned(),
-            ),
-        };
+        let (rule, file) = signature_rule(policy);
         SignatureRefused {
             rule,
             file,
@@ -159,6 +156,25 @@ pub fn check_signature(
     Ok(())
 }
 
+/// The rule a wrong signature breaks, and its file: the first `allowed_signers`, else
+/// `require_signed_approvals`, else berth's own check of a signed record.
+fn signature_rule(policy: &Policy) -> (String, String) {
+    match (policy.signers().first(), policy.require_signed_approvals()) {
+        (Some(s), _) => (
+            format!("allowed_signers = \"{}\"", s.written),
+            s.policy.clone(),
+        ),
+        (None, Some(file)) => (
+            "require_signed_approvals = true".to_owned(),
+            file.to_owned(),
+        ),
+        (None, None) => (
+            "a signed approval is verified".to_owned(),
+            "berth's defaults".to_owned(),
+        ),
+    }
+}
+
 /// Whether `signers` lists `key` for `principal`, in berth's namespace, at `at`; if not,
 /// why, naming the file.
 fn listed(signers: &Signers, key: &KeyData, principal: &str, at: &str) -> Result<(), String> {
@@ -167,7 +183,9 @@ fn listed(signers: &Signers, key: &KeyData, principal: &str, at: &str) -> Result
     let Some(first) = lines.clone().next() else {
         return Err(format!("which `{file}` does not list"));
     };
-    if lines.any(|e| e.names(principal) && e.allows_namespace(SIGNATURE_NAMESPACE) && e.valid_at(at)) {
+    if lines
+        .any(|e| e.names(principal) && e.allows_namespace(SIGNATURE_NAMESPACE) && e.valid_at(at))
+    {
         return Ok(());
     }
     let line = first.line;
@@ -221,4 +239,118 @@ pub fn principal_for(
             .iter()
             .all(|s| listed(s, data, principal, at).is_ok())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use berth_lockfile_schema::governance::{
+        ApprovalSignature, Canon, parse_allowed_signers, parse_policy,
+    };
+
+    use super::*;
+
+    /// A key made with `ssh-keygen -t ed25519`, and its signatures of [`payload`] made with
+    /// `ssh-keygen -Y sign -n berth-approval` and `-n file`.
+    const KEY: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEzLRdbJ17WENiTR9alDXSdmwh9giXOK7IXzmrHeRjcY";
+    const SIGNED: &str = "-----BEGIN SSH SIGNATURE-----
+U1NIU0lHAAAAAQAAADMAAAALc3NoLWVkMjU1MTkAAAAgTMtF1snXtYQ2JNH1qUNdJ2bCH2
+CJc4rshfOasd5GNxgAAAAOYmVydGgtYXBwcm92YWwAAAAAAAAABnNoYTUxMgAAAFMAAAAL
+c3NoLWVkMjU1MTkAAABAyGjPR12kvOAIguC6zNEwn/rj5iNhC1Ikqgld2GTCTaoZdeI8Gv
+9zHxe1guHUPokIpsVHkPR6VqaX0lge6Gf5CA==
+-----END SSH SIGNATURE-----";
+    const SIGNED_AS_FILE: &str = "-----BEGIN SSH SIGNATURE-----
+U1NIU0lHAAAAAQAAADMAAAALc3NoLWVkMjU1MTkAAAAgTMtF1snXtYQ2JNH1qUNdJ2bCH2
+CJc4rshfOasd5GNxgAAAAEZmlsZQAAAAAAAAAGc2hhNTEyAAAAUwAAAAtzc2gtZWQyNTUx
+OQAAAEBp3LLVxocX0bUp+fRckDNX2+ViROFWb1csv3NF5OzZIdUJ1mHArSKT9tE98FTDyu
+qeXum6j2vVJ++VCwUAv8cK
+-----END SSH SIGNATURE-----";
+
+    fn approval(armored: &str) -> Approval {
+        Approval {
+            plugin: "tools".to_owned(),
+            surface: "sha256:01".to_owned(),
+            by: "Alice <alice@example.com>".to_owned(),
+            at: "2026-11-25T06:00:00Z".to_owned(),
+            signature: Some(ApprovalSignature {
+                signer: "alice@example.com".to_owned(),
+                armored: armored.to_owned(),
+            }),
+        }
+    }
+
+    fn payload(approval: &Approval) -> String {
+        approval.signed_payload("github:acme/tools", 2, &["hooks"])
+    }
+
+    /// A policy requiring signed approvals, whose allowed-signers file is `signers`.
+    fn policy(signers: &str) -> Policy {
+        let file = parse_policy("require_signed_approvals = true\n", "p.toml").expect("valid");
+        let list = parse_allowed_signers(signers, "keys").expect("valid");
+        Policy::from_chain(vec![("p.toml".to_owned(), file)], Canon::default())
+            .expect("valid")
+            .with_signers(vec![Signers {
+                policy: "p.toml".to_owned(),
+                written: "keys".to_owned(),
+                file: "keys".to_owned(),
+                list,
+            }])
+    }
+
+    fn refusal(policy: &Policy, approval: &Approval) -> String {
+        check_signature(policy, approval, &payload(approval))
+            .expect_err("refused")
+            .detail
+    }
+
+    #[test]
+    fn a_signature_by_a_listed_key_over_the_record_passes() {
+        let listed = policy(&format!("alice@example.com {KEY}\n"));
+        let signed = approval(SIGNED);
+        assert_eq!(check_signature(&listed, &signed, &payload(&signed)), Ok(()));
+        let key = SigningKey::of_signature(SIGNED).expect("a signature");
+        assert!(key.describe().starts_with("ssh-ed25519 key SHA256:"));
+        assert_eq!(
+            principal_for(&listed, &key, &signed.at, Some("bob@example.com")).as_deref(),
+            Some("alice@example.com")
+        );
+        // Without allowed signers, the signature is still held to the record.
+        let none = Policy::default();
+        assert_eq!(check_signature(&none, &signed, &payload(&signed)), Ok(()));
+        let mut edited = signed.clone();
+        edited.by = "Mallory <m@example.com>".to_owned();
+        assert!(refusal(&none, &edited).contains("does not match the record"));
+    }
+
+    #[test]
+    fn an_edited_unlisted_or_misplaced_signature_is_refused() {
+        let listed = policy(&format!("alice@example.com {KEY}\n"));
+        for edit in [
+            |a: &mut Approval| a.plugin = "twin".to_owned(),
+            |a: &mut Approval| a.surface = "sha256:02".to_owned(),
+            |a: &mut Approval| a.at = "2026-11-25T06:00:01Z".to_owned(),
+        ] {
+            let mut edited = approval(SIGNED);
+            edit(&mut edited);
+            assert!(refusal(&listed, &edited).contains("does not match the record"));
+        }
+        let signed = approval(SIGNED);
+        let other = policy(&format!("bob@example.com {KEY}\n"));
+        assert!(refusal(&other, &signed).contains("lists (line 1) for `bob@example.com`"));
+        let nobody = policy("# nobody\n");
+        assert!(refusal(&nobody, &signed).contains("which `keys` does not list"));
+        let expired = policy(&format!(
+            "alice@example.com valid-before=\"20260101\" {KEY}\n"
+        ));
+        assert!(refusal(&expired, &signed).contains("does not hold valid at 2026-11-25T06:00:00Z"));
+        let git = policy(&format!("alice@example.com namespaces=\"git\" {KEY}\n"));
+        assert!(refusal(&git, &signed).contains("lets sign only in `git`"));
+        let as_file = approval(SIGNED_AS_FILE);
+        assert!(refusal(&listed, &as_file).contains("was made for `file`"));
+        let mut unsigned = approval(SIGNED);
+        unsigned.signature = None;
+        let refused = check_signature(&listed, &unsigned, "").expect_err("unsigned");
+        assert!(refused.unsigned && refused.rule == "require_signed_approvals = true");
+        assert_eq!(check_signature(&Policy::default(), &unsigned, ""), Ok(()));
+    }
 }

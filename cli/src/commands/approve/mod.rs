@@ -75,7 +75,8 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
                 .status("Signed", &format!("`{}` with the {signer}", plugin.name));
         }
         approvals.record(approval);
-        ctx.printer.status("Approved", &summary(&plugin.name, &surface, &digest));
+        ctx.printer
+            .status("Approved", &summary(&plugin.name, &surface, &digest));
     }
     let label = ctx.approvals_path.display().to_string();
     write_atomically(&ctx.approvals_path, approvals.to_toml().as_bytes())

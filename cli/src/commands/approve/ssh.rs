@@ -39,7 +39,8 @@ impl Signing {
     pub fn new(policy: Policy, key: &str, at: &str) -> Result<Signing> {
         if key == "ssh-agent" {
             let line = agent_key(&policy, at)?;
-            let path = std::env::temp_dir().join(format!("berth-approve-{}.pub", std::process::id()));
+            let path =
+                std::env::temp_dir().join(format!("berth-approve-{}.pub", std::process::id()));
             std::fs::write(&path, format!("{line}\n"))
                 .with_context(|| format!("could not write `{}`", path.display()))?;
             return Ok(Signing {
@@ -69,9 +70,8 @@ impl Signing {
     pub fn sign(&self, approval: &mut Approval, source: &str, surface: &Surface) -> Result<String> {
         let payload = approval_payload(approval, source, surface);
         let armored = ssh_keygen_sign(&self.key_file, &payload)?;
-        let key = SigningKey::of_signature(&armored).map_err(|why| {
-            anyhow!("`ssh-keygen` wrote a signature that is {why}")
-        })?;
+        let key = SigningKey::of_signature(&armored)
+            .map_err(|why| anyhow!("`ssh-keygen` wrote a signature that is {why}"))?;
         let email = email_of(&approval.by);
         let signer = match self.policy.signers().first() {
             None => email.to_owned(),
@@ -205,7 +205,10 @@ fn agent_key(policy: &Policy, at: &str) -> Result<String> {
 mod tests {
     #[test]
     fn the_email_of_an_approver() {
-        assert_eq!(super::email_of("Alice <alice@example.com>"), "alice@example.com");
+        assert_eq!(
+            super::email_of("Alice <alice@example.com>"),
+            "alice@example.com"
+        );
         assert_eq!(super::email_of("alice"), "alice");
         assert_eq!(super::email_of("Alice <>"), "Alice <>");
     }

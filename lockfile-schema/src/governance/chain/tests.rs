@@ -286,7 +286,12 @@ fn signed_approvals_required_anywhere_are_required() {
     ])
     .expect("tightens");
     assert_eq!(policy.require_signed_approvals(), Some("team.toml"));
-    assert_eq!(chain(&[("a.toml", "")]).expect("empty").require_signed_approvals(), None);
+    assert_eq!(
+        chain(&[("a.toml", "")])
+            .expect("empty")
+            .require_signed_approvals(),
+        None
+    );
     let e = chain(&[
         ("org.toml", "require_signed_approvals = true\n"),
         ("team.toml", "require_signed_approvals = false\n"),
