@@ -44,7 +44,8 @@ pub struct UnderReview<'a> {
 pub struct Violation {
     /// The plugin.
     pub plugin: String,
-    /// `source`, `hooks`, `mcp_stdio`, `mcp_remote`, `executables` or `hidden_unicode`.
+    /// `source`, `hooks`, `mcp_stdio`, `mcp_remote`, `executables`, `hidden_unicode`, or
+    /// `approval` (an approval's signature refused).
     pub capability: String,
     /// The rule, as the policy file writes it (`hooks = "approve"`).
     pub rule: String,
