@@ -163,7 +163,8 @@ fn approval_of(record: Record) -> Result<Approval, (String, String)> {
     let signature = match (record.signer, record.signature) {
         (None, None) => None,
         (Some(signer), Some(armored)) => {
-            let armored = armored.trim().to_owned();
+            // A checkout that turned line feeds into CRLF changes no signature.
+            let armored = armored.trim().replace("\r\n", "\n");
             if !is_armored(&armored) {
                 return Err((
                     record.plugin.clone(),
@@ -324,6 +325,13 @@ mod tests {
             e.message.contains("has a `signer` and no `signature`"),
             "{e}"
         );
+        let crlf = format!(
+            "{record}signer = \"x\"\nsignature = '''\r\n{}\r\n'''\n",
+            ARMORED.replace('\n', "\r\n")
+        );
+        let parsed = parse_approvals(&crlf, "a.toml").expect("CRLF armor");
+        let signature = parsed.get("a").and_then(|a| a.signature.as_ref());
+        assert_eq!(signature.map(|s| s.armored.as_str()), Some(ARMORED));
         let forged = format!("{record}signer = \"x\"\nsignature = \"forged\"\n");
         let e = parse_approvals(&forged, "a.toml").expect_err("not armored");
         assert!(e.message.contains("not an SSH signature"), "{e}");
