@@ -48,6 +48,7 @@ mod runtime;
 mod s3_cache;
 mod sdk_marketplaces;
 mod server;
+mod signed_approvals;
 mod skipped_files;
 mod ssrf;
 mod store;

@@ -240,6 +240,12 @@ pub struct ApproveArgs {
     /// Who approves [default: git's `user.name <user.email>`]
     #[arg(long, value_name = "WHO")]
     pub by: Option<String>,
+
+    /// Sign each approval with this SSH key (`ssh-keygen -Y sign`): a private key file, a
+    /// public key file whose private key the SSH agent holds, or `ssh-agent` for the
+    /// agent's first key that the policy's `allowed_signers` lists
+    #[arg(long, value_name = "KEY")]
+    pub sign: Option<String>,
 }
 
 #[derive(Debug, Args)]

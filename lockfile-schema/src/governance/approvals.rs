@@ -1,7 +1,8 @@
 //! `plugins.approvals.toml`: which capability surface of each plugin was approved, by whom
-//! and when. Written canonically (sorted by plugin), so it diffs and merges like code.
+//! and when, and the approver's SSH signature over that when it is signed. Written
+//! canonically (sorted by plugin), so it diffs and merges like code.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::diagnostic::Diagnostic;
 use crate::lock::toml_string;
@@ -12,9 +13,11 @@ pub const APPROVALS_VERSION: i64 = 1;
 const HEADER: &str =
     "# This file is written by `berth plugins approve`; review changes to it like code.\n";
 
+/// The version of [`Approval::signed_payload`]'s document.
+pub const SIGNED_PAYLOAD_VERSION: u32 = 1;
+
 /// One plugin's approval.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval {
     /// The plugin's locked name.
     pub plugin: String,
@@ -24,6 +27,72 @@ pub struct Approval {
     pub by: String,
     /// When, RFC 3339 in UTC.
     pub at: String,
+    /// The approver's signature, when the approval is signed.
+    pub signature: Option<ApprovalSignature>,
+}
+
+/// An approval's SSH signature (`berth plugins approve --sign`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalSignature {
+    /// The principal of the allowed-signers file the key is listed for.
+    pub signer: String,
+    /// The signature, armored as `ssh-keygen -Y sign` writes it (`-----BEGIN SSH
+    /// SIGNATURE-----` to `-----END SSH SIGNATURE-----`, without a final line feed).
+    pub armored: String,
+}
+
+/// An `[[approval]]` as the file writes it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Record {
+    plugin: String,
+    surface: String,
+    by: String,
+    at: String,
+    signer: Option<String>,
+    signature: Option<String>,
+}
+
+/// What a signature covers, in this order ([`Approval::signed_payload`]).
+#[derive(Serialize)]
+struct Payload<'a> {
+    format: &'static str,
+    version: u32,
+    plugin: &'a str,
+    source: &'a str,
+    digest_version: u32,
+    surface: &'a str,
+    capabilities: &'a [&'a str],
+    by: &'a str,
+    at: &'a str,
+}
+
+impl Approval {
+    /// The text an approval's signature is made over: compact JSON of the payload's
+    /// version, the plugin's name and locked `source`, the version of its surface digest
+    /// and the digest, the `capabilities` its surface has, who approved and when. So a
+    /// signature holds for this plugin, from this source, with this surface, and for no
+    /// other record. The signer is not in it: the key is, and the allowed-signers file
+    /// says whom a key speaks for.
+    pub fn signed_payload(
+        &self,
+        source: &str,
+        digest_version: u32,
+        capabilities: &[&str],
+    ) -> String {
+        let payload = Payload {
+            format: "berth-approval",
+            version: SIGNED_PAYLOAD_VERSION,
+            plugin: &self.plugin,
+            source,
+            digest_version,
+            surface: &self.surface,
+            capabilities,
+            by: &self.by,
+            at: &self.at,
+        };
+        serde_json::to_string(&payload).expect("strings serialise")
+    }
 }
 
 /// Every approval, sorted by plugin.
@@ -37,7 +106,7 @@ pub struct Approvals {
 struct Wire {
     version: i64,
     #[serde(default)]
-    approval: Vec<Approval>,
+    approval: Vec<Record>,
 }
 
 /// Parses an approvals file; `label` names it in messages.
@@ -66,7 +135,11 @@ pub fn parse_approvals(text: &str, label: &str) -> Result<Approvals, Diagnostic>
         ));
     }
     let mut approvals = Approvals::default();
-    for approval in wire.approval {
+    for record in wire.approval {
+        let approval = approval_of(record).map_err(|(plugin, message)| {
+            let needle = format!("plugin = {}", toml_string(&plugin));
+            Diagnostic::at(label, text, text.find(&needle).unwrap_or(0), message)
+        })?;
         if approvals.get(&approval.plugin).is_some() {
             let needle = format!("plugin = {}", toml_string(&approval.plugin));
             return Err(Diagnostic::at(
@@ -82,6 +155,59 @@ pub fn parse_approvals(text: &str, label: &str) -> Result<Approvals, Diagnostic>
         approvals.record(approval);
     }
     Ok(approvals)
+}
+
+/// A record as an approval: a signer and a signature come together, and the signature
+/// is an armored SSH signature. Fails with the plugin and why.
+fn approval_of(record: Record) -> Result<Approval, (String, String)> {
+    let signature = match (record.signer, record.signature) {
+        (None, None) => None,
+        (Some(signer), Some(armored)) => {
+            // A checkout that turned line feeds into CRLF changes no signature.
+            let armored = armored.trim().replace("\r\n", "\n");
+            if !is_armored(&armored) {
+                return Err((
+                    record.plugin.clone(),
+                    format!(
+                        "the approval of `{}` has a `signature` that is not an SSH signature (`-----BEGIN SSH SIGNATURE-----` ...); run `berth plugins approve {} --sign KEY` again",
+                        record.plugin, record.plugin
+                    ),
+                ));
+            }
+            Some(ApprovalSignature { signer, armored })
+        }
+        (signer, _) => {
+            let (has, lacks) = if signer.is_some() {
+                ("signer", "signature")
+            } else {
+                ("signature", "signer")
+            };
+            return Err((
+                record.plugin.clone(),
+                format!(
+                    "the approval of `{}` has a `{has}` and no `{lacks}`; run `berth plugins approve {} --sign KEY` again",
+                    record.plugin, record.plugin
+                ),
+            ));
+        }
+    };
+    Ok(Approval {
+        plugin: record.plugin,
+        surface: record.surface,
+        by: record.by,
+        at: record.at,
+        signature,
+    })
+}
+
+/// Whether `text` is an armored SSH signature: its two lines of armor around base64.
+pub fn is_armored(text: &str) -> bool {
+    text.strip_prefix("-----BEGIN SSH SIGNATURE-----\n")
+        .and_then(|t| t.strip_suffix("\n-----END SSH SIGNATURE-----"))
+        .is_some_and(|body| {
+            body.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'\n'))
+        })
 }
 
 impl Approvals {
@@ -117,6 +243,15 @@ impl Approvals {
                 toml_string(&a.by),
                 toml_string(&a.at)
             ));
+            if let Some(signature) = &a.signature {
+                // Armor is base64 and dashes ([`is_armored`]): a literal string holds it
+                // as `ssh-keygen` wrote it, line by line.
+                out.push_str(&format!(
+                    "signer = {}\nsignature = '''\n{}\n'''\n",
+                    toml_string(&signature.signer),
+                    signature.armored
+                ));
+            }
         }
         out
     }
@@ -132,6 +267,7 @@ mod tests {
             surface: surface.to_owned(),
             by: "Alice \"A\" <alice@example.com>".to_owned(),
             at: "2026-11-25T06:00:00Z".to_owned(),
+            signature: None,
         }
     }
 
@@ -151,6 +287,54 @@ mod tests {
             Some("sha256:03")
         );
         assert_eq!(approvals.iter().count(), 2);
+    }
+
+    const ARMORED: &str =
+        "-----BEGIN SSH SIGNATURE-----\nU1NIU0lHAAAAAQ==\n-----END SSH SIGNATURE-----";
+
+    #[test]
+    fn a_signed_approval_round_trips_and_its_payload_names_everything_it_covers() {
+        let mut signed = approval("tools", "sha256:01");
+        signed.signature = Some(ApprovalSignature {
+            signer: "alice@example.com".to_owned(),
+            armored: ARMORED.to_owned(),
+        });
+        let mut approvals = Approvals::default();
+        approvals.record(signed.clone());
+        approvals.record(approval("plain", "sha256:02"));
+        let text = approvals.to_toml();
+        let written = format!("signer = \"alice@example.com\"\nsignature = '''\n{ARMORED}\n'''\n");
+        assert!(text.contains(&written), "{text}");
+        let parsed = parse_approvals(&text, "a.toml").expect("valid");
+        assert_eq!(parsed, approvals);
+        assert_eq!(parsed.to_toml(), text);
+        assert_eq!(
+            signed.signed_payload("github:acme/tools", 2, &["hooks", "executables"]),
+            r#"{"format":"berth-approval","version":1,"plugin":"tools","source":"github:acme/tools","digest_version":2,"surface":"sha256:01","capabilities":["hooks","executables"],"by":"Alice \"A\" <alice@example.com>","at":"2026-11-25T06:00:00Z"}"#
+        );
+    }
+
+    #[test]
+    fn a_half_signed_record_is_refused_at_its_plugin() {
+        let record =
+            "version = 1\n[[approval]]\nplugin = \"a\"\nsurface = \"s\"\nby = \"b\"\nat = \"t\"\n";
+        let e = parse_approvals(&format!("{record}signer = \"x\"\n"), "a.toml")
+            .expect_err("no signature");
+        assert_eq!(e.line, 3, "{e}");
+        assert!(
+            e.message.contains("has a `signer` and no `signature`"),
+            "{e}"
+        );
+        let crlf = format!(
+            "{record}signer = \"x\"\nsignature = '''\r\n{}\r\n'''\n",
+            ARMORED.replace('\n', "\r\n")
+        );
+        let parsed = parse_approvals(&crlf, "a.toml").expect("CRLF armor");
+        let signature = parsed.get("a").and_then(|a| a.signature.as_ref());
+        assert_eq!(signature.map(|s| s.armored.as_str()), Some(ARMORED));
+        let forged = format!("{record}signer = \"x\"\nsignature = \"forged\"\n");
+        let e = parse_approvals(&forged, "a.toml").expect_err("not armored");
+        assert!(e.message.contains("not an SSH signature"), "{e}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use super::canon::{Canon, allow_matches, deny_matches, url_host};
 use super::file::{Capability, Level, PolicyFile, ToolsRule, UnicodeLevel};
 use super::glob_match;
+use super::signers::Signers;
 
 /// A chain of policy files that loosens what it extends.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -94,6 +95,8 @@ pub struct Policy {
     /// Each file's `[sources]`, canonical, in the order of `files`.
     patterns: Vec<Patterns>,
     canon: Canon,
+    /// The allowed-signers files the chain names, as read by the caller.
+    signers: Vec<Signers>,
 }
 
 impl Policy {
@@ -114,7 +117,30 @@ impl Policy {
             files,
             patterns,
             canon,
+            signers: Vec::new(),
         })
+    }
+
+    /// The policy with the allowed-signers files its files name (`allowed_signers`), read
+    /// by the caller, as files and URLs are.
+    pub fn with_signers(mut self, signers: Vec<Signers>) -> Policy {
+        self.signers = signers;
+        self
+    }
+
+    /// Every allowed-signers file of the chain, parents first. A signature must be by a key
+    /// each of them lists (they intersect, as `[sources]` allow lists do).
+    pub fn signers(&self) -> &[Signers] {
+        &self.signers
+    }
+
+    /// The first file that sets `require_signed_approvals = true`, if any: then every
+    /// approval the policy relies on must be signed.
+    pub fn require_signed_approvals(&self) -> Option<&str> {
+        self.files
+            .iter()
+            .find(|(_, f)| f.require_signed_approvals == Some(true))
+            .map(|(label, _)| label.as_str())
     }
 
     /// The files of the chain, parents first.
@@ -285,6 +311,14 @@ fn loosens(
         return Err(error(
             format!("sets tools = \"{}\"", mine.as_str()),
             format!("sets it to \"{}\"", theirs.as_str()),
+        ));
+    }
+    if file.require_signed_approvals == Some(false)
+        && earlier.require_signed_approvals == Some(true)
+    {
+        return Err(error(
+            "sets require_signed_approvals = false".to_owned(),
+            "sets it to true".to_owned(),
         ));
     }
     if file.capabilities.hidden_unicode == Some(UnicodeLevel::Warn)

@@ -112,6 +112,12 @@ pub struct PolicyFile {
     /// Parent policies: files (relative to this one's folder) or https URLs.
     #[serde(default)]
     pub extends: Vec<String>,
+    /// `allowed_signers`: an OpenSSH allowed-signers file (relative to this one's folder,
+    /// or to its URL), the keys whose signatures on approvals this policy trusts.
+    pub allowed_signers: Option<String>,
+    /// `require_signed_approvals`: an approval this policy relies on must be signed by a
+    /// key an `allowed_signers` file lists.
+    pub require_signed_approvals: Option<bool>,
     /// `[sources]`.
     #[serde(default)]
     pub sources: Sources,
@@ -214,6 +220,8 @@ mod tests {
         let file = parse_policy(
             r#"
 extends = ["../org/berth-policy.toml"]
+allowed_signers = "allowed_signers"
+require_signed_approvals = true
 [sources]
 allow = ["github:acme/*", "github:anthropics/claude-plugins-official"]
 deny = ["github:acme/experimental-*"]
@@ -229,6 +237,8 @@ hidden_unicode = "warn"
         )
         .expect("valid");
         assert_eq!(file.extends, ["../org/berth-policy.toml"]);
+        assert_eq!(file.allowed_signers.as_deref(), Some("allowed_signers"));
+        assert_eq!(file.require_signed_approvals, Some(true));
         assert_eq!(file.sources.deny, ["github:acme/experimental-*"]);
         assert_eq!(
             file.capabilities.get(Capability::Hooks),

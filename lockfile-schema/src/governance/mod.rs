@@ -3,17 +3,26 @@
 //!
 //! `file` parses one policy file; `canon` puts sources, patterns and hosts in the one form
 //! they are matched in; `chain` folds a chain of files, parents first, into the effective
-//! policy and refuses a child that loosens a parent; `approvals` is the approvals file. Reading files and URLs is the caller's (the resolver's `load_policy`).
+//! policy and refuses a child that loosens a parent; `approvals` is the approvals file;
+//! `signers` is an OpenSSH allowed-signers file, the keys a policy trusts to sign
+//! approvals. Reading files and URLs is the caller's (the resolver's `load_policy`).
 
 mod approvals;
 mod canon;
 mod chain;
 mod file;
+mod signers;
 
-pub use approvals::{APPROVALS_VERSION, Approval, Approvals, parse_approvals};
+pub use approvals::{
+    APPROVALS_VERSION, Approval, ApprovalSignature, Approvals, SIGNED_PAYLOAD_VERSION, is_armored,
+    parse_approvals,
+};
 pub use canon::{Canon, NotCanonical, url_host};
 pub use chain::{HostRefused, Policy, PolicyError, SourceDenied};
 pub use file::{Capability, Level, PolicyFile, ToolsRule, UnicodeLevel, extends_of, parse_policy};
+pub use signers::{
+    AllowedSigners, SIGNATURE_NAMESPACE, SignerEntry, Signers, parse_allowed_signers,
+};
 
 /// The policy file's name, next to the manifest.
 pub const POLICY_FILE: &str = "berth-policy.toml";

@@ -9,7 +9,9 @@ use std::collections::HashSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use berth_lockfile_schema::governance::{Canon, Policy, PolicyFile, extends_of, parse_policy};
+use berth_lockfile_schema::governance::{
+    Canon, Policy, PolicyFile, Signers, extends_of, parse_allowed_signers, parse_policy,
+};
 use berth_lockfile_schema::redact;
 use reqwest::Url;
 
@@ -51,7 +53,17 @@ pub fn load_policy(path: &Path, canon: Canon) -> Result<Policy, PolicyLoadError>
     let mut graph = Graph::default();
     let label = path.display().to_string();
     graph.load(&Origin::File(path.to_path_buf()), &label)?;
-    Policy::from_chain(graph.chain, canon).map_err(|e| PolicyLoadError::Invalid(e.to_string()))
+    let policy = Policy::from_chain(graph.chain, canon)
+        .map_err(|e| PolicyLoadError::Invalid(e.to_string()))?
+        .with_signers(graph.signers);
+    if let Some(file) = policy.require_signed_approvals()
+        && policy.signers().is_empty()
+    {
+        return Err(PolicyLoadError::Invalid(format!(
+            "`{file}` sets require_signed_approvals = true, but no policy names the keys that may sign: add `allowed_signers = \"FILE\"` (an OpenSSH allowed-signers file) to `{file}`"
+        )));
+    }
+    Ok(policy)
 }
 
 /// Where a policy file comes from.
@@ -65,6 +77,8 @@ enum Origin {
 struct Graph {
     /// Every document, parents before the documents that extend them.
     chain: Vec<(String, PolicyFile)>,
+    /// The allowed-signers files they name, in the same order.
+    signers: Vec<Signers>,
     /// The identity (canonical path or normalised URL) of every document in `chain`.
     done: HashSet<String>,
     /// The documents being read, outermost first: identity and label.
@@ -99,15 +113,21 @@ impl Graph {
                 self.documents + 1
             )));
         }
-        let limit = MAX_POLICY_BYTES.min(MAX_TOTAL_BYTES - self.bytes);
-        let text = match origin {
-            Origin::File(path) => read_file(path, label, limit)?,
-            Origin::Url(url) => read_url(url, label, limit)?,
-        };
-        self.documents += 1;
-        self.bytes += text.len() as u64;
+        let text = self.read(origin, label)?;
         let file =
             parse_policy(&text, label).map_err(|e| PolicyLoadError::Invalid(e.to_string()))?;
+        if let Some(written) = &file.allowed_signers {
+            let (signers_origin, file_label) = signers_at(origin, written, label)?;
+            let text = self.read(&signers_origin, &file_label)?;
+            let list = parse_allowed_signers(&text, &file_label)
+                .map_err(|e| PolicyLoadError::Invalid(e.to_string()))?;
+            self.signers.push(Signers {
+                policy: label.to_owned(),
+                written: written.clone(),
+                file: file_label,
+                list,
+            });
+        }
         self.visiting.push((identity.clone(), label.to_owned()));
         for parent in extends_of(&file) {
             let (parent_origin, parent_label) = resolve(origin, parent, label)?;
@@ -117,6 +137,41 @@ impl Graph {
         self.done.insert(identity);
         self.chain.push((label.to_owned(), file));
         Ok(())
+    }
+}
+
+impl Graph {
+    /// The text at `origin`, counted against the bounds of one policy.
+    fn read(&mut self, origin: &Origin, label: &str) -> Result<String, PolicyLoadError> {
+        let limit = MAX_POLICY_BYTES.min(MAX_TOTAL_BYTES - self.bytes);
+        let text = match origin {
+            Origin::File(path) => read_file(path, label, limit)?,
+            Origin::Url(url) => read_url(url, label, limit)?,
+        };
+        self.documents += 1;
+        self.bytes += text.len() as u64;
+        Ok(text)
+    }
+}
+
+/// Where the `allowed_signers` of the policy at `origin` is: a file relative to a policy
+/// file's folder, or a URL relative to a policy's URL (held to the rule of `extends`).
+fn signers_at(
+    origin: &Origin,
+    written: &str,
+    label: &str,
+) -> Result<(Origin, String), PolicyLoadError> {
+    match origin {
+        Origin::Url(base) if !written.contains("://") => {
+            let url = base.join(written).map_err(|e| {
+                PolicyLoadError::Invalid(format!(
+                    "the policy `{label}` names `allowed_signers = \"{written}\"`, which is not a URL relative to it ({e})"
+                ))
+            })?;
+            let shown = url.to_string();
+            resolve(origin, &shown, label)
+        }
+        _ => resolve(origin, written, label),
     }
 }
 
@@ -407,5 +462,29 @@ mod tests {
         .expect("write");
         let e = load_policy(&wide.join("top.toml"), Canon::default()).expect_err("too many");
         assert!(e.to_string().contains("a policy reads at most 64"), "{e}");
+    }
+
+    #[test]
+    fn allowed_signers_are_read_beside_their_policy() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let org = dir.path().join("org");
+        std::fs::create_dir(&org).expect("mkdir");
+        std::fs::write(org.join("keys"), "# nobody yet\n").expect("write");
+        std::fs::write(org.join("p.toml"), "allowed_signers = \"keys\"\n").expect("write");
+        let top = dir.path().join("p.toml");
+        std::fs::write(
+            &top,
+            "extends = [\"org/p.toml\"]\nrequire_signed_approvals = true\n",
+        )
+        .expect("write");
+        let policy = load_policy(&top, Canon::default()).expect("valid");
+        let files: Vec<&str> = policy.signers().iter().map(|s| s.file.as_str()).collect();
+        assert_eq!(files, [org.join("keys").display().to_string()]);
+        std::fs::write(org.join("p.toml"), "").expect("write");
+        let e = load_policy(&top, Canon::default()).expect_err("no signers");
+        assert!(
+            e.to_string().contains("add `allowed_signers = \"FILE\"`"),
+            "{e}"
+        );
     }
 }

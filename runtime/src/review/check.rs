@@ -9,6 +9,7 @@ use berth_lockfile_schema::governance::{Approvals, Capability, Level, Policy, Un
 use serde::Serialize;
 
 use super::hidden::{Finding, Severity, scan_plugin};
+use super::signed::{SignatureRefused, approval_payload, check_signature};
 use super::surface::{Surface, surface_from};
 use crate::error::RuntimeError;
 use crate::model::PluginModel;
@@ -50,7 +51,8 @@ pub struct UnderReview<'a> {
 pub struct Violation {
     /// The plugin.
     pub plugin: String,
-    /// `source`, `hooks`, `mcp_stdio`, `mcp_remote`, `executables` or `hidden_unicode`.
+    /// `source`, `hooks`, `mcp_stdio`, `mcp_remote`, `executables`, `hidden_unicode`, or
+    /// `approval` (an approval's signature refused).
     pub capability: String,
     /// The rule, as the policy file writes it (`hooks = "approve"`).
     pub rule: String,
@@ -134,7 +136,13 @@ pub fn check_plugins(
                 surface_from(name, plugin.entry, plugin.locked.definition.as_ref(), read)?;
             surface.pin_packages(name, plugin.payloads);
             surface.pin_tools(name, plugin.tools);
-            check_capabilities(policy, approvals, name, &surface, &mut checked.violations);
+            check_capabilities(
+                policy,
+                approvals,
+                plugin.locked,
+                &surface,
+                &mut checked.violations,
+            );
         }
         if plugin.scan {
             let findings = scan_plugin(plugin.entry)?;
@@ -224,17 +232,33 @@ fn check_source(policy: &Policy, plugin: &UnderReview<'_>) -> Option<Violation> 
 }
 
 /// The capability rules for one plugin's surface: each capability's level for what the
-/// surface has of it, then the remote hosts.
+/// surface has of it, then the remote hosts. An approval that a rule relies on and that
+/// matches the surface counts only if its signature passes ([`check_signature`]); one that
+/// does not is one violation, in place of each rule's.
 fn check_capabilities(
     policy: &Policy,
     approvals: &Approvals,
-    name: &str,
+    locked: &LockedPlugin,
     surface: &Surface,
     violations: &mut Vec<Violation>,
 ) {
+    let name = locked.name.as_str();
     let digest = surface.approval_digest();
     let approval = approvals.get(name);
-    let approved = approval.is_some_and(|a| a.surface == digest);
+    let current = approval.filter(|a| a.surface == digest);
+    let relied_on = Capability::ALL
+        .iter()
+        .any(|c| surface.has(*c) && policy.capability(*c).0 == Level::Approve);
+    let refused = current.filter(|_| relied_on).and_then(|a| {
+        check_signature(policy, a, &approval_payload(a, &locked.source, surface)).err()
+    });
+    let approve = match policy.require_signed_approvals() {
+        Some(_) => format!("berth plugins approve {name} --sign KEY"),
+        None => format!("berth plugins approve {name}"),
+    };
+    if let Some(refused) = refused {
+        violations.push(signature_violation(name, refused));
+    }
     for capability in Capability::ALL {
         if !surface.has(capability) {
             continue;
@@ -253,7 +277,8 @@ fn check_capabilities(
                 detail: format!("it has {what}, which the policy denies"),
                 needs_approval: false,
             }),
-            Level::Approve if approved => {}
+            // Approved, or its approval is refused above.
+            Level::Approve if current.is_some() => {}
             Level::Approve => violations.push(Violation {
                 plugin: name.to_owned(),
                 capability: capability.as_str().to_owned(),
@@ -261,11 +286,11 @@ fn check_capabilities(
                 file,
                 detail: match approval {
                     Some(a) => format!(
-                        "what it runs changed since {} approved it on {} (it has {what}); review the change (`berth plugins diff`), then run `berth plugins approve {name}`",
+                        "what it runs changed since {} approved it on {} (it has {what}); review the change (`berth plugins diff`), then run `{approve}`",
                         a.by, a.at
                     ),
                     None => format!(
-                        "it has {what}, not approved yet; review it (`berth plugins diff`), then run `berth plugins approve {name}`"
+                        "it has {what}, not approved yet; review it (`berth plugins diff`), then run `{approve}`"
                     ),
                 },
                 needs_approval: true,
@@ -273,6 +298,19 @@ fn check_capabilities(
         }
     }
     check_remote_hosts(policy, name, surface, violations);
+}
+
+/// An approval whose signature does not pass, as a violation.
+fn signature_violation(name: &str, refused: SignatureRefused) -> Violation {
+    Violation {
+        plugin: name.to_owned(),
+        capability: "approval".to_owned(),
+        rule: refused.rule,
+        file: refused.file,
+        detail: refused.detail,
+        // Signing is what an unsigned approval waits for; a wrong signature is refused.
+        needs_approval: refused.unsigned,
+    }
 }
 
 /// `mcp_remote_hosts`: every remote MCP server on a listed host.

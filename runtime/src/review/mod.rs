@@ -11,8 +11,9 @@
 //! from the model the set kept; `chars` names the hidden characters,
 //! `literals` decodes the strings of JSON, YAML and TOML, `hidden` scans files and names
 //! with both, and `display` escapes what people are shown; `check` holds a lock's plugins
-//! against a policy and its approvals, using `surface` and `hidden`, and `verdict`
-//! remembers which entries were scanned clean. Dependencies point that way only.
+//! against a policy and its approvals, using `surface`, `hidden` and `signed` (an
+//! approval's SSH signature checked against the plugin and the allowed signers), and
+//! `verdict` remembers which entries were scanned clean. Dependencies point that way only.
 
 mod beyond;
 mod chars;
@@ -25,6 +26,7 @@ mod hidden;
 mod literals;
 mod prose;
 mod shape;
+mod signed;
 mod sources;
 mod surface;
 mod tools;
@@ -40,6 +42,7 @@ pub use diff::{
 pub use display::{escape_for_display, escape_json};
 pub use hidden::{Finding, Place, SCANNER_VERSION, scan_file, scan_plugin, scan_text};
 pub use shape::{APPROVAL_DIGEST_VERSION, LspEntry, PackagePin, Unmodeled};
+pub use signed::{SignatureRefused, SigningKey, approval_payload, check_signature, principal_for};
 pub use surface::{
     Component, DATA_PLACEHOLDER, HookEntry, McpEntry, ROOT_PLACEHOLDER, Surface, surface_from,
     surface_of,

@@ -271,3 +271,34 @@ fn loosening_is_judged_in_canonical_form() {
     .expect_err("a wider host list");
     assert!(e.to_string().contains("`EVIL.dev`"), "{e}");
 }
+
+#[test]
+fn signed_approvals_required_anywhere_are_required() {
+    let policy = chain(&[
+        ("org.toml", "require_signed_approvals = true\n"),
+        ("team.toml", "allowed_signers = \"signers\"\n"),
+    ])
+    .expect("tightens");
+    assert_eq!(policy.require_signed_approvals(), Some("org.toml"));
+    let policy = chain(&[
+        ("org.toml", "require_signed_approvals = false\n"),
+        ("team.toml", "require_signed_approvals = true\n"),
+    ])
+    .expect("tightens");
+    assert_eq!(policy.require_signed_approvals(), Some("team.toml"));
+    assert_eq!(
+        chain(&[("a.toml", "")])
+            .expect("empty")
+            .require_signed_approvals(),
+        None
+    );
+    let e = chain(&[
+        ("org.toml", "require_signed_approvals = true\n"),
+        ("team.toml", "require_signed_approvals = false\n"),
+    ])
+    .expect_err("loosens");
+    assert_eq!(
+        e.to_string(),
+        "`team.toml` sets require_signed_approvals = false, but `org.toml` sets it to true; a policy may only tighten what it extends: remove it from `team.toml` or change `org.toml`"
+    );
+}

@@ -1,4 +1,7 @@
-//! `berth plugins approve`: record the plugins' current capability surface as approved.
+//! `berth plugins approve`: record the plugins' current capability surface as approved,
+//! signed with an SSH key when `--sign` is given (`ssh.rs`).
+
+mod ssh;
 
 use anyhow::{Context as _, Result, bail};
 use berth_lockfile_schema::governance::Approval;
@@ -24,18 +27,13 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
             );
         }
     }
-    let by = match &args.by {
-        Some(by) if !by.trim().is_empty() => by.trim().to_owned(),
-        Some(_) => {
-            bail!("`--by` is empty; say who approves, such as `--by 'Alice <alice@example.com>'`")
-        }
-        None => git_user(ctx)?,
-    };
+    let by = approver(ctx, args)?;
     let at = utc_now();
     // Approving lets these plugins run, so what their servers offer is observed now (under
     // a policy's `tools` rule) and approved with the rest.
     let lock = crate::tools::record_approved(ctx, lock, &args.names, args.all)?;
     let tools = berth_runtime::review::load_manifests(&ctx.store, &lock.tools);
+    let signing = signing(ctx, args, &at)?;
     let mut approvals = ctx.read_approvals()?;
     let wanted: Vec<_> = lock
         .plugins
@@ -54,9 +52,14 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
         surface.pin_packages(&plugin.name, &lock.payloads);
         surface.pin_tools(&plugin.name, &tools);
         let digest = surface.approval_digest();
-        let unchanged = approvals
-            .get(&plugin.name)
-            .is_some_and(|a| a.surface == digest);
+        // With `--sign`, an approval that is not signed, or whose signature the policy
+        // refuses, is made again.
+        let unchanged = approvals.get(&plugin.name).is_some_and(|a| {
+            a.surface == digest
+                && signing
+                    .as_ref()
+                    .is_none_or(|s| s.holds(a, &plugin.source, &surface))
+        });
         if unchanged {
             ctx.printer.status(
                 "Approved",
@@ -64,24 +67,21 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
             );
             continue;
         }
-        approvals.record(Approval {
+        let mut approval = Approval {
             plugin: plugin.name.clone(),
             surface: digest.clone(),
             by: by.clone(),
             at: at.clone(),
-        });
-        ctx.printer.status(
-            "Approved",
-            &format!(
-                "`{}`: {}, {}, {}, {} ({})",
-                plugin.name,
-                count(surface.hooks.len(), "hook"),
-                count(surface.mcp_servers.len(), "MCP server"),
-                count(surface.lsp_servers.len(), "LSP server"),
-                count(surface.executables.len(), "executable"),
-                digest.chars().take(19).collect::<String>()
-            ),
-        );
+            signature: None,
+        };
+        if let Some(signing) = &signing {
+            let signer = signing.sign(&mut approval, &plugin.source, &surface)?;
+            ctx.printer
+                .status("Signed", &format!("`{}` with the {signer}", plugin.name));
+        }
+        approvals.record(approval);
+        ctx.printer
+            .status("Approved", &summary(&plugin.name, &surface, &digest));
     }
     let label = ctx.approvals_path.display().to_string();
     write_atomically(&ctx.approvals_path, approvals.to_toml().as_bytes())
@@ -89,6 +89,45 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
     ctx.printer
         .status("Wrote", &format!("`{label}`; commit it next to the lock"));
     Ok(())
+}
+
+/// `` `tools`: 1 hook, 0 MCP servers, 0 LSP servers, 1 executable (sha256:eaf840334ed8) ``.
+fn summary(name: &str, surface: &berth_runtime::review::Surface, digest: &str) -> String {
+    format!(
+        "`{name}`: {}, {}, {}, {} ({})",
+        count(surface.hooks.len(), "hook"),
+        count(surface.mcp_servers.len(), "MCP server"),
+        count(surface.lsp_servers.len(), "LSP server"),
+        count(surface.executables.len(), "executable"),
+        digest.chars().take(19).collect::<String>()
+    )
+}
+
+/// What signs the approvals (`--sign`). Without it, a policy that requires signed
+/// approvals is warned about: the approvals are written, and refused until signed.
+fn signing(ctx: &Context, args: &ApproveArgs, at: &str) -> Result<Option<ssh::Signing>> {
+    if let Some(key) = &args.sign {
+        return Ok(Some(ssh::Signing::new(ctx.governance()?.policy, key, at)?));
+    }
+    if ctx.policy_path.is_some()
+        && let Some(file) = ctx.governance()?.policy.require_signed_approvals()
+    {
+        ctx.printer.warn(&format!(
+            "`{file}` requires signed approvals (`require_signed_approvals = true`): nothing runs these plugins until their approvals are signed; approve them with `--sign KEY`"
+        ));
+    }
+    Ok(None)
+}
+
+/// Who approves: `--by`, or git's user.
+fn approver(ctx: &Context, args: &ApproveArgs) -> Result<String> {
+    match &args.by {
+        Some(by) if !by.trim().is_empty() => Ok(by.trim().to_owned()),
+        Some(_) => {
+            bail!("`--by` is empty; say who approves, such as `--by 'Alice <alice@example.com>'`")
+        }
+        None => git_user(ctx),
+    }
 }
 
 /// `1 hook`, `2 hooks`.

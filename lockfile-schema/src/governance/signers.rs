@@ -1,0 +1,345 @@
+//! `allowed_signers`: the SSH keys whose signatures on approvals a policy trusts, in
+//! OpenSSH's own format (`ssh-keygen(1)`, "ALLOWED SIGNERS"), one key a line:
+//!
+//! ```text
+//! alice@example.com,alice@acme.dev namespaces="berth-approval" ssh-ed25519 AAAAC3Nza…
+//! *@acme.dev valid-after="20260101",valid-before="20270101Z" ssh-rsa AAAAB3Nza… laptop
+//! ```
+//!
+//! Read here as text (principals, options and the key's blob); signatures are checked
+//! against the keys by the runtime.
+
+use base64::Engine as _;
+
+use crate::diagnostic::Diagnostic;
+
+/// The namespace approvals are signed in (`ssh-keygen -Y sign -n berth-approval`), so a
+/// signature made for anything else (a git commit, a file) is never taken for one.
+pub const SIGNATURE_NAMESPACE: &str = "berth-approval";
+
+/// One allowed-signers file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllowedSigners {
+    entries: Vec<SignerEntry>,
+}
+
+/// One line: who the key speaks for, where and when, and the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignerEntry {
+    /// Its line in the file.
+    pub line: usize,
+    /// The principals, a comma-separated list of patterns (`*`, `?`, `!` to exclude).
+    pub principals: String,
+    /// `cert-authority`: the key signs certificates, which berth does not read.
+    pub cert_authority: bool,
+    /// `namespaces="…"`: the namespaces the key may sign in (all when not given).
+    pub namespaces: Option<String>,
+    /// `valid-after`, as `YYYYMMDDHHMMSS` in UTC.
+    pub valid_after: Option<String>,
+    /// `valid-before`, as `YYYYMMDDHHMMSS` in UTC.
+    pub valid_before: Option<String>,
+    /// The key type as written (`ssh-ed25519`).
+    pub key_type: String,
+    /// The key, in SSH's wire format (the base64 text decoded).
+    pub key_blob: Vec<u8>,
+}
+
+/// One allowed-signers file as a policy names it: the policy file, the value it wrote and
+/// the file that value points to (as labels), and what that file says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signers {
+    /// The policy file that names it.
+    pub policy: String,
+    /// `allowed_signers` as that file writes it.
+    pub written: String,
+    /// The allowed-signers file, as a label.
+    pub file: String,
+    /// Its keys.
+    pub list: AllowedSigners,
+}
+
+impl AllowedSigners {
+    /// Every key line, in file order.
+    pub fn entries(&self) -> &[SignerEntry] {
+        &self.entries
+    }
+}
+
+impl SignerEntry {
+    /// Whether the line names `principal`: some pattern matches it and no `!` pattern does.
+    pub fn names(&self, principal: &str) -> bool {
+        pattern_list_matches(&self.principals, principal)
+    }
+
+    /// Whether the key may sign in `namespace`.
+    pub fn allows_namespace(&self, namespace: &str) -> bool {
+        self.namespaces
+            .as_deref()
+            .is_none_or(|list| pattern_list_matches(list, namespace))
+    }
+
+    /// Whether the key was valid at `at` (RFC 3339 in UTC, `2026-11-25T07:21:58Z`, as an
+    /// approval records its time): `valid-after <= at <= valid-before`, as `ssh-keygen -Y
+    /// verify` checks a signature's time. A time berth cannot read is outside.
+    pub fn valid_at(&self, at: &str) -> bool {
+        let Some(at) = rfc3339_digits(at) else {
+            return self.valid_after.is_none() && self.valid_before.is_none();
+        };
+        self.valid_after.as_ref().is_none_or(|after| at >= *after)
+            && self
+                .valid_before
+                .as_ref()
+                .is_none_or(|before| at <= *before)
+    }
+
+    /// The first principal that is a name rather than a pattern, if any: what an approval
+    /// signed with this key records as its signer.
+    pub fn first_principal(&self) -> Option<&str> {
+        self.principals
+            .split(',')
+            .find(|p| !p.is_empty() && !p.contains(['*', '?', '!']))
+    }
+}
+
+/// Parses an allowed-signers file; `label` names it in messages. Blank lines and `#`
+/// comments are skipped; a line berth cannot read is an error at its place (OpenSSH
+/// skips it with a message, but a key meant to be trusted must not vanish silently).
+pub fn parse_allowed_signers(text: &str, label: &str) -> Result<AllowedSigners, Diagnostic> {
+    let mut entries = Vec::new();
+    let mut offset = 0;
+    for (i, raw) in text.split_inclusive('\n').enumerate() {
+        let start = offset;
+        offset += raw.len();
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let at = start + (raw.len() - raw.trim_start().len());
+        let entry = parse_line(line, i + 1).map_err(|message| {
+            Diagnostic::at(
+                label,
+                text,
+                at,
+                format!("{message}; see the ALLOWED SIGNERS section of ssh-keygen(1)"),
+            )
+        })?;
+        entries.push(entry);
+    }
+    Ok(AllowedSigners { entries })
+}
+
+/// `principals [options] keytype base64 [comment]`.
+fn parse_line(line: &str, number: usize) -> Result<SignerEntry, String> {
+    let (principals, rest) = next_field(line);
+    let principals = principals.trim_matches('"').to_owned();
+    if principals.is_empty() || rest.is_empty() {
+        return Err("not `principals [options] keytype base64`".to_owned());
+    }
+    let (second, after) = next_field(rest);
+    let (options, key_type, after) = if is_key_type(second) {
+        ("", second, after)
+    } else {
+        let (key_type, after) = next_field(after);
+        (second, key_type, after)
+    };
+    let mut entry = SignerEntry {
+        line: number,
+        principals,
+        cert_authority: false,
+        namespaces: None,
+        valid_after: None,
+        valid_before: None,
+        key_type: key_type.to_owned(),
+        key_blob: Vec::new(),
+    };
+    for option in split_options(options) {
+        apply_option(&mut entry, option)?;
+    }
+    let (encoded, _comment) = next_field(after);
+    if !is_key_type(key_type) || encoded.is_empty() {
+        return Err(format!("`{key_type}` is not a key type berth knows"));
+    }
+    entry.key_blob = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|e| format!("the key is not base64 ({e})"))?;
+    let named = entry
+        .key_blob
+        .get(4..)
+        .zip(entry.key_blob.get(..4))
+        .and_then(|(rest, len)| {
+            let len = u32::from_be_bytes(len.try_into().ok()?) as usize;
+            rest.get(..len)
+        });
+    if named != Some(key_type.as_bytes()) {
+        return Err(format!("the key is not a `{key_type}` key"));
+    }
+    Ok(entry)
+}
+
+fn apply_option(entry: &mut SignerEntry, option: &str) -> Result<(), String> {
+    let (name, value) = match option.split_once('=') {
+        Some((name, value)) => (name, Some(value.trim_matches('"'))),
+        None => (option, None),
+    };
+    match (name.to_ascii_lowercase().as_str(), value) {
+        ("cert-authority", None) => entry.cert_authority = true,
+        ("namespaces", Some(list)) => entry.namespaces = Some(list.to_owned()),
+        ("valid-after", Some(time)) => entry.valid_after = Some(ssh_time(time)?),
+        ("valid-before", Some(time)) => entry.valid_before = Some(ssh_time(time)?),
+        _ => return Err(format!("the option `{option}` is not one berth reads")),
+    }
+    Ok(())
+}
+
+/// The field at the start of `line` (a `"`-quoted run counts as one), and the rest
+/// after the blanks that follow it.
+fn next_field(line: &str) -> (&str, &str) {
+    let mut quoted = false;
+    let end = line
+        .char_indices()
+        .find(|&(_, c)| {
+            if c == '"' {
+                quoted = !quoted;
+            }
+            !quoted && c.is_whitespace()
+        })
+        .map_or(line.len(), |(i, _)| i);
+    (&line[..end], line[end..].trim_start())
+}
+
+/// The options, split at commas outside quotes.
+fn split_options(options: &str) -> impl Iterator<Item = &str> {
+    let mut quoted = false;
+    options
+        .split(move |c| {
+            if c == '"' {
+                quoted = !quoted;
+            }
+            c == ',' && !quoted
+        })
+        .filter(|o| !o.is_empty())
+}
+
+fn is_key_type(word: &str) -> bool {
+    ["ssh-", "ecdsa-sha2-", "sk-ssh-", "sk-ecdsa-", "rsa-sha2-"]
+        .iter()
+        .any(|p| word.starts_with(p))
+}
+
+/// `YYYYMMDD[HHMM[SS]][Z]` as `YYYYMMDDHHMMSS`. berth reads it in UTC with or without
+/// the `Z` (OpenSSH reads a time without it in the local zone).
+fn ssh_time(time: &str) -> Result<String, String> {
+    let digits = time.strip_suffix(['Z', 'z']).unwrap_or(time);
+    let ok = digits.bytes().all(|b| b.is_ascii_digit());
+    match digits.len() {
+        8 if ok => Ok(format!("{digits}000000")),
+        12 if ok => Ok(format!("{digits}00")),
+        14 if ok => Ok(digits.to_owned()),
+        _ => Err(format!("`{time}` is not a time `YYYYMMDD[HHMM[SS]][Z]`")),
+    }
+}
+
+/// `2026-11-25T07:21:58Z` as `20261125072158`.
+fn rfc3339_digits(at: &str) -> Option<String> {
+    let digits: String = at
+        .strip_suffix('Z')?
+        .chars()
+        .filter(|c| !matches!(c, '-' | ':' | 'T'))
+        .collect();
+    (digits.len() == 14 && digits.bytes().all(|b| b.is_ascii_digit())).then_some(digits)
+}
+
+/// OpenSSH's pattern lists: comma-separated patterns with `*` and `?`; a match of a
+/// pattern starting with `!` excludes, whatever else matches.
+fn pattern_list_matches(list: &str, text: &str) -> bool {
+    let mut matched = false;
+    for pattern in list.split(',') {
+        match pattern.strip_prefix('!') {
+            Some(negated) if wildcard(negated.as_bytes(), text.as_bytes()) => return false,
+            Some(_) => {}
+            None => matched |= wildcard(pattern.as_bytes(), text.as_bytes()),
+        }
+    }
+    matched
+}
+
+/// `*` any run of characters, `?` any one, the rest literal.
+fn wildcard(pattern: &[u8], text: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some((b'*', rest)) => (0..=text.len()).any(|i| wildcard(rest, &text[i..])),
+        Some((b'?', rest)) => !text.is_empty() && wildcard(rest, &text[1..]),
+        Some((c, rest)) => text.first() == Some(c) && wildcard(rest, &text[1..]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `ssh-ed25519` and 32 zero bytes, in the wire format.
+    fn ed25519_base64() -> String {
+        let mut blob = Vec::new();
+        blob.extend_from_slice(&11u32.to_be_bytes());
+        blob.extend_from_slice(b"ssh-ed25519");
+        blob.extend_from_slice(&32u32.to_be_bytes());
+        blob.extend_from_slice(&[0; 32]);
+        base64::engine::general_purpose::STANDARD.encode(blob)
+    }
+
+    #[test]
+    fn lines_with_and_without_options() {
+        let key = ed25519_base64();
+        let text = format!(
+            "# team\n\nalice@example.com,bob@example.com ssh-ed25519 {key} laptop\n\"*@acme.dev,!eve@acme.dev\" namespaces=\"git,berth-*\",valid-after=\"20260101\",valid-before=\"202701011200Z\" ssh-ed25519 {key}\n"
+        );
+        let signers = parse_allowed_signers(&text, "s").expect("valid");
+        let [alice, acme] = signers.entries() else {
+            panic!("two entries: {signers:?}");
+        };
+        assert_eq!(alice.line, 3);
+        assert!(alice.names("bob@example.com") && !alice.names("carol@example.com"));
+        assert_eq!(alice.first_principal(), Some("alice@example.com"));
+        assert!(alice.allows_namespace("anything") && alice.valid_at("2000-01-01T00:00:00Z"));
+        assert!(acme.names("carol@acme.dev") && !acme.names("eve@acme.dev"));
+        assert_eq!(acme.first_principal(), None);
+        assert!(acme.allows_namespace(SIGNATURE_NAMESPACE) && !acme.allows_namespace("file"));
+        assert!(acme.valid_at("2026-01-01T00:00:00Z") && acme.valid_at("2027-01-01T12:00:00Z"));
+        assert!(!acme.valid_at("2025-12-31T23:59:59Z") && !acme.valid_at("2027-01-01T12:00:01Z"));
+        assert!(!acme.valid_at("yesterday"));
+        assert_eq!(acme.key_type, "ssh-ed25519");
+        assert_eq!(acme.key_blob.len(), 4 + 11 + 4 + 32);
+    }
+
+    #[test]
+    fn bad_lines_name_their_place() {
+        let key = ed25519_base64();
+        for (text, needle) in [
+            ("alice\n".to_owned(), "not `principals"),
+            (format!("a ssh-rsa {key}\n"), "is not a `ssh-rsa` key"),
+            ("a ssh-ed25519 %%%\n".to_owned(), "not base64"),
+            (format!("a nonsense=1 ssh-ed25519 {key}\n"), "`nonsense=1`"),
+            (
+                format!("a valid-after=\"2026\" ssh-ed25519 {key}\n"),
+                "`2026`",
+            ),
+            (format!("a foo {key}\n"), "the option `foo`"),
+            (
+                format!("a cert-authority foo {key}\n"),
+                "`foo` is not a key type",
+            ),
+        ] {
+            let e = parse_allowed_signers(&format!("# x\n  {text}"), "s").expect_err(&text);
+            assert_eq!((e.line, e.column), (2, 3), "{e}");
+            assert!(e.message.contains(needle), "{needle}: {e}");
+        }
+    }
+
+    #[test]
+    fn patterns() {
+        assert!(pattern_list_matches("a*,b", "abc"));
+        assert!(pattern_list_matches("?b", "ab") && !pattern_list_matches("?b", "b"));
+        assert!(!pattern_list_matches("*,!x*", "xy"));
+        assert!(!pattern_list_matches("", "a"));
+    }
+}
