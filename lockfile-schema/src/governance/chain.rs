@@ -292,42 +292,8 @@ fn loosens(
         what,
         parent_says,
     };
-    for capability in Capability::ALL {
-        if let (Some(mine), Some(theirs)) = (
-            file.capabilities.get(capability),
-            earlier.capabilities.get(capability),
-        ) && mine < theirs
-        {
-            let key = capability.as_str();
-            return Err(error(
-                format!("sets {key} = \"{}\"", mine.as_str()),
-                format!("sets it to \"{}\"", theirs.as_str()),
-            ));
-        }
-    }
-    if let (Some(mine), Some(theirs)) = (file.capabilities.tools, earlier.capabilities.tools)
-        && mine < theirs
-    {
-        return Err(error(
-            format!("sets tools = \"{}\"", mine.as_str()),
-            format!("sets it to \"{}\"", theirs.as_str()),
-        ));
-    }
-    if file.require_signed_approvals == Some(false)
-        && earlier.require_signed_approvals == Some(true)
-    {
-        return Err(error(
-            "sets require_signed_approvals = false".to_owned(),
-            "sets it to true".to_owned(),
-        ));
-    }
-    if file.capabilities.hidden_unicode == Some(UnicodeLevel::Warn)
-        && earlier.capabilities.hidden_unicode == Some(UnicodeLevel::Deny)
-    {
-        return Err(error(
-            "sets hidden_unicode = \"warn\"".to_owned(),
-            "sets it to \"deny\"".to_owned(),
-        ));
+    if let Some((what, parent_says)) = looser_levels(file, earlier) {
+        return Err(error(what, parent_says));
     }
     // Patterns are compared in canonical form, as sources are: a child's allow pattern
     // is a text a parent's pattern must let through.
@@ -369,6 +335,49 @@ fn loosens(
         ));
     }
     Ok(())
+}
+
+/// What `file` sets looser than `earlier` of the levels (capabilities, `tools`, signed
+/// approvals, hidden Unicode): what it says, and what the parent says.
+fn looser_levels(file: &PolicyFile, earlier: &PolicyFile) -> Option<(String, String)> {
+    for capability in Capability::ALL {
+        if let (Some(mine), Some(theirs)) = (
+            file.capabilities.get(capability),
+            earlier.capabilities.get(capability),
+        ) && mine < theirs
+        {
+            let key = capability.as_str();
+            return Some((
+                format!("sets {key} = \"{}\"", mine.as_str()),
+                format!("sets it to \"{}\"", theirs.as_str()),
+            ));
+        }
+    }
+    if let (Some(mine), Some(theirs)) = (file.capabilities.tools, earlier.capabilities.tools)
+        && mine < theirs
+    {
+        return Some((
+            format!("sets tools = \"{}\"", mine.as_str()),
+            format!("sets it to \"{}\"", theirs.as_str()),
+        ));
+    }
+    if file.require_signed_approvals == Some(false)
+        && earlier.require_signed_approvals == Some(true)
+    {
+        return Some((
+            "sets require_signed_approvals = false".to_owned(),
+            "sets it to true".to_owned(),
+        ));
+    }
+    if file.capabilities.hidden_unicode == Some(UnicodeLevel::Warn)
+        && earlier.capabilities.hidden_unicode == Some(UnicodeLevel::Deny)
+    {
+        return Some((
+            "sets hidden_unicode = \"warn\"".to_owned(),
+            "sets it to \"deny\"".to_owned(),
+        ));
+    }
+    None
 }
 
 fn quoted(items: &[String]) -> String {

@@ -35,44 +35,13 @@ pub fn run(ctx: &Context, args: &MarketplaceSearchArgs) -> Result<()> {
     } else {
         Network::Online
     };
-    let query = args.query.to_lowercase();
-    let mut hits = Vec::new();
-    let mut read = 0;
-    for declared in &manifest.marketplaces {
-        // One marketplace out of reach leaves it out, warned; with nothing read, that is
-        // the error.
-        let catalog =
-            match super::read_catalog(ctx, lock.as_ref().map(|(l, _)| l), declared, network) {
-                Ok((_, catalog)) => catalog,
-                Err(error) if manifest.marketplaces.len() > 1 => {
-                    ctx.printer.warn(&format!(
-                        "marketplace `{}` is left out of the search: {}",
-                        declared.name,
-                        crate::context::error_text(&error)
-                    ));
-                    continue;
-                }
-                Err(error) => return Err(error),
-            };
-        read += 1;
-        hits.extend(
-            catalog
-                .plugins
-                .into_iter()
-                .filter(|entry| matches(entry, &query))
-                .map(|entry| Hit {
-                    marketplace: declared.name.clone(),
-                    entry,
-                }),
-        );
-    }
-    if read == 0 {
-        return Err(Failure {
-            message: "no declared marketplace could be read (each is named above)".to_owned(),
-            notes: Vec::new(),
-        }
-        .into());
-    }
+    let hits = search_all(
+        ctx,
+        &manifest,
+        lock.as_ref().map(|(l, _)| l),
+        &args.query,
+        network,
+    )?;
     let searched = match manifest.marketplaces.as_slice() {
         [one] => format!("marketplace `{}`", one.name),
         all => format!("{} marketplaces", all.len()),
@@ -117,6 +86,53 @@ pub fn run(ctx: &Context, args: &MarketplaceSearchArgs) -> Result<()> {
         ),
     );
     Ok(())
+}
+
+/// The entries matching `query` in every declared marketplace. One out of reach is left
+/// out with a warning; with none read, that is the error.
+fn search_all(
+    ctx: &Context,
+    manifest: &berth_lockfile_schema::Manifest,
+    lock: Option<&berth_lockfile_schema::Lock>,
+    query: &str,
+    network: Network,
+) -> Result<Vec<Hit>> {
+    let query = query.to_lowercase();
+    let mut hits = Vec::new();
+    let mut read = 0;
+    for declared in &manifest.marketplaces {
+        let catalog = match super::read_catalog(ctx, lock, declared, network) {
+            Ok((_, catalog)) => catalog,
+            Err(error) if manifest.marketplaces.len() > 1 => {
+                ctx.printer.warn(&format!(
+                    "marketplace `{}` is left out of the search: {}",
+                    declared.name,
+                    crate::context::error_text(&error)
+                ));
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
+        read += 1;
+        hits.extend(
+            catalog
+                .plugins
+                .into_iter()
+                .filter(|entry| matches(entry, &query))
+                .map(|entry| Hit {
+                    marketplace: declared.name.clone(),
+                    entry,
+                }),
+        );
+    }
+    if read == 0 {
+        return Err(Failure {
+            message: "no declared marketplace could be read (each is named above)".to_owned(),
+            notes: Vec::new(),
+        }
+        .into());
+    }
+    Ok(hits)
 }
 
 /// Whether `query` (lower case) is part of the entry's name, description or a keyword.
