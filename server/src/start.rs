@@ -227,8 +227,12 @@ impl AppState {
         request: &Prepared,
     ) -> Option<(Arc<LockedText>, Arc<SetJson>, berth_store::SharedUse)> {
         let locked = request.lock.as_ref()?;
-        // Object storage's writes block; an agent's environment is checked on disk.
-        if locked.lock.agent.is_some() || self.inner.conversations.shared() {
+        // Object storage's writes block; an agent's environment is checked on disk; under
+        // `tools = "pinned"` every start asks the MCP servers again.
+        if locked.lock.agent.is_some()
+            || self.inner.conversations.shared()
+            || crate::lock_check::tools_pinned(&self.config().run_policy)
+        {
             return None;
         }
         let set = unpoisoned(self.inner.sets.lock())

@@ -276,7 +276,11 @@ impl AppState {
     /// The plugin set of `lock` as the runtime's JSON bytes, from the cache when every
     /// entry it names is still in the store, unchanged (checked against its stat record,
     /// as the runtime checks: a set is never served from an entry changed behind berth).
+    /// Never under `tools = "pinned"`: each start asks the MCP servers again.
     pub(crate) fn cached_set(&self, lock: &conversations::LockedText) -> Option<Arc<SetJson>> {
+        if crate::lock_check::tools_pinned(&self.config().run_policy) {
+            return None;
+        }
         let cached = unpoisoned(self.inner.sets.lock())
             .map
             .get(&lock.text)
@@ -302,10 +306,7 @@ impl AppState {
         lock: &conversations::LockedText,
         cancel: &berth_resolver::Cancel,
     ) -> Result<Arc<SetJson>, AppError> {
-        // Under `tools = "pinned"` every start asks the servers again: a cached set would
-        // skip that.
-        let pinned = crate::lock_check::tools_pinned(&self.config().run_policy);
-        if let Some(json) = self.cached_set(lock).filter(|_| !pinned) {
+        if let Some(json) = self.cached_set(lock) {
             return Ok(json);
         }
         let _hold = self.hold_store()?;

@@ -35,6 +35,7 @@ mod lock_sync;
 mod marketplace;
 mod marketplace_server;
 mod materialize;
+mod mcp_tools;
 mod one_build;
 mod openhands_agent_server;
 mod openhands_import;

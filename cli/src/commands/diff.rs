@@ -106,9 +106,12 @@ pub fn lock_diff(
     let mut pairs: Vec<(Option<LockedPlugin>, Option<LockedPlugin>)> = Vec::new();
     for plugin in &new.plugins {
         match find(old, &plugin.name) {
-            // The same content and the same marketplace definition: nothing can differ.
+            // The same content, the same marketplace definition and the same record of what
+            // its servers offer: nothing can differ.
             Some(before)
-                if before.hash == plugin.hash && before.definition == plugin.definition => {}
+                if before.hash == plugin.hash
+                    && before.definition == plugin.definition
+                    && tools_of(old, &plugin.name) == tools_of(new, &plugin.name) => {}
             before => pairs.push((before, Some(plugin.clone()))),
         }
     }
@@ -165,6 +168,11 @@ pub fn lock_diff(
         plugins,
         payloads: PayloadDiff::between(&old.payloads, &new.payloads),
     })
+}
+
+/// What `lock` records of the servers of plugin `name`.
+fn tools_of<'a>(lock: &'a Lock, name: &str) -> Vec<&'a berth_lockfile_schema::LockedTools> {
+    lock.tools.iter().filter(|t| t.plugin == name).collect()
 }
 
 /// Every plugin of `lock` fetched into the store if missing, and its surface.
