@@ -9,6 +9,7 @@ mod printer;
 #[cfg(test)]
 mod reference;
 mod tools;
+mod tools_remote;
 mod usage;
 
 use std::process::ExitCode;

@@ -24,6 +24,14 @@ pub enum Again {
     All,
 }
 
+/// Whether remote servers are asked (their first answer recorded, trust on first use),
+/// and whether `${VAR}` in their headers is filled from the environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Remote {
+    pub ask: bool,
+    pub env: bool,
+}
+
 /// One server observed now: its record, and the manifest when it answered.
 pub struct Observed {
     pub record: LockedTools,
@@ -58,6 +66,7 @@ pub fn observe_lock(
     allowed: &BTreeMap<String, Option<String>>,
     only: &[String],
     again: Again,
+    remote: Remote,
 ) -> Result<(Vec<LockedTools>, Vec<Observed>)> {
     let set = build_plugin_set(&ctx.store, lock, &BuildOptions::default())?;
     let scratch = ctx
@@ -79,8 +88,11 @@ pub fn observe_lock(
             .find(|t| t.plugin == target.plugin && t.server == target.server);
         let code = code_digest(lock, &target, &store_root);
         let wanted = only.is_empty() || only.contains(&target.plugin);
-        let current = previous.filter(|p| p.code == code || p.trust == ToolsTrust::FirstUse);
+        let current = previous.filter(|p| p.code == code);
+        let is_remote = matches!(target.kind, TargetKind::Remote { .. });
         let keep = match (again, current) {
+            // A remote server is asked only when that is asked for.
+            _ if is_remote && !remote.ask => true,
             (Again::Changed, Some(_)) => true,
             (Again::All, Some(_)) => !wanted,
             (_, None) => !wanted,
@@ -90,7 +102,7 @@ pub fn observe_lock(
             records.extend(previous.cloned());
             continue;
         }
-        let observed = observe_one(ctx, &target, code)?;
+        let observed = observe_one(ctx, &target, code, remote)?;
         records.push(observed.record.clone());
         made.push(observed);
     }
@@ -99,23 +111,32 @@ pub fn observe_lock(
 }
 
 /// Observes one server and keeps its manifest in the store.
-fn observe_one(ctx: &Context, target: &Target, code: Sha256Hash) -> Result<Observed> {
+fn observe_one(
+    ctx: &Context,
+    target: &Target,
+    code: Sha256Hash,
+    remote: Remote,
+) -> Result<Observed> {
+    let trust = match target.kind {
+        TargetKind::Remote { .. } => ToolsTrust::FirstUse,
+        _ => ToolsTrust::Pinned,
+    };
     let record = |manifest: Option<Sha256Hash>, unobserved: Option<String>| LockedTools {
         plugin: target.plugin.clone(),
         server: target.server.clone(),
         code,
         manifest,
         unobserved,
-        trust: ToolsTrust::Pinned,
+        trust,
     };
     let outcome = match &target.kind {
         TargetKind::Pinned(launch) => observe(launch).map_err(|e| e.to_string()),
         TargetKind::Unpinned { program } => Err(format!(
             "its program `{program}` is neither in the plugin nor a package the lock pins, so what it offers could change under the same lock"
         )),
-        TargetKind::Remote { url } => Err(format!(
-            "a remote server (`{url}`): `berth plugins observe --remote` records its first answer"
-        )),
+        TargetKind::Remote { url, headers } => {
+            crate::tools_remote::observe(url, headers, remote.env)
+        }
     };
     Ok(match outcome {
         Ok(manifest) => {
@@ -175,7 +196,7 @@ fn code_digest(lock: &Lock, target: &Target, store_root: &std::path::Path) -> Sh
             }
         }
         TargetKind::Unpinned { program } => part(program),
-        TargetKind::Remote { url } => part(url),
+        TargetKind::Remote { url, .. } => part(url),
     }
     Sha256Hash::from_bytes(hasher.finalize().into())
 }
@@ -220,7 +241,7 @@ pub fn recorded(ctx: &Context, lock: &Lock) -> Result<Option<Lock>> {
         return Ok(None);
     }
     let allowed = allowed(ctx, lock)?;
-    let (tools, made) = observe_lock(ctx, lock, &allowed, &[], Again::Changed)?;
+    let (tools, made) = observe_lock(ctx, lock, &allowed, &[], Again::Changed, Remote::default())?;
     report(ctx, &made);
     Ok(Some(Lock {
         tools,
@@ -244,7 +265,7 @@ pub fn record_approved(ctx: &Context, lock: Lock, names: &[String], all: bool) -
             (p.name.clone(), why)
         })
         .collect();
-    let (tools, made) = observe_lock(ctx, &lock, &allowed, &[], Again::Changed)?;
+    let (tools, made) = observe_lock(ctx, &lock, &allowed, &[], Again::Changed, Remote::default())?;
     report(ctx, &made);
     if tools == lock.tools {
         return Ok(lock);
@@ -345,6 +366,6 @@ pub fn recheck(ctx: &Context, lock: &Lock, asked: bool) -> Result<()> {
         return Ok(());
     }
     let allowed = allowed(ctx, lock)?;
-    let (_, made) = observe_lock(ctx, lock, &allowed, &[], Again::All)?;
+    let (_, made) = observe_lock(ctx, lock, &allowed, &[], Again::All, Remote::default())?;
     check_against(ctx, lock, &made)
 }

@@ -22,6 +22,7 @@ pub mod cache;
 pub mod extract;
 pub mod http;
 pub mod integrity;
+pub mod mcp_http;
 pub mod objects;
 pub mod policy;
 pub mod registries;

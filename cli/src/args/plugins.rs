@@ -164,7 +164,8 @@ pub enum PluginsCommand {
     #[command(after_help = "Examples:\n  \
         berth plugins observe                 # every server, recorded in plugins.lock\n  \
         berth plugins observe review          # the servers of one plugin\n  \
-        berth plugins observe --check         # CI: exit 1 if any server answers otherwise now")]
+        berth plugins observe --check         # CI: exit 1 if any server answers otherwise now\n  \
+        berth plugins observe --remote --env  # also record remote servers' first answer")]
     Observe(ObserveArgs),
 }
 
@@ -356,6 +357,16 @@ pub struct ObserveArgs {
     /// the lock's record
     #[arg(long)]
     pub check: bool,
+
+    /// Ask remote servers too, and record their answer as it is now (trust on first use:
+    /// their code is not pinned); `--check --remote` asks them again
+    #[arg(long)]
+    pub remote: bool,
+
+    /// Fill `${VAR}` in remote servers' headers from the environment (without it, such a
+    /// header is not sent)
+    #[arg(long, requires = "remote")]
+    pub env: bool,
 }
 
 #[derive(Debug, Args)]

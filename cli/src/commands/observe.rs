@@ -5,7 +5,7 @@ use anyhow::Result;
 
 use crate::args::ObserveArgs;
 use crate::context::{Context, Failure};
-use crate::tools::{Again, allowed, check_against, observe_lock, report};
+use crate::tools::{Again, Remote, allowed, check_against, observe_lock, report};
 
 pub fn run(ctx: &Context, args: &ObserveArgs) -> Result<()> {
     let _hold = ctx.hold_store()?;
@@ -36,7 +36,11 @@ pub fn run(ctx: &Context, args: &ObserveArgs) -> Result<()> {
             ));
         }
     }
-    let (records, made) = observe_lock(ctx, &lock, &allowed, &args.names, Again::All)?;
+    let remote = Remote {
+        ask: args.remote,
+        env: args.env,
+    };
+    let (records, made) = observe_lock(ctx, &lock, &allowed, &args.names, Again::All, remote)?;
     if args.check {
         return check_against(ctx, &lock, &made);
     }

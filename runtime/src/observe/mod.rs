@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::set::PluginSet;
-pub use session::PROTOCOL_VERSION;
+pub use session::{Answers, Exchange, PROTOCOL_VERSION, ask};
 
 /// The version of the manifest document's shape.
 pub const MANIFEST_FORMAT: u64 = 1;
@@ -173,8 +173,12 @@ pub enum TargetKind {
     Pinned(Launch),
     /// A stdio server whose program is neither in its plugin nor a locked package.
     Unpinned { program: String },
-    /// A remote server (`http`, `sse`): observed only when asked (`berth mcp observe`).
-    Remote { url: String },
+    /// A remote server (`http`, `sse`): observed only when asked (`berth plugins observe
+    /// --remote`), with the headers it declares (values as written: `${VAR}` unfilled).
+    Remote {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
 }
 
 /// Every MCP server of `set`, each with how it would be observed: scratch folders under
@@ -223,7 +227,19 @@ pub fn targets(
                         }
                     }
                 }
-                (None, Some(url)) => TargetKind::Remote { url: url.clone() },
+                (None, Some(url)) => TargetKind::Remote {
+                    url: url.clone(),
+                    headers: config
+                        .headers
+                        .iter()
+                        .map(|(k, v)| {
+                            (
+                                k.clone(),
+                                v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+                            )
+                        })
+                        .collect(),
+                },
                 (None, None) => TargetKind::Unpinned {
                     program: String::new(),
                 },

@@ -38,10 +38,16 @@ struct Session {
     next_id: u64,
 }
 
+/// One way to talk to a server: a request and its answer's `result` (`None` for a
+/// notification). Stdio here; a remote server's HTTP transport is the caller's.
+pub trait Exchange {
+    fn call(&mut self, method: &str, params: Option<Value>) -> Result<Option<Value>, ObserveError>;
+}
+
 /// Starts the server `launch` describes, asks what it offers, stops it.
 pub fn converse(launch: &Launch) -> Result<Answers, ObserveError> {
     let mut session = Session::start(launch)?;
-    let answers = session.ask();
+    let answers = ask(&mut session);
     session.stop();
     answers.map_err(|e| match e {
         ObserveError::Exited { .. } | ObserveError::Timeout { .. } => {
@@ -49,6 +55,78 @@ pub fn converse(launch: &Launch) -> Result<Answers, ObserveError> {
         }
         other => other,
     })
+}
+
+/// `initialize`, then each list the server's capabilities offer, every page.
+pub fn ask(server: &mut dyn Exchange) -> Result<Answers, ObserveError> {
+    let initialize = server
+        .call(
+            "initialize",
+            Some(json!({
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "berth", "version": env!("CARGO_PKG_VERSION")},
+            })),
+        )?
+        .unwrap_or(Value::Null);
+    server.call("notifications/initialized", None)?;
+    let offers = |what: &str| initialize["capabilities"].get(what).is_some();
+    let mut answers = Answers {
+        initialize: initialize.clone(),
+        ..Answers::default()
+    };
+    if offers("tools") {
+        answers.tools = Some(list(server, "tools/list", "tools")?);
+    }
+    if offers("prompts") {
+        answers.prompts = Some(list(server, "prompts/list", "prompts")?);
+    }
+    if offers("resources") {
+        answers.resources = Some(list(server, "resources/list", "resources")?);
+        answers.resource_templates = Some(list(
+            server,
+            "resources/templates/list",
+            "resourceTemplates",
+        )?);
+    }
+    Ok(answers)
+}
+
+/// Every page of a list method, joined.
+fn list(server: &mut dyn Exchange, method: &str, key: &str) -> Result<Vec<Value>, ObserveError> {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let page = server.call(method, Some(params))?.unwrap_or(Value::Null);
+        match page.get(key) {
+            Some(Value::Array(found)) => items.extend(found.iter().cloned()),
+            _ => {
+                return Err(ObserveError::Protocol(format!(
+                    "`{method}` answered without a `{key}` list"
+                )));
+            }
+        }
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(next) if !next.is_empty() => cursor = Some(next.to_owned()),
+            _ => return Ok(items),
+        }
+    }
+    Err(ObserveError::Protocol(format!(
+        "`{method}` sent more than {MAX_PAGES} pages"
+    )))
+}
+
+impl Exchange for Session {
+    fn call(&mut self, method: &str, params: Option<Value>) -> Result<Option<Value>, ObserveError> {
+        match params {
+            Some(params) => self.request(method, params).map(Some),
+            None => self.notify(method).map(|()| None),
+        }
+    }
 }
 
 impl Session {
@@ -106,63 +184,6 @@ impl Session {
             deadline: Instant::now() + launch.timeout,
             next_id: 1,
         })
-    }
-
-    fn ask(&mut self) -> Result<Answers, ObserveError> {
-        let initialize = self.request(
-            "initialize",
-            json!({
-                "protocolVersion": PROTOCOL_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "berth", "version": env!("CARGO_PKG_VERSION")},
-            }),
-        )?;
-        self.notify("notifications/initialized")?;
-        let offers = |what: &str| initialize["capabilities"].get(what).is_some();
-        let mut answers = Answers {
-            initialize: initialize.clone(),
-            ..Answers::default()
-        };
-        if offers("tools") {
-            answers.tools = Some(self.list("tools/list", "tools")?);
-        }
-        if offers("prompts") {
-            answers.prompts = Some(self.list("prompts/list", "prompts")?);
-        }
-        if offers("resources") {
-            answers.resources = Some(self.list("resources/list", "resources")?);
-            answers.resource_templates =
-                Some(self.list("resources/templates/list", "resourceTemplates")?);
-        }
-        Ok(answers)
-    }
-
-    /// Every page of a list method, joined.
-    fn list(&mut self, method: &str, key: &str) -> Result<Vec<Value>, ObserveError> {
-        let mut items = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..MAX_PAGES {
-            let params = match &cursor {
-                Some(c) => json!({"cursor": c}),
-                None => json!({}),
-            };
-            let page = self.request(method, params)?;
-            match page.get(key) {
-                Some(Value::Array(found)) => items.extend(found.iter().cloned()),
-                _ => {
-                    return Err(ObserveError::Protocol(format!(
-                        "`{method}` answered without a `{key}` list"
-                    )));
-                }
-            }
-            match page.get("nextCursor").and_then(Value::as_str) {
-                Some(next) if !next.is_empty() => cursor = Some(next.to_owned()),
-                _ => return Ok(items),
-            }
-        }
-        Err(ObserveError::Protocol(format!(
-            "`{method}` sent more than {MAX_PAGES} pages"
-        )))
     }
 
     /// Sends a request and waits for its answer (other messages are passed over).
