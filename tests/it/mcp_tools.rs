@@ -400,4 +400,5 @@ fn a_remote_servers_first_answer_is_recorded_and_a_change_caught() {
         caught.stderr
     );
     let _ = child.kill();
+    let _ = child.wait();
 }
