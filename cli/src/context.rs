@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 use berth_lockfile_schema::{Lock, LockError, Manifest, parse_lock, parse_manifest};
-use berth_resolver::{DEFAULT_GITHUB_URL, EntryError, Network, Settings};
+use berth_lockfile_schema::release_age::{ExcludeNewer, Timestamp};
+use berth_resolver::{DEFAULT_GITHUB_URL, EntryError, Network, ReleaseAge, Settings};
 use berth_store::Store;
 use berth_transport::extract::ArchiveLimits;
 use berth_transport::registries;
@@ -43,6 +44,22 @@ pub struct Context {
     pub policy_path: Option<PathBuf>,
     /// `plugins.approvals.toml`: the lockfile's name with `.approvals.toml`.
     pub approvals_path: PathBuf,
+    /// The time of locking: the clock's, or `$BERTH_NOW` (for tests and reproducing a
+    /// lock: an `exclude-newer` span counts back from it).
+    pub now: Timestamp,
+}
+
+/// `$BERTH_NOW` (an RFC 3339 instant or a date), else the clock's time.
+fn now_from_env() -> Result<Timestamp> {
+    let Some(text) = std::env::var("BERTH_NOW").ok().filter(|t| !t.is_empty()) else {
+        return Ok(Timestamp::now());
+    };
+    match ExcludeNewer::parse(&text) {
+        Ok(ExcludeNewer::At(at)) => Ok(at),
+        _ => bail!(
+            "`BERTH_NOW={text}` is not an RFC 3339 date and time such as `2026-12-01T00:00:00Z`; unset it to use the clock"
+        ),
+    }
 }
 
 /// A failure with follow-up lines: the `error:` line, then one line per detail.
@@ -136,7 +153,9 @@ impl Context {
             default.is_file().then_some(default)
         });
         let approvals_path = lock_path.with_extension("approvals.toml");
+        let now = now_from_env()?;
         Ok(Self {
+            now,
             policy_path,
             approvals_path,
             archive_limits,
@@ -199,7 +218,22 @@ impl Context {
             ref_ttl: std::time::Duration::ZERO,
             npm: registries::NpmConfig::load(&inputs, berth_npm),
             payload_finder: Some(berth_runtime::runners::wanted),
+            release_age: ReleaseAge {
+                policy: Vec::new(),
+                now: self.now,
+            },
         }
+    }
+
+    /// Resolver settings for commands that lock: [`Context::settings`] with the policy's
+    /// `exclude-newer` (the policy and what it extends are read for it).
+    pub fn lock_settings(&self, network: Network) -> Result<Settings> {
+        let mut settings = self.settings(network);
+        if let Some(path) = &self.policy_path {
+            let canon = berth_lockfile_schema::governance::Canon::new(&self.github_url);
+            settings.release_age.policy = berth_resolver::load_policy(path, canon)?.release_age();
+        }
+        Ok(settings)
     }
 
     pub fn manifest_label(&self) -> String {

@@ -8,7 +8,8 @@
 //! instant instead of moving it: the lock reproduces on another day. The clock is the
 //! caller's: nothing here reads it.
 
-use jiff::{Span, SpanRelativeTo, Timestamp, Unit};
+pub use jiff::Timestamp;
+use jiff::{Span, SpanRelativeTo, Unit};
 
 /// What an `exclude-newer` key asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -225,5 +225,7 @@ fn manifest_of(lock: &Lock) -> Result<Manifest, AppError> {
         marketplaces,
         plugins,
         agent,
+        // A conversation's request names no cutoff.
+        exclude_newer: None,
     })
 }

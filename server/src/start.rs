@@ -178,6 +178,8 @@ impl Prepared {
                 marketplaces,
                 plugins: requests,
                 agent: agent_request,
+                // A conversation's request names no cutoff.
+                exclude_newer: None,
             }),
             lock: None,
             metadata,

@@ -405,6 +405,7 @@ proptest! {
             agent: None,
             marketplaces: Vec::new(),
             payloads: Vec::new(),
+            exclude_newer: None,
         };
         match build_plugin_set(&store, &lock, &BuildOptions::default()) {
             Ok(set) => {
@@ -459,6 +460,7 @@ fn a_cancelled_build_stops_before_reading_plugins() {
         agent: None,
         marketplaces: Vec::new(),
         payloads: Vec::new(),
+        exclude_newer: None,
     };
     let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let options = BuildOptions {

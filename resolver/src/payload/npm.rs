@@ -54,6 +54,9 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         ])
         .arg(format!("--registry={}", config.registry()))
         .envs(config.npm_env())
+        // npm's own release-age rule: only versions published before the cutoff, for the
+        // package and its whole closure.
+        .args(env.cutoff.as_ref().map(|c| format!("--before={}", c.cutoff.to_rfc3339())))
         .env("npm_config_yes", "true");
     // Without npm the line could not run either: it is left as written.
     let out = cmd.output().map_err(|e| {
@@ -69,9 +72,17 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
             .take(6)
             .collect::<Vec<_>>()
             .join("; ");
+        // npm says `No matching version … with a date before …` when the cutoff left
+        // nothing: say which cutoff, and what to do.
+        let cutoff = env
+            .cutoff
+            .as_ref()
+            .filter(|_| message.contains("date before"))
+            .map(|c| format!("; nothing it allows was published before the cutoff {}: ask for an older version, or move the cutoff", c.describe()))
+            .unwrap_or_default();
         return Err(ResolveError::Payload {
             what: format!("`{}` from `{registry}`", call.spec),
-            message: format!("npm could not resolve it: {message}"),
+            message: format!("npm could not resolve it: {message}{cutoff}"),
         }
         .into());
     }

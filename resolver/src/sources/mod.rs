@@ -23,7 +23,7 @@ pub use marketplace::read_marketplace;
 
 pub(crate) use archive::{ArchiveUrl, download, unpack};
 pub(crate) use entry::sync_entry;
-pub(crate) use resolved::{Declared, Resolved, check_pins};
+pub(crate) use resolved::{Declared, HeldBack, Resolved, check_pins};
 pub(crate) use substitute::{substitute, substitute_or_stage};
 
 use std::sync::Arc;

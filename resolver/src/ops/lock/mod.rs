@@ -17,6 +17,8 @@ use crate::sources::marketplace::resolve_derived;
 use crate::sources::{Resolved, kind_of, load, resolve_new};
 use markets::{MarketState, PickAction, lock_marketplaces};
 
+use super::age::cutoff_for;
+
 /// Which locked pins `lock` may move.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Upgrade {
@@ -85,8 +87,22 @@ pub fn lock_plugins(
     options: &LockOptions,
 ) -> Result<LockOutcome, Vec<EntryError>> {
     check_upgrade_names(manifest, previous, &options.upgrade)?;
+    let fresh = options.upgrade == Upgrade::All;
+    let cutoff = cutoff_for(manifest, &options.manifest_label, settings, previous, fresh);
+    // Another cutoff than the previous lock's: everything is resolved again under it.
+    let moved = previous.is_some_and(|p| p.exclude_newer != cutoff.as_ref().map(|c| c.cutoff.clone()));
+    let everything;
+    let options = if moved {
+        everything = LockOptions {
+            upgrade: Upgrade::All,
+            ..options.clone()
+        };
+        &everything
+    } else {
+        options
+    };
     let matched = match_previous(manifest, previous);
-    let env = Env::new(store, settings, reporter);
+    let env = Env::new(store, settings, reporter).under(cutoff.clone());
     let markets = lock_marketplaces(&env, manifest, previous, options, &matched)?;
     let resolved = AtomicUsize::new(0);
     let results = run_parallel(&manifest.plugins, settings.jobs, |i, request| {
@@ -140,6 +156,7 @@ pub fn lock_plugins(
             marketplaces: markets.into_iter().map(|m| m.locked).collect(),
             // Kept as they were: `lock_payloads` pins them once the plugins are stored.
             payloads: previous.map(|p| p.payloads.clone()).unwrap_or_default(),
+            exclude_newer: cutoff.map(|c| c.cutoff),
         },
         resolved: resolved.into_inner(),
     })
@@ -325,6 +342,18 @@ fn rehash(
 fn report(env: &Env<'_>, resolved: Resolved) -> LockedPlugin {
     for skipped in &resolved.skipped {
         env.reporter.warn(&skipped.message(&resolved.plugin.name));
+    }
+    if let (Some(held), Some(cutoff)) = (&resolved.held_back, &env.cutoff) {
+        env.reporter.status(
+            "Held back",
+            &format!(
+                "`{}` at {}: {} is newer than the cutoff {}",
+                resolved.plugin.name,
+                resolved.plugin.pin_label(),
+                held.newer,
+                cutoff.describe()
+            ),
+        );
     }
     let name = &resolved.plugin.name;
     if let Some(scripts) = berth_lockfile_schema::mixed_scripts(name) {
