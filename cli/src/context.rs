@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
-use berth_lockfile_schema::{Lock, LockError, Manifest, parse_lock, parse_manifest};
 use berth_lockfile_schema::release_age::{ExcludeNewer, Timestamp};
+use berth_lockfile_schema::{Lock, LockError, Manifest, parse_lock, parse_manifest};
 use berth_resolver::{DEFAULT_GITHUB_URL, EntryError, Network, ReleaseAge, Settings};
 use berth_store::Store;
 use berth_transport::extract::ArchiveLimits;

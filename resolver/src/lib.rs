@@ -39,8 +39,7 @@ mod sources;
 pub use agent::{AgentVerifyOutcome, AgentVerifyStatus, DEFAULT_INDEX_URL, SOURCE_DATE_EPOCH};
 pub use context::{
     Cancel, DEFAULT_GITHUB_URL, Event, LocalCheck, Network, ReleaseAge, Reporter, Settings,
-    SharedResolutions,
-    SilentReporter, Task, git_cache_name,
+    SharedResolutions, SilentReporter, Task, git_cache_name,
 };
 pub use error::{
     AgentLockError, ArchiveProblem, DownloadError, EntryError, ErrorKind, LocalPathProblem,

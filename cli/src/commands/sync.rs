@@ -29,10 +29,9 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
     let manifest_label = ctx.manifest_label();
     let (mode, settings) = match &manifest {
         None => (LockMode::Frozen, ctx.frozen_settings(network)),
-        Some(manifest) if args.locked => (
-            LockMode::Locked { manifest },
-            ctx.lock_settings(network)?,
-        ),
+        Some(manifest) if args.locked => {
+            (LockMode::Locked { manifest }, ctx.lock_settings(network)?)
+        }
         Some(manifest) => (
             LockMode::Update {
                 manifest,

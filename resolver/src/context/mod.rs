@@ -11,11 +11,11 @@ mod settings;
 
 pub use memo::SharedResolutions;
 pub use report::{Event, Reporter, SilentReporter, Task};
+pub(crate) use settings::{ActiveCutoff, show_seconds};
 pub use settings::{
     Cancel, DEFAULT_GITHUB_URL, LocalCheck, Network, PayloadFinder, ReleaseAge, Settings,
     git_cache_name,
 };
-pub(crate) use settings::{ActiveCutoff, show_seconds};
 
 pub(crate) use memo::{KEPT_TREE_BYTES, KeptTree, TagList};
 pub(crate) use scratch::Scratch;

@@ -139,8 +139,10 @@ impl ActiveCutoff {
 
 /// An instant given in seconds since the epoch, as messages show it.
 pub(crate) fn show_seconds(seconds: i64) -> String {
-    jiff::Timestamp::from_second(seconds)
-        .map_or_else(|_| seconds.to_string(), berth_lockfile_schema::release_age::show_instant)
+    jiff::Timestamp::from_second(seconds).map_or_else(
+        |_| seconds.to_string(),
+        berth_lockfile_schema::release_age::show_instant,
+    )
 }
 
 impl Settings {

@@ -56,7 +56,11 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         .envs(config.npm_env())
         // npm's own release-age rule: only versions published before the cutoff, for the
         // package and its whole closure.
-        .args(env.cutoff.as_ref().map(|c| format!("--before={}", c.cutoff.to_rfc3339())))
+        .args(
+            env.cutoff
+                .as_ref()
+                .map(|c| format!("--before={}", c.cutoff.to_rfc3339())),
+        )
         .env("npm_config_yes", "true");
     // Without npm the line could not run either: it is left as written.
     let out = cmd.output().map_err(|e| {

@@ -90,7 +90,8 @@ pub fn lock_plugins(
     let fresh = options.upgrade == Upgrade::All;
     let cutoff = cutoff_for(manifest, &options.manifest_label, settings, previous, fresh);
     // Another cutoff than the previous lock's: everything is resolved again under it.
-    let moved = previous.is_some_and(|p| p.exclude_newer != cutoff.as_ref().map(|c| c.cutoff.clone()));
+    let moved =
+        previous.is_some_and(|p| p.exclude_newer != cutoff.as_ref().map(|c| c.cutoff.clone()));
     let everything;
     let options = if moved {
         everything = LockOptions {

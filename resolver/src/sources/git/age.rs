@@ -136,10 +136,7 @@ impl Dated<'_> {
             }
         }
         Err(TooNew::Nothing {
-            what: format!(
-                "`version = \"{range}\"` of `{}`",
-                self.remote.url.shown
-            ),
+            what: format!("`version = \"{range}\"` of `{}`", self.remote.url.shown),
             cutoff: self.cutoff.describe(),
             newest: passed.map(|p| p.newer),
         }
@@ -174,12 +171,7 @@ impl Dated<'_> {
     }
 
     /// Refuses an exact pin made at or after the cutoff (or whose date cannot be read).
-    fn exact(
-        &self,
-        what: String,
-        made: &'static str,
-        at: Option<i64>,
-    ) -> Result<(), ResolveError> {
+    fn exact(&self, what: String, made: &'static str, at: Option<i64>) -> Result<(), ResolveError> {
         match at {
             Some(at) if !self.cutoff.excludes(at) => Ok(()),
             _ => Err(TooNew::Pin {
