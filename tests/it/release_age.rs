@@ -204,3 +204,219 @@ fn the_policy_s_earlier_cutoff_wins_over_the_manifest_s() {
       the cutoff is 2026-11-24 (`exclude-newer = "7 days"` in `plugins.toml`), but the lock was made with 2026-11-17
     "#);
 }
+
+/// A local plugin `tools` whose MCP server `fake` runs `npx -y SPEC`, with this manifest's
+/// `exclude-newer`.
+fn npx_plugin(ctx: &TestContext, spec: &str) {
+    let dir = ctx.work.join("tools");
+    std::fs::create_dir_all(dir.join(".claude-plugin")).expect("mkdir");
+    std::fs::write(
+        dir.join(".claude-plugin/plugin.json"),
+        "{\"name\": \"tools\", \"version\": \"1.0.0\"}\n",
+    )
+    .expect("write");
+    let servers =
+        serde_json::json!({"mcpServers": {"fake": {"command": "npx", "args": ["-y", spec]}}});
+    std::fs::write(dir.join(".mcp.json"), servers.to_string()).expect("write");
+    ctx.write_manifest("exclude-newer = \"7 days\"\n\n[[plugin]]\nsource = \"./tools\"\n");
+}
+
+/// A registry on 127.0.0.1 with `fake-dep` 1.0.0 and `fake-mcp` 1.0.0 published a month
+/// ago and `fake-mcp` 1.1.0 published today.
+fn dated_registry(ctx: &TestContext) -> common::npm::Registry {
+    let mut registry = common::npm::Registry::start(&ctx.root.join("npm"));
+    let dep = [("index.js", "module.exports = { who: 'fake-dep' };\n")];
+    registry.publish_at(
+        MONTH_AGO,
+        "fake-dep",
+        "1.0.0",
+        serde_json::json!({"main": "index.js"}),
+        &dep,
+    );
+    for (time, version) in [(MONTH_AGO, "1.0.0"), (NOW, "1.1.0")] {
+        registry.publish_at(
+            time,
+            "fake-mcp",
+            version,
+            serde_json::json!({"bin": {"fake-mcp": "bin/server.js"}, "dependencies": {"fake-dep": "^1.0.0"}}),
+            &[("bin/server.js", "#!/usr/bin/env node\n")],
+        );
+    }
+    registry
+}
+
+#[test]
+fn an_npm_version_published_today_is_held_back_and_an_exact_one_refused() {
+    if !common::npm::have_node() {
+        return;
+    }
+    let ctx = TestContext::new();
+    let registry = dated_registry(&ctx);
+    npx_plugin(&ctx, "fake-mcp@^1");
+    let run = common::Run::from(
+        at(&ctx, NOW, &["plugins", "lock"])
+            .env("BERTH_NPM_REGISTRY", registry.url())
+            .output()
+            .expect("run berth"),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lock: toml::Value = toml::from_str(&ctx.lock_text()).expect("TOML");
+    let payload = &lock["payload"][0];
+    assert_eq!(payload["version"].as_str(), Some("1.0.0"), "{payload}");
+
+    npx_plugin(&ctx, "fake-mcp@1.1.0");
+    let mut filters = ctx.filters();
+    // npm words the date in its own way, and its log file's name changes.
+    filters.push((
+        r"date before [^.]*\.".to_owned(),
+        "date before [DATE].".to_owned(),
+    ));
+    filters.push((
+        r"\[TMP\]/home/\.npm/_logs/[^;]*".to_owned(),
+        "[LOG]".to_owned(),
+    ));
+    berth_snapshot!(filters, at(&ctx, NOW, &["plugins", "lock"]).env("BERTH_NPM_REGISTRY", registry.url()), @r#"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+
+    ----- stderr -----
+        Updating `tools` (./tools): its content changed
+       Resolving `npx fake-mcp@1.1.0` of plugin `tools`
+    error: plugin `tools`, MCP server `fake` (`npx fake-mcp@1.1.0`): `fake-mcp@1.1.0` from `http://127.0.0.1:[PORT]/registry/`: npm could not resolve it: npm error code ETARGET; npm error notarget No matching version found for fake-mcp@1.1.0 with a date before [DATE].; npm error notarget In most cases you or one of your dependencies are requesting a package version that doesn't exist.; npm error A complete log of this run can be found in: [LOG]; nothing it allows was published before the cutoff 2026-11-24 (`exclude-newer = "7 days"`): ask for an older version, or move the cutoff
+    "#);
+}
+
+/// The fixture index with its wheels under `files/`, every project's page written as PEP
+/// 691 JSON with each file's `upload-time` (`time`), and `fake-mcp-server` 0.4.0 built
+/// and uploaded at `newest`.
+fn dated_index(ctx: &TestContext, time: &str, newest: &str) -> std::path::PathBuf {
+    use sha2::Digest as _;
+    let served = ctx.root.join("served");
+    common::build_agent_index(&served, 0);
+    // 0.4.0: the fixture's source at another version, built by the fixture's backend.
+    let source = ctx.root.join("fake-mcp-server-0.4.0");
+    common::copy_tree(
+        &common::fixtures().join("agents/packages/fake-mcp-server"),
+        &source,
+    );
+    let pyproject = source.join("pyproject.toml");
+    let text = std::fs::read_to_string(&pyproject).expect("read");
+    std::fs::write(
+        &pyproject,
+        text.replace("version = \"0.3.0\"", "version = \"0.4.0\""),
+    )
+    .expect("write");
+    std::fs::copy(
+        common::fixtures().join("agents/minibuild.py"),
+        source.join("minibuild.py"),
+    )
+    .expect("copy backend");
+    let built = Command::new("python3")
+        .current_dir(&source)
+        .env("SOURCE_DATE_EPOCH", "315532800")
+        .args([
+            "-c",
+            "import sys, minibuild; minibuild.build_wheel(sys.argv[1])",
+        ])
+        .arg(served.join("files"))
+        .output()
+        .expect("python3");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let mut projects: std::collections::BTreeMap<String, Vec<serde_json::Value>> =
+        Default::default();
+    for wheel in common::list_dir(&served.join("files")) {
+        let bytes = std::fs::read(served.join("files").join(&wheel)).expect("read wheel");
+        let project = wheel
+            .split('-')
+            .next()
+            .expect("name")
+            .replace('_', "-")
+            .to_lowercase();
+        let uploaded = if wheel.starts_with("fake_mcp_server-0.4.0") {
+            newest
+        } else {
+            time
+        };
+        projects
+            .entry(project)
+            .or_default()
+            .push(serde_json::json!({
+                "filename": wheel,
+                "url": format!("../../files/{wheel}"),
+                "hashes": {"sha256": format!("{:x}", sha2::Sha256::digest(&bytes))},
+                "upload-time": uploaded,
+            }));
+    }
+    for (project, files) in projects {
+        let page =
+            serde_json::json!({"meta": {"api-version": "1.1"}, "name": project, "files": files});
+        std::fs::write(
+            served.join("simple").join(&project).join("index.json"),
+            page.to_string(),
+        )
+        .expect("write page");
+    }
+    served
+}
+
+#[test]
+fn a_wheel_uploaded_today_is_held_back() {
+    let uv = std::env::var_os("BERTH_UV").unwrap_or_else(|| "uv".into());
+    let found = Command::new(&uv)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with("uv 0.13.9"));
+    if !found {
+        common::require_or_skip(
+            "uv 0.13.9",
+            "install it (`pip install uv==0.13.9`) and set `BERTH_UV` or put it on PATH",
+        );
+        return;
+    }
+    let ctx = TestContext::new();
+    let served = dated_index(&ctx, MONTH_AGO, NOW);
+    let server = common::FileServer::start(&served, None);
+    let dir = ctx.work.join("tools");
+    std::fs::create_dir_all(dir.join(".claude-plugin")).expect("mkdir");
+    std::fs::write(
+        dir.join(".claude-plugin/plugin.json"),
+        "{\"name\": \"tools\"}\n",
+    )
+    .expect("write");
+    let servers =
+        serde_json::json!({"mcpServers": {"py": {"command": "uvx", "args": ["fake-mcp-server"]}}});
+    std::fs::write(dir.join(".mcp.json"), servers.to_string()).expect("write");
+    ctx.write_manifest("[[plugin]]\nsource = \"./tools\"\n");
+    let lock_version = |ctx: &TestContext| {
+        let lock: toml::Value = toml::from_str(&ctx.lock_text()).expect("TOML");
+        lock["payload"][0]["version"].as_str().map(str::to_owned)
+    };
+    let lock = |ctx: &TestContext| {
+        let run = common::Run::from(
+            at(ctx, NOW, &["plugins", "lock"])
+                .env("BERTH_INDEX_URL", server.url("simple"))
+                .output()
+                .expect("run berth"),
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    };
+    // Without a cutoff uv takes the newest: the index does serve 0.4.0.
+    lock(&ctx);
+    assert_eq!(lock_version(&ctx).as_deref(), Some("0.4.0"));
+    ctx.write_manifest("exclude-newer = \"7 days\"\n\n[[plugin]]\nsource = \"./tools\"\n");
+    lock(&ctx);
+    assert_eq!(
+        lock_version(&ctx).as_deref(),
+        Some("0.3.0"),
+        "uv honours upload-time"
+    );
+    assert_eq!(
+        lock_value(&ctx, "exclude-newer").as_deref(),
+        Some("2026-11-24T00:00:00Z")
+    );
+}
