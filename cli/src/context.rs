@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
-use berth_lockfile_schema::release_age::{ExcludeNewer, Timestamp};
+use berth_lockfile_schema::release_age::{self, Timestamp};
 use berth_lockfile_schema::{Lock, LockError, Manifest, parse_lock, parse_manifest};
 use berth_resolver::{DEFAULT_GITHUB_URL, EntryError, Network, ReleaseAge, Settings};
 use berth_store::Store;
@@ -47,19 +47,6 @@ pub struct Context {
     /// The time of locking: the clock's, or `$BERTH_NOW` (for tests and reproducing a
     /// lock: an `exclude-newer` span counts back from it).
     pub now: Timestamp,
-}
-
-/// `$BERTH_NOW` (an RFC 3339 instant or a date), else the clock's time.
-fn now_from_env() -> Result<Timestamp> {
-    let Some(text) = std::env::var("BERTH_NOW").ok().filter(|t| !t.is_empty()) else {
-        return Ok(Timestamp::now());
-    };
-    match ExcludeNewer::parse(&text) {
-        Ok(ExcludeNewer::At(at)) => Ok(at),
-        _ => bail!(
-            "`BERTH_NOW={text}` is not an RFC 3339 date and time such as `2026-12-01T00:00:00Z`; unset it to use the clock"
-        ),
-    }
 }
 
 /// A failure with follow-up lines: the `error:` line, then one line per detail.
@@ -153,7 +140,10 @@ impl Context {
             default.is_file().then_some(default)
         });
         let approvals_path = lock_path.with_extension("approvals.toml");
-        let now = now_from_env()?;
+        let now = match std::env::var("BERTH_NOW").ok().filter(|t| !t.is_empty()) {
+            Some(text) => release_age::parse_now(&text).map_err(anyhow::Error::msg)?,
+            None => Timestamp::now(),
+        };
         Ok(Self {
             now,
             policy_path,
@@ -223,17 +213,6 @@ impl Context {
                 now: self.now,
             },
         }
-    }
-
-    /// Resolver settings for commands that lock: [`Context::settings`] with the policy's
-    /// `exclude-newer` (the policy and what it extends are read for it).
-    pub fn lock_settings(&self, network: Network) -> Result<Settings> {
-        let mut settings = self.settings(network);
-        if let Some(path) = &self.policy_path {
-            let canon = berth_lockfile_schema::governance::Canon::new(&self.github_url);
-            settings.release_age.policy = berth_resolver::load_policy(path, canon)?.release_age();
-        }
-        Ok(settings)
     }
 
     pub fn manifest_label(&self) -> String {

@@ -135,6 +135,17 @@ impl Cutoff {
     }
 }
 
+/// `$BERTH_NOW`, the time a run locks at instead of the clock's (for tests and for
+/// reproducing a lock): an RFC 3339 instant or a date.
+pub fn parse_now(text: &str) -> Result<Timestamp, String> {
+    match ExcludeNewer::parse(text) {
+        Ok(ExcludeNewer::At(at)) => Ok(at),
+        _ => Err(format!(
+            "`BERTH_NOW={text}` is not an RFC 3339 date and time such as `2026-12-01T00:00:00Z`; unset it to use the clock"
+        )),
+    }
+}
+
 /// An instant as a message shows it: a date alone at midnight UTC, else RFC 3339.
 pub fn show_instant(at: Timestamp) -> String {
     let text = whole_seconds(at).to_string();

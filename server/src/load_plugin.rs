@@ -225,7 +225,6 @@ fn manifest_of(lock: &Lock) -> Result<Manifest, AppError> {
         marketplaces,
         plugins,
         agent,
-        // A conversation's request names no cutoff.
-        exclude_newer: None,
+        ..Manifest::default()
     })
 }

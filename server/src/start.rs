@@ -178,8 +178,7 @@ impl Prepared {
                 marketplaces,
                 plugins: requests,
                 agent: agent_request,
-                // A conversation's request names no cutoff.
-                exclude_newer: None,
+                ..Manifest::default()
             }),
             lock: None,
             metadata,

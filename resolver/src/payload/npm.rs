@@ -76,14 +76,7 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
             .take(6)
             .collect::<Vec<_>>()
             .join("; ");
-        // npm says `No matching version … with a date before …` when the cutoff left
-        // nothing: say which cutoff, and what to do.
-        let cutoff = env
-            .cutoff
-            .as_ref()
-            .filter(|_| message.contains("date before"))
-            .map(|c| format!("; nothing it allows was published before the cutoff {}: ask for an older version, or move the cutoff", c.describe()))
-            .unwrap_or_default();
+        let cutoff = cutoff_hint(env, &message);
         return Err(ResolveError::Payload {
             what: format!("`{}` from `{registry}`", call.spec),
             message: format!("npm could not resolve it: {message}{cutoff}"),
@@ -115,6 +108,21 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         wheels: Vec::new(),
         staging,
     })
+}
+
+/// What to add to npm's failure when the release-age cutoff left nothing (npm says `No
+/// matching version … with a date before …`): which cutoff, and what to do.
+fn cutoff_hint(env: &Env<'_>, message: &str) -> String {
+    env.cutoff
+        .as_ref()
+        .filter(|_| message.contains("date before"))
+        .map(|c| {
+            format!(
+                "; nothing it allows was published before the cutoff {}: ask for an older version, or move the cutoff",
+                c.describe()
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// npm's configuration, or why it could not be read.

@@ -18,6 +18,7 @@ use crate::sources::{Resolved, kind_of, load, resolve_new};
 use markets::{MarketState, PickAction, lock_marketplaces};
 
 use super::age::cutoff_for;
+use crate::context::ActiveCutoff;
 
 /// Which locked pins `lock` may move.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -87,21 +88,7 @@ pub fn lock_plugins(
     options: &LockOptions,
 ) -> Result<LockOutcome, Vec<EntryError>> {
     check_upgrade_names(manifest, previous, &options.upgrade)?;
-    let fresh = options.upgrade == Upgrade::All;
-    let cutoff = cutoff_for(manifest, &options.manifest_label, settings, previous, fresh);
-    // Another cutoff than the previous lock's: everything is resolved again under it.
-    let moved =
-        previous.is_some_and(|p| p.exclude_newer != cutoff.as_ref().map(|c| c.cutoff.clone()));
-    let everything;
-    let options = if moved {
-        everything = LockOptions {
-            upgrade: Upgrade::All,
-            ..options.clone()
-        };
-        &everything
-    } else {
-        options
-    };
+    let (cutoff, options) = &under_cutoff(manifest, settings, previous, options);
     let matched = match_previous(manifest, previous);
     let env = Env::new(store, settings, reporter).under(cutoff.clone());
     let markets = lock_marketplaces(&env, manifest, previous, options, &matched)?;
@@ -157,10 +144,30 @@ pub fn lock_plugins(
             marketplaces: markets.into_iter().map(|m| m.locked).collect(),
             // Kept as they were: `lock_payloads` pins them once the plugins are stored.
             payloads: previous.map(|p| p.payloads.clone()).unwrap_or_default(),
-            exclude_newer: cutoff.map(|c| c.cutoff),
+            exclude_newer: cutoff.as_ref().map(|c| c.cutoff.clone()),
         },
         resolved: resolved.into_inner(),
     })
+}
+
+/// The release-age cutoff the lock works under, and `options`, with every pin moving
+/// when the cutoff is another than the previous lock's (everything is resolved again
+/// under it).
+fn under_cutoff(
+    manifest: &Manifest,
+    settings: &Settings,
+    previous: Option<&Lock>,
+    options: &LockOptions,
+) -> (Option<ActiveCutoff>, LockOptions) {
+    let fresh = options.upgrade == Upgrade::All;
+    let cutoff = cutoff_for(manifest, &options.manifest_label, settings, previous, fresh);
+    let moved =
+        previous.is_some_and(|p| p.exclude_newer.as_ref() != cutoff.as_ref().map(|c| &c.cutoff));
+    let mut options = options.clone();
+    if moved {
+        options.upgrade = Upgrade::All;
+    }
+    (cutoff, options)
 }
 
 /// Refuses an `--upgrade-plugin` name that is neither a marketplace of the manifest nor a
