@@ -68,6 +68,17 @@ fn a_span_holds_back_a_tag_made_today_and_the_lock_reproduces_later() {
         lock_value(&ctx, "exclude-newer-span").as_deref(),
         Some("7 days")
     );
+    // `outdated` upgrades under the same cutoff, counted from now: the held-back tag is
+    // named, and nothing is outdated.
+    berth_snapshot!(ctx.filters(), &mut at(&ctx, NOW, &["plugins", "outdated"]), @r#"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+    the 1 plugin is up to date
+
+    ----- stderr -----
+       Held back `review` at v1.2.0 (c2d1e36f7c87): v1.3.0 (tagged 2026-12-01) is newer than the cutoff 2026-11-24 (`exclude-newer = "7 days"` in `plugins.toml`)
+    "#);
 
     // Three weeks later the same span keeps the recorded cutoff: the lock is current, and
     // locking again changes nothing.
