@@ -431,3 +431,48 @@ fn a_wheel_uploaded_today_is_held_back() {
         Some("2026-11-24T00:00:00Z")
     );
 }
+
+#[test]
+fn over_http_a_tag_is_fetched_for_its_date_and_a_shallow_branch_deepened() {
+    let ctx = TestContext::new();
+    let repo = review_repo(&ctx);
+    let old = repo.rev("v1.2.0");
+    for day in [
+        "2026-11-28T00:00:00Z",
+        "2026-11-29T00:00:00Z",
+        "2026-11-30T00:00:00Z",
+    ] {
+        repo.at(day).write("CHANGELOG.md", &format!("{day}\n"));
+        repo.commit(day);
+    }
+    // Served over http, the cache gets depth-1 fetches: the tag's date needs the tag
+    // fetched, the branch's older commits need its history deepened.
+    let _server = ctx.serve_github_over_http();
+    ctx.write_manifest(
+        "exclude-newer = \"7 days\"\n\n[[plugin]]\nsource = \"github:acme/review\"\nversion = \"^1\"\n",
+    );
+    let run = common::Run::from(at(&ctx, NOW, &["plugins", "lock"]).output().expect("run"));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        lock_field(&ctx.lock_text(), 0, "resolved_ref").as_deref(),
+        Some("v1.2.0"),
+        "{}",
+        run.stderr
+    );
+    ctx.write_manifest(
+        "exclude-newer = \"7 days\"\n\n[[plugin]]\nsource = \"github:acme/review\"\nref = \"main\"\n",
+    );
+    let run = common::Run::from(at(&ctx, NOW, &["plugins", "lock"]).output().expect("run"));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        lock_field(&ctx.lock_text(), 0, "rev"),
+        Some(old),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("`main` at ") && run.stderr.contains("(committed 2026-11-30)"),
+        "{}",
+        run.stderr
+    );
+}
