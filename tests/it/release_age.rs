@@ -476,3 +476,44 @@ fn over_http_a_tag_is_fetched_for_its_date_and_a_shallow_branch_deepened() {
         run.stderr
     );
 }
+
+#[test]
+fn a_marketplace_s_plugins_follow_the_same_rules() {
+    let ctx = TestContext::new();
+    let repo = review_repo(&ctx);
+    let (old, new) = (repo.rev("v1.2.0"), repo.rev("v1.3.0"));
+    let catalog = serde_json::json!({"name": "local", "owner": {"name": "t"}, "plugins": [
+        {"name": "review", "source": {"source": "github", "repo": "acme/review"}},
+        {"name": "pinned", "source": {"source": "github", "repo": "acme/review", "sha": new}},
+    ]});
+    std::fs::create_dir_all(ctx.work.join("market/.claude-plugin")).expect("mkdir");
+    std::fs::write(
+        ctx.work.join("market/.claude-plugin/marketplace.json"),
+        catalog.to_string(),
+    )
+    .expect("write catalog");
+    let manifest = |picks: &[&str]| {
+        let plugins: String = picks
+            .iter()
+            .map(|p| format!("\n[[plugin]]\nsource = \"{p}@local\"\n"))
+            .collect();
+        ctx.write_manifest(&format!(
+            "exclude-newer = \"7 days\"\n\n[[marketplace]]\nname = \"local\"\nsource = \"./market\"\n{plugins}"
+        ));
+    };
+    // The entry's default branch is walked back to the commit made before the cutoff.
+    manifest(&["review"]);
+    let run = common::Run::from(at(&ctx, NOW, &["plugins", "lock"]).output().expect("run"));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(lock_field(&ctx.lock_text(), 0, "rev"), Some(old));
+    // An entry's `sha` made after the cutoff is an exact pin: refused.
+    manifest(&["pinned"]);
+    let run = common::Run::from(at(&ctx, NOW, &["plugins", "lock"]).output().expect("run"));
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!("commit `{new}` of `"))
+            && run.stderr.contains("after the cutoff 2026-11-24"),
+        "{}",
+        run.stderr
+    );
+}
