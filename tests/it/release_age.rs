@@ -274,6 +274,11 @@ fn an_npm_version_published_today_is_held_back_and_an_exact_one_refused() {
     let lock: toml::Value = toml::from_str(&ctx.lock_text()).expect("TOML");
     let payload = &lock["payload"][0];
     assert_eq!(payload["version"].as_str(), Some("1.0.0"), "{payload}");
+    assert!(
+        run.stderr.contains("Held back `fake-mcp` at 1.0.0 for plugin `tools`: 1.1.0 (published 2026-12-01) is newer than the cutoff 2026-11-24"),
+        "{}",
+        run.stderr
+    );
 
     npx_plugin(&ctx, "fake-mcp@1.1.0");
     let mut filters = ctx.filters();

@@ -23,7 +23,10 @@ use serde_json::Value;
 use super::{NotLocked, Staged};
 use crate::context::Env;
 use crate::error::ResolveError;
-use crate::sources::{ArchiveUrl, download, unpack};
+use crate::sources::{
+    ArchiveUrl, download, npm_document_url, npm_pick, npm_registry_document, npm_version_described,
+    unpack,
+};
 
 /// The largest `package.json` of a payload berth reads.
 const MAX_PACKAGE_JSON: u64 = 1 << 20;
@@ -96,6 +99,7 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         .find(|p| p.path == own)
         .map(|p| p.version.clone())
         .ok_or_else(|| NotLocked::Left(format!("npm's lock has no `{own}`")))?;
+    report_held_back(env, want, &version, config, &registry);
     let staging = assemble_npm(env, &packages, config, &registry)?;
     let entry = bin_of(staging.path(), &own, &call.package, call.program.as_deref())
         .map_err(NotLocked::Left)?;
@@ -108,6 +112,42 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         wheels: Vec::new(),
         staging,
     })
+}
+
+/// Under a release-age cutoff, says which newer version of the line's package npm's
+/// `--before` passed over: the registry's document is read once more (best effort:
+/// nothing is said when it cannot be read, or the spec is one berth does not read).
+fn report_held_back(
+    env: &Env<'_>,
+    want: &PayloadWant,
+    version: &str,
+    config: &NpmConfig,
+    registry: &str,
+) {
+    let (Some(cutoff), call) = (&env.cutoff, &want.call) else {
+        return;
+    };
+    let url = npm_document_url(config.registry_for(&call.package), &call.package);
+    let credential = config.credential_for(&url, registry);
+    let newest = npm_registry_document(env, &call.package, &url, credential).map(|document| {
+        npm_pick(&call.package, &document, Some(&call.requirement), None)
+            .ok()
+            .filter(|p| p.version != version)
+            .map(|p| npm_version_described(&document, &p.version))
+    });
+    match newest {
+        Ok(Some(newer)) => env.reporter.status(
+            "Held back",
+            &format!(
+                "`{}` at {version} for plugin `{}`: {newer} is newer than the cutoff {}",
+                call.package,
+                want.plugin,
+                cutoff.describe()
+            ),
+        ),
+        Ok(None) => {}
+        Err(e) => tracing::debug!("the registry document of `{}`: {e}", call.package),
+    }
 }
 
 /// What to add to npm's failure when the release-age cutoff left nothing (npm says `No

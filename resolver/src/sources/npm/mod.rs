@@ -14,6 +14,8 @@ use crate::sources::archive::{ArchiveUrl, download_limited};
 
 mod age;
 
+pub(crate) use age::described;
+
 /// The public registry, used when an entry names none.
 pub(crate) const DEFAULT_REGISTRY: &str = "https://registry.npmjs.org";
 
@@ -143,6 +145,29 @@ pub(crate) fn pick(
     })
 }
 
+/// `package`'s registry document at `url`, fetched with `credential` (bounded in size).
+pub(crate) fn registry_document(
+    env: &Env<'_>,
+    package: &str,
+    url: &str,
+    credential: Option<berth_transport::auth::Credential>,
+) -> Result<serde_json::Value, ResolveError> {
+    let source = ArchiveUrl {
+        url: SourceUrl::new(url)?,
+        format: ArchiveFormat::TarGz,
+        credential,
+    };
+    let mut limits = env.settings.archive_limits;
+    limits.max_bytes = limits.max_bytes.min(MAX_DOCUMENT_BYTES);
+    let (staging, file, _) = download_limited(env, &source, limits)?;
+    let bytes = fs_err::read(&file)?;
+    drop(staging);
+    serde_json::from_slice(&bytes).map_err(|e| ResolveError::Npm {
+        package: package.to_owned(),
+        message: format!("`{}` is not a registry document: {e}", source.url.shown),
+    })
+}
+
 /// Reads `package`'s document from `registry` and picks `version` in it.
 pub(crate) fn pick_from_registry(
     env: &Env<'_>,
@@ -151,23 +176,9 @@ pub(crate) fn pick_from_registry(
     registry: Option<&str>,
 ) -> Result<NpmPick, ResolveError> {
     let url = document_url(registry.unwrap_or(DEFAULT_REGISTRY), package);
-    let source = ArchiveUrl {
-        url: SourceUrl::new(&url)?,
-        format: ArchiveFormat::TarGz,
-        credential: None,
-    };
     env.settings
         .require_network(|| format!("the npm registry's `{package}`"))?;
-    let mut limits = env.settings.archive_limits;
-    limits.max_bytes = limits.max_bytes.min(MAX_DOCUMENT_BYTES);
-    let (staging, file, _) = download_limited(env, &source, limits)?;
-    let bytes = fs_err::read(&file)?;
-    drop(staging);
-    let document: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| ResolveError::Npm {
-            package: package.to_owned(),
-            message: format!("`{}` is not a registry document: {e}", source.url.shown),
-        })?;
+    let document = registry_document(env, package, &url, None)?;
     let picked = pick(package, &document, version, env.cutoff.as_ref()).map_err(|message| {
         ResolveError::Npm {
             package: package.to_owned(),
