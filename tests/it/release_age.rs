@@ -522,3 +522,58 @@ fn a_marketplace_s_plugins_follow_the_same_rules() {
         run.stderr
     );
 }
+
+#[test]
+fn a_dependency_takes_its_newest_tag_made_before_the_cutoff() {
+    let ctx = TestContext::new();
+    let repo = ctx.repo("market");
+    let plugin = |name: &str, version: &str, dependencies: serde_json::Value| {
+        repo.write(
+            &format!("plugins/{name}/.claude-plugin/plugin.json"),
+            &serde_json::json!({"name": name, "version": version, "dependencies": dependencies})
+                .to_string(),
+        );
+        repo.write(
+            &format!("plugins/{name}/README.md"),
+            &format!("{name} {version}\n"),
+        );
+    };
+    repo.at(MONTH_AGO);
+    plugin("shared", "1.0.0", serde_json::json!([]));
+    plugin(
+        "app",
+        "1.0.0",
+        serde_json::json!([{"name": "shared", "version": "^1.0"}]),
+    );
+    let entries: Vec<serde_json::Value> = ["shared", "app"]
+        .iter()
+        .map(|n| serde_json::json!({"name": n, "source": format!("./plugins/{n}")}))
+        .collect();
+    repo.write(
+        ".claude-plugin/marketplace.json",
+        &serde_json::json!({"name": "acme", "plugins": entries}).to_string(),
+    );
+    repo.commit("shared 1.0.0 and the catalog");
+    repo.tag("shared--v1.0.0");
+    repo.at(NOW);
+    plugin("shared", "1.2.0", serde_json::json!([]));
+    repo.commit("shared 1.2.0");
+    repo.tag("shared--v1.2.0");
+    ctx.write_manifest(
+        "exclude-newer = \"7 days\"\n\n[[marketplace]]\nname = \"acme\"\nsource = \"github:acme/market\"\n\n[[plugin]]\nsource = \"app@acme\"\n",
+    );
+    let run = common::Run::from(at(&ctx, NOW, &["plugins", "lock"]).output().expect("run"));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lock = ctx.lock_text();
+    assert_eq!(lock_field(&lock, 0, "name").as_deref(), Some("shared"));
+    assert_eq!(
+        lock_field(&lock, 0, "ref").as_deref(),
+        Some("shared--v1.0.0"),
+        "{lock}"
+    );
+    assert!(
+        run.stderr.contains("Held back `shared@acme` at shared--v1.0.0: shared--v1.2.0 is newer than the cutoff 2026-11-24"),
+        "{}",
+        run.stderr
+    );
+}
