@@ -57,13 +57,7 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         ])
         .arg(format!("--registry={}", config.registry()))
         .envs(config.npm_env())
-        // npm's own release-age rule: only versions published before the cutoff, for the
-        // package and its whole closure.
-        .args(
-            env.cutoff
-                .as_ref()
-                .map(|c| format!("--before={}", c.cutoff.to_rfc3339())),
-        )
+        .args(before(env))
         .env("npm_config_yes", "true");
     // Without npm the line could not run either: it is left as written.
     let out = cmd.output().map_err(|e| {
@@ -112,6 +106,14 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         wheels: Vec::new(),
         staging,
     })
+}
+
+/// npm's own release-age rule under the run's cutoff: `--before=CUTOFF`, only versions
+/// published before it, for the package and its whole closure.
+fn before(env: &Env<'_>) -> Option<String> {
+    env.cutoff
+        .as_ref()
+        .map(|c| format!("--before={}", c.cutoff.to_rfc3339()))
 }
 
 /// Under a release-age cutoff, says which newer version of the line's package npm's

@@ -86,25 +86,7 @@ pub(crate) fn pick(
         }
         Some(w) if versions.contains_key(w) => (w.to_owned(), Allowed::Exactly),
         Some(w) if let Some(v) = tag(w) => (v.clone(), Allowed::UpTo(v)),
-        Some(w) => {
-            // npm's bare `1.2.3` is that version exactly.
-            if semver::Version::parse(w.trim_start_matches(['v', '='])).is_ok() {
-                return Err(format!("`{package}` has no version `{w}`"));
-            }
-            // npm separates comparators with spaces where Cargo's syntax wants commas.
-            let cargo_form = w.split_whitespace().collect::<Vec<_>>().join(", ");
-            let req = semver::VersionReq::parse(&cargo_form).map_err(|e| {
-                format!("`version = \"{w}\"` of `{package}` is not a version, dist-tag or range berth reads ({e}; `||` is not supported)")
-            })?;
-            let best = versions
-                .keys()
-                .filter_map(|k| semver::Version::parse(k).ok().map(|v| (v, k)))
-                .filter(|(v, _)| req.matches(v))
-                .max_by(|a, b| a.0.cmp(&b.0))
-                .map(|(_, k)| k.clone())
-                .ok_or_else(|| format!("no version of `{package}` matches `{w}`"))?;
-            (best, Allowed::Matching(req))
-        }
+        Some(w) => best_in_range(package, versions, w)?,
     };
     let (version, held_back) = match cutoff {
         Some(cutoff) => age::under_cutoff(package, document, &best, &rule, cutoff)?,
@@ -166,6 +148,31 @@ pub(crate) fn registry_document(
         package: package.to_owned(),
         message: format!("`{}` is not a registry document: {e}", source.url.shown),
     })
+}
+
+/// The highest of `versions` the npm range `w` matches (npm's space-separated comparators
+/// read as Cargo's comma-separated ones), and the rule that it is.
+fn best_in_range(
+    package: &str,
+    versions: &serde_json::Map<String, serde_json::Value>,
+    w: &str,
+) -> Result<(String, Allowed), String> {
+    // npm's bare `1.2.3` is that version exactly.
+    if semver::Version::parse(w.trim_start_matches(['v', '='])).is_ok() {
+        return Err(format!("`{package}` has no version `{w}`"));
+    }
+    let cargo_form = w.split_whitespace().collect::<Vec<_>>().join(", ");
+    let req = semver::VersionReq::parse(&cargo_form).map_err(|e| {
+        format!("`version = \"{w}\"` of `{package}` is not a version, dist-tag or range berth reads ({e}; `||` is not supported)")
+    })?;
+    let best = versions
+        .keys()
+        .filter_map(|k| semver::Version::parse(k).ok().map(|v| (v, k)))
+        .filter(|(v, _)| req.matches(v))
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, k)| k.clone())
+        .ok_or_else(|| format!("no version of `{package}` matches `{w}`"))?;
+    Ok((best, Allowed::Matching(req)))
 }
 
 /// Reads `package`'s document from `registry` and picks `version` in it.
