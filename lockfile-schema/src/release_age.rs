@@ -284,6 +284,12 @@ mod tests {
         assert!(cutoff.excludes(at("2026-11-19T10:00:00Z")));
         assert!(!cutoff.excludes(at("2026-11-19T09:59:59Z")));
         assert!(Cutoff::from_lock("yesterday", None).is_err());
+        assert_eq!(parse_now("2026-12-01"), Ok(at("2026-12-01T00:00:00Z")));
+        assert!(
+            parse_now("7 days")
+                .expect_err("a span")
+                .contains("`BERTH_NOW=7 days`")
+        );
         assert!(Cutoff::from_lock("2026-11-19T10:00:00Z", Some("2026-11-01")).is_err());
     }
 }
