@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
+use berth_lockfile_schema::release_age::{self, Timestamp};
 use berth_lockfile_schema::{Lock, LockError, Manifest, parse_lock, parse_manifest};
-use berth_resolver::{DEFAULT_GITHUB_URL, EntryError, Network, Settings};
+use berth_resolver::{DEFAULT_GITHUB_URL, EntryError, Network, ReleaseAge, Settings};
 use berth_store::Store;
 use berth_transport::extract::ArchiveLimits;
 use berth_transport::registries;
@@ -43,6 +44,9 @@ pub struct Context {
     pub policy_path: Option<PathBuf>,
     /// `plugins.approvals.toml`: the lockfile's name with `.approvals.toml`.
     pub approvals_path: PathBuf,
+    /// The time of locking: the clock's, or `$BERTH_NOW` (for tests and reproducing a
+    /// lock: an `exclude-newer` span counts back from it).
+    pub now: Timestamp,
 }
 
 /// A failure with follow-up lines: the `error:` line, then one line per detail.
@@ -136,7 +140,12 @@ impl Context {
             default.is_file().then_some(default)
         });
         let approvals_path = lock_path.with_extension("approvals.toml");
+        let now = match std::env::var("BERTH_NOW").ok().filter(|t| !t.is_empty()) {
+            Some(text) => release_age::parse_now(&text).map_err(anyhow::Error::msg)?,
+            None => Timestamp::now(),
+        };
         Ok(Self {
+            now,
             policy_path,
             approvals_path,
             archive_limits,
@@ -199,6 +208,10 @@ impl Context {
             ref_ttl: std::time::Duration::ZERO,
             npm: registries::NpmConfig::load(&inputs, berth_npm),
             payload_finder: Some(berth_runtime::runners::wanted),
+            release_age: ReleaseAge {
+                policy: Vec::new(),
+                now: self.now,
+            },
         }
     }
 

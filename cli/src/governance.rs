@@ -12,6 +12,8 @@ use berth_runtime::review::{
     Checked, UnderReview, Violation, check_plugins, remember_clean, scanned_clean,
 };
 
+use berth_resolver::{Network, Settings};
+
 use crate::context::{Context, Failure};
 
 /// A project's policy (berth's defaults when it has no policy file) and its approvals.
@@ -40,6 +42,17 @@ pub enum Scan<'a> {
 }
 
 impl Context {
+    /// Resolver settings for commands that lock: [`Context::settings`] with the policy's
+    /// `exclude-newer` (the policy and what it extends are read for it).
+    pub fn lock_settings(&self, network: Network) -> Result<Settings> {
+        let mut settings = self.settings(network);
+        if let Some(path) = &self.policy_path {
+            let canon = berth_lockfile_schema::governance::Canon::new(&self.github_url);
+            settings.release_age.policy = berth_resolver::load_policy(path, canon)?.release_age();
+        }
+        Ok(settings)
+    }
+
     /// Reads the policy (and everything it extends) and the approvals file.
     pub fn governance(&self) -> Result<Governance> {
         let policy = match &self.policy_path {

@@ -19,6 +19,7 @@ pub mod narinfo;
 pub mod plugin_json;
 pub mod plugin_manifest;
 mod redact;
+pub mod release_age;
 pub mod runner;
 mod source;
 pub mod suggest;

@@ -38,19 +38,19 @@ mod sources;
 
 pub use agent::{AgentVerifyOutcome, AgentVerifyStatus, DEFAULT_INDEX_URL, SOURCE_DATE_EPOCH};
 pub use context::{
-    Cancel, DEFAULT_GITHUB_URL, Event, LocalCheck, Network, Reporter, Settings, SharedResolutions,
-    SilentReporter, Task, git_cache_name,
+    Cancel, DEFAULT_GITHUB_URL, Event, LocalCheck, Network, ReleaseAge, Reporter, Settings,
+    SharedResolutions, SilentReporter, Task, git_cache_name,
 };
 pub use error::{
     AgentLockError, ArchiveProblem, DownloadError, EntryError, ErrorKind, LocalPathProblem,
-    ResolveError, Rewritten,
+    ResolveError, Rewritten, TooNew,
 };
 pub use meta::plugin_name_from_manifest;
 pub use ops::{
     InMemoryLock, LocalRelock, LockAndSyncError, LockMode, LockOptions, LockOutcome, Locked,
     Lockfile, PolicyLoadError, Relock, StoredQuietly, SyncOutcome, Synced, Upgrade, VerifyOutcome,
     VerifyStatus, load_policy, lock, lock_and_sync, lock_plugins, mark_live, pin_payloads,
-    sync_plugins, verify_agent, verify_payloads, verify_plugins,
+    staleness, sync_plugins, verify_agent, verify_payloads, verify_plugins,
 };
 pub use payload::{DEFAULT_NPM_REGISTRY, PayloadFinder, lock_payloads};
 pub use sources::read_marketplace;

@@ -225,5 +225,6 @@ fn manifest_of(lock: &Lock) -> Result<Manifest, AppError> {
         marketplaces,
         plugins,
         agent,
+        ..Manifest::default()
     })
 }

@@ -178,6 +178,7 @@ impl Prepared {
                 marketplaces,
                 plugins: requests,
                 agent: agent_request,
+                ..Manifest::default()
             }),
             lock: None,
             metadata,

@@ -270,6 +270,7 @@ impl AppState {
             // sends none of its user's npm credentials to the URLs a client's lock names.
             npm: Ok(Default::default()),
             payload_finder: None,
+            release_age: Default::default(),
         }
     }
 

@@ -406,6 +406,7 @@ proptest! {
             marketplaces: Vec::new(),
             payloads: Vec::new(),
             tools: Vec::new(),
+            exclude_newer: None,
         };
         match build_plugin_set(&store, &lock, &BuildOptions::default()) {
             Ok(set) => {
@@ -461,6 +462,7 @@ fn a_cancelled_build_stops_before_reading_plugins() {
         marketplaces: Vec::new(),
         payloads: Vec::new(),
         tools: Vec::new(),
+        exclude_newer: None,
     };
     let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let options = BuildOptions {

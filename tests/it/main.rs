@@ -44,6 +44,7 @@ mod payloads;
 mod private;
 mod python_package;
 mod python_sdk;
+mod release_age;
 mod repo_path_links;
 mod runtime;
 mod s3_cache;

@@ -126,6 +126,7 @@ pub fn lock_diff(
         marketplaces: lock.marketplaces.clone(),
         payloads: Vec::new(),
         tools: lock.tools.clone(),
+        exclude_newer: None,
     };
     let old_side = side(old, pairs.iter().filter_map(|p| p.0.clone()).collect());
     let new_side = side(new, pairs.iter().filter_map(|p| p.1.clone()).collect());

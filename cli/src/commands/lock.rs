@@ -36,7 +36,7 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
         let previous = ctx.read_lock()?;
         if upgrade == Upgrade::Nothing {
             // Without an upgrade, a stale request is reported without resolving anything.
-            check_current(ctx, previous.as_ref(), &manifest)?;
+            check_current(ctx, previous.as_ref(), &manifest, network)?;
         }
         let checking = Checking {
             ctx,
@@ -60,7 +60,7 @@ fn lock_with<F: Lockfile<Error = anyhow::Error>>(
     mode: LockMode<'_>,
     lockfile: &F,
 ) -> Result<()> {
-    let settings = ctx.settings(network);
+    let settings = ctx.lock_settings(network)?;
     berth_resolver::lock(&ctx.store, &settings, &ctx.printer, mode, lockfile)
         .map(drop)
         .map_err(failure)
@@ -80,6 +80,7 @@ fn check_current(
     ctx: &Context,
     previous: Option<&(Lock, String)>,
     manifest: &Manifest,
+    network: Network,
 ) -> Result<()> {
     let Some((lock, _)) = previous else {
         return Err(Failure {
@@ -91,7 +92,8 @@ fn check_current(
         }
         .into());
     };
-    let stale = lock.staleness(manifest);
+    let settings = ctx.lock_settings(network)?;
+    let stale = berth_resolver::staleness(lock, manifest, &ctx.manifest_label(), &settings);
     if stale.is_empty() {
         return Ok(());
     }
@@ -267,7 +269,7 @@ fn resolve_with(
         manifest_label: &label,
         upgrade: &upgrade,
     };
-    let settings = ctx.settings(network);
+    let settings = ctx.lock_settings(network)?;
     let lockfile = InMemoryLock(previous.cloned());
     let locked = berth_resolver::lock(&ctx.store, &settings, &ctx.printer, mode, &lockfile)
         .map_err(|error| match error {

@@ -29,13 +29,15 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
     let manifest_label = ctx.manifest_label();
     let (mode, settings) = match &manifest {
         None => (LockMode::Frozen, ctx.frozen_settings(network)),
-        Some(manifest) if args.locked => (LockMode::Locked { manifest }, ctx.settings(network)),
+        Some(manifest) if args.locked => {
+            (LockMode::Locked { manifest }, ctx.lock_settings(network)?)
+        }
         Some(manifest) => (
             LockMode::Update {
                 manifest,
                 manifest_label: &manifest_label,
             },
-            ctx.settings(network),
+            ctx.lock_settings(network)?,
         ),
     };
     let project_lock = ProjectLock {

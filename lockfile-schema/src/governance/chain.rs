@@ -185,6 +185,21 @@ impl Policy {
             .max_by_key(|(rule, _)| *rule)
     }
 
+    /// Every file's `exclude-newer`, parents first. Unlike a capability, a child may set a
+    /// later cutoff than its parent without error: the earliest cutoff of the chain and
+    /// the manifest is the one used, so the parent's still holds.
+    pub fn release_age(&self) -> Vec<crate::release_age::Ask> {
+        self.files
+            .iter()
+            .filter_map(|(label, file)| {
+                file.release_age().map(|value| crate::release_age::Ask {
+                    from: label.clone(),
+                    value,
+                })
+            })
+            .collect()
+    }
+
     /// Whether some file lists the hosts remote MCP servers may be on.
     pub fn has_remote_hosts(&self) -> bool {
         self.files

@@ -124,6 +124,17 @@ pub struct PolicyFile {
     /// `[capabilities]`.
     #[serde(default)]
     pub capabilities: Capabilities,
+    /// `exclude-newer`: releases younger than this are not locked; the earliest cutoff of
+    /// the chain and the manifest wins.
+    #[serde(rename = "exclude-newer", default)]
+    pub exclude_newer: Option<String>,
+}
+
+impl PolicyFile {
+    /// Its `exclude-newer`, read (`parse_policy` refused a value that does not read).
+    pub fn release_age(&self) -> Option<crate::release_age::ExcludeNewer> {
+        crate::release_age::ExcludeNewer::parse(self.exclude_newer.as_deref()?).ok()
+    }
 }
 
 /// `[sources]`: patterns over a plugin's source and its marketplace's name.
@@ -185,6 +196,18 @@ pub fn parse_policy(text: &str, label: &str) -> Result<PolicyFile, Diagnostic> {
             ),
         )
     })?;
+    if let Some(value) = &file.exclude_newer
+        && let Err(why) = crate::release_age::ExcludeNewer::parse(value)
+    {
+        // The key's own line is where it is.
+        let offset = text.find("exclude-newer").unwrap_or(0);
+        return Err(Diagnostic::at(
+            label,
+            text,
+            offset,
+            format!("`exclude-newer`: {why}; see docs/governance.md"),
+        ));
+    }
     let (allow, deny) = (&file.sources.allow, &file.sources.deny);
     for (key, pattern) in allow
         .iter()
@@ -249,6 +272,24 @@ hidden_unicode = "warn"
             Some(Level::Deny)
         );
         assert_eq!(file.capabilities.hidden_unicode, Some(UnicodeLevel::Warn));
+    }
+
+    #[test]
+    fn exclude_newer_is_read_and_a_bad_one_names_its_line() {
+        let file = parse_policy("exclude-newer = \"14 days\"\n", "p.toml").expect("valid");
+        assert!(matches!(
+            file.release_age(),
+            Some(crate::release_age::ExcludeNewer::Span {
+                seconds: 1_209_600,
+                ..
+            })
+        ));
+        let e =
+            parse_policy("[capabilities]\nhooks = \"allow\"\n", "p.toml").map(|f| f.release_age());
+        assert_eq!(e, Ok(None));
+        let e = parse_policy("\nexclude-newer = \"next week\"\n", "p.toml").expect_err("bad");
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.message.contains("`next week` is not"), "{e}");
     }
 
     #[test]

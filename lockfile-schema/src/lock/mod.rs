@@ -48,6 +48,9 @@ pub struct Lock {
     pub payloads: Vec<LockedPayload>,
     /// What each observed MCP server offered the model, by plugin then server.
     pub tools: Vec<LockedTools>,
+    /// The release-age cutoff the lock was made with (`exclude-newer`): nothing it pins
+    /// was released at or after it.
+    pub exclude_newer: Option<crate::release_age::Cutoff>,
 }
 
 /// One validated lock entry.
@@ -204,6 +207,14 @@ pub enum LockError {
         /// What is wrong.
         message: String,
     },
+    /// A bad `exclude-newer` or `exclude-newer-span`.
+    #[error("{file}: {message}; run `berth plugins lock` to regenerate the lockfile")]
+    InvalidCutoff {
+        /// The lockfile.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Well-formed TOML with a bad value in `[agent]`.
     #[error("{file}: `[agent]`: {message}; run `berth plugins lock` to regenerate the lockfile")]
     InvalidAgent {
@@ -253,6 +264,23 @@ pub fn parse_lock(file: &str, text: &str) -> Result<Lock, LockError> {
 
 /// The validated lock of a well-formed lockfile, each bad entry named.
 fn validate(file: &str, wire: LockFileWire) -> Result<Lock, LockError> {
+    let exclude_newer = match (&wire.exclude_newer, &wire.exclude_newer_span) {
+        (None, None) => None,
+        (Some(at), span) => Some(
+            crate::release_age::Cutoff::from_lock(at, span.as_deref()).map_err(|message| {
+                LockError::InvalidCutoff {
+                    file: file.to_owned(),
+                    message,
+                }
+            })?,
+        ),
+        (None, Some(_)) => {
+            return Err(LockError::InvalidCutoff {
+                file: file.to_owned(),
+                message: "`exclude-newer-span` goes with `exclude-newer`".to_owned(),
+            });
+        }
+    };
     let plugins = wire
         .plugin
         .into_iter()
@@ -319,6 +347,7 @@ fn validate(file: &str, wire: LockFileWire) -> Result<Lock, LockError> {
         marketplaces,
         payloads,
         tools,
+        exclude_newer,
     })
 }
 

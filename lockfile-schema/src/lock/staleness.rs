@@ -3,6 +3,7 @@
 use super::{Lock, LockedPlugin};
 use crate::manifest::{Manifest, PluginRequest};
 use crate::redact::redact;
+use crate::release_age::{Ask, Cutoff};
 use crate::source::Pin;
 use crate::source::SourceKind;
 
@@ -79,6 +80,28 @@ impl Lock {
     }
 }
 
+impl Lock {
+    /// How this lock's release-age cutoff differs from `wanted`: the cutoff the manifest
+    /// and the policy ask for now, settled against this lock's record
+    /// ([`crate::release_age::settle`]), with the ask that set it. `None`: the same.
+    pub fn cutoff_staleness(&self, wanted: Option<(&Cutoff, &Ask)>) -> Option<Staleness> {
+        if self.exclude_newer.as_ref() == wanted.map(|(c, _)| c) {
+            return None;
+        }
+        Some(Staleness::Cutoff {
+            locked: self.exclude_newer.as_ref().map(Cutoff::shown),
+            wanted: wanted.map(|(cutoff, ask)| {
+                format!(
+                    "{} (`exclude-newer = \"{}\"` in `{}`)",
+                    cutoff.shown(),
+                    ask.value,
+                    ask.from
+                )
+            }),
+        })
+    }
+}
+
 /// One way a lock is out of date.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Staleness {
@@ -139,6 +162,13 @@ pub enum Staleness {
         /// Its name.
         name: String,
     },
+    /// The release-age cutoff asked for is not the one the lock was made with.
+    Cutoff {
+        /// The lock's, as shown.
+        locked: Option<String>,
+        /// What is asked now, and where.
+        wanted: Option<String>,
+    },
 }
 
 impl std::fmt::Display for Staleness {
@@ -174,6 +204,21 @@ impl std::fmt::Display for Staleness {
                     "marketplace `{name}` is locked but the manifest no longer declares it"
                 )
             }
+            Staleness::Cutoff { locked, wanted } => match (locked, wanted) {
+                (Some(locked), Some(wanted)) => write!(
+                    f,
+                    "the cutoff is {wanted}, but the lock was made with {locked}"
+                ),
+                (None, Some(wanted)) => write!(
+                    f,
+                    "the cutoff is {wanted}, but the lock was made without one"
+                ),
+                (Some(locked), None) => write!(
+                    f,
+                    "the lock was made with the cutoff {locked}, but nothing asks for one now"
+                ),
+                (None, None) => f.write_str("the cutoff changed"),
+            },
             Staleness::AgentRemoved { package } => {
                 write!(
                     f,

@@ -52,6 +52,7 @@ fn sample() -> Lock {
         marketplaces: Vec::new(),
         payloads: Vec::new(),
         tools: Vec::new(),
+        exclude_newer: None,
     }
 }
 
@@ -139,4 +140,36 @@ fn staleness_compares_request_fields_only() {
 #[test]
 fn strings_are_escaped() {
     assert_eq!(toml_string("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
+}
+
+#[test]
+fn the_cutoff_is_written_after_the_version_and_read_back() {
+    let mut lock = sample();
+    lock.exclude_newer = Some(
+        crate::release_age::Cutoff::from_lock("2026-11-24T00:00:00Z", Some("7 days"))
+            .expect("valid"),
+    );
+    let text = lock.to_toml();
+    assert!(
+        text.starts_with(&format!(
+            "{LOCK_HEADER}version = 1\nexclude-newer = \"2026-11-24T00:00:00Z\"\nexclude-newer-span = \"7 days\"\n\n[[plugin]]"
+        )),
+        "{text}"
+    );
+    assert_eq!(parse_lock("plugins.lock", &text), Ok(lock));
+    let err = parse_lock(
+        "plugins.lock",
+        "version = 1\nexclude-newer-span = \"7 days\"\n",
+    )
+    .expect_err("a span alone");
+    assert!(
+        err.to_string().contains("goes with `exclude-newer`"),
+        "{err}"
+    );
+    let err = parse_lock("plugins.lock", "version = 1\nexclude-newer = \"soon\"\n")
+        .expect_err("not an instant");
+    assert!(
+        err.to_string().contains("`exclude-newer = \"soon\"`"),
+        "{err}"
+    );
 }

@@ -20,6 +20,26 @@ pub struct LockFileWire {
     /// The format version; this berth writes 1 and refuses newer versions.
     #[schemars(range(min = 1, max = 1))]
     pub version: u32,
+    /// The release-age cutoff (`exclude-newer`) the lock was made with, RFC 3339 in UTC:
+    /// nothing it pins was released (tagged, committed, published, uploaded) at or after
+    /// it.
+    #[serde(
+        rename = "exclude-newer",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "String")]
+    pub exclude_newer: Option<String>,
+    /// The span before the time of locking that `exclude-newer` was computed from
+    /// (`7 days`), when it came from one: a later lock asking for the same span keeps the
+    /// recorded cutoff.
+    #[serde(
+        rename = "exclude-newer-span",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "String")]
+    pub exclude_newer_span: Option<String>,
     /// One entry per manifest entry, in manifest order (merge order).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plugin: Vec<LockedPluginWire>,

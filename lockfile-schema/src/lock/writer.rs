@@ -11,6 +11,15 @@ impl Lock {
         let mut out = String::with_capacity(256 + self.plugins.len() * 320);
         out.push_str(LOCK_HEADER);
         let _ = writeln!(out, "version = {LOCK_VERSION}");
+        if let Some(cutoff) = &self.exclude_newer {
+            write_fields(
+                &mut out,
+                &[
+                    ("exclude-newer", Some(&cutoff.to_rfc3339())),
+                    ("exclude-newer-span", cutoff.span.as_ref()),
+                ],
+            );
+        }
         for marketplace in &self.marketplaces {
             let w = super::LockedMarketplaceWire::from(marketplace);
             out.push_str("\n[[marketplace]]\n");

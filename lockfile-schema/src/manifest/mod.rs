@@ -24,6 +24,8 @@ pub struct Manifest {
     pub agent: Option<AgentRequest>,
     /// The `[[marketplace]]` declarations, in file order; `PLUGIN@NAME` sources name them.
     pub marketplaces: Vec<MarketplaceRequest>,
+    /// `exclude-newer`: releases younger than this are not locked (docs/manifest.md).
+    pub exclude_newer: Option<crate::release_age::ExcludeNewer>,
 }
 
 /// A manifest and the warnings found while reading it.
@@ -311,6 +313,32 @@ source = "./plugins/house-rules"
             assert_eq!(err.line, line, "{text}: {err}");
             assert!(err.message.contains(needle), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn exclude_newer_is_a_top_level_key() {
+        let parsed =
+            parse("exclude-newer = \"7 days\"\n[[plugin]]\nsource = \"./a\"\n").expect("valid");
+        assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+        assert!(matches!(
+            parsed.manifest.exclude_newer,
+            Some(crate::release_age::ExcludeNewer::Span {
+                seconds: 604_800,
+                ..
+            })
+        ));
+        let err = parse("\nexclude-newer = \"soon\"\n[[plugin]]\nsource = \"./a\"\n")
+            .expect_err("not a date or span");
+        assert!(err.message.contains("`soon` is not"), "{err}");
+        assert_eq!(err.line, 2, "{err}");
+        let parsed = parse("exclude_newer = \"7 days\"\n").expect("valid");
+        assert!(
+            parsed.warnings[0]
+                .message
+                .contains("did you mean `exclude-newer`"),
+            "{:?}",
+            parsed.warnings
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ use super::{Manifest, ParsedManifest, PluginRequest};
 use crate::diagnostic::Diagnostic;
 use crate::hash::Sha256Hash;
 use crate::redact::redact;
+use crate::release_age::ExcludeNewer;
 use crate::source::Source;
 
 const PLUGIN_KEYS: [&str; 7] = [
@@ -23,6 +24,9 @@ const PLUGIN_KEYS: [&str; 7] = [
 ];
 
 const AGENT_KEYS: [&str; 4] = ["source", "ref", "entry_point", "python"];
+
+/// The top-level key of the release-age cutoff, spelled as uv spells it.
+const EXCLUDE_NEWER: &str = "exclude-newer";
 
 const MARKETPLACE_KEYS: [&str; 5] = ["name", "source", "ref", "repo_path", "auto_load"];
 
@@ -49,9 +53,11 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnost
     };
     let mut plugins = Vec::new();
     let mut agent = None;
+    let mut exclude_newer = None;
     for (key, item) in doc.iter() {
         match key {
             "marketplace" => {}
+            EXCLUDE_NEWER => exclude_newer = Some(reader.exclude_newer(item)?),
             "plugin" => {
                 for (table, span) in reader.tables_of(key, item)? {
                     let plugin = reader.plugin(table, span)?;
@@ -73,7 +79,7 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnost
             }
             other => reader.warn(
                 doc.as_table().key(other).and_then(Key::span),
-                format!("unknown key `{other}` is ignored (expected `[[plugin]]` and `[[marketplace]]` tables and an optional `[agent]`)"),
+                format!("unknown key `{other}` is ignored (expected `[[plugin]]` and `[[marketplace]]` tables, an optional `[agent]` and `exclude-newer`){}", if other.replace('_', "-") == EXCLUDE_NEWER { "; did you mean `exclude-newer`?" } else { "" }),
             ),
         }
     }
@@ -82,6 +88,7 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnost
             plugins,
             agent,
             marketplaces,
+            exclude_newer,
         },
         warnings: reader.warnings,
     })
@@ -365,6 +372,21 @@ impl<'a> Reader<'a> {
                 ),
             )),
         }
+    }
+
+    /// `exclude-newer = "7 days"` (or a date, or an RFC 3339 instant).
+    fn exclude_newer(&self, item: &Item) -> Result<ExcludeNewer, Diagnostic> {
+        let Some(text) = item.as_str() else {
+            return Err(self.error(
+                item.span(),
+                format!(
+                    "`exclude-newer` must be a string such as \"7 days\" or \"2026-11-01\", found {}",
+                    item.type_name()
+                ),
+            ));
+        };
+        ExcludeNewer::parse(text)
+            .map_err(|why| self.error(item.span(), format!("`exclude-newer`: {why}")))
     }
 
     fn string(&self, table: &dyn TableLike, key: &str) -> Result<Option<String>, Diagnostic> {

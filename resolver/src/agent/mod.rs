@@ -174,7 +174,7 @@ pub(crate) fn lock_agent(
             (package, requirement, Some(built))
         }
     };
-    let packages = compile(&uv, &python, &index, &requirement, work.path())?;
+    let packages = compile(env, (&uv, &python, &index), &requirement, work.path())?;
     let version = packages
         .iter()
         .find(|p| normalize_package_name(&p.name) == package)
@@ -323,6 +323,7 @@ fn build_wheel(
         .arg(&index.url.fetch)
         .arg("--out-dir")
         .arg(&out)
+        .args(exclude_newer(env))
         .arg(&src)
         .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH);
     if env.settings.network == Network::Offline {
@@ -344,11 +345,19 @@ fn build_wheel(
     }
 }
 
+/// uv's own release-age option, `--exclude-newer RFC3339`, under the run's cutoff: uv
+/// leaves out every file uploaded at or after it (the index's `upload-time`).
+fn exclude_newer(env: &Env<'_>) -> Vec<String> {
+    env.cutoff
+        .as_ref()
+        .map(|c| vec!["--exclude-newer".to_owned(), c.cutoff.to_rfc3339()])
+        .unwrap_or_default()
+}
+
 /// `uv pip compile` of one requirement into pylock packages.
 pub(crate) fn compile(
-    uv: &Uv,
-    python: &Python,
-    index: &Index,
+    env: &Env<'_>,
+    (uv, python, index): (&Uv, &Python, &Index),
     requirement: &str,
     work: &Path,
 ) -> Result<Vec<PylockPackage>, ResolveError> {
@@ -371,6 +380,7 @@ pub(crate) fn compile(
     .arg(&index.url.fetch)
     .arg("--output-file")
     .arg(&output)
+    .args(exclude_newer(env))
     .arg(&input);
     let shown = redact(requirement).text;
     let shown = if shown.contains(" @ file://") {

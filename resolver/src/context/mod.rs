@@ -11,8 +11,10 @@ mod settings;
 
 pub use memo::SharedResolutions;
 pub use report::{Event, Reporter, SilentReporter, Task};
+pub(crate) use settings::{ActiveCutoff, show_seconds};
 pub use settings::{
-    Cancel, DEFAULT_GITHUB_URL, LocalCheck, Network, PayloadFinder, Settings, git_cache_name,
+    Cancel, DEFAULT_GITHUB_URL, LocalCheck, Network, PayloadFinder, ReleaseAge, Settings,
+    git_cache_name,
 };
 
 pub(crate) use memo::{KEPT_TREE_BYTES, KeptTree, TagList};
@@ -37,6 +39,9 @@ pub(crate) struct Env<'a> {
     pub(crate) started: Instant,
     /// Throw-away folders this run fetches into (`verify`), removed when it ends.
     pub(crate) scratch: Scratch,
+    /// The release-age cutoff `lock` works under (`exclude-newer`), if any: versions made
+    /// at or after it are not chosen.
+    pub(crate) cutoff: Option<ActiveCutoff>,
 }
 
 impl<'a> Env<'a> {
@@ -55,7 +60,14 @@ impl<'a> Env<'a> {
                 .unwrap_or_else(SharedResolutions::of_process),
             started: reuse_since(settings.ref_ttl),
             scratch: Scratch::default(),
+            cutoff: None,
         }
+    }
+
+    /// This environment, locking under `cutoff`.
+    pub(crate) fn under(mut self, cutoff: Option<ActiveCutoff>) -> Self {
+        self.cutoff = cutoff;
+        self
     }
 }
 

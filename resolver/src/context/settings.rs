@@ -10,6 +10,8 @@ use berth_transport::extract::ArchiveLimits;
 use berth_transport::policy::FetchPolicy;
 use berth_transport::registries::{ConfigError, NpmConfig, PackageIndex};
 
+use berth_lockfile_schema::release_age::{Ask, Cutoff};
+
 use super::SharedResolutions;
 use crate::error::ResolveError;
 
@@ -72,6 +74,75 @@ pub struct Settings {
     /// Reads which MCP servers of a lock start through a package runner (the runtime's
     /// reader, handed down by the front end); `None`: payloads are not locked.
     pub payload_finder: Option<PayloadFinder>,
+    /// The policy's release-age asks and the time of locking (`exclude-newer`).
+    pub release_age: ReleaseAge,
+}
+
+/// What decides a lock's release-age cutoff besides the manifest: the policy's
+/// `exclude-newer` asks, parents first, and the time a span counts back from.
+#[derive(Debug, Clone)]
+pub struct ReleaseAge {
+    /// Each policy file's `exclude-newer`.
+    pub policy: Vec<Ask>,
+    /// The time of locking (the CLI's `$BERTH_NOW` moves it, for tests and reproduction).
+    pub now: jiff::Timestamp,
+}
+
+impl Default for ReleaseAge {
+    /// No policy ask, and the clock's time.
+    fn default() -> Self {
+        Self {
+            policy: Vec::new(),
+            now: jiff::Timestamp::now(),
+        }
+    }
+}
+
+/// The cutoff a run works under: nothing released at or after it is chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ActiveCutoff {
+    pub(crate) cutoff: Cutoff,
+    /// What set it, for messages: `` `exclude-newer = "7 days"` in `plugins.toml` ``.
+    pub(crate) from: String,
+}
+
+impl ActiveCutoff {
+    /// The cutoff `ask` set.
+    pub(crate) fn asked(cutoff: Cutoff, ask: &Ask) -> Self {
+        Self {
+            cutoff,
+            from: format!("`exclude-newer = \"{}\"` in `{}`", ask.value, ask.from),
+        }
+    }
+
+    /// A lock's recorded cutoff (the payloads, locked after the plugins under it).
+    pub(crate) fn recorded(cutoff: &Cutoff) -> Self {
+        Self {
+            cutoff: cutoff.clone(),
+            from: match &cutoff.span {
+                Some(span) => format!("`exclude-newer = \"{span}\"`"),
+                None => "`exclude-newer`".to_owned(),
+            },
+        }
+    }
+
+    /// Whether something made at `seconds` (since the epoch) is held back.
+    pub(crate) fn excludes(&self, seconds: i64) -> bool {
+        seconds >= self.cutoff.at.as_second()
+    }
+
+    /// The cutoff as messages show it, and what set it: `2026-11-24 (`…` in `…`)`.
+    pub(crate) fn describe(&self) -> String {
+        format!("{} ({})", self.cutoff.shown(), self.from)
+    }
+}
+
+/// An instant given in seconds since the epoch, as messages show it.
+pub(crate) fn show_seconds(seconds: i64) -> String {
+    jiff::Timestamp::from_second(seconds).map_or_else(
+        |_| seconds.to_string(),
+        berth_lockfile_schema::release_age::show_instant,
+    )
 }
 
 impl Settings {

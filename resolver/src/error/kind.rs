@@ -39,6 +39,7 @@ impl ResolveError {
             | Self::Marketplace { .. }
             | Self::FileTooLarge { .. }
             | Self::Dependency { .. }
+            | Self::TooNew(_)
             | Self::RegistryConfig(_) => ErrorKind::InvalidInput,
             Self::Refused { .. } => ErrorKind::Refused,
             Self::Download {

@@ -6,10 +6,12 @@ use berth_lockfile_schema::Sha256Hash;
 use berth_lockfile_schema::plugin_manifest::ManifestError;
 use berth_store::{NarError, StoreError};
 
+mod age;
 mod agent;
 mod causes;
 mod kind;
 
+pub use age::TooNew;
 pub use agent::{AgentLockError, WheelProblem};
 pub use causes::{ArchiveProblem, DownloadError, LocalPathProblem};
 pub use kind::ErrorKind;
@@ -237,6 +239,9 @@ pub enum ResolveError {
         /// Actual.
         actual: Sha256Hash,
     },
+    /// The release-age cutoff leaves nothing to lock.
+    #[error(transparent)]
+    TooNew(#[from] TooNew),
     /// No tag satisfies a `version` range.
     #[error("no tag of `{url}` matches `version = \"{range}\"`{}", nearest_hint(.nearest))]
     NoMatchingVersion {

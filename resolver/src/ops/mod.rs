@@ -3,6 +3,7 @@
 //! keeps alive for `gc`. They loop over entries and reach a source kind only through
 //! [`crate::sources`].
 
+mod age;
 mod dependencies;
 mod live;
 mod lock;
@@ -12,6 +13,7 @@ mod sync;
 mod verify;
 mod workflow;
 
+pub use age::staleness;
 pub use live::mark_live;
 pub use lock::{LocalRelock, LockOptions, LockOutcome, Upgrade, lock_plugins};
 pub use pin::{StoredQuietly, pin_payloads};

@@ -28,6 +28,11 @@ pub fn pin_payloads(
     if settings.payload_finder.is_none() {
         return Ok(0);
     }
+    // Under another release-age cutoff than before, every payload is resolved again.
+    let upgrade = match previous {
+        Some(p) if p.exclude_newer != lock.exclude_newer => &Upgrade::All,
+        _ => upgrade,
+    };
     let same_plugins = previous.is_some_and(|p| {
         p.plugins.len() == lock.plugins.len()
             && p.plugins
@@ -51,6 +56,7 @@ pub fn pin_payloads(
     )?;
     let kept = Lock {
         payloads,
+        exclude_newer: lock.exclude_newer.clone(),
         ..Lock::default()
     };
     lock.payloads = lock_payloads(

@@ -201,7 +201,7 @@ pub fn lock<F: Lockfile>(
         LockMode::Frozen => Ok(unchanged(read(lockfile.read())?)),
         LockMode::Locked { manifest } => {
             let lock = read(lockfile.read())?;
-            let stale = lock.staleness(manifest);
+            let stale = super::staleness(&lock, manifest, "plugins.toml", settings);
             if !stale.is_empty() {
                 return Err(LockAndSyncError::Stale(stale));
             }
@@ -273,8 +273,11 @@ fn relock<F: Lockfile>(
     let previous = lockfile
         .read_to_replace()
         .map_err(LockAndSyncError::Lockfile)?;
+    let current = |lock: &Lock| {
+        super::staleness(lock, manifest, &options.manifest_label, settings).is_empty()
+    };
     let previous = match previous {
-        Some(lock) if if_current == IfCurrent::UseIt && lock.staleness(manifest).is_empty() => {
+        Some(lock) if if_current == IfCurrent::UseIt && current(&lock) => {
             return Ok(Locked {
                 lock,
                 relock: Relock::Unchanged,
@@ -372,6 +375,7 @@ mod tests {
             ref_ttl: std::time::Duration::ZERO,
             npm: Ok(Default::default()),
             payload_finder: None,
+            release_age: Default::default(),
         }
     }
 

@@ -19,7 +19,7 @@ use berth_store::{Staging, Store, StoreEntry, StoreError};
 pub use crate::context::PayloadFinder;
 pub use berth_transport::registries::DEFAULT_NPM_REGISTRY;
 
-use crate::context::{Env, Network, Reporter, Settings};
+use crate::context::{ActiveCutoff, Env, Network, Reporter, Settings};
 use crate::error::{EntryError, ResolveError};
 
 /// A closure an ecosystem resolved and staged, not yet in the store.
@@ -89,7 +89,9 @@ pub fn lock_payloads(
         reporter.warn(&warning);
     }
     let mut run = PayloadRun {
-        env: Env::new(store, settings, reporter),
+        // Under the cutoff the plugins were locked with.
+        env: Env::new(store, settings, reporter)
+            .under(lock.exclude_newer.as_ref().map(ActiveCutoff::recorded)),
         lock,
         previous,
         may_move,

@@ -23,7 +23,10 @@ use serde_json::Value;
 use super::{NotLocked, Staged};
 use crate::context::Env;
 use crate::error::ResolveError;
-use crate::sources::{ArchiveUrl, download, unpack};
+use crate::sources::{
+    ArchiveUrl, download, npm_document_url, npm_pick, npm_registry_document, npm_version_described,
+    unpack,
+};
 
 /// The largest `package.json` of a payload berth reads.
 const MAX_PACKAGE_JSON: u64 = 1 << 20;
@@ -54,6 +57,7 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         ])
         .arg(format!("--registry={}", config.registry()))
         .envs(config.npm_env())
+        .args(before(env))
         .env("npm_config_yes", "true");
     // Without npm the line could not run either: it is left as written.
     let out = cmd.output().map_err(|e| {
@@ -69,9 +73,10 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
             .take(6)
             .collect::<Vec<_>>()
             .join("; ");
+        let cutoff = cutoff_hint(env, &message);
         return Err(ResolveError::Payload {
             what: format!("`{}` from `{registry}`", call.spec),
-            message: format!("npm could not resolve it: {message}"),
+            message: format!("npm could not resolve it: {message}{cutoff}"),
         }
         .into());
     }
@@ -88,6 +93,7 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         .find(|p| p.path == own)
         .map(|p| p.version.clone())
         .ok_or_else(|| NotLocked::Left(format!("npm's lock has no `{own}`")))?;
+    report_held_back(env, want, &version, config, &registry);
     let staging = assemble_npm(env, &packages, config, &registry)?;
     let entry = bin_of(staging.path(), &own, &call.package, call.program.as_deref())
         .map_err(NotLocked::Left)?;
@@ -100,6 +106,65 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         wheels: Vec::new(),
         staging,
     })
+}
+
+/// npm's own release-age rule under the run's cutoff: `--before=CUTOFF`, only versions
+/// published before it, for the package and its whole closure.
+fn before(env: &Env<'_>) -> Option<String> {
+    env.cutoff
+        .as_ref()
+        .map(|c| format!("--before={}", c.cutoff.to_rfc3339()))
+}
+
+/// Under a release-age cutoff, says which newer version of the line's package npm's
+/// `--before` passed over: the registry's document is read once more (best effort:
+/// nothing is said when it cannot be read, or the spec is one berth does not read).
+fn report_held_back(
+    env: &Env<'_>,
+    want: &PayloadWant,
+    version: &str,
+    config: &NpmConfig,
+    registry: &str,
+) {
+    let (Some(cutoff), call) = (&env.cutoff, &want.call) else {
+        return;
+    };
+    let url = npm_document_url(config.registry_for(&call.package), &call.package);
+    let credential = config.credential_for(&url, registry);
+    let newest = npm_registry_document(env, &call.package, &url, credential).map(|document| {
+        npm_pick(&call.package, &document, Some(&call.requirement), None)
+            .ok()
+            .filter(|p| p.version != version)
+            .map(|p| npm_version_described(&document, &p.version))
+    });
+    match newest {
+        Ok(Some(newer)) => env.reporter.status(
+            "Held back",
+            &format!(
+                "`{}` at {version} for plugin `{}`: {newer} is newer than the cutoff {}",
+                call.package,
+                want.plugin,
+                cutoff.describe()
+            ),
+        ),
+        Ok(None) => {}
+        Err(e) => tracing::debug!("the registry document of `{}`: {e}", call.package),
+    }
+}
+
+/// What to add to npm's failure when the release-age cutoff left nothing (npm says `No
+/// matching version … with a date before …`): which cutoff, and what to do.
+fn cutoff_hint(env: &Env<'_>, message: &str) -> String {
+    env.cutoff
+        .as_ref()
+        .filter(|_| message.contains("date before"))
+        .map(|c| {
+            format!(
+                "; nothing it allows was published before the cutoff {}: ask for an older version, or move the cutoff",
+                c.describe()
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// npm's configuration, or why it could not be read.

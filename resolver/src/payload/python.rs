@@ -22,7 +22,7 @@ pub(super) fn lock_python(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, N
     let index = index(env)?;
     let work = env.store.stage()?;
     let requirement = format!("{}{}", call.package, call.requirement);
-    let packages = compile(&uv, &python, &index, &requirement, work.path())?;
+    let packages = compile(env, (&uv, &python, &index), &requirement, work.path())?;
     let mut wheels = wheels_of(packages, None, &python)?;
     wheels.sort_by(|a, b| (&a.name, &a.file).cmp(&(&b.name, &b.file)));
     let own = wheels

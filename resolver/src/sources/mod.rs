@@ -23,7 +23,11 @@ pub use marketplace::read_marketplace;
 
 pub(crate) use archive::{ArchiveUrl, download, unpack};
 pub(crate) use entry::sync_entry;
-pub(crate) use resolved::{Declared, Resolved, check_pins};
+pub(crate) use npm::{
+    described as npm_version_described, document_url as npm_document_url, pick as npm_pick,
+    registry_document as npm_registry_document,
+};
+pub(crate) use resolved::{Declared, HeldBack, Resolved, check_pins};
 pub(crate) use substitute::{substitute, substitute_or_stage};
 
 use std::sync::Arc;

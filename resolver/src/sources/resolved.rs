@@ -14,6 +14,14 @@ pub(crate) struct Resolved {
     /// What the plugin's manifest declares: its version and its dependencies (read for
     /// plugins resolved now; a kept pin carries them in the lock).
     pub(crate) declared: Declared,
+    /// The newest version the release-age cutoff passed over, if it passed over any.
+    pub(crate) held_back: Option<HeldBack>,
+}
+
+/// What the release-age cutoff passed over: `v1.3.0 (tagged 2026-12-01)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HeldBack {
+    pub(crate) newer: String,
 }
 
 impl Resolved {
@@ -23,6 +31,7 @@ impl Resolved {
             plugin,
             skipped: Vec::new(),
             declared: Declared::default(),
+            held_back: None,
         }
     }
 }

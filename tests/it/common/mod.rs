@@ -555,15 +555,18 @@ impl FileServer {
                         .unwrap_or("");
                     let mut file = root.join(rel);
                     if rel.is_empty() || rel.ends_with('/') {
-                        file.push("index.html");
+                        // A folder with an `index.json` is a PEP 691 simple-index page.
+                        file.push("index.json");
+                        if !file.is_file() {
+                            file.set_file_name("index.html");
+                        }
                     }
-                    let content_type = if file
-                        .extension()
-                        .is_some_and(|e| e.eq_ignore_ascii_case("html"))
-                    {
-                        "text/html"
-                    } else {
-                        "application/octet-stream"
+                    let content_type = match file.extension().and_then(|e| e.to_str()) {
+                        Some("html") => "text/html",
+                        Some("json") if file.ends_with("index.json") => {
+                            "application/vnd.pypi.simple.v1+json"
+                        }
+                        _ => "application/octet-stream",
                     };
                     let Ok(body) = std::fs::read(&file) else {
                         let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
@@ -822,6 +825,9 @@ pub struct GitRepo {
     pub path: PathBuf,
     home: PathBuf,
     tick: std::cell::Cell<u32>,
+    /// The date the next commands commit and tag at ([`GitRepo::at`]), instead of the
+    /// ticking one.
+    date: std::cell::RefCell<Option<String>>,
 }
 
 impl GitRepo {
@@ -831,6 +837,7 @@ impl GitRepo {
             path: path.to_owned(),
             home: home.to_owned(),
             tick: std::cell::Cell::new(0),
+            date: std::cell::RefCell::new(None),
         };
         repo.git(&["init", "-q", "-b", "main"]);
         repo
@@ -844,7 +851,11 @@ impl GitRepo {
     pub fn git(&self, args: &[&str]) -> String {
         let tick = self.tick.get() + 1;
         self.tick.set(tick);
-        let date = format!("{} +0000", 1_700_000_000 + u64::from(tick) * 60);
+        let date = self
+            .date
+            .borrow()
+            .clone()
+            .unwrap_or_else(|| format!("{} +0000", 1_700_000_000 + u64::from(tick) * 60));
         let mut cmd = Command::new("git");
         cmd.current_dir(&self.path).args(args);
         apply_env(&mut cmd, &self.home);
@@ -864,6 +875,13 @@ impl GitRepo {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Commits and tags from now on at `date` (as git reads `GIT_COMMITTER_DATE`:
+    /// `2026-12-01T00:00:00Z`), the author, committer and tagger dates alike.
+    pub fn at(&self, date: &str) -> &Self {
+        *self.date.borrow_mut() = Some(date.to_owned());
+        self
     }
 
     pub fn write(&self, rel: &str, content: &str) -> &Self {

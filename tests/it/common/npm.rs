@@ -31,6 +31,8 @@ pub struct Registry {
     pub server: FileServer,
     /// Per package: version -> (its `package.json`, its tarball's URL and integrity).
     packages: std::collections::BTreeMap<String, Vec<(String, Value)>>,
+    /// Per package: version -> when it was published (the packument's `time`).
+    times: std::collections::BTreeMap<String, serde_json::Map<String, Value>>,
 }
 
 impl Registry {
@@ -53,6 +55,7 @@ impl Registry {
             root: root.to_owned(),
             server,
             packages: Default::default(),
+            times: Default::default(),
         }
     }
 
@@ -91,14 +94,34 @@ impl Registry {
         self.write_document(name);
     }
 
+    /// [`Registry::publish`], published at `time` (RFC 3339): the packument's `time`
+    /// says so, as the npm registry's does.
+    pub fn publish_at(
+        &mut self,
+        time: &str,
+        name: &str,
+        version: &str,
+        manifest: Value,
+        files: &[(&str, &str)],
+    ) {
+        self.times
+            .entry(name.to_owned())
+            .or_default()
+            .insert(version.to_owned(), json!(time));
+        self.publish(name, version, manifest, files);
+    }
+
     fn write_document(&self, name: &str) {
         let versions = &self.packages[name];
         let latest = versions.last().expect("a version").0.clone();
-        let document = json!({
+        let mut document = json!({
             "name": name,
             "dist-tags": {"latest": latest},
             "versions": versions.iter().cloned().collect::<serde_json::Map<_, _>>(),
         });
+        if let Some(times) = self.times.get(name) {
+            document["time"] = Value::Object(times.clone());
+        }
         // npm asks for a scoped package as `@scope%2fname`.
         let file = name.replace('/', "%2f");
         std::fs::write(self.root.join("registry").join(file), document.to_string()).expect("write");

@@ -302,3 +302,25 @@ fn signed_approvals_required_anywhere_are_required() {
         "`team.toml` sets require_signed_approvals = false, but `org.toml` sets it to true; a policy may only tighten what it extends: remove it from `team.toml` or change `org.toml`"
     );
 }
+
+#[test]
+fn every_file_s_exclude_newer_is_an_ask_and_a_later_one_is_no_loosening() {
+    let policy = chain(&[
+        ("org.toml", "exclude-newer = \"14 days\"\n"),
+        ("team.toml", "exclude-newer = \"7 days\"\n"),
+        ("none.toml", "[capabilities]\nhooks = \"allow\"\n"),
+    ])
+    .expect("a later cutoff in a child is allowed: the earliest is used");
+    let asks: Vec<(String, String)> = policy
+        .release_age()
+        .into_iter()
+        .map(|a| (a.from, a.value.to_string()))
+        .collect();
+    assert_eq!(
+        asks,
+        [
+            ("org.toml".to_owned(), "14 days".to_owned()),
+            ("team.toml".to_owned(), "7 days".to_owned())
+        ]
+    );
+}

@@ -283,29 +283,44 @@ impl Closure<'_, '_, '_> {
             .map_err(|message| ResolveError::Dependency { message })?;
         let mut derived = derive(env, &read, &declared, &pick)?;
         let ranged = requirements.iter().any(|r| r.range.is_some());
-        let mut tagged = false;
         let tags = if ranged {
             load(env, derived.request.parsed_source())?.tags()?
         } else {
             None
         };
-        if let Some(tags) = tags {
-            match pick_tag(key, name, tags, requirements) {
-                Some(Ok(tag)) => {
-                    derived.request = PluginRequest::new(
-                        &derived.request.source,
-                        Some(&tag),
-                        None,
-                        derived.request.repo_path.as_deref(),
-                    )
-                    .map_err(|message| ResolveError::Dependency { message })?;
-                    tagged = true;
+        let candidates = match tags.and_then(|tags| pick_tag(key, name, tags, requirements)) {
+            Some(Ok(candidates)) => candidates,
+            Some(Err(conflict)) => return Ok(Err(conflict)),
+            None => Vec::new(),
+        };
+        let tagged = !candidates.is_empty();
+        let mut resolved = None;
+        // Under a release-age cutoff a tag made after it is refused as an exact pin: the
+        // next one down is tried.
+        for (i, tag) in candidates.iter().enumerate() {
+            derived.request = PluginRequest::new(
+                &derived.request.source,
+                Some(tag),
+                None,
+                derived.request.repo_path.as_deref(),
+            )
+            .map_err(|message| ResolveError::Dependency { message })?;
+            match resolve_derived(env, &derived) {
+                Err(ResolveError::TooNew(_)) if i + 1 < candidates.len() => continue,
+                result => {
+                    let found = result?;
+                    if i > 0 {
+                        self.held_back(key, tag, &candidates[0]);
+                    }
+                    resolved = Some(found);
+                    break;
                 }
-                Some(Err(conflict)) => return Ok(Err(conflict)),
-                None => {}
             }
         }
-        let mut resolved = resolve_derived(env, &derived)?;
+        let mut resolved = match resolved {
+            Some(resolved) => resolved,
+            None => resolve_derived(env, &derived)?,
+        };
         resolved.plugin.requested = Some(key.to_owned());
         derived.declare(&mut resolved);
         let plugin = resolved.plugin;
@@ -313,6 +328,20 @@ impl Closure<'_, '_, '_> {
             return Ok(Err(e));
         }
         Ok(Ok(plugin))
+    }
+
+    /// Says that the release-age cutoff passed over dependency `key`'s tag `newest` for
+    /// `tag`.
+    fn held_back(&self, key: &str, tag: &str, newest: &str) {
+        if let Some(cutoff) = &self.env.cutoff {
+            self.env.reporter.status(
+                "Held back",
+                &format!(
+                    "`{key}` at {tag}: {newest} is newer than the cutoff {}",
+                    cutoff.describe()
+                ),
+            );
+        }
     }
 
     /// The declaration and catalog of `market`, which must list plugin `name`.
@@ -346,14 +375,14 @@ impl Closure<'_, '_, '_> {
     }
 }
 
-/// The highest `{name}--v{version}` tag every requirement allows; a conflict when there
-/// are such tags and none fits; `None` when there are none.
+/// Every `{name}--v{version}` tag every requirement allows, highest first; a conflict when
+/// there are such tags and none fits; `None` when there are none.
 fn pick_tag(
     key: &str,
     name: &str,
     tags: Vec<String>,
     requirements: &[Requirement],
-) -> Option<Result<String, ResolveError>> {
+) -> Option<Result<Vec<String>, ResolveError>> {
     let prefix = format!("{name}--v");
     let mut versions: Vec<(Version, String)> = tags
         .into_iter()
@@ -366,23 +395,25 @@ fn pick_tag(
     if versions.is_empty() {
         return None;
     }
-    let found = versions
+    let fitting: Vec<String> = versions
         .iter()
         .rev()
-        .find(|(v, _)| requirements.iter().all(|r| r.matches(v)));
-    Some(match found {
-        Some((_, tag)) => Ok(tag.clone()),
-        None => Err(conflict(
-            key,
-            requirements,
-            &versions
-                .iter()
-                .rev()
-                .take(5)
-                .map(|(v, _)| v.to_string())
-                .collect::<Vec<_>>(),
-        )),
-    })
+        .filter(|(v, _)| requirements.iter().all(|r| r.matches(v)))
+        .map(|(_, tag)| tag.clone())
+        .collect();
+    if !fitting.is_empty() {
+        return Some(Ok(fitting));
+    }
+    Some(Err(conflict(
+        key,
+        requirements,
+        &versions
+            .iter()
+            .rev()
+            .take(5)
+            .map(|(v, _)| v.to_string())
+            .collect::<Vec<_>>(),
+    )))
 }
 
 fn satisfies_all(plugin: &LockedPlugin, requirements: &[Requirement]) -> bool {

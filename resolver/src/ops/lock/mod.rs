@@ -17,6 +17,9 @@ use crate::sources::marketplace::resolve_derived;
 use crate::sources::{Resolved, kind_of, load, resolve_new};
 use markets::{MarketState, PickAction, lock_marketplaces};
 
+use super::age::cutoff_for;
+use crate::context::ActiveCutoff;
+
 /// Which locked pins `lock` may move.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Upgrade {
@@ -85,8 +88,9 @@ pub fn lock_plugins(
     options: &LockOptions,
 ) -> Result<LockOutcome, Vec<EntryError>> {
     check_upgrade_names(manifest, previous, &options.upgrade)?;
+    let (cutoff, options) = &under_cutoff(manifest, settings, previous, options);
     let matched = match_previous(manifest, previous);
-    let env = Env::new(store, settings, reporter);
+    let env = Env::new(store, settings, reporter).under(cutoff.clone());
     let markets = lock_marketplaces(&env, manifest, previous, options, &matched)?;
     let resolved = AtomicUsize::new(0);
     let results = run_parallel(&manifest.plugins, settings.jobs, |i, request| {
@@ -142,9 +146,30 @@ pub fn lock_plugins(
             payloads: previous.map(|p| p.payloads.clone()).unwrap_or_default(),
             // Kept as they were: the caller observes the servers whose code changed.
             tools: previous.map(|p| p.tools.clone()).unwrap_or_default(),
+            exclude_newer: cutoff.as_ref().map(|c| c.cutoff.clone()),
         },
         resolved: resolved.into_inner(),
     })
+}
+
+/// The release-age cutoff the lock works under, and `options`, with every pin moving
+/// when the cutoff is another than the previous lock's (everything is resolved again
+/// under it).
+fn under_cutoff(
+    manifest: &Manifest,
+    settings: &Settings,
+    previous: Option<&Lock>,
+    options: &LockOptions,
+) -> (Option<ActiveCutoff>, LockOptions) {
+    let fresh = options.upgrade == Upgrade::All;
+    let cutoff = cutoff_for(manifest, &options.manifest_label, settings, previous, fresh);
+    let moved =
+        previous.is_some_and(|p| p.exclude_newer.as_ref() != cutoff.as_ref().map(|c| &c.cutoff));
+    let mut options = options.clone();
+    if moved {
+        options.upgrade = Upgrade::All;
+    }
+    (cutoff, options)
 }
 
 /// Refuses an `--upgrade-plugin` name that is neither a marketplace of the manifest nor a
@@ -327,6 +352,18 @@ fn rehash(
 fn report(env: &Env<'_>, resolved: Resolved) -> LockedPlugin {
     for skipped in &resolved.skipped {
         env.reporter.warn(&skipped.message(&resolved.plugin.name));
+    }
+    if let (Some(held), Some(cutoff)) = (&resolved.held_back, &env.cutoff) {
+        env.reporter.status(
+            "Held back",
+            &format!(
+                "`{}` at {}: {} is newer than the cutoff {}",
+                resolved.plugin.name,
+                resolved.plugin.pin_label(),
+                held.newer,
+                cutoff.describe()
+            ),
+        );
     }
     let name = &resolved.plugin.name;
     if let Some(scripts) = berth_lockfile_schema::mixed_scripts(name) {

@@ -120,6 +120,7 @@ impl PluginSource for ArchiveSource<'_> {
             plugin: LockedPlugin::new(request, name, pin, hash),
             skipped,
             declared,
+            held_back: None,
         })
     }
 }

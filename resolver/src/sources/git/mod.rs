@@ -2,6 +2,7 @@
 //! advertisement, fetching exactly the needed commit, and reading trees straight from git
 //! objects (to hash them, or to export them into a store staging folder).
 
+mod age;
 mod local;
 mod refs;
 mod remote;

@@ -2,11 +2,12 @@
 
 use semver::{Version, VersionReq};
 
-/// The tag `range` picks among `tags`, and the newest semver tags (for an error).
-pub(crate) fn pick<'a>(
+/// Every tag `range` matches among `tags`, best first (at least one), or the newest
+/// semver tags (for an error).
+pub(crate) fn candidates<'a>(
     range: &VersionReq,
     tags: impl Iterator<Item = &'a str>,
-) -> Result<String, Vec<String>> {
+) -> Result<Vec<String>, Vec<String>> {
     let mut versions: Vec<(Version, &str)> = tags
         .filter_map(|tag| {
             let bare = tag.strip_prefix('v').unwrap_or(tag);
@@ -19,14 +20,19 @@ pub(crate) fn pick<'a>(
             .then_with(|| b.1.starts_with('v').cmp(&a.1.starts_with('v')))
             .then_with(|| a.1.cmp(b.1))
     });
-    match versions.iter().find(|(v, _)| range.matches(v)) {
-        Some((_, tag)) => Ok((*tag).to_owned()),
-        None => Err(versions
+    let matching: Vec<String> = versions
+        .iter()
+        .filter(|(v, _)| range.matches(v))
+        .map(|(_, tag)| (*tag).to_owned())
+        .collect();
+    if matching.is_empty() {
+        return Err(versions
             .iter()
             .take(5)
             .map(|(_, t)| (*t).to_owned())
-            .collect()),
+            .collect());
     }
+    Ok(matching)
 }
 
 #[cfg(test)]
@@ -35,6 +41,14 @@ mod tests {
 
     fn req(s: &str) -> VersionReq {
         VersionReq::parse(s).expect("valid range")
+    }
+
+    /// The best tag a range matches.
+    fn pick<'a>(
+        range: &VersionReq,
+        tags: impl Iterator<Item = &'a str>,
+    ) -> Result<String, Vec<String>> {
+        candidates(range, tags).map(|mut all| all.swap_remove(0))
     }
 
     #[test]
@@ -61,5 +75,10 @@ mod tests {
         let nearest = pick(&req("^3"), tags.iter().copied()).expect_err("none");
         assert_eq!(nearest[0], "v2.0.0");
         assert!(!nearest.contains(&"latest".to_owned()));
+        assert_eq!(
+            candidates(&req("^1.3"), tags.iter().copied()),
+            Ok(vec!["v1.4.0".to_owned(), "1.3.0".to_owned()]),
+            "best first, for the release-age cutoff to pass over"
+        );
     }
 }

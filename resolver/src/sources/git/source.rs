@@ -11,13 +11,14 @@ use berth_store::{Live, Staging, StoreEntry, UnpackLimits};
 use berth_transport::url::{SourceUrl, cache_dir_name, repo_name};
 use gix::ObjectId;
 
+use super::age::Dated;
 use super::{GitDb, Remote, Want};
 use crate::context::{Env, KEPT_TREE_BYTES, KeptTree, Network, TagList, git_cache_name};
 use crate::error::ResolveError;
 use crate::meta::plugin_name_from_manifest;
 use crate::sources::local::MAX_METADATA_BYTES;
 use crate::sources::{
-    Declared, PinKind, PinnedSource, PluginSource, Resolved, check_pins, source_of,
+    Declared, HeldBack, PinKind, PinnedSource, PluginSource, Resolved, check_pins, source_of,
     substitute_or_stage,
 };
 
@@ -111,21 +112,61 @@ impl<'a> GitSource<'a> {
         Ok(rev)
     }
 
-    /// The tag a `version` range picks: among the remote's tags, or offline the cache's.
-    fn pick_tag(&self, db: &GitDb, range: &str) -> Result<String, ResolveError> {
+    /// The tag a `version` range picks: among the remote's tags, or offline the cache's;
+    /// under a release-age cutoff the best one made before it, and the best passed over.
+    fn pick_tag(
+        &self,
+        db: &GitDb,
+        range: &str,
+    ) -> Result<(String, Option<HeldBack>), ResolveError> {
         let req =
             semver::VersionReq::parse(range).map_err(|source| ResolveError::VersionRange {
                 range: range.to_owned(),
                 source,
             })?;
         let tags = self.tag_list(db)?;
-        super::semver_tags::pick(&req, tags.iter().map(|(t, _)| t.as_str())).map_err(|nearest| {
-            ResolveError::NoMatchingVersion {
+        let candidates = super::semver_tags::candidates(&req, tags.iter().map(|(t, _)| t.as_str()))
+            .map_err(|nearest| ResolveError::NoMatchingVersion {
                 url: self.remote.url.shown.clone(),
                 range: range.to_owned(),
                 nearest,
-            }
+            })?;
+        let Some(dated) = self.dated(db) else {
+            return Ok((candidates[0].clone(), None));
+        };
+        let with_commits: Vec<(String, ObjectId)> = candidates
+            .into_iter()
+            .filter_map(|tag| {
+                let commit = tags.iter().find(|(t, _)| *t == tag)?.1;
+                Some((tag, commit))
+            })
+            .collect();
+        dated.pick_tag(range, &with_commits)
+    }
+
+    /// The repository as release age reads it, when the run has a cutoff.
+    fn dated<'d>(&'d self, db: &'d GitDb) -> Option<Dated<'d>> {
+        Some(Dated {
+            db,
+            remote: &self.remote,
+            env: self.env,
+            cutoff: self.env.cutoff.as_ref()?,
         })
+    }
+
+    /// The commit `wanted` names ([`GitSource::rev`]), settled under the run's release-age
+    /// cutoff: a branch walked back to a commit made before it, an exact pin made after
+    /// it refused.
+    fn rev_within(
+        &self,
+        db: &GitDb,
+        wanted: Option<String>,
+    ) -> Result<(ObjectId, Option<HeldBack>), ResolveError> {
+        let rev = self.rev(db, wanted.clone())?;
+        match self.dated(db) {
+            Some(dated) => dated.settle(wanted.as_deref(), rev),
+            None => Ok((rev, None)),
+        }
     }
 
     /// The remote's tags and their commits, listed once per run (offline: the cache's).
@@ -155,7 +196,7 @@ impl<'a> GitSource<'a> {
         ) -> Result<T, ResolveError>,
     ) -> Result<(CommitId, T), ResolveError> {
         let db = self.open()?;
-        let rev = self.rev(&db, wanted)?;
+        let (rev, _) = self.rev_within(&db, wanted)?;
         let (tree, _) = db.plugin_tree(rev, subdir)?;
         let found = read(&|rel, limit| db.read_file(tree, rel, limit))?;
         db.finish()?;
@@ -174,16 +215,19 @@ impl PluginSource for GitSource<'_> {
         _previous: Option<&LockedPlugin>,
     ) -> Result<Resolved, ResolveError> {
         let db = self.open()?;
-        // A `version` range becomes the tag it picks, then resolves like `ref = "<tag>"`.
-        let resolved_ref = match &request.version {
-            Some(range) => Some(self.pick_tag(&db, range)?),
-            None => None,
+        // A `version` range becomes the tag it picks, then resolves like `ref = "<tag>"`
+        // (the tag is made before the cutoff, if there is one).
+        let (rev, resolved_ref, held_back) = match &request.version {
+            Some(range) => {
+                let (tag, held_back) = self.pick_tag(&db, range)?;
+                let rev = self.rev(&db, Some(format!("refs/tags/{tag}")))?;
+                (rev, Some(tag), held_back)
+            }
+            None => {
+                let (rev, held_back) = self.rev_within(&db, request.git_ref.clone())?;
+                (rev, None, held_back)
+            }
         };
-        let wanted = resolved_ref
-            .as_ref()
-            .map(|tag| format!("refs/tags/{tag}"))
-            .or_else(|| request.git_ref.clone());
-        let rev = self.rev(&db, wanted)?;
         // A `repo_path` that is a symlink is followed: the plugin is the folder it leads to,
         // named after that folder when it has no manifest (as the SDK names it).
         let (tree, real_path) = db.plugin_tree(rev, request.subdir())?;
@@ -218,6 +262,7 @@ impl PluginSource for GitSource<'_> {
             plugin,
             skipped: hashed.skipped,
             declared,
+            held_back,
         })
     }
 

@@ -66,6 +66,7 @@ impl PluginSource for LocalSource<'_> {
             plugin: LockedPlugin::new(request, name, pin, hash),
             skipped,
             declared,
+            held_back: None,
         })
     }
 }

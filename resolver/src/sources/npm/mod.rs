@@ -8,9 +8,13 @@ use berth_lockfile_schema::ArchiveFormat;
 use berth_transport::integrity::Integrity;
 use berth_transport::url::SourceUrl;
 
-use crate::context::Env;
+use crate::context::{ActiveCutoff, Env};
 use crate::error::ResolveError;
 use crate::sources::archive::{ArchiveUrl, download_limited};
+
+mod age;
+
+pub(crate) use age::described;
 
 /// The public registry, used when an entry names none.
 pub(crate) const DEFAULT_REGISTRY: &str = "https://registry.npmjs.org";
@@ -27,6 +31,21 @@ pub(crate) struct NpmPick {
     pub(crate) tarball: String,
     /// `dist.integrity`: the strongest hash it lists.
     pub(crate) integrity: Integrity,
+    /// What a release-age cutoff passed over: `1.1.0 (published 2026-12-01)`.
+    pub(crate) held_back: Option<String>,
+}
+
+/// Which versions a request allows besides the one it picks, for a cutoff to fall back
+/// on.
+#[derive(Debug, Clone)]
+pub(crate) enum Allowed {
+    /// Only that version (an exact one).
+    Exactly,
+    /// A dist-tag's: releases up to the tagged version (pre-releases only if it is one), as
+    /// npm's `--before` falls back.
+    UpTo(String),
+    /// A range's: every version it matches.
+    Matching(semver::VersionReq),
 }
 
 /// The document URL of `package` in `registry` (a scoped name's `/` is `%2f`).
@@ -39,11 +58,13 @@ pub(crate) fn document_url(registry: &str, package: &str) -> String {
 }
 
 /// Picks `wanted` (an exact version, a dist-tag, a semver range; `None`: `latest`) from a
-/// registry document.
+/// registry document; under a release-age `cutoff`, a version published before it
+/// ([`age::under_cutoff`]).
 pub(crate) fn pick(
     package: &str,
     document: &serde_json::Value,
     wanted: Option<&str>,
+    cutoff: Option<&ActiveCutoff>,
 ) -> Result<NpmPick, String> {
     let versions = document
         .get("versions")
@@ -57,29 +78,19 @@ pub(crate) fn pick(
             .map(str::to_owned)
     };
     let wanted = wanted.map(str::trim).filter(|w| !w.is_empty());
-    let version = match wanted {
-        None => tag("latest")
-            .ok_or_else(|| format!("`{package}` has no `latest` dist-tag; give a `version`"))?,
-        Some(w) if versions.contains_key(w) => w.to_owned(),
-        Some(w) if let Some(v) = tag(w) => v,
-        Some(w) => {
-            // npm's bare `1.2.3` is that version exactly.
-            if semver::Version::parse(w.trim_start_matches(['v', '='])).is_ok() {
-                return Err(format!("`{package}` has no version `{w}`"));
-            }
-            // npm separates comparators with spaces where Cargo's syntax wants commas.
-            let cargo_form = w.split_whitespace().collect::<Vec<_>>().join(", ");
-            let req = semver::VersionReq::parse(&cargo_form).map_err(|e| {
-                format!("`version = \"{w}\"` of `{package}` is not a version, dist-tag or range berth reads ({e}; `||` is not supported)")
-            })?;
-            versions
-                .keys()
-                .filter_map(|k| semver::Version::parse(k).ok().map(|v| (v, k)))
-                .filter(|(v, _)| req.matches(v))
-                .max_by(|a, b| a.0.cmp(&b.0))
-                .map(|(_, k)| k.clone())
-                .ok_or_else(|| format!("no version of `{package}` matches `{w}`"))?
+    let (best, rule) = match wanted {
+        None => {
+            let latest = tag("latest")
+                .ok_or_else(|| format!("`{package}` has no `latest` dist-tag; give a `version`"))?;
+            (latest.clone(), Allowed::UpTo(latest))
         }
+        Some(w) if versions.contains_key(w) => (w.to_owned(), Allowed::Exactly),
+        Some(w) if let Some(v) = tag(w) => (v.clone(), Allowed::UpTo(v)),
+        Some(w) => best_in_range(package, versions, w)?,
+    };
+    let (version, held_back) = match cutoff {
+        Some(cutoff) => age::under_cutoff(package, document, &best, &rule, cutoff)?,
+        None => (best, None),
     };
     let entry = versions.get(&version).ok_or_else(|| {
         format!("`{package}`'s dist-tag names version `{version}`, which it does not list")
@@ -112,7 +123,56 @@ pub(crate) fn pick(
         version,
         tarball,
         integrity,
+        held_back,
     })
+}
+
+/// `package`'s registry document at `url`, fetched with `credential` (bounded in size).
+pub(crate) fn registry_document(
+    env: &Env<'_>,
+    package: &str,
+    url: &str,
+    credential: Option<berth_transport::auth::Credential>,
+) -> Result<serde_json::Value, ResolveError> {
+    let source = ArchiveUrl {
+        url: SourceUrl::new(url)?,
+        format: ArchiveFormat::TarGz,
+        credential,
+    };
+    let mut limits = env.settings.archive_limits;
+    limits.max_bytes = limits.max_bytes.min(MAX_DOCUMENT_BYTES);
+    let (staging, file, _) = download_limited(env, &source, limits)?;
+    let bytes = fs_err::read(&file)?;
+    drop(staging);
+    serde_json::from_slice(&bytes).map_err(|e| ResolveError::Npm {
+        package: package.to_owned(),
+        message: format!("`{}` is not a registry document: {e}", source.url.shown),
+    })
+}
+
+/// The highest of `versions` the npm range `w` matches (npm's space-separated comparators
+/// read as Cargo's comma-separated ones), and the rule that it is.
+fn best_in_range(
+    package: &str,
+    versions: &serde_json::Map<String, serde_json::Value>,
+    w: &str,
+) -> Result<(String, Allowed), String> {
+    // npm's bare `1.2.3` is that version exactly.
+    if semver::Version::parse(w.trim_start_matches(['v', '='])).is_ok() {
+        return Err(format!("`{package}` has no version `{w}`"));
+    }
+    let cargo_form = w.split_whitespace().collect::<Vec<_>>().join(", ");
+    let req = semver::VersionReq::parse(&cargo_form).map_err(|e| {
+        format!("`version = \"{w}\"` of `{package}` is not a version, dist-tag or range berth reads ({e}; `||` is not supported)")
+    })?;
+    let best = versions
+        .keys()
+        .filter_map(|k| semver::Version::parse(k).ok().map(|v| (v, k)))
+        .filter(|(v, _)| req.matches(v))
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, k)| k.clone())
+        .ok_or_else(|| format!("no version of `{package}` matches `{w}`"))?;
+    Ok((best, Allowed::Matching(req)))
 }
 
 /// Reads `package`'s document from `registry` and picks `version` in it.
@@ -123,27 +183,26 @@ pub(crate) fn pick_from_registry(
     registry: Option<&str>,
 ) -> Result<NpmPick, ResolveError> {
     let url = document_url(registry.unwrap_or(DEFAULT_REGISTRY), package);
-    let source = ArchiveUrl {
-        url: SourceUrl::new(&url)?,
-        format: ArchiveFormat::TarGz,
-        credential: None,
-    };
     env.settings
         .require_network(|| format!("the npm registry's `{package}`"))?;
-    let mut limits = env.settings.archive_limits;
-    limits.max_bytes = limits.max_bytes.min(MAX_DOCUMENT_BYTES);
-    let (staging, file, _) = download_limited(env, &source, limits)?;
-    let bytes = fs_err::read(&file)?;
-    drop(staging);
-    let document: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| ResolveError::Npm {
+    let document = registry_document(env, package, &url, None)?;
+    let picked = pick(package, &document, version, env.cutoff.as_ref()).map_err(|message| {
+        ResolveError::Npm {
             package: package.to_owned(),
-            message: format!("`{}` is not a registry document: {e}", source.url.shown),
-        })?;
-    pick(package, &document, version).map_err(|message| ResolveError::Npm {
-        package: package.to_owned(),
-        message,
-    })
+            message,
+        }
+    })?;
+    if let (Some(held), Some(cutoff)) = (&picked.held_back, &env.cutoff) {
+        env.reporter.status(
+            "Held back",
+            &format!(
+                "`{package}` at {}: {held} is newer than the cutoff {}",
+                picked.version,
+                cutoff.describe()
+            ),
+        );
+    }
+    Ok(picked)
 }
 
 #[cfg(test)]
@@ -173,7 +232,7 @@ mod tests {
     #[test]
     fn versions_tags_and_ranges_pick_as_npm_does() {
         let d = doc();
-        let v = |w: Option<&str>| pick("t", &d, w).map(|p| p.version);
+        let v = |w: Option<&str>| pick("t", &d, w, None).map(|p| p.version);
         assert_eq!(v(None).as_deref(), Ok("1.2.0"));
         assert_eq!(v(Some("next")).as_deref(), Ok("2.0.0-beta.1"));
         assert_eq!(v(Some("1.0.0")).as_deref(), Ok("1.0.0"));
@@ -194,7 +253,7 @@ mod tests {
                 .expect_err("an error")
                 .contains("no sha256/sha384/sha512")
         );
-        let p = pick("t", &d, None).expect("pick");
+        let p = pick("t", &d, None, None).expect("pick");
         assert_eq!(p.tarball, "https://r/t/-/t-1.2.0.tgz");
         assert!(
             p.integrity.to_string().starts_with("sha512-"),
@@ -221,7 +280,9 @@ mod tests {
                 "dist-tags": {"latest": "1.0.0"},
                 "versions": {"1.0.0": {"dist": {"tarball": tarball, "integrity": integrity}}}
             });
-            let err = pick("t", &d, None).map(|p| p.tarball).expect_err(tarball);
+            let err = pick("t", &d, None, None)
+                .map(|p| p.tarball)
+                .expect_err(tarball);
             assert!(err.contains("not a plain http(s) URL"), "{tarball}: {err}");
         }
     }

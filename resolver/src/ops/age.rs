@@ -1,0 +1,57 @@
+//! The release-age cutoff of a lock (`exclude-newer`): what the manifest and the policy
+//! ask, settled against the previous lock's record, and whether a lock was made with the
+//! cutoff asked for now.
+
+use berth_lockfile_schema::release_age::{Ask, settle};
+use berth_lockfile_schema::{Lock, Manifest, Staleness};
+
+use crate::context::{ActiveCutoff, Settings};
+
+/// Every `exclude-newer` asked for: the manifest's (named `manifest_label`), then each
+/// policy file's.
+fn asks(manifest: &Manifest, manifest_label: &str, settings: &Settings) -> Vec<Ask> {
+    manifest
+        .exclude_newer
+        .iter()
+        .map(|value| Ask {
+            from: manifest_label.to_owned(),
+            value: value.clone(),
+        })
+        .chain(settings.release_age.policy.iter().cloned())
+        .collect()
+}
+
+/// The cutoff a lock of `manifest` works under: the earliest asked, a span counted back
+/// from the settings' time, except that a span the previous lock recorded keeps its
+/// recorded instant (unless `fresh`: `--upgrade` counts every span from now again).
+pub(crate) fn cutoff_for(
+    manifest: &Manifest,
+    manifest_label: &str,
+    settings: &Settings,
+    previous: Option<&Lock>,
+    fresh: bool,
+) -> Option<ActiveCutoff> {
+    let asks = asks(manifest, manifest_label, settings);
+    let recorded = previous
+        .filter(|_| !fresh)
+        .and_then(|p| p.exclude_newer.as_ref());
+    settle(&asks, recorded, settings.release_age.now)
+        .map(|(cutoff, ask)| ActiveCutoff::asked(cutoff, ask))
+}
+
+/// How `lock` is out of date with `manifest` and the policy: the manifest's requests
+/// ([`Lock::staleness`]), then a release-age cutoff other than the one it was made with.
+pub fn staleness(
+    lock: &Lock,
+    manifest: &Manifest,
+    manifest_label: &str,
+    settings: &Settings,
+) -> Vec<Staleness> {
+    let mut stale = lock.staleness(manifest);
+    let asks = asks(manifest, manifest_label, settings);
+    let wanted = settle(&asks, lock.exclude_newer.as_ref(), settings.release_age.now);
+    if let Some(changed) = lock.cutoff_staleness(wanted.as_ref().map(|(c, a)| (c, *a))) {
+        stale.push(changed);
+    }
+    stale
+}
