@@ -262,25 +262,29 @@ pub fn parse_lock(file: &str, text: &str) -> Result<Lock, LockError> {
     validate(file, wire)
 }
 
+/// The lock's recorded release-age cutoff, if it has one.
+fn cutoff(
+    file: &str,
+    wire: &LockFileWire,
+) -> Result<Option<crate::release_age::Cutoff>, LockError> {
+    match (&wire.exclude_newer, &wire.exclude_newer_span) {
+        (None, None) => Ok(None),
+        (Some(at), span) => crate::release_age::Cutoff::from_lock(at, span.as_deref())
+            .map(Some)
+            .map_err(|message| LockError::InvalidCutoff {
+                file: file.to_owned(),
+                message,
+            }),
+        (None, Some(_)) => Err(LockError::InvalidCutoff {
+            file: file.to_owned(),
+            message: "`exclude-newer-span` goes with `exclude-newer`".to_owned(),
+        }),
+    }
+}
+
 /// The validated lock of a well-formed lockfile, each bad entry named.
 fn validate(file: &str, wire: LockFileWire) -> Result<Lock, LockError> {
-    let exclude_newer = match (&wire.exclude_newer, &wire.exclude_newer_span) {
-        (None, None) => None,
-        (Some(at), span) => Some(
-            crate::release_age::Cutoff::from_lock(at, span.as_deref()).map_err(|message| {
-                LockError::InvalidCutoff {
-                    file: file.to_owned(),
-                    message,
-                }
-            })?,
-        ),
-        (None, Some(_)) => {
-            return Err(LockError::InvalidCutoff {
-                file: file.to_owned(),
-                message: "`exclude-newer-span` goes with `exclude-newer`".to_owned(),
-            });
-        }
-    };
+    let exclude_newer = cutoff(file, &wire)?;
     let plugins = wire
         .plugin
         .into_iter()
