@@ -221,6 +221,12 @@ fn an_approval_covers_what_the_servers_offer() {
         caught.stderr
     );
     assert_eq!(run(&["plugins", "sync", "--check-tools"]).code, 1);
+    assert_eq!(run(&["plugins", "show", "--check-tools"]).code, 1);
+    assert_eq!(
+        run(&["plugins", "show"]).code,
+        0,
+        "without the flag nothing starts"
+    );
     // Recording the new answer changes the approved surface: asked again.
     assert_eq!(run(&["plugins", "observe"]).code, 0);
     let refused = run(&["plugins", "sync"]);
@@ -381,6 +387,15 @@ fn a_remote_servers_first_answer_is_recorded_and_a_change_caught() {
     );
     let unsent = observe(&["--remote"]);
     assert!(unsent.stderr.contains("401"), "{}", unsent.stderr);
+    // A server not observed is listed by `audit`.
+    let audit = ctx.ok(&["audit"]);
+    assert!(
+        audit
+            .stdout
+            .contains("not observed: MCP server `fetcher` of plugin `remote`: it answered 401"),
+        "{}",
+        audit.stdout
+    );
     let first = observe(&["--remote", "--env"]);
     assert_eq!(first.code, 0, "{}", first.stderr);
     let records = tools_records(&ctx.lock_text());

@@ -15,6 +15,10 @@ pub struct MaterializeArgs {
     /// The harness
     pub target: MaterializeTarget,
 
+    /// First ask each recorded MCP server again and fail if its answer changed
+    #[arg(long)]
+    pub check_tools: bool,
+
     /// The folder to write (created if missing). For claude it may be left out: then it
     /// is your Claude Code folder (`$CLAUDE_CONFIG_DIR`, else `~/.claude`), which berth
     /// names and asks about on a terminal, and which needs `--yes` elsewhere

@@ -298,6 +298,10 @@ pub struct ShowArgs {
     #[command(flatten)]
     pub output: super::FormatArgs,
 
+    /// First ask each recorded MCP server again and fail if its answer changed
+    #[arg(long)]
+    pub check_tools: bool,
+
     /// Refuse plugin sets with more skills than this
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub max_skills: usize,

@@ -23,9 +23,10 @@ pub fn run(ctx: &Context, args: &AuditArgs) -> Result<()> {
         args.format
     };
     let report = match format {
-        AuditFormat::Text => escape_for_display(&text(&checked)).into_owned(),
+        AuditFormat::Text => escape_for_display(&text(&checked, &lock)).into_owned(),
         AuditFormat::Json => escape_json(
-            &(serde_json::to_string_pretty(&json_report(&checked)).expect("serialisable") + "\n"),
+            &(serde_json::to_string_pretty(&json_report(&checked, &lock)).expect("serialisable")
+                + "\n"),
         )
         .into_owned(),
         AuditFormat::Sarif => escape_json(
@@ -64,8 +65,17 @@ pub fn run(ctx: &Context, args: &AuditArgs) -> Result<()> {
     }
 }
 
-fn text(checked: &Checked) -> String {
+fn text(checked: &Checked, lock: &berth_lockfile_schema::Lock) -> String {
     let mut out = String::new();
+    // What MCP servers offer the model is unknown for these: nothing vouches for it.
+    for t in lock.tools.iter().filter(|t| t.unobserved.is_some()) {
+        out.push_str(&format!(
+            "not observed: MCP server `{}` of plugin `{}`: {}\n",
+            t.server,
+            t.plugin,
+            t.unobserved.as_deref().unwrap_or_default()
+        ));
+    }
     for (plugin, finding) in &checked.findings {
         out.push_str(&finding_line(plugin, finding));
         out.push('\n');
@@ -90,12 +100,24 @@ fn finding_json(plugin: &str, f: &Finding) -> Value {
     })
 }
 
-fn json_report(checked: &Checked) -> Value {
-    json!({
+fn json_report(checked: &Checked, lock: &berth_lockfile_schema::Lock) -> Value {
+    let mut report = json!({
         "version": 1,
         "findings": checked.findings.iter().map(|(p, f)| finding_json(p, f)).collect::<Vec<_>>(),
         "violations": checked.violations,
-    })
+    });
+    let unobserved: Vec<Value> = lock
+        .tools
+        .iter()
+        .filter_map(|t| {
+            let why = t.unobserved.as_ref()?;
+            Some(json!({"plugin": t.plugin, "server": t.server, "why": why}))
+        })
+        .collect();
+    if !unobserved.is_empty() {
+        report["unobserved_servers"] = json!(unobserved);
+    }
+    report
 }
 
 /// The classes of findings, with their SARIF rule descriptions.

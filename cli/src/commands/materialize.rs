@@ -26,6 +26,9 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
         },
     )?;
     ctx.gate_runtime(&lock, &set)?;
+    if args.check_tools {
+        crate::tools::recheck(ctx, &lock, true)?;
+    }
     if !args.check {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("could not create `{}`", dir.display()))?;

@@ -19,6 +19,9 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;
     ctx.gate_runtime(&lock, &set)?;
+    if args.check_tools {
+        crate::tools::recheck(ctx, &lock, true)?;
+    }
     if args.output.json() {
         ctx.printer.json(&set.to_json());
     } else {
