@@ -17,8 +17,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::args::{
-    AgentCommand, Cli, Command, HooksCommand, MarketplaceArgs, MarketplaceCommand, PluginsArgs,
-    PluginsCommand,
+    AgentCommand, Cli, Command, HooksCommand, MarketplaceArgs, MarketplaceCommand, McpCommand,
+    PluginsArgs, PluginsCommand,
 };
 use crate::context::{Context, Exit, Failure};
 use crate::printer::{Printer, Verbosity};
@@ -83,6 +83,20 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
             let ctx = Context::new(cli, &agent.project, printer)?;
             match &agent.command {
                 AgentCommand::Exec(args) => commands::agent::exec(&ctx, args),
+            }
+        }
+        Command::Mcp(mcp) => {
+            let ctx = Context::new(cli, &mcp.project, printer)?;
+            match &mcp.command {
+                McpCommand::Observe(args) => commands::observe::run(
+                    &ctx,
+                    &crate::args::ObserveArgs {
+                        names: args.names.clone(),
+                        check: args.check,
+                        remote: true,
+                        env: args.env,
+                    },
+                ),
             }
         }
         Command::Hooks(hooks) => {

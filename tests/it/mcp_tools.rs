@@ -414,6 +414,20 @@ fn a_remote_servers_first_answer_is_recorded_and_a_change_caught() {
         "{}",
         caught.stderr
     );
+    // `berth mcp observe` is the same, remote servers included.
+    let via_mcp = common::Run::from(
+        ctx.berth()
+            .env("REMOTE_TOKEN", "s3cret-token")
+            .args(["mcp", "observe", "--check", "--env"])
+            .output()
+            .expect("run"),
+    );
+    assert_eq!(via_mcp.code, 1, "{}", via_mcp.stderr);
+    assert!(
+        via_mcp.stderr.contains("offers something else"),
+        "{}",
+        via_mcp.stderr
+    );
     let _ = child.kill();
     let _ = child.wait();
 }

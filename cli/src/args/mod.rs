@@ -164,6 +164,10 @@ pub enum Command {
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Hooks(HooksArgs),
 
+    /// Record what MCP servers offer the model, remote ones included
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Mcp(McpArgs),
+
     /// Run the locked custom agent package (the manifest's `[agent]`), offline
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Agent(AgentArgs),
@@ -337,6 +341,41 @@ pub struct AgentExecArgs {
     /// Arguments for the agent's entry point
     #[arg(last = true, value_name = "ARG")]
     pub args: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub project: ProjectArgs,
+
+    #[command(subcommand)]
+    pub command: McpCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// `berth plugins observe --remote`: every MCP server of the locked plugins, remote
+    /// ones too (their first answer recorded, trust on first use)
+    #[command(after_help = "Examples:\n  \
+        berth mcp observe --env            # fill ${VAR} in remote servers' headers\n  \
+        berth mcp observe --check --env    # CI: exit 1 if a server answers otherwise now")]
+    Observe(McpObserveArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpObserveArgs {
+    /// The plugins whose servers to observe [default: every plugin]
+    pub names: Vec<String>,
+
+    /// Write nothing: observe again and exit 1 naming each server whose answer is not
+    /// the lock's record
+    #[arg(long)]
+    pub check: bool,
+
+    /// Fill `${VAR}` in remote servers' headers from the environment (without it, such a
+    /// header is not sent)
+    #[arg(long)]
+    pub env: bool,
 }
 
 #[derive(Debug, Args)]
