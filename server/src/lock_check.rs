@@ -56,6 +56,9 @@ pub struct RunPolicy {
     pub policy: berth_lockfile_schema::governance::Policy,
     /// The approvals beside it.
     pub approvals: berth_lockfile_schema::governance::Approvals,
+    /// The time conversations lock at, for the policy's `exclude-newer` spans (`None`: the
+    /// clock's; the CLI's `$BERTH_NOW` sets it, for tests and reproduction).
+    pub now: Option<berth_lockfile_schema::release_age::Timestamp>,
 }
 
 /// Whether the policy says `tools = "pinned"`: each start asks the MCP servers again.

@@ -270,7 +270,15 @@ impl AppState {
             // sends none of its user's npm credentials to the URLs a client's lock names.
             npm: Ok(Default::default()),
             payload_finder: None,
-            release_age: Default::default(),
+            // The policy's `exclude-newer`: what a conversation locks stays off releases
+            // younger than its cutoff, as the CLI's lock does.
+            release_age: berth_resolver::ReleaseAge {
+                policy: config.run_policy.policy.release_age(),
+                now: config
+                    .run_policy
+                    .now
+                    .unwrap_or_else(berth_lockfile_schema::release_age::Timestamp::now),
+            },
         }
     }
 

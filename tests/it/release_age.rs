@@ -577,3 +577,34 @@ fn a_dependency_takes_its_newest_tag_made_before_the_cutoff() {
         run.stderr
     );
 }
+
+/// `berth serve --policy` applies the policy's `exclude-newer` to the conversations it
+/// locks: `main` resolves to its newest commit made before the cutoff.
+#[test]
+fn the_server_locks_conversations_under_the_policy_s_cutoff() {
+    let ctx = TestContext::new();
+    let repo = review_repo(&ctx);
+    let held = repo.rev("v1.2.0");
+    let newest = repo.rev("v1.3.0");
+    let policy = ctx.root.join("policy/berth-policy.toml");
+    std::fs::create_dir_all(policy.parent().expect("folder")).expect("mkdir");
+    std::fs::write(&policy, "exclude-newer = \"7 days\"\n").expect("write policy");
+    let mut cmd = at(
+        &ctx,
+        NOW,
+        &["serve", "--addr", "127.0.0.1:0", "--allow-local-sources"],
+    );
+    cmd.arg("--policy")
+        .arg(&policy)
+        .arg("--data-dir")
+        .arg(ctx.root.join("data"));
+    let server = common::ServeProcess::start(cmd);
+    let (status, answer) =
+        server.post(&serde_json::json!({"plugins": [{"source": repo.url(), "ref": "main"}]}));
+    assert_eq!(status, 201, "{answer}");
+    let answer: serde_json::Value = serde_json::from_str(&answer).expect("JSON");
+    let lock = answer["lockfile"].as_str().expect("lockfile");
+    assert!(lock.contains(&held), "{lock}");
+    assert!(!lock.contains(&newest), "{lock}");
+    server.stop();
+}

@@ -172,5 +172,15 @@ fn run_policy(args: &ServeArgs, github_url: &str) -> Result<berth_server::RunPol
         }
         Err(e) => return Err(e).with_context(|| format!("could not read `{label}`")),
     };
-    Ok(berth_server::RunPolicy { policy, approvals })
+    let now = match std::env::var("BERTH_NOW").ok().filter(|t| !t.is_empty()) {
+        Some(text) => {
+            Some(berth_lockfile_schema::release_age::parse_now(&text).map_err(anyhow::Error::msg)?)
+        }
+        None => None,
+    };
+    Ok(berth_server::RunPolicy {
+        policy,
+        approvals,
+        now,
+    })
 }
