@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context as _, Result};
+use berth_lockfile_schema::governance::ToolsRule;
 use berth_lockfile_schema::{Lock, LockedTools, Sha256Hash, TOOLS_ENTRY_NAME, ToolsTrust};
 use berth_runtime::observe::{Target, TargetKind, observe, targets};
 use berth_runtime::review::MANIFEST_FILE;
@@ -233,11 +234,20 @@ pub fn summary(manifest: &Value) -> String {
     }
 }
 
+/// The policy's `tools` rule, if any. Without a policy file there is none, and nothing is
+/// read: this is asked on every `lock` and `sync`.
+fn rule(ctx: &Context) -> Result<Option<ToolsRule>> {
+    if ctx.policy_path.is_none() {
+        return Ok(None);
+    }
+    Ok(ctx.governance()?.policy.tools().map(|(rule, _)| rule))
+}
+
 /// Under a policy's `tools` rule, observes the servers of `lock`'s plugins that may run
 /// and whose code has no record yet, and returns the lock with the records; `None`
 /// without a rule (nothing is started).
 pub fn recorded(ctx: &Context, lock: &Lock) -> Result<Option<Lock>> {
-    if ctx.governance()?.policy.tools().is_none() {
+    if rule(ctx)?.is_none() {
         return Ok(None);
     }
     let allowed = allowed(ctx, lock)?;
@@ -253,7 +263,7 @@ pub fn recorded(ctx: &Context, lock: &Lock) -> Result<Option<Lock>> {
 /// being approved (approving lets them run) whose code has no record, and writes the lock
 /// with the records before their surfaces are digested.
 pub fn record_approved(ctx: &Context, lock: Lock, names: &[String], all: bool) -> Result<Lock> {
-    if ctx.governance()?.policy.tools().is_none() {
+    if rule(ctx)?.is_none() {
         return Ok(lock);
     }
     let allowed: BTreeMap<String, Option<String>> = lock
@@ -302,8 +312,7 @@ pub fn report(ctx: &Context, made: &[Observed]) {
 /// answer is not the one recorded (or that has no record), or, under `tools = "pinned"`,
 /// that was not observed.
 pub fn check_against(ctx: &Context, lock: &Lock, made: &[Observed]) -> Result<()> {
-    let pinned = ctx.governance()?.policy.tools().map(|(rule, _)| rule)
-        == Some(berth_lockfile_schema::governance::ToolsRule::Pinned);
+    let pinned = rule(ctx)? == Some(ToolsRule::Pinned);
     let mut problems = Vec::new();
     for observed in made {
         let now = &observed.record;
@@ -360,9 +369,7 @@ pub fn check_against(ctx: &Context, lock: &Lock, made: &[Observed]) -> Result<()
 /// `--check-tools` (and a policy's `tools = "pinned"`): every recorded server of `lock`
 /// that may run is asked again and compared with its record.
 pub fn recheck(ctx: &Context, lock: &Lock, asked: bool) -> Result<()> {
-    let pinned = ctx.governance()?.policy.tools().map(|(rule, _)| rule)
-        == Some(berth_lockfile_schema::governance::ToolsRule::Pinned);
-    if !asked && !pinned {
+    if !asked && rule(ctx)? != Some(ToolsRule::Pinned) {
         return Ok(());
     }
     let allowed = allowed(ctx, lock)?;

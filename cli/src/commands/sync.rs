@@ -61,7 +61,10 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
         ctx.gate(&ctx.governance()?, &synced.lock, scan)?;
     }
     ctx.register_root()?;
-    if let Some(lock) = ctx.read_lock()?.map(|(lock, _)| lock) {
+    // The lock as written (a relock's servers recorded), read again only when a re-check
+    // may happen: asked for, or a policy that may say `tools = "pinned"`.
+    if args.check_tools || ctx.policy_path.is_some() {
+        let lock = ctx.require_lock("")?;
         crate::tools::recheck(ctx, &lock, args.check_tools)?;
     }
     ctx.printer.status(
