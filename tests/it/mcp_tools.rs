@@ -73,6 +73,30 @@ fn project(ctx: &TestContext, stdio: &str, rule: &str) {
     .expect("write policy");
 }
 
+/// A project of [`project`] and the npm registry serving `tools-fake` 1.0.0 (whose
+/// description is taken from the file `rug` when it exists): the context, the registry,
+/// its URL and `rug`.
+fn lab(stdio: &str, rule: &str) -> (TestContext, Registry, String, std::path::PathBuf) {
+    let ctx = TestContext::new();
+    let rug = ctx.root.join("rug.txt");
+    let mut registry = Registry::start(&ctx.root.join("npm"));
+    publish(&mut registry, "1.0.0", "Search the web", &rug);
+    let url = registry.url();
+    project(&ctx, stdio, rule);
+    (ctx, registry, url, rug)
+}
+
+/// `berth ARGS` with the lab's registry.
+fn berth_with(ctx: &TestContext, registry: &str, args: &[&str]) -> common::Run {
+    common::Run::from(
+        ctx.berth()
+            .env("BERTH_NPM_REGISTRY", registry)
+            .args(args)
+            .output()
+            .expect("run berth"),
+    )
+}
+
 fn tools_records(lock: &str) -> Vec<toml::Value> {
     let parsed: toml::Value = toml::from_str(lock).expect("lock is TOML");
     parsed
@@ -89,22 +113,8 @@ fn a_changed_tool_description_shows_in_the_diff() {
     if !have_node() {
         return;
     }
-    let ctx = TestContext::new();
-    let rug = ctx.root.join("rug.txt");
-    let mut registry = Registry::start(&ctx.root.join("npm"));
-    publish(&mut registry, "1.0.0", "Search the web", &rug);
-    let url = registry.url();
-    let env = [("BERTH_NPM_REGISTRY", url.as_str())];
-    project(&ctx, "allow", "record");
-    let run = |args: &[&str]| {
-        common::Run::from(
-            ctx.berth()
-                .envs(env)
-                .args(args)
-                .output()
-                .expect("run berth"),
-        )
-    };
+    let (ctx, mut registry, url, rug) = lab("allow", "record");
+    let run = |args: &[&str]| berth_with(&ctx, &url, args);
     let locked = run(&["plugins", "lock"]);
     assert_eq!(locked.code, 0, "{}", locked.stderr);
     assert!(
@@ -161,22 +171,8 @@ fn an_approval_covers_what_the_servers_offer() {
     if !have_node() {
         return;
     }
-    let ctx = TestContext::new();
-    let rug = ctx.root.join("rug.txt");
-    let mut registry = Registry::start(&ctx.root.join("npm"));
-    publish(&mut registry, "1.0.0", "Search the web", &rug);
-    let url = registry.url();
-    let env = [("BERTH_NPM_REGISTRY", url.as_str())];
-    project(&ctx, "approve", "record");
-    let run = |args: &[&str]| {
-        common::Run::from(
-            ctx.berth()
-                .envs(env)
-                .args(args)
-                .output()
-                .expect("run berth"),
-        )
-    };
+    let (ctx, _registry, url, rug) = lab("approve", "record");
+    let run = |args: &[&str]| berth_with(&ctx, &url, args);
     let locked = run(&["plugins", "lock"]);
     assert_eq!(locked.code, 0, "{}", locked.stderr);
     assert!(
@@ -253,21 +249,8 @@ fn the_server_refuses_a_changed_answer_under_pinned_tools() {
     if !have_node() {
         return;
     }
-    let ctx = TestContext::new();
-    let rug = ctx.root.join("rug.txt");
-    let mut registry = Registry::start(&ctx.root.join("npm"));
-    publish(&mut registry, "1.0.0", "Search the web", &rug);
-    let url = registry.url();
-    project(&ctx, "approve", "pinned");
-    let run = |args: &[&str]| {
-        common::Run::from(
-            ctx.berth()
-                .env("BERTH_NPM_REGISTRY", &url)
-                .args(args)
-                .output()
-                .expect("run berth"),
-        )
-    };
+    let (ctx, _registry, url, rug) = lab("approve", "pinned");
+    let run = |args: &[&str]| berth_with(&ctx, &url, args);
     assert_eq!(run(&["plugins", "lock"]).code, 0);
     let approved = run(&[
         "plugins",
