@@ -6,13 +6,15 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 use berth_lockfile_schema::release_age::{self, Timestamp};
 use berth_lockfile_schema::{Lock, LockError, Manifest, parse_lock, parse_manifest};
-use berth_resolver::{DEFAULT_GITHUB_URL, EntryError, Network, ReleaseAge, Settings};
+use berth_resolver::{DEFAULT_GITHUB_URL, Network, ReleaseAge, Settings};
 use berth_store::Store;
 use berth_transport::extract::ArchiveLimits;
 use berth_transport::registries;
 
-use crate::args::{CacheArgs, Cli, FetchArgs, ProjectArgs};
+use crate::args::{CacheArgs, Cli, FetchArgs, ObserveSwitch, ProjectArgs};
 use crate::printer::Printer;
+
+pub use crate::failure::{Exit, Failure, error_text};
 
 /// The default number of plugins resolved or fetched at once: fetches wait on the network
 /// or on `git-upload-pack`, so more than the core count pays off.
@@ -47,67 +49,9 @@ pub struct Context {
     /// The time of locking: the clock's, or `$BERTH_NOW` (for tests and reproducing a
     /// lock: an `exclude-newer` span counts back from it).
     pub now: Timestamp,
-}
-
-/// A failure with follow-up lines: the `error:` line, then one line per detail.
-#[derive(Debug)]
-pub struct Failure {
-    pub message: String,
-    pub notes: Vec<String>,
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Failure {}
-
-impl Failure {
-    /// One entry failing reads as that entry's error; several are named on the first line
-    /// and detailed below it.
-    pub fn from_entries(what: &str, mut errors: Vec<EntryError>) -> Self {
-        let unreachable = errors
-            .iter()
-            .any(|e| matches!(*e.error, berth_resolver::ResolveError::Unreachable { .. }));
-        let mut failure = if errors.len() == 1 {
-            let e = errors.remove(0);
-            Self {
-                message: e.to_string(),
-                notes: Vec::new(),
-            }
-        } else {
-            let labels: Vec<&str> = errors.iter().map(|e| e.label.as_str()).collect();
-            Self {
-                message: format!("{what} {} plugins: {}", errors.len(), labels.join(", ")),
-                notes: errors.iter().map(ToString::to_string).collect(),
-            }
-        };
-        if unreachable {
-            failure.notes.push(UNREACHABLE_HINT.to_owned());
-        }
-        failure
-    }
-}
-
-/// What to try when a host could not be reached at all.
-const UNREACHABLE_HINT: &str = "hint: check the network and any proxy (`HTTPS_PROXY`); `--offline` uses only what the store and git cache hold, `--substituter URL` tries a binary cache first, and `BERTH_GITHUB_URL` points `github:` at a mirror";
-
-/// `error` and its causes, joined by `: ` as `{:#}` joins them, without a cause whose text
-/// the message before it already holds (an error that quotes its own `#[source]`).
-pub fn error_text(error: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in error.chain() {
-        let part = cause.to_string();
-        if text.is_empty() {
-            text = part;
-        } else if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-    }
-    text
+    /// Whether locking starts MCP servers to record what they offer: not with
+    /// `--no-observe` or `BERTH_NO_OBSERVE` set (to anything but `0`/`false`).
+    pub observe: bool,
 }
 
 impl Context {
@@ -144,8 +88,11 @@ impl Context {
             Some(text) => release_age::parse_now(&text).map_err(anyhow::Error::msg)?,
             None => Timestamp::now(),
         };
+        let observe = !std::env::var("BERTH_NO_OBSERVE")
+            .is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false" | "no"));
         Ok(Self {
             now,
+            observe,
             policy_path,
             approvals_path,
             archive_limits,
@@ -170,6 +117,12 @@ impl Context {
         self.index_url = fetch.index_url.clone();
         self.substituters = open_substituters(&legacy_caches(cli, Some(&fetch.caches)))?;
         Ok(self)
+    }
+
+    /// The context of a command that locks: whether it observes MCP servers.
+    pub fn observing(mut self, switch: &ObserveSwitch) -> Self {
+        self.observe &= !switch.no_observe;
+        self
     }
 
     /// Resolver settings for commands that read the manifest.
@@ -393,19 +346,6 @@ impl Context {
     }
 }
 
-/// Ends berth with this exit status and no message (the command already said everything,
-/// as `hooks run` does when an event is blocked).
-#[derive(Debug)]
-pub struct Exit(pub u8);
-
-impl std::fmt::Display for Exit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit status {}", self.0)
-    }
-}
-
-impl std::error::Error for Exit {}
-
 /// The caches given before the command (`berth --substituter URL plugins sync`, the form
 /// older scripts use) and then the command's own.
 pub fn legacy_caches(cli: &Cli, command: Option<&CacheArgs>) -> CacheArgs {
@@ -458,36 +398,4 @@ pub fn open_substituters(
                 .context("in `--substituter` / `$BERTH_SUBSTITUTERS`")
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::error_text;
-
-    /// An error that quotes its own source in its message.
-    #[derive(Debug)]
-    struct Quoting(std::io::Error);
-
-    impl std::fmt::Display for Quoting {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "cache `c`: {}", self.0)
-        }
-    }
-
-    impl std::error::Error for Quoting {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            Some(&self.0)
-        }
-    }
-
-    #[test]
-    fn a_cause_the_message_already_says_is_not_said_again() {
-        let io = || std::io::Error::other("read-only");
-        assert_eq!(
-            error_text(&anyhow::Error::new(Quoting(io()))),
-            "cache `c`: read-only"
-        );
-        let wrapped = anyhow::Error::new(io()).context("could not push");
-        assert_eq!(error_text(&wrapped), "could not push: read-only");
-    }
 }

@@ -4,6 +4,7 @@
 mod args;
 mod commands;
 mod context;
+mod failure;
 mod governance;
 mod printer;
 #[cfg(test)]
@@ -112,20 +113,31 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
 fn run_plugins(cli: &Cli, plugins: &PluginsArgs, printer: Printer) -> anyhow::Result<()> {
     let ctx = Context::new(cli, &plugins.project, printer)?;
     match &plugins.command {
-        PluginsCommand::Lock(args) => commands::lock::run(&ctx.fetching(cli, &args.fetch)?, args),
-        PluginsCommand::Sync(args) => commands::sync::run(&ctx.fetching(cli, &args.fetch)?, args),
+        PluginsCommand::Lock(args) => commands::lock::run(
+            &ctx.fetching(cli, &args.fetch)?.observing(&args.observe),
+            args,
+        ),
+        PluginsCommand::Sync(args) => commands::sync::run(
+            &ctx.fetching(cli, &args.fetch)?.observing(&args.observe),
+            args,
+        ),
         PluginsCommand::Verify(args) => {
             commands::verify::run(&ctx.fetching(cli, &args.fetch)?, args)
         }
         PluginsCommand::List(args) => commands::list::run(&ctx, args),
         PluginsCommand::Show(args) => commands::show::run(&ctx, args),
-        PluginsCommand::Add(args) => commands::edit::add(&ctx.fetching(cli, &args.fetch)?, args),
-        PluginsCommand::Remove(args) => {
-            commands::edit::remove(&ctx.fetching(cli, &args.fetch)?, args)
-        }
-        PluginsCommand::Update(args) => {
-            commands::edit::update(&ctx.fetching(cli, &args.fetch)?, args)
-        }
+        PluginsCommand::Add(args) => commands::edit::add(
+            &ctx.fetching(cli, &args.fetch)?.observing(&args.observe),
+            args,
+        ),
+        PluginsCommand::Remove(args) => commands::edit::remove(
+            &ctx.fetching(cli, &args.fetch)?.observing(&args.observe),
+            args,
+        ),
+        PluginsCommand::Update(args) => commands::edit::update(
+            &ctx.fetching(cli, &args.fetch)?.observing(&args.observe),
+            args,
+        ),
         PluginsCommand::Diff(args) => commands::diff::run(&ctx.fetching(cli, &args.fetch)?, args),
         PluginsCommand::Tree(args) => commands::tree::run(&ctx, args),
         PluginsCommand::Observe(args) => commands::observe::run(&ctx, args),
@@ -143,21 +155,24 @@ fn run_plugins(cli: &Cli, plugins: &PluginsArgs, printer: Printer) -> anyhow::Re
 fn run_marketplace(cli: &Cli, market: &MarketplaceArgs, printer: Printer) -> anyhow::Result<()> {
     let ctx = Context::new(cli, &market.project, printer)?;
     match &market.command {
-        MarketplaceCommand::Add(args) => {
-            commands::marketplace::add(&ctx.fetching(cli, &args.fetch)?, args)
-        }
+        MarketplaceCommand::Add(args) => commands::marketplace::add(
+            &ctx.fetching(cli, &args.fetch)?.observing(&args.observe),
+            args,
+        ),
         MarketplaceCommand::List(args) => {
             commands::marketplace::list(&ctx.fetching(cli, &args.fetch)?, args)
         }
         MarketplaceCommand::Search(args) => {
             commands::marketplace::search::run(&ctx.fetching(cli, &args.fetch)?, args)
         }
-        MarketplaceCommand::Update(args) => {
-            commands::marketplace::update::run(&ctx.fetching(cli, &args.fetch)?, args)
-        }
-        MarketplaceCommand::Remove(args) => {
-            commands::marketplace::remove::run(&ctx.fetching(cli, &args.fetch)?, args)
-        }
+        MarketplaceCommand::Update(args) => commands::marketplace::update::run(
+            &ctx.fetching(cli, &args.fetch)?.observing(&args.observe),
+            args,
+        ),
+        MarketplaceCommand::Remove(args) => commands::marketplace::remove::run(
+            &ctx.fetching(cli, &args.fetch)?.observing(&args.observe),
+            args,
+        ),
     }
 }
 

@@ -37,6 +37,9 @@ pub struct Remote {
 pub struct Observed {
     pub record: LockedTools,
     pub manifest: Option<Value>,
+    /// Its program is not pinned, so it was not started: said once in `-v` detail, not
+    /// warned at every lock (the payload's own warning already says it floats).
+    pub unpinned: bool,
 }
 
 /// The plugins of `lock` the policy and the approvals let run, and why each other one
@@ -69,7 +72,14 @@ pub fn observe_lock(
     again: Again,
     remote: Remote,
 ) -> Result<(Vec<LockedTools>, Vec<Observed>)> {
-    let set = build_plugin_set(&ctx.store, lock, &BuildOptions::default())?;
+    // No view, and no limit on skills: a server's command line then names its plugin's
+    // own entry, so its code digest is the same whatever else the lock holds.
+    let options = BuildOptions {
+        max_skills: None,
+        no_view: true,
+        ..BuildOptions::default()
+    };
+    let set = build_plugin_set(&ctx.store, lock, &options)?;
     let scratch = ctx
         .store
         .stage()
@@ -145,11 +155,13 @@ fn observe_one(
             Observed {
                 record: record(Some(entry), None),
                 manifest: Some(manifest),
+                unpinned: false,
             }
         }
         Err(why) => Observed {
             record: record(None, Some(why)),
             manifest: None,
+            unpinned: matches!(target.kind, TargetKind::Unpinned { .. }),
         },
     })
 }
@@ -234,20 +246,53 @@ pub fn summary(manifest: &Value) -> String {
     }
 }
 
-/// The policy's `tools` rule, if any. Without a policy file there is none, and nothing is
-/// read: this is asked on every `lock` and `sync`.
-fn rule(ctx: &Context) -> Result<Option<ToolsRule>> {
+/// The policy's `tools` rule, if any, with the file that sets it. Without a policy file
+/// there is none, and nothing is read: this is asked on every `lock` and `sync`.
+fn rule_of(ctx: &Context) -> Result<Option<(ToolsRule, String)>> {
     if ctx.policy_path.is_none() {
         return Ok(None);
     }
-    Ok(ctx.governance()?.policy.tools().map(|(rule, _)| rule))
+    Ok(ctx
+        .governance()?
+        .policy
+        .tools()
+        .map(|(rule, file)| (rule, file.to_owned())))
 }
 
-/// Under a policy's `tools` rule, observes the servers of `lock`'s plugins that may run
-/// and whose code has no record yet, and returns the lock with the records; `None`
-/// without a rule (nothing is started).
-pub fn recorded(ctx: &Context, lock: &Lock) -> Result<Option<Lock>> {
-    if rule(ctx)?.is_none() {
+fn rule(ctx: &Context) -> Result<Option<ToolsRule>> {
+    Ok(rule_of(ctx)?.map(|(rule, _)| rule))
+}
+
+/// Whether locking observes now, and whether a policy says it must: a policy's `tools`
+/// rule always observes (`--no-observe` is refused under it); otherwise locking observes
+/// unless `--no-observe` or `BERTH_NO_OBSERVE` says not to.
+fn observing(ctx: &Context) -> Result<Option<bool>> {
+    match (rule_of(ctx)?, ctx.observe) {
+        (Some((rule, file)), false) => Err(crate::context::Failure {
+            message: format!(
+                "`{file}` says `tools = \"{}\"`: what each MCP server offers must be recorded, so `--no-observe` (or `BERTH_NO_OBSERVE`) cannot be used here",
+                rule.as_str()
+            ),
+            notes: Vec::new(),
+        }
+        .into()),
+        (Some(_), true) => Ok(Some(true)),
+        (None, true) => Ok(Some(false)),
+        (None, false) => Ok(None),
+    }
+}
+
+/// Observes the servers of `lock`'s plugins that may run and whose code has no record yet,
+/// and returns the lock with the records; `None` when nothing was to be observed. Without
+/// a policy's `tools` rule, a lock whose plugins and payloads are `previous`'s starts
+/// nothing and reads no store entry; `--no-observe` starts nothing at all.
+pub fn recorded(ctx: &Context, previous: Option<&Lock>, lock: &Lock) -> Result<Option<Lock>> {
+    let Some(ruled) = observing(ctx)? else {
+        return Ok(None);
+    };
+    let same_code =
+        previous.is_some_and(|p| p.plugins == lock.plugins && p.payloads == lock.payloads);
+    if (!ruled && same_code) || lock.plugins.is_empty() {
         return Ok(None);
     }
     let allowed = allowed(ctx, lock)?;
@@ -259,11 +304,11 @@ pub fn recorded(ctx: &Context, lock: &Lock) -> Result<Option<Lock>> {
     }))
 }
 
-/// `plugins approve`: under a policy's `tools` rule, observes the servers of the plugins
-/// being approved (approving lets them run) whose code has no record, and writes the lock
-/// with the records before their surfaces are digested.
+/// `plugins approve`: observes the servers of the plugins being approved (approving lets
+/// them run) whose code has no record, and writes the lock with the records before their
+/// surfaces are digested. Nothing is started with `BERTH_NO_OBSERVE` and no policy rule.
 pub fn record_approved(ctx: &Context, lock: Lock, names: &[String], all: bool) -> Result<Lock> {
-    if rule(ctx)?.is_none() {
+    if observing(ctx)?.is_none() {
         return Ok(lock);
     }
     let allowed: BTreeMap<String, Option<String>> = lock
@@ -298,6 +343,10 @@ pub fn report(ctx: &Context, made: &[Observed]) {
                     r.plugin,
                     summary(manifest)
                 ),
+            ),
+            (None, Some(why)) if observed.unpinned => ctx.printer.detail(
+                "Unobserved",
+                &format!("MCP server `{}` of `{}`: {why}", r.server, r.plugin),
             ),
             (None, Some(why)) => ctx.printer.warn(&format!(
                 "MCP server `{}` of plugin `{}` was not observed: {why}",

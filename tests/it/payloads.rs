@@ -229,6 +229,7 @@ fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
      Downloading http://127.0.0.1:[PORT]/tarballs/fake-dep-1.0.0.tgz
      Downloading http://127.0.0.1:[PORT]/tarballs/fake-mcp-1.1.0.tgz
           Locked fake-mcp 1.1.0 for MCP server `fake` of plugin `tools` (2 packages)
+        Observed MCP server `fake` of `tools`: nothing offered
           Adding tools sha256-lsohDhRxyf5/
           Locked 1 plugin in `plugins.lock`
     ");
@@ -588,15 +589,16 @@ fn lock_upgrade_moves_a_floating_spec_and_diff_shows_the_version() {
         ctx.berth()
             .envs(env)
             .args(["plugins", "diff", "--from", before.to_str().expect("utf-8")]),
-        @r#"
-    success: true
-    exit_code: 0
-    ----- stdout -----
-    package of tools's MCP server fake (npx): fake-mcp 1.1.0 -> 1.2.0
-    No plugin's content differs between `[TMP]/before.lock` and `plugins.lock`.
+        @r"
+        success: true
+        exit_code: 0
+        ----- stdout -----
+        package of tools's MCP server fake (npx): fake-mcp 1.1.0 -> 1.2.0
+        moved tools: sha256-cfPUYaAu1kTb (same files; what its MCP servers offer)
+          ~ MCP server `fake`'s record: observed -> not observed: it exited before answering
 
-    ----- stderr -----
-    "#
+        ----- stderr -----
+        "
     );
 }
 

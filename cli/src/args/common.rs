@@ -35,6 +35,17 @@ pub enum OutputFormat {
     Json,
 }
 
+/// Whether locking starts MCP servers to record what they offer (`[[tools]]`): the option
+/// of the commands that lock (lock, sync, add, remove, update, marketplace update).
+#[derive(Debug, Args)]
+pub struct ObserveSwitch {
+    /// Start no MCP server to record what it offers the model (`[[tools]]` in the lock);
+    /// records already made are kept. Also `BERTH_NO_OBSERVE=1`. Refused under a policy's
+    /// `tools` rule
+    #[arg(long)]
+    pub no_observe: bool,
+}
+
 /// Where the project's files are: the options of every command that reads them.
 #[derive(Debug, Args)]
 pub struct ProjectArgs {

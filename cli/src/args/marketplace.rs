@@ -79,6 +79,9 @@ pub struct MarketplaceAddArgs {
     pub repo_path: Option<String>,
 
     #[command(flatten)]
+    pub observe: super::ObserveSwitch,
+
+    #[command(flatten)]
     pub fetch: FetchArgs,
 }
 
@@ -120,6 +123,9 @@ pub struct MarketplaceUpdateArgs {
     pub names: Vec<String>,
 
     #[command(flatten)]
+    pub observe: super::ObserveSwitch,
+
+    #[command(flatten)]
     pub fetch: FetchArgs,
 }
 
@@ -131,6 +137,9 @@ pub struct MarketplaceRemoveArgs {
     /// Remove the `[[plugin]]` entries that ask for its plugins too
     #[arg(long)]
     pub force: bool,
+
+    #[command(flatten)]
+    pub observe: super::ObserveSwitch,
 
     #[command(flatten)]
     pub fetch: FetchArgs,

@@ -11,7 +11,7 @@ mod plugins;
 mod serve;
 mod store;
 
-pub use common::{CacheArgs, FetchArgs, FormatArgs, ProjectArgs};
+pub use common::{CacheArgs, FetchArgs, FormatArgs, ObserveSwitch, ProjectArgs};
 pub use marketplace::{
     MarketplaceAddArgs, MarketplaceArgs, MarketplaceCommand, MarketplaceListArgs,
     MarketplaceRemoveArgs, MarketplaceSearchArgs, MarketplaceUpdateArgs,

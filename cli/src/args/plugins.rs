@@ -272,6 +272,9 @@ pub struct AddArgs {
     pub force: bool,
 
     #[command(flatten)]
+    pub observe: super::ObserveSwitch,
+
+    #[command(flatten)]
     pub fetch: super::FetchArgs,
 }
 
@@ -281,6 +284,9 @@ pub struct RemoveArgs {
     pub name: String,
 
     #[command(flatten)]
+    pub observe: super::ObserveSwitch,
+
+    #[command(flatten)]
     pub fetch: super::FetchArgs,
 }
 
@@ -288,6 +294,9 @@ pub struct RemoveArgs {
 pub struct UpdateArgs {
     /// The plugins to update [default: all]
     pub names: Vec<String>,
+
+    #[command(flatten)]
+    pub observe: super::ObserveSwitch,
 
     #[command(flatten)]
     pub fetch: super::FetchArgs,
@@ -326,6 +335,9 @@ pub struct LockArgs {
     pub offline: bool,
 
     #[command(flatten)]
+    pub observe: super::ObserveSwitch,
+
+    #[command(flatten)]
     pub fetch: super::FetchArgs,
 }
 
@@ -347,6 +359,9 @@ pub struct SyncArgs {
     /// under a policy's `tools = "pinned"`)
     #[arg(long)]
     pub check_tools: bool,
+
+    #[command(flatten)]
+    pub observe: super::ObserveSwitch,
 
     #[command(flatten)]
     pub fetch: super::FetchArgs,

@@ -189,6 +189,10 @@ fn pin_text(pin: &PinView) -> String {
 
 fn heading(p: &PluginDiff) -> String {
     match (&p.old, &p.new) {
+        // The same files: only what its MCP servers answered differs.
+        (Some(old), Some(new)) if old.hash == new.hash && old.rev == new.rev => {
+            format!("{} (same files; what its MCP servers offer)", pin_text(new))
+        }
         (Some(old), Some(new)) => format!("{} -> {}", pin_text(old), pin_text(new)),
         (None, Some(new)) => format!("{} from {}", pin_text(new), new.source),
         (Some(old), None) => format!("was {} from {}", pin_text(old), old.source),

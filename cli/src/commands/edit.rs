@@ -8,7 +8,7 @@ use berth_lockfile_schema::{
 };
 use berth_resolver::Upgrade;
 
-use super::lock::{lock_and_write, resolve, write_outcome};
+use super::lock::{admitted, lock_and_write, resolve, write_outcome};
 use crate::args::{AddArgs, RemoveArgs, UpdateArgs};
 use crate::context::{Context, Failure, write_atomically};
 
@@ -67,6 +67,7 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<()> {
     )
     .map_err(|e| new_entry_named(ctx, &manifest, e))?;
     let new = lock.plugins.last().expect("the added entry is locked");
+    let added = new.name.clone();
     if let Some((i, clash)) = lock.plugins[..lock.plugins.len() - 1]
         .iter()
         .enumerate()
@@ -99,20 +100,17 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<()> {
         }
         .into());
     }
-    ctx.admit(
+    let lock = admitted(
+        ctx,
         previous.as_ref().map(|(l, _)| l),
-        &lock,
-        Some(&manifest),
+        lock,
+        &manifest,
         berth_resolver::Network::Online,
-        true,
     )?;
-    let recorded = crate::tools::recorded(ctx, &lock)?;
     write_manifest(ctx, &text)?;
-    ctx.printer.status(
-        "Added",
-        &format!("`{}` to `{}`", new.name, ctx.manifest_label()),
-    );
-    write_outcome(ctx, previous.as_ref(), recorded.as_ref().unwrap_or(&lock))
+    ctx.printer
+        .status("Added", &format!("`{added}` to `{}`", ctx.manifest_label()));
+    write_outcome(ctx, previous.as_ref(), &lock)
 }
 
 /// A failure to lock the entry being added names it as the new entry: the line the

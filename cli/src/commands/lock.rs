@@ -137,14 +137,14 @@ impl Lockfile for Replacing<'_> {
     }
 
     fn write(&self, previous: Option<&Lock>, lock: &Lock) -> Result<()> {
-        self.ctx
-            .admit(previous, lock, Some(self.manifest), self.network, true)?;
-        let recorded = crate::tools::recorded(self.ctx, lock)?;
-        write_outcome(
+        let lock = admitted(
             self.ctx,
-            self.previous.borrow().as_ref(),
-            recorded.as_ref().unwrap_or(lock),
-        )
+            previous,
+            lock.clone(),
+            self.manifest,
+            self.network,
+        )?;
+        write_outcome(self.ctx, self.previous.borrow().as_ref(), &lock)
     }
 }
 
@@ -225,6 +225,20 @@ pub fn write_outcome(ctx: &Context, previous: Option<&(Lock, String)>, lock: &Lo
     Ok(())
 }
 
+/// Admits `lock` (the policy, and the store entries locking fetched) and records what its
+/// new MCP servers offer (`crate::tools::recorded`): what every command that writes a lock
+/// does first. Returns the lock to write.
+pub fn admitted(
+    ctx: &Context,
+    previous: Option<&Lock>,
+    lock: Lock,
+    manifest: &Manifest,
+    network: Network,
+) -> Result<Lock> {
+    ctx.admit(previous, &lock, Some(manifest), network, true)?;
+    Ok(crate::tools::recorded(ctx, previous, &lock)?.unwrap_or(lock))
+}
+
 /// Locks `manifest` (moving the pins `upgrade` names) and writes the lock: what `remove`
 /// and `update` do after editing the manifest. Returns the new lock.
 pub fn lock_and_write(
@@ -234,14 +248,13 @@ pub fn lock_and_write(
     upgrade: Upgrade,
 ) -> Result<Lock> {
     let lock = resolve(ctx, manifest, previous.map(|(l, _)| l), upgrade)?;
-    ctx.admit(
+    let lock = admitted(
+        ctx,
         previous.map(|(l, _)| l),
-        &lock,
-        Some(manifest),
+        lock,
+        manifest,
         Network::Online,
-        true,
     )?;
-    let lock = crate::tools::recorded(ctx, &lock)?.unwrap_or(lock);
     write_outcome(ctx, previous, &lock)?;
     Ok(lock)
 }

@@ -113,7 +113,7 @@ impl Lockfile for ProjectLock<'_> {
             .admit(previous, lock, self.manifest, self.network, false)?;
         self.admitted.set(true);
         self.added_by_lock.set(added);
-        let recorded = crate::tools::recorded(self.ctx, lock)?;
+        let recorded = crate::tools::recorded(self.ctx, previous, lock)?;
         let lock = recorded.as_ref().unwrap_or(lock);
         for change in describe_changes(previous, lock) {
             self.ctx.printer.status(change.verb, &change.text);

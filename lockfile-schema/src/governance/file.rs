@@ -53,8 +53,10 @@ impl UnicodeLevel {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolsRule {
-    /// `lock` observes the allowed servers whose code is new or changed and records what
-    /// they offer; a change shows in `plugins diff` and asks for a new approval.
+    /// What `lock` does by default (observes the allowed servers whose code is new or
+    /// changed and records what they offer; a change shows in `plugins diff` and asks for
+    /// a new approval), made a rule: `--no-observe` is refused, and every lock fills the
+    /// records its servers lack, even when no code changed.
     Record,
     /// As `record`, and what runs the set (`sync --check-tools`, `berth serve`) asks each
     /// server again at the start and refuses one whose answer changed, or that was never

@@ -41,6 +41,10 @@ pub struct BuildOptions {
     /// plugin's model is dropped on the thread that read it, as soon as the set has its
     /// components, and a later reading reads the plugin again.
     pub keep_models: bool,
+    /// Make no view: plugins are seen at their store entries. What observing MCP servers
+    /// builds, so a server's command line names its own plugin's entry, the same whatever
+    /// else the set holds.
+    pub no_view: bool,
 }
 
 impl Default for BuildOptions {
@@ -50,6 +54,7 @@ impl Default for BuildOptions {
             cancel: None,
             raw_commands: false,
             keep_models: false,
+            no_view: false,
         }
     }
 }
@@ -203,8 +208,9 @@ fn exposed_roots(
     options: &BuildOptions,
     warnings: &mut Vec<String>,
 ) -> Vec<PathBuf> {
-    // Reading what a lock would run (`raw_commands`) needs no view: nothing runs from it.
-    if options.raw_commands {
+    // Reading what a lock would run (`raw_commands`) needs no view: nothing runs from it;
+    // observing asks for none (`no_view`).
+    if options.raw_commands || options.no_view {
         return entries.to_vec();
     }
     let named: Vec<(&str, &Path)> = lock

@@ -65,12 +65,12 @@ pub fn add(ctx: &Context, args: &MarketplaceAddArgs) -> Result<()> {
         previous.as_ref().map(|(l, _)| l),
         Upgrade::Nothing,
     )?;
-    ctx.admit(
+    let lock = crate::commands::lock::admitted(
+        ctx,
         previous.as_ref().map(|(l, _)| l),
-        &lock,
-        Some(&manifest),
+        lock,
+        &manifest,
         berth_resolver::Network::Online,
-        true,
     )?;
     super::edit::write_manifest(ctx, &text)?;
     ctx.printer.status(

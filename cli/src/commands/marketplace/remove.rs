@@ -47,12 +47,12 @@ pub fn run(ctx: &Context, args: &MarketplaceRemoveArgs) -> Result<()> {
         ));
         failure
     })?;
-    ctx.admit(
+    let lock = crate::commands::lock::admitted(
+        ctx,
         previous.as_ref().map(|(l, _)| l),
-        &lock,
-        Some(&manifest),
+        lock,
+        &manifest,
         Network::Online,
-        true,
     )?;
     write_manifest(ctx, &removal.text)?;
     let with = match removal.plugins.as_slice() {

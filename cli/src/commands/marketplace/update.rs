@@ -44,12 +44,12 @@ pub fn run(ctx: &Context, args: &MarketplaceUpdateArgs) -> Result<()> {
         previous.as_ref().map(|(l, _)| l),
         Upgrade::Plugins(names.clone()),
     )?;
-    ctx.admit(
+    let lock = crate::commands::lock::admitted(
+        ctx,
         previous.as_ref().map(|(l, _)| l),
-        &lock,
-        Some(&manifest),
+        lock,
+        &manifest,
         Network::Online,
-        true,
     )?;
     for name in &names {
         let (verb, text) = moved(name, previous.as_ref().map(|(l, _)| l), &lock);
