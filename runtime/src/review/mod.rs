@@ -12,9 +12,10 @@
 //! `literals` decodes the strings of JSON, YAML and TOML, `hidden` scans files and names
 //! with both, and `display` escapes what people are shown; `check` holds a lock's plugins
 //! against a policy and its approvals, using `surface`, `hidden` and `signed` (an
-//! approval's SSH signature checked against the plugin and the allowed signers), and
+//! approval's SSH signature checked against the plugin and the allowed signers);
 //! `signed_source` checks a locked git commit's (or its tag's) SSH signature as `git
-//! verify-commit` does, with what `signed` reads of signatures and keys; `verdict` remembers which entries were scanned clean. Dependencies point that way only.
+//! verify-commit` does, with what `signed` reads of signatures and keys; `verdict`
+//! remembers which entries were scanned clean. Dependencies point that way only.
 
 mod beyond;
 mod chars;
