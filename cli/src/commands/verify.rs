@@ -34,7 +34,18 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
         &lock,
         manifest.as_ref(),
     );
-    let mut problems = Vec::new();
+    // Under `[sources] require_signed`, each commit's signature is checked on objects
+    // fetched afresh too.
+    let mut problems = match &ctx.policy_path {
+        Some(_) => ctx.unsigned_sources(
+            &ctx.governance()?.policy,
+            &lock,
+            manifest.as_ref(),
+            Network::Online,
+            berth_resolver::ObjectsFrom::Fresh,
+        ),
+        None => Vec::new(),
+    };
     let mut rows = Vec::new();
     let mut payload_rows = Vec::new();
     for outcome in &outcomes {
