@@ -123,7 +123,10 @@ fn check_with(signers: &Signers, objects: &SignedObjects<'_>) -> Result<String, 
         Failed::Refused(why) => Some(why.clone()),
         Failed::Unsigned(_) => None,
     }) {
-        return Err(why);
+        return Err(format!(
+            "{why}; sign it again with a key `{}` lists for `{GIT_NAMESPACE}`, or lock a commit that is",
+            signers.file
+        ));
     }
     let unsigned: Vec<String> = failures
         .into_iter()
