@@ -28,7 +28,7 @@ impl GitDb {
         let commit = self
             .repo
             .find_object(id)
-            .map_err(|e| self.cache_error(e.into()))?
+            .map_err(|e| self.cache_error(e))?
             .detach()
             .data;
         let tag = match tag {
@@ -123,7 +123,7 @@ impl GitDb {
         self.repo
             .objects
             .write_buf(kind, data)
-            .map_err(|e| self.cache_error(e.into()))
+            .map_err(|e| self.cache_error(e))
     }
 }
 
