@@ -34,18 +34,7 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
         &lock,
         manifest.as_ref(),
     );
-    // Under `[sources] require_signed`, each commit's signature is checked on objects
-    // fetched afresh too.
-    let mut problems = match &ctx.policy_path {
-        Some(_) => ctx.unsigned_sources(
-            &ctx.governance()?.policy,
-            &lock,
-            manifest.as_ref(),
-            Network::Online,
-            berth_resolver::ObjectsFrom::Fresh,
-        ),
-        None => Vec::new(),
-    };
+    let mut problems = unsigned_sources(ctx, &lock, manifest.as_ref())?;
     let mut rows = Vec::new();
     let mut payload_rows = Vec::new();
     for outcome in &outcomes {
@@ -91,6 +80,25 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
         }
         .into()),
     }
+}
+
+/// Under `[sources] require_signed`, each plugin whose commit (or tag), fetched afresh, is
+/// not signed as the policy asks, one line each.
+fn unsigned_sources(
+    ctx: &Context,
+    lock: &berth_lockfile_schema::Lock,
+    manifest: Option<&berth_lockfile_schema::Manifest>,
+) -> Result<Vec<String>> {
+    if ctx.policy_path.is_none() {
+        return Ok(Vec::new());
+    }
+    Ok(ctx.unsigned_sources(
+        &ctx.governance()?.policy,
+        lock,
+        manifest,
+        Network::Online,
+        berth_resolver::ObjectsFrom::Fresh,
+    ))
 }
 
 /// The row of a verified plugin or package (`kind`), its status printed, a problem noted.

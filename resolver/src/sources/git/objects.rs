@@ -2,6 +2,7 @@
 //! annotated tag the plugin's ref names. A tag found is kept in the cache under
 //! `refs/berth/tags/NAME` (a ref `lock` never moves), so a later run reads it offline.
 
+use berth_lockfile_schema::LockedPlugin;
 use gix::ObjectId;
 use gix::protocol::handshake::Ref;
 use gix::remote::fetch::Shallow;
@@ -10,11 +11,29 @@ use gix::remote::ref_map;
 
 use super::local::LocalRepo;
 use super::{GitDb, Remote, fetch_error};
-use crate::context::Network;
+use crate::context::{Env, Network};
 use crate::error::ResolveError;
 use crate::sources::{GitObjects, TagObject};
 
 impl GitDb {
+    /// The objects of `locked`'s commit `id` ([`GitDb::signature_objects`]), the commit
+    /// fetched first when it is not here and the run may use the network.
+    pub(crate) fn objects_for(
+        &self,
+        env: &Env<'_>,
+        remote: &Remote,
+        (id, locked): (ObjectId, &LockedPlugin),
+        network: Network,
+    ) -> Result<GitObjects, ResolveError> {
+        if !self.has_commit(id) {
+            env.settings
+                .require_network(|| format!("commit `{id}` of `{}`", remote.url.shown))?;
+            let hint = locked.resolved_ref.as_deref().or(locked.git_ref.as_deref());
+            self.fetch_commit(remote, id, hint, env.reporter)?;
+        }
+        self.signature_objects(remote, id, tag_of(locked).as_deref(), network)
+    }
+
     /// The commit `id` (which must be here) and, when `tag` is given, the annotated tag of
     /// that name if it tags `id`: kept from an earlier run, read from a repository on
     /// this machine, or (with `network` online) fetched from the remote.
@@ -140,4 +159,21 @@ fn annotated_tag(repo: &gix::Repository, reference: &str, id: ObjectId) -> Optio
     let tags_it = object.kind == gix::object::Kind::Tag
         && object.data.starts_with(format!("object {id}\n").as_bytes());
     tags_it.then(|| object.detach().data)
+}
+
+/// The tag the plugin's ref names, if it may name one: the tag a `version` range picked,
+/// a `refs/tags/` ref, or a plain name (a branch wins over a tag of that name, so the tag
+/// counts only when it tags the locked commit, which [`annotated_tag`] checks).
+fn tag_of(locked: &LockedPlugin) -> Option<String> {
+    if let Some(tag) = &locked.resolved_ref {
+        return Some(tag.clone());
+    }
+    let named = locked.git_ref.as_deref()?;
+    if berth_lockfile_schema::is_full_commit_id(named) {
+        return None;
+    }
+    match named.strip_prefix("refs/") {
+        Some(full) => full.strip_prefix("tags/").map(str::to_owned),
+        None => Some(named.to_owned()),
+    }
 }

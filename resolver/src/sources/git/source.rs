@@ -433,50 +433,17 @@ impl PinnedSource for GitCommit<'_> {
         let (env, locked, id) = (self.env, self.locked, self.id());
         let (repository, _) = self.repository()?;
         let remote = &repository.remote;
-        let tag = tag_of(locked);
-        let fetch = |db: &GitDb| {
-            env.settings.require_network(|| {
-                format!("commit `{}` of `{}`", self.pin.rev, remote.url.shown)
-            })?;
-            db.fetch_commit(remote, id, hint_ref(locked), env.reporter)
-        };
-        let objects = match from {
-            ObjectsFrom::Cache => {
-                let db = repository.open()?;
-                if !db.has_commit(id) {
-                    fetch(&db)?;
-                }
-                let objects =
-                    db.signature_objects(remote, id, tag.as_deref(), env.settings.network)?;
-                db.finish()?;
-                objects
-            }
-            ObjectsFrom::Fresh => {
-                // A throw-away repository, gone when this returns: nothing cached is trusted.
-                let staging = env.store.stage()?;
-                let db = GitDb::temporary(&staging.path().join("repo"))?;
-                fetch(&db)?;
-                db.signature_objects(remote, id, tag.as_deref(), Network::Online)?
-            }
-        };
+        if from == ObjectsFrom::Fresh {
+            // A throw-away repository, gone when this returns: nothing cached is trusted.
+            let staging = env.store.stage()?;
+            let db = GitDb::temporary(&staging.path().join("repo"))?;
+            let objects = db.objects_for(env, remote, (id, locked), Network::Online);
+            return objects.map(Some);
+        }
+        let db = repository.open()?;
+        let objects = db.objects_for(env, remote, (id, locked), env.settings.network)?;
+        db.finish()?;
         Ok(Some(objects))
-    }
-}
-
-/// The tag the plugin's ref names, if it may name one: the tag a `version` range picked,
-/// a `refs/tags/` ref, or a plain name (a branch wins over a tag of that name, so the tag
-/// counts only when it tags the locked commit, which the caller checks).
-fn tag_of(locked: &LockedPlugin) -> Option<String> {
-    if let Some(tag) = &locked.resolved_ref {
-        return Some(tag.clone());
-    }
-    let named = locked.git_ref.as_deref()?;
-    if berth_lockfile_schema::is_full_commit_id(named) {
-        return None;
-    }
-    match named.strip_prefix("refs/") {
-        Some(full) => full.strip_prefix("tags/").map(str::to_owned),
-        None => Some(named.to_owned()),
     }
 }
 
