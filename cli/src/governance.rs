@@ -247,6 +247,7 @@ impl Context {
             return Ok(0);
         }
         let governance = self.governance()?;
+        self.check_signed_sources(&governance.policy, lock, manifest, network)?;
         let synced = berth_resolver::sync_plugins(
             &self.store,
             &self.settings(network),

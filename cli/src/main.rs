@@ -9,6 +9,7 @@ mod governance;
 mod printer;
 #[cfg(test)]
 mod reference;
+mod signed_sources;
 mod tools;
 mod tools_remote;
 mod usage;

@@ -48,12 +48,13 @@ pub use error::{
 pub use meta::plugin_name_from_manifest;
 pub use ops::{
     InMemoryLock, LocalRelock, LockAndSyncError, LockMode, LockOptions, LockOutcome, Locked,
-    Lockfile, PolicyLoadError, Relock, StoredQuietly, SyncOutcome, Synced, Upgrade, VerifyOutcome,
-    VerifyStatus, load_policy, lock, lock_and_sync, lock_plugins, mark_live, pin_payloads,
-    staleness, sync_plugins, verify_agent, verify_payloads, verify_plugins,
+    Lockfile, ObjectsOutcome, PolicyLoadError, Relock, StoredQuietly, SyncOutcome, Synced, Upgrade,
+    VerifyOutcome, VerifyStatus, git_objects, load_policy, lock, lock_and_sync, lock_plugins,
+    mark_live, pin_payloads, staleness, sync_plugins, verify_agent, verify_payloads,
+    verify_plugins,
 };
 pub use payload::{DEFAULT_NPM_REGISTRY, PayloadFinder, lock_payloads};
-pub use sources::read_marketplace;
+pub use sources::{GitObjects, ObjectsFrom, TagObject, read_marketplace};
 
 #[cfg(test)]
 mod tests;

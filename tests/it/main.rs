@@ -51,6 +51,7 @@ mod s3_cache;
 mod sdk_marketplaces;
 mod server;
 mod signed_approvals;
+mod signed_sources;
 mod skipped_files;
 mod ssrf;
 mod store;

@@ -40,6 +40,8 @@ pub fn run(ctx: &Context, args: &LockArgs) -> Result<()> {
         }
         let checking = Checking {
             ctx,
+            manifest: &manifest,
+            network,
             previous: RefCell::new(previous),
         };
         return lock_with(ctx, network, mode, &checking);
@@ -151,6 +153,8 @@ impl Lockfile for Replacing<'_> {
 /// The project's lockfile, compared with the new lock and left as it is (`--check`).
 struct Checking<'a> {
     ctx: &'a Context,
+    manifest: &'a Manifest,
+    network: Network,
     /// The lock read before, with its text.
     previous: RefCell<Option<(Lock, String)>>,
 }
@@ -173,6 +177,10 @@ impl Lockfile for Checking<'_> {
 
     fn write(&self, _previous: Option<&Lock>, lock: &Lock) -> Result<()> {
         let ctx = self.ctx;
+        if ctx.policy_path.is_some() {
+            let policy = ctx.governance()?.policy;
+            ctx.check_signed_sources(&policy, lock, Some(self.manifest), self.network)?;
+        }
         let previous = self.previous.borrow();
         let text = lock.to_toml();
         if previous.as_ref().is_some_and(|(_, old)| *old == text) {

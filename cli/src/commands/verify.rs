@@ -34,7 +34,7 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
         &lock,
         manifest.as_ref(),
     );
-    let mut problems = Vec::new();
+    let mut problems = unsigned_sources(ctx, &lock, manifest.as_ref())?;
     let mut rows = Vec::new();
     let mut payload_rows = Vec::new();
     for outcome in &outcomes {
@@ -80,6 +80,25 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
         }
         .into()),
     }
+}
+
+/// Under `[sources] require_signed`, each plugin whose commit (or tag), fetched afresh, is
+/// not signed as the policy asks, one line each.
+fn unsigned_sources(
+    ctx: &Context,
+    lock: &berth_lockfile_schema::Lock,
+    manifest: Option<&berth_lockfile_schema::Manifest>,
+) -> Result<Vec<String>> {
+    if ctx.policy_path.is_none() {
+        return Ok(Vec::new());
+    }
+    Ok(ctx.unsigned_sources(
+        &ctx.governance()?.policy,
+        lock,
+        manifest,
+        Network::Online,
+        berth_resolver::ObjectsFrom::Fresh,
+    ))
 }
 
 /// The row of a verified plugin or package (`kind`), its status printed, a problem noted.

@@ -97,6 +97,9 @@ pub struct Policy {
     canon: Canon,
     /// The allowed-signers files the chain names, as read by the caller.
     signers: Vec<Signers>,
+    /// The allowed-signers files the chain's `[sources] require_signed` name, as read by
+    /// the caller.
+    source_signers: Vec<Signers>,
 }
 
 impl Policy {
@@ -118,6 +121,7 @@ impl Policy {
             patterns,
             canon,
             signers: Vec::new(),
+            source_signers: Vec::new(),
         })
     }
 
@@ -132,6 +136,27 @@ impl Policy {
     /// each of them lists (they intersect, as `[sources]` allow lists do).
     pub fn signers(&self) -> &[Signers] {
         &self.signers
+    }
+
+    /// The policy with the allowed-signers files its `[sources] require_signed` name, read by
+    /// the caller.
+    pub fn with_source_signers(mut self, signers: Vec<Signers>) -> Policy {
+        self.source_signers = signers;
+        self
+    }
+
+    /// The allowed-signers files of every `[sources] require_signed` of the chain: a plugin's commit (or its tag) must be signed by a key each of them lists for
+    /// the namespace `git`. Empty when no file requires signed sources.
+    pub fn source_signers(&self) -> &[Signers] {
+        &self.source_signers
+    }
+
+    /// The first file that sets `[sources] require_signed`, if any.
+    pub fn require_signed_sources(&self) -> Option<&str> {
+        self.files
+            .iter()
+            .find(|(_, f)| f.sources.require_signed.is_some())
+            .map(|(label, _)| label.as_str())
     }
 
     /// The first file that sets `require_signed_approvals = true`, if any: then every

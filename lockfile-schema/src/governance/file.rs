@@ -148,6 +148,11 @@ pub struct Sources {
     /// Never these.
     #[serde(default)]
     pub deny: Vec<String>,
+    /// `require_signed`: an OpenSSH allowed-signers file (relative to this one's folder, or
+    /// to its URL). Every plugin must be locked from a git commit that carries an SSH
+    /// signature (namespace `git`) by a key the file lists, or from an annotated tag of it
+    /// that does.
+    pub require_signed: Option<String>,
 }
 
 /// `[capabilities]`.
@@ -250,6 +255,7 @@ require_signed_approvals = true
 [sources]
 allow = ["github:acme/*", "github:anthropics/claude-plugins-official"]
 deny = ["github:acme/experimental-*"]
+require_signed = "git_signers"
 [capabilities]
 hooks = "approve"
 mcp_stdio = "approve"
@@ -265,6 +271,7 @@ hidden_unicode = "warn"
         assert_eq!(file.allowed_signers.as_deref(), Some("allowed_signers"));
         assert_eq!(file.require_signed_approvals, Some(true));
         assert_eq!(file.sources.deny, ["github:acme/experimental-*"]);
+        assert_eq!(file.sources.require_signed.as_deref(), Some("git_signers"));
         assert_eq!(
             file.capabilities.get(Capability::Hooks),
             Some(Level::Approve)

@@ -5,7 +5,7 @@
 //! they are matched in; `chain` folds a chain of files, parents first, into the effective
 //! policy and refuses a child that loosens a parent; `approvals` is the approvals file;
 //! `signers` is an OpenSSH allowed-signers file, the keys a policy trusts to sign
-//! approvals. Reading files and URLs is the caller's (the resolver's `load_policy`).
+//! approvals (and, under `[sources] require_signed`, git commits and tags). Reading files and URLs is the caller's (the resolver's `load_policy`).
 
 mod approvals;
 mod canon;
@@ -21,7 +21,8 @@ pub use canon::{Canon, NotCanonical, url_host};
 pub use chain::{HostRefused, Policy, PolicyError, SourceDenied};
 pub use file::{Capability, Level, PolicyFile, ToolsRule, UnicodeLevel, extends_of, parse_policy};
 pub use signers::{
-    AllowedSigners, SIGNATURE_NAMESPACE, SignerEntry, Signers, parse_allowed_signers,
+    AllowedSigners, GIT_NAMESPACE, SIGNATURE_NAMESPACE, SignerEntry, Signers,
+    parse_allowed_signers, utc_time,
 };
 
 /// The policy file's name, next to the manifest.

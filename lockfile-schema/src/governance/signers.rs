@@ -17,6 +17,10 @@ use crate::diagnostic::Diagnostic;
 /// signature made for anything else (a git commit, a file) is never taken for one.
 pub const SIGNATURE_NAMESPACE: &str = "berth-approval";
 
+/// The namespace git signs commits and tags in (`git commit -S`, `git tag -s` with
+/// `gpg.format=ssh`), and `git verify-commit` checks.
+pub const GIT_NAMESPACE: &str = "git";
+
 /// One allowed-signers file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AllowedSigners {
@@ -90,6 +94,17 @@ impl SignerEntry {
                 .valid_before
                 .as_ref()
                 .is_none_or(|before| at <= *before)
+    }
+
+    /// Whether the key was valid at `seconds` since the epoch (a commit's committer date, a
+    /// tag's tagger date, as `git verify-commit` passes them to `ssh-keygen -Y verify` as
+    /// `-Overify-time`); `None`, an object without a date, is valid only on a line without
+    /// `valid-after` or `valid-before`.
+    pub fn valid_at_seconds(&self, seconds: Option<i64>) -> bool {
+        match seconds.and_then(utc_time) {
+            Some(at) => self.valid_at(&at),
+            None => self.valid_after.is_none() && self.valid_before.is_none(),
+        }
     }
 
     /// The first principal that is a name rather than a pattern, if any: what an approval
@@ -239,6 +254,12 @@ fn ssh_time(time: &str) -> Result<String, String> {
     }
 }
 
+/// `seconds` since the epoch as RFC 3339 in UTC (`2026-11-25T07:21:58Z`); `None` out of range.
+pub fn utc_time(seconds: i64) -> Option<String> {
+    let at = jiff::Timestamp::from_second(seconds).ok()?;
+    Some(at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+}
+
 /// `2026-11-25T07:21:58Z` as `20261125072158`.
 fn rfc3339_digits(at: &str) -> Option<String> {
     let digits: String = at
@@ -307,6 +328,13 @@ mod tests {
         assert!(acme.valid_at("2026-01-01T00:00:00Z") && acme.valid_at("2027-01-01T12:00:00Z"));
         assert!(!acme.valid_at("2025-12-31T23:59:59Z") && !acme.valid_at("2027-01-01T12:00:01Z"));
         assert!(!acme.valid_at("yesterday"));
+        assert_eq!(
+            utc_time(1_767_225_600).as_deref(),
+            Some("2026-01-01T00:00:00Z")
+        );
+        assert!(acme.valid_at_seconds(Some(1_767_225_600)));
+        assert!(!acme.valid_at_seconds(Some(1_767_225_599)) && !acme.valid_at_seconds(None));
+        assert!(alice.valid_at_seconds(None));
         assert_eq!(acme.key_type, "ssh-ed25519");
         assert_eq!(acme.key_blob.len(), 4 + 11 + 4 + 32);
     }

@@ -16,10 +16,12 @@ mod git;
 mod local;
 pub(crate) mod marketplace;
 mod npm;
+mod objects;
 mod resolved;
 mod substitute;
 
 pub use marketplace::read_marketplace;
+pub use objects::{GitObjects, ObjectsFrom, TagObject};
 
 pub(crate) use archive::{ArchiveUrl, download, unpack};
 pub(crate) use entry::sync_entry;
@@ -74,6 +76,12 @@ pub(crate) trait PinnedSource {
     /// Fetches the entry afresh, trusting neither the store nor any cache, and hashes it
     /// (`verify`). A failure may be shared by the entries of one fetch.
     fn fresh_hash(&self) -> Result<Sha256Hash, Arc<ResolveError>>;
+
+    /// The git objects the locked commit can carry a signature in ([`GitObjects`]), read
+    /// `from` the cache or afresh; `None` for a kind whose pin is not a git commit.
+    fn git_objects(&self, _from: ObjectsFrom) -> Result<Option<GitObjects>, ResolveError> {
+        Ok(None)
+    }
 }
 
 /// What a kind does with its own pin: implemented in each kind's folder by the schema's

@@ -12,8 +12,10 @@
 //! `literals` decodes the strings of JSON, YAML and TOML, `hidden` scans files and names
 //! with both, and `display` escapes what people are shown; `check` holds a lock's plugins
 //! against a policy and its approvals, using `surface`, `hidden` and `signed` (an
-//! approval's SSH signature checked against the plugin and the allowed signers), and
-//! `verdict` remembers which entries were scanned clean. Dependencies point that way only.
+//! approval's SSH signature checked against the plugin and the allowed signers);
+//! `signed_source` checks a locked git commit's (or its tag's) SSH signature as `git
+//! verify-commit` does, with what `signed` reads of signatures and keys; `verdict`
+//! remembers which entries were scanned clean. Dependencies point that way only.
 
 mod beyond;
 mod chars;
@@ -27,6 +29,7 @@ mod literals;
 mod prose;
 mod shape;
 mod signed;
+mod signed_source;
 mod sources;
 mod surface;
 mod tools;
@@ -43,6 +46,7 @@ pub use display::{escape_for_display, escape_json};
 pub use hidden::{Finding, Place, SCANNER_VERSION, scan_file, scan_plugin, scan_text};
 pub use shape::{APPROVAL_DIGEST_VERSION, LspEntry, PackagePin, Unmodeled};
 pub use signed::{SignatureRefused, SigningKey, approval_payload, check_signature, principal_for};
+pub use signed_source::{SignedObjects, SourceRefused, check_signed_source};
 pub use surface::{
     Component, DATA_PLACEHOLDER, HookEntry, McpEntry, ROOT_PLACEHOLDER, Surface, surface_from,
     surface_of,

@@ -68,11 +68,11 @@ impl SigningKey {
     }
 }
 
-fn read_signature(armored: &str) -> Result<SshSig, String> {
+pub(super) fn read_signature(armored: &str) -> Result<SshSig, String> {
     SshSig::from_pem(armored.trim()).map_err(|e| format!("not a readable SSH signature ({e})"))
 }
 
-fn describe(key: &KeyData) -> String {
+pub(super) fn describe(key: &KeyData) -> String {
     format!(
         "{} key {}",
         key.algorithm(),
@@ -207,7 +207,7 @@ fn listed(signers: &Signers, key: &KeyData, principal: &str, at: &str) -> Result
 }
 
 /// Whether `entry` is a plain key line (not a certificate authority) for `key`.
-fn is_key(entry: &SignerEntry, key: &KeyData) -> bool {
+pub(super) fn is_key(entry: &SignerEntry, key: &KeyData) -> bool {
     !entry.cert_authority
         && PublicKey::from_bytes(&entry.key_blob).is_ok_and(|listed| listed.key_data() == key)
 }

@@ -4,6 +4,7 @@
 
 mod age;
 mod local;
+mod objects;
 mod refs;
 mod remote;
 mod semver_tags;

@@ -18,8 +18,8 @@ use crate::error::ResolveError;
 use crate::meta::plugin_name_from_manifest;
 use crate::sources::local::MAX_METADATA_BYTES;
 use crate::sources::{
-    Declared, HeldBack, PinKind, PinnedSource, PluginSource, Resolved, check_pins, source_of,
-    substitute_or_stage,
+    Declared, GitObjects, HeldBack, ObjectsFrom, PinKind, PinnedSource, PluginSource, Resolved,
+    check_pins, source_of, substitute_or_stage,
 };
 
 /// The git URL of a git source, `${VAR}` references still in it: where the source is
@@ -427,6 +427,23 @@ impl PinnedSource for GitCommit<'_> {
             Ok(db.nar_hash(tree, id)?.hash)
         };
         hash().map_err(Arc::new)
+    }
+
+    fn git_objects(&self, from: ObjectsFrom) -> Result<Option<GitObjects>, ResolveError> {
+        let (env, locked, id) = (self.env, self.locked, self.id());
+        let (repository, _) = self.repository()?;
+        let remote = &repository.remote;
+        if from == ObjectsFrom::Fresh {
+            // A throw-away repository, gone when this returns: nothing cached is trusted.
+            let staging = env.store.stage()?;
+            let db = GitDb::temporary(&staging.path().join("repo"))?;
+            let objects = db.objects_for(env, remote, (id, locked), Network::Online);
+            return objects.map(Some);
+        }
+        let db = repository.open()?;
+        let objects = db.objects_for(env, remote, (id, locked), env.settings.network)?;
+        db.finish()?;
+        Ok(Some(objects))
     }
 }
 

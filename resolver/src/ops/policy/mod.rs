@@ -55,7 +55,8 @@ pub fn load_policy(path: &Path, canon: Canon) -> Result<Policy, PolicyLoadError>
     graph.load(&Origin::File(path.to_path_buf()), &label)?;
     let policy = Policy::from_chain(graph.chain, canon)
         .map_err(|e| PolicyLoadError::Invalid(e.to_string()))?
-        .with_signers(graph.signers);
+        .with_signers(graph.signers)
+        .with_source_signers(graph.source_signers);
     if let Some(file) = policy.require_signed_approvals()
         && policy.signers().is_empty()
     {
@@ -79,6 +80,8 @@ struct Graph {
     chain: Vec<(String, PolicyFile)>,
     /// The allowed-signers files they name, in the same order.
     signers: Vec<Signers>,
+    /// The allowed-signers files their `[sources] require_signed` name, in the same order.
+    source_signers: Vec<Signers>,
     /// The identity (canonical path or normalised URL) of every document in `chain`.
     done: HashSet<String>,
     /// The documents being read, outermost first: identity and label.
@@ -117,16 +120,12 @@ impl Graph {
         let file =
             parse_policy(&text, label).map_err(|e| PolicyLoadError::Invalid(e.to_string()))?;
         if let Some(written) = &file.allowed_signers {
-            let (signers_origin, file_label) = signers_at(origin, written, label)?;
-            let text = self.read(&signers_origin, &file_label)?;
-            let list = parse_allowed_signers(&text, &file_label)
-                .map_err(|e| PolicyLoadError::Invalid(e.to_string()))?;
-            self.signers.push(Signers {
-                policy: label.to_owned(),
-                written: written.clone(),
-                file: file_label,
-                list,
-            });
+            let signers = self.read_signers(origin, written, label)?;
+            self.signers.push(signers);
+        }
+        if let Some(written) = &file.sources.require_signed {
+            let signers = self.read_signers(origin, written, label)?;
+            self.source_signers.push(signers);
         }
         self.visiting.push((identity.clone(), label.to_owned()));
         for parent in extends_of(&file) {
@@ -141,6 +140,26 @@ impl Graph {
 }
 
 impl Graph {
+    /// The allowed-signers file `written` (as the policy `label` at `origin` names it), read
+    /// and counted against the bounds of one policy.
+    fn read_signers(
+        &mut self,
+        origin: &Origin,
+        written: &str,
+        label: &str,
+    ) -> Result<Signers, PolicyLoadError> {
+        let (signers_origin, file_label) = signers_at(origin, written, label)?;
+        let text = self.read(&signers_origin, &file_label)?;
+        let list = parse_allowed_signers(&text, &file_label)
+            .map_err(|e| PolicyLoadError::Invalid(e.to_string()))?;
+        Ok(Signers {
+            policy: label.to_owned(),
+            written: written.to_owned(),
+            file: file_label,
+            list,
+        })
+    }
+
     /// The text at `origin`, counted against the bounds of one policy.
     fn read(&mut self, origin: &Origin, label: &str) -> Result<String, PolicyLoadError> {
         let limit = MAX_POLICY_BYTES.min(MAX_TOTAL_BYTES - self.bytes);
@@ -340,151 +359,4 @@ fn read_url(url: &Url, label: &str, limit: u64) -> Result<String, PolicyLoadErro
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn refusal(url: &str) -> Option<&'static str> {
-        transport_refusal(&Url::parse(url).expect("a URL"))
-    }
-
-    #[test]
-    fn plain_http_only_to_a_loopback_address() {
-        for allowed in [
-            "https://policies.example.com/p.toml",
-            "http://127.0.0.1:8080/p.toml",
-            "http://127.3.4.5/p.toml",
-            "http://[::1]:8080/p.toml",
-            "http://localhost/p.toml",
-            "http://LOCALHOST:1/p.toml",
-        ] {
-            assert_eq!(refusal(allowed), None, "{allowed}");
-        }
-        for refused in [
-            // F10: a name that starts like an address is a name, looked up in DNS.
-            "http://127.evil.example.invalid/p.toml",
-            "http://127.0.0.1.nip.io/p.toml",
-            "http://0.0.0.0:8080/p.toml",
-            "http://192.0.2.1/p.toml",
-            "http://[::ffff:192.0.2.1]/p.toml",
-            "http://localhost.evil.example/p.toml",
-            "ftp://127.0.0.1/p.toml",
-            "file:///etc/p.toml",
-        ] {
-            assert!(refusal(refused).is_some(), "{refused}");
-        }
-    }
-
-    #[test]
-    fn every_redirect_is_held_to_the_rule_and_never_leaves_https() {
-        let url = |u: &str| Url::parse(u).expect("a URL");
-        let loopback = [url("http://127.0.0.1:1/redir")];
-        assert_eq!(
-            redirect_refusal(&loopback, &url("http://127.0.0.2:1/p")),
-            None
-        );
-        assert_eq!(
-            redirect_refusal(&loopback, &url("https://example.com/p")),
-            None
-        );
-        assert!(redirect_refusal(&loopback, &url("http://0.0.0.0:1/p")).is_some());
-        assert!(redirect_refusal(&loopback, &url("http://192.0.2.1/p")).is_some());
-        assert!(redirect_refusal(&loopback, &url("file:///etc/passwd")).is_some());
-        let secure = [url("https://example.com/p"), url("https://example.com/q")];
-        assert_eq!(
-            redirect_refusal(&secure, &url("https://other.example/p")),
-            None
-        );
-        assert!(redirect_refusal(&secure, &url("http://127.0.0.1:1/p")).is_some());
-        let long: Vec<Url> = (0..10)
-            .map(|i| url(&format!("https://e.example/{i}")))
-            .collect();
-        assert!(redirect_refusal(&long, &url("https://e.example/x")).is_some());
-    }
-
-    #[test]
-    fn one_document_in_any_spelling_has_one_identity() {
-        let a = identity(
-            &Origin::Url(
-                Url::parse("https://Policies.Example.com:443/a/../p.toml#x").expect("url"),
-            ),
-            "a",
-        )
-        .expect("identity");
-        let b = identity(
-            &Origin::Url(Url::parse("https://policies.example.com/p.toml").expect("url")),
-            "b",
-        )
-        .expect("identity");
-        assert_eq!(a, b);
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("p.toml"), "").expect("write");
-        std::os::unix::fs::symlink(dir.path(), dir.path().join("link")).expect("link");
-        let direct = identity(&Origin::File(dir.path().join("p.toml")), "p").expect("identity");
-        let linked =
-            identity(&Origin::File(dir.path().join("link/./link/p.toml")), "p").expect("identity");
-        assert_eq!(direct, linked);
-    }
-
-    #[test]
-    fn fan_out_reads_each_document_once_and_is_bounded() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let root = dir.path();
-        for link in ["d1", "d2", "d3"] {
-            std::os::unix::fs::symlink(".", root.join(link)).expect("link");
-        }
-        // F11: three spellings of the next level at every level.
-        let levels = 20;
-        for i in 0..levels {
-            let j = i + 1;
-            std::fs::write(
-                root.join(format!("l{i}.toml")),
-                format!("extends = [\"d1/l{j}.toml\", \"d2/l{j}.toml\", \"d3/l{j}.toml\"]\n"),
-            )
-            .expect("write");
-        }
-        std::fs::write(root.join(format!("l{levels}.toml")), "").expect("write");
-        let e = load_policy(&root.join("l0.toml"), Canon::default()).expect_err("too deep");
-        assert!(e.to_string().contains("more than 16 `extends` deep"), "{e}");
-        let policy = load_policy(&root.join("l6.toml"), Canon::default()).expect("shallow");
-        assert_eq!(policy.files().count(), levels - 6 + 1);
-
-        // A wide graph: one file extending 70 distinct files.
-        let wide = root.join("wide");
-        std::fs::create_dir(&wide).expect("mkdir");
-        let parents: Vec<String> = (0..70).map(|i| format!("\"p{i}.toml\"")).collect();
-        for i in 0..70 {
-            std::fs::write(wide.join(format!("p{i}.toml")), "").expect("write");
-        }
-        std::fs::write(
-            wide.join("top.toml"),
-            format!("extends = [{}]\n", parents.join(", ")),
-        )
-        .expect("write");
-        let e = load_policy(&wide.join("top.toml"), Canon::default()).expect_err("too many");
-        assert!(e.to_string().contains("a policy reads at most 64"), "{e}");
-    }
-
-    #[test]
-    fn allowed_signers_are_read_beside_their_policy() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let org = dir.path().join("org");
-        std::fs::create_dir(&org).expect("mkdir");
-        std::fs::write(org.join("keys"), "# nobody yet\n").expect("write");
-        std::fs::write(org.join("p.toml"), "allowed_signers = \"keys\"\n").expect("write");
-        let top = dir.path().join("p.toml");
-        std::fs::write(
-            &top,
-            "extends = [\"org/p.toml\"]\nrequire_signed_approvals = true\n",
-        )
-        .expect("write");
-        let policy = load_policy(&top, Canon::default()).expect("valid");
-        let files: Vec<&str> = policy.signers().iter().map(|s| s.file.as_str()).collect();
-        assert_eq!(files, [org.join("keys").display().to_string()]);
-        std::fs::write(org.join("p.toml"), "").expect("write");
-        let e = load_policy(&top, Canon::default()).expect_err("no signers");
-        assert!(
-            e.to_string().contains("add `allowed_signers = \"FILE\"`"),
-            "{e}"
-        );
-    }
-}
+mod tests;
