@@ -11,7 +11,6 @@ mod printer;
 mod reference;
 mod signed_sources;
 mod tools;
-mod tools_remote;
 mod usage;
 
 use std::process::ExitCode;

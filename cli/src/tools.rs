@@ -146,7 +146,7 @@ fn observe_one(
             "its program `{program}` is neither in the plugin nor a package the lock pins, so what it offers could change under the same lock"
         )),
         TargetKind::Remote { url, headers } => {
-            crate::tools_remote::observe(url, headers, remote.env)
+            berth_server::mcp_remote::observe(url, headers, remote.env, None)
         }
     };
     Ok(match outcome {

@@ -16,6 +16,7 @@ mod host;
 mod input;
 mod load_plugin;
 mod lock_check;
+pub mod mcp_remote;
 mod metrics;
 mod policy;
 mod report;

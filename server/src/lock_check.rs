@@ -59,6 +59,10 @@ pub struct RunPolicy {
     /// The time conversations lock at, for the policy's `exclude-newer` spans (`None`: the
     /// clock's; the CLI's `$BERTH_NOW` sets it, for tests and reproduction).
     pub now: Option<berth_lockfile_schema::release_age::Timestamp>,
+    /// Under `tools = "pinned"`, fill `${VAR}` in remote MCP servers' headers from the
+    /// server's environment when asking them again (`--tools-env`); otherwise such a header
+    /// is not sent.
+    pub tools_env: bool,
 }
 
 /// Whether the policy says `tools = "pinned"`: each start asks the MCP servers again.
@@ -74,6 +78,7 @@ pub(crate) fn tools_pinned(run: &RunPolicy) -> bool {
 pub(crate) fn check_run_policy(
     run: &RunPolicy,
     store: &berth_store::Store,
+    fetch: &std::sync::Arc<berth_transport::policy::FetchPolicy>,
     set: &berth_runtime::PluginSet,
 ) -> Result<(), AppError> {
     use berth_runtime::review::{
@@ -99,9 +104,17 @@ pub(crate) fn check_run_policy(
         .map_err(|e| AppError::from_runtime(&e))?;
     remember_clean(store, &plugins, &checked);
     if checked.violations.is_empty() && tools_pinned(run) {
-        // Plugin code runs here, on the server's host: only under the policy's opt-in.
-        let problems =
-            berth_runtime::observe::recheck(set, store, berth_runtime::observe::timeout());
+        // Plugin code runs here, on the server's host, and remote servers are asked from
+        // it (their addresses checked as a source's are): only under the policy's opt-in.
+        let ask = |url: &str, headers: &[(String, String)]| {
+            crate::mcp_remote::observe(url, headers, run.tools_env, Some(fetch))
+        };
+        let problems = berth_runtime::observe::recheck(
+            set,
+            store,
+            berth_runtime::observe::timeout(),
+            Some(&ask),
+        );
         if !problems.is_empty() {
             return Err(AppError::new(
                 axum::http::StatusCode::FORBIDDEN,

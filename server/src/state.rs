@@ -342,7 +342,12 @@ impl AppState {
             }
             Err(e) => return Err(AppError::from_runtime(&e)),
         };
-        crate::lock_check::check_run_policy(&config.run_policy, &config.store, &set)?;
+        crate::lock_check::check_run_policy(
+            &config.run_policy,
+            &config.store,
+            &self.inner.fetch_policy,
+            &set,
+        )?;
         let json = Arc::new(SetJson::new(set.to_json()).map_err(AppError::internal)?);
         let mut sets = unpoisoned(self.inner.sets.lock());
         // Bounded in count and in bytes (a plugin set of many skills is large): past

@@ -46,6 +46,42 @@ impl McpHttp {
         })
     }
 
+    /// As [`McpHttp::new`], under a server's source policy: `http` or `https` only, the
+    /// host's addresses checked as a fetch's are (no internal address unless the policy
+    /// allows local sources), and no redirect followed. What `berth serve` asks a remote
+    /// server through: the URL is a plugin's word, not the operator's.
+    pub fn guarded(
+        url: &str,
+        headers: Vec<(String, String)>,
+        timeout: Duration,
+        policy: &std::sync::Arc<crate::policy::FetchPolicy>,
+    ) -> Result<Self, String> {
+        let parsed = url::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(format!(
+                "`{}:` is not a scheme an MCP server is asked over",
+                parsed.scheme()
+            ));
+        }
+        let host = parsed.host_str().unwrap_or_default();
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        if let Ok(ip) = bare.parse::<std::net::IpAddr>() {
+            policy.check_address(bare, ip).map_err(|e| e.to_string())?;
+        }
+        let client = crate::http::client_builder()
+            .timeout(timeout)
+            .dns_resolver(policy.resolver())
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| format!("could not make an HTTP client: {e}"))?;
+        Ok(Self {
+            client,
+            url: url.to_owned(),
+            headers,
+            session: None,
+        })
+    }
+
     /// Sends one message; for a request (one with an `id`), returns the server's answer
     /// to it, else `None`.
     pub fn send(&mut self, message: &Value) -> Result<Option<Value>, String> {
@@ -62,7 +98,11 @@ impl McpHttp {
             request = request.header("mcp-session-id", session);
         }
         let response = request.send().map_err(|e| {
-            crate::http::unreachable_reason([&e as &(dyn std::error::Error + 'static)])
+            let error = &e as &(dyn std::error::Error + 'static);
+            // A policy's refusal (an internal address) before what the network said.
+            crate::policy::refusal_in(error)
+                .map(|refused| refused.to_string())
+                .or_else(|| crate::http::unreachable_reason([error]))
                 .unwrap_or_else(|| e.without_url().to_string())
         })?;
         if let Some(session) = response
@@ -126,6 +166,56 @@ fn events(body: &str) -> Vec<Value> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::policy::FetchPolicy;
+
+    /// Under a server's policy, a plugin's URL cannot reach an internal address, nor speak
+    /// another scheme; with local sources allowed, loopback is fine.
+    #[test]
+    fn a_guarded_client_refuses_internal_addresses() {
+        let strict = Arc::new(FetchPolicy::new(Vec::new(), false));
+        for url in [
+            "http://127.0.0.1:9/mcp",
+            "http://[::1]:9/mcp",
+            "http://169.254.169.254/",
+        ] {
+            let refused = super::McpHttp::guarded(url, Vec::new(), Duration::from_secs(1), &strict)
+                .expect_err(url);
+            assert!(refused.contains("internal address"), "{url}: {refused}");
+        }
+        let mut via_name = super::McpHttp::guarded(
+            "http://localhost:9/mcp",
+            Vec::new(),
+            Duration::from_secs(1),
+            &strict,
+        )
+        .expect("a name is checked when it resolves");
+        let refused = via_name
+            .send(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize"}))
+            .expect_err("localhost resolves to loopback");
+        assert!(refused.contains("internal address"), "{refused}");
+        assert!(
+            super::McpHttp::guarded(
+                "file:///etc/passwd",
+                Vec::new(),
+                Duration::from_secs(1),
+                &strict
+            )
+            .is_err()
+        );
+        let local = Arc::new(FetchPolicy::new(Vec::new(), true));
+        assert!(
+            super::McpHttp::guarded(
+                "http://127.0.0.1:9/mcp",
+                Vec::new(),
+                Duration::from_secs(1),
+                &local
+            )
+            .is_ok()
+        );
+    }
     #[test]
     fn events_are_read_from_a_stream() {
         let body = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n: ping\n\ndata: {\"a\":\ndata: 1}\n\n";

@@ -97,6 +97,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", requires = "policy")]
     pub approvals: Option<std::path::PathBuf>,
 
+    /// Under the policy's `tools = "pinned"`, fill `${VAR}` in remote MCP servers' headers
+    /// from this server's environment when asking them again at a conversation's start
+    /// (without it such a header is not sent, and a server that needs it is refused)
+    #[arg(long, requires = "policy")]
+    pub tools_env: bool,
+
     /// Never fetch: serve conversations from the store as it is
     #[arg(long)]
     pub offline: bool,

@@ -182,5 +182,6 @@ fn run_policy(args: &ServeArgs, github_url: &str) -> Result<berth_server::RunPol
         policy,
         approvals,
         now,
+        tools_env: args.tools_env,
     })
 }

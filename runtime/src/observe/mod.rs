@@ -253,11 +253,22 @@ pub fn targets(
         .collect()
 }
 
+/// How a remote MCP server is asked what it offers (its URL and headers as the set has
+/// them): the caller's, as this crate links no network client.
+pub type AskRemote<'a> = dyn Fn(&str, &[(String, String)]) -> Result<Value, String> + 'a;
+
 /// Asks every MCP server of `set` again (those the lock records as observed, and any it
 /// does not record) and compares each answer with the recorded manifest in `store`: one
-/// line per server whose answer differs, or that was never observed. What a server that
-/// lists its tools at a conversation's start under `tools = "pinned"` is checked with.
-pub fn recheck(set: &PluginSet, store: &berth_store::Store, timeout: Duration) -> Vec<String> {
+/// line per server whose answer differs, or that was never observed. Remote servers are
+/// asked through `remote` when given (their record is a first answer), else left as
+/// recorded. What a server that lists its tools at a conversation's start under `tools =
+/// "pinned"` is checked with.
+pub fn recheck(
+    set: &PluginSet,
+    store: &berth_store::Store,
+    timeout: Duration,
+    remote: Option<&AskRemote<'_>>,
+) -> Vec<String> {
     let scratch = std::env::temp_dir().join(format!(
         "berth-observe-{}-{}",
         std::process::id(),
@@ -293,8 +304,18 @@ pub fn recheck(set: &PluginSet, store: &berth_store::Store, timeout: Duration) -
                 )),
                 Err(e) => problems.push(format!("{name} did not answer: {e}")),
             },
-            // A remote server's first answer is not asked again here: its code is not pinned.
-            (_, Some(_), Some(_)) => {}
+            (TargetKind::Remote { url, headers }, Some(_), Some(manifest)) => {
+                // Asked again only through the caller's HTTP client (this crate links none).
+                match remote.map(|ask| ask(url, headers)) {
+                    None => {}
+                    Some(Ok(now)) if now == manifest => {}
+                    Some(Ok(_)) => problems.push(format!(
+                        "{name} offers something else than the first answer the lock records"
+                    )),
+                    Some(Err(e)) => problems.push(format!("{name} did not answer: {e}")),
+                }
+            }
+            (TargetKind::Unpinned { .. }, Some(_), Some(_)) => {}
         }
     }
     let _ = std::fs::remove_dir_all(&scratch);

@@ -1,15 +1,25 @@
-//! Asking a remote MCP server what it offers (`berth plugins observe --remote`): its HTTP
-//! transport is the transport crate's; what is asked is the runtime's, as for a stdio
-//! server. Its code is not pinned, so the record is its first answer (trust on first use).
+//! Asking a remote MCP server what it offers: `berth plugins observe --remote` records its
+//! first answer (its code is not pinned: trust on first use), and `berth serve` under a
+//! policy's `tools = "pinned"` asks again at each conversation start. The HTTP transport
+//! is the transport crate's; what is asked is the runtime's, as for a stdio server.
 
 use berth_runtime::observe::{Exchange, ObserveError, ask, manifest_of};
+use std::sync::Arc;
+
 use berth_transport::mcp_http::McpHttp;
+use berth_transport::policy::FetchPolicy;
 use serde_json::{Value, json};
 
 /// What the server at `url` offers, as a canonical manifest, or why it could not be asked.
 /// `${VAR}` in `headers` is filled from the environment only with `env`; without it, a
-/// header that holds one is left out (a credential is never sent unasked).
-pub fn observe(url: &str, headers: &[(String, String)], env: bool) -> Result<Value, String> {
+/// header that holds one is left out (a credential is never sent unasked). Under a
+/// server's source policy (`guard`), its address is checked and no redirect is followed.
+pub fn observe(
+    url: &str,
+    headers: &[(String, String)],
+    env: bool,
+    guard: Option<&Arc<FetchPolicy>>,
+) -> Result<Value, String> {
     let headers: Vec<(String, String)> = headers
         .iter()
         .filter_map(|(name, value)| match (value.contains("${"), env) {
@@ -18,7 +28,11 @@ pub fn observe(url: &str, headers: &[(String, String)], env: bool) -> Result<Val
             (true, false) => None,
         })
         .collect();
-    let http = McpHttp::new(url, headers, berth_runtime::observe::timeout())?;
+    let timeout = berth_runtime::observe::timeout();
+    let http = match guard {
+        Some(policy) => McpHttp::guarded(url, headers, timeout, policy)?,
+        None => McpHttp::new(url, headers, timeout)?,
+    };
     let mut server = Remote { http, next_id: 1 };
     let answers = ask(&mut server).map_err(|e| e.to_string())?;
     Ok(manifest_of(&answers))
