@@ -83,6 +83,7 @@ impl Context {
     /// `scan` names. Warnings are printed; a violation fails naming plugin, capability and
     /// policy file.
     pub fn gate(&self, governance: &Governance, lock: &Lock, scan: Scan<'_>) -> Result<Checked> {
+        self.check_release_age(governance, lock)?;
         let checked = self.review(governance, lock, scan)?;
         for finding in checked.warnings() {
             self.printer.warn(&finding);
@@ -187,6 +188,7 @@ impl Context {
             return Ok(());
         }
         let governance = self.governance()?;
+        self.check_release_age(&governance, lock)?;
         // The set's entries were checked when it was built, in lock order.
         let entries: Vec<PathBuf> = set.plugins.iter().map(|p| p.path.clone()).collect();
         debug_assert_eq!(entries.len(), lock.plugins.len());
@@ -195,6 +197,39 @@ impl Context {
             self.printer.warn(&finding);
         }
         refuse(&checked.violations)
+    }
+}
+
+impl Context {
+    /// Under a policy's `exclude-newer`, fails unless `lock` was made under a cutoff at or
+    /// before the one the policy asks now: a lock made without it, or under a later one,
+    /// may pin what the policy holds back (`sync --frozen`, `show`, `run`, `hooks run` and
+    /// `materialize` read the lock as it is; `lock` and `sync` lock under the cutoff).
+    fn check_release_age(&self, governance: &Governance, lock: &Lock) -> Result<()> {
+        use berth_lockfile_schema::release_age::{settle, show_instant};
+        let asks = governance.policy.release_age();
+        let Some((wanted, ask)) = settle(&asks, None, self.now) else {
+            return Ok(());
+        };
+        let why = match &lock.exclude_newer {
+            Some(made) if made.at <= wanted.at => return Ok(()),
+            Some(made) => format!(
+                "was made under the cutoff {}, later than",
+                show_instant(made.at)
+            ),
+            None => "was made without".to_owned(),
+        };
+        Err(Failure {
+            message: format!(
+                "`{}` {why} the release-age cutoff `{}` asks (`exclude-newer = \"{}\"`: nothing released at or after {}); run `berth plugins lock` to lock under it",
+                self.lock_label(),
+                ask.from,
+                ask.value,
+                show_instant(wanted.at)
+            ),
+            notes: Vec::new(),
+        }
+        .into())
     }
 }
 

@@ -608,3 +608,69 @@ fn the_server_locks_conversations_under_the_policy_s_cutoff() {
     assert!(!lock.contains(&newest), "{lock}");
     server.stop();
 }
+
+/// What reads a lock as it is (`show`, `sync --frozen`) refuses one made without the
+/// policy's cutoff, or under a later one, and `lock` mends it.
+#[test]
+fn a_lock_made_without_the_policy_s_cutoff_is_refused_where_it_is_read() {
+    let ctx = TestContext::new();
+    review_repo(&ctx);
+    ctx.write_manifest("[[plugin]]\nsource = \"github:acme/review\"\nversion = \"^1\"\n");
+    assert!(
+        at(&ctx, NOW, &["plugins", "sync"])
+            .status()
+            .expect("run")
+            .success()
+    );
+    assert_eq!(
+        lock_field(&ctx.lock_text(), 0, "resolved_ref").as_deref(),
+        Some("v1.3.0")
+    );
+    let policy = ctx.work.join("berth-policy.toml");
+    std::fs::write(&policy, "exclude-newer = \"7 days\"\n").expect("write policy");
+    for args in [&["plugins", "show"][..], &["plugins", "sync", "--frozen"]] {
+        let refused = common::Run::from(at(&ctx, NOW, args).output().expect("run"));
+        assert_eq!(refused.code, 1, "{args:?}: {}", refused.stderr);
+        assert!(
+            refused.stderr.contains(
+                "`plugins.lock` was made without the release-age cutoff `berth-policy.toml` asks (`exclude-newer = \"7 days\"`: nothing released at or after 2026-11-24); run `berth plugins lock`"
+            ),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert!(
+        at(&ctx, NOW, &["plugins", "lock"])
+            .status()
+            .expect("run")
+            .success()
+    );
+    assert_eq!(
+        lock_field(&ctx.lock_text(), 0, "resolved_ref").as_deref(),
+        Some("v1.2.0")
+    );
+    assert!(
+        at(&ctx, NOW, &["plugins", "show"])
+            .status()
+            .expect("run")
+            .success()
+    );
+    // A later day: the recorded cutoff is still at or before the policy's.
+    assert!(
+        at(&ctx, "2026-12-20T00:00:00Z", &["plugins", "show"])
+            .status()
+            .expect("run")
+            .success()
+    );
+    // A policy whose cutoff is earlier than the one the lock was made under.
+    std::fs::write(&policy, "exclude-newer = \"2026-11-10\"\n").expect("write policy");
+    let later = common::Run::from(at(&ctx, NOW, &["plugins", "show"]).output().expect("run"));
+    assert_eq!(later.code, 1, "{}", later.stderr);
+    assert!(
+        later.stderr.contains(
+            "was made under the cutoff 2026-11-24, later than the release-age cutoff"
+        ),
+        "{}",
+        later.stderr
+    );
+}
