@@ -82,6 +82,31 @@ pub fn check_signed_source(
     Ok(signed_by)
 }
 
+/// Why plugin `name`, locked from `source`, does not pass `policy`'s `[sources]
+/// require_signed`, as every front end says it: one line naming the plugin, the commit or
+/// tag, the key and the rule. `objects` is `None` when the source is not a git repository.
+/// `None` when it passes, or when the policy requires nothing.
+pub fn unsigned_source(
+    policy: &Policy,
+    name: &str,
+    source: &str,
+    objects: Option<&SignedObjects<'_>>,
+) -> Option<String> {
+    let first = policy.source_signers().first()?;
+    let Some(objects) = objects else {
+        return Some(format!(
+            "plugin `{name}`: `{source}` is not a git repository, and only a git commit or tag can carry the SSH signature the policy requires; lock it from a git repository whose commits or tags are signed [`sources.require_signed = \"{}\"` in `{}`]",
+            first.written, first.policy
+        ));
+    };
+    check_signed_source(policy, objects).err().map(|refused| {
+        format!(
+            "plugin `{name}`: {} [`{}` in `{}`]",
+            refused.detail, refused.rule, refused.file
+        )
+    })
+}
+
 /// One signed object, split as git splits it.
 struct Signed {
     /// `the commit `abc…`` or `the tag `v1.0``, for messages.
