@@ -66,7 +66,11 @@ impl AppState {
     /// when the run policy requires signed sources and a plugin is not signed as it asks.
     /// A commit whose objects cannot be read is refused the same way when the server is
     /// offline; a fetch that fails or outlasts the deadline answers as any fetch does.
-    pub(crate) fn check_signed_sources(&self, lock: &Lock, cancel: &Cancel) -> Result<(), AppError> {
+    pub(crate) fn check_signed_sources(
+        &self,
+        lock: &Lock,
+        cancel: &Cancel,
+    ) -> Result<(), AppError> {
         let policy = &self.config().run_policy.policy;
         if policy.source_signers().is_empty() {
             return Ok(());
@@ -76,7 +80,9 @@ impl AppState {
         let mut unknown = Lock::default();
         for locked in &lock.plugins {
             match key_of(locked) {
-                None => problems.extend(unsigned_source(policy, &locked.name, &locked.source, None)),
+                None => {
+                    problems.extend(unsigned_source(policy, &locked.name, &locked.source, None))
+                }
                 Some(key) if verdicts.passed(&key) => {}
                 Some(_) => unknown.plugins.push(locked.clone()),
             }
