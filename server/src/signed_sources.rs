@@ -14,14 +14,14 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use axum::http::StatusCode;
+use berth_lockfile_schema::governance::Policy;
 use berth_lockfile_schema::{Lock, LockedPlugin, Pin};
-use berth_resolver::{Cancel, EntryError, GitObjects, ObjectsFrom, ResolveError};
+use berth_resolver::{EntryError, GitObjects, ObjectsFrom, ResolveError, Settings};
 use berth_runtime::review::{SignedObjects, unsigned_source};
-use berth_store::unpoisoned;
+use berth_store::{Store, unpoisoned};
 
 use crate::error::AppError;
 use crate::report::LogReporter;
-use crate::state::AppState;
 
 /// How many passing (source, commit, ref) verdicts are remembered; past it the memory
 /// starts afresh, and commits are read again as they come.
@@ -39,7 +39,8 @@ impl SignedVerdicts {
         unpoisoned(self.0.lock()).contains(key)
     }
 
-    fn remember(&self, key: VerdictKey) {
+    fn remember(&self, key: Option<VerdictKey>) {
+        let Some(key) = key else { return };
         let mut passed = unpoisoned(self.0.lock());
         if passed.len() >= VERDICTS_MAX {
             passed.clear();
@@ -50,86 +51,87 @@ impl SignedVerdicts {
 
 /// The verdict's key of a git plugin; `None` for a source that is not git.
 fn key_of(locked: &LockedPlugin) -> Option<VerdictKey> {
-    match &locked.pin {
-        Pin::Git(pin) => Some((
-            pin.url.clone(),
-            pin.rev.to_string(),
-            locked.resolved_ref.clone(),
-            locked.git_ref.clone(),
-        )),
-        Pin::Archive(_) | Pin::Local(_) => None,
-    }
+    let Pin::Git(pin) = &locked.pin else {
+        return None;
+    };
+    Some((
+        pin.url.clone(),
+        pin.rev.to_string(),
+        locked.resolved_ref.clone(),
+        locked.git_ref.clone(),
+    ))
 }
 
-impl AppState {
-    /// Refuses `lock` with 403 `policy_denied`, naming each plugin, its commit and why,
-    /// when the run policy requires signed sources and a plugin is not signed as it asks.
-    /// A commit whose objects cannot be read is refused the same way when the server is
-    /// offline; a fetch that fails or outlasts the deadline answers as any fetch does.
-    pub(crate) fn check_signed_sources(
-        &self,
-        lock: &Lock,
-        cancel: &Cancel,
-    ) -> Result<(), AppError> {
-        let policy = &self.config().run_policy.policy;
-        if policy.source_signers().is_empty() {
-            return Ok(());
-        }
-        let verdicts = &self.inner.signed;
-        let mut problems = Vec::new();
-        let mut unknown = Lock::default();
-        for locked in &lock.plugins {
-            match key_of(locked) {
-                None => {
-                    problems.extend(unsigned_source(policy, &locked.name, &locked.source, None))
-                }
-                Some(key) if verdicts.passed(&key) => {}
-                Some(_) => unknown.plugins.push(locked.clone()),
-            }
-        }
-        let mut errors = Vec::new();
-        if !unknown.plugins.is_empty() {
-            let settings = self.settings(cancel);
-            let outcomes = berth_resolver::git_objects(
-                &self.config().store,
-                &settings,
-                &LogReporter,
-                &unknown,
-                None,
-                ObjectsFrom::Cache,
-            );
-            for (locked, outcome) in unknown.plugins.iter().zip(outcomes) {
-                let name = &locked.name;
-                match outcome.objects {
-                    Ok(objects) => {
-                        let objects = objects.as_ref().map(signed);
-                        match unsigned_source(policy, name, &locked.source, objects.as_ref()) {
-                            Some(problem) => problems.push(problem),
-                            None => verdicts.remember(key_of(locked).expect("a git plugin")),
-                        }
-                    }
-                    Err(e @ ResolveError::Offline { .. }) => problems.push(format!(
-                        "plugin `{name}`: could not read its commit to check its signature: {e}; the server runs with `--offline`, so it checks only commits its git cache holds"
-                    )),
-                    Err(e) => errors.push(EntryError {
-                        label: format!("plugin `{name}`"),
-                        error: Box::new(e),
-                    }),
+/// Refuses `lock` with 403 `policy_denied`, naming each plugin, its commit and why, when
+/// `policy` requires signed sources and a plugin is not signed as it asks. The objects are
+/// read from `store`'s git cache under `settings` (the server's source policy, network and
+/// deadline); a commit whose objects cannot be read is refused the same way when the
+/// server is offline, and a fetch that fails or outlasts the deadline answers as any fetch
+/// does.
+pub(crate) fn check_signed_sources(
+    verdicts: &SignedVerdicts,
+    policy: &Policy,
+    (store, settings): (&Store, &Settings),
+    lock: &Lock,
+) -> Result<(), AppError> {
+    if policy.source_signers().is_empty() {
+        return Ok(());
+    }
+    // Only `plugins` is read: the lock of the plugins not known to pass.
+    let unknown = Lock {
+        plugins: lock
+            .plugins
+            .iter()
+            .filter(|locked| key_of(locked).is_none_or(|key| !verdicts.passed(&key)))
+            .cloned()
+            .collect(),
+        ..Lock::default()
+    };
+    if unknown.plugins.is_empty() {
+        return Ok(());
+    }
+    let outcomes = berth_resolver::git_objects(
+        store,
+        settings,
+        &LogReporter,
+        &unknown,
+        None,
+        ObjectsFrom::Cache,
+    );
+    let mut problems = Vec::new();
+    let mut errors = Vec::new();
+    for (locked, outcome) in unknown.plugins.iter().zip(outcomes) {
+        let name = &locked.name;
+        match outcome.objects {
+            Ok(objects) => {
+                let objects = objects.as_ref().map(signed);
+                match unsigned_source(policy, name, &locked.source, objects.as_ref()) {
+                    Some(problem) => problems.push(problem),
+                    None => verdicts.remember(key_of(locked)),
                 }
             }
+            Err(e @ ResolveError::Offline { .. }) => problems.push(format!(
+                "plugin `{name}`: could not read its commit to check its signature: {e}; the server runs with `--offline`, so it checks only commits its git cache holds"
+            )),
+            Err(e) => errors.push(EntryError {
+                label: format!("plugin `{name}`"),
+                error: Box::new(e),
+            }),
         }
-        if !problems.is_empty() {
-            problems.extend(errors.iter().map(ToString::to_string));
-            return Err(AppError::new(
-                StatusCode::FORBIDDEN,
-                "policy_denied",
-                problems.join("; "),
-            ));
-        }
-        if !errors.is_empty() {
-            return Err(AppError::from_entries(&errors));
-        }
+    }
+    if !problems.is_empty() {
+        // What could not be read is said too, after what is refused.
+        problems.extend(errors.iter().map(ToString::to_string));
+        return Err(AppError::new(
+            StatusCode::FORBIDDEN,
+            "policy_denied",
+            problems.join("; "),
+        ));
+    }
+    if errors.is_empty() {
         Ok(())
+    } else {
+        Err(AppError::from_entries(&errors))
     }
 }
 

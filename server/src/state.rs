@@ -345,7 +345,12 @@ impl AppState {
             }
             Err(e) => return Err(AppError::from_runtime(&e)),
         };
-        self.check_signed_sources(&lock.lock, cancel)?;
+        crate::signed_sources::check_signed_sources(
+            &self.inner.signed,
+            &config.run_policy.policy,
+            (&config.store, &self.settings(cancel)),
+            &lock.lock,
+        )?;
         crate::lock_check::check_run_policy(
             &config.run_policy,
             &config.store,
