@@ -97,7 +97,8 @@ pub(crate) struct Project {
     pub(crate) carol: PathBuf,
     pub(crate) mallory: PathBuf,
     pub(crate) signers: PathBuf,
-    _server: GitHttpServer,
+    /// The repositories over HTTP.
+    pub(crate) http: GitHttpServer,
 }
 
 pub(crate) fn project() -> Project {
@@ -122,7 +123,7 @@ pub(crate) fn project() -> Project {
         carol,
         mallory,
         signers,
-        _server: server,
+        http: server,
     }
 }
 

@@ -78,6 +78,11 @@ fn serve_refuses_a_posted_or_resolved_conversation_whose_plugins_are_not_signed(
     // The locks a client brings, made before the rule.
     let tools_lock = lock_of(&p, "tools");
     let plain_lock = lock_of(&p, "plain");
+    ctx.write_manifest(
+        "[[plugin]]\nsource = \"github:acme/tools\"\n\n[[plugin]]\nsource = \"github:acme/tagged\"\nref = \"v1.0\"\n",
+    );
+    ctx.ok(&["plugins", "lock"]);
+    let both_lock = ctx.lock_text();
     p.require_signed();
     let server = serve(&p, &ctx.store, &[]);
 
@@ -117,6 +122,19 @@ fn serve_refuses_a_posted_or_resolved_conversation_whose_plugins_are_not_signed(
     }
     assert!(!message.contains("plugin `tools`"), "{message}");
     assert_eq!(conversations(&server), 3, "a refused start stores nothing");
+
+    // A new lock of plugins found signed before reads no git object again: with the git
+    // cache gone, nothing is fetched for it.
+    std::fs::remove_dir_all(ctx.store.join("git-v1")).expect("remove the git cache");
+    let asked = p.http.requests().len();
+    let (status, body) = server.post(&json!({"lockfile": both_lock}));
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        p.http.requests().len(),
+        asked,
+        "{:?}",
+        &p.http.requests()[asked..]
+    );
     drop(server);
 
     // Offline, a commit the git cache lacks cannot be checked: refused, saying why. (The

@@ -349,6 +349,39 @@ mod tests {
     const REV: &str = "0123456789abcdef0123456789abcdef01234567";
 
     #[test]
+    fn the_refusal_names_the_plugin_the_commit_and_the_rule_as_every_front_end_says_it() {
+        let unsigned = SignedObjects {
+            rev: REV,
+            commit: b"tree 1\ncommitter C <c@x> 5 +0000\n\nm\n",
+            tag: None,
+        };
+        let none = Policy::default();
+        assert_eq!(
+            unsigned_source(&none, "tools", "github:a/t", Some(&unsigned)),
+            None
+        );
+        let list = berth_lockfile_schema::governance::parse_allowed_signers("", "keys")
+            .expect("an empty list");
+        let policy = Policy::default().with_source_signers(vec![Signers {
+            policy: "berth-policy.toml".to_owned(),
+            written: "keys".to_owned(),
+            file: "keys".to_owned(),
+            list,
+        }]);
+        assert_eq!(
+            unsigned_source(&policy, "tools", "github:a/t", Some(&unsigned)).as_deref(),
+            Some(
+                "plugin `tools`: the commit `0123456789abcdef0123456789abcdef01234567` carries no SSH signature; sign it with a key `keys` lists (`git commit -S` or `git tag -s`, with `gpg.format=ssh`) [`sources.require_signed = \"keys\"` in `berth-policy.toml`]"
+            )
+        );
+        let folder = unsigned_source(&policy, "rules", "./rules", None).expect("refused");
+        assert!(
+            folder.starts_with("plugin `rules`: `./rules` is not a git repository"),
+            "{folder}"
+        );
+    }
+
+    #[test]
     fn a_commit_loses_its_gpgsig_header_and_keeps_its_message() {
         let object = b"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@x> 1700000000 +0000\ncommitter C <c@x> 1700000060 +0100\ngpgsig -----BEGIN SSH SIGNATURE-----\n U1NIU0lH\n -----END SSH SIGNATURE-----\nmergetag object 1\n type commit\n\nmessage\n gpgsig in the message stays\n";
         let signed = split_commit(REV, object);
