@@ -7,7 +7,7 @@ use anyhow::Result;
 use berth_lockfile_schema::governance::Policy;
 use berth_lockfile_schema::{Lock, Manifest};
 use berth_resolver::{GitObjects, Network, ObjectsFrom};
-use berth_runtime::review::{SignedObjects, check_signed_source};
+use berth_runtime::review::{SignedObjects, unsigned_source};
 
 use crate::context::{Context, Failure};
 
@@ -49,13 +49,9 @@ impl Context {
         network: Network,
         from: ObjectsFrom,
     ) -> Vec<String> {
-        let Some(first) = policy.source_signers().first() else {
+        if policy.source_signers().is_empty() {
             return Vec::new();
-        };
-        let rule = format!(
-            "[`sources.require_signed = \"{}\"` in `{}`]",
-            first.written, first.policy
-        );
+        }
         let settings = self.settings(network);
         let outcomes = berth_resolver::git_objects(
             &self.store,
@@ -68,23 +64,21 @@ impl Context {
         let mut problems = Vec::new();
         for (locked, outcome) in lock.plugins.iter().zip(outcomes) {
             let name = &locked.name;
-            match outcome.objects {
-                Err(e) => problems.push(format!(
-                    "plugin `{name}`: could not read its commit to check its signature: {e}"
-                )),
-                Ok(None) => problems.push(format!(
-                    "plugin `{name}`: `{}` is not a git repository, and only a git commit or tag can carry the SSH signature the policy requires; lock it from a git repository whose commits or tags are signed {rule}",
-                    locked.source
-                )),
-                Ok(Some(objects)) => {
-                    if let Err(refused) = check_signed_source(policy, &signed(&objects)) {
-                        problems.push(format!(
-                            "plugin `{name}`: {} [`{}` in `{}`]",
-                            refused.detail, refused.rule, refused.file
-                        ));
-                    }
+            let objects = match &outcome.objects {
+                Err(e) => {
+                    problems.push(format!(
+                        "plugin `{name}`: could not read its commit to check its signature: {e}"
+                    ));
+                    continue;
                 }
-            }
+                Ok(objects) => objects.as_ref().map(signed),
+            };
+            problems.extend(unsigned_source(
+                policy,
+                name,
+                &locked.source,
+                objects.as_ref(),
+            ));
         }
         problems
     }

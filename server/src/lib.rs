@@ -23,6 +23,7 @@ mod report;
 mod request_id;
 mod roots;
 mod router;
+mod signed_sources;
 mod start;
 mod state;
 

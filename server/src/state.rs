@@ -85,6 +85,8 @@ pub(crate) struct Inner {
     pub(crate) planned: std::sync::Mutex<
         std::collections::HashMap<String, (std::time::Instant, Arc<conversations::LockedText>)>,
     >,
+    /// Plugins found signed as `[sources] require_signed` asks, by repository and commit.
+    pub(crate) signed: crate::signed_sources::SignedVerdicts,
     /// Set on SIGTERM: new requests are refused while started ones finish.
     pub(crate) draining: std::sync::atomic::AtomicBool,
 }
@@ -200,6 +202,7 @@ impl AppState {
                 pushed: Default::default(),
                 checked: Default::default(),
                 planned: Default::default(),
+                signed: Default::default(),
                 draining: Default::default(),
             }),
         };
@@ -342,6 +345,12 @@ impl AppState {
             }
             Err(e) => return Err(AppError::from_runtime(&e)),
         };
+        crate::signed_sources::check_signed_sources(
+            &self.inner.signed,
+            &config.run_policy.policy,
+            (&config.store, &self.settings(cancel)),
+            &lock.lock,
+        )?;
         crate::lock_check::check_run_policy(
             &config.run_policy,
             &config.store,

@@ -52,6 +52,7 @@ mod sdk_marketplaces;
 mod server;
 mod signed_approvals;
 mod signed_sources;
+mod signed_sources_server;
 mod skipped_files;
 mod ssrf;
 mod store;

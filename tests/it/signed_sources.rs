@@ -4,7 +4,8 @@
 //! verify-commit` and `git verify-tag` check it. `lock`, `lock --check` and `verify` each
 //! refuse one that is not, naming the plugin and the key. The signatures are made by the
 //! real `git` with `gpg.format=ssh` and keys from the real `ssh-keygen`, and `git` itself
-//! is asked whether it agrees; the repositories are served over HTTP on 127.0.0.1.
+//! is asked whether it agrees; the repositories are served over HTTP on 127.0.0.1. The
+//! server's side is in `signed_sources_server.rs`, with these helpers.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -15,7 +16,7 @@ use common::{GitHttpServer, GitRepo, TestContext};
 
 /// A new ed25519 key pair `keys/NAME` and `keys/NAME.pub`, made by `ssh-keygen` (which
 /// these tests need: a machine without it fails them).
-fn keygen(ctx: &TestContext, name: &str) -> PathBuf {
+pub(crate) fn keygen(ctx: &TestContext, name: &str) -> PathBuf {
     let dir = ctx.root.join("keys");
     std::fs::create_dir_all(&dir).expect("mkdir keys");
     let key = dir.join(name);
@@ -30,14 +31,14 @@ fn keygen(ctx: &TestContext, name: &str) -> PathBuf {
 }
 
 /// `keytype base64` of the public key beside `key`.
-fn public(key: &Path) -> String {
+pub(crate) fn public(key: &Path) -> String {
     let text = std::fs::read_to_string(key.with_extension("pub")).expect("read the public key");
     let fields: Vec<&str> = text.split_whitespace().take(2).collect();
     fields.join(" ")
 }
 
 /// The key's `SHA256:…` fingerprint, as `ssh-keygen -l` prints it.
-fn fingerprint(key: &Path) -> String {
+pub(crate) fn fingerprint(key: &Path) -> String {
     let out = Command::new("ssh-keygen")
         .arg("-lf")
         .arg(key.with_extension("pub"))
@@ -51,7 +52,7 @@ fn fingerprint(key: &Path) -> String {
 }
 
 /// `git -c gpg.format=ssh -c user.signingkey=KEY ARGS` in `repo`.
-fn signed_git(repo: &GitRepo, key: &Path, args: &[&str]) -> String {
+pub(crate) fn signed_git(repo: &GitRepo, key: &Path, args: &[&str]) -> String {
     let signing = format!("user.signingkey={}", key.display());
     let mut all = vec!["-c", "gpg.format=ssh", "-c", &signing];
     all.extend_from_slice(args);
@@ -59,7 +60,7 @@ fn signed_git(repo: &GitRepo, key: &Path, args: &[&str]) -> String {
 }
 
 /// Commits everything, signed with `key`; returns the commit id.
-fn signed_commit(repo: &GitRepo, key: &Path, message: &str) -> String {
+pub(crate) fn signed_commit(repo: &GitRepo, key: &Path, message: &str) -> String {
     repo.git(&["add", "-A"]);
     signed_git(repo, key, &["commit", "-q", "-S", "-m", message]);
     repo.head()
@@ -90,16 +91,17 @@ fn git_verifies(
 /// A project with keys `alice` (listed for every namespace), `carol` (listed for
 /// `berth-approval` only) and `mallory` (not listed), and a policy requiring signed
 /// sources, its repositories served over HTTP.
-struct Project {
-    ctx: TestContext,
-    alice: PathBuf,
-    carol: PathBuf,
-    mallory: PathBuf,
-    signers: PathBuf,
-    _server: GitHttpServer,
+pub(crate) struct Project {
+    pub(crate) ctx: TestContext,
+    pub(crate) alice: PathBuf,
+    pub(crate) carol: PathBuf,
+    pub(crate) mallory: PathBuf,
+    pub(crate) signers: PathBuf,
+    /// The repositories over HTTP.
+    pub(crate) http: GitHttpServer,
 }
 
-fn project() -> Project {
+pub(crate) fn project() -> Project {
     let ctx = TestContext::new();
     let alice = keygen(&ctx, "alice");
     let carol = keygen(&ctx, "carol");
@@ -121,12 +123,12 @@ fn project() -> Project {
         carol,
         mallory,
         signers,
-        _server: server,
+        http: server,
     }
 }
 
 impl Project {
-    fn require_signed(&self) {
+    pub(crate) fn require_signed(&self) {
         std::fs::write(
             self.ctx.work.join("berth-policy.toml"),
             "[sources]\nrequire_signed = \"git_signers\"\n",
@@ -135,7 +137,7 @@ impl Project {
     }
 
     /// A plugin repository `NAME` with one skill, not yet committed.
-    fn plugin_repo(&self, name: &str) -> GitRepo {
+    pub(crate) fn plugin_repo(&self, name: &str) -> GitRepo {
         let repo = self.ctx.repo(name);
         repo.write(
             ".claude-plugin/plugin.json",

@@ -82,6 +82,31 @@ pub fn check_signed_source(
     Ok(signed_by)
 }
 
+/// Why plugin `name`, locked from `source`, does not pass `policy`'s `[sources]
+/// require_signed`, as every front end says it: one line naming the plugin, the commit or
+/// tag, the key and the rule. `objects` is `None` when the source is not a git repository.
+/// `None` when it passes, or when the policy requires nothing.
+pub fn unsigned_source(
+    policy: &Policy,
+    name: &str,
+    source: &str,
+    objects: Option<&SignedObjects<'_>>,
+) -> Option<String> {
+    let first = policy.source_signers().first()?;
+    let Some(objects) = objects else {
+        return Some(format!(
+            "plugin `{name}`: `{source}` is not a git repository, and only a git commit or tag can carry the SSH signature the policy requires; lock it from a git repository whose commits or tags are signed [`sources.require_signed = \"{}\"` in `{}`]",
+            first.written, first.policy
+        ));
+    };
+    check_signed_source(policy, objects).err().map(|refused| {
+        format!(
+            "plugin `{name}`: {} [`{}` in `{}`]",
+            refused.detail, refused.rule, refused.file
+        )
+    })
+}
+
 /// One signed object, split as git splits it.
 struct Signed {
     /// `the commit `abc…`` or `the tag `v1.0``, for messages.
@@ -322,6 +347,39 @@ mod tests {
     use super::*;
 
     const REV: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    #[test]
+    fn the_refusal_names_the_plugin_the_commit_and_the_rule_as_every_front_end_says_it() {
+        let unsigned = SignedObjects {
+            rev: REV,
+            commit: b"tree 1\ncommitter C <c@x> 5 +0000\n\nm\n",
+            tag: None,
+        };
+        let none = Policy::default();
+        assert_eq!(
+            unsigned_source(&none, "tools", "github:a/t", Some(&unsigned)),
+            None
+        );
+        let list = berth_lockfile_schema::governance::parse_allowed_signers("", "keys")
+            .expect("an empty list");
+        let policy = Policy::default().with_source_signers(vec![Signers {
+            policy: "berth-policy.toml".to_owned(),
+            written: "keys".to_owned(),
+            file: "keys".to_owned(),
+            list,
+        }]);
+        assert_eq!(
+            unsigned_source(&policy, "tools", "github:a/t", Some(&unsigned)).as_deref(),
+            Some(
+                "plugin `tools`: the commit `0123456789abcdef0123456789abcdef01234567` carries no SSH signature; sign it with a key `keys` lists (`git commit -S` or `git tag -s`, with `gpg.format=ssh`) [`sources.require_signed = \"keys\"` in `berth-policy.toml`]"
+            )
+        );
+        let folder = unsigned_source(&policy, "rules", "./rules", None).expect("refused");
+        assert!(
+            folder.starts_with("plugin `rules`: `./rules` is not a git repository"),
+            "{folder}"
+        );
+    }
 
     #[test]
     fn a_commit_loses_its_gpgsig_header_and_keeps_its_message() {
