@@ -667,9 +667,9 @@ fn a_lock_made_without_the_policy_s_cutoff_is_refused_where_it_is_read() {
     let later = common::Run::from(at(&ctx, NOW, &["plugins", "show"]).output().expect("run"));
     assert_eq!(later.code, 1, "{}", later.stderr);
     assert!(
-        later.stderr.contains(
-            "was made under the cutoff 2026-11-24, later than the release-age cutoff"
-        ),
+        later
+            .stderr
+            .contains("was made under the cutoff 2026-11-24, later than the release-age cutoff"),
         "{}",
         later.stderr
     );

@@ -272,6 +272,8 @@ fn unsigned_unlisted_other_namespace_and_forged_commits_are_refused_naming_plugi
         for args in [
             &["plugins", "lock", "--check"][..],
             &["plugins", "verify"],
+            &["plugins", "sync", "--frozen"],
+            &["plugins", "sync"],
             &["plugins", "lock"],
         ] {
             let run = ctx.run(args);

@@ -58,7 +58,11 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
         } else {
             Scan::Nothing
         };
-        ctx.gate(&ctx.governance()?, &synced.lock, scan)?;
+        let governance = ctx.governance()?;
+        // `[sources] require_signed`: the commits of a lock taken as it is (one made on
+        // another machine) are checked here, from the git cache (fetched when missing).
+        ctx.check_signed_sources(&governance.policy, &synced.lock, manifest.as_ref(), network)?;
+        ctx.gate(&governance, &synced.lock, scan)?;
     }
     ctx.register_root()?;
     // The lock as written (a relock's servers recorded), read again only when a re-check
