@@ -139,3 +139,37 @@ pub(crate) fn check_run_policy(
         )),
     }
 }
+
+/// Under the policy's `exclude-newer`, a lock must have been made under a cutoff at or
+/// before the one the policy asks now: a posted lock made without it, or under a later
+/// one, may pin what the policy holds back (403 `policy_denied`). What this server locks
+/// itself is locked under it, so it passes.
+pub(crate) fn check_release_age(
+    run: &RunPolicy,
+    lock: &berth_lockfile_schema::Lock,
+) -> Result<(), AppError> {
+    use berth_lockfile_schema::release_age::{Timestamp, settle, show_instant};
+    let asks = run.policy.release_age();
+    let now = run.now.unwrap_or_else(Timestamp::now);
+    let Some((wanted, ask)) = settle(&asks, None, now) else {
+        return Ok(());
+    };
+    let why = match &lock.exclude_newer {
+        Some(made) if made.at <= wanted.at => return Ok(()),
+        Some(made) => format!(
+            "was made under the cutoff {}, later than",
+            show_instant(made.at)
+        ),
+        None => "was made without".to_owned(),
+    };
+    Err(AppError::new(
+        axum::http::StatusCode::FORBIDDEN,
+        "policy_denied",
+        format!(
+            "the lockfile {why} the release-age cutoff `{}` asks (`exclude-newer = \"{}\"`: nothing released at or after {}); lock it under that cutoff",
+            ask.from,
+            ask.value,
+            show_instant(wanted.at)
+        ),
+    ))
+}

@@ -606,6 +606,26 @@ fn the_server_locks_conversations_under_the_policy_s_cutoff() {
     let lock = answer["lockfile"].as_str().expect("lockfile");
     assert!(lock.contains(&held), "{lock}");
     assert!(!lock.contains(&newest), "{lock}");
+    // The lock it made is taken back as it is; one made without the cutoff is refused.
+    let (status, again) = server.post(&serde_json::json!({"lockfile": lock}));
+    assert_eq!(status, 201, "{again}");
+    ctx.write_manifest(&format!(
+        "[[plugin]]\nsource = \"{}\"\nref = \"main\"\n",
+        repo.url()
+    ));
+    assert!(
+        at(&ctx, NOW, &["plugins", "lock"])
+            .status()
+            .expect("run")
+            .success()
+    );
+    let (status, refused) = server.post(&serde_json::json!({"lockfile": ctx.lock_text()}));
+    assert_eq!(status, 403, "{refused}");
+    assert!(
+        refused.contains("policy_denied")
+            && refused.contains("the lockfile was made without the release-age cutoff"),
+        "{refused}"
+    );
     server.stop();
 }
 
