@@ -61,13 +61,17 @@ pub fn allowed(ctx: &Context, lock: &Lock) -> Result<BTreeMap<String, Option<Str
         .collect())
 }
 
+/// Which plugins may run ([`allowed`]), asked only when a server is to be observed: a lock
+/// without servers, or whose servers all have records, reads no policy for it.
+pub type Allowed<'a> = dyn Fn() -> Result<BTreeMap<String, Option<String>>> + 'a;
+
 /// Observes the servers of `lock`'s plugins named in `only` (all when empty) that may run
 /// (`allowed`), as `again` says; returns the lock's records with those made now, and what
 /// was made now. A plugin that may not run keeps its record (or has none).
 pub fn observe_lock(
     ctx: &Context,
     lock: &Lock,
-    allowed: &BTreeMap<String, Option<String>>,
+    allowed: &Allowed<'_>,
     only: &[String],
     again: Again,
     remote: Remote,
@@ -80,6 +84,10 @@ pub fn observe_lock(
         ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, lock, &options)?;
+    if set.mcp_servers.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let mut may_run: Option<BTreeMap<String, Option<String>>> = None;
     let scratch = ctx
         .store
         .stage()
@@ -108,8 +116,14 @@ pub fn observe_lock(
             (Again::All, Some(_)) => !wanted,
             (_, None) => !wanted,
         };
-        let may_run = allowed.get(&target.plugin).is_some_and(Option::is_none);
-        if keep || !may_run {
+        if !keep && may_run.is_none() {
+            may_run = Some(allowed()?);
+        }
+        let runs = may_run
+            .as_ref()
+            .and_then(|m| m.get(&target.plugin))
+            .is_some_and(Option::is_none);
+        if keep || !runs {
             records.extend(previous.cloned());
             continue;
         }
@@ -295,8 +309,14 @@ pub fn recorded(ctx: &Context, previous: Option<&Lock>, lock: &Lock) -> Result<O
     if (!ruled && same_code) || lock.plugins.is_empty() {
         return Ok(None);
     }
-    let allowed = allowed(ctx, lock)?;
-    let (tools, made) = observe_lock(ctx, lock, &allowed, &[], Again::Changed, Remote::default())?;
+    let (tools, made) = observe_lock(
+        ctx,
+        lock,
+        &|| allowed(ctx, lock),
+        &[],
+        Again::Changed,
+        Remote::default(),
+    )?;
     report(ctx, &made);
     Ok(Some(Lock {
         tools,
@@ -320,7 +340,14 @@ pub fn record_approved(ctx: &Context, lock: Lock, names: &[String], all: bool) -
             (p.name.clone(), why)
         })
         .collect();
-    let (tools, made) = observe_lock(ctx, &lock, &allowed, &[], Again::Changed, Remote::default())?;
+    let (tools, made) = observe_lock(
+        ctx,
+        &lock,
+        &|| Ok(allowed.clone()),
+        &[],
+        Again::Changed,
+        Remote::default(),
+    )?;
     report(ctx, &made);
     if tools == lock.tools {
         return Ok(lock);
@@ -421,7 +448,13 @@ pub fn recheck(ctx: &Context, lock: &Lock, asked: bool) -> Result<()> {
     if !asked && rule(ctx)? != Some(ToolsRule::Pinned) {
         return Ok(());
     }
-    let allowed = allowed(ctx, lock)?;
-    let (_, made) = observe_lock(ctx, lock, &allowed, &[], Again::All, Remote::default())?;
+    let (_, made) = observe_lock(
+        ctx,
+        lock,
+        &|| allowed(ctx, lock),
+        &[],
+        Again::All,
+        Remote::default(),
+    )?;
     check_against(ctx, lock, &made)
 }

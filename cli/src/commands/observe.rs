@@ -40,7 +40,14 @@ pub fn run(ctx: &Context, args: &ObserveArgs) -> Result<()> {
         ask: args.remote,
         env: args.env,
     };
-    let (records, made) = observe_lock(ctx, &lock, &allowed, &args.names, Again::All, remote)?;
+    let (records, made) = observe_lock(
+        ctx,
+        &lock,
+        &|| Ok(allowed.clone()),
+        &args.names,
+        Again::All,
+        remote,
+    )?;
     if args.check {
         return check_against(ctx, &lock, &made);
     }
