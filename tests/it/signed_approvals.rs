@@ -3,7 +3,7 @@
 //! in the policy, `sync`, `audit` and `berth serve --policy` verify each approval they rely
 //! on, offline, and refuse an unsigned one, an edited one, one whose signature was copied
 //! from another plugin, and one signed by a key the allowed signers do not list. Keys are
-//! made with the real `ssh-keygen` (openssh-client), ed25519 and RSA.
+//! made with the real `ssh-keygen` (openssh-client): ed25519, RSA and ECDSA.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -521,4 +521,62 @@ impl Drop for Agent {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// ECDSA keys (NIST P-256 and P-384) sign approvals as ed25519 and RSA keys do, and a
+/// record edited under their signature is refused the same way.
+#[test]
+fn ecdsa_keys_sign_approvals_too() {
+    let Some(p) = project() else { return };
+    let ctx = &p.ctx;
+    let carol = keygen(ctx, "carol", "ecdsa").expect("ssh-keygen");
+    let dave = ctx.root.join("keys/dave");
+    let made = Command::new("ssh-keygen")
+        .args([
+            "-q", "-t", "ecdsa", "-b", "384", "-N", "", "-C", "dave", "-f",
+        ])
+        .arg(&dave)
+        .status()
+        .expect("ssh-keygen");
+    assert!(made.success(), "ssh-keygen -t ecdsa -b 384");
+    assert!(
+        public(&carol).starts_with("ecdsa-sha2-nistp256 "),
+        "{}",
+        public(&carol)
+    );
+    assert!(
+        public(&dave).starts_with("ecdsa-sha2-nistp384 "),
+        "{}",
+        public(&dave)
+    );
+    let signers = ctx.work.join("allowed_signers");
+    let listed = std::fs::read_to_string(&signers).expect("read");
+    std::fs::write(
+        &signers,
+        format!(
+            "{listed}carol@example.com {}\ndave@example.com {}\n",
+            public(&carol),
+            public(&dave)
+        ),
+    )
+    .expect("write allowed_signers");
+    p.approve("tools", "Carol <carol@example.com>", &carol);
+    p.approve("twin", "Dave <dave@example.com>", &dave);
+    ctx.ok(&["plugins", "sync"]);
+    ctx.ok(&["audit"]);
+    let approvals = p.approvals();
+    p.set_approvals(&approvals.replacen(
+        "by = \"Dave <dave@example.com>\"",
+        "by = \"Mallory <dave@example.com>\"",
+        1,
+    ));
+    let refused = ctx.run(&["plugins", "sync"]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("plugin `twin`")
+            && refused.stderr.contains("ecdsa-sha2-nistp384 key SHA256:")
+            && refused.stderr.contains("does not match the record"),
+        "{}",
+        refused.stderr
+    );
 }

@@ -12,6 +12,22 @@ use ssh_key::{HashAlg, PublicKey, SshSig};
 
 use super::shape::{APPROVAL_DIGEST_VERSION, Surface};
 
+/// The kinds of key berth verifies signatures of, as messages name them.
+pub(super) const VERIFIABLE: &str = "ed25519, RSA and ECDSA (NIST P-256, P-384, P-521)";
+
+/// Whether berth verifies signatures made with `key`: ed25519, RSA and ECDSA, and the
+/// FIDO (`sk-`) forms of ed25519 and P-256; not DSA, which OpenSSH itself has dropped.
+pub(super) fn verifiable(key: &KeyData) -> bool {
+    matches!(
+        key,
+        KeyData::Ed25519(_)
+            | KeyData::SkEd25519(_)
+            | KeyData::Rsa(_)
+            | KeyData::Ecdsa(_)
+            | KeyData::SkEcdsaSha2NistP256(_)
+    )
+}
+
 /// The text an approval of `surface`, for the plugin locked from `source`, is signed
 /// over: [`Approval::signed_payload`] with the digest's version and the capabilities the
 /// surface has.
@@ -83,7 +99,7 @@ pub(super) fn describe(key: &KeyData) -> String {
 /// Checks the approval of a plugin that `policy` relies on, whose signed text is
 /// `payload` ([`approval_payload`]): an unsigned one is refused when the policy requires
 /// signatures; a signed one must be a signature in berth's namespace over `payload` by an
-/// ed25519 or RSA key that every allowed-signers file of the policy lists for the
+/// ed25519, RSA or ECDSA key that every allowed-signers file of the policy lists for the
 /// record's `signer`, valid at the approval's time. Without allowed-signers files a
 /// signature is still checked against the record, so an edited one is never trusted.
 pub fn check_signature(
@@ -127,12 +143,9 @@ pub fn check_signature(
             sig.namespace()
         )));
     }
-    if !matches!(
-        sig.public_key(),
-        KeyData::Ed25519(_) | KeyData::SkEd25519(_) | KeyData::Rsa(_)
-    ) {
+    if !verifiable(sig.public_key()) {
         return Err(refuse(format!(
-            "its approval is signed by {described}; berth verifies ed25519 and RSA keys only: {again}"
+            "its approval is signed by {described}; berth verifies {VERIFIABLE} keys only: {again}"
         )));
     }
     if PublicKey::from(sig.public_key().clone())

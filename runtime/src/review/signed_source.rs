@@ -192,12 +192,10 @@ fn check_one(signers: &Signers, object: &Signed) -> Result<String, Failed> {
             sig.namespace()
         )));
     }
-    if !matches!(
-        key,
-        KeyData::Ed25519(_) | KeyData::SkEd25519(_) | KeyData::Rsa(_)
-    ) {
+    if !super::signed::verifiable(key) {
         return Err(refuse(format!(
-            "{what} is signed by {described}; berth verifies ed25519 and RSA keys only"
+            "{what} is signed by {described}; berth verifies {} keys only",
+            super::signed::VERIFIABLE
         )));
     }
     if PublicKey::from(key.clone())
