@@ -5,6 +5,7 @@
 
 mod default;
 mod remote;
+mod unobserved;
 
 use crate::common;
 

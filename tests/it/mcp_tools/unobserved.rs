@@ -1,0 +1,109 @@
+//! A server that does not answer (one that waits for a real secret, say) within the time
+//! bound is stopped, recorded as unobserved with why, named by `lock` and `audit`, and
+//! refused under `tools = "pinned"`.
+
+use crate::common;
+
+use common::TestContext;
+
+use super::tools_records;
+
+/// A stdio server, in its plugin, that reads its requests and never answers, after
+/// writing its process id to `pid`.
+fn silent_server(pid: &std::path::Path) -> String {
+    format!(
+        "#!/bin/sh\necho $$ > '{}'\nwhile read -r line; do :; done\nsleep 600\n",
+        pid.display()
+    )
+}
+
+#[test]
+fn a_server_that_does_not_answer_in_time_is_stopped_and_named() {
+    let ctx = TestContext::new();
+    let pid = ctx.root.join("server.pid");
+    let plugin = ctx.work.join("quiet");
+    std::fs::create_dir_all(plugin.join(".claude-plugin")).expect("mkdir");
+    std::fs::write(
+        plugin.join(".claude-plugin/plugin.json"),
+        r#"{"name": "quiet"}"#,
+    )
+    .expect("write");
+    let script = plugin.join("server.sh");
+    std::fs::write(&script, silent_server(&pid)).expect("write");
+    let mut mode = std::fs::metadata(&script).expect("stat").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+    std::fs::set_permissions(&script, mode).expect("chmod");
+    std::fs::write(
+        plugin.join(".mcp.json"),
+        r#"{"mcpServers": {"vault": {"command": "${CLAUDE_PLUGIN_ROOT}/server.sh", "env": {"VAULT_TOKEN": "${VAULT_TOKEN}"}}}}"#,
+    )
+    .expect("write");
+    ctx.write_manifest("[[plugin]]\nsource = \"./quiet\"\n");
+    let started = std::time::Instant::now();
+    let locked = common::Run::from(
+        ctx.berth()
+            .env("BERTH_OBSERVE_TIMEOUT", "1")
+            .args(["plugins", "lock"])
+            .output()
+            .expect("run"),
+    );
+    assert_eq!(locked.code, 0, "{}", locked.stderr);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the bound holds: {:?}",
+        started.elapsed()
+    );
+    assert!(
+        locked.stderr.contains(
+            "warning: MCP server `vault` of plugin `quiet` was not observed: it did not answer `initialize` in time"
+        ),
+        "{}",
+        locked.stderr
+    );
+    let records = tools_records(&ctx.lock_text());
+    assert_eq!(records.len(), 1, "{}", ctx.lock_text());
+    assert!(
+        records[0]["unobserved"]
+            .as_str()
+            .is_some_and(|why| why.contains("did not answer")),
+        "{:?}",
+        records[0]
+    );
+    // It was stopped: its process is gone.
+    let id = std::fs::read_to_string(&pid).expect("the server started");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{}", id.trim())).exists(),
+        "server {} still runs",
+        id.trim()
+    );
+    let audit = ctx.ok(&["audit"]);
+    assert!(
+        audit
+            .stdout
+            .contains("not observed: MCP server `vault` of plugin `quiet`: it did not answer"),
+        "{}",
+        audit.stdout
+    );
+    // Under `tools = "pinned"` a server never observed is refused: fail closed.
+    std::fs::write(
+        ctx.work.join("berth-policy.toml"),
+        "[capabilities]\ntools = \"pinned\"\n",
+    )
+    .expect("policy");
+    let refused = common::Run::from(
+        ctx.berth()
+            .env("BERTH_OBSERVE_TIMEOUT", "1")
+            .args(["plugins", "sync"])
+            .output()
+            .expect("run"),
+    );
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("was never observed (it did not answer")
+            && refused.stderr.contains("tools = \"pinned\""),
+        "{}",
+        refused.stderr
+    );
+}
