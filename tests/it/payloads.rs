@@ -229,6 +229,7 @@ fn an_npx_server_is_locked_with_its_closure_and_runs_from_the_store_offline() {
      Downloading http://127.0.0.1:[PORT]/tarballs/fake-dep-1.0.0.tgz
      Downloading http://127.0.0.1:[PORT]/tarballs/fake-mcp-1.1.0.tgz
           Locked fake-mcp 1.1.0 for MCP server `fake` of plugin `tools` (2 packages)
+       Observing 1 MCP server (each for at most 15s)
         Observed MCP server `fake` of `tools`: nothing offered
           Adding tools sha256-lsohDhRxyf5/
           Locked 1 plugin in `plugins.lock`

@@ -9,18 +9,14 @@ use common::TestContext;
 use super::tools_records;
 
 /// A stdio server, in its plugin, that reads its requests and never answers, after
-/// writing its process id to `pid`.
-fn silent_server(pid: &std::path::Path) -> String {
-    format!(
-        "#!/bin/sh\necho $$ > '{}'\nwhile read -r line; do :; done\nsleep 600\n",
-        pid.display()
-    )
-}
+/// writing its process id to the file its first argument names.
+const SILENT_SERVER: &str =
+    "#!/bin/sh\necho $$ > \"$1\"\nwhile read -r line; do :; done\nsleep 600\n";
 
 #[test]
 fn a_server_that_does_not_answer_in_time_is_stopped_and_named() {
     let ctx = TestContext::new();
-    let pid = ctx.root.join("server.pid");
+    let pids = [ctx.root.join("vault.pid"), ctx.root.join("keys.pid")];
     let plugin = ctx.work.join("quiet");
     std::fs::create_dir_all(plugin.join(".claude-plugin")).expect("mkdir");
     std::fs::write(
@@ -29,13 +25,17 @@ fn a_server_that_does_not_answer_in_time_is_stopped_and_named() {
     )
     .expect("write");
     let script = plugin.join("server.sh");
-    std::fs::write(&script, silent_server(&pid)).expect("write");
+    std::fs::write(&script, SILENT_SERVER).expect("write");
     let mut mode = std::fs::metadata(&script).expect("stat").permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
     std::fs::set_permissions(&script, mode).expect("chmod");
     std::fs::write(
         plugin.join(".mcp.json"),
-        r#"{"mcpServers": {"vault": {"command": "${CLAUDE_PLUGIN_ROOT}/server.sh", "env": {"VAULT_TOKEN": "${VAULT_TOKEN}"}}}}"#,
+        serde_json::json!({"mcpServers": {
+            "vault": {"command": "${CLAUDE_PLUGIN_ROOT}/server.sh", "args": [pids[0]],
+                      "env": {"VAULT_TOKEN": "${VAULT_TOKEN}"}},
+            "keys": {"command": "${CLAUDE_PLUGIN_ROOT}/server.sh", "args": [pids[1]]}}})
+        .to_string(),
     )
     .expect("write");
     ctx.write_manifest("[[plugin]]\nsource = \"./quiet\"\n");
@@ -61,21 +61,24 @@ fn a_server_that_does_not_answer_in_time_is_stopped_and_named() {
         locked.stderr
     );
     let records = tools_records(&ctx.lock_text());
-    assert_eq!(records.len(), 1, "{}", ctx.lock_text());
-    assert!(
-        records[0]["unobserved"]
-            .as_str()
-            .is_some_and(|why| why.contains("did not answer")),
-        "{:?}",
-        records[0]
-    );
-    // It was stopped: its process is gone.
-    let id = std::fs::read_to_string(&pid).expect("the server started");
-    assert!(
-        !std::path::Path::new(&format!("/proc/{}", id.trim())).exists(),
-        "server {} still runs",
-        id.trim()
-    );
+    assert_eq!(records.len(), 2, "{}", ctx.lock_text());
+    for record in &records {
+        assert!(
+            record["unobserved"]
+                .as_str()
+                .is_some_and(|why| why.contains("did not answer")),
+            "{record:?}"
+        );
+    }
+    // Both were stopped: their processes are gone.
+    for pid in &pids {
+        let id = std::fs::read_to_string(pid).expect("the server started");
+        assert!(
+            !std::path::Path::new(&format!("/proc/{}", id.trim())).exists(),
+            "server {} still runs",
+            id.trim()
+        );
+    }
     let audit = ctx.ok(&["audit"]);
     assert!(
         audit

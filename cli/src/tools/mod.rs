@@ -16,6 +16,10 @@ use serde_json::Value;
 use crate::context::Context;
 use crate::governance::Scan;
 
+mod check;
+
+pub use check::{check_against, recheck};
+
 /// Which servers to observe again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Again {
@@ -94,7 +98,7 @@ pub fn observe_lock(
         .context("could not make a scratch folder")?;
     let store_root = ctx.store.root().to_owned();
     let mut records: Vec<LockedTools> = Vec::new();
-    let mut made = Vec::new();
+    let mut asked = Vec::new();
     for target in targets(
         &set,
         &store_root,
@@ -127,12 +131,62 @@ pub fn observe_lock(
             records.extend(previous.cloned());
             continue;
         }
-        let observed = observe_one(ctx, &target, code, remote)?;
-        records.push(observed.record.clone());
-        made.push(observed);
+        asked.push((target, code));
     }
+    let made = observe_all(ctx, &asked, remote)?;
+    records.extend(made.iter().map(|o| o.record.clone()));
     records.sort_by(|a, b| (&a.plugin, &a.server).cmp(&(&b.plugin, &b.server)));
     Ok((records, made))
+}
+
+/// Observes `asked` (each server with its code digest), `ctx.jobs` at a time: a server may
+/// take its whole time bound, so many silent ones cost about one bound per `jobs` of them
+/// rather than one each. What each made comes back in `asked`'s order.
+fn observe_all(
+    ctx: &Context,
+    asked: &[(Target, Sha256Hash)],
+    remote: Remote,
+) -> Result<Vec<Observed>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    if asked.is_empty() {
+        return Ok(Vec::new());
+    }
+    // A server whose program is not pinned is recorded as such, not started.
+    let started = asked
+        .iter()
+        .filter(|(t, _)| !matches!(t.kind, TargetKind::Unpinned { .. }))
+        .count();
+    if started > 0 {
+        ctx.printer.status(
+            "Observing",
+            &format!(
+                "{started} MCP server{} (each for at most {}s)",
+                if started == 1 { "" } else { "s" },
+                berth_runtime::observe::timeout().as_secs_f64()
+            ),
+        );
+    }
+    let next = AtomicUsize::new(0);
+    let results: std::sync::Mutex<Vec<Option<Result<Observed>>>> =
+        std::sync::Mutex::new(asked.iter().map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..ctx.jobs.clamp(1, asked.len()) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((target, code)) = asked.get(i) else {
+                        break;
+                    };
+                    let observed = observe_one(ctx, target, *code, remote);
+                    berth_store::unpoisoned(results.lock())[i] = Some(observed);
+                }
+            });
+        }
+    });
+    berth_store::unpoisoned(results.lock())
+        .drain(..)
+        .map(|r| r.expect("every server was observed"))
+        .collect()
 }
 
 /// Observes one server and keeps its manifest in the store.
@@ -382,79 +436,4 @@ pub fn report(ctx: &Context, made: &[Observed]) {
             (None, None) => {}
         }
     }
-}
-
-/// `made` (servers observed now) against `lock`'s records: exit 1 naming each server whose
-/// answer is not the one recorded (or that has no record), or, under `tools = "pinned"`,
-/// that was not observed.
-pub fn check_against(ctx: &Context, lock: &Lock, made: &[Observed]) -> Result<()> {
-    let pinned = rule(ctx)? == Some(ToolsRule::Pinned);
-    let mut problems = Vec::new();
-    for observed in made {
-        let now = &observed.record;
-        let recorded = lock
-            .tools
-            .iter()
-            .find(|t| t.plugin == now.plugin && t.server == now.server);
-        let name = format!("MCP server `{}` of plugin `{}`", now.server, now.plugin);
-        match recorded {
-            None => problems.push(format!(
-                "{name} has no record in the lock; run `berth plugins observe {}`",
-                now.plugin
-            )),
-            Some(r) if r.manifest != now.manifest => problems.push(match &now.unobserved {
-                Some(why) => format!("{name} answered when it was recorded and now does not: {why}"),
-                None => format!(
-                    "{name} offers something else than the lock records ({}); `berth plugins observe {}` records it, then review it with `berth plugins diff`",
-                    observed.manifest.as_ref().map(summary).unwrap_or_default(),
-                    now.plugin
-                ),
-            }),
-            Some(r) => {
-                if let (true, Some(why)) = (pinned, &r.unobserved) {
-                    problems.push(format!(
-                        "{name} was never observed ({why}) and the policy says `tools = \"pinned\"`"
-                    ));
-                }
-            }
-        }
-    }
-    if problems.is_empty() {
-        ctx.printer.status(
-            "Checked",
-            &format!(
-                "{} MCP servers answer as `{}` records",
-                made.len(),
-                ctx.lock_label()
-            ),
-        );
-        return Ok(());
-    }
-    Err(crate::context::Failure {
-        message: format!(
-            "{} MCP server{} of `{}` answer otherwise than recorded",
-            problems.len(),
-            if problems.len() == 1 { "" } else { "s" },
-            ctx.lock_label()
-        ),
-        notes: problems,
-    }
-    .into())
-}
-
-/// `--check-tools` (and a policy's `tools = "pinned"`): every recorded server of `lock`
-/// that may run is asked again and compared with its record.
-pub fn recheck(ctx: &Context, lock: &Lock, asked: bool) -> Result<()> {
-    if !asked && rule(ctx)? != Some(ToolsRule::Pinned) {
-        return Ok(());
-    }
-    let (_, made) = observe_lock(
-        ctx,
-        lock,
-        &|| allowed(ctx, lock),
-        &[],
-        Again::All,
-        Remote::default(),
-    )?;
-    check_against(ctx, lock, &made)
 }
