@@ -331,10 +331,20 @@ fn rule(ctx: &Context) -> Result<Option<ToolsRule>> {
     Ok(rule_of(ctx)?.map(|(rule, _)| rule))
 }
 
-/// Whether locking observes now, and whether a policy says it must: a policy's `tools`
-/// rule always observes (`--no-observe` is refused under it); otherwise locking observes
-/// unless `--no-observe` or `BERTH_NO_OBSERVE` says not to.
-fn observing(ctx: &Context) -> Result<Option<bool>> {
+/// Whether locking observes now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Observing {
+    /// `--no-observe` or `BERTH_NO_OBSERVE`: nothing is started.
+    Off,
+    /// berth's default: servers whose code is new or changed.
+    ByDefault,
+    /// A policy's `tools` rule: every server without a record, even when no code changed.
+    ByRule,
+}
+
+/// Whether locking observes now: a policy's `tools` rule always does (`--no-observe` is
+/// refused under it); otherwise unless `--no-observe` or `BERTH_NO_OBSERVE` says not to.
+fn observing(ctx: &Context) -> Result<Observing> {
     match (rule_of(ctx)?, ctx.observe) {
         (Some((rule, file)), false) => Err(crate::context::Failure {
             message: format!(
@@ -344,9 +354,9 @@ fn observing(ctx: &Context) -> Result<Option<bool>> {
             notes: Vec::new(),
         }
         .into()),
-        (Some(_), true) => Ok(Some(true)),
-        (None, true) => Ok(Some(false)),
-        (None, false) => Ok(None),
+        (Some(_), true) => Ok(Observing::ByRule),
+        (None, true) => Ok(Observing::ByDefault),
+        (None, false) => Ok(Observing::Off),
     }
 }
 
@@ -355,13 +365,13 @@ fn observing(ctx: &Context) -> Result<Option<bool>> {
 /// a policy's `tools` rule, a lock whose plugins and payloads are `previous`'s starts
 /// nothing and reads no store entry; `--no-observe` starts nothing at all.
 pub fn recorded(ctx: &Context, previous: Option<&Lock>, lock: &Lock) -> Result<Option<Lock>> {
-    let Some(ruled) = observing(ctx)? else {
-        return Ok(None);
-    };
     let same_code =
         previous.is_some_and(|p| p.plugins == lock.plugins && p.payloads == lock.payloads);
-    if (!ruled && same_code) || lock.plugins.is_empty() {
-        return Ok(None);
+    match observing(ctx)? {
+        Observing::Off => return Ok(None),
+        Observing::ByDefault if same_code => return Ok(None),
+        _ if lock.plugins.is_empty() => return Ok(None),
+        Observing::ByDefault | Observing::ByRule => {}
     }
     let (tools, made) = observe_lock(
         ctx,
@@ -382,7 +392,7 @@ pub fn recorded(ctx: &Context, previous: Option<&Lock>, lock: &Lock) -> Result<O
 /// them run) whose code has no record, and writes the lock with the records before their
 /// surfaces are digested. Nothing is started with `BERTH_NO_OBSERVE` and no policy rule.
 pub fn record_approved(ctx: &Context, lock: Lock, names: &[String], all: bool) -> Result<Lock> {
-    if observing(ctx)?.is_none() {
+    if observing(ctx)? == Observing::Off {
         return Ok(lock);
     }
     let allowed: BTreeMap<String, Option<String>> = lock
