@@ -27,7 +27,10 @@ pub fn check_against(ctx: &Context, lock: &Lock, made: &[Observed]) -> Result<()
                 now.plugin
             )),
             Some(r) if r.manifest != now.manifest => problems.push(match &now.unobserved {
-                Some(why) => format!("{name} answered when it was recorded and now does not: {why}"),
+                Some(why) => format!(
+                    "{name} answered when it was recorded and now does not: {}",
+                    observed.said.as_deref().unwrap_or(why)
+                ),
                 None => format!(
                     "{name} offers something else than the lock records ({}); `berth plugins observe {}` records it, then review it with `berth plugins diff`",
                     observed.manifest.as_ref().map(summary).unwrap_or_default(),

@@ -44,6 +44,9 @@ pub struct Observed {
     /// Its program is not pinned, so it was not started: said once in `-v` detail, not
     /// warned at every lock (the payload's own warning already says it floats).
     pub unpinned: bool,
+    /// Why it was not observed, in full (what the server said on stderr, the program's
+    /// path), when that says more than the record's machine-independent reason.
+    pub said: Option<String>,
 }
 
 /// The plugins of `lock` the policy and the approvals let run, and why each other one
@@ -208,13 +211,18 @@ fn observe_one(
         unobserved,
         trust,
     };
+    // Failures as (what the lock records, what is said now).
     let outcome = match &target.kind {
-        TargetKind::Pinned(launch) => observe(launch).map_err(|e| e.to_string()),
-        TargetKind::Unpinned { program } => Err(format!(
-            "its program `{program}` is neither in the plugin nor a package the lock pins, so what it offers could change under the same lock"
-        )),
+        TargetKind::Pinned(launch) => observe(launch).map_err(|e| (e.reason(), e.to_string())),
+        TargetKind::Unpinned { program } => {
+            let why = format!(
+                "its program `{program}` is neither in the plugin nor a package the lock pins, so what it offers could change under the same lock"
+            );
+            Err((why.clone(), why))
+        }
         TargetKind::Remote { url, headers } => {
             berth_server::mcp_remote::observe(url, headers, remote.env, None)
+                .map_err(|why| (why.clone(), why))
         }
     };
     Ok(match outcome {
@@ -224,9 +232,11 @@ fn observe_one(
                 record: record(Some(entry), None),
                 manifest: Some(manifest),
                 unpinned: false,
+                said: None,
             }
         }
-        Err(why) => Observed {
+        Err((why, said)) => Observed {
+            said: (said != why).then_some(said),
             record: record(None, Some(why)),
             manifest: None,
             unpinned: matches!(target.kind, TargetKind::Unpinned { .. }),
@@ -440,8 +450,10 @@ pub fn report(ctx: &Context, made: &[Observed]) {
                 &format!("MCP server `{}` of `{}`: {why}", r.server, r.plugin),
             ),
             (None, Some(why)) => ctx.printer.warn(&format!(
-                "MCP server `{}` of plugin `{}` was not observed: {why}",
-                r.server, r.plugin
+                "MCP server `{}` of plugin `{}` was not observed: {}",
+                r.server,
+                r.plugin,
+                observed.said.as_deref().unwrap_or(why)
             )),
             (None, None) => {}
         }

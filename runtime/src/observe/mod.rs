@@ -92,6 +92,20 @@ pub enum ObserveError {
 }
 
 impl ObserveError {
+    /// Why, as the lock records it: the same on every machine, so without what the server
+    /// wrote to stderr (paths, times) or the path of the program that did not start. The
+    /// whole message ([`Display`](std::fmt::Display)) is for the person locking.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Start { .. } => "its program could not be started".to_owned(),
+            Self::Timeout { waiting_for, .. } => {
+                format!("it did not answer `{waiting_for}` in time")
+            }
+            Self::Exited { .. } => "it exited before answering".to_owned(),
+            Self::Protocol(message) => message.clone(),
+        }
+    }
+
     fn with_stderr(self, text: &str) -> Self {
         match self {
             Self::Timeout { waiting_for, .. } => Self::Timeout {

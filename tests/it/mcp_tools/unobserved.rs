@@ -110,3 +110,45 @@ fn a_server_that_does_not_answer_in_time_is_stopped_and_named() {
         refused.stderr
     );
 }
+
+/// What the lock records of a server that could not be observed is the same on every
+/// machine: why, without what it wrote to stderr (here its own path in the store); the
+/// warning says that too.
+#[test]
+fn an_unobserved_server_s_record_holds_no_path() {
+    let ctx = TestContext::new();
+    let plugin = ctx.work.join("broken");
+    std::fs::create_dir_all(plugin.join(".claude-plugin")).expect("mkdir");
+    std::fs::write(plugin.join(".claude-plugin/plugin.json"), r#"{"name": "broken"}"#)
+        .expect("write");
+    let script = plugin.join("server.sh");
+    std::fs::write(&script, "#!/bin/sh\necho \"no config next to $0\" >&2\nexit 3\n")
+        .expect("write");
+    let mut mode = std::fs::metadata(&script).expect("stat").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+    std::fs::set_permissions(&script, mode).expect("chmod");
+    std::fs::write(
+        plugin.join(".mcp.json"),
+        r#"{"mcpServers": {"broken": {"command": "${CLAUDE_PLUGIN_ROOT}/server.sh"}}}"#,
+    )
+    .expect("write");
+    ctx.write_manifest("[[plugin]]\nsource = \"./broken\"\n");
+    let locked = ctx.ok(&["plugins", "lock"]);
+    assert!(
+        locked.stderr.contains(
+            "MCP server `broken` of plugin `broken` was not observed: it exited before answering (it said: no config next to "
+        ),
+        "{}",
+        locked.stderr
+    );
+    let records = tools_records(&ctx.lock_text());
+    assert_eq!(records.len(), 1, "{}", ctx.lock_text());
+    assert_eq!(
+        records[0]["unobserved"].as_str(),
+        Some("it exited before answering"),
+        "{}",
+        ctx.lock_text()
+    );
+    let store = ctx.store.display().to_string();
+    assert!(!ctx.lock_text().contains(&store), "{}", ctx.lock_text());
+}
