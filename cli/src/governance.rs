@@ -206,30 +206,19 @@ impl Context {
     /// may pin what the policy holds back (`sync --frozen`, `show`, `run`, `hooks run` and
     /// `materialize` read the lock as it is; `lock` and `sync` lock under the cutoff).
     fn check_release_age(&self, governance: &Governance, lock: &Lock) -> Result<()> {
-        use berth_lockfile_schema::release_age::{settle, show_instant};
+        use berth_lockfile_schema::release_age::made_too_late;
         let asks = governance.policy.release_age();
-        let Some((wanted, ask)) = settle(&asks, None, self.now) else {
-            return Ok(());
-        };
-        let why = match &lock.exclude_newer {
-            Some(made) if made.at <= wanted.at => return Ok(()),
-            Some(made) => format!(
-                "was made under the cutoff {}, later than",
-                show_instant(made.at)
-            ),
-            None => "was made without".to_owned(),
-        };
-        Err(Failure {
-            message: format!(
-                "`{}` {why} the release-age cutoff `{}` asks (`exclude-newer = \"{}\"`: nothing released at or after {}); run `berth plugins lock` to lock under it",
-                self.lock_label(),
-                ask.from,
-                ask.value,
-                show_instant(wanted.at)
-            ),
-            notes: Vec::new(),
+        match made_too_late(&asks, lock.exclude_newer.as_ref(), self.now) {
+            None => Ok(()),
+            Some(why) => Err(Failure {
+                message: format!(
+                    "`{}` {why}; run `berth plugins lock` to lock under it",
+                    self.lock_label()
+                ),
+                notes: Vec::new(),
+            }
+            .into()),
         }
-        .into())
     }
 }
 

@@ -196,6 +196,28 @@ pub fn settle<'a>(
         .min_by_key(|(cutoff, _)| cutoff.at)
 }
 
+/// Why a lock made under `made` may pin what `asks` hold back at `now` (a policy read by
+/// what takes a lock as it is): made without a cutoff, or under a later one than asked.
+/// The words follow the lock's name (`` `plugins.lock` was made without … ``); `None`
+/// when it holds, or nothing asks.
+pub fn made_too_late(asks: &[Ask], made: Option<&Cutoff>, now: Timestamp) -> Option<String> {
+    let (wanted, ask) = settle(asks, None, now)?;
+    let why = match made {
+        Some(made) if made.at <= wanted.at => return None,
+        Some(made) => format!(
+            "was made under the cutoff {}, later than",
+            show_instant(made.at)
+        ),
+        None => "was made without".to_owned(),
+    };
+    Some(format!(
+        "{why} the release-age cutoff `{}` asks (`exclude-newer = \"{}\"`: nothing released at or after {})",
+        ask.from,
+        ask.value,
+        show_instant(wanted.at)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,6 +293,36 @@ mod tests {
         let (same_length, _) = settle(&other, Some(&cutoff), later).expect("a cutoff");
         assert_eq!(same_length.at, cutoff.at, "a week is seven days");
         assert!(settle(&[], Some(&cutoff), later).is_none());
+    }
+
+    #[test]
+    fn a_lock_made_later_or_without_the_cutoff_is_named() {
+        let now = at("2026-12-01T00:00:00Z");
+        let asks = [Ask {
+            from: "berth-policy.toml".into(),
+            value: ExcludeNewer::parse("7 days").expect("span"),
+        }];
+        let made = |when: &str| Cutoff {
+            at: at(when),
+            span: Some("7 days".into()),
+        };
+        // Made on an earlier day under the same span: its cutoff is earlier, so it holds.
+        assert_eq!(
+            made_too_late(&asks, Some(&made("2026-11-10T00:00:00Z")), now),
+            None
+        );
+        assert_eq!(made_too_late(&[], None, now), None);
+        assert_eq!(
+            made_too_late(&asks, None, now).as_deref(),
+            Some(
+                "was made without the release-age cutoff `berth-policy.toml` asks (`exclude-newer = \"7 days\"`: nothing released at or after 2026-11-24)"
+            )
+        );
+        assert!(
+            made_too_late(&asks, Some(&made("2026-11-30T00:00:00Z")), now).is_some_and(
+                |why| why.starts_with("was made under the cutoff 2026-11-30, later than")
+            )
+        );
     }
 
     #[test]

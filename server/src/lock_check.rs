@@ -148,28 +148,14 @@ pub(crate) fn check_release_age(
     run: &RunPolicy,
     lock: &berth_lockfile_schema::Lock,
 ) -> Result<(), AppError> {
-    use berth_lockfile_schema::release_age::{Timestamp, settle, show_instant};
-    let asks = run.policy.release_age();
+    use berth_lockfile_schema::release_age::{Timestamp, made_too_late};
     let now = run.now.unwrap_or_else(Timestamp::now);
-    let Some((wanted, ask)) = settle(&asks, None, now) else {
-        return Ok(());
-    };
-    let why = match &lock.exclude_newer {
-        Some(made) if made.at <= wanted.at => return Ok(()),
-        Some(made) => format!(
-            "was made under the cutoff {}, later than",
-            show_instant(made.at)
-        ),
-        None => "was made without".to_owned(),
-    };
-    Err(AppError::new(
-        axum::http::StatusCode::FORBIDDEN,
-        "policy_denied",
-        format!(
-            "the lockfile {why} the release-age cutoff `{}` asks (`exclude-newer = \"{}\"`: nothing released at or after {}); lock it under that cutoff",
-            ask.from,
-            ask.value,
-            show_instant(wanted.at)
-        ),
-    ))
+    match made_too_late(&run.policy.release_age(), lock.exclude_newer.as_ref(), now) {
+        None => Ok(()),
+        Some(why) => Err(AppError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "policy_denied",
+            format!("the lockfile {why}; lock it under that cutoff"),
+        )),
+    }
 }

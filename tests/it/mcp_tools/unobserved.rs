@@ -119,11 +119,17 @@ fn an_unobserved_server_s_record_holds_no_path() {
     let ctx = TestContext::new();
     let plugin = ctx.work.join("broken");
     std::fs::create_dir_all(plugin.join(".claude-plugin")).expect("mkdir");
-    std::fs::write(plugin.join(".claude-plugin/plugin.json"), r#"{"name": "broken"}"#)
-        .expect("write");
+    std::fs::write(
+        plugin.join(".claude-plugin/plugin.json"),
+        r#"{"name": "broken"}"#,
+    )
+    .expect("write");
     let script = plugin.join("server.sh");
-    std::fs::write(&script, "#!/bin/sh\necho \"no config next to $0\" >&2\nexit 3\n")
-        .expect("write");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho \"no config next to $0\" >&2\nexit 3\n",
+    )
+    .expect("write");
     let mut mode = std::fs::metadata(&script).expect("stat").permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
     std::fs::set_permissions(&script, mode).expect("chmod");
