@@ -175,47 +175,29 @@ mod tests {
     /// another scheme; with local sources allowed, loopback is fine.
     #[test]
     fn a_guarded_client_refuses_internal_addresses() {
+        let guarded = |url: &str, policy: &Arc<FetchPolicy>| {
+            super::McpHttp::guarded(url, Vec::new(), Duration::from_secs(1), policy)
+        };
         let strict = Arc::new(FetchPolicy::new(Vec::new(), false));
         for url in [
             "http://127.0.0.1:9/mcp",
             "http://[::1]:9/mcp",
             "http://169.254.169.254/",
         ] {
-            let refused = super::McpHttp::guarded(url, Vec::new(), Duration::from_secs(1), &strict)
-                .expect_err(url);
+            let refused = guarded(url, &strict).expect_err(url);
             assert!(refused.contains("internal address"), "{url}: {refused}");
         }
-        let mut via_name = super::McpHttp::guarded(
-            "http://localhost:9/mcp",
-            Vec::new(),
-            Duration::from_secs(1),
-            &strict,
-        )
-        .expect("a name is checked when it resolves");
+        let mut via_name =
+            guarded("http://localhost:9/mcp", &strict).expect("a name is checked when it resolves");
         let refused = via_name
             .send(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize"}))
             .expect_err("localhost resolves to loopback");
         assert!(refused.contains("internal address"), "{refused}");
-        assert!(
-            super::McpHttp::guarded(
-                "file:///etc/passwd",
-                Vec::new(),
-                Duration::from_secs(1),
-                &strict
-            )
-            .is_err()
-        );
+        assert!(guarded("file:///etc/passwd", &strict).is_err());
         let local = Arc::new(FetchPolicy::new(Vec::new(), true));
-        assert!(
-            super::McpHttp::guarded(
-                "http://127.0.0.1:9/mcp",
-                Vec::new(),
-                Duration::from_secs(1),
-                &local
-            )
-            .is_ok()
-        );
+        assert!(guarded("http://127.0.0.1:9/mcp", &local).is_ok());
     }
+
     #[test]
     fn events_are_read_from_a_stream() {
         let body = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n: ping\n\ndata: {\"a\":\ndata: 1}\n\n";
