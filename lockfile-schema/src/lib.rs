@@ -11,6 +11,7 @@ mod dependency;
 mod diagnostic;
 pub mod governance;
 mod hash;
+pub mod harness_keys;
 mod lock;
 mod manifest;
 mod manifest_edit;

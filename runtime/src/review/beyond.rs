@@ -122,3 +122,47 @@ pub fn beyond_set(set: &PluginSet) -> Result<Vec<Beyond>, RuntimeError> {
     }
     Ok(out)
 }
+
+/// What the review reads of one plugin of a set, for `berth plugins show --json`: the
+/// capabilities its surface has (what any harness would run, unknown keys counted), whether
+/// it runs code, and what berth cannot model.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Reviewed {
+    /// The capabilities it has, in `Capability::ALL`'s order.
+    pub capabilities: Vec<&'static str>,
+    /// Whether it runs code (see [`Surface::runs_code`](super::Surface::runs_code)).
+    pub runs_code: bool,
+    /// The hooks any harness would run, monitors, status lines and `headersHelper`
+    /// commands included.
+    pub hooks: Vec<crate::runs::HookEntry>,
+    /// What berth cannot model, each counted as its capability.
+    pub unmodeled: Vec<crate::runs::Unmodeled>,
+}
+
+/// [`Reviewed`] for every plugin of `set`, by name, from the models the set read.
+pub fn reviewed_set(
+    set: &PluginSet,
+) -> Result<std::collections::BTreeMap<String, Reviewed>, RuntimeError> {
+    let mut out = std::collections::BTreeMap::new();
+    for info in &set.plugins {
+        let model = info.model.as_deref().cloned().unwrap_or_default();
+        let name = &info.locked.name;
+        let surface =
+            super::surface_from(name, &info.path, info.locked.definition.as_ref(), model)?;
+        let capabilities = berth_lockfile_schema::governance::Capability::ALL
+            .into_iter()
+            .filter(|c| surface.has(*c))
+            .map(|c| c.as_str())
+            .collect();
+        out.insert(
+            name.clone(),
+            Reviewed {
+                capabilities,
+                runs_code: surface.runs_code(),
+                hooks: surface.hooks.clone(),
+                unmodeled: surface.unmodeled.clone(),
+            },
+        );
+    }
+    Ok(out)
+}

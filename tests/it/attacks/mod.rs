@@ -4,10 +4,14 @@
 //! #40): `materialize` touches nothing of the user's. One module per area: `review` (what
 //! runs and what an approval covers, F1–F6), `approvals` (the approval rule as a
 //! property), `policy` (sources, hosts, `extends`, `diff --from`, F7–F12), `audit` (hidden
-//! characters and what the output shows, F13–F17) and `materialize` (F18–F23).
+//! characters and what the output shows, F13–F17) and `materialize` (F18–F23). Issue #52's
+//! round (`shared/security/review-and-observe-attacks.md`): `fail_closed` (P4-1, P4-2,
+//! P4-3, P4-11 and unknown keys) and `unknown_keys` (the key table as a property).
 
 mod approvals;
 mod audit;
+mod fail_closed;
 mod materialize;
 mod policy;
 mod review;
+mod unknown_keys;
