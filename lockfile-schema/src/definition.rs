@@ -59,9 +59,8 @@ pub fn plugin_path(path: &str) -> Result<String, String> {
 /// ([`Place::MarketplaceEntry`]).
 fn kept_beside(key: &str) -> bool {
     let place = Place::MarketplaceEntry;
-    !matches!(key, "name" | "source" | "strict")
-        && !COMPONENT_KEYS.contains(&key)
-        && !(place.knows(key) && !place.models(key))
+    let inert = place.knows(key) && !place.models(key);
+    !matches!(key, "name" | "source" | "strict") && !COMPONENT_KEYS.contains(&key) && !inert
 }
 
 /// `a list`, `a number`, … for messages.
@@ -223,7 +222,10 @@ mod tests {
         let mut keys: Vec<&str> = def.components.keys().map(String::as_str).collect();
         keys.sort_unstable();
         assert_eq!(keys, ["frobnicate", "monitors"]);
-        assert_eq!(EntryDefinition::from_json(&def.to_json()).expect("round trip"), def);
+        assert_eq!(
+            EntryDefinition::from_json(&def.to_json()).expect("round trip"),
+            def
+        );
         let plain = json!({"name": "x", "source": "./x", "category": "dev", "policy": {}});
         assert_eq!(EntryDefinition::from_entry(&plain).expect("valid"), None);
     }

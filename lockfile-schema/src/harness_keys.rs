@@ -22,6 +22,10 @@ pub enum Place {
     Manifest,
     /// A manifest's `experimental` table.
     Experimental,
+    /// An Agent Plugins manifest's `extensions["com.openai"]` (Codex).
+    OpenaiExtension,
+    /// An Agent Plugins manifest's `extensions["dev.openhands"]` (the OpenHands SDK).
+    OpenhandsExtension,
     /// The top level of a hooks document (`hooks/hooks.json`, a manifest's `hooks`), beside
     /// the events.
     HooksFile,
@@ -49,9 +53,11 @@ pub enum Place {
 
 impl Place {
     /// Every place, in the table's order.
-    pub const ALL: [Place; 13] = [
+    pub const ALL: [Place; 15] = [
         Place::Manifest,
         Place::Experimental,
+        Place::OpenaiExtension,
+        Place::OpenhandsExtension,
         Place::HooksFile,
         Place::HookGroup,
         Place::Hook,
@@ -70,6 +76,8 @@ impl Place {
         match self {
             Place::Manifest => "manifest",
             Place::Experimental => "experimental",
+            Place::OpenaiExtension => "openai_extension",
+            Place::OpenhandsExtension => "openhands_extension",
             Place::HooksFile => "hooks_file",
             Place::HookGroup => "hook_group",
             Place::Hook => "hook",
@@ -89,6 +97,8 @@ impl Place {
         match self {
             Place::Manifest => "a plugin manifest",
             Place::Experimental => "a manifest's `experimental` table",
+            Place::OpenaiExtension => "a manifest's `extensions[\"com.openai\"]`",
+            Place::OpenhandsExtension => "a manifest's `extensions[\"dev.openhands\"]`",
             Place::HooksFile => "a hooks file",
             Place::HookGroup => "a hook's matcher group",
             Place::Hook => "a hook",
@@ -115,7 +125,7 @@ impl Place {
     }
 
     /// The keys of `object` the table does not know here, in the object's order.
-    pub fn unknown<'a>(self, object: &'a serde_json::Map<String, serde_json::Value>) -> Vec<&'a str> {
+    pub fn unknown(self, object: &serde_json::Map<String, serde_json::Value>) -> Vec<&str> {
         object
             .keys()
             .map(String::as_str)
@@ -185,7 +195,11 @@ static TABLE: LazyLock<Table> = LazyLock::new(|| {
             .unwrap_or_else(|| panic!("harness_keys.toml names no place `{name}`"));
         places.insert(place, keys);
     }
-    assert_eq!(places.len(), Place::ALL.len(), "harness_keys.toml lists every place");
+    assert_eq!(
+        places.len(),
+        Place::ALL.len(),
+        "harness_keys.toml lists every place"
+    );
     let front_matter_grants = [
         Place::SkillFrontMatter,
         Place::CommandFrontMatter,
@@ -212,7 +226,11 @@ mod tests {
         for place in Place::ALL {
             let keys = &super::TABLE.places[&place];
             let both: Vec<&String> = keys.modelled.intersection(&keys.inert).collect();
-            assert!(both.is_empty(), "{}: {both:?} both modelled and inert", place.as_str());
+            assert!(
+                both.is_empty(),
+                "{}: {both:?} both modelled and inert",
+                place.as_str()
+            );
         }
         assert!(Place::McpServer.models("headersHelper"));
         assert!(Place::Manifest.knows("name"));

@@ -75,6 +75,14 @@ pub enum Found {
         /// The keys, as written.
         keys: Vec<String>,
     },
+    /// A field in a form berth does not read, or an extension of a harness it does not
+    /// know: what it holds cannot be modelled.
+    UnknownForm {
+        /// The file and field.
+        source: String,
+        /// What it is.
+        what: String,
+    },
     /// A key the table of harness keys does not know, at a place it lists.
     UnknownKey {
         /// The file (or `FILE#experimental`, `its marketplace entry`).
@@ -179,6 +187,17 @@ impl Reader<'_> {
             let origin = format!("{file}#experimental");
             unknown_keys(&origin, Place::Experimental, experimental, all);
         }
+        self.extensions(file, manifest.get("extensions"), all)?;
+        for key in ["commands", "agents", "skills", "outputStyles"] {
+            if let Some(value) = manifest.get(key).filter(|v| !names_paths(v)) {
+                all.found.push(Found::UnknownForm {
+                    source: format!("{file}#{key}"),
+                    what: format!(
+                        "`{key}` written as `{value}`, not as paths: inline components berth does not read"
+                    ),
+                });
+            }
+        }
         for (key, kind) in FIELDS {
             if let Some(value) = manifest.get(key) {
                 let documents = self.field(kind, file, key, value)?;
@@ -218,6 +237,70 @@ impl Reader<'_> {
     }
 }
 
+impl Reader<'_> {
+    /// An Agent Plugins manifest's `extensions`: Codex's `com.openai` (its hooks read as a
+    /// manifest's), the OpenHands SDK's `dev.openhands`; any other namespace, or a value
+    /// that is not an object, is something berth cannot model.
+    fn extensions(
+        &mut self,
+        file: &'static str,
+        extensions: Option<&Value>,
+        all: &mut Everything,
+    ) -> Result<(), RuntimeError> {
+        let source = format!("{file}#extensions");
+        let namespaces = match extensions {
+            None | Some(Value::Null) => return Ok(()),
+            Some(Value::Object(namespaces)) => namespaces,
+            Some(other) => {
+                all.found.push(Found::UnknownForm {
+                    source,
+                    what: format!("`extensions` that is not an object (`{other}`)"),
+                });
+                return Ok(());
+            }
+        };
+        for (namespace, value) in namespaces {
+            let place = match namespace.as_str() {
+                "com.openai" => Place::OpenaiExtension,
+                "dev.openhands" => Place::OpenhandsExtension,
+                _ => {
+                    all.found.push(Found::UnknownForm {
+                        source: source.clone(),
+                        what: format!(
+                            "extensions of `{namespace}`, a harness berth does not know of"
+                        ),
+                    });
+                    continue;
+                }
+            };
+            let origin = format!("{source}.{namespace}");
+            let Value::Object(object) = value else {
+                all.found.push(Found::UnknownForm {
+                    source: origin,
+                    what: format!("extensions of `{namespace}` that are not an object"),
+                });
+                continue;
+            };
+            unknown_keys(&origin, place, object, all);
+            if let Some(hooks) = object.get("hooks") {
+                let documents = self.field(Kind::Hooks, &origin, "hooks", hooks)?;
+                all.found.extend(documents.into_iter().map(Found::Document));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a component field names paths (a path, or a list of them), the form berth
+/// reads.
+fn names_paths(value: &Value) -> bool {
+    match value {
+        Value::Null | Value::String(_) => true,
+        Value::Array(items) => items.iter().all(Value::is_string),
+        _ => false,
+    }
+}
+
 /// Each key of `object` the table does not know at `place`, found at `source`.
 fn unknown_keys(
     source: &str,
@@ -225,12 +308,16 @@ fn unknown_keys(
     object: &serde_json::Map<String, Value>,
     all: &mut Everything,
 ) {
-    all.found
-        .extend(place.unknown(object).into_iter().map(|key| Found::UnknownKey {
-            source: source.to_owned(),
-            place,
-            key: key.to_owned(),
-        }));
+    all.found.extend(
+        place
+            .unknown(object)
+            .into_iter()
+            .map(|key| Found::UnknownKey {
+                source: source.to_owned(),
+                place,
+                key: key.to_owned(),
+            }),
+    );
 }
 
 /// The folders a harness reads commands and sub-agents from: the conventional ones, and
@@ -277,7 +364,10 @@ impl ComponentRoots {
     fn place(&self, rel: &str) -> Option<Place> {
         let under = |roots: &[String]| {
             roots.iter().any(|root| {
-                rel == root || rel.strip_prefix(root.as_str()).is_some_and(|r| r.starts_with('/'))
+                rel == root
+                    || rel
+                        .strip_prefix(root.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
             })
         };
         if !rel.to_ascii_lowercase().ends_with(".md") {

@@ -86,7 +86,11 @@ impl Reader<'_> {
             .map(|k| (*k).to_owned())
             .collect();
         if let Some(place) = place {
-            out.unknown = place.unknown(&meta).into_iter().map(str::to_owned).collect();
+            out.unknown = place
+                .unknown(&meta)
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
         }
         out.documents = FRONT_MATTER
             .iter()
@@ -138,9 +142,7 @@ fn named_keys(block: &str) -> Vec<String> {
     for line in block.lines() {
         let line = line.trim_end_matches('\r');
         let starts: Vec<&str> = if flow {
-            line.split(['{', ','])
-                .map(str::trim_start)
-                .collect()
+            line.split(['{', ',']).map(str::trim_start).collect()
         } else {
             vec![line]
         };

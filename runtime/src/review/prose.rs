@@ -165,6 +165,9 @@ mod tests {
         // quoted scalar running on) takes the block whole: another reader may not.
         let hidden = running_parts("---\ndescription: \"first\nhooks: x\"\n---\nbody\n");
         assert_eq!(hidden.len(), 1, "{hidden:?}");
-        assert!(hidden[0].starts_with("front matter (unreadable)"), "{hidden:?}");
+        assert!(
+            hidden[0].starts_with("front matter (unreadable)"),
+            "{hidden:?}"
+        );
     }
 }

@@ -282,22 +282,41 @@ impl Surface {
                 )
             }),
         };
-        let unmodeled: Vec<String> = self
+        // What counts as every capability is worded the same under each, so a refusal of
+        // several capabilities for it reads as one.
+        let (every, this): (Vec<&Unmodeled>, Vec<&Unmodeled>) = self
             .unmodeled(capability)
-            .map(|u| format!("`{}`: {}", u.source, u.what))
-            .collect();
-        let also = (!unmodeled.is_empty()).then(|| {
-            format!(
-                "what berth cannot model, counted as {}: {}",
-                capability.as_str(),
-                unmodeled.join("; ")
-            )
-        });
+            .partition(|u| self.counted_as_every_capability(u));
+        let say = |items: Vec<&Unmodeled>, counted: &str| {
+            let items: Vec<String> = items
+                .iter()
+                .map(|u| format!("`{}`: {}", u.source, u.what))
+                .collect();
+            (!items.is_empty()).then(|| {
+                format!(
+                    "what berth cannot model, counted as {counted}: {}",
+                    items.join("; ")
+                )
+            })
+        };
+        let this = say(this, capability.as_str());
+        let every = say(every, "every capability");
         listed
             .into_iter()
-            .chain(also)
+            .chain(this)
+            .chain(every)
             .collect::<Vec<_>>()
             .join("; ")
+    }
+
+    /// Whether `u` is counted as every capability (what berth cannot tell the capability
+    /// of, an unknown key among it).
+    fn counted_as_every_capability(&self, u: &Unmodeled) -> bool {
+        Capability::ALL.iter().all(|c| {
+            self.unmodeled
+                .iter()
+                .any(|o| o.capability == *c && o.source == u.source && o.what == u.what)
+        })
     }
 
     fn describe_hooks(&self) -> Option<String> {

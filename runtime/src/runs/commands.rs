@@ -124,24 +124,28 @@ pub(super) fn settings(source: &str, value: Value, runs: &mut Runs) {
     }
 }
 
-/// A server's `headersHelper`: a shell command Claude Code runs each time it connects to
-/// the server (every session start), whose output is the request's headers. It is a
+/// A server's `headersHelper` (Codex: `http_headers_helper`): a shell command the harness
+/// runs each time it connects to the server (every session start), whose output is the
+/// request's headers. It is a
 /// local command of any server, remote ones included: a hook of event `headers_helper`,
 /// matched on the server's name.
 pub(super) fn headers_helper(source: &str, name: &str, def: &Map<String, Value>, runs: &mut Runs) {
-    match def.get("headersHelper") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(command)) => {
-            let written = json!({"server": name, "headersHelper": command});
-            let entry = shell_command("headers_helper", name, command.clone(), source, &written);
-            runs.hooks.push(entry);
+    // Claude Code's key, and Codex's.
+    for key in ["headersHelper", "http_headers_helper"] {
+        match def.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(command)) => {
+                let written = json!({"server": name, key: command});
+                let entry =
+                    shell_command("headers_helper", name, command.clone(), source, &written);
+                runs.hooks.push(entry);
+            }
+            Some(other) => unmodeled(
+                runs,
+                Capability::Hooks,
+                source,
+                format!("MCP server `{name}` has a `{key}` berth cannot read (`{other}`)"),
+            ),
         }
-        Some(other) => unmodeled(
-            runs,
-            Capability::Hooks,
-            source,
-            format!("MCP server `{name}` has a `headersHelper` berth cannot read (`{other}`)"),
-        ),
     }
 }
-

@@ -88,6 +88,8 @@ fn strings(map: &Map<String, Value>, key: &str) -> BTreeMap<String, String> {
 
 fn mcp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
     for (name, def) in servers(source, value, "mcpServers", "MCP", runs) {
+        unknown_keys(runs, Place::McpServer, &def, source);
+        commands::headers_helper(source, &name, &def, runs);
         let field = |key: &str| def.get(key).filter(|v| !v.is_null()).map(text);
         let command = field("command");
         let url = field("url")
@@ -105,16 +107,17 @@ fn mcp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
                 .to_owned()
             });
         if command.is_none() && url.is_none() {
-            unmodeled(
-                runs,
-                Capability::McpStdio,
-                source,
-                format!("MCP server `{name}` (`{transport}`) with neither a command nor a URL"),
-            );
+            // Started or reached, berth cannot tell: it counts as both.
+            for capability in [Capability::McpStdio, Capability::McpRemote] {
+                unmodeled(
+                    runs,
+                    capability,
+                    source,
+                    format!("MCP server `{name}` (`{transport}`) with neither a command nor a URL"),
+                );
+            }
             continue;
         }
-        unknown_keys(runs, Place::McpServer, &def, source);
-        commands::headers_helper(source, &name, &def, runs);
         let args = match def.get("args") {
             Some(Value::Array(items)) => items.iter().map(text).collect(),
             Some(other) if !other.is_null() => vec![text(other)],

@@ -66,6 +66,7 @@ pub(super) fn readable(everything: Everything, plugin: &str, runs: &mut Runs) ->
                     ),
                 );
             }
+            Found::UnknownForm { source, what } => noted.unknown(&source, what),
             Found::UnknownKey { source, place, key } => {
                 noted.unknown(&source, super::unknown_key(place, &key));
             }

@@ -163,4 +163,3 @@ fn hook_entry(
         raw: raw(&json!({"matcher": matcher, "hook": hook})),
     });
 }
-

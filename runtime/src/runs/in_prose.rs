@@ -99,7 +99,9 @@ pub fn spans(text: &str) -> Vec<Span> {
                 Close::Brace => balanced(&text[body..]).map(|e| body + e + 1),
             }
             .unwrap_or(text.len());
-            let inside = out.iter().any(|s| s.start <= start && start < s.start + s.text.len());
+            let inside = out
+                .iter()
+                .any(|s| s.start <= start && start < s.start + s.text.len());
             // `` ``! `` followed by a backtick is the fence opener's tail, not a span.
             let fence_tail = syntax.opens == "!`" && text[..start].ends_with("``");
             if !inside && !fence_tail {

@@ -56,4 +56,3 @@ pub(super) fn text(value: &Value) -> String {
 pub(super) fn raw(value: &Value) -> String {
     canonical_json(value).to_string()
 }
-

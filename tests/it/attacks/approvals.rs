@@ -108,7 +108,11 @@ fn write(dir: &Path, rel: &str, text: &str, mode: u32) {
 /// The files that are not prose of a plugin that runs code, or of a quiet one (no
 /// `bin/`, and a hooks file without hooks).
 fn code(quiet: bool) -> &'static [&'static str] {
-    if quiet { &CODE[..CODE.len() - 1] } else { &CODE }
+    if quiet {
+        &CODE[..CODE.len() - 1]
+    } else {
+        &CODE
+    }
 }
 
 fn code_text(rel: &str, seed: &str, quiet: bool) -> String {

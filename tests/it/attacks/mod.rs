@@ -6,10 +6,12 @@
 //! property), `policy` (sources, hosts, `extends`, `diff --from`, F7–F12), `audit` (hidden
 //! characters and what the output shows, F13–F17) and `materialize` (F18–F23). Issue #52's
 //! round (`shared/security/review-and-observe-attacks.md`): `fail_closed` (P4-1, P4-2,
-//! P4-3, P4-11 and unknown keys) and `unknown_keys` (the key table as a property).
+//! P4-3, P4-11 and unknown keys), `unknown_keys` (the key table as a property) and
+//! `claude_runs` (the same forms against the real Claude Code 2.1.332 and 2.1.328).
 
 mod approvals;
 mod audit;
+mod claude_runs;
 mod fail_closed;
 mod materialize;
 mod policy;

@@ -54,37 +54,51 @@ fn front_matter(place: Place, extra: &str) -> (&'static str, String) {
 /// object the place is (the manifest, a server, a hook...).
 fn json_place(place: Place, edit: &dyn Fn(&mut serde_json::Map<String, Value>)) -> (String, Value) {
     let mut object = match place {
-        Place::Manifest | Place::Experimental => json!({"name": name(place), "version": "1.0.0"}),
+        Place::Manifest
+        | Place::Experimental
+        | Place::OpenaiExtension
+        | Place::OpenhandsExtension => json!({"name": name(place), "version": "1.0.0"}),
         Place::HooksFile => json!({"hooks": {}}),
         Place::HookGroup => json!({"matcher": "*", "hooks": []}),
         Place::Hook => json!({"type": "command", "command": "true"}),
         Place::McpServer => json!({"type": "http", "url": "https://mcp.example.com/mcp"}),
         Place::LspServer => json!({"command": "lsp", "extensionToLanguage": {".x": "x"}}),
         Place::Monitor => json!({"command": "tail -f log"}),
-        _ => json!({"agent": "a"}),
+        _ => json!({}),
     };
-    let mut experimental = json!({});
-    let target = if place == Place::Experimental {
-        &mut experimental
+    // The table inside the manifest that is the place, if it is one.
+    let inner = match place {
+        Place::Experimental => Some(("experimental", None)),
+        Place::OpenaiExtension => Some(("extensions", Some("com.openai"))),
+        Place::OpenhandsExtension => Some(("extensions", Some("dev.openhands"))),
+        _ => None,
+    };
+    let mut table = json!({});
+    let target = if inner.is_some() {
+        &mut table
     } else {
         &mut object
     };
     edit(target.as_object_mut().expect("an object"));
-    let (rel, value) = match place {
-        Place::Manifest => (".claude-plugin/plugin.json", object),
-        Place::Experimental => {
-            object["experimental"] = experimental;
+    let (rel, value) = match (place, inner) {
+        (_, Some((key, None))) => {
+            object[key] = table;
             (".claude-plugin/plugin.json", object)
         }
-        Place::HooksFile => ("hooks/hooks.json", object),
-        Place::HookGroup => ("hooks/hooks.json", json!({"hooks": {"Stop": [object]}})),
-        Place::Hook => (
+        (_, Some((key, Some(namespace)))) => {
+            object[key] = json!({ namespace: table });
+            (".claude-plugin/plugin.json", object)
+        }
+        (Place::Manifest, None) => (".claude-plugin/plugin.json", object),
+        (Place::HooksFile, None) => ("hooks/hooks.json", object),
+        (Place::HookGroup, None) => ("hooks/hooks.json", json!({"hooks": {"Stop": [object]}})),
+        (Place::Hook, None) => (
             "hooks/hooks.json",
             json!({"hooks": {"Stop": [{"matcher": "*", "hooks": [object]}]}}),
         ),
-        Place::McpServer => (".mcp.json", json!({"mcpServers": {"s": object}})),
-        Place::LspServer => (".lsp.json", json!({ "l": object })),
-        Place::Monitor => ("monitors/monitors.json", json!([object])),
+        (Place::McpServer, None) => (".mcp.json", json!({"mcpServers": {"s": object}})),
+        (Place::LspServer, None) => (".lsp.json", json!({ "l": object })),
+        (Place::Monitor, None) => ("monitors/monitors.json", json!([object])),
         _ => ("settings.json", object),
     };
     (rel.to_owned(), value)
@@ -92,7 +106,11 @@ fn json_place(place: Place, edit: &dyn Fn(&mut serde_json::Map<String, Value>)) 
 
 /// Writes the plugin of `place` (a marketplace entry's into the project's marketplace),
 /// with `edit` applied to the place.
-fn write_place(ctx: &TestContext, place: Place, edit: &dyn Fn(&mut serde_json::Map<String, Value>)) {
+fn write_place(
+    ctx: &TestContext,
+    place: Place,
+    edit: &dyn Fn(&mut serde_json::Map<String, Value>),
+) {
     let dir = plugin(ctx, &name(place));
     match place {
         Place::MarketplaceEntry => {
@@ -178,7 +196,14 @@ fn check_refused(ctx: &TestContext, keys: &[(Place, String)]) -> Result<(), Test
         let refused = said
             .lines()
             .any(|line| line.contains(&plugin) && line.contains(&named));
-        prop_assert!(refused, "{} {:?}: {} not named in {}", plugin, place, named, said);
+        prop_assert!(
+            refused,
+            "{} {:?}: {} not named in {}",
+            plugin,
+            place,
+            named,
+            said
+        );
     }
     Ok(())
 }
@@ -205,11 +230,12 @@ fn capabilities(ctx: &TestContext) -> Vec<(String, BTreeSet<String>)> {
 fn modelled(place: Place) -> (&'static str, Value) {
     let hook = json!({"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]});
     match place {
-        Place::Manifest | Place::Experimental | Place::HooksFile => ("hooks", hook),
-        Place::HookGroup => (
-            "hooks",
-            json!([{"type": "command", "command": "true"}]),
-        ),
+        Place::Manifest | Place::Experimental | Place::OpenaiExtension | Place::HooksFile => {
+            ("hooks", hook)
+        }
+        // It models no key: an inert one is renamed.
+        Place::OpenhandsExtension => ("entry_command", json!("start")),
+        Place::HookGroup => ("hooks", json!([{"type": "command", "command": "true"}])),
         Place::Hook | Place::LspServer | Place::Monitor => ("command", json!("true")),
         Place::McpServer => ("url", json!("https://mcp.example.com/mcp")),
         Place::Settings => ("statusLine", json!({"type": "command", "command": "true"})),

@@ -9,12 +9,12 @@ use serde_json::Value;
 use super::prose::{is_prose, running_parts, shell_spans};
 use super::sources::named_paths;
 use super::walk::{FileEntry, FolderDigest, files_and_links, sha256_hex};
-use links::Links;
 use crate::components::{Components, load_components};
 use crate::error::RuntimeError;
 use crate::model::{PluginModel, Reader};
 use crate::root::PluginRoot;
 use crate::runs::runs_of;
+use links::Links;
 
 mod links;
 

@@ -212,9 +212,24 @@ fn approval_digest_covers_every_file_of_a_plugin_that_runs_code() {
 fn a_plugin_that_runs_nothing_keeps_its_prose_text_out_of_its_approval() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    write(d, ".claude-plugin/plugin.json", r#"{"name": "quiet"}"#, 0o644);
-    write(d, "skills/a/SKILL.md", "---\nname: a\ndescription: d\nallowed-tools: Read\n---\nOne.\n", 0o644);
-    write(d, "commands/c.md", "---\ndescription: c\n---\nOne.\n", 0o644);
+    write(
+        d,
+        ".claude-plugin/plugin.json",
+        r#"{"name": "quiet"}"#,
+        0o644,
+    );
+    write(
+        d,
+        "skills/a/SKILL.md",
+        "---\nname: a\ndescription: d\nallowed-tools: Read\n---\nOne.\n",
+        0o644,
+    );
+    write(
+        d,
+        "commands/c.md",
+        "---\ndescription: c\n---\nOne.\n",
+        0o644,
+    );
     write(d, "README.md", "# quiet\n", 0o644);
     let digest = || {
         let surface = surface_of("quiet", d, None).expect("surface");
@@ -222,19 +237,44 @@ fn a_plugin_that_runs_nothing_keeps_its_prose_text_out_of_its_approval() {
         surface.approval_digest()
     };
     let first = digest();
-    write(d, "skills/a/SKILL.md", "---\nname: a\ndescription: d\nallowed-tools: Read\n---\nTwo.\n", 0o644);
-    write(d, "commands/c.md", "---\ndescription: c\n---\nTwo.\n", 0o644);
+    write(
+        d,
+        "skills/a/SKILL.md",
+        "---\nname: a\ndescription: d\nallowed-tools: Read\n---\nTwo.\n",
+        0o644,
+    );
+    write(
+        d,
+        "commands/c.md",
+        "---\ndescription: c\n---\nTwo.\n",
+        0o644,
+    );
     write(d, "README.md", "# still quiet\n", 0o644);
     assert_eq!(digest(), first, "prose text");
-    write(d, "skills/a/SKILL.md", "---\nname: a\ndescription: d\nallowed-tools: Bash\n---\nTwo.\n", 0o644);
+    write(
+        d,
+        "skills/a/SKILL.md",
+        "---\nname: a\ndescription: d\nallowed-tools: Bash\n---\nTwo.\n",
+        0o644,
+    );
     assert_ne!(digest(), first, "a granting key");
     // A shell line makes it run code: from then on its prose is covered whole.
-    write(d, "commands/c.md", "---\ndescription: c\n---\nTwo: !{date}\n", 0o644);
+    write(
+        d,
+        "commands/c.md",
+        "---\ndescription: c\n---\nTwo: !{date}\n",
+        0o644,
+    );
     let surface = surface_of("quiet", d, None).expect("surface");
     assert!(surface.runs_code());
     let running = surface.approval_digest();
     write(d, "README.md", "# now covered\n", 0o644);
-    assert_ne!(surface_of("quiet", d, None).expect("surface").approval_digest(), running);
+    assert_ne!(
+        surface_of("quiet", d, None)
+            .expect("surface")
+            .approval_digest(),
+        running
+    );
 }
 
 #[test]
@@ -252,6 +292,36 @@ fn a_link_is_covered_as_the_file_it_names() {
         format!("-> ../skills/x/notes.md sha256:{}", sha("echo one\n"))
     );
     assert_eq!(surface.files["scripts/out"], "-> ../../etc/passwd");
+}
+
+/// What the LSP files of `lsp_servers_agents_and_commands` hold that berth cannot model.
+fn lsp_unmodeled(surface: &super::Surface) {
+    let of = |source: &str| -> Vec<&str> {
+        surface
+            .unmodeled
+            .iter()
+            .filter(|u| u.source == source)
+            .map(|u| u.what.as_str())
+            .collect()
+    };
+    let in_lsp = of(".lsp.json");
+    assert_eq!(
+        in_lsp.len(),
+        1,
+        "`bad` is not a server: {:?}",
+        surface.unmodeled
+    );
+    assert!(in_lsp[0].contains("`bad`"));
+    // `a` and `b` are keys no harness is known to read: each counts as every capability.
+    let unknown: Vec<&str> = of("config/lsp.json")
+        .into_iter()
+        .map(|what| what.split(',').next().unwrap_or(""))
+        .collect();
+    assert_eq!(unknown.len(), 8, "{unknown:?}");
+    assert!(
+        unknown.contains(&"`a`") && unknown.contains(&"`b`"),
+        "{unknown:?}"
+    );
 }
 
 #[test]
@@ -311,23 +381,7 @@ fn lsp_servers_agents_and_commands() {
     assert_eq!(surface.hooks.len(), 1);
     assert_eq!(surface.hooks[0].source, "agents/rev.md");
     assert_eq!(surface.hooks[0].event, "stop");
-    let in_lsp: Vec<&str> = surface
-        .unmodeled
-        .iter()
-        .filter(|u| u.source == ".lsp.json")
-        .map(|u| u.what.as_str())
-        .collect();
-    assert_eq!(in_lsp.len(), 1, "`bad` is not a server: {:?}", surface.unmodeled);
-    assert!(in_lsp[0].contains("`bad`"));
-    // `a` and `b` are keys no harness is known to read: each counts as every capability.
-    let unknown: Vec<&str> = surface
-        .unmodeled
-        .iter()
-        .filter(|u| u.source == "config/lsp.json")
-        .map(|u| u.what.split(',').next().unwrap_or(""))
-        .collect();
-    assert_eq!(unknown.len(), 8, "{unknown:?}");
-    assert!(unknown.contains(&"`a`") && unknown.contains(&"`b`"), "{unknown:?}");
+    lsp_unmodeled(&surface);
     assert!(
         surface
             .warnings
