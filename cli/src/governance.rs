@@ -43,12 +43,15 @@ pub enum Scan<'a> {
 
 impl Context {
     /// Resolver settings for commands that lock: [`Context::settings`] with the policy's
-    /// `exclude-newer` (the policy and what it extends are read for it).
+    /// `exclude-newer`, and whether it requires signed sources (the policy and what it
+    /// extends are read for it).
     pub fn lock_settings(&self, network: Network) -> Result<Settings> {
         let mut settings = self.settings(network);
         if let Some(path) = &self.policy_path {
             let canon = berth_lockfile_schema::governance::Canon::new(&self.github_url);
-            settings.release_age.policy = berth_resolver::load_policy(path, canon)?.release_age();
+            let policy = berth_resolver::load_policy(path, canon)?;
+            settings.release_age.policy = policy.release_age();
+            settings.release_age.signed_sources = policy.require_signed_sources().is_some();
         }
         Ok(settings)
     }
