@@ -165,6 +165,7 @@ impl Context {
                 policy: Vec::new(),
                 now: self.now,
             },
+            sources: Default::default(),
         }
     }
 

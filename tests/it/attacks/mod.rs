@@ -5,9 +5,14 @@
 //! runs and what an approval covers, F1–F6), `approvals` (the approval rule as a
 //! property), `policy` (sources, hosts, `extends`, `diff --from`, F7–F12), `audit` (hidden
 //! characters and what the output shows, F13–F17) and `materialize` (F18–F23).
+//! `boundaries` holds P4-10, P4-12, P4-14 and P4-15 of
+//! `shared/security/review-and-observe-attacks.md` (issue #52): a denied source never
+//! contacted, no folder but a plugin and no private file in the store, `plugins import`
+//! reading only regular files, and `materialize` runs into one folder taking turns.
 
 mod approvals;
 mod audit;
+mod boundaries;
 mod materialize;
 mod policy;
 mod review;
