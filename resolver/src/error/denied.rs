@@ -46,26 +46,31 @@ impl PolicyDenied {
                 source,
                 marketplace,
             } => {
-                let from = marketplace
-                    .as_ref()
-                    .map(|(name, source)| format!(" (marketplace `{name}` at `{source}`)"))
-                    .unwrap_or_default();
-                let next = if self.rule.why.is_none() && *reason != "denied by" {
-                    format!(
-                        "a pattern matches the plugin's source or its marketplace's source, never a marketplace's name: add one to `{file}` or remove the plugin"
-                    )
-                } else {
-                    "remove the plugin, or change the policy".to_owned()
+                let next = match (why.is_empty(), *reason) {
+                    // What is wrong with the source says what to do.
+                    (false, _) => String::new(),
+                    (true, "denied by") => ": remove the plugin, or change the policy".to_owned(),
+                    (true, _) => format!(
+                        ": a pattern matches the plugin's source or its marketplace's source, never a marketplace's name: add one to `{file}` or remove the plugin"
+                    ),
                 };
-                (format!("its source `{source}`{from}"), next)
+                // A plain request's entry is labelled with its source: `SOURCE: denied
+                // by …` reads once (`EntryError` drops the repeated source).
+                let whose = match marketplace {
+                    Some((name, market)) => format!(
+                        "its source `{source}` (marketplace `{name}` at `{market}`) is "
+                    ),
+                    None => format!("`{source}`: "),
+                };
+                (whose, next)
             }
             DeniedSource::Marketplace { source } => (
-                format!("its source `{source}`"),
-                "no plugin can be picked from it: remove the marketplace and its plugins, or change the policy".to_owned(),
+                format!("its source `{source}` is "),
+                ", and no plugin can be picked from it: remove the marketplace and its plugins, or change the policy".to_owned(),
             ),
         };
         format!(
-            "{whose} is {reason} the policy{why} [`{rule}` in `{file}`]; berth fetched nothing from it: {next}"
+            "{whose}{reason} the policy{why} [`{rule}` in `{file}`]; berth fetched nothing from it{next}"
         )
     }
 }

@@ -51,13 +51,6 @@ fn plugin_repo(ctx: &TestContext, path: &str, name: &str) -> GitRepo {
 fn refused(ctx: &TestContext, args: &[&str], needles: &[&str]) -> Run {
     let run = ctx.run(args);
     assert_eq!(run.code, 1, "{args:?} is refused:\n{}", run.stderr);
-    for needle in needles {
-        assert!(
-            run.stderr.contains(needle),
-            "`{needle}` not in:\n{}",
-            run.stderr
-        );
-    }
     assert!(
         !ctx.lock_path().exists(),
         "no lock written:\n{}",
@@ -67,8 +60,16 @@ fn refused(ctx: &TestContext, args: &[&str], needles: &[&str]) -> Run {
     assert_eq!(
         list_dir(&ctx.store.join("git-v1/db")),
         Vec::<String>::new(),
-        "no git cache"
+        "no git cache:\n{}",
+        run.stderr
     );
+    for needle in needles {
+        assert!(
+            run.stderr.contains(needle),
+            "`{needle}` not in:\n{}",
+            run.stderr
+        );
+    }
     run
 }
 
@@ -101,11 +102,12 @@ fn p4_14_a_denied_source_is_never_contacted() {
             &ctx,
             args,
             &[
-                "its source `github:evil/tool` is denied by the policy",
+                "`github:evil/tool`: denied by the policy",
                 "[`sources.deny = \"github:evil/*\"` in `",
                 "berth fetched nothing from it",
             ],
         );
+        assert!(!asked("/evil/"), "{args:?}: the denied host was asked");
     }
     // A marketplace a deny pattern matches is not read, whatever its catalog would give.
     ctx.write_manifest(
@@ -127,7 +129,7 @@ fn p4_14_a_denied_source_is_never_contacted() {
     refused(
         &ctx,
         &["plugins", "lock"],
-        &["is not in the allow list of the policy"],
+        &["`github:evil/tool`: not in the allow list of the policy"],
     );
     ctx.write_manifest(
         "[[marketplace]]\nname = \"m\"\nsource = \"github:other/market\"\n\n[[plugin]]\nsource = \"x@m\"\n",
@@ -165,7 +167,8 @@ fn p4_14_a_denied_source_is_never_contacted() {
         let run = ctx.run(args);
         assert_eq!(run.code, 1, "{}", run.stderr);
         assert!(
-            run.stderr.contains("is denied by the policy"),
+            run.stderr
+                .contains("`github:evil/tool`: denied by the policy"),
             "{}",
             run.stderr
         );
@@ -188,12 +191,18 @@ fn p4_14_serve_refuses_a_denied_source_before_contacting_it() {
     write_policy(&ctx, "[sources]\ndeny = [\"github:evil/*\"]\n");
     let store = ctx.root.join("server-store");
     let mut cmd = ctx.berth();
-    cmd.args(["serve", "--addr", "127.0.0.1:0", "--allow-local-sources", "--data-dir"])
-        .arg(ctx.root.join("data"))
-        .arg("--store")
-        .arg(&store)
-        .arg("--policy")
-        .arg(ctx.work.join("berth-policy.toml"));
+    cmd.args([
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--allow-local-sources",
+        "--data-dir",
+    ])
+    .arg(ctx.root.join("data"))
+    .arg("--store")
+    .arg(&store)
+    .arg("--policy")
+    .arg(ctx.work.join("berth-policy.toml"));
     let server = ServeProcess::start(cmd);
     let (status, body) = server.post(&json!({"plugins": [{"source": "github:evil/tool"}]}));
     assert_eq!(status, 403, "{body}");
