@@ -441,6 +441,7 @@ fn p4_12_two_materialize_runs_into_one_folder_take_turns() {
         assert_eq!(run.code, 0, "{}", run.stderr);
     }
     let dir = target.display().to_string();
+    let mut waited = 0;
     for round in 0..5 {
         let children: Vec<_> = projects
             .iter()
@@ -480,6 +481,7 @@ fn p4_12_two_materialize_runs_into_one_folder_take_turns() {
                 .stderr
                 .contains("Waiting for another `berth materialize` writing")
             {
+                waited += 1;
                 assert!(
                     passed,
                     "round {round}: the run that waited wrote last:\n{}",
@@ -488,4 +490,9 @@ fn p4_12_two_materialize_runs_into_one_folder_take_turns() {
             }
         }
     }
+    // Started together, the runs overlap: one waited for the other at least once.
+    assert!(
+        waited > 0,
+        "the runs never overlapped, so this proves nothing"
+    );
 }
