@@ -233,23 +233,44 @@ impl Context {
     }
 }
 
-/// Fails with every one of `violations`, if there are any.
+/// Fails with every one of `violations`, if there are any: one line for the violations
+/// of one plugin that say the same under several rules of one file (what counts as every
+/// capability), naming every rule.
 pub fn refuse(violations: &[Violation]) -> Result<()> {
     if violations.is_empty() {
         return Ok(());
     }
-    let message = if violations.len() == 1 {
-        violations[0].to_string()
+    let mut lines: Vec<(&Violation, Vec<&str>)> = Vec::new();
+    for v in violations {
+        match lines.iter_mut().find(|(first, _)| {
+            first.plugin == v.plugin && first.detail == v.detail && first.file == v.file
+        }) {
+            Some((_, rules)) => rules.push(&v.rule),
+            None => lines.push((v, vec![&v.rule])),
+        }
+    }
+    let line = |(v, rules): &(&Violation, Vec<&str>)| {
+        let rules: Vec<String> = rules.iter().map(|r| format!("`{r}`")).collect();
+        format!(
+            "plugin `{}`: {} [{} in `{}`]",
+            v.plugin,
+            v.detail,
+            rules.join(", "),
+            v.file
+        )
+    };
+    let message = if lines.len() == 1 {
+        line(&lines[0])
     } else {
         format!(
             "the policy refuses {} things in the locked plugins",
-            violations.len()
+            lines.len()
         )
     };
-    let notes = if violations.len() == 1 {
+    let notes = if lines.len() == 1 {
         Vec::new()
     } else {
-        violations.iter().map(ToString::to_string).collect()
+        lines.iter().map(line).collect()
     };
     Err(Failure { message, notes }.into())
 }

@@ -4,9 +4,13 @@
 //! plugin as Claude Code installs it without reading the catalog again.
 //!
 //! A catalog is untrusted: every path must stay inside the plugin's folder (relative, no
-//! `..`), and the definition is kept as written otherwise.
+//! `..`), and the definition is kept as written otherwise. Any other key of the entry that
+//! a harness may act on (`monitors`, `settings`, a key the table of harness keys does not
+//! know) is kept too, so the review reads it; the keys known to be inert are not.
 
 use serde_json::{Map, Value};
+
+use crate::harness_keys::Place;
 
 /// The component fields an entry may define, in the order the lock writes them.
 pub const COMPONENT_KEYS: [&str; 6] = [
@@ -48,6 +52,15 @@ pub fn plugin_path(path: &str) -> Result<String, String> {
     } else {
         trimmed.to_owned()
     })
+}
+
+/// Whether an entry's `key`, not one of [`COMPONENT_KEYS`], is kept in its definition:
+/// anything but its name, source, `strict` and the keys known to be inert
+/// ([`Place::MarketplaceEntry`]).
+fn kept_beside(key: &str) -> bool {
+    let place = Place::MarketplaceEntry;
+    let inert = place.knows(key) && !place.models(key);
+    !matches!(key, "name" | "source" | "strict") && !COMPONENT_KEYS.contains(&key) && !inert
 }
 
 /// `a list`, `a number`, … for messages.
@@ -121,6 +134,13 @@ impl EntryDefinition {
                 }
             }
         }
+        // Every other key a harness may act on is kept as written, so the review reads it:
+        // `monitors`, `settings`, and any key the table of harness keys does not know.
+        if let Value::Object(map) = entry {
+            for (key, value) in map.iter().filter(|(k, v)| kept_beside(k) && !v.is_null()) {
+                components.insert(key.clone(), canonical_json(value));
+            }
+        }
         Ok((!strict || !components.is_empty()).then_some(EntryDefinition { strict, components }))
     }
 
@@ -143,7 +163,7 @@ impl EntryDefinition {
         };
         if let Some(key) = map
             .keys()
-            .find(|k| *k != "strict" && !COMPONENT_KEYS.contains(&k.as_str()))
+            .find(|k| *k != "strict" && !COMPONENT_KEYS.contains(&k.as_str()) && !kept_beside(k))
         {
             return Err(format!("`definition` has an unknown field `{key}`"));
         }
@@ -190,6 +210,24 @@ mod tests {
             EntryDefinition::from_entry(&json!({"name": "x", "source": "./x"})).expect("valid"),
             None
         );
+    }
+
+    #[test]
+    fn keys_a_harness_may_act_on_are_kept_and_inert_ones_dropped() {
+        let entry = json!({"name": "x", "source": "./x", "category": "dev", "version": "1",
+            "monitors": [{"command": "tail -f log"}], "frobnicate": {"run": "id"}});
+        let def = EntryDefinition::from_entry(&entry)
+            .expect("valid")
+            .expect("some");
+        let mut keys: Vec<&str> = def.components.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["frobnicate", "monitors"]);
+        assert_eq!(
+            EntryDefinition::from_json(&def.to_json()).expect("round trip"),
+            def
+        );
+        let plain = json!({"name": "x", "source": "./x", "category": "dev", "policy": {}});
+        assert_eq!(EntryDefinition::from_entry(&plain).expect("valid"), None);
     }
 
     #[test]

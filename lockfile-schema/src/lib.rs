@@ -10,6 +10,7 @@ mod definition;
 mod dependency;
 mod diagnostic;
 pub mod governance;
+pub mod harness_keys;
 mod hash;
 mod lock;
 mod manifest;

@@ -282,7 +282,10 @@ def plugin_set(lockfile: PathLike, store: PathLike | None = None) -> PluginSet:
         cwd=lock.parent,
         store=store,
     )
-    shown: PluginSet = json.loads(out.stdout)
+    parsed = json.loads(out.stdout)
+    # `show --json` adds what berth's review reads of each plugin; the set is the rest.
+    parsed.pop("review", None)
+    shown: PluginSet = parsed
     return shown
 
 

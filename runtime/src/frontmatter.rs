@@ -43,6 +43,13 @@ pub fn parse(text: &str) -> Result<Document, String> {
     })
 }
 
+/// Parses `text` as the most lenient harness berth supports reads front matter (Claude
+/// Code strips one leading byte-order mark first): what the review reads, so that a mark
+/// cannot hide front matter a harness applies. The OpenHands set keeps [`parse`].
+pub fn parse_lenient(text: &str) -> Result<Document, String> {
+    parse(text.strip_prefix('\u{feff}').unwrap_or(text))
+}
+
 /// The body of `text` as [`parse`] gives it, its front matter not read (for a file whose
 /// front matter was read before, and parsed).
 pub fn body(text: &str) -> String {
@@ -204,6 +211,8 @@ mod tests {
             bom.meta.is_empty(),
             "a BOM hides the front matter, as in the SDK"
         );
+        let lenient = super::parse_lenient("\u{feff}---\r\nname: g\r\n---\r\nbody").expect("bom");
+        assert_eq!(lenient.meta["name"], "g", "Claude Code strips the mark");
     }
 
     #[test]

@@ -484,7 +484,7 @@ fn plugins_outdated_shows_what_an_upgrade_moves_and_writes_nothing() {
     PLUGIN              CURRENT               NEWEST                CHANGES
     review              68782a328d46 (1.0.0)  c9f5e54fc2eb (1.0.0)  1 change
     tools               v1.4.0 b68a28609a83   v1.5.0 8febed3bf382   same content
-    hooks               main 4abfe154e217     main 11191ed5b1b6     5 changes, runs different code
+    hooks               main 4abfe154e217     main 11191ed5b1b6     6 changes, runs different code
     acme (marketplace)  68782a328d46          c9f5e54fc2eb
 
     review:
@@ -496,6 +496,7 @@ fn plugins_outdated_shows_what_an_upgrade_moves_and_writes_nothing() {
       + file a command names: check.sh
       + file: check.sh
       + file: hooks/hooks.json
+      + prose (covered: the plugin runs code): skills/hooks/SKILL.md
 
     ----- stderr -----
          Reading marketplace `acme` (github:acme/market)

@@ -185,27 +185,38 @@ fn an_update_that_adds_a_hook_is_shown_refused_approved_and_asked_again_when_it_
     ctx.ok(&["plugins", "sync"]);
     project.commit("script approved");
 
-    // A change to a skill's text alone runs nothing new: no approval asked.
+    // A change to a skill's text alone: the plugin runs code (a hook, which may read any
+    // of its files), so its approval covers the text too, and the diff says only prose
+    // changed.
     repo.write(
         "skills/review/SKILL.md",
         "---\nname: review\ndescription: Reviews code\n---\nReview very carefully.\n",
     );
     repo.commit("skill text");
-    let before = std::fs::read_to_string(ctx.work.join("plugins.approvals.toml")).expect("read");
     ctx.ok(&["plugins", "lock", "--upgrade"]);
-    ctx.ok(&["plugins", "sync"]);
-    ctx.ok(&["plugins", "show"]);
     let diff = json_of(
         &ctx.ok(&["plugins", "diff", "--from", "HEAD", "--json"])
             .stdout,
     );
     assert_eq!(
         diff["plugins"][0]["changes"],
-        json!({"skills": {"changed": ["review"]}}),
+        json!({"prose_files": {"changed": ["skills/review/SKILL.md"]}, "skills": {"changed": ["review"]}}),
         "{diff}"
     );
-    let after = std::fs::read_to_string(ctx.work.join("plugins.approvals.toml")).expect("read");
-    assert_eq!(before, after);
+    assert_eq!(diff["plugins"][0]["runs_different_code"], json!(false));
+    let text = ctx.ok(&["plugins", "diff", "--from", "HEAD"]).stdout;
+    assert!(text.contains("(only prose changed"), "{text}");
+    let refused = ctx.run(&["plugins", "sync"]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    ctx.ok(&[
+        "plugins",
+        "approve",
+        "--all",
+        "--by",
+        "Rev <rev@example.com>",
+    ]);
+    ctx.ok(&["plugins", "sync"]);
+    ctx.ok(&["plugins", "show"]);
 }
 
 #[test]

@@ -170,10 +170,11 @@ fn show_json_is_the_same_in_every_store_and_every_run() {
       plugin `gamma`: skill `shared-skill` overrides the one from plugin `beta`
       plugin `gamma`: MCP server `shared-server` overrides the one from plugin `beta`
 
-    Run by other harnesses only (3): Claude Code or Codex load these, OpenHands does not; the policy and approvals cover them
-      alpha  MCP server  shared-server   node ${SKILL_ROOT}/server.js --token ${API_TOKEN:-alpha-default} (.mcp.json)
-      beta   MCP server  shared-server   python3 -m beta_server (.mcp.json)
-      gamma  MCP server  gamma-insecure  http://mcp.example.com/plain (mcp.json)
+    Run by other harnesses only (4): Claude Code or Codex load these, OpenHands does not; the policy and approvals cover them
+      alpha  MCP server                             shared-server           node ${SKILL_ROOT}/server.js --token ${API_TOKEN:-alpha-default} (.mcp.json)
+      beta   MCP server                             shared-server           python3 -m beta_server (.mcp.json)
+      gamma  MCP server                             gamma-insecure          http://mcp.example.com/plain (mcp.json)
+      gamma  every capability (cannot be modelled)  plugin.json#extensions  extensions of `com.example.other`, a harness berth does not know of
 
     ----- stderr -----
     "#);
@@ -184,7 +185,16 @@ fn run_passes_the_set_offline_without_the_manifest() {
     let ctx = TestContext::new();
     project(&ctx);
     ctx.ok(&["plugins", "sync"]);
-    let shown = ctx.ok(&["plugins", "show", "--json"]).stdout;
+    // `show --json` is the set and `review`, what the review reads of each plugin.
+    let shown = {
+        let mut json: serde_json::Value =
+            serde_json::from_str(&ctx.ok(&["plugins", "show", "--json"]).stdout).expect("JSON");
+        let review = json.as_object_mut().expect("an object").remove("review");
+        assert!(review.is_some_and(|r| r["alpha"]["runs_code"] == true));
+        let mut text = serde_json::to_string_pretty(&json).expect("JSON");
+        text.push('\n');
+        text
+    };
     // No network: upstream gone and `github:` pointing at a closed port; no manifest.
     std::fs::rename(&ctx.upstream, ctx.root.join("gone")).expect("upstream gone");
     std::fs::remove_file(ctx.manifest_path()).expect("delete manifest");

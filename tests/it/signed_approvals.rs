@@ -339,7 +339,7 @@ fn an_edited_copied_unlisted_or_unsigned_approval_is_refused() {
 
     ----- stderr -----
     warning: `berth-policy.toml` requires signed approvals (`require_signed_approvals = true`): nothing runs these plugins until their approvals are signed; approve them with `--sign KEY`
-        Approved `tools`: 1 hook, 0 MCP servers, 0 LSP servers, 1 executable (sha256:6bf8093f086d)
+        Approved `tools`: 1 hook, 0 MCP servers, 0 LSP servers, 1 executable (sha256:60d69c0fa78d)
            Wrote `plugins.approvals.toml`; commit it next to the lock
     "#);
     berth_snapshot!(filters, ctx.berth().args(["plugins", "sync"]), @r#"

@@ -207,6 +207,10 @@ fn rest_lines(changes: &SurfaceDiff, out: &mut Vec<Line>) {
             "shell lines or granting front matter of",
             &changes.prose_runs,
         ),
+        (
+            "prose (covered: the plugin runs code)",
+            &changes.prose_files,
+        ),
         ("skill", &changes.skills),
         ("command", &changes.commands),
         ("agent", &changes.agents),

@@ -200,6 +200,14 @@ fn heading(p: &PluginDiff) -> String {
     }
 }
 
+/// What a change to prose alone says, in a plugin that runs code.
+const ONLY_PROSE: &str = "only prose changed: the text of skills, commands, agents or notes, which its approval covers because a hook or server of the plugin may read it";
+
+/// Whether only prose changed in a plugin that runs code.
+fn only_prose(p: &PluginDiff) -> bool {
+    !p.runs_different_code && !p.changes.prose_files.is_empty()
+}
+
 /// For a terminal.
 pub fn text(report: &LockDiff) -> String {
     let mut out = String::new();
@@ -229,6 +237,8 @@ pub fn text(report: &LockDiff) -> String {
                 out,
                 "    (only the text of skills, commands or agents differs)"
             );
+        } else if only_prose(p) {
+            let _ = writeln!(out, "    ({ONLY_PROSE})");
         }
         for l in lines {
             let _ = writeln!(out, "  {} {}: {}", l.sign, l.what, l.literal);
@@ -341,6 +351,8 @@ pub fn markdown(report: &LockDiff) -> String {
         let lines = lines(&p.changes);
         if lines.is_empty() {
             let _ = writeln!(out, "- only the text of skills, commands or agents differs");
+        } else if only_prose(p) {
+            let _ = writeln!(out, "- {ONLY_PROSE}");
         }
         for l in lines {
             let sign = match l.sign {

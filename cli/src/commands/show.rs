@@ -13,8 +13,8 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
     let options = BuildOptions {
         max_skills: Some(args.max_skills),
         // Read again by the policy's review, and by what other harnesses run (listed in
-        // the readable form).
-        keep_models: !args.output.json() || ctx.policy_path.is_some(),
+        // the readable form, `review` in the JSON).
+        keep_models: true,
         ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;
@@ -23,7 +23,7 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
         crate::tools::recheck(ctx, &lock, true)?;
     }
     if args.output.json() {
-        ctx.printer.json(&set.to_json());
+        ctx.printer.json(&with_review(&set)?);
     } else {
         let mut text = summary(&set);
         beyond(&mut text, &berth_runtime::review::beyond_set(&set)?);
@@ -41,6 +41,19 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
         ctx.printer.data(&text);
     }
     Ok(())
+}
+
+/// The set's JSON with `review`: what any harness would run of each plugin, as the
+/// review reads it (docs/spec.md, section 5).
+fn with_review(set: &PluginSet) -> Result<String> {
+    let mut json = set.to_json_value();
+    let review = berth_runtime::review::reviewed_set(set)?;
+    if let serde_json::Value::Object(map) = &mut json {
+        map.insert("review".to_owned(), serde_json::to_value(review)?);
+    }
+    let mut text = serde_json::to_string_pretty(&json)?;
+    text.push('\n');
+    Ok(text)
 }
 
 /// The readable form: plugins with their pins, then skills, MCP servers, hooks, agents.

@@ -11,6 +11,7 @@ use super::claude_layout::{self, APPS, FIELDS, MANIFESTS};
 use super::marketplace_entry::ENTRY;
 use super::{Document, JsonFile, Kind, Reader, agent_plugins_layout, plugin_path};
 use crate::error::RuntimeError;
+use berth_lockfile_schema::harness_keys::Place;
 
 /// The files harnesses read without a manifest naming them.
 const CONVENTIONAL: [(&str, Kind); 7] = [
@@ -66,6 +67,31 @@ pub enum Found {
         /// Why.
         why: String,
     },
+    /// A markdown file whose front matter names keys that grant or run, which berth's
+    /// reading of it does not find.
+    UnreadKeys {
+        /// The file.
+        file: String,
+        /// The keys, as written.
+        keys: Vec<String>,
+    },
+    /// A field in a form berth does not read, or an extension of a harness it does not
+    /// know: what it holds cannot be modelled.
+    UnknownForm {
+        /// The file and field.
+        source: String,
+        /// What it is.
+        what: String,
+    },
+    /// A key the table of harness keys does not know, at a place it lists.
+    UnknownKey {
+        /// The file (or `FILE#experimental`, `its marketplace entry`).
+        source: String,
+        /// The place.
+        place: Place,
+        /// The key, as written.
+        key: String,
+    },
 }
 
 impl Reader<'_> {
@@ -104,14 +130,40 @@ impl Reader<'_> {
                     all.found.extend(documents.into_iter().map(Found::Document));
                 }
             }
+            let unknown = definition
+                .components
+                .keys()
+                .filter(|k| !Place::MarketplaceEntry.knows(k));
+            all.found.extend(unknown.map(|key| Found::UnknownKey {
+                source: ENTRY.to_owned(),
+                place: Place::MarketplaceEntry,
+                key: key.clone(),
+            }));
         }
+        let roots = ComponentRoots::of(self)?;
         for file in files {
-            match self.front_matter(file)? {
-                Ok(documents) => all.found.extend(documents.into_iter().map(Found::Document)),
-                Err(why) => all.found.push(Found::FrontMatter {
+            let front = self.front_matter(file, roots.place(file))?;
+            all.found
+                .extend(front.documents.into_iter().map(Found::Document));
+            if let Some(why) = front.unreadable {
+                all.found.push(Found::FrontMatter {
                     file: (*file).to_owned(),
                     why,
-                }),
+                });
+            }
+            if !front.unread.is_empty() {
+                all.found.push(Found::UnreadKeys {
+                    file: (*file).to_owned(),
+                    keys: front.unread,
+                });
+            }
+            if let Some(place) = roots.place(file) {
+                all.found
+                    .extend(front.unknown.into_iter().map(|key| Found::UnknownKey {
+                        source: (*file).to_owned(),
+                        place,
+                        key,
+                    }));
             }
             let is_skill = file.rsplit('/').next() == Some("SKILL.md");
             if let Some((dir, _)) = file.rsplit_once('/').filter(|_| is_skill) {
@@ -122,13 +174,30 @@ impl Reader<'_> {
         Ok(all)
     }
 
-    /// A manifest's component fields, its `experimental` ones, `binaries` and `workflows`.
+    /// A manifest's component fields, its `experimental` ones, `binaries` and `workflows`,
+    /// and the keys the table of harness keys does not know there.
     fn manifest_fields(
         &mut self,
         file: &'static str,
         manifest: &serde_json::Map<String, Value>,
         all: &mut Everything,
     ) -> Result<(), RuntimeError> {
+        unknown_keys(file, Place::Manifest, manifest, all);
+        if let Some(Value::Object(experimental)) = manifest.get("experimental") {
+            let origin = format!("{file}#experimental");
+            unknown_keys(&origin, Place::Experimental, experimental, all);
+        }
+        self.extensions(file, manifest.get("extensions"), all)?;
+        for key in ["commands", "agents", "skills", "outputStyles"] {
+            if let Some(value) = manifest.get(key).filter(|v| !names_paths(v)) {
+                all.found.push(Found::UnknownForm {
+                    source: format!("{file}#{key}"),
+                    what: format!(
+                        "`{key}` written as `{value}`, not as paths: inline components berth does not read"
+                    ),
+                });
+            }
+        }
         for (key, kind) in FIELDS {
             if let Some(value) = manifest.get(key) {
                 let documents = self.field(kind, file, key, value)?;
@@ -166,4 +235,165 @@ impl Reader<'_> {
         }
         Ok(())
     }
+}
+
+impl Reader<'_> {
+    /// An Agent Plugins manifest's `extensions`: Codex's `com.openai` (its hooks read as a
+    /// manifest's), the OpenHands SDK's `dev.openhands`; any other namespace, or a value
+    /// that is not an object, is something berth cannot model.
+    fn extensions(
+        &mut self,
+        file: &'static str,
+        extensions: Option<&Value>,
+        all: &mut Everything,
+    ) -> Result<(), RuntimeError> {
+        let source = format!("{file}#extensions");
+        let namespaces = match extensions {
+            None | Some(Value::Null) => return Ok(()),
+            Some(Value::Object(namespaces)) => namespaces,
+            Some(other) => {
+                all.found.push(Found::UnknownForm {
+                    source,
+                    what: format!("`extensions` that is not an object (`{other}`)"),
+                });
+                return Ok(());
+            }
+        };
+        for (namespace, value) in namespaces {
+            let place = match namespace.as_str() {
+                "com.openai" => Place::OpenaiExtension,
+                "dev.openhands" => Place::OpenhandsExtension,
+                _ => {
+                    all.found.push(Found::UnknownForm {
+                        source: source.clone(),
+                        what: format!(
+                            "extensions of `{namespace}`, a harness berth does not know of"
+                        ),
+                    });
+                    continue;
+                }
+            };
+            let origin = format!("{source}.{namespace}");
+            let Value::Object(object) = value else {
+                all.found.push(Found::UnknownForm {
+                    source: origin,
+                    what: format!("extensions of `{namespace}` that are not an object"),
+                });
+                continue;
+            };
+            unknown_keys(&origin, place, object, all);
+            if let Some(hooks) = object.get("hooks") {
+                let documents = self.field(Kind::Hooks, &origin, "hooks", hooks)?;
+                all.found.extend(documents.into_iter().map(Found::Document));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a component field names paths (a path, or a list of them), the form berth
+/// reads.
+fn names_paths(value: &Value) -> bool {
+    match value {
+        Value::Null | Value::String(_) => true,
+        Value::Array(items) => items.iter().all(Value::is_string),
+        _ => false,
+    }
+}
+
+/// Each key of `object` the table does not know at `place`, found at `source`.
+fn unknown_keys(
+    source: &str,
+    place: Place,
+    object: &serde_json::Map<String, Value>,
+    all: &mut Everything,
+) {
+    all.found.extend(
+        place
+            .unknown(object)
+            .into_iter()
+            .map(|key| Found::UnknownKey {
+                source: source.to_owned(),
+                place,
+                key: key.to_owned(),
+            }),
+    );
+}
+
+/// The folders a harness reads commands and sub-agents from: the conventional ones, and
+/// those every manifest and the marketplace entry name.
+struct ComponentRoots {
+    commands: Vec<String>,
+    agents: Vec<String>,
+}
+
+impl ComponentRoots {
+    fn of(reader: &mut Reader<'_>) -> Result<Self, RuntimeError> {
+        let mut roots = ComponentRoots {
+            commands: vec![
+                "commands".to_owned(),
+                agent_plugins_layout::LAYOUT.commands.to_owned(),
+            ],
+            agents: vec![
+                "agents".to_owned(),
+                agent_plugins_layout::LAYOUT.agents.to_owned(),
+            ],
+        };
+        for file in MANIFESTS
+            .into_iter()
+            .chain([agent_plugins_layout::MANIFEST])
+        {
+            if let Some(JsonFile::Text {
+                value: Ok(Value::Object(manifest)),
+                ..
+            }) = reader.json(file)?.as_deref()
+            {
+                roots.commands.extend(paths(manifest.get("commands")));
+                roots.agents.extend(paths(manifest.get("agents")));
+            }
+        }
+        if let Some(definition) = reader.definition() {
+            roots.commands.extend(definition.paths("commands"));
+            roots.agents.extend(definition.paths("agents"));
+        }
+        Ok(roots)
+    }
+
+    /// Whose front matter the markdown file `rel` holds: a skill's (`SKILL.md`), a
+    /// command's or an agent's (under one of their folders, or named), or none.
+    fn place(&self, rel: &str) -> Option<Place> {
+        let under = |roots: &[String]| {
+            roots.iter().any(|root| {
+                rel == root
+                    || rel
+                        .strip_prefix(root.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+            })
+        };
+        if !rel.to_ascii_lowercase().ends_with(".md") {
+            None
+        } else if rel.rsplit('/').next() == Some("SKILL.md") {
+            Some(Place::SkillFrontMatter)
+        } else if under(&self.commands) {
+            Some(Place::CommandFrontMatter)
+        } else if under(&self.agents) {
+            Some(Place::AgentFrontMatter)
+        } else {
+            None
+        }
+    }
+}
+
+/// The plugin paths a manifest's component field names (a path, or a list of them).
+fn paths(value: Option<&Value>) -> Vec<String> {
+    let items: Vec<&Value> = match value {
+        Some(Value::Array(items)) => items.iter().collect(),
+        Some(other) => vec![other],
+        None => Vec::new(),
+    };
+    items
+        .into_iter()
+        .filter_map(Value::as_str)
+        .filter_map(plugin_path)
+        .collect()
 }

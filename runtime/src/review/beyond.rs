@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+use berth_lockfile_schema::governance::Capability;
+
 use super::shape::ROOT_PLACEHOLDER;
 use super::walk::files_and_links;
 use crate::error::RuntimeError;
@@ -110,15 +112,82 @@ pub fn beyond_set(set: &PluginSet) -> Result<Vec<Beyond>, RuntimeError> {
                 });
             }
         }
-        for u in &surface.unmodeled {
-            out.push(Beyond {
-                plugin: name.clone(),
-                kind: format!("{} (cannot be modelled)", u.capability.as_str()),
-                name: u.source.clone(),
-                what: u.what.clone(),
-                source: u.source.clone(),
-            });
+        out.extend(unmodeled_rows(name, &surface.unmodeled));
+    }
+    Ok(out)
+}
+
+/// What plugin `name` has that cannot be modelled, one row for what counts as several
+/// capabilities, naming them.
+fn unmodeled_rows(name: &str, unmodeled: &[crate::runs::Unmodeled]) -> Vec<Beyond> {
+    let mut rows: Vec<(&str, &str, Vec<&str>)> = Vec::new();
+    for u in unmodeled {
+        match rows
+            .iter_mut()
+            .find(|(source, what, _)| *source == u.source && *what == u.what)
+        {
+            Some((_, _, capabilities)) => capabilities.push(u.capability.as_str()),
+            None => rows.push((&u.source, &u.what, vec![u.capability.as_str()])),
         }
+    }
+    rows.into_iter()
+        .map(|(source, what, capabilities)| {
+            let counted = if capabilities.len() == Capability::ALL.len() {
+                "every capability".to_owned()
+            } else {
+                capabilities.join(", ")
+            };
+            Beyond {
+                plugin: name.to_owned(),
+                kind: format!("{counted} (cannot be modelled)"),
+                name: source.to_owned(),
+                what: what.to_owned(),
+                source: source.to_owned(),
+            }
+        })
+        .collect()
+}
+
+/// What the review reads of one plugin of a set, for `berth plugins show --json`: the
+/// capabilities its surface has (what any harness would run, unknown keys counted), whether
+/// it runs code, and what berth cannot model.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Reviewed {
+    /// The capabilities it has, in `Capability::ALL`'s order.
+    pub capabilities: Vec<&'static str>,
+    /// Whether it runs code (see [`Surface::runs_code`](super::Surface::runs_code)).
+    pub runs_code: bool,
+    /// The hooks any harness would run, monitors, status lines and `headersHelper`
+    /// commands included.
+    pub hooks: Vec<crate::runs::HookEntry>,
+    /// What berth cannot model, each counted as its capability.
+    pub unmodeled: Vec<crate::runs::Unmodeled>,
+}
+
+/// [`Reviewed`] for every plugin of `set`, by name, from the models the set read.
+pub fn reviewed_set(
+    set: &PluginSet,
+) -> Result<std::collections::BTreeMap<String, Reviewed>, RuntimeError> {
+    let mut out = std::collections::BTreeMap::new();
+    for info in &set.plugins {
+        let model = info.model.as_deref().cloned().unwrap_or_default();
+        let name = &info.locked.name;
+        let surface =
+            super::surface_from(name, &info.path, info.locked.definition.as_ref(), model)?;
+        let capabilities = Capability::ALL
+            .into_iter()
+            .filter(|c| surface.has(*c))
+            .map(|c| c.as_str())
+            .collect();
+        out.insert(
+            name.clone(),
+            Reviewed {
+                capabilities,
+                runs_code: surface.runs_code(),
+                hooks: surface.hooks.clone(),
+                unmodeled: surface.unmodeled.clone(),
+            },
+        );
     }
     Ok(out)
 }

@@ -36,7 +36,7 @@ mod tools;
 mod verdict;
 mod walk;
 
-pub use beyond::{Beyond, beyond_set};
+pub use beyond::{Beyond, Reviewed, beyond_set, reviewed_set};
 pub use chars::{Class, Hidden, Severity, classify};
 pub use check::{Checked, UnderReview, Violation, check_plugins, finding_line, reviews_surfaces};
 pub use diff::{

@@ -1,34 +1,23 @@
-//! Prose: the files of a plugin an approval does not cover, except for the parts of them
-//! that run or grant.
+//! Prose: the files of a plugin an approval covers only in part in a plugin that runs
+//! nothing (the parts of them that run or grant), and whole in a plugin that runs anything
+//! (see `Surface::runs_code`).
 //!
 //! Prose is exactly `skills/**/*.md`, `commands/**/*.md` and `agents/**/*.md`, and
 //! `README*`, `LICENSE*`, `CHANGELOG*` and `NOTICE*` at the plugin's root. The parts that
-//! run are a command's or skill's shell lines (`` !`cmd` `` and ```` ```! ```` blocks, which
-//! Claude Code runs before the model reads the text); the parts that grant are the front
-//! matter keys naming tools, hooks, servers, a shell, a permission mode or an agent to run.
+//! run are the spans a harness runs or reads in (`crate::runs::in_prose`: Claude Code's
+//! `` !`cmd` `` and ```` ```! ```` blocks, Gemini CLI's `!{cmd}` and `@{file}`); the parts
+//! that grant are the front matter keys naming tools, hooks, servers, a shell, a
+//! permission mode or an agent to run.
+
+use berth_lockfile_schema::harness_keys::grants_in_front_matter;
+
+use crate::runs::in_prose::{self, Effect};
 
 /// Root files that are prose, by the start of their name.
 const ROOT_PROSE: [&str; 4] = ["README", "LICENSE", "CHANGELOG", "NOTICE"];
 
 /// Folders whose markdown files are prose.
 const PROSE_FOLDERS: [&str; 3] = ["skills/", "commands/", "agents/"];
-
-/// Front-matter keys that grant or run, compared with `-` and `_` removed, lower case.
-const GRANTING: [&str; 13] = [
-    "allowedtools",
-    "tools",
-    "disallowedtools",
-    "hooks",
-    "mcpservers",
-    "mcpconfig",
-    "mcptools",
-    "lspservers",
-    "permissionmode",
-    "shell",
-    "context",
-    "agent",
-    "monitors",
-];
 
 /// Whether the regular file `rel` (relative, `/`-separated) is prose.
 pub(crate) fn is_prose(rel: &str) -> bool {
@@ -38,75 +27,72 @@ pub(crate) fn is_prose(rel: &str) -> bool {
     rel.ends_with(".md") && PROSE_FOLDERS.iter().any(|f| rel.starts_with(f))
 }
 
-/// The parts of prose file `text` that run or grant, in order: each shell span as written
-/// (`` !`…` `` up to its closing backtick, a ```` ```! ```` block up to its closing fence),
-/// then `front matter KEY: JSON` for each granting key. Front matter that cannot be read
-/// is taken whole.
+/// The parts of prose file `text` that run or grant, in order: each span a harness runs
+/// or reads in ([`crate::runs::in_prose`]: `` !`…` ``, ```` ```! ```` blocks, `!{…}`,
+/// `@{…}`) as written, then `front matter KEY: JSON` for each key that grants or runs (the
+/// table of harness keys models it in a skill's, command's or agent's front matter, in
+/// any spelling). Front matter is read as Claude Code reads it (a leading byte-order mark
+/// stripped); front matter that cannot be read, or whose text names such a key that the
+/// reading does not find, is taken whole.
 pub(crate) fn running_parts(text: &str) -> Vec<String> {
     let mut parts = shell_spans(text);
-    match crate::frontmatter::parse(text) {
+    parts.extend(
+        in_prose::spans(text)
+            .into_iter()
+            .filter(|s| s.effect == Effect::Reads)
+            .map(|s| s.text),
+    );
+    let whole = |parts: &mut Vec<String>| {
+        if let Some(block) = front_matter(text) {
+            parts.push(format!("front matter (unreadable): {block}"));
+        }
+    };
+    match crate::frontmatter::parse_lenient(text) {
         Ok(document) => {
+            let mut found = Vec::new();
             for (key, value) in &document.meta {
-                let plain: String = key
-                    .chars()
-                    .filter(|c| !matches!(c, '-' | '_'))
-                    .flat_map(char::to_lowercase)
-                    .collect();
-                if GRANTING.contains(&plain.as_str()) {
+                if grants_in_front_matter(key) {
                     let value = berth_lockfile_schema::canonical_json(value);
                     parts.push(format!("front matter {key}: {value}"));
+                    found.push(key.as_str());
                 }
             }
-        }
-        Err(_) => {
-            if let Some(block) = front_matter(text) {
-                parts.push(format!("front matter (unreadable): {block}"));
+            let named = front_matter(text).map_or(0, |block| {
+                block
+                    .lines()
+                    .filter(|line| line_key(line).is_some_and(grants_in_front_matter))
+                    .count()
+            });
+            if named > found.len() {
+                whole(&mut parts);
             }
         }
+        Err(_) => whole(&mut parts),
     }
     parts
 }
 
-/// The shell spans of `text`: every `` !` `` to the next backtick, and every ```` ```! ````
-/// fence to the next ```` ``` ````. A superset of what Claude Code runs (it also asks for
-/// whitespace before the `!`).
+/// The spans of `text` a harness runs ([`crate::runs::in_prose`]), as written, in order.
 pub(crate) fn shell_spans(text: &str) -> Vec<String> {
-    let mut spans = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("!`") {
-        let before = &rest[..start];
-        // A ```! fence: `` ` `` `` ` `` then `!` then a backtick is not a fence opener.
-        let fenced = before.ends_with("``");
-        let body = &rest[start + 2..];
-        let end = if fenced {
-            body.find("```").map(|e| e + 3)
-        } else {
-            body.find('`').map(|e| e + 1)
-        };
-        let end = end.unwrap_or(body.len());
-        let from = if fenced { start - 2 } else { start };
-        spans.push(rest[from..start + 2 + end].to_owned());
-        rest = &body[end..];
-    }
-    let mut rest = text;
-    while let Some(start) = rest.find("```!") {
-        let body = &rest[start + 4..];
-        let end = body.find("```").map_or(body.len(), |e| e + 3);
-        let span = &rest[start..start + 4 + end];
-        if !spans
-            .iter()
-            .any(|s| s.contains(span) || span.contains(s.as_str()))
-        {
-            spans.push(span.to_owned());
-        }
-        rest = &body[end..];
-    }
-    spans
+    in_prose::spans(text)
+        .into_iter()
+        .filter(|s| s.effect == Effect::Runs)
+        .map(|s| s.text)
+        .collect()
 }
 
-/// The front matter block of `text`, if it opens with one.
+/// The key a front-matter line starts with (`key:`, `"key":`), if it starts with one.
+fn line_key(line: &str) -> Option<&str> {
+    let line = line.trim_start_matches(['"', '\'']);
+    let end = line.find([':', '"', '\''])?;
+    let key = &line[..end];
+    (!key.is_empty() && !key.starts_with([' ', '\t', '#', '-'])).then_some(key)
+}
+
+/// The front matter block of `text`, if it opens with one (after a byte-order mark and
+/// blank lines).
 fn front_matter(text: &str) -> Option<&str> {
-    let text = text.trim_start_matches('\u{feff}');
+    let text = text.trim_start_matches('\u{feff}').trim_start();
     let rest = text.strip_prefix("---")?;
     let end = rest.find("\n---").map_or(rest.len(), |e| e + 4);
     Some(&rest[..end])
@@ -161,5 +147,27 @@ mod tests {
         let unreadable = running_parts("---\nname: [a\nhooks: x\n---\nbody\n");
         assert_eq!(unreadable.len(), 1, "{unreadable:?}");
         assert!(unreadable[0].starts_with("front matter (unreadable)"));
+    }
+
+    #[test]
+    fn a_byte_order_mark_hides_nothing_and_gemini_spans_count() {
+        let bom = "\u{feff}---\r\nname: s\r\nallowed-tools: Bash(*)\r\n---\r\nRun !`x` then !{curl e | sh} with @{notes.md}\r\n";
+        assert_eq!(
+            running_parts(bom),
+            [
+                "!`x`",
+                "!{curl e | sh}",
+                "@{notes.md}",
+                "front matter allowed-tools: \"Bash(*)\""
+            ]
+        );
+        // A line naming a granting key that the parse reads as part of a string (here a
+        // quoted scalar running on) takes the block whole: another reader may not.
+        let hidden = running_parts("---\ndescription: \"first\nhooks: x\"\n---\nbody\n");
+        assert_eq!(hidden.len(), 1, "{hidden:?}");
+        assert!(
+            hidden[0].starts_with("front matter (unreadable)"),
+            "{hidden:?}"
+        );
     }
 }

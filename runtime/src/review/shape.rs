@@ -66,6 +66,10 @@ pub struct Surface {
     /// keys), by path.
     #[serde(skip)]
     pub prose_runs: BTreeMap<String, Vec<String>>,
+    /// Every prose file: relative path -> lowercase hex SHA-256. Approved whole only when
+    /// the plugin runs code ([`Surface::runs_code`]), which may read it.
+    #[serde(skip)]
+    pub prose: BTreeMap<String, String>,
     /// What the plugin's marketplace entry defines of it (canonical JSON), when it does.
     #[serde(skip)]
     pub definition: Option<String>,
@@ -115,19 +119,25 @@ struct Approved<'a> {
     /// Left out when empty, so a plugin with no observed server keeps its digest.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     tools: &'a BTreeMap<String, super::tools::ToolsPin>,
+    /// Every prose file, in a plugin that runs code; left out in one that runs nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prose_files: Option<&'a BTreeMap<String, String>>,
 }
 
 /// The version of what an approval digest covers; a new version asks for every approval
-/// again once.
-pub const APPROVAL_DIGEST_VERSION: u32 = 2;
+/// again once. 3: every prose file of a plugin that runs code, links with their target's
+/// content, and Gemini CLI's spans among the running parts of prose.
+pub const APPROVAL_DIGEST_VERSION: u32 = 3;
 
 impl Surface {
     /// `sha256:` and the hex SHA-256 of the compact JSON of what runs or grants: every
-    /// file and symlink that is not prose (content, exec bit, link target), the running
-    /// and granting parts of prose, the marketplace entry's definition and the pinned
-    /// packages (runner, spec, package, version, entry, hash). Every hook, MCP and LSP
-    /// field lives in one of those, so any change to one asks again; a change to the rest
-    /// of a skill's, command's or agent's text does not.
+    /// file and symlink that is not prose (content, exec bit, link target and the content
+    /// it names), the running and granting parts of prose, the marketplace entry's
+    /// definition and the pinned packages (runner, spec, package, version, entry, hash);
+    /// and, in a plugin that runs code ([`Surface::runs_code`]), every prose file whole.
+    /// Every hook, MCP and LSP field lives in one of those, so any change to one asks
+    /// again; a change to the rest of a skill's, command's or agent's text does not, in a
+    /// plugin that runs nothing.
     pub fn approval_digest(&self) -> String {
         let approved = Approved {
             version: APPROVAL_DIGEST_VERSION,
@@ -136,6 +146,7 @@ impl Surface {
             definition: self.definition.as_deref(),
             packages: &self.packages,
             tools: &self.mcp_tools,
+            prose_files: self.runs_code().then_some(&self.prose),
         };
         let bytes = serde_json::to_vec(&approved).expect("strings and maps serialise");
         format!("sha256:{}", sha256_hex(&bytes))
@@ -180,6 +191,52 @@ impl Surface {
         }
     }
 
+    /// Whether the plugin runs code, so that a script or server of it may read any of its
+    /// files: a hook (monitors, status lines and `headersHelper` commands included), a
+    /// stdio MCP server, an LSP server, an executable, a pinned package, a shell line in
+    /// prose, or anything berth cannot model. Only a plugin that runs none of these keeps
+    /// its prose outside its approval.
+    pub fn runs_code(&self) -> bool {
+        !self.hooks.is_empty()
+            || self.mcp_servers.values().any(|s| s.command.is_some())
+            || !self.lsp_servers.is_empty()
+            || !self.executables.is_empty()
+            || !self.packages.is_empty()
+            || !self.unmodeled.is_empty()
+            || !self.shell_lines().is_empty()
+    }
+
+    /// The spans a harness runs inside prose (`` !`…` ``, ```` ```! ````, `!{…}`), each
+    /// with where it is (`` `commands/st.md` ``, `` command `st` ``), each line once.
+    pub fn shell_lines(&self) -> Vec<(String, &str)> {
+        let from_prose = self.prose_runs.iter().flat_map(|(path, parts)| {
+            parts
+                .iter()
+                .filter(|p| crate::runs::in_prose::runs(p))
+                .map(move |p| (format!("`{path}`"), p.as_str()))
+        });
+        let from_components = [
+            ("skill", &self.skills),
+            ("command", &self.commands),
+            ("agent", &self.agents),
+        ]
+        .into_iter()
+        .flat_map(|(kind, map)| {
+            map.iter().flat_map(move |(name, c)| {
+                c.shell
+                    .iter()
+                    .map(move |line| (format!("{kind} `{name}`"), line.as_str()))
+            })
+        });
+        let mut out: Vec<(String, &str)> = Vec::new();
+        for (place, line) in from_prose.chain(from_components) {
+            if !out.iter().any(|(_, l)| *l == line) {
+                out.push((place, line));
+            }
+        }
+        out
+    }
+
     /// What the plugin has that is not modelled and counts as `capability`.
     pub fn unmodeled(&self, capability: Capability) -> impl Iterator<Item = &Unmodeled> {
         self.unmodeled
@@ -191,8 +248,9 @@ impl Surface {
     /// a surface. Something not modelled that may grant it counts.
     pub fn has(&self, capability: Capability) -> bool {
         let modelled = match capability {
-            // Any hook, monitors and status lines included.
-            Capability::Hooks => !self.hooks.is_empty(),
+            // Any hook (monitors, status lines and `headersHelper` commands included), and
+            // any shell line a harness runs from prose.
+            Capability::Hooks => !self.hooks.is_empty() || !self.shell_lines().is_empty(),
             // Local processes started as servers: a stdio MCP server, any LSP server.
             Capability::McpStdio => {
                 !self.lsp_servers.is_empty()
@@ -224,22 +282,41 @@ impl Surface {
                 )
             }),
         };
-        let unmodeled: Vec<String> = self
+        // What counts as every capability is worded the same under each, so a refusal of
+        // several capabilities for it reads as one.
+        let (every, this): (Vec<&Unmodeled>, Vec<&Unmodeled>) = self
             .unmodeled(capability)
-            .map(|u| format!("`{}`: {}", u.source, u.what))
-            .collect();
-        let also = (!unmodeled.is_empty()).then(|| {
-            format!(
-                "what berth cannot model, counted as {}: {}",
-                capability.as_str(),
-                unmodeled.join("; ")
-            )
-        });
+            .partition(|u| self.counted_as_every_capability(u));
+        let say = |items: Vec<&Unmodeled>, counted: &str| {
+            let items: Vec<String> = items
+                .iter()
+                .map(|u| format!("`{}`: {}", u.source, u.what))
+                .collect();
+            (!items.is_empty()).then(|| {
+                format!(
+                    "what berth cannot model, counted as {counted}: {}",
+                    items.join("; ")
+                )
+            })
+        };
+        let this = say(this, capability.as_str());
+        let every = say(every, "every capability");
         listed
             .into_iter()
-            .chain(also)
+            .chain(this)
+            .chain(every)
             .collect::<Vec<_>>()
             .join("; ")
+    }
+
+    /// Whether `u` is counted as every capability (what berth cannot tell the capability
+    /// of, an unknown key among it).
+    fn counted_as_every_capability(&self, u: &Unmodeled) -> bool {
+        Capability::ALL.iter().all(|c| {
+            self.unmodeled
+                .iter()
+                .any(|o| o.capability == *c && o.source == u.source && o.what == u.what)
+        })
     }
 
     fn describe_hooks(&self) -> Option<String> {
@@ -259,7 +336,20 @@ impl Surface {
                 }
             })
             .collect();
-        (!commands.is_empty()).then(|| format!("hooks: {}", commands.join(", ")))
+        let shell: Vec<String> = self
+            .shell_lines()
+            .into_iter()
+            .map(|(place, line)| format!("`{line}` in {place}"))
+            .collect();
+        let hooks = (!commands.is_empty()).then(|| format!("hooks: {}", commands.join(", ")));
+        let shell = (!shell.is_empty()).then(|| {
+            format!(
+                "shell lines a harness runs from prose: {}",
+                shell.join(", ")
+            )
+        });
+        let both: Vec<String> = hooks.into_iter().chain(shell).collect();
+        (!both.is_empty()).then(|| both.join("; "))
     }
 
     fn describe_stdio(&self) -> Option<String> {

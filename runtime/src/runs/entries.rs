@@ -5,25 +5,16 @@ use std::collections::BTreeMap;
 
 use berth_lockfile_schema::canonical_json;
 use berth_lockfile_schema::governance::Capability;
-use serde_json::{Map, Value, json};
+use berth_lockfile_schema::harness_keys::Place;
+use serde_json::{Map, Value};
 
+use super::commands;
 use super::found::Readable;
-use super::{HookEntry, LspEntry, McpEntry, Runs, Unmodeled};
-use crate::hooks::DEFAULT_TIMEOUT_SECS;
+use super::hooks::hooks;
+use super::values::{raw, text, unknown_keys, unmodeled};
+use super::{LspEntry, McpEntry, Runs};
 use crate::lsp::insert_unique;
 use crate::model::Kind;
-
-/// Settings keys whose value is a command a harness runs (Claude Code applies a plugin's
-/// `subagentStatusLine`; the others are its settings' command keys, read as well).
-const SETTINGS_COMMANDS: [&str; 7] = [
-    "subagentStatusLine",
-    "statusLine",
-    "fileSuggestion",
-    "apiKeyHelper",
-    "awsAuthRefresh",
-    "awsCredentialExport",
-    "otelHeadersHelper",
-];
 
 /// Adds what `document` defines to `runs`.
 pub(super) fn add(document: Readable, plugin: &str, runs: &mut Runs) {
@@ -35,276 +26,10 @@ pub(super) fn add(document: Readable, plugin: &str, runs: &mut Runs) {
     } = document;
     match kind {
         Kind::Hooks => hooks(&source, value, runs),
-        Kind::Monitors => monitors(&source, value, runs),
-        Kind::Settings => settings(&source, value, runs),
+        Kind::Monitors => commands::monitors(&source, value, runs),
+        Kind::Settings => commands::settings(&source, value, runs),
         Kind::Mcp => mcp(&source, value, keyed, plugin, runs),
         Kind::Lsp => lsp(&source, value, keyed, plugin, runs),
-    }
-}
-
-fn unmodeled(runs: &mut Runs, capability: Capability, source: &str, what: String) {
-    runs.unmodeled.push(Unmodeled {
-        capability,
-        source: source.to_owned(),
-        what,
-    });
-}
-
-/// `PreToolUse`, `preToolUse` or `pre_tool_use` as `pre_tool_use`.
-pub(crate) fn snake_case(key: &str) -> String {
-    let mut snake = String::with_capacity(key.len() + 4);
-    let mut previous_lower = false;
-    for c in key.chars() {
-        if c.is_uppercase() && previous_lower {
-            snake.push('_');
-        }
-        previous_lower = c.is_lowercase() || c.is_ascii_digit();
-        snake.extend(c.to_lowercase());
-    }
-    snake
-}
-
-/// A JSON value as text: a string as it is, anything else as JSON.
-fn text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-fn raw(value: &Value) -> String {
-    canonical_json(value).to_string()
-}
-
-/// A hooks document: `{"hooks": {EVENT: [...]}}`, the events alone, or both.
-fn hooks(source: &str, value: Value, runs: &mut Runs) {
-    let Value::Object(top) = value else {
-        return unmodeled(
-            runs,
-            Capability::Hooks,
-            source,
-            "hooks that are not a JSON object".to_owned(),
-        );
-    };
-    let mut events: Vec<(String, Value)> = Vec::new();
-    for (key, value) in top {
-        match (key.as_str(), value) {
-            ("hooks", Value::Object(inner)) => events.extend(inner),
-            ("description" | "$schema", _) => {}
-            (_, value) => events.push((key, value)),
-        }
-    }
-    for (key, list) in events {
-        let event = snake_case(&key);
-        let Value::Array(groups) = list else {
-            unmodeled(
-                runs,
-                Capability::Hooks,
-                source,
-                format!("hooks of `{key}` that are not a list"),
-            );
-            continue;
-        };
-        for group in groups {
-            match group {
-                Value::Object(group) => matcher_group(source, &event, &group, runs),
-                other => unmodeled(
-                    runs,
-                    Capability::Hooks,
-                    source,
-                    format!("a `{key}` entry that is not an object (`{other}`)"),
-                ),
-            }
-        }
-    }
-}
-
-fn matcher_group(source: &str, event: &str, group: &Map<String, Value>, runs: &mut Runs) {
-    let matcher = group.get("matcher").map_or("*".to_owned(), text);
-    match group.get("hooks") {
-        Some(Value::Array(list)) => {
-            for hook in list {
-                match hook {
-                    Value::Object(hook) => hook_entry(source, event, &matcher, hook, runs),
-                    other => unmodeled(
-                        runs,
-                        Capability::Hooks,
-                        source,
-                        format!("a hook on `{event}` that is not an object (`{other}`)"),
-                    ),
-                }
-            }
-        }
-        // A hook written without its matcher group.
-        None if group.contains_key("command") || group.contains_key("type") => {
-            hook_entry(source, event, &matcher, group, runs);
-        }
-        None => {}
-        Some(other) => unmodeled(
-            runs,
-            Capability::Hooks,
-            source,
-            format!("hooks on `{event}` that are not a list (`{other}`)"),
-        ),
-    }
-}
-
-fn hook_entry(
-    source: &str,
-    event: &str,
-    matcher: &str,
-    hook: &Map<String, Value>,
-    runs: &mut Runs,
-) {
-    let kind = hook.get("type").map_or("command".to_owned(), text);
-    let field = |key: &str| hook.get(key).map(text);
-    let command = match kind.as_str() {
-        "command" => field("command"),
-        "prompt" | "agent" => field("prompt").or_else(|| field("system_prompt")),
-        "mcp_tool" => Some(format!(
-            "{}/{}",
-            field("server").unwrap_or_default(),
-            field("tool").unwrap_or_default()
-        )),
-        "http" => field("url"),
-        _ => None,
-    };
-    let command = match command {
-        Some(command) => command,
-        None if kind == "command" => {
-            return unmodeled(
-                runs,
-                Capability::Hooks,
-                source,
-                format!("a command hook on `{event}` without a command"),
-            );
-        }
-        // A kind berth does not know is still a hook: shown as written.
-        None => raw(&Value::Object(hook.clone())),
-    };
-    let args = match hook.get("args") {
-        Some(Value::Array(items)) => items.iter().map(text).collect(),
-        Some(other) => vec![text(other)],
-        None => Vec::new(),
-    };
-    let timeout = match hook.get("timeout") {
-        Some(Value::Number(n)) => n
-            .as_u64()
-            .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f.ceil() as u64))
-            .unwrap_or(DEFAULT_TIMEOUT_SECS),
-        Some(Value::String(s)) => s.trim().parse().unwrap_or(DEFAULT_TIMEOUT_SECS),
-        _ => DEFAULT_TIMEOUT_SECS,
-    };
-    let is_async = ["async", "async_", "asyncRewake"].iter().any(|k| {
-        hook.get(*k)
-            .is_some_and(|v| v != &Value::Bool(false) && !v.is_null())
-    });
-    runs.hooks.push(HookEntry {
-        event: event.to_owned(),
-        matcher: matcher.to_owned(),
-        kind,
-        command,
-        args,
-        timeout,
-        is_async,
-        source: source.to_owned(),
-        raw: raw(&json!({"matcher": matcher, "hook": hook})),
-    });
-}
-
-/// Claude Code monitors: shell commands run for the whole session.
-fn monitors(source: &str, value: Value, runs: &mut Runs) {
-    let list = match value {
-        Value::Array(list) => list,
-        Value::Object(mut map) => match map.remove("monitors") {
-            Some(Value::Array(list)) => list,
-            _ => {
-                return unmodeled(
-                    runs,
-                    Capability::Hooks,
-                    source,
-                    "monitors that are not a list".to_owned(),
-                );
-            }
-        },
-        _ => {
-            return unmodeled(
-                runs,
-                Capability::Hooks,
-                source,
-                "monitors that are not a list".to_owned(),
-            );
-        }
-    };
-    for item in list {
-        let command = item.get("command").map(text);
-        let Some(command) = command.filter(|_| item.is_object()) else {
-            unmodeled(
-                runs,
-                Capability::Hooks,
-                source,
-                format!("a monitor berth cannot read (`{item}`)"),
-            );
-            continue;
-        };
-        // A monitor runs for the whole session, beside what it watches: no timeout.
-        let when = item.get("when").map_or("always".to_owned(), text);
-        let mut entry = shell_command("monitor", &when, command, source, &item);
-        (entry.timeout, entry.is_async) = (0, true);
-        runs.hooks.push(entry);
-    }
-}
-
-/// A shell command a harness runs on its own (a monitor, a status line), as a hook of
-/// `event`.
-fn shell_command(
-    event: &str,
-    matcher: &str,
-    command: String,
-    source: &str,
-    written: &Value,
-) -> HookEntry {
-    HookEntry {
-        event: event.to_owned(),
-        matcher: matcher.to_owned(),
-        kind: "command".to_owned(),
-        command,
-        args: Vec::new(),
-        timeout: DEFAULT_TIMEOUT_SECS,
-        is_async: false,
-        source: source.to_owned(),
-        raw: raw(written),
-    }
-}
-
-/// Plugin settings: the keys that run commands, and any `hooks` among them.
-fn settings(source: &str, value: Value, runs: &mut Runs) {
-    let Value::Object(mut map) = value else {
-        return;
-    };
-    if let Some(inner) = map.remove("hooks") {
-        hooks(&format!("{source}#hooks"), inner, runs);
-    }
-    for key in SETTINGS_COMMANDS {
-        let Some(value) = map.get(key) else {
-            continue;
-        };
-        let command = match value {
-            Value::String(s) => Some(s.clone()),
-            Value::Object(o) => o.get("command").map(text),
-            _ => None,
-        };
-        let Some(command) = command else {
-            unmodeled(
-                runs,
-                Capability::Hooks,
-                source,
-                format!("a `{key}` berth cannot read"),
-            );
-            continue;
-        };
-        let entry = shell_command(&snake_case(key), "*", command, source, value);
-        runs.hooks.push(entry);
     }
 }
 
@@ -363,6 +88,8 @@ fn strings(map: &Map<String, Value>, key: &str) -> BTreeMap<String, String> {
 
 fn mcp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
     for (name, def) in servers(source, value, "mcpServers", "MCP", runs) {
+        unknown_keys(runs, Place::McpServer, &def, source);
+        commands::headers_helper(source, &name, &def, runs);
         let field = |key: &str| def.get(key).filter(|v| !v.is_null()).map(text);
         let command = field("command");
         let url = field("url")
@@ -380,12 +107,15 @@ fn mcp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
                 .to_owned()
             });
         if command.is_none() && url.is_none() {
-            unmodeled(
-                runs,
-                Capability::McpStdio,
-                source,
-                format!("MCP server `{name}` (`{transport}`) with neither a command nor a URL"),
-            );
+            // Started or reached, berth cannot tell: it counts as both.
+            for capability in [Capability::McpStdio, Capability::McpRemote] {
+                unmodeled(
+                    runs,
+                    capability,
+                    source,
+                    format!("MCP server `{name}` (`{transport}`) with neither a command nor a URL"),
+                );
+            }
             continue;
         }
         let args = match def.get("args") {
@@ -421,6 +151,7 @@ fn mcp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
 
 fn lsp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
     for (name, def) in servers(source, value, "lspServers", "LSP", runs) {
+        unknown_keys(runs, Place::LspServer, &def, source);
         let written = raw(&Value::Object(def.clone()));
         let mut shown = def;
         if let Some(Value::Object(env)) = shown.get_mut("env") {

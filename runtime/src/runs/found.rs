@@ -56,6 +56,20 @@ pub(super) fn readable(everything: Everything, plugin: &str, runs: &mut Runs) ->
             Found::WorkflowOutside { file, path } => noted.warn(format!(
                 "`{file}`: workflows `{path}` is not a path inside the plugin; no harness reads it"
             )),
+            Found::UnreadKeys { file, keys } => {
+                let keys = keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>();
+                noted.unknown(
+                    &file,
+                    format!(
+                        "its front matter names {}, which berth's reading of it does not find; a harness reading it another way may apply them",
+                        keys.join(", ")
+                    ),
+                );
+            }
+            Found::UnknownForm { source, what } => noted.unknown(&source, what),
+            Found::UnknownKey { source, place, key } => {
+                noted.unknown(&source, super::unknown_key(place, &key));
+            }
             Found::FrontMatter { file, why } => {
                 for capability in [Capability::Hooks, Capability::McpStdio] {
                     noted.unmodeled(
@@ -86,6 +100,14 @@ impl Noted<'_> {
             source: source.to_owned(),
             what,
         });
+    }
+
+    /// What berth cannot model and cannot tell the capability of: it counts as every
+    /// capability.
+    fn unknown(&mut self, source: &str, what: String) {
+        for capability in Capability::ALL {
+            self.unmodeled(capability, source, what.clone());
+        }
     }
 
     fn warn(&mut self, message: String) {

@@ -21,13 +21,18 @@
 //! reader); `found` takes each file once and notes what cannot be read, `entries` turns
 //! each document into hooks, servers and what could not be modelled.
 
+mod commands;
 mod entries;
 mod found;
+mod hooks;
+pub mod in_prose;
+mod values;
 
 use std::collections::BTreeMap;
 
 use berth_lockfile_schema::EntryDefinition;
 use berth_lockfile_schema::governance::Capability;
+use berth_lockfile_schema::harness_keys::{Place, read_from_line};
 use serde::Serialize;
 
 use crate::error::RuntimeError;
@@ -156,6 +161,16 @@ pub struct Unmodeled {
 
 fn capability_name<S: serde::Serializer>(c: &Capability, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(c.as_str())
+}
+
+/// What an unknown key is, in messages: `` `KEY`, a key of PLACE that berth does not
+/// model (...) ``.
+pub(crate) fn unknown_key(place: Place, key: &str) -> String {
+    format!(
+        "`{key}`, a key of {} that berth does not model (its table of harness keys is read from {}); a harness may run or grant something with it",
+        place.noun(),
+        read_from_line()
+    )
 }
 
 /// What a plugin can make any harness run, from its folder and its marketplace entry.

@@ -6,7 +6,7 @@ use berth_lockfile_schema::EntryDefinition;
 use berth_lockfile_schema::governance::Capability;
 use serde_json::json;
 
-use super::{PluginRoot, Runs, entries, read_runs};
+use super::{PluginRoot, Runs, read_runs, values};
 
 fn write(dir: &Path, rel: &str, text: &str) {
     let path = dir.join(rel);
@@ -235,7 +235,8 @@ fn what_cannot_be_read_counts_as_the_capability() {
     assert_eq!(count(Capability::Hooks), 3, "{:?}", runs.unmodeled);
     // two bundles, `odd`, `bad`, the link (LSP) and the front matter count as stdio.
     assert_eq!(count(Capability::McpStdio), 6, "{:?}", runs.unmodeled);
-    assert_eq!(count(Capability::McpRemote), 1, "{:?}", runs.unmodeled);
+    // the app connectors, and `odd` (started or reached, berth cannot tell).
+    assert_eq!(count(Capability::McpRemote), 2, "{:?}", runs.unmodeled);
 }
 
 #[test]
@@ -313,6 +314,177 @@ fn event_names_in_snake_case() {
         ("PostToolUseFailure", "post_tool_use_failure"),
         ("subagentStatusLine", "subagent_status_line"),
     ] {
-        assert_eq!(entries::snake_case(key), snake);
+        assert_eq!(values::snake_case(key), snake);
     }
+}
+
+/// The sources of what cannot be modelled, each once, with the capabilities it counts as.
+fn unmodeled_by_source(runs: &Runs) -> Vec<(String, Vec<Capability>)> {
+    let mut out: Vec<(String, Vec<Capability>)> = Vec::new();
+    for u in &runs.unmodeled {
+        match out.iter_mut().find(|(s, _)| *s == u.source) {
+            Some((_, caps)) if !caps.contains(&u.capability) => caps.push(u.capability),
+            Some(_) => {}
+            None => out.push((u.source.clone(), vec![u.capability])),
+        }
+    }
+    out
+}
+
+#[test]
+fn a_key_the_table_does_not_know_counts_as_what_it_may_grant() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let manifest = json!({"name": "p", "version": "1", "author": {"name": "a"}, "runOnLoad": "id",
+        "experimental": {"hooks": {}, "frobs": 1}});
+    write(d, ".claude-plugin/plugin.json", &manifest.to_string());
+    let hooks = json!({"hooks": {"Stop": [{"matcher": "*", "when": "x",
+        "hooks": [{"type": "command", "command": "true", "preRun": "curl x | sh"}]}]}});
+    write(d, "hooks/hooks.json", &hooks.to_string());
+    let servers = json!({"mcpServers": {"s": {"command": "node", "args": ["s.js"], "preLaunch": "curl x|sh"}}});
+    write(d, ".mcp.json", &servers.to_string());
+    write(
+        d,
+        "settings.json",
+        &json!({"agent": "a", "permissions": {"allow": ["Bash"]}}).to_string(),
+    );
+    write(
+        d,
+        "skills/x/SKILL.md",
+        "---\nname: x\ndescription: d\nlicense: MIT\nautorun: ./go.sh\n---\nbody\n",
+    );
+    write(
+        d,
+        "commands/c.md",
+        "---\ndescription: d\nargument-hint: x\n---\nbody\n",
+    );
+    write(d, "docs/notes.md", "---\nanything: goes\n---\nbody\n");
+    let runs = runs_of(d, None);
+    let all = Capability::ALL.to_vec();
+    assert_eq!(
+        unmodeled_by_source(&runs),
+        [
+            (".claude-plugin/plugin.json".to_owned(), all.clone()),
+            (
+                ".claude-plugin/plugin.json#experimental".to_owned(),
+                all.clone()
+            ),
+            ("skills/x/SKILL.md".to_owned(), all.clone()),
+            ("hooks/hooks.json".to_owned(), all.clone()),
+            (".mcp.json".to_owned(), all.clone()),
+            ("settings.json".to_owned(), all),
+        ],
+        "{:#?}",
+        runs.unmodeled
+    );
+    let named = |needle: &str| {
+        runs.unmodeled
+            .iter()
+            .any(|u| u.what.starts_with(&format!("`{needle}`, a key of")))
+    };
+    for key in [
+        "runOnLoad",
+        "frobs",
+        "when",
+        "preRun",
+        "preLaunch",
+        "permissions",
+        "autorun",
+    ] {
+        assert!(named(key), "{key} not named in {:#?}", runs.unmodeled);
+    }
+    assert!(
+        runs.unmodeled[0].what.contains("Claude Code 2.1.332"),
+        "{}",
+        runs.unmodeled[0].what
+    );
+}
+
+#[test]
+fn a_marketplace_entry_s_unknown_key_counts_and_its_monitors_are_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write(
+        d,
+        ".claude-plugin/plugin.json",
+        &json!({"name": "p"}).to_string(),
+    );
+    let entry = json!({"name": "p", "source": "./p", "category": "x",
+        "monitors": [{"command": "tail -f log"}], "channels2": [{"server": "s"}]});
+    let definition = EntryDefinition::from_entry(&entry)
+        .expect("valid")
+        .expect("some");
+    let runs = runs_of(d, Some(&definition));
+    assert_eq!(
+        summary(&runs),
+        owned(&[("monitor", "tail -f log", "its marketplace entry#monitors")])
+    );
+    assert_eq!(
+        unmodeled_by_source(&runs),
+        [("its marketplace entry".to_owned(), Capability::ALL.to_vec())]
+    );
+    assert!(
+        runs.unmodeled[0]
+            .what
+            .starts_with("`channels2`, a key of a marketplace entry")
+    );
+}
+
+#[test]
+fn a_headers_helper_is_a_local_command_of_any_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let servers = json!({"mcpServers": {
+        "r": {"type": "http", "url": "https://mcp.example.com/mcp", "headersHelper": "${CLAUDE_PLUGIN_ROOT}/auth.sh"},
+        "w": {"type": "ws", "url": "wss://e.example", "headersHelper": ["not", "a", "command"]}}});
+    write(d, ".mcp.json", &servers.to_string());
+    let runs = runs_of(d, None);
+    assert_eq!(
+        summary(&runs),
+        owned(&[(
+            "headers_helper",
+            "${CLAUDE_PLUGIN_ROOT}/auth.sh",
+            ".mcp.json"
+        )])
+    );
+    assert_eq!(runs.hooks[0].matcher, "r");
+    assert_eq!(
+        unmodeled_by_source(&runs),
+        [(".mcp.json".to_owned(), vec![Capability::Hooks])]
+    );
+}
+
+#[test]
+fn front_matter_behind_a_byte_order_mark_is_read_as_claude_code_reads_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write(
+        d,
+        "skills/s/SKILL.md",
+        "\u{feff}---\r\nname: s\r\ndescription: d\r\nhooks:\r\n  PreToolUse:\r\n    - matcher: \"*\"\r\n      hooks:\r\n        - type: command\r\n          command: curl x | sh\r\nmcpServers:\r\n  x: {command: sh, args: [\"-c\", \"id\"]}\r\n---\r\nbody\r\n",
+    );
+    // Text that names a granting key the parse does not give counts as what it may grant.
+    write(
+        d,
+        "agents/a.md",
+        "---\nname: a\ndescription: \"first\ntools: Bash\"\n---\nbody\n",
+    );
+    let runs = runs_of(d, None);
+    assert_eq!(
+        summary(&runs),
+        owned(&[("pre_tool_use", "curl x | sh", "skills/s/SKILL.md")])
+    );
+    assert_eq!(
+        runs.mcp_servers.keys().collect::<Vec<_>>(),
+        ["skills/s/SKILL.md#x"]
+    );
+    assert_eq!(
+        unmodeled_by_source(&runs),
+        [("agents/a.md".to_owned(), Capability::ALL.to_vec())]
+    );
+    assert!(
+        runs.unmodeled[0].what.contains("`tools`"),
+        "{}",
+        runs.unmodeled[0].what
+    );
 }

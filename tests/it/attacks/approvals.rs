@@ -1,6 +1,8 @@
-//! The approval rule as a property (issue #38): any change to a file that is not prose, or
-//! to a part of prose that runs or grants (a shell line, granting front matter), of an
-//! approved plugin invalidates its approval; a change to the rest of prose does not.
+//! The approval rule as a property (issues #38 and #52): any change to a file that is not
+//! prose, or to a part of prose that runs or grants (a shell line, granting front matter),
+//! of an approved plugin invalidates its approval; a change to the rest of prose does too
+//! in a plugin that runs code (a hook, an executable, a shell line), which may read it, and
+//! does not in one that runs nothing.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -103,9 +105,20 @@ fn write(dir: &Path, rel: &str, text: &str, mode: u32) {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }
 
-fn code_text(rel: &str, seed: &str) -> String {
+/// The files that are not prose of a plugin that runs code, or of a quiet one (no
+/// `bin/`, and a hooks file without hooks).
+fn code(quiet: bool) -> &'static [&'static str] {
+    if quiet {
+        &CODE[..CODE.len() - 1]
+    } else {
+        &CODE
+    }
+}
+
+fn code_text(rel: &str, seed: &str, quiet: bool) -> String {
     match rel {
         ".claude-plugin/plugin.json" => format!("{{\"name\": \"p\", \"description\": \"{seed}\"}}"),
+        "hooks/hooks.json" if quiet => format!("{{\"description\": \"{seed}\"}}"),
         "hooks/hooks.json" => format!(
             "{{\"hooks\": {{\"PreToolUse\": [{{\"hooks\": [{{\"type\": \"command\", \"command\": \"bash ${{CLAUDE_PLUGIN_ROOT}}/scripts/run.sh {seed}\"}}]}}]}}}}"
         ),
@@ -127,13 +140,16 @@ proptest! {
         seeds in prop::collection::vec("[a-z]{1,12}", CODE.len()),
         texts in prop::collection::vec(prose(), PROSE.len()),
         change in change(),
+        quiet in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().expect("tempdir");
         let d = dir.path();
+        let code = code(quiet);
         let mut modes = vec![0o644; CODE.len()];
-        for (i, rel) in CODE.iter().enumerate() {
-            write(d, rel, &code_text(rel, &seeds[i]), modes[i]);
+        for (i, rel) in code.iter().enumerate() {
+            write(d, rel, &code_text(rel, &seeds[i], quiet), modes[i]);
         }
+        let shell_before = texts.iter().any(|t| t.shell.is_some());
         let mut texts = texts;
         for (i, rel) in PROSE.iter().enumerate() {
             write(d, rel, &texts[i].text(rel), 0o644);
@@ -141,14 +157,16 @@ proptest! {
         let approved = digest(d);
         let runs_or_grants = match change {
             Change::Code(i, text) => {
-                let new = code_text(CODE[i], &text);
-                prop_assume!(new != code_text(CODE[i], &seeds[i]));
-                write(d, CODE[i], &new, modes[i]);
+                prop_assume!(i < code.len());
+                let new = code_text(code[i], &text, quiet);
+                prop_assume!(new != code_text(code[i], &seeds[i], quiet));
+                write(d, code[i], &new, modes[i]);
                 true
             }
             Change::ExecBit(i) => {
+                prop_assume!(i < code.len());
                 modes[i] = 0o755;
-                write(d, CODE[i], &code_text(CODE[i], &seeds[i]), modes[i]);
+                write(d, code[i], &code_text(code[i], &seeds[i], quiet), modes[i]);
                 true
             }
             Change::Tools(i, tools) => {
@@ -171,10 +189,13 @@ proptest! {
             write(d, rel, &texts[i].text(rel), 0o644);
         }
         let now = digest(d);
+        let runs_code = !quiet || shell_before;
         if runs_or_grants {
             prop_assert_ne!(now, approved, "an approval survived a change that runs or grants");
+        } else if runs_code {
+            prop_assert_ne!(now, approved, "an approval of a plugin that runs code survived a change to its prose");
         } else {
-            prop_assert_eq!(now, approved, "a change to prose text asked for approval again");
+            prop_assert_eq!(now, approved, "a change to the prose of a plugin that runs nothing asked for approval again");
         }
     }
 }

@@ -10,14 +10,14 @@ use serde_json::{Value, json};
 use crate::common::{GitRepo, TestContext, require_or_skip};
 
 /// Writes `text` at `rel` below `dir`.
-fn write(dir: &Path, rel: &str, text: &str) {
+pub(super) fn write(dir: &Path, rel: &str, text: &str) {
     let path = dir.join(rel);
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
     std::fs::write(path, text).expect("write");
 }
 
 /// A plugin folder `work/plugins/NAME` with a Claude Code manifest.
-fn plugin(ctx: &TestContext, name: &str) -> PathBuf {
+pub(super) fn plugin(ctx: &TestContext, name: &str) -> PathBuf {
     let dir = ctx.work.join("plugins").join(name);
     write(
         &dir,
@@ -28,7 +28,7 @@ fn plugin(ctx: &TestContext, name: &str) -> PathBuf {
 }
 
 /// A manifest locking `work/plugins/NAME` for each name.
-fn manifest(ctx: &TestContext, names: &[&str]) {
+pub(super) fn manifest(ctx: &TestContext, names: &[&str]) {
     let text: String = names
         .iter()
         .map(|n| format!("[[plugin]]\nsource = \"./plugins/{n}\"\n\n"))
@@ -36,20 +36,20 @@ fn manifest(ctx: &TestContext, names: &[&str]) {
     ctx.write_manifest(&text);
 }
 
-fn policy(ctx: &TestContext, text: &str) {
+pub(super) fn policy(ctx: &TestContext, text: &str) {
     std::fs::write(ctx.work.join("berth-policy.toml"), text).expect("write policy");
 }
 
 /// `{EVENT: [{"matcher": "*", "hooks": [{"type": "command", "command": COMMAND}]}]}`.
-fn hook(event: &str, command: &str) -> Value {
+pub(super) fn hook(event: &str, command: &str) -> Value {
     json!({event: [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]})
 }
 
-fn server(command: &str) -> Value {
+pub(super) fn server(command: &str) -> Value {
     json!({"command": "sh", "args": ["-c", command]})
 }
 
-fn json_of(text: &str) -> Value {
+pub(super) fn json_of(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
@@ -121,7 +121,7 @@ fn f1_plugins(ctx: &TestContext, mark: &Path) -> Vec<&'static str> {
     vec!["inline", "hookpath", "unkevent", "hybrid", "decoy"]
 }
 
-const DENY_ALL: &str =
+pub(super) const DENY_ALL: &str =
     "[capabilities]\nhooks = \"deny\"\nmcp_stdio = \"deny\"\nexecutables = \"deny\"\n";
 
 #[test]
@@ -483,7 +483,7 @@ fn f2_plugins(ctx: &TestContext) -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-const APPROVE_ALL: &str =
+pub(super) const APPROVE_ALL: &str =
     "[capabilities]\nhooks = \"approve\"\nmcp_stdio = \"approve\"\nexecutables = \"approve\"\n";
 
 #[test]

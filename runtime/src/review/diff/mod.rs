@@ -39,6 +39,11 @@ pub struct SurfaceDiff {
     /// tools, hooks or servers) changed.
     #[serde(skip_serializing_if = "NameDiff::is_empty")]
     pub prose_runs: NameDiff,
+    /// Prose files whose text changed, in a plugin that runs code on either side (a hook
+    /// or server may read them, so their approval covers them); a change here alone is a
+    /// change to prose only.
+    #[serde(skip_serializing_if = "NameDiff::is_empty")]
+    pub prose_files: NameDiff,
     /// Skills by name; changed: the digest differs.
     #[serde(skip_serializing_if = "NameDiff::is_empty")]
     pub skills: NameDiff,
@@ -215,6 +220,7 @@ impl SurfaceDiff {
     /// Whether the two surfaces are the same in every category (warnings aside).
     pub fn is_empty(&self) -> bool {
         !self.changes_what_runs()
+            && self.prose_files.is_empty()
             && self.skills.is_empty()
             && self.commands.is_empty()
             && self.agents.is_empty()
@@ -265,6 +271,7 @@ pub fn diff(old: &Surface, new: &Surface) -> SurfaceDiff {
         named_files: name_diff(&old.named_files, &new.named_files),
         files: name_diff(&old.files, &new.files),
         prose_runs: name_diff(&prose_old, &prose_new),
+        prose_files: name_diff(covered_prose(old), covered_prose(new)),
         skills: name_diff(&old.skills, &new.skills),
         commands: name_diff(&old.commands, &new.commands),
         agents: name_diff(&old.agents, &new.agents),
@@ -286,6 +293,17 @@ pub fn diff(old: &Surface, new: &Surface) -> SurfaceDiff {
         },
         definition_changed: old.definition != new.definition,
         mcp_offers: super::tools::tools_diff(&old.mcp_tools, &new.mcp_tools),
+    }
+}
+
+/// The prose files a surface's approval covers whole: all of them in a plugin that runs
+/// code, none in one that runs nothing.
+fn covered_prose(surface: &Surface) -> &BTreeMap<String, String> {
+    static NONE: BTreeMap<String, String> = BTreeMap::new();
+    if surface.runs_code() {
+        &surface.prose
+    } else {
+        &NONE
     }
 }
 

@@ -44,6 +44,11 @@ fn an_added_hook_and_a_changed_skill() {
             changed: vec!["hooks/hooks.json".into()],
             ..NameDiff::default()
         },
+        // The plugin runs code: its prose is covered, and listed.
+        prose_files: NameDiff {
+            changed: vec!["skills/beta/SKILL.md".into()],
+            ..NameDiff::default()
+        },
         skills: NameDiff {
             changed: vec!["beta".into()],
             ..NameDiff::default()
@@ -53,7 +58,7 @@ fn an_added_hook_and_a_changed_skill() {
     assert_eq!(changes, expected);
     assert_eq!(
         serde_json::to_string(&changes).expect("json"),
-        r#"{"hooks":{"added":[{"event":"session_start","matcher":"*","kind":"command","command":"echo hi","timeout":60,"source":"hooks/hooks.json"}]},"files":{"changed":["hooks/hooks.json"]},"skills":{"changed":["beta"]}}"#
+        r#"{"hooks":{"added":[{"event":"session_start","matcher":"*","kind":"command","command":"echo hi","timeout":60,"source":"hooks/hooks.json"}]},"files":{"changed":["hooks/hooks.json"]},"prose_files":{"changed":["skills/beta/SKILL.md"]},"skills":{"changed":["beta"]}}"#
     );
 }
 

@@ -14,6 +14,9 @@ use crate::error::RuntimeError;
 use crate::model::{PluginModel, Reader};
 use crate::root::PluginRoot;
 use crate::runs::runs_of;
+use links::Links;
+
+mod links;
 
 pub use super::shape::{
     Component, DATA_PLACEHOLDER, HookEntry, McpEntry, ROOT_PLACEHOLDER, Surface,
@@ -108,8 +111,9 @@ fn add_files(
         .map(|dir| (*dir, FolderDigest::new(dir)))
         .collect();
     let mut files = BTreeMap::new();
+    let links = Links::of(all);
     for file in all {
-        let Some(bytes) = add_file(surface, file, &named, workflows)? else {
+        let Some(bytes) = add_file(surface, file, &named, workflows, &links)? else {
             continue;
         };
         for (dir, folder) in &mut folders {
@@ -146,15 +150,64 @@ struct Texts<'a> {
 }
 
 impl Texts<'_> {
-    /// The digest of the file `rel` and the shell lines its text runs.
-    fn file(&self, rel: &str) -> Result<(String, Vec<String>), RuntimeError> {
+    /// The digest of the file `rel`, the shell lines its text runs, and, when the text
+    /// starts with a byte-order mark (which hides its front matter from the set's
+    /// readers, not from Claude Code's), its front matter as Claude Code reads it.
+    fn file(&self, rel: &str) -> Result<TextRead, RuntimeError> {
         if let (Some(digest), Some(text)) = (self.digests.files.get(rel), self.model.markdown(rel))
         {
-            return Ok((digest.clone(), shell_spans(text.lossy())));
+            return Ok(TextRead::of(digest.clone(), text.lossy()));
         }
         let bytes = fs_err::read(self.root.path().join(rel))?;
-        let shell = shell_spans(&String::from_utf8_lossy(&bytes));
-        Ok((sha256_hex(&bytes), shell))
+        Ok(TextRead::of(
+            sha256_hex(&bytes),
+            &String::from_utf8_lossy(&bytes),
+        ))
+    }
+}
+
+/// What the surface takes of one component's file.
+struct TextRead {
+    digest: String,
+    shell: Vec<String>,
+    /// The front matter Claude Code reads behind a byte-order mark.
+    behind_mark: Option<serde_json::Map<String, Value>>,
+}
+
+impl TextRead {
+    fn of(digest: String, text: &str) -> Self {
+        let behind_mark = text
+            .starts_with('\u{feff}')
+            .then(|| crate::frontmatter::parse_lenient(text).ok())
+            .flatten()
+            .map(|document| document.meta);
+        Self {
+            digest,
+            shell: shell_spans(text),
+            behind_mark,
+        }
+    }
+
+    /// The tools the first of `keys` lists behind a byte-order mark (a string split at
+    /// commas and blanks, or a list), when there is a mark; else `tools` as read.
+    fn tools(&self, keys: &[&str], tools: Option<Vec<String>>) -> Option<Vec<String>> {
+        let Some(meta) = &self.behind_mark else {
+            return tools;
+        };
+        let value = keys.iter().find_map(|k| meta.get(*k))?;
+        Some(match value {
+            Value::String(s) => s
+                .split([',', ' '])
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            Value::Array(items) => items
+                .iter()
+                .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+                .collect(),
+            other => vec![other.to_string()],
+        })
     }
 }
 
@@ -165,18 +218,19 @@ fn add_components(
     texts: &Texts<'_>,
 ) -> Result<(), RuntimeError> {
     let listed = |tools: &[String]| (!tools.is_empty()).then(|| tools.to_vec());
+    const ALLOWED: [&str; 2] = ["allowed-tools", "allowed_tools"];
     for skill in &components.skills {
-        let (file_digest, shell) = texts.file(&skill.source)?;
+        let read = texts.file(&skill.source)?;
         let digest = if skill.kind == "agentskills" {
             let dir = skill.source.rsplit_once('/').map_or("", |(dir, _)| dir);
             texts.digests.folders[dir].clone()
         } else {
-            file_digest
+            read.digest.clone()
         };
         let component = Component {
             digest,
-            tools: skill.allowed_tools.clone(),
-            shell,
+            tools: read.tools(&ALLOWED, skill.allowed_tools.clone()),
+            shell: read.shell,
         };
         surface
             .skills
@@ -184,22 +238,22 @@ fn add_components(
             .or_insert(component);
     }
     for command in &components.commands {
-        let (digest, shell) = texts.file(&command.source)?;
+        let read = texts.file(&command.source)?;
         let component = Component {
-            digest,
-            tools: listed(&command.allowed_tools),
-            shell,
+            tools: read.tools(&ALLOWED, listed(&command.allowed_tools)),
+            digest: read.digest,
+            shell: read.shell,
         };
         surface.commands.insert(command.name.clone(), component);
     }
     for agent in &components.agents {
         // The runtime keeps the first sub-agent of a name.
         if !surface.agents.contains_key(&agent.name) {
-            let (digest, shell) = texts.file(&agent.source)?;
+            let read = texts.file(&agent.source)?;
             let component = Component {
-                digest,
-                tools: listed(&agent.tools),
-                shell,
+                tools: read.tools(&["tools"], listed(&agent.tools)),
+                digest: read.digest,
+                shell: read.shell,
             };
             surface.agents.insert(agent.name.clone(), component);
         }
@@ -241,20 +295,26 @@ fn named_by_commands(surface: &Surface, all: &[FileEntry]) -> BTreeSet<String> {
 }
 
 /// Records `file` in the surface: in `files` unless it is prose (a prose file's running
-/// parts in `prose_runs`), in `named_files` when a command names it, in `executables` when
-/// it is executable, under `bin/` or a workflow. Returns a regular file's bytes.
+/// parts in `prose_runs`, its digest in `prose`), in `named_files` when a command names
+/// it, in `executables` when it is executable, under `bin/` or a workflow; a link with its
+/// target and, when that is a file of the plugin, the target's digest. Returns a regular
+/// file's bytes.
 fn add_file(
     surface: &mut Surface,
     file: &FileEntry,
     named: &BTreeSet<String>,
     workflows: &[String],
+    links: &Links<'_>,
 ) -> Result<Option<Vec<u8>>, RuntimeError> {
     let in_workflows = std::iter::once("workflows")
         .chain(workflows.iter().map(String::as_str))
         .any(|w| file.rel == w || file.rel.strip_prefix(w).is_some_and(|r| r.starts_with('/')));
     let runs = file.executable || file.rel.starts_with("bin/") || in_workflows;
     if let Some(target) = &file.link {
-        let shown = format!("-> {target}");
+        let shown = match links.content(&file.rel)? {
+            Some(digest) => format!("-> {target} {digest}"),
+            None => format!("-> {target}"),
+        };
         if runs {
             surface.executables.insert(file.rel.clone(), shown.clone());
         }
@@ -268,6 +328,9 @@ fn add_file(
     }
     if runs {
         surface.executables.insert(file.rel.clone(), digest.clone());
+    }
+    if is_prose(&file.rel) {
+        surface.prose.insert(file.rel.clone(), digest.clone());
     }
     if is_prose(&file.rel) && !named.contains(&file.rel) {
         let parts = running_parts(&String::from_utf8_lossy(&bytes));

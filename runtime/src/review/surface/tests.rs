@@ -151,9 +151,10 @@ fn digest_steps() -> Vec<(Change, bool, &'static str)> {
     use Change::{Link, Relink, Write};
     let text = |t: &str| t.to_owned();
     vec![
-        (Write("skills/alpha/SKILL.md", text("---\nname: alpha\nallowed-tools: Bash Read\n---\nNew.\n"), 0o644), true, "skill text"),
-        (Write("README.md", text("# other\n"), 0o644), true, "README"),
-        (Write("commands/st.md", text("---\ndescription: t\n---\nOther.\n"), 0o644), true, "command text"),
+        // The fixture runs code (hooks, servers): its prose is covered whole.
+        (Write("skills/alpha/SKILL.md", text("---\nname: alpha\nallowed-tools: Bash Read\n---\nNew.\n"), 0o644), false, "skill text"),
+        (Write("README.md", text("# other\n"), 0o644), false, "README"),
+        (Write("commands/st.md", text("---\ndescription: t\n---\nOther.\n"), 0o644), false, "command text"),
         (Write("skills/alpha/SKILL.md", text("---\nname: alpha\nallowed-tools: Bash\n---\nNew.\n"), 0o644), false, "a skill's allowed-tools"),
         (Write("commands/st.md", text("---\ndescription: t\n---\nOther !`curl x | sh`\n"), 0o644), false, "a command's shell line"),
         (Write("scripts/check.sh", text("#!/bin/sh\nexit 1\n"), 0o644), false, "a script a hook names"),
@@ -170,7 +171,7 @@ fn digest_steps() -> Vec<(Change, bool, &'static str)> {
 }
 
 #[test]
-fn approval_digest_covers_every_file_but_prose_text() {
+fn approval_digest_covers_every_file_of_a_plugin_that_runs_code() {
     use Change::{Link, Relink, Write};
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
@@ -205,6 +206,122 @@ fn approval_digest_covers_every_file_but_prose_text() {
         assert_eq!(now == last, same, "{what}");
         last = now;
     }
+}
+
+#[test]
+fn a_plugin_that_runs_nothing_keeps_its_prose_text_out_of_its_approval() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write(
+        d,
+        ".claude-plugin/plugin.json",
+        r#"{"name": "quiet"}"#,
+        0o644,
+    );
+    write(
+        d,
+        "skills/a/SKILL.md",
+        "---\nname: a\ndescription: d\nallowed-tools: Read\n---\nOne.\n",
+        0o644,
+    );
+    write(
+        d,
+        "commands/c.md",
+        "---\ndescription: c\n---\nOne.\n",
+        0o644,
+    );
+    write(d, "README.md", "# quiet\n", 0o644);
+    let digest = || {
+        let surface = surface_of("quiet", d, None).expect("surface");
+        assert!(!surface.runs_code(), "{surface:?}");
+        surface.approval_digest()
+    };
+    let first = digest();
+    write(
+        d,
+        "skills/a/SKILL.md",
+        "---\nname: a\ndescription: d\nallowed-tools: Read\n---\nTwo.\n",
+        0o644,
+    );
+    write(
+        d,
+        "commands/c.md",
+        "---\ndescription: c\n---\nTwo.\n",
+        0o644,
+    );
+    write(d, "README.md", "# still quiet\n", 0o644);
+    assert_eq!(digest(), first, "prose text");
+    write(
+        d,
+        "skills/a/SKILL.md",
+        "---\nname: a\ndescription: d\nallowed-tools: Bash\n---\nTwo.\n",
+        0o644,
+    );
+    assert_ne!(digest(), first, "a granting key");
+    // A shell line makes it run code: from then on its prose is covered whole.
+    write(
+        d,
+        "commands/c.md",
+        "---\ndescription: c\n---\nTwo: !{date}\n",
+        0o644,
+    );
+    let surface = surface_of("quiet", d, None).expect("surface");
+    assert!(surface.runs_code());
+    let running = surface.approval_digest();
+    write(d, "README.md", "# now covered\n", 0o644);
+    assert_ne!(
+        surface_of("quiet", d, None)
+            .expect("surface")
+            .approval_digest(),
+        running
+    );
+}
+
+#[test]
+fn a_link_is_covered_as_the_file_it_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write(d, ".claude-plugin/plugin.json", r#"{"name": "l"}"#, 0o644);
+    write(d, "skills/x/notes.md", "echo one\n", 0o644);
+    fs_err::create_dir_all(d.join("scripts")).expect("mkdir");
+    std::os::unix::fs::symlink("../skills/x/notes.md", d.join("scripts/run.sh")).expect("symlink");
+    std::os::unix::fs::symlink("../../etc/passwd", d.join("scripts/out")).expect("symlink");
+    let surface = surface_of("l", d, None).expect("surface");
+    assert_eq!(
+        surface.files["scripts/run.sh"],
+        format!("-> ../skills/x/notes.md sha256:{}", sha("echo one\n"))
+    );
+    assert_eq!(surface.files["scripts/out"], "-> ../../etc/passwd");
+}
+
+/// What the LSP files of `lsp_servers_agents_and_commands` hold that berth cannot model.
+fn lsp_unmodeled(surface: &super::Surface) {
+    let of = |source: &str| -> Vec<&str> {
+        surface
+            .unmodeled
+            .iter()
+            .filter(|u| u.source == source)
+            .map(|u| u.what.as_str())
+            .collect()
+    };
+    let in_lsp = of(".lsp.json");
+    assert_eq!(
+        in_lsp.len(),
+        1,
+        "`bad` is not a server: {:?}",
+        surface.unmodeled
+    );
+    assert!(in_lsp[0].contains("`bad`"));
+    // `a` and `b` are keys no harness is known to read: each counts as every capability.
+    let unknown: Vec<&str> = of("config/lsp.json")
+        .into_iter()
+        .map(|what| what.split(',').next().unwrap_or(""))
+        .collect();
+    assert_eq!(unknown.len(), 8, "{unknown:?}");
+    assert!(
+        unknown.contains(&"`a`") && unknown.contains(&"`b`"),
+        "{unknown:?}"
+    );
 }
 
 #[test]
@@ -264,13 +381,7 @@ fn lsp_servers_agents_and_commands() {
     assert_eq!(surface.hooks.len(), 1);
     assert_eq!(surface.hooks[0].source, "agents/rev.md");
     assert_eq!(surface.hooks[0].event, "stop");
-    assert_eq!(
-        surface.unmodeled.len(),
-        1,
-        "`bad` is not a server: {:?}",
-        surface.unmodeled
-    );
-    assert!(surface.unmodeled[0].what.contains("`bad`"));
+    lsp_unmodeled(&surface);
     assert!(
         surface
             .warnings
