@@ -164,6 +164,7 @@ impl Context {
             release_age: ReleaseAge {
                 policy: Vec::new(),
                 now: self.now,
+                signed_sources: false,
             },
             sources: Default::default(),
         }

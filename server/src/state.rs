@@ -285,6 +285,7 @@ impl AppState {
             // younger than its cutoff, as the CLI's lock does.
             release_age: berth_resolver::ReleaseAge {
                 policy: config.run_policy.policy.release_age(),
+                signed_sources: config.run_policy.policy.require_signed_sources().is_some(),
                 now: config
                     .run_policy
                     .now

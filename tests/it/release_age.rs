@@ -53,6 +53,7 @@ fn a_span_holds_back_a_tag_made_today_and_the_lock_reproduces_later() {
 
     ----- stderr -----
        Held back `review` at v1.2.0 (c2d1e36f7c87): v1.3.0 (tagged 2026-12-01) is newer than the cutoff 2026-11-24 (`exclude-newer = "7 days"` in `plugins.toml`)
+    warning: `exclude-newer` held git sources to their commit and tag dates, which are whatever their author wrote (a new commit dated in the past passes the cutoff); have the policy require signed sources (`[sources] require_signed`) to trust them
           Adding review c2d1e36f7c87
           Locked 1 plugin in `plugins.lock`
     "#);
@@ -78,6 +79,7 @@ fn a_span_holds_back_a_tag_made_today_and_the_lock_reproduces_later() {
 
     ----- stderr -----
        Held back `review` at v1.2.0 (c2d1e36f7c87): v1.3.0 (tagged 2026-12-01) is newer than the cutoff 2026-11-24 (`exclude-newer = "7 days"` in `plugins.toml`)
+    warning: `exclude-newer` held git sources to their commit and tag dates, which are whatever their author wrote (a new commit dated in the past passes the cutoff); have the policy require signed sources (`[sources] require_signed`) to trust them
     "#);
 
     // Three weeks later the same span keeps the recorded cutoff: the lock is current, and
@@ -129,6 +131,7 @@ fn a_branch_resolves_to_its_newest_commit_before_the_cutoff() {
 
     ----- stderr -----
        Held back `review` at c2d1e36f7c87: `main` at d3e3491351ee (committed 2026-12-01) is newer than the cutoff 2026-11-15 (`exclude-newer = "2026-11-15"` in `plugins.toml`)
+    warning: `exclude-newer` held git sources to their commit and tag dates, which are whatever their author wrote (a new commit dated in the past passes the cutoff); have the policy require signed sources (`[sources] require_signed`) to trust them
           Adding review c2d1e36f7c87
           Locked 1 plugin in `plugins.lock`
     "#);
@@ -186,6 +189,7 @@ fn the_policy_s_earlier_cutoff_wins_over_the_manifest_s() {
 
     ----- stderr -----
        Held back `review` at v1.2.0 (c2d1e36f7c87): v1.3.0 (tagged 2026-11-21) is newer than the cutoff 2026-11-17 (`exclude-newer = "2 weeks"` in `berth-policy.toml`)
+    warning: `exclude-newer` held git sources to their commit and tag dates, which are whatever their author wrote (a new commit dated in the past passes the cutoff); have the policy require signed sources (`[sources] require_signed`) to trust them
           Adding review c2d1e36f7c87
           Locked 1 plugin in `plugins.lock`
     "#);

@@ -459,7 +459,7 @@ fn a_parent_that_requires_signed_approvals_wins_and_its_signers_are_read_beside_
             "approve",
             "tools",
             "--by",
-            "A <a@example.com>",
+            "Alice <alice@example.com>",
             "--sign",
             "ssh-agent",
         ])

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::signers::MAX_PRINCIPAL_BYTES;
 use crate::diagnostic::Diagnostic;
 use crate::lock::toml_string;
 
@@ -13,8 +14,9 @@ pub const APPROVALS_VERSION: i64 = 1;
 const HEADER: &str =
     "# This file is written by `berth plugins approve`; review changes to it like code.\n";
 
-/// The version of [`Approval::signed_payload`]'s document.
-pub const SIGNED_PAYLOAD_VERSION: u32 = 1;
+/// The version of [`Approval::signed_payload`]'s document. Version 1 had no `signer`: a
+/// record signed that way is refused, and signed again.
+pub const SIGNED_PAYLOAD_VERSION: u32 = 2;
 
 /// One plugin's approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,7 +25,7 @@ pub struct Approval {
     pub plugin: String,
     /// The digest of its surface (`sha256:HEX`) when it was approved.
     pub surface: String,
-    /// Who approved it.
+    /// Who approved it: `Name <email>`, or a name alone.
     pub by: String,
     /// When, RFC 3339 in UTC.
     pub at: String,
@@ -64,35 +66,87 @@ struct Payload<'a> {
     surface: &'a str,
     capabilities: &'a [&'a str],
     by: &'a str,
+    /// Not in version 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signer: Option<&'a str>,
     at: &'a str,
 }
 
 impl Approval {
-    /// The text an approval's signature is made over: compact JSON of the payload's
-    /// version, the plugin's name and locked `source`, the version of its surface digest
-    /// and the digest, the `capabilities` its surface has, who approved and when. So a
-    /// signature holds for this plugin, from this source, with this surface, and for no
-    /// other record. The signer is not in it: the key is, and the allowed-signers file
-    /// says whom a key speaks for.
+    /// The text an approval's signature by `signer` is made over: compact JSON of the
+    /// payload's version, the plugin's name and locked `source`, the version of its surface
+    /// digest and the digest, the `capabilities` its surface has, who approved, the
+    /// principal that signed, and when. So a signature holds for this plugin, from this
+    /// source, with this surface, approved by this person and signed as this principal,
+    /// and for no other record. The key is in the signature; the allowed-signers file says
+    /// whom it speaks for.
     pub fn signed_payload(
         &self,
+        signer: &str,
+        source: &str,
+        digest_version: u32,
+        capabilities: &[&str],
+    ) -> String {
+        self.payload(
+            SIGNED_PAYLOAD_VERSION,
+            Some(signer),
+            source,
+            digest_version,
+            capabilities,
+        )
+    }
+
+    /// The text berth signed before the signer was in it (payload version 1): only to
+    /// tell a record signed that way from an edited one.
+    pub fn signed_payload_v1(
+        &self,
+        source: &str,
+        digest_version: u32,
+        capabilities: &[&str],
+    ) -> String {
+        self.payload(1, None, source, digest_version, capabilities)
+    }
+
+    fn payload(
+        &self,
+        version: u32,
+        signer: Option<&str>,
         source: &str,
         digest_version: u32,
         capabilities: &[&str],
     ) -> String {
         let payload = Payload {
             format: "berth-approval",
-            version: SIGNED_PAYLOAD_VERSION,
+            version,
             plugin: &self.plugin,
             source,
             digest_version,
             surface: &self.surface,
             capabilities,
             by: &self.by,
+            signer,
             at: &self.at,
         };
         serde_json::to_string(&payload).expect("strings serialise")
     }
+
+    /// The principal `by` names, which the signing key must be listed for
+    /// ([`principal_of`]).
+    pub fn by_principal(&self) -> &str {
+        principal_of(&self.by)
+    }
+}
+
+/// The principal an approver (`by`, `--by`) names: the email between the last `<` and a
+/// closing `>` (`alice@example.com` of `Alice <alice@example.com>`), else the whole text;
+/// trimmed.
+pub fn principal_of(by: &str) -> &str {
+    let by = by.trim();
+    by.rsplit_once('<')
+        .and_then(|(_, rest)| rest.strip_suffix('>'))
+        .map(str::trim)
+        .filter(|email| !email.is_empty())
+        .unwrap_or(by)
 }
 
 /// Every approval, sorted by plugin.
@@ -160,6 +214,21 @@ pub fn parse_approvals(text: &str, label: &str) -> Result<Approvals, Diagnostic>
 /// A record as an approval: a signer and a signature come together, and the signature
 /// is an armored SSH signature. Fails with the plugin and why.
 fn approval_of(record: Record) -> Result<Approval, (String, String)> {
+    for (field, value) in [("by", Some(&record.by)), ("signer", record.signer.as_ref())] {
+        if let Some(value) = value
+            && value.len() > MAX_PRINCIPAL_BYTES
+        {
+            return Err((
+                record.plugin.clone(),
+                format!(
+                    "the approval of `{}` has a `{field}` of {} bytes, more than the {MAX_PRINCIPAL_BYTES} berth reads; run `berth plugins approve {} --sign KEY` again",
+                    record.plugin,
+                    value.len(),
+                    record.plugin
+                ),
+            ));
+        }
+    }
     let signature = match (record.signer, record.signature) {
         (None, None) => None,
         (Some(signer), Some(armored)) => {
@@ -309,9 +378,19 @@ mod tests {
         assert_eq!(parsed, approvals);
         assert_eq!(parsed.to_toml(), text);
         assert_eq!(
-            signed.signed_payload("github:acme/tools", 2, &["hooks", "executables"]),
-            r#"{"format":"berth-approval","version":1,"plugin":"tools","source":"github:acme/tools","digest_version":2,"surface":"sha256:01","capabilities":["hooks","executables"],"by":"Alice \"A\" <alice@example.com>","at":"2026-11-25T06:00:00Z"}"#
+            signed.signed_payload(
+                "alice@example.com",
+                "github:acme/tools",
+                2,
+                &["hooks", "executables"]
+            ),
+            r#"{"format":"berth-approval","version":2,"plugin":"tools","source":"github:acme/tools","digest_version":2,"surface":"sha256:01","capabilities":["hooks","executables"],"by":"Alice \"A\" <alice@example.com>","signer":"alice@example.com","at":"2026-11-25T06:00:00Z"}"#
         );
+        assert_eq!(
+            signed.signed_payload_v1("github:acme/tools", 2, &["hooks"]),
+            r#"{"format":"berth-approval","version":1,"plugin":"tools","source":"github:acme/tools","digest_version":2,"surface":"sha256:01","capabilities":["hooks"],"by":"Alice \"A\" <alice@example.com>","at":"2026-11-25T06:00:00Z"}"#
+        );
+        assert_eq!(signed.by_principal(), "alice@example.com");
     }
 
     #[test]
@@ -347,5 +426,30 @@ mod tests {
         assert!(e.message.contains("upgrade berth"), "{e}");
         let e = parse_approvals("version = 1\nextra = 1\n", "a.toml").expect_err("unknown");
         assert_eq!(e.line, 2, "{e}");
+        let long = format!(
+            "version = 1\n[[approval]]\nplugin = \"a\"\nsurface = \"s\"\nby = \"b\"\nat = \"t\"\nsigner = \"{}\"\nsignature = '''\n{ARMORED}\n'''\n",
+            "@".repeat(40_000)
+        );
+        let e = parse_approvals(&long, "a.toml").expect_err("a long signer");
+        assert_eq!(e.line, 3, "{e}");
+        assert!(
+            e.message
+                .contains("a `signer` of 40000 bytes, more than the 1024"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_principal_an_approver_names() {
+        for (by, principal) in [
+            ("Alice <alice@example.com>", "alice@example.com"),
+            ("  Alice < alice@example.com > ", "alice@example.com"),
+            ("Alice <a> <alice@example.com>", "alice@example.com"),
+            ("alice@example.com", "alice@example.com"),
+            ("Alice", "Alice"),
+            ("Alice <>", "Alice <>"),
+        ] {
+            assert_eq!(principal_of(by), principal, "{by}");
+        }
     }
 }

@@ -15,13 +15,13 @@ mod signers;
 
 pub use approvals::{
     APPROVALS_VERSION, Approval, ApprovalSignature, Approvals, SIGNED_PAYLOAD_VERSION, is_armored,
-    parse_approvals,
+    parse_approvals, principal_of,
 };
 pub use canon::{Canon, NotCanonical, url_host};
 pub use chain::{HostRefused, Policy, PolicyError, SourceDenied};
 pub use file::{Capability, Level, PolicyFile, ToolsRule, UnicodeLevel, extends_of, parse_policy};
 pub use signers::{
-    AllowedSigners, GIT_NAMESPACE, SIGNATURE_NAMESPACE, SignerEntry, Signers,
+    AllowedSigners, GIT_NAMESPACE, MAX_PRINCIPAL_BYTES, SIGNATURE_NAMESPACE, SignerEntry, Signers,
     parse_allowed_signers, utc_time,
 };
 

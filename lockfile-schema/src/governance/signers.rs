@@ -17,6 +17,11 @@ use crate::diagnostic::Diagnostic;
 /// signature made for anything else (a git commit, a file) is never taken for one.
 pub const SIGNATURE_NAMESPACE: &str = "berth-approval";
 
+/// The longest principal berth reads, in bytes: a principal pattern of an allowed-signers
+/// line, an approval's `signer` and the principal its `by` names. Far above any email,
+/// and small enough that matching one against a pattern is cheap.
+pub const MAX_PRINCIPAL_BYTES: usize = 1024;
+
 /// The namespace git signs commits and tags in (`git commit -S`, `git tag -s` with
 /// `gpg.format=ssh`), and `git verify-commit` checks.
 pub const GIT_NAMESPACE: &str = "git";
@@ -71,8 +76,9 @@ impl AllowedSigners {
 
 impl SignerEntry {
     /// Whether the line names `principal`: some pattern matches it and no `!` pattern does.
+    /// A principal longer than [`MAX_PRINCIPAL_BYTES`] is named by no line.
     pub fn names(&self, principal: &str) -> bool {
-        pattern_list_matches(&self.principals, principal)
+        principal.len() <= MAX_PRINCIPAL_BYTES && pattern_list_matches(&self.principals, principal)
     }
 
     /// Whether the key may sign in `namespace`.
@@ -105,14 +111,6 @@ impl SignerEntry {
             Some(at) => self.valid_at(&at),
             None => self.valid_after.is_none() && self.valid_before.is_none(),
         }
-    }
-
-    /// The first principal that is a name rather than a pattern, if any: what an approval
-    /// signed with this key records as its signer.
-    pub fn first_principal(&self) -> Option<&str> {
-        self.principals
-            .split(',')
-            .find(|p| !p.is_empty() && !p.contains(['*', '?', '!']))
     }
 }
 
@@ -149,6 +147,15 @@ fn parse_line(line: &str, number: usize) -> Result<SignerEntry, String> {
     let principals = principals.trim_matches('"').to_owned();
     if principals.is_empty() || rest.is_empty() {
         return Err("not `principals [options] keytype base64`".to_owned());
+    }
+    if let Some(long) = principals
+        .split(',')
+        .find(|p| p.len() > MAX_PRINCIPAL_BYTES)
+    {
+        return Err(format!(
+            "a principal is {} bytes long, more than the {MAX_PRINCIPAL_BYTES} berth reads; write an email or a short pattern",
+            long.len()
+        ));
     }
     let (second, after) = next_field(rest);
     let (options, key_type, after) = if is_key_type(second) {
@@ -284,14 +291,35 @@ fn pattern_list_matches(list: &str, text: &str) -> bool {
     matched
 }
 
-/// `*` any run of characters, `?` any one, the rest literal.
+/// `*` any run of characters, `?` any one, the rest literal. The two-pointer glob match:
+/// on a mismatch only the latest `*` is retried, one character further, since an earlier
+/// one can never do better; so a match takes at most `pattern.len() * text.len()` steps,
+/// whatever the stars, and a pattern without stars one pass.
 fn wildcard(pattern: &[u8], text: &[u8]) -> bool {
-    match pattern.split_first() {
-        None => text.is_empty(),
-        Some((b'*', rest)) => (0..=text.len()).any(|i| wildcard(rest, &text[i..])),
-        Some((b'?', rest)) => !text.is_empty() && wildcard(rest, &text[1..]),
-        Some((c, rest)) => text.first() == Some(c) && wildcard(rest, &text[1..]),
+    let (mut p, mut t) = (0, 0);
+    // Where the latest `*` is in the pattern, and where in the text its run ends now.
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                star = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == b'?' || c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match star {
+                Some((star_p, star_t)) => {
+                    star = Some((star_p, star_t + 1));
+                    p = star_p + 1;
+                    t = star_t + 1;
+                }
+                None => return false,
+            },
+        }
     }
+    pattern[p..].iter().all(|&c| c == b'*')
 }
 
 #[cfg(test)]
@@ -320,10 +348,8 @@ mod tests {
         };
         assert_eq!(alice.line, 3);
         assert!(alice.names("bob@example.com") && !alice.names("carol@example.com"));
-        assert_eq!(alice.first_principal(), Some("alice@example.com"));
         assert!(alice.allows_namespace("anything") && alice.valid_at("2000-01-01T00:00:00Z"));
         assert!(acme.names("carol@acme.dev") && !acme.names("eve@acme.dev"));
-        assert_eq!(acme.first_principal(), None);
         assert!(acme.allows_namespace(SIGNATURE_NAMESPACE) && !acme.allows_namespace("file"));
         assert!(acme.valid_at("2026-01-01T00:00:00Z") && acme.valid_at("2027-01-01T12:00:00Z"));
         assert!(!acme.valid_at("2025-12-31T23:59:59Z") && !acme.valid_at("2027-01-01T12:00:01Z"));
@@ -369,5 +395,84 @@ mod tests {
         assert!(pattern_list_matches("?b", "ab") && !pattern_list_matches("?b", "b"));
         assert!(!pattern_list_matches("*,!x*", "xy"));
         assert!(!pattern_list_matches("", "a"));
+    }
+
+    /// The backtracking matcher the two-pointer one replaced: exponential in the stars,
+    /// and the reference it must agree with.
+    fn naive(pattern: &[u8], text: &[u8]) -> bool {
+        match pattern.split_first() {
+            None => text.is_empty(),
+            Some((b'*', rest)) => (0..=text.len()).any(|i| naive(rest, &text[i..])),
+            Some((b'?', rest)) => !text.is_empty() && naive(rest, &text[1..]),
+            Some((c, rest)) => text.first() == Some(c) && naive(rest, &text[1..]),
+        }
+    }
+
+    #[test]
+    fn wildcard_agrees_with_backtracking_on_every_short_case() {
+        let alphabet = [b'a', b'b', b'@'];
+        let words = |max: usize, extra: &[u8]| {
+            let symbols: Vec<u8> = alphabet.iter().chain(extra).copied().collect();
+            let mut all = vec![Vec::new()];
+            let mut layer = vec![Vec::new()];
+            for _ in 0..max {
+                layer = layer
+                    .iter()
+                    .flat_map(|w: &Vec<u8>| {
+                        symbols.iter().map(move |&c| {
+                            let mut w = w.clone();
+                            w.push(c);
+                            w
+                        })
+                    })
+                    .collect();
+                all.extend(layer.iter().cloned());
+            }
+            all
+        };
+        let patterns = words(4, b"*?");
+        let texts = words(5, b"");
+        for pattern in &patterns {
+            for text in &texts {
+                assert_eq!(
+                    wildcard(pattern, text),
+                    naive(pattern, text),
+                    "{:?} against {:?}",
+                    String::from_utf8_lossy(pattern),
+                    String::from_utf8_lossy(text)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_pathological_principal_is_matched_at_once() {
+        // 40 000 `@` against patterns whose stars the backtracking matcher retried at
+        // every position (seconds for two stars, far longer for more).
+        let signer = "@".repeat(40_000);
+        for pattern in ["*@*.example.com", "*@*@*@*.example.com", "*@*@*@*@*"] {
+            let started = std::time::Instant::now();
+            let matched = wildcard(pattern.as_bytes(), signer.as_bytes());
+            assert_eq!(matched, pattern.ends_with("@*"), "{pattern}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(1),
+                "{pattern}: {:?}",
+                started.elapsed()
+            );
+        }
+        assert!(wildcard(b"*a*b*c", b"xxaxxbxxc") && !wildcard(b"*a*b*c", b"xxaxxcxxb"));
+    }
+
+    #[test]
+    fn principals_are_bounded() {
+        let key = ed25519_base64();
+        let long = format!("{}@example.com", "a".repeat(MAX_PRINCIPAL_BYTES));
+        let text = format!("alice@example.com,{long} ssh-ed25519 {key}\n");
+        let e = parse_allowed_signers(&text, "s").expect_err("too long");
+        assert!(e.message.contains("more than the 1024 berth reads"), "{e}");
+        let signers = parse_allowed_signers(&format!("* ssh-ed25519 {key}\n"), "s").expect("valid");
+        let any = &signers.entries()[0];
+        assert!(any.names(&"a".repeat(MAX_PRINCIPAL_BYTES)));
+        assert!(!any.names(&"a".repeat(MAX_PRINCIPAL_BYTES + 1)));
     }
 }

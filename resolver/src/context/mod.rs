@@ -22,7 +22,7 @@ pub use source_rules::{LockedPicks, SourceRules};
 pub(crate) use memo::{KEPT_TREE_BYTES, KeptTree, TagList};
 pub(crate) use scratch::Scratch;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use berth_store::Store;
@@ -44,6 +44,9 @@ pub(crate) struct Env<'a> {
     /// The release-age cutoff `lock` works under (`exclude-newer`), if any: versions made
     /// at or after it are not chosen.
     pub(crate) cutoff: Option<ActiveCutoff>,
+    /// Whether a git commit's or tag's date was held to `cutoff` in this run: those dates
+    /// are their author's word, which the lock says once when it is done.
+    pub(crate) git_dated: AtomicBool,
 }
 
 impl<'a> Env<'a> {
@@ -63,6 +66,7 @@ impl<'a> Env<'a> {
             started: reuse_since(settings.ref_ttl),
             scratch: Scratch::default(),
             cutoff: None,
+            git_dated: AtomicBool::new(false),
         }
     }
 

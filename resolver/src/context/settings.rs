@@ -89,14 +89,19 @@ pub struct ReleaseAge {
     pub policy: Vec<Ask>,
     /// The time of locking (the CLI's `$BERTH_NOW` moves it, for tests and reproduction).
     pub now: jiff::Timestamp,
+    /// Whether the policy requires signed git sources (`[sources] require_signed`): a key
+    /// it trusts then vouches for each locked commit's date, and the lock does not warn
+    /// that git dates are their author's word.
+    pub signed_sources: bool,
 }
 
 impl Default for ReleaseAge {
-    /// No policy ask, and the clock's time.
+    /// No policy ask, the clock's time, and no signed sources.
     fn default() -> Self {
         Self {
             policy: Vec::new(),
             now: jiff::Timestamp::now(),
+            signed_sources: false,
         }
     }
 }

@@ -2,10 +2,12 @@
 //! ask, settled against the previous lock's record, and whether a lock was made with the
 //! cutoff asked for now.
 
+use std::sync::atomic::Ordering;
+
 use berth_lockfile_schema::release_age::{Ask, settle};
 use berth_lockfile_schema::{Lock, Manifest, Staleness};
 
-use crate::context::{ActiveCutoff, Settings};
+use crate::context::{ActiveCutoff, Env, Settings};
 
 /// Every `exclude-newer` asked for: the manifest's (named `manifest_label`), then each
 /// policy file's.
@@ -37,6 +39,17 @@ pub(crate) fn cutoff_for(
         .and_then(|p| p.exclude_newer.as_ref());
     settle(&asks, recorded, settings.release_age.now)
         .map(|(cutoff, ask)| ActiveCutoff::asked(cutoff, ask))
+}
+
+/// Says, once per lock, that the git dates the cutoff was held to are their author's word,
+/// unless the policy requires signed sources: then a key it trusts vouches for each locked
+/// commit or tag, its date included.
+pub(crate) fn warn_git_dates(env: &Env<'_>) {
+    if env.git_dated.load(Ordering::Relaxed) && !env.settings.release_age.signed_sources {
+        env.reporter.warn(
+            "`exclude-newer` held git sources to their commit and tag dates, which are whatever their author wrote (a new commit dated in the past passes the cutoff); have the policy require signed sources (`[sources] require_signed`) to trust them",
+        );
+    }
 }
 
 /// How `lock` is out of date with `manifest` and the policy: the manifest's requests

@@ -45,7 +45,10 @@ pub use diff::{
 pub use display::{escape_for_display, escape_json};
 pub use hidden::{Finding, Place, SCANNER_VERSION, scan_file, scan_plugin, scan_text};
 pub use shape::{APPROVAL_DIGEST_VERSION, LspEntry, PackagePin, Unmodeled};
-pub use signed::{SignatureRefused, SigningKey, approval_payload, check_signature, principal_for};
+pub use signed::{
+    ApprovalPayload, NotListed, SignatureRefused, SigningKey, approval_payload, check_signature,
+    payload_signed_as, signer_for,
+};
 pub use signed_source::{SignedObjects, SourceRefused, check_signed_source, unsigned_source};
 pub use surface::{
     Component, DATA_PLACEHOLDER, HookEntry, McpEntry, ROOT_PLACEHOLDER, Surface, surface_from,

@@ -33,7 +33,7 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
     // a policy's `tools` rule) and approved with the rest.
     let lock = crate::tools::record_approved(ctx, lock, &args.names, args.all)?;
     let tools = berth_runtime::review::load_manifests(&ctx.store, &lock.tools);
-    let signing = signing(ctx, args, &at)?;
+    let signing = signing(ctx, args, &by, &at)?;
     let mut approvals = ctx.read_approvals()?;
     let wanted: Vec<_> = lock
         .plugins
@@ -105,9 +105,14 @@ fn summary(name: &str, surface: &berth_runtime::review::Surface, digest: &str) -
 
 /// What signs the approvals (`--sign`). Without it, a policy that requires signed
 /// approvals is warned about: the approvals are written, and refused until signed.
-fn signing(ctx: &Context, args: &ApproveArgs, at: &str) -> Result<Option<ssh::Signing>> {
+fn signing(ctx: &Context, args: &ApproveArgs, by: &str, at: &str) -> Result<Option<ssh::Signing>> {
     if let Some(key) = &args.sign {
-        return Ok(Some(ssh::Signing::new(ctx.governance()?.policy, key, at)?));
+        return Ok(Some(ssh::Signing::new(
+            ctx.governance()?.policy,
+            key,
+            by,
+            at,
+        )?));
     }
     if ctx.policy_path.is_some()
         && let Some(file) = ctx.governance()?.policy.require_signed_approvals()

@@ -1,7 +1,9 @@
 //! Signing approvals with OpenSSH's `ssh-keygen -Y sign` (OpenSSH 8.1 or later), which
 //! reads a private key file, or asks the SSH agent for the private key of a public key
 //! file. What it signs and how a signature is checked are the runtime's
-//! (`review::approval_payload`, `review::check_signature`), as every front end checks it.
+//! (`review::payload_signed_as`, `review::check_signature`), as every front end checks it.
+//! The signer is in what is signed, so the key is read (from its file, or from the agent)
+//! before anything is signed.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -9,17 +11,19 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use berth_lockfile_schema::governance::{
-    Approval, ApprovalSignature, Policy, SIGNATURE_NAMESPACE, is_armored,
+    Approval, ApprovalSignature, Policy, SIGNATURE_NAMESPACE, is_armored, principal_of,
 };
 use berth_runtime::review::{
-    SigningKey, Surface, approval_payload, check_signature, principal_for,
+    NotListed, SigningKey, Surface, approval_payload, check_signature, payload_signed_as,
+    signer_for,
 };
 
-/// What signs this run's approvals: the policy they answer to, and the key file
-/// `ssh-keygen` is given.
+/// What signs this run's approvals: the policy they answer to, the key file `ssh-keygen` is
+/// given and its public key.
 pub struct Signing {
     policy: Policy,
     key_file: PathBuf,
+    key: SigningKey,
     /// The public key file written for the agent's key (`--sign ssh-agent`), removed
     /// when signing is done.
     written: Option<PathBuf>,
@@ -34,11 +38,11 @@ impl Drop for Signing {
 }
 
 impl Signing {
-    /// Signs with `key` (`--sign KEY`: a key file, or `ssh-agent`) for approvals made at
-    /// `at`, under `policy`.
-    pub fn new(policy: Policy, key: &str, at: &str) -> Result<Signing> {
+    /// Signs with `key` (`--sign KEY`: a key file, or `ssh-agent`) for approvals by `by`
+    /// made at `at`, under `policy`.
+    pub fn new(policy: Policy, key: &str, by: &str, at: &str) -> Result<Signing> {
         if key == "ssh-agent" {
-            let line = agent_key(&policy, at)?;
+            let (line, public) = agent_key(&policy, by, at)?;
             let path =
                 std::env::temp_dir().join(format!("berth-approve-{}.pub", std::process::id()));
             std::fs::write(&path, format!("{line}\n"))
@@ -46,6 +50,7 @@ impl Signing {
             return Ok(Signing {
                 policy,
                 key_file: path.clone(),
+                key: public,
                 written: Some(path),
             });
         }
@@ -56,6 +61,7 @@ impl Signing {
             );
         }
         Ok(Signing {
+            key: public_key_of(&key_file)?,
             policy,
             key_file,
             written: None,
@@ -63,28 +69,17 @@ impl Signing {
     }
 
     /// Signs `approval` of `surface`, for the plugin locked from `source`, and records the
-    /// signature and its signer in it: the principal the policy's allowed-signers files
-    /// list the key for (the email of `by` when they list it for that), or the email of
-    /// `by` when the policy names none. Fails unless the signature passes the policy, so
-    /// nothing is written that `sync` would refuse. Returns the key and signer, for people.
+    /// signature and its signer in it: the principal `by` names, which the policy's
+    /// allowed-signers files must list the key for (any principal, when the policy names
+    /// none). Fails unless the signature passes the policy, so nothing is written that
+    /// `sync` would refuse. Returns the key and signer, for people.
     pub fn sign(&self, approval: &mut Approval, source: &str, surface: &Surface) -> Result<String> {
-        let payload = approval_payload(approval, source, surface);
-        let armored = ssh_keygen_sign(&self.key_file, &payload)?;
+        let signer = signer_for(&self.policy, &self.key, &approval.by, &approval.at)
+            .map_err(|refused| self.not_listed(refused, &approval.by))?;
+        let payload = payload_signed_as(approval, &signer, source, surface);
+        let armored = ssh_keygen_sign(&self.key_file, payload.text())?;
         let key = SigningKey::of_signature(&armored)
             .map_err(|why| anyhow!("`ssh-keygen` wrote a signature that is {why}"))?;
-        let email = email_of(&approval.by);
-        let signer = match self.policy.signers().first() {
-            None => email.to_owned(),
-            Some(first) => principal_for(&self.policy, &key, &approval.at, Some(email))
-                .ok_or_else(|| {
-                    anyhow!(
-                        "the {} is not listed to sign in `{SIGNATURE_NAMESPACE}` in `{}` (`allowed_signers` of `{}`); add a line `PRINCIPAL KEYTYPE BASE64` for its public key there, or sign with a key it lists",
-                        key.describe(),
-                        first.file,
-                        first.policy
-                    )
-                })?,
-        };
         approval.signature = Some(ApprovalSignature {
             signer: signer.clone(),
             armored,
@@ -101,6 +96,29 @@ impl Signing {
         Ok(format!("{} as `{signer}`", key.describe()))
     }
 
+    /// Why the key may not sign an approval by `by`: not listed at all, or listed for
+    /// others than the one `by` names.
+    fn not_listed(&self, refused: Option<NotListed>, by: &str) -> anyhow::Error {
+        let key = self.key.describe();
+        let Some(refused) = refused else {
+            let first = self
+                .policy
+                .signers()
+                .first()
+                .expect("only a listing refuses");
+            return anyhow!(
+                "the {key} is not listed to sign in `{SIGNATURE_NAMESPACE}` in `{}` (`allowed_signers` of `{}`); add a line `PRINCIPAL KEYTYPE BASE64` for its public key there, or sign with a key it lists",
+                first.file,
+                first.policy
+            );
+        };
+        anyhow!(
+            "the approver `{by}` cannot sign with the {key}, {} (`allowed_signers` of `{}`); approve as a principal the key is listed for (`--by 'Name <EMAIL>'`), or sign with the approver's own key",
+            refused.why,
+            refused.policy
+        )
+    }
+
     /// Whether `approval` (of `surface`, the plugin locked from `source`) is signed and
     /// passes the policy already: nothing to sign again.
     pub fn holds(&self, approval: &Approval, source: &str, surface: &Surface) -> bool {
@@ -114,13 +132,39 @@ impl Signing {
     }
 }
 
-/// `alice@example.com` of `Alice <alice@example.com>`; `by` itself when it has no `<…>`.
-fn email_of(by: &str) -> &str {
-    by.rsplit_once('<')
-        .and_then(|(_, rest)| rest.strip_suffix('>'))
-        .filter(|email| !email.is_empty())
-        .unwrap_or(by)
-        .trim()
+/// The public key of `key_file`: the file itself when it is a public key or an OpenSSH
+/// private key, else the public key beside it (`KEY.pub`), else what `ssh-keygen -y`
+/// derives (which asks for the passphrase of an encrypted key in another format).
+fn public_key_of(key_file: &Path) -> Result<SigningKey> {
+    let read = |path: &Path| {
+        std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| SigningKey::of_key_file(&text))
+    };
+    let why = match read(key_file) {
+        Ok(key) => return Ok(key),
+        Err(why) => why,
+    };
+    let mut beside = key_file.as_os_str().to_owned();
+    beside.push(".pub");
+    if let Ok(key) = read(Path::new(&beside)) {
+        return Ok(key);
+    }
+    let derived = Command::new("ssh-keygen")
+        .arg("-y")
+        .arg("-f")
+        .arg(key_file)
+        .stderr(Stdio::inherit())
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .and_then(|out| SigningKey::from_openssh(&String::from_utf8_lossy(&out.stdout)).ok());
+    derived.ok_or_else(|| {
+        anyhow!(
+            "`--sign {}`: could not read its public key ({why}); give its public key file, with the private key beside it or in the SSH agent",
+            key_file.display()
+        )
+    })
 }
 
 /// `payload` signed by `ssh-keygen -Y sign -n berth-approval -f KEY`, armored.
@@ -166,9 +210,9 @@ fn ssh_keygen_sign(key: &Path, payload: &str) -> Result<String> {
     Ok(armored)
 }
 
-/// The agent's first key that the policy's allowed-signers files list (at `at`), or its
-/// first key when the policy names none, as `ssh-add -L` writes it.
-fn agent_key(policy: &Policy, at: &str) -> Result<String> {
+/// The agent's first key that the policy's allowed-signers files list for the approver
+/// `by` (at `at`), or its first key when the policy names none, as `ssh-add -L` writes it.
+fn agent_key(policy: &Policy, by: &str, at: &str) -> Result<(String, SigningKey)> {
     let out = Command::new("ssh-add")
         .arg("-L")
         .stdin(Stdio::null())
@@ -185,31 +229,16 @@ fn agent_key(policy: &Policy, at: &str) -> Result<String> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let chosen = match policy.signers().first() {
-        None => keys.first(),
-        Some(_) => keys
-            .iter()
-            .find(|(_, key)| principal_for(policy, key, at, None).is_some()),
-    };
-    let Some((line, _)) = chosen else {
+    let chosen = keys
+        .iter()
+        .find(|(_, key)| signer_for(policy, key, by, at).is_ok());
+    let Some((line, key)) = chosen else {
         let described: Vec<String> = keys.iter().map(|(_, k)| k.describe()).collect();
         bail!(
-            "no key of the SSH agent ({}) is listed in the policy's `allowed_signers`; add one there, or give another key file to `--sign`",
-            described.join(", ")
+            "no key of the SSH agent ({}) is listed in the policy's `allowed_signers` for `{}`, whom `--by` names; add one there, or give another key file to `--sign`",
+            described.join(", "),
+            principal_of(by)
         );
     };
-    Ok((*line).to_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_email_of_an_approver() {
-        assert_eq!(
-            super::email_of("Alice <alice@example.com>"),
-            "alice@example.com"
-        );
-        assert_eq!(super::email_of("alice"), "alice");
-        assert_eq!(super::email_of("Alice <>"), "Alice <>");
-    }
+    Ok(((*line).to_owned(), key.clone()))
 }

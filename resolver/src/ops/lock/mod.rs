@@ -17,7 +17,7 @@ use crate::sources::marketplace::resolve_derived;
 use crate::sources::{Resolved, check_requested, kind_of, load, resolve_new};
 use markets::{MarketState, PickAction, lock_marketplaces};
 
-use super::age::cutoff_for;
+use super::age::{cutoff_for, warn_git_dates};
 use crate::context::ActiveCutoff;
 
 /// Which locked pins `lock` may move.
@@ -137,6 +137,7 @@ pub fn lock_plugins(
     if !errors.is_empty() {
         return Err(errors);
     }
+    warn_git_dates(&env);
     Ok(LockOutcome {
         lock: Lock {
             plugins,

@@ -3,6 +3,13 @@
 //! tags made after the cutoff passed over, a branch walked back along its first parents to
 //! the newest commit made before the cutoff, and an exact pin (a tag named exactly, a full
 //! commit) made after it refused.
+//!
+//! These dates are whatever whoever made the commit or tag wrote. What can be checked is
+//! that they do not go backwards across the cutoff: a branch's commit made before it must
+//! not sit on a first parent made after it (within [`BELOW_CHECKED`] commits), and a tag
+//! made before it must not name a commit made after it; either is refused.
+
+use std::sync::atomic::Ordering;
 
 use berth_lockfile_schema::CommitId;
 use gix::ObjectId;
@@ -17,6 +24,10 @@ use crate::sources::HeldBack;
 /// [`FIRST_DEEPEN`] commits) looking for a commit made before the cutoff.
 const MAX_DEEPEN_ROUNDS: u32 = 12;
 const FIRST_DEEPEN: u32 = 32;
+
+/// How many first parents below the commit a branch resolves to must be dated before the
+/// cutoff too. One deepening brings them; a longer run of backdated commits is not seen.
+pub(crate) const BELOW_CHECKED: usize = 32;
 
 impl GitDb {
     /// When commit `id` was made (its committer's date, in seconds) and its first parent;
@@ -89,10 +100,25 @@ impl GitDb {
 
 /// A git repository as release age reads it: its database, its remote and the run.
 pub(super) struct Dated<'a> {
-    pub(super) db: &'a GitDb,
-    pub(super) remote: &'a Remote,
-    pub(super) env: &'a Env<'a>,
-    pub(super) cutoff: &'a ActiveCutoff,
+    db: &'a GitDb,
+    remote: &'a Remote,
+    env: &'a Env<'a>,
+    cutoff: &'a ActiveCutoff,
+}
+
+impl<'a> Dated<'a> {
+    /// The repository as release age reads it, when the run has a cutoff; the run notes
+    /// that it relied on git dates, which the lock says once are their author's word.
+    pub(super) fn new(db: &'a GitDb, remote: &'a Remote, env: &'a Env<'a>) -> Option<Self> {
+        let cutoff = env.cutoff.as_ref()?;
+        env.git_dated.store(true, Ordering::Relaxed);
+        Some(Self {
+            db,
+            remote,
+            env,
+            cutoff,
+        })
+    }
 }
 
 impl Dated<'_> {
@@ -127,6 +153,8 @@ impl Dated<'_> {
             if let Some(made) = made
                 && !self.cutoff.excludes(made)
             {
+                let what = format!("`version = \"{range}\"` of `{}`", self.remote.url.shown);
+                self.tag_after_commit(what, tag, made, *commit)?;
                 return Ok((tag.clone(), passed));
             }
             if passed.is_none() {
@@ -163,6 +191,9 @@ impl Dated<'_> {
                 let tag = r.strip_prefix("refs/tags/").unwrap_or(r);
                 let made = self.tag_made(tag, rev)?;
                 self.exact(format!("tag `{tag}` of `{url}`"), "tagged", made)?;
+                if let Some(made) = made {
+                    self.tag_after_commit(format!("tag `{tag}` of `{url}`"), tag, made, rev)?;
+                }
                 Ok((rev, None))
             }
             Some(r) => self.walk_back(&Want::Named(r.to_owned()), &format!("`{r}`"), rev),
@@ -184,8 +215,34 @@ impl Dated<'_> {
         }
     }
 
+    /// Refuses tag `tag`, made at `made` (before the cutoff), when the commit it names was
+    /// made after the cutoff: a tag is made on a commit that exists, so its date is false.
+    fn tag_after_commit(
+        &self,
+        what: String,
+        tag: &str,
+        made: i64,
+        commit: ObjectId,
+    ) -> Result<(), ResolveError> {
+        match self.db.commit_made(commit) {
+            Some((committed, _)) if self.cutoff.excludes(committed) => Err(TooNew::Backdated {
+                what,
+                older: format!("tag `{tag}` ({})", made_text("tagged", Some(made))),
+                newer: format!(
+                    "the commit it tags, `{}` ({})",
+                    short(commit),
+                    made_text("committed", Some(committed))
+                ),
+                cutoff: self.cutoff.describe(),
+            }
+            .into()),
+            _ => Ok(()),
+        }
+    }
+
     /// Walks a branch from `tip` along first parents to the newest commit made before the
-    /// cutoff, deepening a shallow cache's history as needed.
+    /// cutoff, deepening a shallow cache's history as needed, and checks the history below
+    /// it ([`Dated::dated_below`]).
     fn walk_back(
         &self,
         want: &Want,
@@ -193,40 +250,25 @@ impl Dated<'_> {
         tip: ObjectId,
     ) -> Result<(ObjectId, Option<HeldBack>), ResolveError> {
         let url = &self.remote.url.shown;
-        let (mut id, mut deepen_by, mut rounds) = (tip, FIRST_DEEPEN, 0);
-        let mut tip_made = None;
-        loop {
-            match self.db.commit_made(id) {
-                Some((made, parent)) => {
-                    if id == tip {
-                        tip_made = Some(made);
-                    }
-                    if !self.cutoff.excludes(made) {
-                        let passed = (id != tip).then(|| HeldBack {
-                            newer: format!(
-                                "{label} at {} ({})",
-                                short(tip),
-                                made_text("committed", tip_made)
-                            ),
-                        });
-                        return Ok((id, passed));
-                    }
-                    match parent {
-                        Some(parent) => id = parent,
-                        None => break,
-                    }
-                }
-                None if self.may_fetch() && rounds < MAX_DEEPEN_ROUNDS => {
-                    self.env.settings.cancel.check()?;
-                    self.db.deepen(self.remote, want, deepen_by)?;
-                    deepen_by = deepen_by.saturating_mul(2);
-                    rounds += 1;
-                }
-                None if self.env.settings.network == Network::Offline && !self.db.in_place => {
-                    return Err(ResolveError::Offline {
-                        what: format!("the history of {label} of `{url}` before the cutoff"),
-                    });
-                }
+        let mut history = History::new(self, want, label);
+        let (mut id, mut tip_made) = (tip, None);
+        while let Some((made, parent)) = history.commit(id)? {
+            if id == tip {
+                tip_made = Some(made);
+            }
+            if !self.cutoff.excludes(made) {
+                self.dated_below(&mut history, id, made, parent)?;
+                let passed = (id != tip).then(|| HeldBack {
+                    newer: format!(
+                        "{label} at {} ({})",
+                        short(tip),
+                        made_text("committed", tip_made)
+                    ),
+                });
+                return Ok((id, passed));
+            }
+            match parent {
+                Some(parent) => id = parent,
                 None => break,
             }
         }
@@ -240,6 +282,94 @@ impl Dated<'_> {
             )),
         }
         .into())
+    }
+
+    /// Refuses `found`, made at `made` (before the cutoff), when one of its first
+    /// [`BELOW_CHECKED`] first parents (from `parent` down) was made after the cutoff: the
+    /// dates go backwards across it, the mark of a commit dated in the past on top of newer
+    /// ones. History the cache lacks and cannot fetch ends the check.
+    fn dated_below(
+        &self,
+        history: &mut History<'_, '_>,
+        found: ObjectId,
+        made: i64,
+        parent: Option<ObjectId>,
+    ) -> Result<(), ResolveError> {
+        let mut next = parent;
+        for depth in 1..=BELOW_CHECKED {
+            let Some(id) = next else { return Ok(()) };
+            let Some((below, parent)) = history.commit(id)? else {
+                return Ok(());
+            };
+            if self.cutoff.excludes(below) {
+                let newer = format!("`{}` ({})", short(id), made_text("committed", Some(below)));
+                return Err(TooNew::Backdated {
+                    what: format!("{} of `{}`", history.label, self.remote.url.shown),
+                    older: format!(
+                        "commit `{}` ({})",
+                        short(found),
+                        made_text("committed", Some(made))
+                    ),
+                    newer: match depth {
+                        1 => format!("its first parent {newer}"),
+                        n => format!("{newer}, {n} first parents below it,"),
+                    },
+                    cutoff: self.cutoff.describe(),
+                }
+                .into());
+            }
+            next = parent;
+        }
+        Ok(())
+    }
+}
+
+/// A branch's history as the walk reads it: a commit the cache lacks is fetched by
+/// deepening the branch (by [`FIRST_DEEPEN`] commits, doubling each time, at most
+/// [`MAX_DEEPEN_ROUNDS`] times).
+struct History<'d, 'a> {
+    dated: &'d Dated<'a>,
+    want: &'d Want,
+    label: &'d str,
+    deepen_by: u32,
+    rounds: u32,
+}
+
+impl<'d, 'a> History<'d, 'a> {
+    fn new(dated: &'d Dated<'a>, want: &'d Want, label: &'d str) -> Self {
+        Self {
+            dated,
+            want,
+            label,
+            deepen_by: FIRST_DEEPEN,
+            rounds: 0,
+        }
+    }
+
+    /// When commit `id` was made and its first parent; `None` when the history ends before
+    /// it (the cache lacks it and cannot fetch it). Offline, a missing commit is an error.
+    fn commit(&mut self, id: ObjectId) -> Result<Option<(i64, Option<ObjectId>)>, ResolveError> {
+        let dated = self.dated;
+        loop {
+            if let Some(found) = dated.db.commit_made(id) {
+                return Ok(Some(found));
+            }
+            if dated.may_fetch() && self.rounds < MAX_DEEPEN_ROUNDS {
+                dated.env.settings.cancel.check()?;
+                dated.db.deepen(dated.remote, self.want, self.deepen_by)?;
+                self.deepen_by = self.deepen_by.saturating_mul(2);
+                self.rounds += 1;
+            } else if dated.env.settings.network == Network::Offline && !dated.db.in_place {
+                return Err(ResolveError::Offline {
+                    what: format!(
+                        "the history of {} of `{}` before the cutoff",
+                        self.label, dated.remote.url.shown
+                    ),
+                });
+            } else {
+                return Ok(None);
+            }
+        }
     }
 }
 

@@ -146,12 +146,7 @@ impl<'a> GitSource<'a> {
 
     /// The repository as release age reads it, when the run has a cutoff.
     fn dated<'d>(&'d self, db: &'d GitDb) -> Option<Dated<'d>> {
-        Some(Dated {
-            db,
-            remote: &self.remote,
-            env: self.env,
-            cutoff: self.env.cutoff.as_ref()?,
-        })
+        Dated::new(db, &self.remote, self.env)
     }
 
     /// The commit `wanted` names ([`GitSource::rev`]), settled under the run's release-age
