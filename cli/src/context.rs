@@ -166,6 +166,7 @@ impl Context {
                 now: self.now,
                 signed_sources: false,
             },
+            sources: Default::default(),
         }
     }
 

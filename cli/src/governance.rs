@@ -43,15 +43,26 @@ pub enum Scan<'a> {
 
 impl Context {
     /// Resolver settings for commands that lock: [`Context::settings`] with the policy's
-    /// `exclude-newer`, and whether it requires signed sources (the policy and what it
-    /// extends are read for it).
+    /// `exclude-newer`, `[sources]` and whether it requires signed sources (the policy and
+    /// what it extends are read for it).
     pub fn lock_settings(&self, network: Network) -> Result<Settings> {
-        let mut settings = self.settings(network);
+        self.under_policy(self.settings(network))
+    }
+
+    /// `settings` with the policy's `exclude-newer`, whether it requires signed sources, and
+    /// its `[sources]`, when there is a policy.
+    pub fn under_policy(&self, mut settings: Settings) -> Result<Settings> {
         if let Some(path) = &self.policy_path {
             let canon = berth_lockfile_schema::governance::Canon::new(&self.github_url);
             let policy = berth_resolver::load_policy(path, canon)?;
             settings.release_age.policy = policy.release_age();
             settings.release_age.signed_sources = policy.require_signed_sources().is_some();
+            // Every source is matched before it is contacted; a lock of this project
+            // credits its picks' marketplaces, as the review does.
+            settings.sources = berth_resolver::SourceRules::new(
+                std::sync::Arc::new(policy),
+                berth_resolver::LockedPicks::Credited,
+            );
         }
         Ok(settings)
     }

@@ -140,6 +140,9 @@ impl AppError {
             }
             ErrorKind::Upstream => Self::new(StatusCode::BAD_GATEWAY, "upstream_failed", message),
             ErrorKind::Refused => Self::forbidden(message),
+            // The run policy's `[sources]`, before the source was contacted: the same answer
+            // as its review of a built set gives.
+            ErrorKind::PolicyDenied => Self::new(StatusCode::FORBIDDEN, "policy_denied", message),
             ErrorKind::InvalidInput => Self::bad_request(message),
             ErrorKind::Internal => Self::internal(message),
             // This server's own limit: the source is fine, this server will not take it.

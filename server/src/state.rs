@@ -71,6 +71,8 @@ pub(crate) struct Inner {
     pub(crate) shared: SharedResolutions,
     /// The source policy as the resolver applies it to every redirect (with its client).
     pub(crate) fetch_policy: Arc<berth_transport::policy::FetchPolicy>,
+    /// The run policy's `[sources]`, matched before a source is contacted.
+    pub(crate) source_rules: berth_resolver::SourceRules,
     /// Plugin sets by lock text. A set is a function of its lock and the (immutable) store
     /// entries it names, so the bytes can be reused while those entries are present.
     pub(crate) sets: std::sync::Mutex<SetCache>,
@@ -195,6 +197,12 @@ impl AppState {
         let state = Self {
             inner: Arc::new(Inner {
                 fetch_policy: Arc::new(config.policy.fetch_policy()),
+                // A posted lock's record of where a plugin was picked from is the client's
+                // word: its plugins are matched by their own sources, as the review does.
+                source_rules: berth_resolver::SourceRules::new(
+                    Arc::new(config.run_policy.policy.clone()),
+                    berth_resolver::LockedPicks::Ignored,
+                ),
                 config,
                 conversations,
                 shared: SharedResolutions::default(),
@@ -283,6 +291,7 @@ impl AppState {
                     .now
                     .unwrap_or_else(berth_lockfile_schema::release_age::Timestamp::now),
             },
+            sources: self.inner.source_rules.clone(),
         }
     }
 

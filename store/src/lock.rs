@@ -69,13 +69,32 @@ impl FileLock {
     pub fn acquire(path: &Path, on_wait: impl FnOnce()) -> std::io::Result<Self> {
         let claim = claim_in_process(path);
         let file = open(path)?;
+        Self::lock(file, claim, on_wait)
+    }
+
+    /// Takes the exclusive lock on the folder `path` itself (which must exist), writing
+    /// nothing into it: every process that locks the same folder, by any path to it, is
+    /// excluded. If another process holds it, calls `on_wait` once and blocks.
+    pub fn acquire_folder(path: &Path, on_wait: impl FnOnce()) -> std::io::Result<Self> {
+        use fs_err::os::unix::fs::OpenOptionsExt as _;
+        let claim = claim_in_process(path);
+        let file = fs_err::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::DIRECTORY.bits() as i32)
+            .open(path)?
+            .into_parts()
+            .0;
+        Self::lock(file, claim, on_wait)
+    }
+
+    fn lock(file: File, claim: Claim, on_wait: impl FnOnce()) -> std::io::Result<Self> {
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
                 on_wait();
-                file.lock().map_err(|e| annotate(e, path))?;
+                file.lock().map_err(|e| annotate(e, &claim.0))?;
             }
-            Err(TryLockError::Error(e)) => return Err(annotate(e, path)),
+            Err(TryLockError::Error(e)) => return Err(annotate(e, &claim.0)),
         }
         Ok(Self { _file: file, claim })
     }
@@ -128,6 +147,22 @@ mod tests {
         assert!(FileLock::try_acquire(&path).expect("try").is_none());
         drop(held);
         assert!(FileLock::try_acquire(&path).expect("try").is_some());
+    }
+
+    #[test]
+    fn a_folder_is_locked_by_any_path_to_it_and_nothing_is_written_in_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let folder = dir.path().join("target");
+        fs_err::create_dir(&folder).expect("mkdir");
+        std::os::unix::fs::symlink(&folder, dir.path().join("link")).expect("link");
+        let held =
+            FileLock::acquire_folder(&folder, || panic!("free lock must not wait")).expect("lock");
+        // Another open file description of the same folder, as another process would have.
+        let other = File::open(dir.path().join("link")).expect("open");
+        assert!(matches!(other.try_lock(), Err(TryLockError::WouldBlock)));
+        drop(held);
+        other.try_lock().expect("free once dropped");
+        assert_eq!(fs_err::read_dir(&folder).expect("list").count(), 0);
     }
 
     #[test]

@@ -103,7 +103,8 @@ fn repo_path_leaving_the_repository_is_refused() {
 #[test]
 fn an_unreachable_repository_names_the_entry() {
     let ctx = TestContext::new();
-    std::fs::create_dir_all(ctx.work.join("ok")).expect("mkdir");
+    // A plugin folder (a skills folder), beside the entry that fails.
+    std::fs::create_dir_all(ctx.work.join("ok/skills")).expect("mkdir");
     let missing = ctx.root.join("no-such-repo.git");
     let error = assert_refused(
         &ctx,
@@ -160,7 +161,7 @@ fn a_missing_repo_path_names_path_and_commit() {
 #[test]
 fn unknown_keys_warn_but_do_not_fail() {
     let ctx = TestContext::new();
-    std::fs::create_dir_all(ctx.work.join("local")).expect("mkdir");
+    std::fs::create_dir_all(ctx.work.join("local/skills")).expect("mkdir");
     ctx.write_manifest("[[plugin]]\nsource = \"./local\"\nrepo-path = \"x\"\n");
     berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r"
     success: true
@@ -169,7 +170,7 @@ fn unknown_keys_warn_but_do_not_fail() {
 
     ----- stderr -----
     warning: plugins.toml:3:1: unknown key `repo-path` in `[[plugin]]` is ignored; did you mean `repo_path`?
-          Adding local sha256-pQpattmS9VmO
+          Adding local sha256-xrjWNYHBTyO+
           Locked 1 plugin in `plugins.lock`
     ");
 }
@@ -177,7 +178,7 @@ fn unknown_keys_warn_but_do_not_fail() {
 #[test]
 fn a_lock_from_a_newer_berth_is_refused() {
     let ctx = TestContext::new();
-    std::fs::create_dir_all(ctx.work.join("local")).expect("mkdir");
+    std::fs::create_dir_all(ctx.work.join("local/skills")).expect("mkdir");
     ctx.write_manifest("[[plugin]]\nsource = \"./local\"\n");
     std::fs::write(ctx.lock_path(), "version = 7\n").expect("write");
     berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "sync"]), @r#"
@@ -197,7 +198,7 @@ fn a_lock_from_a_newer_berth_is_refused() {
 #[test]
 fn a_damaged_lock_is_regenerated_by_lock_but_refused_by_locked_sync() {
     let ctx = TestContext::new();
-    std::fs::create_dir_all(ctx.work.join("local")).expect("mkdir");
+    std::fs::create_dir_all(ctx.work.join("local/skills")).expect("mkdir");
     ctx.write_manifest("[[plugin]]\nsource = \"./local\"\n");
     std::fs::write(
         ctx.lock_path(),
@@ -219,7 +220,7 @@ fn a_damaged_lock_is_regenerated_by_lock_but_refused_by_locked_sync() {
 
     ----- stderr -----
     warning: plugins.lock:4:10: invalid type: integer `7`, expected a string; run `berth plugins lock` to regenerate the lockfile; it will be regenerated from the manifest
-          Adding local sha256-pQpattmS9VmO
+          Adding local sha256-xrjWNYHBTyO+
           Locked 1 plugin in `plugins.lock`
     ");
     ctx.ok(&["plugins", "lock", "--check"]);
@@ -250,6 +251,12 @@ fn a_lock_sending_a_local_entry_elsewhere_is_refused() {
     let secret = ctx.root.join("secret");
     std::fs::create_dir_all(&secret).expect("mkdir");
     std::fs::write(secret.join("id_ed25519"), "PRIVATE KEY\n").expect("write");
+    // It passes for a plugin (a folder that holds none is refused before any of this).
+    std::fs::write(
+        secret.join("SKILL.md"),
+        "---\nname: s\ndescription: d\n---\nb\n",
+    )
+    .expect("write");
     let other = ctx.root.join("other");
     std::fs::create_dir_all(&other).expect("mkdir");
     std::fs::write(

@@ -304,7 +304,7 @@ fn a_parent_policy_wins_over_a_child_and_a_loosening_child_is_an_error() {
         ----- stdout -----
 
         ----- stderr -----
-        error: plugin `evil-tools`: its source `github:acme/evil-tools` is denied by the policy [`sources.deny = "github:acme/evil-*"` in `[TMP]/work/../org/berth-policy.toml`]
+        error: plugins.toml:2: `github:acme/evil-tools`: denied by the policy [`sources.deny = "github:acme/evil-*"` in `[TMP]/work/../org/berth-policy.toml`]; berth fetched nothing from it: remove the plugin, or change the policy
         "#
     );
     assert!(!ctx.lock_path().exists(), "nothing written");

@@ -24,6 +24,8 @@ use crate::context::Context;
 
 /// The largest record read (a conversation's `meta.json` holds its start request).
 const MAX_RECORD_BYTES: u64 = 16 << 20;
+/// The largest plugin manifest read for a plugin's name.
+const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
 pub fn run(ctx: &Context, args: &ImportArgs) -> Result<()> {
     let _hold = ctx.hold_store()?;
@@ -37,7 +39,9 @@ pub fn run(ctx: &Context, args: &ImportArgs) -> Result<()> {
         (Some(dir), _, _) => (from_conversation(dir)?, Vec::new()),
         (None, Some(dir), _) => from_installed(&installed_dir(dir.as_deref()))?,
         (None, None, Some(work_dir)) => {
-            from_ambient(work_dir.as_deref().unwrap_or(Path::new(".")))?
+            from_ambient(work_dir.as_deref().unwrap_or(Path::new(".")), &|warning| {
+                ctx.printer.warn(warning)
+            })?
         }
         (None, None, None) => bail!(
             "say what to import: `--conversation DIR`, `--installed [DIR]` or `--ambient [WORK_DIR]`"
@@ -96,18 +100,59 @@ fn installed_dir(given: Option<&Path>) -> PathBuf {
 
 /// A JSON record, bounded.
 fn read_json(path: &Path) -> Result<Value> {
-    let size = std::fs::metadata(path)
-        .with_context(|| format!("could not read `{}`", path.display()))?
-        .len();
-    if size > MAX_RECORD_BYTES {
-        bail!(
-            "`{}` is {size} bytes, more than a record berth reads",
-            path.display()
-        );
+    let bytes = read_regular(path, MAX_RECORD_BYTES)?;
+    serde_json::from_slice(&bytes).with_context(|| format!("`{}` is not JSON", path.display()))
+}
+
+/// The bytes of the regular file at `path`, at most `limit`. Anything else (a link, a
+/// device such as `/dev/zero`, a FIFO that would block for ever) is refused without being
+/// read: its length says nothing of what reading it gives. The file is opened without
+/// following a link and without blocking, checked again once open, and read one byte past
+/// the limit, so a file that grows is refused too.
+fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let shown = path.display();
+    let not_regular = |what: &str| {
+        anyhow::anyhow!(
+            "`{shown}` is {what}, not a regular file, and berth reads only regular files here: replace it with the file itself"
+        )
+    };
+    let kind = |meta: &std::fs::Metadata| {
+        let t = meta.file_type();
+        if t.is_symlink() {
+            "a symbolic link"
+        } else if t.is_dir() {
+            "a folder"
+        } else {
+            "a device, FIFO or socket"
+        }
+    };
+    let meta =
+        std::fs::symlink_metadata(path).with_context(|| format!("could not read `{shown}`"))?;
+    if !meta.is_file() {
+        return Err(not_regular(kind(&meta)));
     }
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("could not read `{}`", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("`{}` is not JSON", path.display()))
+    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits() as i32)
+        .open(path)
+        .with_context(|| format!("could not read `{shown}`"))?;
+    let opened = file
+        .metadata()
+        .with_context(|| format!("could not read `{shown}`"))?;
+    if !opened.is_file() {
+        return Err(not_regular(kind(&opened)));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("could not read `{shown}`"))?;
+    if bytes.len() as u64 > limit {
+        bail!("`{shown}` is more than {limit} bytes, more than a record berth reads");
+    }
+    Ok(bytes)
 }
 
 /// A string field of `value`, if any.
@@ -282,7 +327,7 @@ fn manifest_of(header: String, entries: Vec<Imported>) -> (String, Vec<(String, 
 /// project's (`.agents/plugins/*` and `.openhands/plugins/*` of `work_dir`, then of its git
 /// root), which replace a user plugin of the same name. Folders are imported by their
 /// path on this machine, as they are now.
-fn from_ambient(work_dir: &Path) -> Result<(String, Vec<(String, PathBuf)>)> {
+fn from_ambient(work_dir: &Path, warn: &dyn Fn(&str)) -> Result<(String, Vec<(String, PathBuf)>)> {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_default();
@@ -292,18 +337,26 @@ fn from_ambient(work_dir: &Path) -> Result<(String, Vec<(String, PathBuf)>)> {
     let installed_dir = persistence.join("plugins").join("installed");
     let mut user: Vec<Imported> = Vec::new();
     for dir in [home.join(".agents/plugins"), persistence.join("plugins")] {
-        for found in plugin_folders(&dir, &installed_dir) {
+        for found in plugin_folders(&dir, &installed_dir, warn) {
             if !user.iter().any(|u| u.name == found.name) {
                 user.push(found);
             }
         }
     }
-    if installed_dir.join(".installed.json").is_file() {
-        for found in installed(&installed_dir)?.0 {
-            if !user.iter().any(|u| u.name == found.name) {
-                user.push(found);
+    let record = installed_dir.join(".installed.json");
+    match std::fs::symlink_metadata(&record) {
+        Ok(meta) if meta.is_file() => {
+            for found in installed(&installed_dir)?.0 {
+                if !user.iter().any(|u| u.name == found.name) {
+                    user.push(found);
+                }
             }
         }
+        Ok(_) => warn(&format!(
+            "`{}` is not a regular file, so it is not read: its installed plugins are not imported",
+            record.display()
+        )),
+        Err(_) => {}
     }
     let work_dir = std::fs::canonicalize(work_dir)
         .with_context(|| format!("`{}` is not a folder here", work_dir.display()))?;
@@ -316,7 +369,7 @@ fn from_ambient(work_dir: &Path) -> Result<(String, Vec<(String, PathBuf)>)> {
     let mut project: Vec<Imported> = Vec::new();
     for root in &roots {
         for sub in [".agents/plugins", ".openhands/plugins"] {
-            for found in plugin_folders(&root.join(sub), Path::new("")) {
+            for found in plugin_folders(&root.join(sub), Path::new(""), warn) {
                 if !project.iter().any(|p| p.name == found.name) {
                     project.push(found);
                 }
@@ -345,8 +398,9 @@ fn from_ambient(work_dir: &Path) -> Result<(String, Vec<(String, PathBuf)>)> {
 }
 
 /// Each plugin folder in `dir` (sorted by name; `skip` left out), named as the SDK's
-/// `Plugin.load` names it: its manifest's `name`, else the folder's.
-fn plugin_folders(dir: &Path, skip: &Path) -> Vec<Imported> {
+/// `Plugin.load` names it: its manifest's `name`, else the folder's. A manifest that is not
+/// a regular file is never read: `warn` names it.
+fn plugin_folders(dir: &Path, skip: &Path, warn: &dyn Fn(&str)) -> Vec<Imported> {
     let Ok(read) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -361,8 +415,14 @@ fn plugin_folders(dir: &Path, skip: &Path) -> Vec<Imported> {
             let named = [".plugin/plugin.json", ".claude-plugin/plugin.json"]
                 .iter()
                 .find_map(|m| {
-                    let text = std::fs::read_to_string(folder.join(m)).ok()?;
-                    let value: Value = serde_json::from_str(&text).ok()?;
+                    let path = folder.join(m);
+                    std::fs::symlink_metadata(&path).ok()?;
+                    // Only a regular file is read, bounded; anything else is named and left
+                    // out (the folder's name stands in), as the resolver reads manifests.
+                    let bytes = read_regular(&path, MAX_MANIFEST_BYTES)
+                        .map_err(|e| warn(&format!("{e:#}; the plugin is named after its folder")))
+                        .ok()?;
+                    let value: Value = serde_json::from_slice(&bytes).ok()?;
                     value.get("name")?.as_str().map(str::to_owned)
                 });
             let name = named.unwrap_or_else(|| {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use berth_runtime::harness::{self, Destination, Harness, Plan, TARGETS};
 use berth_runtime::{BuildOptions, build_plugin_set};
+use berth_store::FileLock;
 
 use crate::args::MaterializeArgs;
 use crate::context::{Context, Exit};
@@ -33,6 +34,9 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("could not create `{}`", dir.display()))?;
     }
+    // Held from planning to the last write (or the check): another run on DIR would
+    // sweep what this one writes, and plan from a half-written folder.
+    let _dir_lock = hold(ctx, dir)?;
     let root = absolute(dir)?;
     // Each folder written, with its plan: the harness folder, and for `claude --project`
     // the repository's settings.
@@ -76,6 +80,26 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
     // plans one allocation at a time took a tenth of a run that found nothing to write.
     std::mem::forget((set, plans));
     Ok(())
+}
+
+/// The exclusive lock on DIR itself (nothing is written into it): a second
+/// `materialize` on the same folder, by any path and with any store, waits for this one,
+/// saying so. `None` for `--check` of a folder that does not exist.
+fn hold(ctx: &Context, dir: &Path) -> Result<Option<FileLock>> {
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let lock = FileLock::acquire_folder(dir, || {
+        ctx.printer.status(
+            "Waiting",
+            &format!(
+                "for another `berth materialize` writing `{}`",
+                dir.display()
+            ),
+        );
+    })
+    .with_context(|| format!("could not lock `{}`", dir.display()))?;
+    Ok(Some(lock))
 }
 
 /// DIR; left out, the user's own folder of a harness that has one (claude: its config

@@ -28,7 +28,10 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
     };
     let manifest_label = ctx.manifest_label();
     let (mode, settings) = match &manifest {
-        None => (LockMode::Frozen, ctx.frozen_settings(network)),
+        None => (
+            LockMode::Frozen,
+            ctx.under_policy(ctx.frozen_settings(network))?,
+        ),
         Some(manifest) if args.locked => {
             (LockMode::Locked { manifest }, ctx.lock_settings(network)?)
         }

@@ -243,11 +243,57 @@ impl Policy {
         source: &str,
         marketplace: Option<&str>,
     ) -> Result<(), SourceDenied> {
-        let Some(first) = self.patterns.iter().position(|p| !p.is_empty()) else {
+        let Some(forms) = self.canonical_forms(std::iter::once(source).chain(marketplace))? else {
             return Ok(());
         };
+        for ((label, _), patterns) in self.files.iter().zip(&self.patterns) {
+            if let Some(denied) = denied_by(label, patterns, &forms) {
+                return Err(denied);
+            }
+            if let Some(allow) = &patterns.allow
+                && !allow
+                    .iter()
+                    .any(|p| forms.iter().any(|f| allow_matches(&p.canonical, f)))
+            {
+                return Err(SourceDenied {
+                    file: label.clone(),
+                    rule: "sources.allow".to_owned(),
+                    reason: "not in the allow list of",
+                    why: None,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a marketplace at `source` (as a `plugins.toml` writes it) may be read: no
+    /// file's `[sources] deny` matches it, and it has a canonical form when some file has
+    /// `[sources]` rules. An allow list does not keep a marketplace from being read: a
+    /// plugin picked from it may pass by its own source ([`Policy::check_source`]); one a
+    /// deny pattern matches could pass nothing, so it is never fetched.
+    pub fn check_marketplace_source(&self, source: &str) -> Result<(), SourceDenied> {
+        let Some(forms) = self.canonical_forms(std::iter::once(source))? else {
+            return Ok(());
+        };
+        for ((label, _), patterns) in self.files.iter().zip(&self.patterns) {
+            if let Some(denied) = denied_by(label, patterns, &forms) {
+                return Err(denied);
+            }
+        }
+        Ok(())
+    }
+
+    /// The canonical form of each of `sources`; `None` when no file has `[sources]` rules
+    /// (nothing to match), and refused by the first file with rules when one has none.
+    fn canonical_forms<'s>(
+        &self,
+        sources: impl Iterator<Item = &'s str>,
+    ) -> Result<Option<Vec<String>>, SourceDenied> {
+        let Some(first) = self.patterns.iter().position(|p| !p.is_empty()) else {
+            return Ok(None);
+        };
         let mut forms = Vec::with_capacity(2);
-        for text in std::iter::once(source).chain(marketplace) {
+        for text in sources {
             match self.canon.source(text) {
                 Ok(form) => forms.push(form),
                 Err(e) => {
@@ -264,33 +310,7 @@ impl Policy {
                 }
             }
         }
-        for ((label, _), patterns) in self.files.iter().zip(&self.patterns) {
-            if let Some(pattern) = patterns
-                .deny
-                .iter()
-                .find(|p| forms.iter().any(|f| deny_matches(&p.canonical, f)))
-            {
-                return Err(SourceDenied {
-                    file: label.clone(),
-                    rule: format!("sources.deny = \"{}\"", pattern.written),
-                    reason: "denied by",
-                    why: None,
-                });
-            }
-            if let Some(allow) = &patterns.allow
-                && !allow
-                    .iter()
-                    .any(|p| forms.iter().any(|f| allow_matches(&p.canonical, f)))
-            {
-                return Err(SourceDenied {
-                    file: label.clone(),
-                    rule: "sources.allow".to_owned(),
-                    reason: "not in the allow list of",
-                    why: None,
-                });
-            }
-        }
-        Ok(())
+        Ok(Some(forms))
     }
 
     /// Whether a remote MCP server at `url` is on a host every `mcp_remote_hosts` list
@@ -313,6 +333,20 @@ impl Policy {
         }
         Ok(())
     }
+}
+
+/// The file `label`'s first deny pattern that matches one of `forms`, as a refusal.
+fn denied_by(label: &str, patterns: &Patterns, forms: &[String]) -> Option<SourceDenied> {
+    let pattern = patterns
+        .deny
+        .iter()
+        .find(|p| forms.iter().any(|f| deny_matches(&p.canonical, f)))?;
+    Some(SourceDenied {
+        file: label.to_owned(),
+        rule: format!("sources.deny = \"{}\"", pattern.written),
+        reason: "denied by",
+        why: None,
+    })
 }
 
 /// An `mcp_remote_hosts` entry as hosts are matched: lower-case, without a final `.`.

@@ -8,6 +8,7 @@ mod memo;
 mod report;
 mod scratch;
 mod settings;
+mod source_rules;
 
 pub use memo::SharedResolutions;
 pub use report::{Event, Reporter, SilentReporter, Task};
@@ -16,6 +17,7 @@ pub use settings::{
     Cancel, DEFAULT_GITHUB_URL, LocalCheck, Network, PayloadFinder, ReleaseAge, Settings,
     git_cache_name,
 };
+pub use source_rules::{LockedPicks, SourceRules};
 
 pub(crate) use memo::{KEPT_TREE_BYTES, KeptTree, TagList};
 pub(crate) use scratch::Scratch;

@@ -76,6 +76,9 @@ pub struct Settings {
     pub payload_finder: Option<PayloadFinder>,
     /// The policy's release-age asks and the time of locking (`exclude-newer`).
     pub release_age: ReleaseAge,
+    /// The policy's `[sources]`, which every plugin and marketplace source is matched
+    /// against before it is contacted (`SourceRules::default()`: no policy file).
+    pub sources: super::SourceRules,
 }
 
 /// What decides a lock's release-age cutoff besides the manifest: the policy's

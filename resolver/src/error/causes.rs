@@ -20,6 +20,40 @@ pub enum LocalPathProblem {
     /// It could not be looked at.
     #[error("{0}")]
     Unreadable(#[source] std::io::Error),
+    /// It holds neither a manifest nor a component a harness reads.
+    #[error(
+        "holds no plugin: neither a manifest ({}) nor a component a harness reads ({}); point `source` at a plugin's folder",
+        one_of(manifests),
+        one_of(components)
+    )]
+    NotAPlugin {
+        /// The manifests looked for.
+        manifests: &'static [&'static str],
+        /// The components looked for (folders end in `/`).
+        components: &'static [&'static str],
+    },
+    /// It holds files (or folders, ending in `/`) without the read bit for others.
+    #[error(
+        "holds {} others may not read: {}{}; the store is readable by every user of this machine, so berth does not copy them there: let others read them (`chmod o+r FILE`, `chmod o+rx FOLDER`) if nothing in them is secret, or move them out of the plugin's folder",
+        if paths.len() + more == 1 { "a file" } else { "files" },
+        paths.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", "),
+        if *more > 0 { format!(" and {more} more") } else { String::new() }
+    )]
+    Private {
+        /// The first few, relative to the folder (`.` the folder itself).
+        paths: Vec<String>,
+        /// How many more there are.
+        more: usize,
+    },
+}
+
+/// `` `a`, `b` or `c` ``.
+fn one_of(items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| format!("`{i}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => quoted.join(""),
+    }
 }
 
 /// Why an archive download failed.

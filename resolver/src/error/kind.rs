@@ -13,6 +13,8 @@ pub enum ErrorKind {
     InvalidInput,
     /// The source policy refused a URL.
     Refused,
+    /// The policy's `[sources]` refused a source (before it was contacted).
+    PolicyDenied,
     /// The upstream failed or is out of reach (offline).
     Upstream,
     /// The upstream did not answer in time, or the caller's deadline passed.
@@ -42,6 +44,7 @@ impl ResolveError {
             | Self::TooNew(_)
             | Self::RegistryConfig(_) => ErrorKind::InvalidInput,
             Self::Refused { .. } => ErrorKind::Refused,
+            Self::PolicyDenied(_) => ErrorKind::PolicyDenied,
             Self::Download {
                 cause: DownloadError::TooLarge { .. } | DownloadError::GrewTooLarge { .. },
                 ..

@@ -9,11 +9,13 @@ use berth_store::{NarError, StoreError};
 mod age;
 mod agent;
 mod causes;
+mod denied;
 mod kind;
 
 pub use age::TooNew;
 pub use agent::{AgentLockError, WheelProblem};
 pub use causes::{ArchiveProblem, DownloadError, LocalPathProblem};
+pub use denied::{DeniedSource, PolicyDenied};
 pub use kind::ErrorKind;
 
 use berth_transport::http::Upstream;
@@ -117,6 +119,9 @@ pub enum ResolveError {
         /// The commit.
         rev: String,
     },
+    /// The policy's `[sources]` refuses a source before it is contacted.
+    #[error(transparent)]
+    PolicyDenied(Box<PolicyDenied>),
     /// The network is needed but `--offline` was given.
     #[error("{what} is not available offline; run without `--offline` to fetch it")]
     Offline {

@@ -47,10 +47,18 @@ pub fn sync_plugins(
         let request = manifest
             .and_then(|m| m.plugins.get(i))
             .filter(|r| locked.satisfies(r));
-        sync_entry(&env, locked, request, local, &added).map_err(|error| EntryError {
-            label: format!("plugin `{}`", locked.name),
-            error: Box::new(explain_sync_error(&env, lock, locked, error)),
-        })
+        // An entry to fetch passes the policy's `[sources]` first (one present is
+        // reviewed by the front end, by the same rule).
+        let fetch = || match store.lookup(&locked.hash, &locked.name) {
+            Some(_) => Ok(()),
+            None => settings.sources.check_locked(lock, locked),
+        };
+        fetch()
+            .and_then(|()| sync_entry(&env, locked, request, local, &added))
+            .map_err(|error| EntryError {
+                label: format!("plugin `{}`", locked.name),
+                error: Box::new(explain_sync_error(&env, lock, locked, error)),
+            })
     });
     let (entries, mut errors) = split(results);
     sync_agent_and_payloads(&env, lock, manifest, &added, &mut errors);

@@ -376,6 +376,7 @@ mod tests {
             npm: Ok(Default::default()),
             payload_finder: None,
             release_age: Default::default(),
+            sources: Default::default(),
         }
     }
 

@@ -136,6 +136,15 @@ pub(crate) fn kind_of(pin: &Pin) -> &dyn PinKind {
     }
 }
 
+/// Refuses a request of the manifest (not a marketplace's entry, nor the agent's source)
+/// whose source cannot be a plugin: a local folder that holds none.
+pub(crate) fn check_requested(env: &Env<'_>, request: &PluginRequest) -> Result<(), ResolveError> {
+    match request.parsed_source() {
+        Source::Local { path } => local::check_requested_folder(path, env.settings),
+        _ => Ok(()),
+    }
+}
+
 /// Pins a request afresh, keeping what its manifest declares.
 pub(crate) fn resolve_new(
     env: &Env<'_>,

@@ -108,8 +108,9 @@ fn f8_sources_are_matched_in_canonical_form() {
         refused(
             &ctx,
             &[
-                "plugin `experimental-x`",
-                "is refused by the policy",
+                // Refused before it is fetched, so before its name is known.
+                "berth fetched nothing from it",
+                "refused by the policy",
                 "which a server resolves to another folder",
             ],
         );
@@ -130,7 +131,7 @@ fn f8_sources_are_matched_in_canonical_form() {
             &ctx,
             &[
                 "sources.deny = \"github:acme/experimental-*\"",
-                "is denied by",
+                "denied by the policy",
             ],
         );
     }
@@ -180,7 +181,7 @@ fn f9_a_marketplace_is_allowed_by_its_pinned_source_never_its_alias() {
     refused(
         &ctx,
         &[
-            "plugin `x`",
+            "`x@official`: its source `./evil-market/plugins/x`",
             "marketplace `official` at `./evil-market`",
             "not in the allow list of",
         ],

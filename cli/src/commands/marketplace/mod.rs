@@ -153,7 +153,8 @@ fn read_catalog(
         .filter(|m| m.differences(declared).is_empty());
     read_marketplace(
         &ctx.store,
-        &ctx.settings(network),
+        // The policy's `[sources]`: a marketplace a deny pattern matches is not read.
+        &ctx.lock_settings(network)?,
         &ctx.printer,
         declared,
         locked,

@@ -120,6 +120,38 @@ fn sources_intersect_and_a_wider_allow_list_is_refused() {
 }
 
 #[test]
+fn a_marketplace_is_read_unless_a_deny_pattern_matches_it() {
+    let policy = chain(&[
+        ("org.toml", "[sources]\nallow = [\"github:acme/*\"]\n"),
+        ("team.toml", "[sources]\ndeny = [\"github:evil/*\"]\n"),
+    ])
+    .expect("tightens");
+    // Not on the allow list, but a plugin picked from it may pass by its own source.
+    assert_eq!(
+        policy.check_marketplace_source("github:other/market"),
+        Ok(())
+    );
+    let denied = policy
+        .check_marketplace_source("github:Evil/market")
+        .expect_err("denied");
+    assert_eq!(
+        (denied.file.as_str(), denied.reason, denied.rule.as_str()),
+        ("team.toml", "denied by", "sources.deny = \"github:evil/*\"")
+    );
+    let refused = policy
+        .check_marketplace_source("https://h.example/a/../b")
+        .expect_err("no canonical form");
+    assert_eq!(
+        (refused.file.as_str(), refused.reason),
+        ("org.toml", "refused by")
+    );
+    assert_eq!(
+        Policy::default().check_marketplace_source("https://h/a/../b"),
+        Ok(())
+    );
+}
+
+#[test]
 fn remote_hosts() {
     let policy = chain(&[(
         "p.toml",

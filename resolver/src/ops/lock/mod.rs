@@ -14,7 +14,7 @@ use berth_store::Store;
 use crate::context::{Env, Reporter, Settings, run_parallel, split};
 use crate::error::{EntryError, ResolveError};
 use crate::sources::marketplace::resolve_derived;
-use crate::sources::{Resolved, kind_of, load, resolve_new};
+use crate::sources::{Resolved, check_requested, kind_of, load, resolve_new};
 use markets::{MarketState, PickAction, lock_marketplaces};
 
 use super::age::{cutoff_for, warn_git_dates};
@@ -252,6 +252,11 @@ impl Entry<'_, '_> {
                 .expect("the manifest declares every marketplace it names");
             return self.lock_pick(env, market, &options.upgrade, resolved);
         }
+        // Before anything is fetched (a pick is matched once its catalog names its source).
+        env.settings
+            .sources
+            .check_plugin(&self.request.display_source(), None)?;
+        check_requested(env, self.request)?;
         match self.before.filter(|l| !options.upgrade.covers(&l.name)) {
             Some(locked)
                 if options.local == LocalRelock::Rehash

@@ -1,5 +1,6 @@
 //! Local directory sources.
 
+mod checks;
 mod source;
 
 pub(crate) use source::LocalSource;
@@ -61,6 +62,26 @@ pub(crate) fn existing_dir(path: &Path) -> Result<PathBuf, ResolveError> {
         Err(e) => return Err(refuse(LocalPathProblem::Unreadable(e))),
     }
     Ok(fs_err::canonicalize(path)?)
+}
+
+/// Refuses the folder a manifest's `source` names (`written`) when it holds no plugin.
+/// (A folder a marketplace entry names is what the entry defines, and the agent's is a
+/// Python package: neither is held to the layout.) A folder that does not exist is
+/// left to the lock, which says so.
+pub(crate) fn check_requested_folder(
+    written: &str,
+    settings: &Settings,
+) -> Result<(), ResolveError> {
+    match existing_dir(&local_dir(written, settings)) {
+        Ok(dir) => checks::check_holds_a_plugin(&dir),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Refuses a folder whose files are not all readable by every user, before it is locked
+/// or copied into the store.
+pub(crate) fn check_readable(dir: &Path) -> Result<(), ResolveError> {
+    checks::check_readable_by_all(dir, LOCAL_EXCLUDED)
 }
 
 /// The name and NAR hash of a local plugin folder.

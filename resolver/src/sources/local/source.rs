@@ -9,8 +9,8 @@ use berth_lockfile_schema::{LocalPin, LockedPlugin, Pin, PluginRequest, Sha256Ha
 use berth_store::{Live, Staging, StoreEntry};
 
 use super::{
-    LOCAL_EXCLUDE, LOCAL_EXCLUDED, MAX_METADATA_BYTES, existing_dir, local_dir, name_and_hash,
-    read_regular_file,
+    LOCAL_EXCLUDE, LOCAL_EXCLUDED, MAX_METADATA_BYTES, check_readable, existing_dir, local_dir,
+    name_and_hash, read_regular_file,
 };
 use crate::context::Env;
 use crate::error::ResolveError;
@@ -43,6 +43,7 @@ impl PluginSource for LocalSource<'_> {
     ) -> Result<Resolved, ResolveError> {
         let (env, path) = (self.env, &self.path);
         let dir = existing_dir(&local_dir(path, env.settings))?;
+        check_readable(&dir)?;
         let (name, hash) = name_and_hash(&dir)?;
         let declared = Declared::read(|rel| {
             read_regular_file(&dir, rel, MAX_METADATA_BYTES)
@@ -109,6 +110,7 @@ impl LocalFolder<'_> {
 impl PinnedSource for LocalFolder<'_> {
     fn stage(&self) -> Result<Staging, ResolveError> {
         let dir = self.dir()?;
+        check_readable(&dir)?;
         let staging = self.env.store.stage()?;
         berth_store::copy_tree(&dir, staging.path(), LOCAL_EXCLUDE)?;
         Ok(staging)
@@ -117,6 +119,8 @@ impl PinnedSource for LocalFolder<'_> {
     /// Copied from the folder (a local folder is never substituted).
     fn add_to_store(&self) -> Result<StoreEntry, ResolveError> {
         let (locked, dir) = (self.locked, self.dir()?);
+        // A mode is not in the hash: a file made private since the lock is refused here.
+        check_readable(&dir)?;
         Ok(self
             .env
             .store

@@ -64,6 +64,7 @@ pub(crate) fn derive(
     if request.parsed_source().kind() == SourceKind::Local {
         inside_marketplace(env, declared, &entry.name, &request)?;
     }
+    check_source(env, read, &request)?;
     if !entry.inline_components.is_empty() {
         env.reporter.warn(&format!(
             "marketplace `{}`, plugin `{}`: its entry defines {}, which berth does not apply",
@@ -110,7 +111,22 @@ pub(crate) fn derive_skill(
     if request.parsed_source().kind() == SourceKind::Local {
         inside_marketplace(env, declared, &entry.name, &request)?;
     }
+    check_source(env, read, &request)?;
     Ok(request)
+}
+
+/// Refuses what an entry of `read` stands for when the policy's `[sources]` lets neither
+/// its source nor the marketplace's through, before it is fetched (an npm entry's
+/// registry was asked which tarball it is; the tarball is not fetched).
+fn check_source(
+    env: &Env<'_>,
+    read: &ReadMarketplace,
+    request: &PluginRequest,
+) -> Result<(), ResolveError> {
+    env.settings.sources.check_plugin(
+        &request.display_source(),
+        Some((&read.locked.name, &read.locked.source)),
+    )
 }
 
 /// The request an npm entry stands for: the tarball of the version its registry picks,

@@ -32,6 +32,10 @@ pub(crate) fn read_marketplace_at(
     declared: &MarketplaceRequest,
     previous: Option<&LockedMarketplace>,
 ) -> Result<ReadMarketplace, ResolveError> {
+    // A marketplace a deny pattern matches is never fetched: nothing picked from it could pass.
+    env.settings
+        .sources
+        .check_marketplace(&declared.display_source())?;
     let (git, found) = match declared.parsed_source() {
         Source::Local { path } => {
             let dir = existing_dir(&local_dir(path, env.settings))?;
