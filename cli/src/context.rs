@@ -52,6 +52,9 @@ pub struct Context {
     /// Whether locking starts MCP servers to record what they offer: not with
     /// `--no-observe` or `BERTH_NO_OBSERVE` set (to anything but `0`/`false`).
     pub observe: bool,
+    /// Whether observing runs servers outside the sandbox (`--observe-unsandboxed`): then
+    /// only plugins the policy and the approvals let run are observed.
+    pub observe_unsandboxed: bool,
 }
 
 impl Context {
@@ -93,6 +96,7 @@ impl Context {
         Ok(Self {
             now,
             observe,
+            observe_unsandboxed: false,
             policy_path,
             approvals_path,
             archive_limits,

@@ -5,6 +5,7 @@
 
 mod default;
 mod remote;
+mod review_first;
 mod unobserved;
 
 use crate::common;
@@ -166,10 +167,11 @@ fn a_changed_tool_description_shows_in_the_diff() {
     );
 }
 
-/// Under `mcp_stdio = "approve"`, nothing is started before the plugin is approved;
-/// approving observes it and covers the record; a server that answers otherwise under an
-/// unchanged lock is caught by `observe --check` and `sync --check-tools`, and once
-/// recorded, the approval is asked again.
+/// Under `mcp_stdio = "approve"`, the server is observed (in the sandbox) before the
+/// plugin is approved, so the approval covers the record the review showed, and
+/// approving starts nothing; a server that answers otherwise under an unchanged lock is
+/// caught by `observe --check` and `sync --check-tools`, and once recorded, the approval
+/// is asked again.
 #[test]
 fn an_approval_covers_what_the_servers_offer() {
     if !have_node() {
@@ -180,17 +182,13 @@ fn an_approval_covers_what_the_servers_offer() {
     let locked = run(&["plugins", "lock"]);
     assert_eq!(locked.code, 0, "{}", locked.stderr);
     assert!(
-        tools_records(&ctx.lock_text()).is_empty(),
+        locked
+            .stderr
+            .contains("Observed MCP server `search` of `tools`: 1 tool"),
         "{}",
-        ctx.lock_text()
+        locked.stderr
     );
-    let observe = run(&["plugins", "observe"]);
-    assert!(
-        observe.stderr.contains("plugin `tools` may not run"),
-        "{}",
-        observe.stderr
-    );
-    assert!(tools_records(&ctx.lock_text()).is_empty());
+    assert_eq!(tools_records(&ctx.lock_text()).len(), 1);
 
     let approved = run(&[
         "plugins",
@@ -200,13 +198,7 @@ fn an_approval_covers_what_the_servers_offer() {
         "Alice <a@example.com>",
     ]);
     assert_eq!(approved.code, 0, "{}", approved.stderr);
-    assert!(
-        approved
-            .stderr
-            .contains("Observed MCP server `search` of `tools`: 1 tool"),
-        "{}",
-        approved.stderr
-    );
+    assert!(!approved.stderr.contains("Observed"), "{}", approved.stderr);
     assert_eq!(tools_records(&ctx.lock_text()).len(), 1);
     assert_eq!(run(&["plugins", "sync", "--check-tools"]).code, 0);
 
