@@ -171,6 +171,7 @@ impl Context {
                 signed_sources: false,
             },
             sources: Default::default(),
+            pins: Default::default(),
         }
     }
 

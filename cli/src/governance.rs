@@ -59,6 +59,11 @@ impl Context {
             settings.release_age.signed_sources = policy.require_signed_sources().is_some();
             // Every source is matched before it is contacted; a lock of this project
             // credits its picks' marketplaces, as the review does.
+            // A lock's pins count for those rules only once this store saw them give
+            // their content (a lock made elsewhere is its writer's word).
+            if policy.decides_by_source() {
+                settings.pins = berth_resolver::LockedPins::Recorded;
+            }
             settings.sources = berth_resolver::SourceRules::new(
                 std::sync::Arc::new(policy),
                 berth_resolver::LockedPicks::Credited,

@@ -38,12 +38,12 @@ mod sources;
 
 pub use agent::{AgentVerifyOutcome, AgentVerifyStatus, DEFAULT_INDEX_URL, SOURCE_DATE_EPOCH};
 pub use context::{
-    Cancel, DEFAULT_GITHUB_URL, Event, LocalCheck, LockedPicks, Network, ReleaseAge, Reporter,
-    Settings, SharedResolutions, SilentReporter, SourceRules, Task, git_cache_name,
+    Cancel, DEFAULT_GITHUB_URL, Event, LocalCheck, LockedPicks, LockedPins, Network, ReleaseAge,
+    Reporter, Settings, SharedResolutions, SilentReporter, SourceRules, Task, git_cache_name,
 };
 pub use error::{
     AgentLockError, ArchiveProblem, DeniedSource, DownloadError, EntryError, ErrorKind,
-    LocalPathProblem, PolicyDenied, ResolveError, Rewritten, TooNew,
+    LocalPathProblem, PinMismatch, PolicyDenied, ResolveError, Rewritten, TooNew,
 };
 pub use meta::plugin_name_from_manifest;
 pub use ops::{

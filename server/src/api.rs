@@ -144,7 +144,7 @@ pub struct ConversationDetail {
     pub id: uuid::Uuid,
     pub created_at: u64,
     #[schema(value_type = Object)]
-    pub metadata: serde_json::Value,
+    pub metadata: Box<serde_json::value::RawValue>,
     pub plugins: Vec<LockedPluginBody>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<LockedAgentBody>,
@@ -170,7 +170,21 @@ where
     type Rejection = AppError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
+        // A client sending its body slowly gets the connection's body timeout, not the
+        // server's patience (handler tests, without a connection, have none).
+        let deadline = req
+            .extensions()
+            .get::<crate::connections::BodyDeadline>()
+            .copied();
+        let read = axum::Json::<T>::from_request(req, state);
+        let read = match deadline {
+            None => read.await,
+            Some(deadline) => match tokio::time::timeout_at(deadline.at, read).await {
+                Ok(read) => read,
+                Err(_) => return Err(AppError::body_timeout(deadline.after)),
+            },
+        };
+        match read {
             Ok(axum::Json(value)) => Ok(Self(value)),
             Err(rejection) => Err(match &rejection {
                 JsonRejection::BytesRejection(_)

@@ -6,6 +6,8 @@ use axum::response::{IntoResponse, Response};
 use berth_resolver::{EntryError, ErrorKind};
 use berth_runtime::RuntimeError;
 use serde::Serialize;
+
+use crate::conversations::{Refused, TooLarge};
 use utoipa::ToSchema;
 
 /// `{"error": {"code", "message"}}`, with its status. Messages never carry internals such
@@ -46,6 +48,19 @@ impl AppError {
 
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// A request body that did not come in time (`--body-timeout`): 408, and the
+    /// connection is closed after the answer.
+    pub fn body_timeout(after: std::time::Duration) -> Self {
+        Self::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!(
+                "the request's body did not arrive within {} s of its headers; send it at once",
+                after.as_secs_f64()
+            ),
+        )
     }
 
     pub fn not_found() -> Self {
@@ -93,6 +108,24 @@ impl AppError {
     pub fn from_data_store(error: &std::io::Error) -> Self {
         if is_out_of_space(error) {
             return Self::insufficient_storage(error);
+        }
+        let inner = error.get_ref();
+        if let Some(too_large) = inner.and_then(|e| e.downcast_ref::<TooLarge>()) {
+            return Self::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "metadata_too_large",
+                too_large.to_string(),
+            );
+        }
+        if let Some(refused) = inner.and_then(|e| e.downcast_ref::<Refused>()) {
+            // Names the conversation and the object (a key under the data folder or
+            // bucket), never where that is.
+            tracing::warn!("conversation store: {refused}");
+            return Self::new(
+                StatusCode::BAD_GATEWAY,
+                "data_store_object_refused",
+                refused.to_string(),
+            );
         }
         if error.kind() == std::io::ErrorKind::InvalidData {
             // Someone else's object (a bucket is shared): what is wrong goes to the log.
@@ -269,7 +302,15 @@ impl IntoResponse for AppError {
                 request_id: crate::request_id::current_request_id(),
             },
         };
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if self.status == StatusCode::REQUEST_TIMEOUT {
+            // The rest of the body is not read: the connection cannot carry another.
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+        }
+        response
     }
 }
 

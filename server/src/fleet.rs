@@ -63,30 +63,87 @@ pub(crate) async fn refuse_while_draining(
     next.run(request).await
 }
 
-/// `GET /ready`: 200 when this server takes new conversations (its store and data folder
-/// are there, and it is not draining), else 503 naming why.
-pub async fn ready(State(state): State<AppState>) -> Response {
-    let config = state.config();
-    let problem = if state.draining() {
-        Some("draining: shutting down".to_owned())
-    } else if !config.store.root().is_dir() && std::fs::create_dir_all(config.store.root()).is_err()
-    {
-        Some(format!(
-            "the store `{}` is not reachable",
-            config.store.root().display()
-        ))
-    } else {
-        let conversations = state.clone();
-        tokio::task::spawn_blocking(move || conversations.inner.conversations.reachable())
+/// Why a server is not ready, as `/ready` says it: a fixed code, whatever the details
+/// (which go to the log: a path or a bucket's name is not for whoever asks `/ready`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NotReady {
+    Draining,
+    StoreUnreachable,
+    DataStoreUnreachable,
+}
+
+impl NotReady {
+    fn code(self) -> &'static str {
+        match self {
+            Self::Draining => "draining",
+            Self::StoreUnreachable => "store_unreachable",
+            Self::DataStoreUnreachable => "data_store_unreachable",
+        }
+    }
+}
+
+/// How long a readiness probe's finding is reused: a load balancer (or anyone, since
+/// `/ready` needs no key) asking often costs the store and the bucket one look a period.
+const READY_PROBE_FOR: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The last look at the store and the data store, and when it was taken.
+#[derive(Debug, Default)]
+pub(crate) struct ReadyProbe(tokio::sync::Mutex<Option<(Instant, Option<NotReady>)>>);
+
+impl ReadyProbe {
+    /// What the store and the data store look like, looked at again when the last look is
+    /// older than [`READY_PROBE_FOR`] (one look at a time: others wait for it).
+    async fn look(&self, state: &AppState) -> Option<NotReady> {
+        let mut last = self.0.lock().await;
+        if let Some((at, found)) = *last
+            && at.elapsed() < READY_PROBE_FOR
+        {
+            return found;
+        }
+        let probing = state.clone();
+        let found = tokio::task::spawn_blocking(move || probe(&probing))
             .await
-            .unwrap_or_else(|e| Err(e.to_string()))
-            .err()
+            .unwrap_or(Some(NotReady::StoreUnreachable));
+        *last = Some((Instant::now(), found));
+        found
+    }
+}
+
+/// Looks at the store and the data store, logging what is wrong.
+fn probe(state: &AppState) -> Option<NotReady> {
+    let root = state.config().store.root();
+    if !root.is_dir()
+        && let Err(e) = std::fs::create_dir_all(root)
+    {
+        tracing::warn!(
+            "not ready: the store `{}` is not reachable: {e}",
+            root.display()
+        );
+        return Some(NotReady::StoreUnreachable);
+    }
+    if let Err(why) = state.inner.conversations.reachable() {
+        tracing::warn!("not ready: {why}");
+        return Some(NotReady::DataStoreUnreachable);
+    }
+    None
+}
+
+/// `GET /ready`: 200 when this server takes new conversations (its store and data folder
+/// are there, and it is not draining), else 503 `not_ready` with a fixed reason code.
+pub async fn ready(State(state): State<AppState>) -> Response {
+    let problem = if state.draining() {
+        Some(NotReady::Draining)
+    } else {
+        state.inner.ready.look(&state).await
     };
     match problem {
         None => axum::Json(serde_json::json!({"status": "ready"})).into_response(),
-        Some(why) => {
-            AppError::new(StatusCode::SERVICE_UNAVAILABLE, "not_ready", why).into_response()
-        }
+        Some(why) => AppError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not_ready",
+            format!("not ready: `{}`; the server's log says more", why.code()),
+        )
+        .into_response(),
     }
 }
 

@@ -159,11 +159,11 @@ pub async fn create(
     // The common start, the same lock again with everything in place: answered on this
     // task, only the commit thread touching the disk.
     if let Some((locked, set, hold)) = state.ready_without_work(&request) {
-        let meta = Meta::new(request.metadata);
+        let mut meta = Meta::new(request.metadata);
         let commit = state
             .inner
             .conversations
-            .create_async(&meta, locked.clone())
+            .create_async(&mut meta, locked.clone())
             .ok_or_else(|| AppError::internal("a quick start on object storage"))?;
         commit.await.map_err(|e| AppError::from_data_store(&e))?;
         drop(hold);

@@ -8,6 +8,7 @@
 //! fetches when started with `--offline`.
 
 mod api;
+mod connections;
 mod conversations;
 mod error;
 mod fleet;
@@ -28,7 +29,11 @@ mod start;
 mod state;
 
 pub use api::{MAX_BODY_BYTES, MAX_PLUGINS};
-pub use conversations::DataDir;
+pub use connections::{
+    DEFAULT_BODY_TIMEOUT_SECS, DEFAULT_HEADER_TIMEOUT_SECS, DEFAULT_IDLE_TIMEOUT_SECS,
+    DEFAULT_MAX_CONNECTIONS, Limits,
+};
+pub use conversations::{DataDir, MIN_RECORD_KEY_BYTES, RecordKey};
 pub use error::{AppError, ErrorBody};
 pub use handlers::ApiDoc;
 pub use input::MAX_FIELD_BYTES;

@@ -149,7 +149,8 @@ impl AppState {
         let prepared = Prepared {
             manifest: Some(manifest),
             lock: Some(previous.clone()),
-            metadata: serde_json::Value::Null,
+            metadata: serde_json::value::RawValue::from_string("null".to_owned())
+                .map_err(AppError::internal)?,
             plan_key: None,
         };
         let cancel = berth_resolver::Cancel::new();

@@ -102,20 +102,21 @@ pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> std::i
     // server answers is a graceful stop, never the default kill.
     let terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    axum::serve(listener, router(state, Some(bound)))
-        .with_graceful_shutdown(async move {
-            shutdown_signal(terminate, interrupt).await;
-            draining
-                .inner
-                .draining
-                .store(true, std::sync::atomic::Ordering::SeqCst);
-            let drain = draining.config().drain;
-            if !drain.is_zero() {
-                tracing::info!("draining for {}s before closing", drain.as_secs_f64());
-                tokio::time::sleep(drain).await;
-            }
-        })
-        .await
+    let limits = state.config().connections;
+    let stop = async move {
+        shutdown_signal(terminate, interrupt).await;
+        draining
+            .inner
+            .draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let drain = draining.config().drain;
+        if !drain.is_zero() {
+            tracing::info!("draining for {}s before closing", drain.as_secs_f64());
+            tokio::time::sleep(drain).await;
+        }
+    };
+    crate::connections::serve(listener, router(state, Some(bound)), limits, stop).await;
+    Ok(())
 }
 
 /// Binds `addr` (port 0 picks a free port).

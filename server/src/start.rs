@@ -48,7 +48,8 @@ fn registered_marketplace(
 pub(crate) struct Prepared {
     pub(crate) manifest: Option<Manifest>,
     pub(crate) lock: Option<Arc<LockedText>>,
-    pub(crate) metadata: serde_json::Value,
+    /// The client's `metadata`, as compact JSON text.
+    pub(crate) metadata: Box<serde_json::value::RawValue>,
     /// For the `plugins` form with `--ref-ttl`: the request's plugins and agent, as text,
     /// under which the lock they resolved to is remembered for the TTL.
     pub(crate) plan_key: Option<String>,
@@ -80,7 +81,17 @@ fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppErro
 
 impl Prepared {
     pub(crate) fn from_body(state: &AppState, body: CreateConversation) -> Result<Self, AppError> {
-        let metadata = body.metadata.unwrap_or(serde_json::Value::Null);
+        let metadata = serde_json::value::to_raw_value(
+            body.metadata.as_ref().unwrap_or(&serde_json::Value::Null),
+        )
+        .map_err(AppError::internal)?;
+        // Written compact, and refused before any work when no server could read the
+        // record back.
+        state
+            .inner
+            .conversations
+            .check_size(&metadata)
+            .map_err(|e| AppError::from_data_store(&e))?;
         if body.agent.is_some() && body.lockfile.is_some() {
             return Err(AppError::bad_request(
                 "`agent` goes with `plugins`; a lockfile carries its own `[agent]`",
@@ -108,7 +119,7 @@ impl Prepared {
         state: &AppState,
         plugins: &[PluginSourceBody],
         agent: Option<&AgentSourceBody>,
-        metadata: serde_json::Value,
+        metadata: Box<serde_json::value::RawValue>,
     ) -> Result<Self, AppError> {
         let policy = &state.config().policy;
         if plugins.len() > MAX_PLUGINS {
@@ -274,7 +285,12 @@ impl AppState {
         request: &Prepared,
         cancel: &Cancel,
     ) -> Result<Arc<LockedText>, AppError> {
-        let settings = self.settings(cancel);
+        // A posted lock's pins are its client's word: each counts once this store saw it
+        // give its entry, and is fetched and hashed first otherwise.
+        let settings = berth_resolver::Settings {
+            pins: berth_resolver::LockedPins::Recorded,
+            ..self.settings(cancel)
+        };
         let mode = match &request.manifest {
             Some(manifest) => LockMode::Update {
                 manifest,
@@ -334,11 +350,11 @@ impl AppState {
         // The fleet's cache gets the plugins before the conversation exists anywhere.
         self.push_to_cache(&locked.lock)
             .map_err(|errors| AppError::from_entries(&errors))?;
-        let meta = Meta::new(request.metadata);
+        let mut meta = Meta::new(request.metadata);
         deadline.commit(|| {
             self.inner
                 .conversations
-                .create(&meta, locked.clone())
+                .create(&mut meta, locked.clone())
                 .map_err(|e| AppError::from_data_store(&e))
         })?;
         tracing::info!(

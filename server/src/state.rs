@@ -56,6 +56,12 @@ pub struct Config {
     /// After SIGTERM, how long new requests are answered 503 (and `/ready` too) before the
     /// server stops accepting, so a load balancer moves traffic away (`--drain-secs`).
     pub drain: Duration,
+    /// The fleet's secret for its conversation records (`--record-key`): each `meta.json`
+    /// carries an HMAC under it, and one without is refused.
+    pub record_key: Option<conversations::RecordKey>,
+    /// How long a client may take to send its request, and how many connections are open
+    /// at once.
+    pub connections: crate::connections::Limits,
 }
 
 /// The state every handler shares: cheap to clone.
@@ -91,6 +97,8 @@ pub(crate) struct Inner {
     pub(crate) signed: crate::signed_sources::SignedVerdicts,
     /// Set on SIGTERM: new requests are refused while started ones finish.
     pub(crate) draining: std::sync::atomic::AtomicBool,
+    /// `/ready`'s last look at the store and the data store.
+    pub(crate) ready: crate::fleet::ReadyProbe,
 }
 
 /// How many distinct plugin sets are kept in memory, and how many bytes of them.
@@ -176,7 +184,8 @@ impl AppState {
         let check: conversations::LockCheck = Arc::new(move |lock| {
             crate::lock_check::check_lock_against(&policy, lock).map_err(|e| e.message)
         });
-        let (conversations, stored) = Conversations::open(&config.data_dir, check)?;
+        let (conversations, stored) =
+            Conversations::open(&config.data_dir, check, config.record_key.clone())?;
         // Every conversation's lock in a folder is a root of the store: `berth store gc`
         // keeps them. A fleet's conversations are in a bucket, their plugins in its cache:
         // the store is a cache of that cache, and gc may empty it.
@@ -212,6 +221,7 @@ impl AppState {
                 planned: Default::default(),
                 signed: Default::default(),
                 draining: Default::default(),
+                ready: Default::default(),
             }),
         };
         if report.incomplete > 0 {
@@ -292,6 +302,9 @@ impl AppState {
                     .unwrap_or_else(berth_lockfile_schema::release_age::Timestamp::now),
             },
             sources: self.inner.source_rules.clone(),
+            // A conversation's own lock, as this server (or the fleet) stored it after its
+            // start checked the pins; a start sets `Recorded` for the lock it is given.
+            pins: berth_resolver::LockedPins::Taken,
         }
     }
 

@@ -79,6 +79,8 @@ fn fixture_configured(
         push_to: None,
         drain: Duration::ZERO,
         ref_ttl: Duration::ZERO,
+        record_key: None,
+        connections: Default::default(),
     };
     let (state, _) = AppState::open(config).expect("open");
     Fixture {

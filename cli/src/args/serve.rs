@@ -137,6 +137,56 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = 120)]
     pub fetch_timeout: u64,
 
+    /// The fleet's secret for its conversation records, read from FILE (at least 16
+    /// bytes); `BERTH_RECORD_KEY` may hold the key itself instead
+    ///
+    /// Every server sharing a `--data-dir` gives the same key. Each conversation's
+    /// `meta.json` then carries an HMAC of itself under it, which covers the digest of the
+    /// conversation's lock, and a server refuses a record without a valid one: whoever can
+    /// write the bucket but has not the key can delete conversations, not change them.
+    #[arg(long, value_name = "FILE", env = "BERTH_RECORD_KEY_FILE")]
+    pub record_key: Option<std::path::PathBuf>,
+
+    /// Seconds a client may take to send a request's line and headers, from their first
+    /// byte; past it the connection is closed
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = berth_server::DEFAULT_HEADER_TIMEOUT_SECS,
+        env = "BERTH_HEADER_TIMEOUT"
+    )]
+    pub header_timeout: u64,
+
+    /// Seconds a client may take to send a request's body, from its headers; past it the
+    /// answer is 408 and the connection is closed
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = berth_server::DEFAULT_BODY_TIMEOUT_SECS,
+        env = "BERTH_BODY_TIMEOUT"
+    )]
+    pub body_timeout: u64,
+
+    /// Seconds a connection may wait for a request (after it opens, or after an answer)
+    /// before it is closed; keep it longer than a load balancer's idle timeout
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = berth_server::DEFAULT_IDLE_TIMEOUT_SECS,
+        env = "BERTH_IDLE_TIMEOUT"
+    )]
+    pub idle_timeout: u64,
+
+    /// How many connections may be open at once; more wait until one closes (keep it
+    /// below the process's open-file limit, `ulimit -n`)
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = berth_server::DEFAULT_MAX_CONNECTIONS,
+        env = "BERTH_MAX_CONNECTIONS"
+    )]
+    pub max_connections: usize,
+
     /// How many plugins one request fetches at once
     #[arg(short, long, value_name = "N", default_value_t = 8)]
     pub jobs: usize,

@@ -36,6 +36,16 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
                 started.elapsed().as_secs_f64()
             ),
         );
+        if let Some(policy) = &args.policy {
+            printer.status(
+                "Policy",
+                &format!(
+                    "`{}` (named `{}` in answers)",
+                    policy.display(),
+                    file_name_of(&policy.display().to_string())
+                ),
+            );
+        }
         printer.status("Listening", &format!("on http://{addr}"));
         berth_server::serve(state, listener)
             .await
@@ -113,6 +123,13 @@ fn config(cli: &Cli, args: &ServeArgs) -> Result<Config> {
             Some(&args.caches),
         ))?,
         drain: Duration::from_secs(args.drain_secs),
+        record_key: record_key(args)?,
+        connections: berth_server::Limits {
+            header_timeout: Duration::from_secs(args.header_timeout.max(1)),
+            body_timeout: Duration::from_secs(args.body_timeout.max(1)),
+            idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
+            max_connections: args.max_connections.max(1),
+        },
         ref_ttl: Duration::from_secs(args.ref_ttl),
         push_to: match args.push_to.as_deref().filter(|u| !u.is_empty()) {
             Some(url) => Some(std::sync::Arc::new(
@@ -121,6 +138,36 @@ fn config(cli: &Cli, args: &ServeArgs) -> Result<Config> {
             None => None,
         },
     })
+}
+
+/// A policy document's label as a server's answers show it: a file by its name alone (a
+/// path on the server is not the client's business), a URL as it is.
+fn file_name_of(label: &str) -> String {
+    if label.contains("://") {
+        return label.to_owned();
+    }
+    std::path::Path::new(label).file_name().map_or_else(
+        || label.to_owned(),
+        |name| name.to_string_lossy().into_owned(),
+    )
+}
+
+/// The fleet's record key: `--record-key FILE`'s content, else `BERTH_RECORD_KEY`'s value.
+fn record_key(args: &ServeArgs) -> Result<Option<berth_server::RecordKey>> {
+    let text = match &args.record_key {
+        Some(file) => Some(
+            std::fs::read_to_string(file)
+                .with_context(|| format!("could not read the record key `{}`", file.display()))?,
+        ),
+        None => std::env::var("BERTH_RECORD_KEY")
+            .ok()
+            .filter(|k| !k.is_empty()),
+    };
+    text.map(|text| {
+        berth_server::RecordKey::new(&text)
+            .map_err(|why| anyhow::anyhow!("{why} (`--record-key`, `BERTH_RECORD_KEY`)"))
+    })
+    .transpose()
 }
 
 /// A `--marketplace NAME=SOURCE[#REF]`, checked against the source policy.
@@ -155,10 +202,12 @@ fn run_policy(args: &ServeArgs, github_url: &str) -> Result<berth_server::RunPol
     let Some(path) = &args.policy else {
         return Ok(berth_server::RunPolicy::default());
     };
+    // Its files are named to clients by their file names; the log has the paths.
     let policy = berth_resolver::load_policy(
         path,
         berth_lockfile_schema::governance::Canon::new(github_url),
-    )?;
+    )?
+    .relabelled(file_name_of);
     let approvals_path = args.approvals.clone().unwrap_or_else(|| {
         path.parent()
             .unwrap_or(std::path::Path::new("."))

@@ -132,6 +132,20 @@ impl Policy {
         self
     }
 
+    /// The policy with every file it names (its own, those it extends, their allowed-signers
+    /// files) labelled by `label` of its label in messages: a server names its policy to
+    /// clients by file name only.
+    pub fn relabelled(mut self, label: impl Fn(&str) -> String) -> Policy {
+        for (name, _) in &mut self.files {
+            *name = label(name);
+        }
+        for signers in self.signers.iter_mut().chain(&mut self.source_signers) {
+            signers.policy = label(&signers.policy);
+            signers.file = label(&signers.file);
+        }
+        self
+    }
+
     /// Every allowed-signers file of the chain, parents first. A signature must be by a key
     /// each of them lists (they intersect, as `[sources]` allow lists do).
     pub fn signers(&self) -> &[Signers] {
@@ -149,6 +163,12 @@ impl Policy {
     /// the namespace `git`. Empty when no file requires signed sources.
     pub fn source_signers(&self) -> &[Signers] {
         &self.source_signers
+    }
+
+    /// Whether some file decides by where plugins come from: `[sources]` patterns or
+    /// `require_signed`. A lock's pins then count only once checked against their content.
+    pub fn decides_by_source(&self) -> bool {
+        self.patterns.iter().any(|p| !p.is_empty()) || self.require_signed_sources().is_some()
     }
 
     /// The first file that sets `[sources] require_signed`, if any.

@@ -135,6 +135,30 @@ impl LockedPlugin {
     pub fn is_requested(&self) -> bool {
         self.needed_by.is_empty() && self.auto_load.is_none()
     }
+
+    /// Where the entry says its content came from, as one text: `source`, `repo_path`
+    /// and its pin's fields (`url` and `rev`, `url` and `archive_hash`, or `path`), a
+    /// `key = "value"` line each, in that order. Two entries with equal provenance name
+    /// the same content; whether it is the content `hash` names, only fetching the pin
+    /// says (the store records which provenance it saw produce an entry).
+    pub fn provenance(&self) -> String {
+        let fields = self.pin.fields();
+        let lines = [
+            ("source", Some(&self.source)),
+            ("repo_path", self.repo_path.as_ref()),
+            ("url", fields.url.as_ref()),
+            ("rev", fields.rev.as_ref()),
+            ("archive_hash", fields.archive_hash.as_ref()),
+            ("path", fields.path.as_ref()),
+        ];
+        lines
+            .into_iter()
+            .filter_map(|(key, value)| {
+                let quoted = serde_json::to_string(value?).expect("a string serialises");
+                Some(format!("{key} = {quoted}\n"))
+            })
+            .collect()
+    }
 }
 
 /// Why a lockfile could not be read.

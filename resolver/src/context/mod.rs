@@ -17,7 +17,7 @@ pub use settings::{
     Cancel, DEFAULT_GITHUB_URL, LocalCheck, Network, PayloadFinder, ReleaseAge, Settings,
     git_cache_name,
 };
-pub use source_rules::{LockedPicks, SourceRules};
+pub use source_rules::{LockedPicks, LockedPins, SourceRules};
 
 pub(crate) use memo::{KEPT_TREE_BYTES, KeptTree, TagList};
 pub(crate) use scratch::Scratch;

@@ -79,6 +79,9 @@ pub struct Settings {
     /// The policy's `[sources]`, which every plugin and marketplace source is matched
     /// against before it is contacted (`SourceRules::default()`: no policy file).
     pub sources: super::SourceRules,
+    /// Whether a lock's pins are taken at its word or checked against what this store saw
+    /// them produce ([`super::LockedPins`]).
+    pub pins: super::LockedPins,
 }
 
 /// What decides a lock's release-age cutoff besides the manifest: the policy's

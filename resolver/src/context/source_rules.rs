@@ -22,6 +22,24 @@ pub enum LockedPicks {
     Ignored,
 }
 
+/// Whether a lock's pins count for what they say of their content, when a run takes a
+/// lock as it is (`sync`, a server given a lockfile): the `source`, `url`, `rev`,
+/// `archive_hash`, `path` and `repo_path` of an entry are the word of whoever wrote the
+/// lock, and a policy that decides by them (`[sources]`, signatures) is only as good as
+/// that word.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LockedPins {
+    /// As the lock says (the project's own lock, with no policy that decides by sources).
+    #[default]
+    Taken,
+    /// Only once this store saw the pin produce the entry's hash (a pin record, made when
+    /// an entry is fetched from its source or a pin is checked); any other pin is fetched
+    /// and hashed first, after its source passes `[sources]`, and a pin that gives other
+    /// content fails the run. An entry fetched for a refused start can then never be
+    /// claimed by another pin.
+    Recorded,
+}
+
 /// The policy whose `[sources]` a run's sources must pass before they are contacted.
 #[derive(Debug, Clone, Default)]
 pub struct SourceRules {

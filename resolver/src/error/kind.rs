@@ -74,6 +74,7 @@ impl ResolveError {
             | Self::LocalPath { .. }
             | Self::LocalChanged { .. }
             | Self::HashMismatch { .. }
+            | Self::Pin(_)
             | Self::NameMismatch { .. }
             | Self::PluginManifest(_)
             | Self::InvalidPluginName { .. }

@@ -11,12 +11,14 @@ mod agent;
 mod causes;
 mod denied;
 mod kind;
+mod pins;
 
 pub use age::TooNew;
 pub use agent::{AgentLockError, WheelProblem};
 pub use causes::{ArchiveProblem, DownloadError, LocalPathProblem};
 pub use denied::{DeniedSource, PolicyDenied};
 pub use kind::ErrorKind;
+pub use pins::PinMismatch;
 
 use berth_transport::http::Upstream;
 use berth_transport::policy::Refusal;
@@ -122,6 +124,9 @@ pub enum ResolveError {
     /// The policy's `[sources]` refuses a source before it is contacted.
     #[error(transparent)]
     PolicyDenied(Box<PolicyDenied>),
+    /// A lock's pin, checked against its source, does not give what the lock says.
+    #[error(transparent)]
+    Pin(Box<PinMismatch>),
     /// The network is needed but `--offline` was given.
     #[error("{what} is not available offline; run without `--offline` to fetch it")]
     Offline {

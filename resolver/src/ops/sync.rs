@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use berth_lockfile_schema::{Lock, LockedPlugin, Manifest};
 use berth_store::{Store, StoreEntry};
 
-use crate::context::{Env, LocalCheck, Reporter, Settings, run_parallel, split};
+use crate::context::{Env, LocalCheck, LockedPins, Reporter, Settings, run_parallel, split};
 use crate::error::EntryError;
 use crate::sources::marketplace::explain_sync_error;
-use crate::sources::{kind_of, sync_entry};
+use crate::sources::{confirm_pin, kind_of, pin_seen, sync_entry};
 
 /// What `sync` did.
 #[derive(Debug, Clone)]
@@ -29,7 +29,8 @@ pub fn sync_plugins(
     manifest: Option<&Manifest>,
     local: LocalCheck,
 ) -> Result<SyncOutcome, Vec<EntryError>> {
-    if let Some(entries) = all_present(store, lock, local) {
+    let env = Env::new(store, settings, reporter);
+    if let Some(entries) = all_present(&env, lock, local) {
         // Staging a killed process left (a `gc` or `sync` stopped mid-way) goes even when
         // there is nothing to add: one `readdir` of an empty `tmp/` in the common case.
         if let Err(e) = store.clean_tmp() {
@@ -37,7 +38,6 @@ pub fn sync_plugins(
         }
         return Ok(SyncOutcome { entries, added: 0 });
     }
-    let env = Env::new(store, settings, reporter);
     // Staging folders of syncs that were killed would otherwise pile up in `tmp/`.
     if let Err(e) = store.clean_tmp() {
         reporter.warn(&format!("could not clean the store's `tmp/`: {e}"));
@@ -47,11 +47,18 @@ pub fn sync_plugins(
         let request = manifest
             .and_then(|m| m.plugins.get(i))
             .filter(|r| locked.satisfies(r));
-        // An entry to fetch passes the policy's `[sources]` first (one present is
-        // reviewed by the front end, by the same rule).
-        let fetch = || match store.lookup(&locked.hash, &locked.name) {
-            Some(_) => Ok(()),
-            None => settings.sources.check_locked(lock, locked),
+        // An entry or a pin to fetch passes the policy's `[sources]` first (one present
+        // is reviewed by the front end, by the same rule); a pin this store never saw
+        // produce its entry is fetched and hashed before anything trusts it.
+        let confirm = settings.pins == LockedPins::Recorded && !pin_seen(&env, locked);
+        let fetch = || {
+            if confirm || store.lookup(&locked.hash, &locked.name).is_none() {
+                settings.sources.check_locked(lock, locked)?;
+            }
+            if confirm {
+                confirm_pin(&env, locked, request)?;
+            }
+            Ok(())
         };
         fetch()
             .and_then(|()| sync_entry(&env, locked, request, local, &added))
@@ -73,12 +80,14 @@ pub fn sync_plugins(
 
 /// The store entry of every plugin, payload and agent wheel of `lock` when all are
 /// present and unchanged (an `lstat` of each path an entry's stat record lists); `None`
-/// when one is missing or changed (`sync_entry` then replaces it), or when a folder that
-/// can change in place is to be hashed again.
-fn all_present(store: &Store, lock: &Lock, local: LocalCheck) -> Option<Vec<StoreEntry>> {
+/// when one is missing or changed (`sync_entry` then replaces it), when a folder that
+/// can change in place is to be hashed again, or when a pin is to be checked.
+fn all_present(env: &Env<'_>, lock: &Lock, local: LocalCheck) -> Option<Vec<StoreEntry>> {
+    let store = env.store;
     let rehash =
         |p: &LockedPlugin| local == LocalCheck::Rehash && kind_of(&p.pin).changes_in_place();
-    if lock.plugins.iter().any(rehash) {
+    let unseen = |p: &LockedPlugin| env.settings.pins == LockedPins::Recorded && !pin_seen(env, p);
+    if lock.plugins.iter().any(|p| rehash(p) || unseen(p)) {
         return None;
     }
     let wanted: Vec<_> = lock

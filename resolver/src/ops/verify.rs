@@ -56,10 +56,15 @@ pub fn verify_plugins(
         let hashed = kind_of(&locked.pin)
             .load(&env, locked, request)
             .fresh_hash();
+        let status = VerifyStatus::of(hashed, &locked.hash);
+        // Seen now: the pin gives the entry (whether or not the store has it yet).
+        if matches!(status, VerifyStatus::Ok) {
+            crate::sources::record_pin(&env, locked);
+        }
         VerifyOutcome {
             name: locked.name.clone(),
             expected: locked.hash,
-            status: VerifyStatus::of(hashed, &locked.hash),
+            status,
         }
     })
 }

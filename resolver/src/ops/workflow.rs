@@ -377,6 +377,7 @@ mod tests {
             payload_finder: None,
             release_age: Default::default(),
             sources: Default::default(),
+            pins: Default::default(),
         }
     }
 

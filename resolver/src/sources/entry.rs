@@ -3,12 +3,12 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use berth_lockfile_schema::{LockedPlugin, PluginRequest};
+use berth_lockfile_schema::{Lock, LockedPlugin, Pin, PluginRequest};
 use berth_store::{StoreEntry, StoreError};
 
 use super::kind_of;
 use crate::context::{Env, Event, LocalCheck};
-use crate::error::ResolveError;
+use crate::error::{PinMismatch, ResolveError};
 
 /// Makes one locked plugin present in the store, verified: found, or added by its source
 /// (from a substituter or upstream) under the entry's lock.
@@ -68,4 +68,68 @@ pub(crate) fn sync_entry(
     );
     env.reporter.event(Event::PluginAdded);
     Ok(entry)
+}
+
+/// Whether this store saw `locked`'s pin produce its entry (a pin record).
+pub(crate) fn pin_seen(env: &Env<'_>, locked: &LockedPlugin) -> bool {
+    env.store
+        .has_pin(&locked.hash, &locked.name, &locked.provenance())
+}
+
+/// Checks that `locked`'s pin gives its hash, fetching and hashing it from its source
+/// (never from the store or a binary cache), unless this store saw it do so; records it
+/// when it does. The caller matched its source against the policy first.
+pub(crate) fn confirm_pin(
+    env: &Env<'_>,
+    locked: &LockedPlugin,
+    request: Option<&PluginRequest>,
+) -> Result<(), ResolveError> {
+    if pin_seen(env, locked) {
+        return Ok(());
+    }
+    let actual = kind_of(&locked.pin).load(env, locked, request).pin_hash()?;
+    if actual != locked.hash {
+        let pin = match &locked.pin {
+            Pin::Git(git) => format!("{} at {}", locked.source, git.rev),
+            _ => locked.source.clone(),
+        };
+        return Err(PinMismatch::Content {
+            pin,
+            expected: locked.hash,
+            actual,
+        }
+        .into());
+    }
+    env.reporter.detail(
+        "Checked",
+        &format!("{} at {}", locked.name, locked.pin_label()),
+    );
+    record_pin(env, locked);
+    Ok(())
+}
+
+/// Records that `locked`'s pin produced its entry (its content came from the pin's source
+/// in this process). Best effort: without a record the pin is checked again next time.
+pub(crate) fn record_pin(env: &Env<'_>, locked: &LockedPlugin) {
+    if let Err(e) = env
+        .store
+        .record_pin(&locked.hash, &locked.name, &locked.provenance())
+    {
+        tracing::debug!("could not record the pin of `{}`: {e}", locked.name);
+    }
+}
+
+/// Records the pins of `plugins` that a lock run resolved from their sources: those that
+/// are not as `previous` had them (a kept pin is the earlier lock's word).
+pub(crate) fn record_resolved(env: &Env<'_>, plugins: &[LockedPlugin], previous: Option<&Lock>) {
+    let kept = |p: &LockedPlugin| {
+        previous.is_some_and(|lock| {
+            lock.plugins
+                .iter()
+                .any(|q| q.hash == p.hash && q.name == p.name && q.provenance() == p.provenance())
+        })
+    };
+    for plugin in plugins.iter().filter(|p| !kept(p)) {
+        record_pin(env, plugin);
+    }
 }

@@ -24,7 +24,7 @@ pub use marketplace::read_marketplace;
 pub use objects::{GitObjects, ObjectsFrom, TagObject};
 
 pub(crate) use archive::{ArchiveUrl, download, unpack};
-pub(crate) use entry::sync_entry;
+pub(crate) use entry::{confirm_pin, pin_seen, record_pin, record_resolved, sync_entry};
 pub(crate) use npm::{
     described as npm_version_described, document_url as npm_document_url, pick as npm_pick,
     registry_document as npm_registry_document,
@@ -76,6 +76,12 @@ pub(crate) trait PinnedSource {
     /// Fetches the entry afresh, trusting neither the store nor any cache, and hashes it
     /// (`verify`). A failure may be shared by the entries of one fetch.
     fn fresh_hash(&self) -> Result<Sha256Hash, Arc<ResolveError>>;
+
+    /// Hashes what the pin names, from its source only (a git commit from its
+    /// repository's cache, fetched when missing; an archive downloaded again; a folder):
+    /// never from the store, a binary cache or a tree kept by its hash. A lock's pin that
+    /// this store never saw produce its entry is checked with it.
+    fn pin_hash(&self) -> Result<Sha256Hash, ResolveError>;
 
     /// The git objects the locked commit can carry a signature in ([`GitObjects`]), read
     /// `from` the cache or afresh; `None` for a kind whose pin is not a git commit.

@@ -51,11 +51,16 @@ pub(crate) fn substitute_or_stage(
     stage: impl FnOnce() -> Result<Staging, ResolveError>,
 ) -> Result<berth_store::StoreEntry, ResolveError> {
     let what = format!("plugin `{}`", locked.name);
-    let staging = match substitute(env, &locked.hash, &locked.name, &what)? {
-        Some(staging) => staging,
-        None => stage()?,
+    let (staging, from_source) = match substitute(env, &locked.hash, &locked.name, &what)? {
+        Some(staging) => (staging, false),
+        None => (stage()?, true),
     };
-    Ok(env
+    let entry = env
         .store
-        .commit(staging, &locked.name, Some(&locked.hash))?)
+        .commit(staging, &locked.name, Some(&locked.hash))?;
+    // A cache vouches for content only; the pin's own source gave this.
+    if from_source {
+        super::record_pin(env, locked);
+    }
+    Ok(entry)
 }

@@ -42,23 +42,17 @@ impl Conversations {
             self.write_index().remove(&id);
             return Ok(None);
         }
+        let meta_key = key(id, META_FILE);
         let meta: Meta = serde_json::from_slice(&meta_bytes).map_err(|e| {
             invalid(format!(
-                "`{}` is not a conversation's metadata: {e}",
-                key(id, META_FILE)
+                "`{meta_key}` is not a conversation's metadata: {e}"
             ))
         })?;
-        if meta.id != id {
-            return Err(invalid(format!(
-                "conversation {id}: meta.json names {}",
-                meta.id
-            )));
-        }
+        let lock_key = key(id, LOCK_FILE);
         let known = self.read_index().get(&id).map(|e| e.lock.clone());
         let lock = match known {
             Some(lock) => lock,
             None => {
-                let lock_key = key(id, LOCK_FILE);
                 let text = get_limited(store, &lock_key, MAX_LOCK_BYTES)?.ok_or_else(|| {
                     invalid(format!(
                         "`{lock_key}` is missing, though its meta.json is there"
@@ -75,6 +69,11 @@ impl Conversations {
                 lock
             }
         };
+        // The lock is the one this metadata was written with (and, with the fleet's key,
+        // the metadata is a server's): else one of them was written by someone else. A
+        // lock read before is checked against the metadata as it is now.
+        meta.check(id, (&meta_key, &lock_key), lock.digest(), self.key.as_ref())
+            .map_err(super::Refused::into_io)?;
         self.write_index().insert(id, indexed(&meta, lock.clone()));
         Ok(Some(Stored { meta, lock }))
     }

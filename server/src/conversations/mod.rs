@@ -31,8 +31,10 @@ use crate::api::ConversationSummary;
 mod bucket;
 mod commit;
 mod folder;
+mod record;
 mod types;
 
+pub use record::{MIN_RECORD_KEY_BYTES, RecordKey, Refused};
 pub use types::{AnswerFields, DataDir, Indexed, LockedText, Meta, Page, SetJson, Stored};
 
 use berth_store::unpoisoned;
@@ -58,8 +60,9 @@ pub const META_FILE: &str = "meta.json";
 /// On object storage, the marker of a deleted conversation.
 pub const DELETED_MARKER: &str = "deleted";
 
-/// The largest `meta.json` read from object storage: its metadata came in a request body,
-/// which is at most [`crate::MAX_BODY_BYTES`].
+/// The largest `meta.json` any server reads: its metadata came in a request body, which is
+/// at most [`crate::MAX_BODY_BYTES`], and a start whose record would be larger is refused
+/// (413) before anything is written, so what one server writes every server can read.
 pub const MAX_META_BYTES: u64 = crate::MAX_BODY_BYTES as u64;
 /// The largest `plugins.lock` read from object storage (a conversation has at most
 /// [`crate::MAX_PLUGINS`] plugins, a few hundred bytes each).
@@ -74,6 +77,9 @@ pub struct Conversations {
     backing: Backing,
     /// The checks a lock read from object storage must pass (the server's source policy).
     check: LockCheck,
+    /// The fleet's record key: every `meta.json` written carries its HMAC, and one read
+    /// must.
+    key: Option<RecordKey>,
     index: RwLock<BTreeMap<Uuid, Indexed>>,
     /// Lock texts already parsed, shared by every conversation (and request) with them.
     locks: Mutex<HashMap<String, std::sync::Weak<LockedText>>>,
@@ -115,13 +121,27 @@ fn key(id: Uuid, file: &str) -> String {
     format!("{CONVERSATIONS_DIR}/{id}/{file}")
 }
 
+/// A start whose `meta.json` would pass [`MAX_META_BYTES`]: refused (413) before anything
+/// is written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the conversation's record would be {bytes} bytes, over the {MAX_META_BYTES} bytes every server reads; send less `metadata`"
+)]
+pub struct TooLarge {
+    pub bytes: usize,
+}
+
 impl Conversations {
     /// Opens `data`: a folder's conversations are all read (and returned, for the caller to
     /// check against the store); object storage is only checked to be reachable, and read
     /// on demand.
-    pub fn open(data: &DataDir, check: LockCheck) -> std::io::Result<(Self, Vec<Stored>)> {
+    pub fn open(
+        data: &DataDir,
+        check: LockCheck,
+        key: Option<RecordKey>,
+    ) -> std::io::Result<(Self, Vec<Stored>)> {
         match data {
-            DataDir::Folder(dir) => Self::open_folder(dir, check),
+            DataDir::Folder(dir) => Self::open_folder(dir, check, key),
             DataDir::Objects(url) => {
                 let store = berth_transport::objects::open(url).map_err(|why| {
                     std::io::Error::new(
@@ -145,6 +165,7 @@ impl Conversations {
                             store,
                         },
                         check,
+                        key,
                         index: RwLock::default(),
                         locks: Mutex::default(),
                     },
@@ -224,11 +245,43 @@ impl Conversations {
         shared
     }
 
+    /// `meta` bound to the lock text `lock_text` (its digest, and with a record key its
+    /// HMAC), as the bytes written, refused ([`TooLarge`], as an `InvalidInput` I/O
+    /// error) past what readers read.
+    pub fn record(&self, meta: &mut Meta, lock_text: &str) -> std::io::Result<Vec<u8>> {
+        meta.bind(lock_text, self.key.as_ref());
+        let text = meta.to_record();
+        if text.len() as u64 > MAX_META_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                TooLarge { bytes: text.len() },
+            ));
+        }
+        Ok(text)
+    }
+
+    /// Refuses `metadata` whose record would be too large ([`TooLarge`]), before any work
+    /// is done for it: a record is its metadata's text and a part of fixed size (an id, a
+    /// time, a digest and an HMAC, whatever the lock).
+    pub fn check_size(&self, metadata: &serde_json::value::RawValue) -> std::io::Result<()> {
+        let null =
+            serde_json::value::RawValue::from_string("null".to_owned()).expect("`null` is JSON");
+        let rest = self.record(&mut Meta::new(null), "")?.len() - "null".len();
+        let bytes = rest + metadata.get().len();
+        if bytes as u64 > MAX_META_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                TooLarge { bytes },
+            ));
+        }
+        Ok(())
+    }
+
     /// Saves a new conversation: its lock first, its metadata last, each durable before
     /// this returns. On failure nothing of it is visible, and nothing is left for the
     /// next start to clean.
-    pub fn create(&self, meta: &Meta, lock: Arc<LockedText>) -> std::io::Result<()> {
-        let meta_text = serde_json::to_vec_pretty(meta).map_err(std::io::Error::other)?;
+    pub fn create(&self, meta: &mut Meta, lock: Arc<LockedText>) -> std::io::Result<()> {
+        let meta_text = self.record(meta, &lock.text)?;
         match &self.backing {
             Backing::Folder { group, .. } => {
                 let (tx, rx) = std::sync::mpsc::sync_channel(1);
@@ -251,66 +304,25 @@ impl Conversations {
         Ok(())
     }
 
-    /// Replaces conversation `id`'s lock `previous` with `lock` (a plugin loaded
-    /// mid-conversation), durable before this returns: written beside the old one and
-    /// renamed over it. [`Replaced::Moved`] when its lock is no longer `previous` (another
-    /// load stored first). Object storage's conversations are shared by a fleet whose
-    /// servers keep them as immutable: refused there (`Unsupported`).
-    pub fn replace_lock(
-        &self,
-        id: Uuid,
-        previous: &Arc<LockedText>,
-        lock: Arc<LockedText>,
-    ) -> std::io::Result<Replaced> {
-        let Backing::Folder { root, .. } = &self.backing else {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::Unsupported,
-                "loading a plugin into a conversation needs a data folder: on object storage a fleet keeps conversations as they started",
-            ));
-        };
-        // Held while writing: replacements of one data folder go one at a time.
-        let mut index = self.write_index();
-        let Some(entry) = index.get_mut(&id) else {
-            return Ok(Replaced::Gone);
-        };
-        if !Arc::ptr_eq(&entry.lock, previous) {
-            return Ok(Replaced::Moved);
-        }
-        let dir = root.join(id.to_string());
-        let temporary = dir.join(format!(".{LOCK_FILE}.tmp"));
-        {
-            let mut file = fs_err::File::create(&temporary)?;
-            std::io::Write::write_all(&mut file, lock.text.as_bytes())?;
-            file.sync_all()?;
-        }
-        fs_err::rename(&temporary, dir.join(LOCK_FILE))?;
-        fs_err::File::open(&dir)?.sync_all()?;
-        entry.summary.plugins = lock.lock.plugins.iter().map(|p| p.name.clone()).collect();
-        entry.lock = lock;
-        Ok(Replaced::Done)
-    }
-
     /// [`Conversations::create`] for a folder, awaited instead of blocking a thread;
     /// `None` on object storage (whose writes block: use `create` on a blocking thread).
     pub fn create_async(
         &self,
-        meta: &Meta,
+        meta: &mut Meta,
         lock: Arc<LockedText>,
     ) -> Option<impl std::future::Future<Output = std::io::Result<()>> + use<'_>> {
         let Backing::Folder { group, .. } = &self.backing else {
             return None;
         };
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let submitted = serde_json::to_vec_pretty(meta)
-            .map_err(std::io::Error::other)
-            .and_then(|meta_text| {
-                group.submit(Job {
-                    id: meta.id,
-                    lock_text: lock.clone(),
-                    meta_text,
-                    done: Done::Async(tx),
-                })
-            });
+        let submitted = self.record(meta, &lock.text).and_then(|meta_text| {
+            group.submit(Job {
+                id: meta.id,
+                lock_text: lock.clone(),
+                meta_text,
+                done: Done::Async(tx),
+            })
+        });
         let entry = indexed(meta, lock);
         Some(async move {
             submitted?;
@@ -347,7 +359,7 @@ impl Conversations {
                 if !self.read_index().contains_key(&id) {
                     return Ok(None);
                 }
-                self.read_dir_one(&root.join(id.to_string())).map(Some)
+                self.read_dir_one(id, &root.join(id.to_string())).map(Some)
             }
             Backing::Objects { store, .. } => self.fetch(store.as_ref(), id),
         }

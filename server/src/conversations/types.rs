@@ -48,24 +48,39 @@ impl std::fmt::Display for DataDir {
     }
 }
 
-/// `meta.json`.
+/// `meta.json`: written compact, read without building a tree of its metadata.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Meta {
     pub id: Uuid,
     pub created_at: u64,
-    #[serde(default)]
-    pub metadata: serde_json::Value,
+    /// What the client sent as `metadata`, as JSON text.
+    #[serde(default = "null_value")]
+    pub metadata: Box<RawValue>,
+    /// The digest of the lock text the conversation was created with (`sha256-…`);
+    /// absent in records an earlier berth wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
+    /// With the fleet's record key, the HMAC of the record without this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+}
+
+fn null_value() -> Box<RawValue> {
+    RawValue::from_string("null".to_owned()).expect("`null` is JSON")
 }
 
 impl Meta {
-    /// A new conversation's: a time-ordered id (listing in id order lists oldest first).
-    pub fn new(metadata: serde_json::Value) -> Self {
+    /// A new conversation's: a time-ordered id (listing in id order lists oldest first),
+    /// bound to no lock yet ([`Meta::bind`]).
+    pub fn new(metadata: Box<RawValue>) -> Self {
         Self {
             id: Uuid::now_v7(),
             created_at: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
             metadata,
+            lock: None,
+            mac: None,
         }
     }
 }
@@ -75,6 +90,8 @@ impl Meta {
 pub struct LockedText {
     pub lock: Lock,
     pub text: String,
+    /// The text's digest, as `meta.json` records it, worked out once.
+    pub sha256: std::sync::OnceLock<String>,
     /// What every answer about this lock repeats (the `POST` answer's `lockfile`,
     /// `plugins` and `agent`), serialised once by the first that needs it.
     pub answer_fields: std::sync::OnceLock<AnswerFields>,
@@ -87,9 +104,18 @@ impl LockedText {
         Self {
             lock,
             text,
+            sha256: std::sync::OnceLock::new(),
             answer_fields: std::sync::OnceLock::new(),
             entry_paths: std::sync::OnceLock::new(),
         }
+    }
+}
+
+impl LockedText {
+    /// The digest `meta.json` records of this lock's text.
+    pub fn digest(&self) -> &str {
+        self.sha256
+            .get_or_init(|| super::record::lock_digest(&self.text))
     }
 }
 

@@ -63,6 +63,10 @@ pub(crate) const SUFFIX: &str = ".stat";
 /// What an entry's verdict file is named after, beside its record (`store/verdicts.rs`).
 pub(crate) const VERDICT_SUFFIX: &str = ".verdict";
 
+/// What the folder of an entry's pin records is named after, beside its record
+/// (`store/pins.rs`).
+pub(crate) const PINS_SUFFIX: &str = ".pins";
+
 /// When entries were last found unchanged (the server remembers this for a second, so a
 /// burst of requests for one set checks its entries once).
 #[derive(Debug)]

@@ -10,7 +10,8 @@ use berth_lockfile_schema::Sha256Hash;
 use super::{Store, StoreEntry, StoreError};
 use crate::nar;
 use crate::record::{
-    EntryTree, RECORDS_DIR, SUFFIX, VERDICT_SUFFIX, matches_record, read_record, stat_walk,
+    EntryTree, PINS_SUFFIX, RECORDS_DIR, SUFFIX, VERDICT_SUFFIX, matches_record, read_record,
+    stat_walk,
 };
 
 /// [`Store::checked_lookup_all`] starts a thread per this many entries,
@@ -267,7 +268,8 @@ impl Store {
         made
     }
 
-    /// Forgets the record and the verdict of the entry `folder` (its entry is gone).
+    /// Forgets the record, the verdict and the pin records of the entry `folder` (its
+    /// entry is gone).
     pub(crate) fn remove_record(&self, folder: &str) -> std::io::Result<()> {
         for path in [self.record_path(folder), self.verdict_path(folder)] {
             match std::fs::remove_file(path) {
@@ -275,7 +277,14 @@ impl Store {
                 _ => {}
             }
         }
-        Ok(())
+        let pins = self
+            .root()
+            .join(RECORDS_DIR)
+            .join(format!("{folder}{PINS_SUFFIX}"));
+        match std::fs::remove_dir_all(pins) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Removes the records and verdicts whose entry is gone, and those left half-written
@@ -297,16 +306,22 @@ impl Store {
             let stale = match name
                 .strip_suffix(SUFFIX)
                 .or_else(|| name.strip_suffix(VERDICT_SUFFIX))
+                .or_else(|| name.strip_suffix(PINS_SUFFIX))
             {
                 Some(folder) if !name.starts_with('.') => {
                     std::fs::symlink_metadata(entries.join(folder)).is_err()
                 }
                 _ => true,
             };
-            if stale {
-                fs_err::remove_file(file.path())?;
-                removed += 1;
+            if !stale {
+                continue;
             }
+            if file.file_type()?.is_dir() {
+                fs_err::remove_dir_all(file.path())?;
+            } else {
+                fs_err::remove_file(file.path())?;
+            }
+            removed += 1;
         }
         Ok(removed)
     }

@@ -13,6 +13,7 @@ use crate::nar::{self, Exclude, NarError};
 use crate::record;
 
 mod checked;
+mod pins;
 mod verdicts;
 pub use checked::Listed;
 

@@ -8,6 +8,8 @@
 mod file;
 mod s3;
 
+pub use s3::{CONNECT_TIMEOUT, FIRST_BYTE_TIMEOUT};
+
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 

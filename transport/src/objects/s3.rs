@@ -22,20 +22,36 @@ use super::{Listed, Listing, ObjectStore, read_only_error};
 /// How long a signed request stays valid.
 const SIGNED_FOR: Duration = Duration::from_secs(15 * 60);
 
+/// How long connecting to an object store may take. A binary cache is asked before
+/// upstream on every start that misses the store, so one that does not answer must cost
+/// seconds, not the request's deadline: past it the next cache, then upstream, is tried.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long an object store may keep a read waiting for its answer's first byte, and then
+/// for each next piece of the body. An upload's answer comes after the whole body is
+/// sent, so a `PUT` waits for it without this bound.
+pub const FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(5);
+
 fn client() -> io::Result<reqwest::blocking::Client> {
     crate::http::client_builder()
+        .connect_timeout(CONNECT_TIMEOUT)
         .build()
         .map_err(|e| io::Error::other(e.without_url().to_string()))
 }
 
 /// An error for `what` (`GET nar/…`) without the request's URL.
 fn request_error(what: &str, e: reqwest::Error) -> io::Error {
-    let kind = if e.is_timeout() {
-        io::ErrorKind::TimedOut
-    } else {
-        io::ErrorKind::Other
-    };
-    io::Error::new(kind, format!("{what}: {}", e.without_url()))
+    if e.is_timeout() {
+        return io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "{what}: timed out (berth waits {} s to connect and {} s for each part of an answer)",
+                CONNECT_TIMEOUT.as_secs(),
+                FIRST_BYTE_TIMEOUT.as_secs()
+            ),
+        );
+    }
+    io::Error::other(format!("{what}: {}", e.without_url()))
 }
 
 fn status_error(what: &str, status: reqwest::StatusCode) -> io::Error {
@@ -189,10 +205,13 @@ impl S3Backend {
             ),
         };
         let mut request = self.http.request(method.clone(), url);
-        if let Some((body, len)) = body {
-            request = request
-                .header(reqwest::header::CONTENT_LENGTH, len)
-                .body(body);
+        match body {
+            Some((body, len)) => {
+                request = request
+                    .header(reqwest::header::CONTENT_LENGTH, len)
+                    .body(body);
+            }
+            None => request = request.timeout(FIRST_BYTE_TIMEOUT),
         }
         respond(&format!("{method} `{object}`"), request, missing)
     }
@@ -266,8 +285,9 @@ impl ObjectStore for S3Backend {
         action.with_max_keys(max.clamp(1, 1000));
         let url = action.sign(SIGNED_FOR);
         let what = format!("LIST `{full_prefix}`");
-        let response = respond(&what, self.http.get(url), &[])?
-            .expect("a success, as nothing counts as missing");
+        let request = self.http.get(url).timeout(FIRST_BYTE_TIMEOUT);
+        let response =
+            respond(&what, request, &[])?.expect("a success, as nothing counts as missing");
         let text = response.text().map_err(|e| request_error(&what, e))?;
         let parsed = rusty_s3::actions::ListObjectsV2::parse_response(&text)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{what}: {e}")))?;
@@ -330,13 +350,13 @@ impl HttpBackend {
 
 impl ObjectStore for HttpBackend {
     fn open(&self, key: &str) -> io::Result<Option<Box<dyn Read + Send>>> {
-        let request = self.http.get(self.url(key)?);
+        let request = self.http.get(self.url(key)?).timeout(FIRST_BYTE_TIMEOUT);
         let response = respond(&format!("GET `{key}`"), request, &[404, 410])?;
         Ok(response.map(|r| Box::new(r) as Box<dyn Read + Send>))
     }
 
     fn exists(&self, key: &str) -> io::Result<bool> {
-        let request = self.http.head(self.url(key)?);
+        let request = self.http.head(self.url(key)?).timeout(FIRST_BYTE_TIMEOUT);
         Ok(respond(&format!("HEAD `{key}`"), request, &[404, 410])?.is_some())
     }
 

@@ -138,6 +138,7 @@ pub fn lock_plugins(
         return Err(errors);
     }
     warn_git_dates(&env);
+    crate::sources::record_resolved(&env, &plugins, previous);
     Ok(LockOutcome {
         lock: Lock {
             plugins,

@@ -15,7 +15,7 @@ use berth_transport::url::SourceUrl;
 
 use super::{ArchiveUrl, cached, download, keep, unpack};
 use crate::context::Env;
-use crate::error::ResolveError;
+use crate::error::{PinMismatch, ResolveError};
 use crate::meta::plugin_name_from_manifest;
 use crate::sources::local::{MAX_METADATA_BYTES, read_regular_file};
 use crate::sources::{
@@ -217,15 +217,25 @@ impl PinnedSource for LockedArchive<'_> {
 
     /// A fresh download, not the cache: verify must see what the server sends now.
     fn fresh_hash(&self) -> Result<Sha256Hash, Arc<ResolveError>> {
-        let fresh = || -> Result<Sha256Hash, ResolveError> {
-            let (env, archive) = (self.env, &self.archive()?);
-            env.settings
-                .require_network(|| format!("`{}`", archive.url.shown))?;
-            let (_download, file) = self.download_locked(archive)?;
-            let limits = env.settings.archive_limits;
-            let unpacked = unpack(env.store, archive, &file, self.subdir().as_deref(), limits)?;
-            Ok(berth_store::hash_path(unpacked.staging.path())?)
-        };
-        fresh().map_err(Arc::new)
+        self.pin_hash().map_err(Arc::new)
+    }
+
+    /// A fresh download: the download cache holds bytes by their hash, not by where they
+    /// came from.
+    fn pin_hash(&self) -> Result<Sha256Hash, ResolveError> {
+        let (env, archive) = (self.env, &self.archive()?);
+        if archive.url.shown != self.pin.url {
+            return Err(PinMismatch::Url {
+                url: self.pin.url.clone(),
+                fetched: archive.url.shown.clone(),
+            }
+            .into());
+        }
+        env.settings
+            .require_network(|| format!("`{}`", archive.url.shown))?;
+        let (_download, file) = self.download_locked(archive)?;
+        let limits = env.settings.archive_limits;
+        let unpacked = unpack(env.store, archive, &file, self.subdir().as_deref(), limits)?;
+        Ok(berth_store::hash_path(unpacked.staging.path())?)
     }
 }

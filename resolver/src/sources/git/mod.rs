@@ -3,6 +3,7 @@
 //! objects (to hash them, or to export them into a store staging folder).
 
 mod age;
+mod halfway;
 mod local;
 mod objects;
 mod refs;

@@ -12,9 +12,10 @@ use berth_transport::url::{SourceUrl, cache_dir_name, repo_name};
 use gix::ObjectId;
 
 use super::age::Dated;
+use super::halfway::HalfwayPause;
 use super::{GitDb, Remote, Want};
 use crate::context::{Env, KEPT_TREE_BYTES, KeptTree, Network, TagList, git_cache_name};
-use crate::error::ResolveError;
+use crate::error::{PinMismatch, ResolveError};
 use crate::meta::plugin_name_from_manifest;
 use crate::sources::local::MAX_METADATA_BYTES;
 use crate::sources::{
@@ -331,40 +332,6 @@ impl<'a> GitCommit<'a> {
     }
 }
 
-/// Reads a kept NAR, stopping at the fault step `git-export-mid` once half of it is read
-/// (and so half the tree written), as an export from git objects stops there mid-tree.
-struct HalfwayPause<'a> {
-    rest: &'a [u8],
-    half: usize,
-}
-
-impl<'a> HalfwayPause<'a> {
-    fn new(nar: &'a [u8]) -> Self {
-        Self {
-            rest: nar,
-            half: nar.len() / 2,
-        }
-    }
-}
-
-impl std::io::Read for HalfwayPause<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = if self.half > 0 {
-            buf.len().min(self.half)
-        } else {
-            buf.len()
-        };
-        let read = self.rest.read(&mut buf[..n])?;
-        if self.half > 0 {
-            self.half -= read;
-            if self.half == 0 {
-                berth_store::fault::pause_at(berth_store::fault::GIT_EXPORT_MID);
-            }
-        }
-        Ok(read)
-    }
-}
-
 impl PinnedSource for GitCommit<'_> {
     fn stage(&self) -> Result<Staging, ResolveError> {
         let (env, locked, id) = (self.env, self.locked, self.id());
@@ -422,6 +389,31 @@ impl PinnedSource for GitCommit<'_> {
             Ok(db.nar_hash(tree, id)?.hash)
         };
         hash().map_err(Arc::new)
+    }
+
+    fn pin_hash(&self) -> Result<Sha256Hash, ResolveError> {
+        let (env, id) = (self.env, self.id());
+        let (repository, subdir) = self.repository()?;
+        let remote = &repository.remote;
+        if remote.url.shown != self.pin.url {
+            return Err(PinMismatch::Url {
+                url: self.pin.url.clone(),
+                fetched: remote.url.shown.clone(),
+            }
+            .into());
+        }
+        // The repository's own cache: what is in it came from that URL.
+        let db = repository.open()?;
+        if !db.has_commit(id) {
+            env.settings.require_network(|| {
+                format!("commit `{}` of `{}`", self.pin.rev, remote.url.shown)
+            })?;
+            db.fetch_commit(remote, id, hint_ref(self.locked), env.reporter)?;
+        }
+        let (tree, _) = db.plugin_tree(id, subdir.as_deref())?;
+        let hash = db.nar_hash(tree, id)?.hash;
+        db.finish()?;
+        Ok(hash)
     }
 
     fn git_objects(&self, from: ObjectsFrom) -> Result<Option<GitObjects>, ResolveError> {

@@ -121,10 +121,12 @@ impl PinnedSource for LocalFolder<'_> {
         let (locked, dir) = (self.locked, self.dir()?);
         // A mode is not in the hash: a file made private since the lock is refused here.
         check_readable(&dir)?;
-        Ok(self
-            .env
-            .store
-            .add_dir(&dir, &locked.name, Some(&locked.hash), LOCAL_EXCLUDE)?)
+        let entry =
+            self.env
+                .store
+                .add_dir(&dir, &locked.name, Some(&locked.hash), LOCAL_EXCLUDE)?;
+        crate::sources::record_pin(self.env, locked);
+        Ok(entry)
     }
 
     fn recheck(&self) -> Result<(), ResolveError> {
@@ -141,7 +143,10 @@ impl PinnedSource for LocalFolder<'_> {
     }
 
     fn fresh_hash(&self) -> Result<Sha256Hash, Arc<ResolveError>> {
-        let hash = || Ok(name_and_hash(&self.dir()?)?.1);
-        hash().map_err(Arc::new)
+        self.pin_hash().map_err(Arc::new)
+    }
+
+    fn pin_hash(&self) -> Result<Sha256Hash, ResolveError> {
+        Ok(name_and_hash(&self.dir()?)?.1)
     }
 }
