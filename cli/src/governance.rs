@@ -208,6 +208,7 @@ impl Context {
         }
         let governance = self.governance()?;
         self.check_release_age(&governance, lock)?;
+        self.check_pins_seen(&governance, lock)?;
         // The set's entries were checked when it was built, in lock order.
         let entries: Vec<PathBuf> = set.plugins.iter().map(|p| p.path.clone()).collect();
         debug_assert_eq!(entries.len(), lock.plugins.len());
@@ -220,6 +221,40 @@ impl Context {
 }
 
 impl Context {
+    /// Under a policy that decides by where plugins come from, fails unless this store saw
+    /// each plugin's pin give its entry (as `lock`, `sync` and `verify` record): a lock
+    /// taken as it is (made elsewhere) may name an entry under a source it did not come
+    /// from.
+    fn check_pins_seen(&self, governance: &Governance, lock: &Lock) -> Result<()> {
+        if !governance.policy.decides_by_source() {
+            return Ok(());
+        }
+        let unseen: Vec<String> = lock
+            .plugins
+            .iter()
+            .filter(|p| !self.store.has_pin(&p.hash, &p.name, &p.provenance()))
+            .map(|p| format!("plugin `{}` ({} at {})", p.name, p.source, p.pin_label()))
+            .collect();
+        match unseen.as_slice() {
+            [] => Ok(()),
+            [one] => Err(Failure {
+                message: format!(
+                    "{one}: this store never saw its pin give its content, and the policy decides by sources; run `berth plugins sync` to check it"
+                ),
+                notes: Vec::new(),
+            }
+            .into()),
+            many => Err(Failure {
+                message: format!(
+                    "this store never saw the pins of {} plugins give their content, and the policy decides by sources; run `berth plugins sync` to check them",
+                    many.len()
+                ),
+                notes: unseen,
+            }
+            .into()),
+        }
+    }
+
     /// Under a policy's `exclude-newer`, fails unless `lock` was made under a cutoff at or
     /// before the one the policy asks now: a lock made without it, or under a later one,
     /// may pin what the policy holds back (`sync --frozen`, `show`, `run`, `hooks run` and

@@ -13,7 +13,7 @@ use common::moto::{KEY_ID, Moto, SECRET};
 use common::{ServeProcess, TestContext, all_files, require_or_skip};
 use serde_json::{Value, json};
 
-fn moto_or_skip() -> Option<Moto> {
+pub(crate) fn moto_or_skip() -> Option<Moto> {
     let moto = Moto::start();
     if moto.is_none() {
         require_or_skip(

@@ -50,6 +50,7 @@ mod runtime;
 mod s3_cache;
 mod sdk_marketplaces;
 mod server;
+mod server_attacks;
 mod signed_approvals;
 mod signed_sources;
 mod signed_sources_server;

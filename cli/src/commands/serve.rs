@@ -36,6 +36,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
                 started.elapsed().as_secs_f64()
             ),
         );
+        printer.status("Listening", &format!("on http://{addr}"));
         if let Some(policy) = &args.policy {
             printer.status(
                 "Policy",
@@ -46,7 +47,6 @@ pub fn run(cli: &Cli, args: &ServeArgs, printer: Printer) -> Result<()> {
                 ),
             );
         }
-        printer.status("Listening", &format!("on http://{addr}"));
         berth_server::serve(state, listener)
             .await
             .context("serving")
