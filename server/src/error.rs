@@ -7,7 +7,7 @@ use berth_resolver::{EntryError, ErrorKind};
 use berth_runtime::RuntimeError;
 use serde::Serialize;
 
-use crate::conversations::{Refused, TooLarge};
+use crate::refused::{Refused, TooLarge};
 use utoipa::ToSchema;
 
 /// `{"error": {"code", "message"}}`, with its status. Messages never carry internals such

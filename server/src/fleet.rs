@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::error::AppError;
 use crate::metrics::{METRICS, method_label, route_of};
+use crate::readiness::NotReady;
 use crate::request_id::{REQUEST_ID, usable};
 use crate::state::AppState;
 
@@ -63,52 +64,6 @@ pub(crate) async fn refuse_while_draining(
     next.run(request).await
 }
 
-/// Why a server is not ready, as `/ready` says it: a fixed code, whatever the details
-/// (which go to the log: a path or a bucket's name is not for whoever asks `/ready`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum NotReady {
-    Draining,
-    StoreUnreachable,
-    DataStoreUnreachable,
-}
-
-impl NotReady {
-    fn code(self) -> &'static str {
-        match self {
-            Self::Draining => "draining",
-            Self::StoreUnreachable => "store_unreachable",
-            Self::DataStoreUnreachable => "data_store_unreachable",
-        }
-    }
-}
-
-/// How long a readiness probe's finding is reused: a load balancer (or anyone, since
-/// `/ready` needs no key) asking often costs the store and the bucket one look a period.
-const READY_PROBE_FOR: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The last look at the store and the data store, and when it was taken.
-#[derive(Debug, Default)]
-pub(crate) struct ReadyProbe(tokio::sync::Mutex<Option<(Instant, Option<NotReady>)>>);
-
-impl ReadyProbe {
-    /// What the store and the data store look like, looked at again when the last look is
-    /// older than [`READY_PROBE_FOR`] (one look at a time: others wait for it).
-    async fn look(&self, state: &AppState) -> Option<NotReady> {
-        let mut last = self.0.lock().await;
-        if let Some((at, found)) = *last
-            && at.elapsed() < READY_PROBE_FOR
-        {
-            return found;
-        }
-        let probing = state.clone();
-        let found = tokio::task::spawn_blocking(move || probe(&probing))
-            .await
-            .unwrap_or(Some(NotReady::StoreUnreachable));
-        *last = Some((Instant::now(), found));
-        found
-    }
-}
-
 /// Looks at the store and the data store, logging what is wrong.
 fn probe(state: &AppState) -> Option<NotReady> {
     let root = state.config().store.root();
@@ -134,7 +89,16 @@ pub async fn ready(State(state): State<AppState>) -> Response {
     let problem = if state.draining() {
         Some(NotReady::Draining)
     } else {
-        state.inner.ready.look(&state).await
+        let probing = state.clone();
+        state
+            .inner
+            .ready
+            .look(|| async move {
+                tokio::task::spawn_blocking(move || probe(&probing))
+                    .await
+                    .unwrap_or(Some(NotReady::StoreUnreachable))
+            })
+            .await
     };
     match problem {
         None => axum::Json(serde_json::json!({"status": "ready"})).into_response(),

@@ -20,6 +20,8 @@ mod lock_check;
 pub mod mcp_remote;
 mod metrics;
 mod policy;
+mod readiness;
+mod refused;
 mod report;
 mod request_id;
 mod roots;

@@ -288,7 +288,12 @@ impl AppState {
         // A posted lock's pins are its client's word: each counts once this store saw it
         // give its entry, and is fetched and hashed first otherwise.
         let settings = berth_resolver::Settings {
-            pins: berth_resolver::LockedPins::Recorded,
+            // A fleet that authenticates its records takes no cache's word for a pin.
+            pins: if self.config().record_key.is_some() {
+                berth_resolver::LockedPins::RecordedHere
+            } else {
+                berth_resolver::LockedPins::Recorded
+            },
             ..self.settings(cancel)
         };
         let mode = match &request.manifest {

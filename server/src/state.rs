@@ -98,7 +98,7 @@ pub(crate) struct Inner {
     /// Set on SIGTERM: new requests are refused while started ones finish.
     pub(crate) draining: std::sync::atomic::AtomicBool,
     /// `/ready`'s last look at the store and the data store.
-    pub(crate) ready: crate::fleet::ReadyProbe,
+    pub(crate) ready: crate::readiness::ReadyProbe,
 }
 
 /// How many distinct plugin sets are kept in memory, and how many bytes of them.
@@ -463,6 +463,12 @@ impl AppState {
                 Ok(pushed) => {
                     if let berth_transport::cache::Pushed::Uploaded { bytes } = pushed {
                         tracing::info!(entry = %name, bytes, cache = %cache.label(), "pushed");
+                    }
+                    // Where it came from, so the fleet's servers need not ask upstream:
+                    // without it they check the pin against its source.
+                    let pins = self.config().store.pins(&hash, &name);
+                    if let Err(e) = cache.push_pins(&hash, &name, &pins) {
+                        tracing::warn!("plugin `{name}`: its pins were not recorded: {e}");
                     }
                     self.inner
                         .pushed

@@ -28,7 +28,7 @@ pub use poison::unpoisoned;
 pub use record::{EntryTree, RECORDS_DIR, TreePath};
 pub use store::{
     ENTRIES_DIR, GIT_DIR, LOCKS_DIR, Listed, Staging, Store, StoreEntry, StoreError, TMP_DIR,
-    copy_tree, default_root, entry_name, remove_tree,
+    copy_tree, default_root, entry_name, pin_digest, remove_tree,
 };
 pub use views::{PluginView, VIEWS_DIR};
 pub use wheels::{ENVS_DIR, WHEELS_DIR, WheelMismatch, hash_file, sha256_file};

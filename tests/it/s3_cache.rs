@@ -85,8 +85,14 @@ fn a_fleet_restores_from_s3_with_upstream_gone() {
         .expect("push");
     output.push_str(&String::from_utf8_lossy(&pushed.stderr));
     assert!(pushed.status.success(), "{output}");
+    // The NAR, its narinfo, `nix-cache-info`, and where store A saw the plugin come from
+    // (so a server without upstream takes the lock's pin).
     let keys = moto.keys("fleet-cache");
-    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert_eq!(keys.len(), 4, "{keys:?}");
+    assert!(
+        keys.iter().any(|k| k.starts_with("berth/pins/")),
+        "{keys:?}"
+    );
     assert!(keys.iter().all(|k| k.starts_with("berth/")), "{keys:?}");
 
     // Upstream is gone. Server B, empty store, restores the conversation from the bucket.

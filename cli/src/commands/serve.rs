@@ -124,12 +124,7 @@ fn config(cli: &Cli, args: &ServeArgs) -> Result<Config> {
         ))?,
         drain: Duration::from_secs(args.drain_secs),
         record_key: record_key(args)?,
-        connections: berth_server::Limits {
-            header_timeout: Duration::from_secs(args.header_timeout.max(1)),
-            body_timeout: Duration::from_secs(args.body_timeout.max(1)),
-            idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
-            max_connections: args.max_connections.max(1),
-        },
+        connections: limits(args),
         ref_ttl: Duration::from_secs(args.ref_ttl),
         push_to: match args.push_to.as_deref().filter(|u| !u.is_empty()) {
             Some(url) => Some(std::sync::Arc::new(
@@ -150,6 +145,16 @@ fn file_name_of(label: &str) -> String {
         || label.to_owned(),
         |name| name.to_string_lossy().into_owned(),
     )
+}
+
+/// How long clients may take and how many may connect (each at least 1).
+fn limits(args: &ServeArgs) -> berth_server::Limits {
+    berth_server::Limits {
+        header_timeout: Duration::from_secs(args.header_timeout.max(1)),
+        body_timeout: Duration::from_secs(args.body_timeout.max(1)),
+        idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
+        max_connections: args.max_connections.max(1),
+    }
 }
 
 /// The fleet's record key: `--record-key FILE`'s content, else `BERTH_RECORD_KEY`'s value.

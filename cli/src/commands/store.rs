@@ -120,6 +120,8 @@ fn push(store: &Store, args: &StorePushArgs, printer: &Printer) -> Result<()> {
                 printer.status("Pushed", &format!("{name} ({})", format_size(bytes)));
             }
         }
+        // Where this store saw it come from, for whoever substitutes it.
+        cache.push_pins(hash, name, &store.pins(hash, name))?;
     }
     printer.status(
         "Finished",

@@ -33,11 +33,21 @@ pub enum LockedPins {
     #[default]
     Taken,
     /// Only once this store saw the pin produce the entry's hash (a pin record, made when
-    /// an entry is fetched from its source or a pin is checked); any other pin is fetched
-    /// and hashed first, after its source passes `[sources]`, and a pin that gives other
-    /// content fails the run. An entry fetched for a refused start can then never be
-    /// claimed by another pin.
+    /// an entry is fetched from its source or a pin is checked), or a substituter records
+    /// that its pusher did; any other pin is fetched and hashed first, after its source
+    /// passes `[sources]`, and a pin that gives other content fails the run. An entry
+    /// fetched for a refused start can then never be claimed by another pin.
     Recorded,
+    /// As `Recorded`, but only this store's records count, not a substituter's (a server
+    /// whose fleet authenticates its records: a cache's are not).
+    RecordedHere,
+}
+
+impl LockedPins {
+    /// Whether a lock's pins are checked at all.
+    pub(crate) fn checked(self) -> bool {
+        self != Self::Taken
+    }
 }
 
 /// The policy whose `[sources]` a run's sources must pass before they are contacted.

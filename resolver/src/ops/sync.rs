@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use berth_lockfile_schema::{Lock, LockedPlugin, Manifest};
 use berth_store::{Store, StoreEntry};
 
-use crate::context::{Env, LocalCheck, LockedPins, Reporter, Settings, run_parallel, split};
+use crate::context::{Env, LocalCheck, Reporter, Settings, run_parallel, split};
 use crate::error::EntryError;
 use crate::sources::marketplace::explain_sync_error;
 use crate::sources::{confirm_pin, kind_of, pin_seen, sync_entry};
@@ -50,7 +50,7 @@ pub fn sync_plugins(
         // An entry or a pin to fetch passes the policy's `[sources]` first (one present
         // is reviewed by the front end, by the same rule); a pin this store never saw
         // produce its entry is fetched and hashed before anything trusts it.
-        let confirm = settings.pins == LockedPins::Recorded && !pin_seen(&env, locked);
+        let confirm = settings.pins.checked() && !pin_seen(&env, locked);
         let fetch = || {
             if confirm || store.lookup(&locked.hash, &locked.name).is_none() {
                 settings.sources.check_locked(lock, locked)?;
@@ -86,7 +86,7 @@ fn all_present(env: &Env<'_>, lock: &Lock, local: LocalCheck) -> Option<Vec<Stor
     let store = env.store;
     let rehash =
         |p: &LockedPlugin| local == LocalCheck::Rehash && kind_of(&p.pin).changes_in_place();
-    let unseen = |p: &LockedPlugin| env.settings.pins == LockedPins::Recorded && !pin_seen(env, p);
+    let unseen = |p: &LockedPlugin| env.settings.pins.checked() && !pin_seen(env, p);
     if lock.plugins.iter().any(|p| rehash(p) || unseen(p)) {
         return None;
     }

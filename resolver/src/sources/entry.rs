@@ -7,7 +7,7 @@ use berth_lockfile_schema::{Lock, LockedPlugin, Pin, PluginRequest};
 use berth_store::{StoreEntry, StoreError};
 
 use super::kind_of;
-use crate::context::{Env, Event, LocalCheck};
+use crate::context::{Env, Event, LocalCheck, LockedPins, Network};
 use crate::error::{PinMismatch, ResolveError};
 
 /// Makes one locked plugin present in the store, verified: found, or added by its source
@@ -87,6 +87,20 @@ pub(crate) fn confirm_pin(
     if pin_seen(env, locked) {
         return Ok(());
     }
+    if env.settings.pins == LockedPins::Recorded
+        && let Some(cache) = cache_recording(env, locked)
+    {
+        env.reporter.detail(
+            "Checked",
+            &format!(
+                "{} at {} (recorded by {cache})",
+                locked.name,
+                locked.pin_label()
+            ),
+        );
+        record_pin(env, locked);
+        return Ok(());
+    }
     let actual = kind_of(&locked.pin).load(env, locked, request).pin_hash()?;
     if actual != locked.hash {
         let pin = match &locked.pin {
@@ -106,6 +120,30 @@ pub(crate) fn confirm_pin(
     );
     record_pin(env, locked);
     Ok(())
+}
+
+/// The first substituter that records `locked`'s pin producing its entry (its pusher saw
+/// it), by its label; one that cannot be asked is passed over with a warning.
+fn cache_recording(env: &Env<'_>, locked: &LockedPlugin) -> Option<String> {
+    let offline = env.settings.network == Network::Offline;
+    let provenance = locked.provenance();
+    env.settings
+        .substituters
+        .iter()
+        .filter(|cache| !offline || cache.is_local())
+        .find(
+            |cache| match cache.has_pin(&locked.hash, &locked.name, &provenance) {
+                Ok(recorded) => recorded,
+                Err(e) => {
+                    env.reporter.warn(&format!(
+                        "plugin `{}`: {e}; its pin is checked against its source",
+                        locked.name
+                    ));
+                    false
+                }
+            },
+        )
+        .map(|cache| cache.label().to_owned())
 }
 
 /// Records that `locked`'s pin produced its entry (its content came from the pin's source

@@ -34,7 +34,8 @@ mod folder;
 mod record;
 mod types;
 
-pub use record::{MIN_RECORD_KEY_BYTES, RecordKey, Refused};
+pub use crate::refused::{Refused, TooLarge};
+pub use record::{MIN_RECORD_KEY_BYTES, RecordKey};
 pub use types::{AnswerFields, DataDir, Indexed, LockedText, Meta, Page, SetJson, Stored};
 
 use berth_store::unpoisoned;
@@ -119,16 +120,6 @@ fn invalid(e: impl std::fmt::Display) -> std::io::Error {
 
 fn key(id: Uuid, file: &str) -> String {
     format!("{CONVERSATIONS_DIR}/{id}/{file}")
-}
-
-/// A start whose `meta.json` would pass [`MAX_META_BYTES`]: refused (413) before anything
-/// is written.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "the conversation's record would be {bytes} bytes, over the {MAX_META_BYTES} bytes every server reads; send less `metadata`"
-)]
-pub struct TooLarge {
-    pub bytes: usize,
 }
 
 impl Conversations {
@@ -254,7 +245,10 @@ impl Conversations {
         if text.len() as u64 > MAX_META_BYTES {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
-                TooLarge { bytes: text.len() },
+                TooLarge {
+                    bytes: text.len(),
+                    limit: MAX_META_BYTES,
+                },
             ));
         }
         Ok(text)
@@ -271,7 +265,10 @@ impl Conversations {
         if bytes as u64 > MAX_META_BYTES {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
-                TooLarge { bytes },
+                TooLarge {
+                    bytes,
+                    limit: MAX_META_BYTES,
+                },
             ));
         }
         Ok(())

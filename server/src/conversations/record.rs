@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::Meta;
+use crate::refused::{Problem, Refused};
 
 /// The secret a fleet's servers authenticate their conversation records with
 /// (`--record-key`, from a file or `BERTH_RECORD_KEY`): every server of the fleet has the
@@ -74,60 +75,6 @@ const MAC_PREFIX: &str = "hmac-sha256-";
 pub fn lock_digest(text: &str) -> String {
     let digest: [u8; 32] = Sha256::digest(text.as_bytes()).into();
     berth_lockfile_schema::Sha256Hash::from_bytes(digest).to_sri()
-}
-
-/// Why a conversation's objects were refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Problem {
-    /// The lock's digest is not the one its metadata records.
-    LockNotRecorded,
-    /// The metadata carries no HMAC, or one the record key does not make.
-    NotAuthenticated,
-    /// The metadata names another conversation.
-    OtherId(Uuid),
-}
-
-/// A conversation's object that a server refused to use: it names the conversation and
-/// the object (its key under the data folder or bucket, never a server path).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}", self.describe())]
-pub struct Refused {
-    pub id: Uuid,
-    /// `conversations/<id>/plugins.lock` or `…/meta.json`.
-    pub object: String,
-    pub problem: Problem,
-}
-
-impl Refused {
-    fn describe(&self) -> String {
-        let Self {
-            id,
-            object,
-            problem,
-        } = self;
-        let why = match problem {
-            Problem::LockNotRecorded => {
-                "is not the lock its `meta.json` records (its sha256 differs): someone other than a berth server wrote one of the two"
-            }
-            Problem::NotAuthenticated => {
-                "is not authenticated by this server's record key (`--record-key`): it was written without it, or changed since"
-            }
-            Problem::OtherId(_) => "names another conversation",
-        };
-        let other = match problem {
-            Problem::OtherId(named) => format!(" (`{named}`)"),
-            _ => String::new(),
-        };
-        format!(
-            "conversation `{id}`: `{object}` {why}{other}; restore the objects from a backup, or delete the conversation"
-        )
-    }
-
-    /// As an I/O error of kind `InvalidData` (someone else's object), which the server
-    /// answers 502 `data_store_object_refused` with this text.
-    pub fn into_io(self) -> std::io::Error {
-        std::io::Error::new(std::io::ErrorKind::InvalidData, self)
-    }
 }
 
 impl Meta {

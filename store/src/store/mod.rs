@@ -16,6 +16,7 @@ mod checked;
 mod pins;
 mod verdicts;
 pub use checked::Listed;
+pub use pins::pin_digest;
 
 /// Where store entries live, under the store root.
 pub const ENTRIES_DIR: &str = "store-v1";

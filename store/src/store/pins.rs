@@ -49,15 +49,38 @@ impl Store {
         self.write_meta(&path, &folder, provenance.as_bytes())
     }
 
+    /// The provenance of every pin this store saw produce the entry `(hash, name)` (what
+    /// a binary cache it is pushed to records beside it).
+    pub fn pins(&self, hash: &Sha256Hash, name: &str) -> Vec<String> {
+        let Ok(files) = std::fs::read_dir(self.pins_dir(hash, name)) else {
+            return Vec::new();
+        };
+        let mut pins: Vec<String> = files
+            .filter_map(Result::ok)
+            .filter(|file| !file.file_name().to_string_lossy().starts_with('.'))
+            .filter_map(|file| std::fs::read_to_string(file.path()).ok())
+            .collect();
+        pins.sort();
+        pins
+    }
+
     /// `meta-v1/<nix32>-<name>.pins/<digest of provenance>`.
     fn pin_path(&self, hash: &Sha256Hash, name: &str, provenance: &str) -> PathBuf {
-        let digest = Sha256::digest(provenance.as_bytes());
-        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        self.pins_dir(hash, name).join(pin_digest(provenance))
+    }
+
+    fn pins_dir(&self, hash: &Sha256Hash, name: &str) -> PathBuf {
         self.root()
             .join(RECORDS_DIR)
             .join(format!("{}{PINS_SUFFIX}", folder(hash, name)))
-            .join(hex)
     }
+}
+
+/// What a pin record is named by: the first 16 bytes of the sha256 of its provenance, in
+/// hex (a binary cache names its copy the same way).
+pub fn pin_digest(provenance: &str) -> String {
+    let digest = Sha256::digest(provenance.as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn folder(hash: &Sha256Hash, name: &str) -> String {
@@ -84,6 +107,7 @@ mod tests {
         store.record_pin(&entry.hash, "demo", pin).expect("record");
         store.record_pin(&entry.hash, "demo", pin).expect("again");
         assert!(store.has_pin(&entry.hash, "demo", pin));
+        assert_eq!(store.pins(&entry.hash, "demo"), vec![pin.to_owned()]);
         assert!(!store.has_pin(&entry.hash, "demo", other), "another pin");
         assert!(!store.has_pin(&entry.hash, "other", pin), "another entry");
 

@@ -99,8 +99,7 @@ fn s5_1_a_posted_lock_cannot_claim_a_refused_starts_entry_as_a_signed_source() {
     );
 
     // Refused for want of a signature; its entry stays in the store, inert.
-    let (status, body) =
-        server.post(&json!({"plugins": [{"source": "github:acme/review"}]}));
+    let (status, body) = server.post(&json!({"plugins": [{"source": "github:acme/review"}]}));
     assert_eq!(status, 403, "{body}");
     assert_eq!(error_of(&body).0, "policy_denied", "{body}");
 
@@ -126,8 +125,7 @@ fn s5_1_a_posted_lock_cannot_claim_an_entry_under_an_allowed_source() {
         &data,
         &["--policy", &policy.display().to_string()],
     );
-    let (status, body) =
-        server.post(&json!({"plugins": [{"source": "github:acme/review"}]}));
+    let (status, body) = server.post(&json!({"plugins": [{"source": "github:acme/review"}]}));
     assert_eq!(status, 403, "{body}");
     assert_eq!(error_of(&body).0, "policy_denied", "{body}");
     refuses_the_forgery(&server, &two.forged());

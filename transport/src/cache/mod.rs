@@ -9,6 +9,7 @@
 //! a reader never sees a narinfo without its NAR.
 
 mod io_context;
+mod pins;
 mod sign;
 mod streams;
 
