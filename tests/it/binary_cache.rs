@@ -105,8 +105,11 @@ fn a_second_store_restores_from_the_cache_with_upstream_gone() {
     "#);
     let files = files_under(&cache);
     let (info_name, nar_name) = cache_files(&files);
-    assert_eq!(files.len(), 3, "{files:?}");
+    // The narinfo, its NAR, `nix-cache-info`, and where this store saw the plugin come
+    // from (its pin, for a store that counts a lock's pins only once seen).
+    assert_eq!(files.len(), 4, "{files:?}");
     assert!(files.contains(&"nix-cache-info".to_owned()), "{files:?}");
+    assert!(files.iter().any(|f| f.starts_with("pins/")), "{files:?}");
     assert!(nar_name.ends_with(".nar.zst"), "{files:?}");
     let narinfo = std::fs::read_to_string(cache.join(info_name)).expect("narinfo");
     let store_path = ctx.ok(&["store", "path", "review"]).stdout;
