@@ -179,7 +179,13 @@ async fn connection(
             () = activity.changed.notified() => {}
             () = sleep_until(deadline) => {
                 if closing.is_some() {
-                    return;
+                    // Still open a moment after it was asked to close while idle: dropped,
+                    // unless a request came in meanwhile (hyper closes after answering it).
+                    if !matches!(activity.next(&limits), Next::Request) {
+                        return;
+                    }
+                    closing = None;
+                    continue;
                 }
                 match activity.next(&limits) {
                     Next::Headers(at) if at <= Instant::now() => {

@@ -233,9 +233,13 @@ impl PinnedSource for LockedArchive<'_> {
         }
         env.settings
             .require_network(|| format!("`{}`", archive.url.shown))?;
-        let (_download, file) = self.download_locked(archive)?;
+        let (download, file) = self.download_locked(archive)?;
         let limits = env.settings.archive_limits;
         let unpacked = unpack(env.store, archive, &file, self.subdir().as_deref(), limits)?;
+        // The download hashed to the pin's `archive_hash`: kept, so adding the entry next
+        // does not download it again.
+        keep(env.store, &file, &self.pin.archive_hash, archive.format)?;
+        drop(download);
         Ok(berth_store::hash_path(unpacked.staging.path())?)
     }
 }
