@@ -39,6 +39,7 @@ pub mod review;
 mod root;
 pub mod runners;
 pub mod runs;
+pub mod sandbox;
 mod set;
 pub mod skills;
 

@@ -247,6 +247,9 @@ pub struct ApproveArgs {
     /// agent's first key that the policy's `allowed_signers` lists
     #[arg(long, value_name = "KEY")]
     pub sign: Option<String>,
+
+    #[command(flatten)]
+    pub sandbox: super::SandboxSwitch,
 }
 
 #[derive(Debug, Args)]
@@ -386,6 +389,9 @@ pub struct ObserveArgs {
     /// header is not sent)
     #[arg(long, requires = "remote")]
     pub env: bool,
+
+    #[command(flatten)]
+    pub sandbox: super::SandboxSwitch,
 }
 
 #[derive(Debug, Args)]

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context as _, Result};
 use berth_lockfile_schema::governance::ToolsRule;
 use berth_lockfile_schema::{Lock, LockedTools, Sha256Hash, TOOLS_ENTRY_NAME, ToolsTrust};
-use berth_runtime::observe::{Target, TargetKind, observe, targets};
+use berth_runtime::observe::{NO_SANDBOX, Target, TargetKind, observe, targets};
 use berth_runtime::review::MANIFEST_FILE;
 use berth_runtime::{BuildOptions, build_plugin_set};
 use serde_json::Value;
@@ -107,6 +107,7 @@ pub fn observe_lock(
         &store_root,
         scratch.path(),
         berth_runtime::observe::timeout(),
+        ctx.sandboxing,
     ) {
         let previous = lock
             .tools
@@ -431,7 +432,8 @@ pub fn record_approved(ctx: &Context, lock: Lock, names: &[String], all: bool) -
     Ok(lock)
 }
 
-/// One status line or warning per server observed now.
+/// One status line or warning per server observed now; the servers not started because
+/// no sandbox can be made here are named in `-v` detail and warned about once.
 pub fn report(ctx: &Context, made: &[Observed]) {
     for observed in made {
         let r = &observed.record;
@@ -445,7 +447,7 @@ pub fn report(ctx: &Context, made: &[Observed]) {
                     summary(manifest)
                 ),
             ),
-            (None, Some(why)) if observed.unpinned => ctx.printer.detail(
+            (None, Some(why)) if observed.unpinned || why == NO_SANDBOX => ctx.printer.detail(
                 "Unobserved",
                 &format!("MCP server `{}` of `{}`: {why}", r.server, r.plugin),
             ),
@@ -458,4 +460,28 @@ pub fn report(ctx: &Context, made: &[Observed]) {
             (None, None) => {}
         }
     }
+    say_no_sandbox(ctx, made);
+}
+
+/// Once per run: how many servers were not started because no sandbox can be made here,
+/// why, and how to make one (or to start them anyway).
+fn say_no_sandbox(ctx: &Context, made: &[Observed]) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let unstarted: Vec<&Observed> = made
+        .iter()
+        .filter(|o| o.manifest.is_none() && o.record.unobserved.as_deref() == Some(NO_SANDBOX))
+        .collect();
+    let Some(first) = unstarted.first() else {
+        return;
+    };
+    if SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let n = unstarted.len();
+    ctx.printer.warn(&format!(
+        "{n} MCP server{} not started, so not observed: {}; or pass `--observe-unsandboxed` to start {} as you, only for plugins you trust",
+        if n == 1 { " was" } else { "s were" },
+        first.said.as_deref().unwrap_or(NO_SANDBOX),
+        if n == 1 { "it" } else { "them" },
+    ));
 }
