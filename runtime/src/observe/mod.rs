@@ -141,7 +141,12 @@ pub fn observe(launch: &Launch) -> Result<Value, ObserveError> {
         error: format!("could not make its scratch folder: {e}"),
     })?;
     let answers = session::converse(launch)?;
-    let manifest = manifest_of(&answers);
+    bounded(manifest_of(&answers))
+}
+
+/// `manifest`, unless it is longer than [`MAX_MANIFEST_BYTES`] (pages of a list are
+/// bounded in number, not in size).
+fn bounded(manifest: Value) -> Result<Value, ObserveError> {
     if manifest.to_string().len() > MAX_MANIFEST_BYTES {
         return Err(ObserveError::Protocol(format!(
             "what it offers is longer than {} MiB",
@@ -351,3 +356,6 @@ pub fn recheck(
     let _ = std::fs::remove_dir_all(&scratch);
     problems
 }
+
+#[cfg(test)]
+mod tests;
