@@ -53,9 +53,9 @@ pub struct Context {
     /// Whether locking starts MCP servers to record what they offer: not with
     /// `--no-observe` or `BERTH_NO_OBSERVE` set (to anything but `0`/`false`).
     pub observe: bool,
-    /// How the MCP servers observed are started: in the sandbox (or not at all), unless
-    /// `--observe-unsandboxed` was given.
-    pub sandboxing: Sandboxing,
+    /// Whether observing runs servers outside the sandbox (`--observe-unsandboxed`): then
+    /// only plugins the policy and the approvals let run are observed.
+    pub observe_unsandboxed: bool,
 }
 
 impl Context {
@@ -97,7 +97,7 @@ impl Context {
         Ok(Self {
             now,
             observe,
-            sandboxing: Sandboxing::Required,
+            observe_unsandboxed: false,
             policy_path,
             approvals_path,
             archive_limits,
@@ -134,12 +134,22 @@ impl Context {
     /// the user, which is said before anything starts.
     pub fn sandboxed(mut self, switch: &SandboxSwitch) -> Self {
         if switch.observe_unsandboxed {
-            self.sandboxing = Sandboxing::Unsandboxed;
+            self.observe_unsandboxed = true;
             self.printer.warn(
                 "`--observe-unsandboxed`: the MCP servers observed now run as you, with your files (and your network where `unshare -rn` cannot cut it)",
             );
         }
         self
+    }
+
+    /// How the MCP servers observed are started: in the sandbox (or not at all), unless
+    /// `--observe-unsandboxed` was given.
+    pub fn sandboxing(&self) -> Sandboxing {
+        if self.observe_unsandboxed {
+            Sandboxing::Unsandboxed
+        } else {
+            Sandboxing::Required
+        }
     }
 
     /// Resolver settings for commands that read the manifest.

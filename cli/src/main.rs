@@ -155,9 +155,7 @@ fn run_plugins(cli: &Cli, plugins: &PluginsArgs, printer: Printer) -> anyhow::Re
         PluginsCommand::Outdated(args) => {
             commands::outdated::run(&ctx.fetching(cli, &args.fetch)?, args)
         }
-        PluginsCommand::Approve(args) => {
-            commands::approve::run(&ctx.sandboxed(&args.sandbox), args)
-        }
+        PluginsCommand::Approve(args) => commands::approve::run(&ctx, args),
         PluginsCommand::Import(args) => {
             commands::import::run(&ctx.fetching(cli, &args.fetch)?, args)
         }

@@ -1,8 +1,9 @@
 """The JSON documents berth hands to Python, as ``TypedDict``s.
 
 - :class:`PluginSet`: the merged plugin set (docs/spec.md section 5), as
-  ``berth plugins show --json`` prints it, ``berth._native.plugin_set`` returns it and
-  ``berth serve`` answers ``GET /api/conversations/{id}/plugin_set``;
+  ``berth._native.plugin_set`` returns it and ``berth serve`` answers
+  ``GET /api/conversations/{id}/plugin_set``; ``berth plugins show --json`` prints it with
+  ``review``, what the review reads of each plugin (:class:`ShownPluginSet`);
 - :class:`PluginList`: the lock's plugins, as ``berth plugins list --json`` prints them;
 - the bodies of ``berth serve`` (docs/spec.md section 7): :class:`CreateConversation` (a
   request), :class:`ConversationCreated`, :class:`ConversationList`,
@@ -40,13 +41,17 @@ __all__ = [
     "PluginList",
     "PluginSet",
     "PluginSourceBody",
+    "Reviewed",
+    "ReviewedHook",
     "SetAgent",
     "SetHookMatcher",
     "SetMcpServer",
     "SetPlugin",
     "SetSkill",
+    "ShownPluginSet",
     "SkillInput",
     "SkillResources",
+    "Unmodeled",
 ]
 
 #: Any JSON value, as ``json.loads`` makes it: for fields berth passes through as written
@@ -251,6 +256,65 @@ class PluginSet(TypedDict):
     lsp_servers: dict[str, dict[str, JsonValue]]
     #: What was dropped or overridden, naming plugin, file and entry.
     warnings: list[str]
+
+
+# What `berth plugins show --json` adds to the set: the review's reading of each plugin.
+
+
+class _ReviewedHookKeys(TypedDict):
+    #: snake_case (``pre_tool_use``; ``monitor``, ``headers_helper``, ...).
+    event: str
+    matcher: str
+    #: ``command``, ``prompt``, ``agent``, ``mcp_tool``, or what the file says.
+    kind: str
+    #: As written, ``${CLAUDE_PLUGIN_ROOT}`` and all.
+    command: str
+    timeout: int
+    #: The file defining it.
+    source: str
+
+
+# `async` is a keyword, so the functional form, with the keys only some hooks carry.
+_ReviewedHookOptional = TypedDict(
+    "_ReviewedHookOptional",
+    {
+        #: The arguments of an exec-form command hook (only when it has any).
+        "args": list[str],
+        #: Only when it runs in the background (``async``, ``asyncRewake``).
+        "async": bool,
+    },
+    total=False,
+)
+
+
+class ReviewedHook(_ReviewedHookKeys, _ReviewedHookOptional):
+    """A hook any harness would run, as the review reads it."""
+
+
+class Unmodeled(TypedDict):
+    """What a harness may run that berth cannot model, counted as ``capability``."""
+
+    capability: Literal["hooks", "mcp_stdio", "mcp_remote", "executables"]
+    #: The file (or ``FILE#field``).
+    source: str
+    what: str
+
+
+class Reviewed(TypedDict):
+    """What the review reads of one plugin of the set (docs/spec.md section 5)."""
+
+    #: The capabilities it has, in ``[capabilities]`` order.
+    capabilities: list[Literal["hooks", "mcp_stdio", "mcp_remote", "executables"]]
+    #: Whether it runs code (so its prose is in its approval).
+    runs_code: bool
+    hooks: list[ReviewedHook]
+    unmodeled: list[Unmodeled]
+
+
+class ShownPluginSet(PluginSet):
+    """The set as ``berth plugins show --json`` prints it: with ``review``, by plugin."""
+
+    review: dict[str, Reviewed]
 
 
 # `berth plugins list --json`

@@ -49,6 +49,8 @@ def test_plugin_set_is_what_the_binary_shows(project: Project) -> None:
     project.add(SAMPLES / "beta")
     project.sync("alpha", "beta")
     shown = json.loads(project.berth("plugins", "show", "--json"))
+    # `show --json` adds what the review reads of each plugin; the set is the rest.
+    assert shown.pop("review")["alpha"]["runs_code"] is True
     assert plugin_set(project.lockfile, project.store) == shown
     with pytest.raises(BerthError) as raised:
         plugin_set(project.lockfile, project.folder / "empty-store")

@@ -21,6 +21,7 @@ from berth.types import (
     Health,
     PluginList,
     PluginSet,
+    ShownPluginSet,
 )
 from conftest import PLUGINS, REPO, SAMPLES, Project, Served
 from typed_json import mismatches
@@ -54,7 +55,7 @@ def test_the_shipped_examples_plugin_set(project: Project) -> None:
     manifest = str(team / "plugins.toml")
     project.berth("plugins", "sync", "--manifest", manifest)
     doc = json.loads(project.berth("plugins", "show", "--json", "--manifest", manifest))
-    assert mismatches(doc, PluginSet) == []
+    assert mismatches(doc, ShownPluginSet) == []
     assert [s["name"] for s in doc["skills"]] == [
         "code-review",
         "review:check",
@@ -101,7 +102,8 @@ def test_the_samples_plugin_sets(project: Project) -> None:
     write(project.folder / "kit", KIT)
     project.sync(*names, "kit")
     doc = show(project)
-    assert mismatches(doc, PluginSet) == []
+    assert mismatches(doc, ShownPluginSet) == []
+    assert doc["review"]["kit"]["capabilities"] == ["mcp_stdio"]
     # What the types describe was there to check.
     assert {p["format"] for p in doc["plugins"]} == {"claude-code", "agent-plugins"}
     assert any(s["resources"] and s["mcp_tools"] for s in doc["skills"])

@@ -247,9 +247,6 @@ pub struct ApproveArgs {
     /// agent's first key that the policy's `allowed_signers` lists
     #[arg(long, value_name = "KEY")]
     pub sign: Option<String>,
-
-    #[command(flatten)]
-    pub sandbox: super::SandboxSwitch,
 }
 
 #[derive(Debug, Args)]

@@ -181,6 +181,23 @@ impl Lockfile for Checking<'_> {
             let policy = ctx.governance()?.policy;
             ctx.check_signed_sources(&policy, lock, Some(self.manifest), self.network)?;
         }
+        match crate::tools::stale_records(ctx, lock)? {
+            Some(stale) if !stale.is_empty() => {
+                return Err(Failure {
+                    message: format!(
+                        "`{}` records what MCP servers offered for other code than it pins; run `berth plugins lock` to observe them again",
+                        ctx.lock_label()
+                    ),
+                    notes: stale,
+                }
+                .into());
+            }
+            Some(_) => {}
+            None => ctx.printer.detail(
+                "Skipped",
+                "checking the `[[tools]]` records: a plugin is not in the store (`berth plugins sync` puts it there)",
+            ),
+        }
         let previous = self.previous.borrow();
         let text = lock.to_toml();
         if previous.as_ref().is_some_and(|(_, old)| *old == text) {

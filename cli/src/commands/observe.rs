@@ -5,7 +5,7 @@ use anyhow::Result;
 
 use crate::args::ObserveArgs;
 use crate::context::{Context, Failure};
-use crate::tools::{Again, Remote, allowed, check_against, observe_lock, report};
+use crate::tools::{Again, Remote, check_against, observable, observe_lock, report};
 
 pub fn run(ctx: &Context, args: &ObserveArgs) -> Result<()> {
     let _hold = ctx.hold_store()?;
@@ -27,12 +27,12 @@ pub fn run(ctx: &Context, args: &ObserveArgs) -> Result<()> {
             .into());
         }
     }
-    let allowed = allowed(ctx, &lock)?;
+    let allowed = observable(ctx, &lock)?;
     for (plugin, why) in &allowed {
         let asked = args.names.is_empty() || args.names.contains(plugin);
         if let (true, Some(why)) = (asked, why) {
             ctx.printer.warn(&format!(
-                "plugin `{plugin}` may not run ({why}), so its servers are not observed"
+                "plugin `{plugin}` may not run ({why}), so its servers are not started"
             ));
         }
     }

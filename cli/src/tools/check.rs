@@ -5,7 +5,7 @@ use anyhow::Result;
 use berth_lockfile_schema::Lock;
 use berth_lockfile_schema::governance::ToolsRule;
 
-use super::{Again, Observed, Remote, allowed, observe_lock, rule, summary};
+use super::{Again, Observed, Remote, observable, observe_lock, rule, summary};
 use crate::context::Context;
 
 /// `made` (servers observed now) against `lock`'s records: exit 1 naming each server whose
@@ -78,10 +78,62 @@ pub fn recheck(ctx: &Context, lock: &Lock, asked: bool) -> Result<()> {
     let (_, made) = observe_lock(
         ctx,
         lock,
-        &|| allowed(ctx, lock),
+        &|| observable(ctx, lock),
         &[],
         Again::All,
         Remote::default(),
     )?;
     check_against(ctx, lock, &made)
+}
+
+/// The records of `lock` made for other code than the lock pins now (`lock --check`), one
+/// line each: such a record says nothing of what the server offers now. `None` when the
+/// records cannot be checked here, because a plugin is not in the store (nothing is
+/// fetched or started to check them).
+pub fn stale_records(ctx: &Context, lock: &Lock) -> Result<Option<Vec<String>>> {
+    if lock.tools.is_empty() {
+        return Ok(Some(Vec::new()));
+    }
+    let options = berth_runtime::BuildOptions {
+        max_skills: None,
+        no_view: true,
+        ..berth_runtime::BuildOptions::default()
+    };
+    let set = match berth_runtime::build_plugin_set(&ctx.store, lock, &options) {
+        Ok(set) => set,
+        Err(berth_runtime::RuntimeError::NotSynced { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let scratch = std::env::temp_dir();
+    let codes: Vec<_> = berth_runtime::observe::targets(
+        &set,
+        ctx.store.root(),
+        &scratch,
+        berth_runtime::observe::timeout(),
+        ctx.sandboxing(),
+    )
+    .into_iter()
+    .map(|target| {
+        let code = super::code_digest(lock, &target, ctx.store.root());
+        (target.plugin, target.server, code)
+    })
+    .collect();
+    Ok(Some(
+        lock.tools
+            .iter()
+            .filter_map(|r| {
+                let name = format!("MCP server `{}` of plugin `{}`", r.server, r.plugin);
+                match codes
+                    .iter()
+                    .find(|(p, s, _)| *p == r.plugin && *s == r.server)
+                {
+                    None => Some(format!("{name} has a record but is not in the lock's plugins")),
+                    Some((_, _, code)) if *code != r.code => Some(format!(
+                        "{name}'s record was made of other code than the lock pins now; `berth plugins lock` observes it again"
+                    )),
+                    Some(_) => None,
+                }
+            })
+            .collect(),
+    ))
 }

@@ -1,7 +1,10 @@
 //! Recording what a lock's MCP servers offer the model (`[[tools]]`): each stdio server
-//! whose code the lock pins is started offline and asked (`berth_runtime::observe`), the
-//! canonical answer kept in the store, and the lock records its hash. Only plugins the
-//! policy and the approvals already let run are observed: observing runs their code.
+//! whose code the lock pins is started offline, in the sandbox, and asked
+//! (`berth_runtime::observe`), the canonical answer kept in the store, and the lock
+//! records its hash. Observation comes before the review: a plugin waiting for an
+//! approval is observed (what it offers is part of what is approved); a plugin the policy
+//! refuses outright is never started. A record whose code no longer matches the lock is
+//! never kept: observed again, or recorded as not observed.
 
 use std::collections::BTreeMap;
 
@@ -18,7 +21,7 @@ use crate::governance::Scan;
 
 mod check;
 
-pub use check::{check_against, recheck};
+pub use check::{check_against, recheck, stale_records};
 
 /// Which servers to observe again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,11 +52,16 @@ pub struct Observed {
     pub said: Option<String>,
 }
 
-/// The plugins of `lock` the policy and the approvals let run, and why each other one
-/// may not (its first violation).
-pub fn allowed(ctx: &Context, lock: &Lock) -> Result<BTreeMap<String, Option<String>>> {
+/// The plugins of `lock` whose servers may be started to be observed, and why each other
+/// one may not (its first violation). In the sandbox, a plugin that only waits for an
+/// approval is observed, so that what its servers offer is shown before anyone approves
+/// it; a plugin the policy refuses outright (a `deny`, a denied source, a refused
+/// signature, hidden characters) is never started. Outside the sandbox
+/// (`--observe-unsandboxed`) only the plugins the policy and the approvals let run are.
+pub fn observable(ctx: &Context, lock: &Lock) -> Result<BTreeMap<String, Option<String>>> {
     let governance = ctx.governance()?;
     let checked = ctx.review(&governance, lock, Scan::Nothing)?;
+    let sandboxed = !ctx.observe_unsandboxed;
     Ok(lock
         .plugins
         .iter()
@@ -61,15 +69,16 @@ pub fn allowed(ctx: &Context, lock: &Lock) -> Result<BTreeMap<String, Option<Str
             let refused = checked
                 .violations
                 .iter()
-                .find(|v| v.plugin == p.name)
+                .find(|v| v.plugin == p.name && !(sandboxed && v.needs_approval))
                 .map(ToString::to_string);
             (p.name.clone(), refused)
         })
         .collect())
 }
 
-/// Which plugins may run ([`allowed`]), asked only when a server is to be observed: a lock
-/// without servers, or whose servers all have records, reads no policy for it.
+/// Which plugins may be observed ([`observable`]), asked only when a server is to be
+/// observed: a lock without servers, or whose servers all have records, reads no policy
+/// for it.
 pub type Allowed<'a> = dyn Fn() -> Result<BTreeMap<String, Option<String>>> + 'a;
 
 /// Observes the servers of `lock`'s plugins named in `only` (all when empty) that may run
@@ -107,7 +116,7 @@ pub fn observe_lock(
         &store_root,
         scratch.path(),
         berth_runtime::observe::timeout(),
-        ctx.sandboxing,
+        ctx.sandboxing(),
     ) {
         let previous = lock
             .tools
@@ -127,12 +136,18 @@ pub fn observe_lock(
         if !keep && may_run.is_none() {
             may_run = Some(allowed()?);
         }
-        let runs = may_run
+        let refused = may_run
             .as_ref()
             .and_then(|m| m.get(&target.plugin))
-            .is_some_and(Option::is_none);
+            .map(Option::as_deref);
+        let runs = refused.is_some_and(|why| why.is_none());
         if keep || !runs {
-            records.extend(previous.cloned());
+            // A record is kept only for the code it was made of: one for other code says
+            // nothing of what this code offers.
+            records.extend(previous.map(|p| match p.code == code {
+                true => p.clone(),
+                false => not_observed_again(p, code, &target, refused.flatten()),
+            }));
             continue;
         }
         asked.push((target, code));
@@ -141,6 +156,31 @@ pub fn observe_lock(
     records.extend(made.iter().map(|o| o.record.clone()));
     records.sort_by(|a, b| (&a.plugin, &a.server).cmp(&(&b.plugin, &b.server)));
     Ok((records, made))
+}
+
+/// The record of a server whose code changed since `previous` was made and which is not
+/// observed now: what it offers is unknown (the lock says why, the same on every machine).
+fn not_observed_again(
+    previous: &LockedTools,
+    code: Sha256Hash,
+    target: &Target,
+    refused: Option<&str>,
+) -> LockedTools {
+    let why = match (&target.kind, refused) {
+        (TargetKind::Remote { .. }, _) => {
+            "its URL changed and it was not asked again (`berth plugins observe --remote`)"
+        }
+        (_, Some(_)) => {
+            "its code changed, and the policy refuses its plugin, so it was not started"
+        }
+        (_, None) => "its code changed and it was not observed again",
+    };
+    LockedTools {
+        code,
+        manifest: None,
+        unobserved: Some(why.to_owned()),
+        ..previous.clone()
+    }
 }
 
 /// Observes `asked` (each server with its code digest), `ctx.jobs` at a time: a server may
@@ -259,7 +299,11 @@ pub fn store_manifest(ctx: &Context, manifest: &Value) -> Result<Sha256Hash> {
 /// The digest of what a server runs: its plugin's hash, the hash of the package a runner
 /// line starts (when the lock pins one), and the command line, with the store's path
 /// written as `$STORE` so the digest is the same on every machine.
-fn code_digest(lock: &Lock, target: &Target, store_root: &std::path::Path) -> Sha256Hash {
+pub(crate) fn code_digest(
+    lock: &Lock,
+    target: &Target,
+    store_root: &std::path::Path,
+) -> Sha256Hash {
     use sha2::Digest as _;
     let root = store_root.display().to_string();
     let mut hasher = sha2::Sha256::new();
@@ -376,8 +420,12 @@ fn observing(ctx: &Context) -> Result<Observing> {
 /// a policy's `tools` rule, a lock whose plugins and payloads are `previous`'s starts
 /// nothing and reads no store entry; `--no-observe` starts nothing at all.
 pub fn recorded(ctx: &Context, previous: Option<&Lock>, lock: &Lock) -> Result<Option<Lock>> {
-    let same_code =
-        previous.is_some_and(|p| p.plugins == lock.plugins && p.payloads == lock.payloads);
+    // An unchanged lock starts nothing and reads no store entry, unless one of its records
+    // was made for other code (a lock merged by hand): that one is observed again.
+    let same_code = previous
+        .is_some_and(|p| p.plugins == lock.plugins && p.payloads == lock.payloads)
+        && (lock.tools.is_empty()
+            || stale_records(ctx, lock)?.is_none_or(|stale| stale.is_empty()));
     match observing(ctx)? {
         Observing::Off => return Ok(None),
         Observing::ByDefault if same_code => return Ok(None),
@@ -387,7 +435,7 @@ pub fn recorded(ctx: &Context, previous: Option<&Lock>, lock: &Lock) -> Result<O
     let (tools, made) = observe_lock(
         ctx,
         lock,
-        &|| allowed(ctx, lock),
+        &|| observable(ctx, lock),
         &[],
         Again::Changed,
         Remote::default(),
@@ -397,39 +445,6 @@ pub fn recorded(ctx: &Context, previous: Option<&Lock>, lock: &Lock) -> Result<O
         tools,
         ..lock.clone()
     }))
-}
-
-/// `plugins approve`: observes the servers of the plugins being approved (approving lets
-/// them run) whose code has no record, and writes the lock with the records before their
-/// surfaces are digested. Nothing is started with `BERTH_NO_OBSERVE` and no policy rule.
-pub fn record_approved(ctx: &Context, lock: Lock, names: &[String], all: bool) -> Result<Lock> {
-    if observing(ctx)? == Observing::Off {
-        return Ok(lock);
-    }
-    let allowed: BTreeMap<String, Option<String>> = lock
-        .plugins
-        .iter()
-        .map(|p| {
-            let approving = all || names.contains(&p.name);
-            let why = (!approving).then(|| "not being approved".to_owned());
-            (p.name.clone(), why)
-        })
-        .collect();
-    let (tools, made) = observe_lock(
-        ctx,
-        &lock,
-        &|| Ok(allowed.clone()),
-        &[],
-        Again::Changed,
-        Remote::default(),
-    )?;
-    report(ctx, &made);
-    if tools == lock.tools {
-        return Ok(lock);
-    }
-    let lock = Lock { tools, ..lock };
-    ctx.write_lock(&lock.to_toml())?;
-    Ok(lock)
 }
 
 /// One status line or warning per server observed now; the servers not started because

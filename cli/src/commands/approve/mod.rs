@@ -29,9 +29,8 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
     }
     let by = approver(ctx, args)?;
     let at = utc_now();
-    // Approving lets these plugins run, so what their servers offer is observed now (under
-    // a policy's `tools` rule) and approved with the rest.
-    let lock = crate::tools::record_approved(ctx, lock, &args.names, args.all)?;
+    // What the servers offer was observed when the lock was made, before this review:
+    // approving starts nothing, and approves the records `plugins diff` showed.
     let tools = berth_runtime::review::load_manifests(&ctx.store, &lock.tools);
     let signing = signing(ctx, args, &by, &at)?;
     let mut approvals = ctx.read_approvals()?;
