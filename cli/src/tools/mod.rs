@@ -486,12 +486,10 @@ fn say_no_sandbox(ctx: &Context, made: &[Observed]) {
         .iter()
         .filter(|o| o.manifest.is_none() && o.record.unobserved.as_deref() == Some(NO_SANDBOX))
         .collect();
-    let Some(first) = unstarted.first() else {
+    let once = |_: &&&Observed| !SAID.swap(true, std::sync::atomic::Ordering::Relaxed);
+    let Some(first) = unstarted.first().filter(once) else {
         return;
     };
-    if SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        return;
-    }
     let n = unstarted.len();
     ctx.printer.warn(&format!(
         "{n} MCP server{} not started, so not observed: {}; or pass `--observe-unsandboxed` to start {} as you, only for plugins you trust",
