@@ -88,14 +88,19 @@ fn marking_plugin(ctx: &TestContext, mark: &std::path::Path) {
 }
 
 /// `approve` starts no server: not of a plugin the policy denies (`--all`), not before a
-/// signature is made or refused (`--sign` with a key the policy does not list).
+/// signature is made or refused (`--sign` with a key the policy does not list). A server
+/// started in the sandbox could not leave the mark, so what shows nothing was started is
+/// the lock too: observing writes a record into it, and it is the same after.
 #[test]
 fn p4_6_approve_starts_nothing() {
     let ctx = TestContext::new();
     let mark = ctx.root.join("PWNED-approve");
     marking_plugin(&ctx, &mark);
+    let before = ctx.lock_text();
     let all = ctx.run(&["plugins", "approve", "--all", "--by", "T <t@example.com>"]);
     assert!(!mark.exists(), "approve --all started it: {}", all.stderr);
+    assert!(!all.stderr.contains("Observ"), "{}", all.stderr);
+    assert_eq!(ctx.lock_text(), before, "approve --all recorded a server");
     let observe = ctx.run(&["plugins", "observe"]);
     assert!(
         observe.stderr.contains("plugin `d` may not run"),
@@ -103,6 +108,7 @@ fn p4_6_approve_starts_nothing() {
         observe.stderr
     );
     assert!(!mark.exists(), "observe started a denied plugin");
+    assert_eq!(ctx.lock_text(), before, "observe recorded a denied plugin");
 
     if !have_ssh_keygen() {
         return;
@@ -149,6 +155,8 @@ fn p4_6_approve_starts_nothing() {
         "approve --sign started it: {}",
         signed.stderr
     );
+    assert!(!signed.stderr.contains("Observ"), "{}", signed.stderr);
+    assert_eq!(ctx.lock_text(), before, "approve --sign recorded a server");
 }
 
 fn have_ssh_keygen() -> bool {
