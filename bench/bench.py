@@ -45,6 +45,10 @@ Figures:
      a local marketplace shaped like the public ones (make_real_marketplace): the first
      run into an empty DIR and the no-op run again, store and DIR both on /dev/shm,
      median of --cold-runs each, alternating with `--baseline` when given.
+  9. (issue #53) observation's cost: a relock of 50 local plugins without servers (lock
+     removed each run, store warm), alternating with `--baseline` when given; and
+     `plugins observe` of one small python3 stdio server in the sandbox against
+     `--observe-unsandboxed`, median of --show-runs each.
 """
 
 import argparse
@@ -951,6 +955,62 @@ def bench_materialize(berth, scratch, runs, baseline=None):
     return times, sizes, fixture
 
 
+ECHO_SERVER = """import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    if "id" not in r:
+        continue
+    if r["method"] == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "bench", "version": "1"}}
+    elif r["method"] == "tools/list":
+        result = {"tools": [{"name": "echo", "description": "Echo", "inputSchema": {"type": "object"}}]}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": r["id"], "result": result}), flush=True)
+"""
+
+
+def bench_observe(berth, scratch, runs, baseline=None):
+    """Observation's cost: a relock of 50 local plugins without servers (the lock removed
+    each run, the store warm), this build and `baseline` alternating; and `plugins observe`
+    of one plugin with a small stdio server (python3), in the sandbox and outside it."""
+    work = scratch / "observe"
+    for i in range(50):
+        skill = work / "plugins" / f"p{i}" / "skills" / "s"
+        skill.mkdir(parents=True)
+        (skill / "SKILL.md").write_text(f"---\nname: s{i}\ndescription: skill {i}\n---\nDo {i}.\n")
+    (work / "plugins.toml").write_text(
+        "".join(f'[[plugin]]\nsource = "./plugins/p{i}"\n\n' for i in range(50)))
+    env = {"BERTH_STORE": str(scratch / "observe-store"), "HOME": str(work / "home")}
+    run([berth, "plugins", "lock", "-q"], cwd=work, env=env)
+    lock = work / "plugins.lock"
+    builds = [("now", berth)] + ([("before", baseline)] if baseline else [])
+    relock = {b: [] for b, _ in builds}
+    for n in range(runs + 1):
+        for build, binary in builds:
+            took = timed([[binary, "plugins", "lock", "-q"]], cwd=work, env=env,
+                         before=lambda: lock.unlink(missing_ok=True))
+            if n:
+                relock[build].append(took)
+    one = scratch / "observe-one"
+    plugin = one / "echo"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text('{"name": "echo"}\n')
+    (plugin / "server.py").write_text(ECHO_SERVER)
+    (plugin / ".mcp.json").write_text(json.dumps(
+        {"mcpServers": {"echo": {"command": "python3", "args": ["${CLAUDE_PLUGIN_ROOT}/server.py"]}}}))
+    (one / "plugins.toml").write_text('[[plugin]]\nsource = "./echo"\n')
+    run([berth, "plugins", "lock", "-q", "--no-observe"], cwd=one, env=env)
+    observe = {"sandbox": [], "unsandboxed": []}
+    for n in range(runs + 1):
+        for kind, extra in (("sandbox", []), ("unsandboxed", ["--observe-unsandboxed"])):
+            took = timed([[berth, "plugins", "observe", "-q", *extra]], cwd=one, env=env)
+            if n:
+                observe[kind].append(took)
+    return relock, observe
+
+
 def machine():
     cpu = "unknown CPU"
     try:
@@ -965,7 +1025,7 @@ def machine():
     return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.system()} {platform.release()}, {git}"
 
 
-SECTIONS = ("noop", "hash", "cold", "market", "cache", "http", "server", "show", "python", "agent", "materialize")
+SECTIONS = ("noop", "hash", "cold", "market", "cache", "http", "server", "show", "python", "agent", "materialize", "observe")
 
 
 def main():
@@ -1176,6 +1236,23 @@ def main():
                         f"| {f'{median_ms(theirs):.0f} ms ({before})' if theirs else ''} "
                         f"| {f'{median_ms(theirs) / median_ms(ours):.1f}x faster' if theirs else ''} | {goal} |"
                     )
+        if "observe" in wanted:
+            print("observation ...", file=sys.stderr)
+            relock, observe = bench_observe(args.berth, scratch, args.show_runs, args.baseline)
+            ours, theirs = relock["now"], relock.get("before")
+            before = f"build {args.baseline_rev}" if args.baseline else None
+            rows.append(
+                f"| relock of 50 local plugins without servers, store warm (median of {len(ours)}) "
+                f"| {median_ms(ours):.1f} ms "
+                f"| {f'{median_ms(theirs):.1f} ms ({before})' if theirs else ''} "
+                f"| {f'{median_ms(theirs) / median_ms(ours):.2f}x' if theirs else ''} | no more than before |"
+            )
+            rows.append(
+                f"| `plugins observe`, one small stdio server (python3), in the sandbox (median of {len(observe['sandbox'])}) "
+                f"| {median_ms(observe['sandbox']):.0f} ms "
+                f"| {median_ms(observe['unsandboxed']):.0f} ms (`--observe-unsandboxed`) "
+                f"| +{median_ms(observe['sandbox']) - median_ms(observe['unsandboxed']):.0f} ms | |"
+            )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -7,11 +7,12 @@ use anyhow::{Context as _, Result, bail};
 use berth_lockfile_schema::release_age::{self, Timestamp};
 use berth_lockfile_schema::{Lock, LockError, Manifest, parse_lock, parse_manifest};
 use berth_resolver::{DEFAULT_GITHUB_URL, Network, ReleaseAge, Settings};
+use berth_runtime::sandbox::Sandboxing;
 use berth_store::Store;
 use berth_transport::extract::ArchiveLimits;
 use berth_transport::registries;
 
-use crate::args::{CacheArgs, Cli, FetchArgs, ObserveSwitch, ProjectArgs};
+use crate::args::{CacheArgs, Cli, FetchArgs, ObserveSwitch, ProjectArgs, SandboxSwitch};
 use crate::printer::Printer;
 
 pub use crate::failure::{Exit, Failure, error_text};
@@ -123,10 +124,32 @@ impl Context {
         Ok(self)
     }
 
-    /// The context of a command that locks: whether it observes MCP servers.
+    /// The context of a command that locks: whether it observes MCP servers, and how.
     pub fn observing(mut self, switch: &ObserveSwitch) -> Self {
         self.observe &= !switch.no_observe;
+        self.sandboxed(&switch.sandbox)
+    }
+
+    /// The context of a command that observes: `--observe-unsandboxed` starts servers as
+    /// the user, which is said before anything starts.
+    pub fn sandboxed(mut self, switch: &SandboxSwitch) -> Self {
+        if switch.observe_unsandboxed {
+            self.observe_unsandboxed = true;
+            self.printer.warn(
+                "`--observe-unsandboxed`: the MCP servers observed now run as you, with your files (and your network where `unshare -rn` cannot cut it)",
+            );
+        }
         self
+    }
+
+    /// How the MCP servers observed are started: in the sandbox (or not at all), unless
+    /// `--observe-unsandboxed` was given.
+    pub fn sandboxing(&self) -> Sandboxing {
+        if self.observe_unsandboxed {
+            Sandboxing::Unsandboxed
+        } else {
+            Sandboxing::Required
+        }
     }
 
     /// Resolver settings for commands that read the manifest.

@@ -15,6 +15,7 @@ mod usage;
 
 use std::process::ExitCode;
 
+use berth_runtime::sandbox;
 use clap::Parser;
 
 use crate::args::{
@@ -25,6 +26,13 @@ use crate::context::{Context, Exit, Failure};
 use crate::printer::{Printer, Verbosity};
 
 fn main() -> ExitCode {
+    // Inside the sandbox berth runs itself again to confine and start a plugin's program:
+    // a hidden command, handled before anything else is read.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(std::ffi::OsStr::new(sandbox::HELPER_COMMAND)) {
+        sandbox::exec_inside(args.collect());
+    }
+    sandbox::helper_is_this_program();
     let cli = Cli::try_parse().unwrap_or_else(|error| usage::with_tips(error).exit());
     let verbosity = if cli.quiet {
         Verbosity::Quiet
@@ -90,12 +98,13 @@ fn run(cli: &Cli, printer: Printer) -> anyhow::Result<()> {
             let ctx = Context::new(cli, &mcp.project, printer)?;
             match &mcp.command {
                 McpCommand::Observe(args) => commands::observe::run(
-                    &ctx,
+                    &ctx.sandboxed(&args.sandbox),
                     &crate::args::ObserveArgs {
                         names: args.names.clone(),
                         check: args.check,
                         remote: true,
                         env: args.env,
+                        sandbox: args.sandbox,
                     },
                 ),
             }
@@ -140,7 +149,9 @@ fn run_plugins(cli: &Cli, plugins: &PluginsArgs, printer: Printer) -> anyhow::Re
         ),
         PluginsCommand::Diff(args) => commands::diff::run(&ctx.fetching(cli, &args.fetch)?, args),
         PluginsCommand::Tree(args) => commands::tree::run(&ctx, args),
-        PluginsCommand::Observe(args) => commands::observe::run(&ctx, args),
+        PluginsCommand::Observe(args) => {
+            commands::observe::run(&ctx.sandboxed(&args.sandbox), args)
+        }
         PluginsCommand::Outdated(args) => {
             commands::outdated::run(&ctx.fetching(cli, &args.fetch)?, args)
         }

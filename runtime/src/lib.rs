@@ -9,6 +9,9 @@
 //! reading it. It must not fetch anything: it links no network crate
 //! (a test checks `cargo tree -p berth-runtime`), and a missing store entry is an error
 //! that says to run `berth plugins sync`.
+//!
+//! A plugin's program that berth starts on its own (an MCP server it observes) is started
+//! by `sandbox::spawn` alone, in the sandbox, or not at all.
 
 pub mod agent_env;
 mod agents;
@@ -39,6 +42,7 @@ pub mod review;
 mod root;
 pub mod runners;
 pub mod runs;
+pub mod sandbox;
 mod set;
 pub mod skills;
 

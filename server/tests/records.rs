@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::Request;
 use berth_server::{AppState, Config, DEFAULT_ALLOWED_HOSTS, RecordKey, SourcePolicy, app};
 use berth_store::Store;
 use http_body_util::BodyExt;

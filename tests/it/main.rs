@@ -48,6 +48,7 @@ mod release_age;
 mod repo_path_links;
 mod runtime;
 mod s3_cache;
+mod sandbox;
 mod sdk_marketplaces;
 mod server;
 mod server_attacks;

@@ -551,6 +551,8 @@ fn lock_upgrade_moves_a_floating_spec_and_diff_shows_the_version() {
      Downloading http://127.0.0.1:[PORT]/tarballs/fake-mcp-1.2.0.tgz
           Locked fake-mcp 1.2.0 for MCP server `fake` of plugin `tools` (2 packages)
     warning: plugin `tools`: what it runs changed since Alice <a@example.com> approved it on [DATE] (it has MCP server `fake` (`npx -y fake-mcp@^1`)); review the change (`berth plugins diff`), then run `berth plugins approve tools` [`mcp_stdio = "approve"` in `berth-policy.toml`] (the lock is written; nothing runs it until then)
+       Observing 1 MCP server (each for at most 15s)
+    warning: MCP server `fake` of plugin `tools` was not observed: it exited before answering
           Locked 1 plugin in `plugins.lock`
     "#);
     let lock: toml::Value = toml::from_str(&ctx.lock_text()).expect("TOML");

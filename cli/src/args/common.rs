@@ -44,6 +44,20 @@ pub struct ObserveSwitch {
     /// `tools` rule
     #[arg(long)]
     pub no_observe: bool,
+
+    #[command(flatten)]
+    pub sandbox: SandboxSwitch,
+}
+
+/// How the MCP servers a command observes are started: the option of every command that
+/// observes. Only this flag runs them outside the sandbox; no variable does.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct SandboxSwitch {
+    /// Where no sandbox can be made (no bubblewrap, no user namespaces, macOS), start the
+    /// MCP servers observed anyway, as you: with your files, and with your network where
+    /// `unshare` cannot cut it. Only for plugins you trust
+    #[arg(long)]
+    pub observe_unsandboxed: bool,
 }
 
 /// Where the project's files are: the options of every command that reads them.

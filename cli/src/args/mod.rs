@@ -11,7 +11,7 @@ mod plugins;
 mod serve;
 mod store;
 
-pub use common::{CacheArgs, FetchArgs, FormatArgs, ObserveSwitch, ProjectArgs};
+pub use common::{CacheArgs, FetchArgs, FormatArgs, ObserveSwitch, ProjectArgs, SandboxSwitch};
 pub use marketplace::{
     MarketplaceAddArgs, MarketplaceArgs, MarketplaceCommand, MarketplaceListArgs,
     MarketplaceRemoveArgs, MarketplaceSearchArgs, MarketplaceUpdateArgs,
@@ -376,6 +376,9 @@ pub struct McpObserveArgs {
     /// header is not sent)
     #[arg(long)]
     pub env: bool,
+
+    #[command(flatten)]
+    pub sandbox: SandboxSwitch,
 }
 
 #[derive(Debug, Args)]

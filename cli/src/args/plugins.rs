@@ -386,6 +386,9 @@ pub struct ObserveArgs {
     /// header is not sent)
     #[arg(long, requires = "remote")]
     pub env: bool,
+
+    #[command(flatten)]
+    pub sandbox: super::SandboxSwitch,
 }
 
 #[derive(Debug, Args)]

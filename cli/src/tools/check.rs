@@ -88,8 +88,8 @@ pub fn recheck(ctx: &Context, lock: &Lock, asked: bool) -> Result<()> {
 
 /// The records of `lock` made for other code than the lock pins now (`lock --check`), one
 /// line each: such a record says nothing of what the server offers now. `None` when the
-/// records cannot be checked here, because a plugin is not in the store (nothing is
-/// fetched or started to check them).
+/// records cannot be checked here, because a plugin is not in the store as it was added
+/// (nothing is fetched or started to check them).
 pub fn stale_records(ctx: &Context, lock: &Lock) -> Result<Option<Vec<String>>> {
     if lock.tools.is_empty() {
         return Ok(Some(Vec::new()));
@@ -101,8 +101,9 @@ pub fn stale_records(ctx: &Context, lock: &Lock) -> Result<Option<Vec<String>>> 
     };
     let set = match berth_runtime::build_plugin_set(&ctx.store, lock, &options) {
         Ok(set) => set,
-        Err(berth_runtime::RuntimeError::NotSynced { .. }) => return Ok(None),
-        Err(e) => return Err(e.into()),
+        // Not in the store, or changed there: `sync` says so; the records cannot be
+        // checked here.
+        Err(_) => return Ok(None),
     };
     let scratch = std::env::temp_dir();
     let codes: Vec<_> = berth_runtime::observe::targets(
@@ -110,6 +111,7 @@ pub fn stale_records(ctx: &Context, lock: &Lock) -> Result<Option<Vec<String>>> 
         ctx.store.root(),
         &scratch,
         berth_runtime::observe::timeout(),
+        ctx.sandboxing(),
     )
     .into_iter()
     .map(|target| {

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context as _, Result};
 use berth_lockfile_schema::governance::ToolsRule;
 use berth_lockfile_schema::{Lock, LockedTools, Sha256Hash, TOOLS_ENTRY_NAME, ToolsTrust};
-use berth_runtime::observe::{Target, TargetKind, observe, targets};
+use berth_runtime::observe::{NO_SANDBOX, Target, TargetKind, observe, targets};
 use berth_runtime::review::MANIFEST_FILE;
 use berth_runtime::{BuildOptions, build_plugin_set};
 use serde_json::Value;
@@ -116,6 +116,7 @@ pub fn observe_lock(
         &store_root,
         scratch.path(),
         berth_runtime::observe::timeout(),
+        ctx.sandboxing(),
     ) {
         let previous = lock
             .tools
@@ -446,7 +447,8 @@ pub fn recorded(ctx: &Context, previous: Option<&Lock>, lock: &Lock) -> Result<O
     }))
 }
 
-/// One status line or warning per server observed now.
+/// One status line or warning per server observed now; the servers not started because
+/// no sandbox can be made here are named in `-v` detail and warned about once.
 pub fn report(ctx: &Context, made: &[Observed]) {
     for observed in made {
         let r = &observed.record;
@@ -460,7 +462,7 @@ pub fn report(ctx: &Context, made: &[Observed]) {
                     summary(manifest)
                 ),
             ),
-            (None, Some(why)) if observed.unpinned => ctx.printer.detail(
+            (None, Some(why)) if observed.unpinned || why == NO_SANDBOX => ctx.printer.detail(
                 "Unobserved",
                 &format!("MCP server `{}` of `{}`: {why}", r.server, r.plugin),
             ),
@@ -473,4 +475,26 @@ pub fn report(ctx: &Context, made: &[Observed]) {
             (None, None) => {}
         }
     }
+    say_no_sandbox(ctx, made);
+}
+
+/// Once per run: how many servers were not started because no sandbox can be made here,
+/// why, and how to make one (or to start them anyway).
+fn say_no_sandbox(ctx: &Context, made: &[Observed]) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let unstarted: Vec<&Observed> = made
+        .iter()
+        .filter(|o| o.manifest.is_none() && o.record.unobserved.as_deref() == Some(NO_SANDBOX))
+        .collect();
+    let once = |_: &&&Observed| !SAID.swap(true, std::sync::atomic::Ordering::Relaxed);
+    let Some(first) = unstarted.first().filter(once) else {
+        return;
+    };
+    let n = unstarted.len();
+    ctx.printer.warn(&format!(
+        "{n} MCP server{} not started, so not observed: {}; or pass `--observe-unsandboxed` to start {} as you, only for plugins you trust",
+        if n == 1 { " was" } else { "s were" },
+        first.said.as_deref().unwrap_or(NO_SANDBOX),
+        if n == 1 { "it" } else { "them" },
+    ));
 }

@@ -3,12 +3,16 @@
 //! turn into a prompt injection without a file of the plugin changing.
 //!
 //! Observing runs the server's code, so callers observe only servers whose plugin the
-//! policy and the approvals already let run. The server runs with its pinned command (a
+//! policy and the approvals already let run, and it runs in the sandbox (`crate::sandbox`:
+//! its own store entries and the host's runtime read-only, nothing else of the host, no
+//! network, bounded resources, the whole PID namespace killed at the end), or not at all
+//! where no sandbox can be made ([`ObserveError::NoSandbox`]) unless the person locking
+//! asked for [`Sandboxing::Unsandboxed`]. The server runs with its pinned command (a
 //! program in its plugin's store entry, or a locked package's closure), in a scratch
-//! folder, with a minimal environment: `PATH`, `HOME` (the scratch folder), `LANG`, and
-//! each variable it declares set to a placeholder; no proxy variables; without network
-//! where user namespaces allow (`unshare -rn`); for a bounded time. The answers become a
-//! canonical JSON document whose SHA-256 the lock records.
+//! folder, with a minimal environment: `PATH`, `HOME` and `TMPDIR` (the scratch folder),
+//! `LANG`, and each variable it declares set to a placeholder; no proxy variables; for a
+//! bounded time, its output bounded. The answers become a canonical JSON document whose
+//! SHA-256 the lock records.
 
 mod session;
 
@@ -17,6 +21,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::sandbox::{HOW_TO_ENABLE, Sandboxing, Spawn};
 use crate::set::PluginSet;
 pub use session::{Answers, Exchange, PROTOCOL_VERSION, ask};
 
@@ -47,36 +52,32 @@ pub struct Launch {
     /// Its scratch folder, also its `HOME`.
     pub cwd: PathBuf,
     pub timeout: Duration,
-    /// Run it without network (a new network namespace) when the machine allows.
-    pub isolate_network: bool,
+    /// In the sandbox (or not at all), or as the user (`--observe-unsandboxed`).
+    pub sandbox: Sandboxing,
+    /// The store's root: the sandbox shows the entries under it the command line names.
+    pub store_root: PathBuf,
 }
 
 impl Launch {
-    /// The program and arguments to spawn: through `unshare -rn` when isolating and the
-    /// machine allows user namespaces.
-    fn command_line(&self) -> (String, Vec<String>) {
-        if self.isolate_network && network_namespaces_work() {
-            let mut args = vec!["-rn".to_owned(), "--".to_owned(), self.program.clone()];
-            args.extend(self.args.iter().cloned());
-            return ("unshare".to_owned(), args);
+    /// What the sandbox starts.
+    fn spawn(&self) -> Spawn<'_> {
+        Spawn {
+            program: &self.program,
+            args: &self.args,
+            env: &self.env,
+            scratch: &self.cwd,
+            store_root: &self.store_root,
+            timeout: self.timeout,
         }
-        (self.program.clone(), self.args.clone())
     }
 }
 
-/// Whether `unshare -rn` works here (asked once per process).
-fn network_namespaces_work() -> bool {
-    static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *WORKS.get_or_init(|| {
-        std::process::Command::new("unshare")
-            .args(["-rn", "true"])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
-}
+/// The reason the lock records for a server not observed because no sandbox can be made
+/// here (see [`ObserveError::NoSandbox`]).
+pub const NO_SANDBOX: &str = "no sandbox here";
+
+/// The largest manifest kept: a server whose answers make a longer one is refused.
+pub const MAX_MANIFEST_BYTES: usize = 16 << 20;
 
 /// Why a server could not be observed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -89,6 +90,9 @@ pub enum ObserveError {
     Exited { stderr: String },
     #[error("{0}")]
     Protocol(String),
+    /// No sandbox can be made here, so it was not started.
+    #[error("{NO_SANDBOX}: {why}; to observe in a sandbox, {HOW_TO_ENABLE}")]
+    NoSandbox { why: String },
 }
 
 impl ObserveError {
@@ -103,6 +107,7 @@ impl ObserveError {
             }
             Self::Exited { .. } => "it exited before answering".to_owned(),
             Self::Protocol(message) => message.clone(),
+            Self::NoSandbox { .. } => NO_SANDBOX.to_owned(),
         }
     }
 
@@ -128,14 +133,27 @@ fn tail(stderr: &str) -> String {
     }
 }
 
-/// Runs the server and returns its canonical manifest (see [`manifest_of`]).
+/// Runs the server (in the sandbox, unless the launch says otherwise) and returns its
+/// canonical manifest (see [`manifest_of`]), at most [`MAX_MANIFEST_BYTES`] long.
 pub fn observe(launch: &Launch) -> Result<Value, ObserveError> {
     std::fs::create_dir_all(&launch.cwd).map_err(|e| ObserveError::Start {
         program: launch.program.clone(),
         error: format!("could not make its scratch folder: {e}"),
     })?;
     let answers = session::converse(launch)?;
-    Ok(manifest_of(&answers))
+    bounded(manifest_of(&answers))
+}
+
+/// `manifest`, unless it is longer than [`MAX_MANIFEST_BYTES`] (pages of a list are
+/// bounded in number, not in size).
+fn bounded(manifest: Value) -> Result<Value, ObserveError> {
+    if manifest.to_string().len() > MAX_MANIFEST_BYTES {
+        return Err(ObserveError::Protocol(format!(
+            "what it offers is longer than {} MiB",
+            MAX_MANIFEST_BYTES >> 20
+        )));
+    }
+    Ok(manifest)
 }
 
 /// The canonical document of what a server offers: its protocol version, `serverInfo`,
@@ -196,14 +214,15 @@ pub enum TargetKind {
 }
 
 /// Every MCP server of `set`, each with how it would be observed: scratch folders under
-/// `scratch`, at most `timeout` each. A stdio server's code is pinned when its program or
-/// one of its arguments is a path in the store (`store_root`): a program of its plugin, or
-/// a locked package the set starts from the store.
+/// `scratch`, at most `timeout` each, started as `sandbox` says. A stdio server's code is
+/// pinned when its program or one of its arguments is a path in the store (`store_root`):
+/// a program of its plugin, or a locked package the set starts from the store.
 pub fn targets(
     set: &PluginSet,
     store_root: &Path,
     scratch: &Path,
     timeout: Duration,
+    sandbox: Sandboxing,
 ) -> Vec<Target> {
     let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".to_owned());
     set.mcp_servers
@@ -233,7 +252,8 @@ pub fn targets(
                             env,
                             cwd,
                             timeout,
-                            isolate_network: true,
+                            sandbox,
+                            store_root: store_root.to_owned(),
                         })
                     } else {
                         TargetKind::Unpinned {
@@ -291,7 +311,8 @@ pub fn recheck(
             .map_or(0, |d| d.as_nanos())
     ));
     let mut problems = Vec::new();
-    for target in targets(set, store.root(), &scratch, timeout) {
+    // A server asks no one: only the sandbox may start it.
+    for target in targets(set, store.root(), &scratch, timeout, Sandboxing::Required) {
         let name = format!(
             "MCP server `{}` of plugin `{}`",
             target.server, target.plugin
@@ -335,3 +356,6 @@ pub fn recheck(
     let _ = std::fs::remove_dir_all(&scratch);
     problems
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,22 +1,44 @@
 //! One conversation with a stdio MCP server: `initialize`, then each list its
-//! capabilities offer (paginated), then the server is stopped. Messages are JSON-RPC 2.0,
-//! one per line, as the MCP stdio transport has them.
+//! capabilities offer (paginated), then the server is stopped with everything it started.
+//! Messages are JSON-RPC 2.0, one per line, as the MCP stdio transport has them. What a
+//! server writes is bounded: a line, all of its output, and the part of its stderr kept.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::process::ChildStdin;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, kill_process_group};
 use serde_json::{Value, json};
 
 use super::{Launch, ObserveError};
+use crate::sandbox::{self, Running, SandboxError};
 
 /// The MCP revision berth asks for; a server answers with the one it speaks.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
 
 /// At most this many pages of one list: a server that keeps sending cursors is refused.
 const MAX_PAGES: usize = 100;
+
+/// The longest line a server may write to stdout: a longer one is a protocol error, and
+/// no more of it is read.
+pub const MAX_LINE_BYTES: usize = 8 << 20;
+
+/// The most a server may write to stdout in one conversation.
+pub const MAX_OUTPUT_BYTES: usize = 64 << 20;
+
+/// How much of the end of what a server writes to stderr is kept, to say why it failed.
+const STDERR_TAIL_BYTES: usize = 4096;
+
+/// What the reader of a server's stdout passes on.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Output {
+    Line(String),
+    /// A line passed [`MAX_LINE_BYTES`]; nothing more is read.
+    TooLong,
+    /// The output passed [`MAX_OUTPUT_BYTES`]; nothing more is read.
+    TooMuch,
+}
 
 /// What the server answered, each list as it sent it (pages joined).
 #[derive(Debug, Default)]
@@ -30,10 +52,10 @@ pub struct Answers {
 
 /// A running server and the lines it writes.
 struct Session {
-    child: Child,
+    running: Running,
     stdin: ChildStdin,
-    lines: Receiver<String>,
-    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    lines: Receiver<Output>,
+    stderr: Arc<Mutex<Vec<u8>>>,
     deadline: Instant,
     next_id: u64,
 }
@@ -131,35 +153,14 @@ impl Exchange for Session {
 
 impl Session {
     fn start(launch: &Launch) -> Result<Self, ObserveError> {
-        use std::os::unix::process::CommandExt;
-        let (program, args) = launch.command_line();
-        let mut child = Command::new(&program)
-            .args(&args)
-            .current_dir(&launch.cwd)
-            .env_clear()
-            .envs(launch.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .map_err(|e| ObserveError::Start {
-                program: program.clone(),
-                error: e.to_string(),
-            })?;
-        let stdin = child.stdin.take().expect("stdin is piped");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut stderr_pipe = child.stderr.take().expect("stderr is piped");
+        let mut running = sandbox::spawn(&launch.spawn(), launch.sandbox).map_err(|e| match e {
+            SandboxError::Unavailable { why } => ObserveError::NoSandbox { why },
+            SandboxError::Start { program, error } => ObserveError::Start { program, error },
+        })?;
+        let (stdin, stdout, mut stderr_pipe) = running.pipes();
         let (send, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        std::thread::spawn(move || read_lines(stdout, &send));
+        let stderr = Arc::new(Mutex::new(Vec::new()));
         let sink = stderr.clone();
         std::thread::spawn(move || {
             let mut buffer = [0u8; 4096];
@@ -167,17 +168,12 @@ impl Session {
                 if n == 0 {
                     break;
                 }
-                let mut text = sink
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                // Only the start is kept: enough to say why a server failed.
-                if text.len() < 4096 {
-                    text.push_str(&String::from_utf8_lossy(&buffer[..n]));
-                }
+                let mut tail = berth_store::unpoisoned(sink.lock());
+                keep_tail(&mut tail, &buffer[..n]);
             }
         });
         Ok(Self {
-            child,
+            running,
             stdin,
             lines,
             stderr,
@@ -231,7 +227,15 @@ impl Session {
     fn next_line(&mut self, method: &str) -> Result<String, ObserveError> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         match self.lines.recv_timeout(left.max(Duration::from_millis(1))) {
-            Ok(line) => Ok(line),
+            Ok(Output::Line(line)) => Ok(line),
+            Ok(Output::TooLong) => Err(ObserveError::Protocol(format!(
+                "it wrote a line longer than {} MiB",
+                MAX_LINE_BYTES >> 20
+            ))),
+            Ok(Output::TooMuch) => Err(ObserveError::Protocol(format!(
+                "it wrote more than {} MiB",
+                MAX_OUTPUT_BYTES >> 20
+            ))),
             Err(RecvTimeoutError::Timeout) => Err(ObserveError::Timeout {
                 waiting_for: method.to_owned(),
                 stderr: String::new(),
@@ -243,16 +247,58 @@ impl Session {
     }
 
     fn stderr(&self) -> String {
-        self.stderr
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        let tail = berth_store::unpoisoned(self.stderr.lock());
+        String::from_utf8_lossy(&tail[tail.len().saturating_sub(STDERR_TAIL_BYTES)..]).into_owned()
     }
 
     /// Ends the server and whatever it started.
     fn stop(&mut self) {
-        let pid = Pid::from_child(&self.child);
-        let _ = kill_process_group(pid, Signal::KILL);
-        let _ = self.child.wait();
+        self.running.stop();
+    }
+}
+
+/// Reads `stdout` line by line into `send`, within [`MAX_LINE_BYTES`] a line and
+/// [`MAX_OUTPUT_BYTES`] in all: past either it says so and stops reading, so an endless
+/// line costs at most one line's memory. Lines are taken as UTF-8, lossily.
+pub(super) fn read_lines(stdout: impl Read, send: &Sender<Output>) {
+    let mut reader = BufReader::with_capacity(64 << 10, stdout);
+    let mut line: Vec<u8> = Vec::new();
+    let mut total = 0usize;
+    loop {
+        let buffer = match reader.fill_buf() {
+            Ok([]) | Err(_) => return,
+            Ok(buffer) => buffer,
+        };
+        let end = buffer.iter().position(|b| *b == b'\n');
+        let taken = end.map_or(buffer.len(), |i| i + 1);
+        total += taken;
+        let too = if line.len() + end.unwrap_or(buffer.len()) > MAX_LINE_BYTES {
+            Some(Output::TooLong)
+        } else if total > MAX_OUTPUT_BYTES {
+            Some(Output::TooMuch)
+        } else {
+            None
+        };
+        if let Some(too) = too {
+            let _ = send.send(too);
+            return;
+        }
+        line.extend_from_slice(&buffer[..end.unwrap_or(buffer.len())]);
+        reader.consume(taken);
+        if end.is_some() {
+            let text = String::from_utf8_lossy(&line).into_owned();
+            line.clear();
+            if send.send(Output::Line(text)).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Appends `more` to `tail`, keeping about the last [`STDERR_TAIL_BYTES`].
+pub(super) fn keep_tail(tail: &mut Vec<u8>, more: &[u8]) {
+    tail.extend_from_slice(more);
+    if tail.len() > 2 * STDERR_TAIL_BYTES {
+        tail.drain(..tail.len() - STDERR_TAIL_BYTES);
     }
 }

@@ -100,6 +100,45 @@ pub fn kill_at_step(cmd: &mut Command, step: &str) -> String {
     panic!("berth ended ({status}) without reaching fault step `{step}`:\n{seen}");
 }
 
+/// The processes of this machine whose command line holds every one of `words` (read from
+/// `/proc/*/cmdline`; a zombie's is empty): what a test looks for to show that a program it
+/// had berth start is gone.
+pub fn processes_mentioning(words: &[&str]) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| {
+            let line = std::fs::read(e.path().join("cmdline")).ok()?;
+            let line = String::from_utf8_lossy(&line).replace('\0', " ");
+            words
+                .iter()
+                .all(|w| line.contains(w))
+                .then(|| format!("{}: {}", e.file_name().to_string_lossy(), line.trim()))
+        })
+        .collect()
+}
+
+/// Waits up to `seconds` for [`processes_mentioning`] `words` to find none; returns what
+/// it still finds then.
+pub fn processes_left(words: &[&str], seconds: u64) -> Vec<String> {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    loop {
+        let left = processes_mentioning(words);
+        if left.is_empty() || std::time::Instant::now() > until {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Every regular file under `dir` (symlinks are not followed), appended to `out`.
 pub fn all_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
