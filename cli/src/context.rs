@@ -7,7 +7,7 @@ use anyhow::{Context as _, Result, bail};
 use berth_lockfile_schema::release_age::{self, Timestamp};
 use berth_lockfile_schema::{Lock, LockError, Manifest, parse_lock, parse_manifest};
 use berth_resolver::{DEFAULT_GITHUB_URL, Network, ReleaseAge, Settings};
-use berth_runtime::sandbox::Sandboxing;
+use berth_review::sandbox::Sandboxing;
 use berth_store::Store;
 use berth_transport::extract::ArchiveLimits;
 use berth_transport::registries;

@@ -7,10 +7,8 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result};
 use berth_lockfile_schema::Lock;
 use berth_lockfile_schema::governance::{Approvals, Canon, Policy, parse_approvals};
+use berth_review::{Checked, UnderReview, Violation, check_plugins, remember_clean, scanned_clean};
 use berth_runtime::PluginSet;
-use berth_runtime::review::{
-    Checked, UnderReview, Violation, check_plugins, remember_clean, scanned_clean,
-};
 
 use berth_resolver::{Network, Settings};
 
@@ -172,7 +170,7 @@ impl Context {
         scans: &[bool],
         set: Option<&PluginSet>,
     ) -> Result<Checked> {
-        let tools = berth_runtime::review::load_manifests(&self.store, &lock.tools);
+        let tools = berth_review::load_manifests(&self.store, &lock.tools);
         let plugins: Vec<UnderReview<'_>> = lock
             .plugins
             .iter()

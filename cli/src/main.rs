@@ -1,5 +1,19 @@
 //! The `berth` command line: parses arguments, runs one command, maps the outcome to an
 //! exit status (0 success, 1 failure, 2 usage).
+//!
+//! # Where things are
+//!
+//! Clap arguments, one module per command, the printer, exit codes, the project's policy
+//! and approvals and the gate each command passes (`governance.rs`), signing approvals with
+//! `ssh-keygen` (`commands/approve/ssh.rs`), `[sources] require_signed` checked on the
+//! objects the resolver reads (`signed_sources.rs`, called by `admit`, `lock --check` and
+//! `verify`), observing a lock's MCP servers, `jobs` at a time, and keeping their manifests
+//! in the store (`tools/`, asking again in `tools/check.rs`; remote ones through the server
+//! crate's `mcp_remote.rs`, which `berth serve` also asks them again with), usage errors
+//! that point the way (`usage.rs`), docs/commands.md's generated reference (`reference.rs`,
+//! a test).
+//!
+//! It uses everything; it must not hold logic another front end would need.
 
 mod args;
 mod commands;
@@ -15,7 +29,7 @@ mod usage;
 
 use std::process::ExitCode;
 
-use berth_runtime::sandbox;
+use berth_review::sandbox;
 use clap::Parser;
 
 use crate::args::{

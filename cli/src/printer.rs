@@ -7,7 +7,7 @@
 use std::io::{IsTerminal, Write};
 
 use berth_resolver::{Reporter, Task};
-use berth_runtime::review::{escape_for_display, escape_json};
+use berth_review::{escape_for_display, escape_json};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How much to say on stderr.

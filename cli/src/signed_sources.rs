@@ -7,7 +7,7 @@ use anyhow::Result;
 use berth_lockfile_schema::governance::Policy;
 use berth_lockfile_schema::{Lock, Manifest};
 use berth_resolver::{GitObjects, Network, ObjectsFrom};
-use berth_runtime::review::{SignedObjects, unsigned_source};
+use berth_review::{SignedObjects, unsigned_source};
 
 use crate::context::{Context, Failure};
 

@@ -5,6 +5,15 @@
 //!
 //! It reads; it never fetches, writes a lock or runs anything. A lock governed by a policy
 //! file is left to the binary (see [`plugin_set`]).
+//!
+//! # Where things are
+//!
+//! The extension `berth._native` (PyO3, the stable ABI of CPython 3.10): a lock's plugin
+//! set built in the calling Python process and handed over as Python objects, for
+//! `berth.openhands`.
+//!
+//! It uses schema, store, runtime; it must not fetch, write, run anything, or enforce a
+//! policy (a lock with a policy file beside it is left to the binary).
 
 use std::path::{Path, PathBuf};
 
@@ -25,7 +34,7 @@ use serde_json::Value;
 /// Returns `None` when a policy file (`berth-policy.toml`) sits next to the lock: the
 /// binary enforces it (its `extends` may name URLs, which only the resolver fetches), so
 /// the caller runs the binary instead; and when a plugin's store entry was never scanned
-/// clean, which the binary scans (and refuses, or remembers) under berth's defaults. Raises `RuntimeError` with the binary's message for
+/// clean, which the binary scans (and refuses, or remembers) under berth's defaults. Raises `PluginError` with the binary's message for
 /// a missing or invalid lock and for a plugin missing from the store or changed in it.
 #[pyfunction]
 #[pyo3(signature = (lockfile, store=None))]
@@ -76,7 +85,7 @@ fn build(lockfile: &Path, store: Option<PathBuf>) -> Result<Option<Value>, Strin
     if set
         .plugins
         .iter()
-        .any(|p| !berth_runtime::review::scanned_clean(&store, &p.locked))
+        .any(|p| !berth_review::scanned_clean(&store, &p.locked))
     {
         return Ok(None);
     }

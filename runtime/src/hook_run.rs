@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::hooks::{matches, pascal_case};
 use crate::process::run_command;
 use crate::set::PluginSet;
+use berth_plugin::hooks::{matches, pascal_case};
 
 /// Environment variables never passed to hooks: credentials of the agent and of berth.
 const SCRUBBED_ENV: [&str; 8] = [
@@ -159,7 +159,7 @@ struct Verdict {
 /// `result`; its verdict when it ran to the end in the foreground (a prompt or agent hook
 /// is skipped, an async one only started).
 fn run_one(
-    hook: &crate::hooks::HookDefinition,
+    hook: &berth_plugin::hooks::HookDefinition,
     plugin_root: &str,
     event: &HookEvent,
     payload: &str,
@@ -259,7 +259,7 @@ fn verdict_of(out: &crate::process::CommandOutcome) -> Verdict {
 fn value_text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
-        other => crate::pystr::py_str(other),
+        other => berth_plugin::pystr::py_str(other),
     }
 }
 

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use berth_lockfile_schema::LockedPlugin;
 use berth_store::EntryTree;
 
-use crate::components::{Components, load_components};
-use crate::error::RuntimeError;
-use crate::manifest::PluginManifest;
-use crate::model::{PluginModel, Reader};
-use crate::root::PluginRoot;
+use berth_plugin::components::{Components, load_components};
+use berth_plugin::error::PluginError;
+use berth_plugin::manifest::PluginManifest;
+use berth_plugin::model::{PluginModel, Reader};
+use berth_plugin::root::PluginRoot;
 
 /// At most this many threads read plugins (the reads are small files: past a few threads
 /// the kernel's path lookups, not the waiting, are the cost).
@@ -48,7 +48,7 @@ pub(crate) fn load_all(
     jobs: &[Job<'_>],
     keep_models: bool,
     cancelled: &(dyn Fn() -> bool + Sync),
-) -> Vec<Result<Loaded, RuntimeError>> {
+) -> Vec<Result<Loaded, PluginError>> {
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
         .min(MAX_THREADS)
@@ -60,7 +60,7 @@ pub(crate) fn load_all(
             .collect();
     }
     let next = AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<Loaded, RuntimeError>>> =
+    let mut results: Vec<Option<Result<Loaded, PluginError>>> =
         std::iter::repeat_with(|| None).take(jobs.len()).collect();
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
@@ -88,7 +88,7 @@ pub(crate) fn load_all(
     });
     results
         .into_iter()
-        .map(|r| r.unwrap_or(Err(RuntimeError::Cancelled)))
+        .map(|r| r.unwrap_or(Err(PluginError::Cancelled)))
         .collect()
 }
 
@@ -98,10 +98,10 @@ fn load(
     job: &Job<'_>,
     keep_model: bool,
     cancelled: &(dyn Fn() -> bool + Sync),
-) -> Result<Loaded, RuntimeError> {
+) -> Result<Loaded, PluginError> {
     let go_on = || {
         if cancelled() {
-            Err(RuntimeError::Cancelled)
+            Err(PluginError::Cancelled)
         } else {
             Ok(())
         }
@@ -120,7 +120,11 @@ fn load(
         // A marketplace's standalone skill: its folder is one skill (the SDK's
         // `_load_skill_from_dir`), nothing else.
         Components {
-            skills: crate::skills::load_skill_paths(&mut reader, &[".".to_owned()], &mut warnings)?,
+            skills: berth_plugin::skills::load_skill_paths(
+                &mut reader,
+                &[".".to_owned()],
+                &mut warnings,
+            )?,
             ..Components::default()
         }
     } else {

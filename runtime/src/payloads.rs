@@ -11,9 +11,9 @@ use berth_lockfile_schema::{Lock, LockedPayload};
 use berth_store::Store;
 
 use crate::agent_env::{UV_VERSION, build_env, build_locked, digest_key, is_ready};
-use crate::error::RuntimeError;
-use crate::hooks::HookMatcher;
-use crate::mcp::McpServer;
+use berth_plugin::error::PluginError;
+use berth_plugin::hooks::HookMatcher;
+use berth_plugin::mcp::McpServer;
 
 /// The locked payload a runner line of `plugin` runs (an MCP server named `server`, or a
 /// hook of event `server`), with the line's own arguments, if the line still asks for what
@@ -44,10 +44,10 @@ fn pinned_command(
     store: &Store,
     payload: &LockedPayload,
     args: Vec<String>,
-) -> Result<(String, Vec<String>), RuntimeError> {
+) -> Result<(String, Vec<String>), PluginError> {
     let name = payload.entry_name();
     let Some(entry) = store.checked_lookup(&payload.hash, &name)? else {
-        return Err(RuntimeError::NotSynced {
+        return Err(PluginError::NotSynced {
             plugin: format!("{}`'s package `{}", payload.plugin, payload.package),
             path: store.entry_path(&payload.hash, &name),
         });
@@ -89,7 +89,7 @@ pub(crate) fn rewrite(
     servers: &mut [(String, McpServer, String)],
     hooks: &mut [(&'static str, Vec<(HookMatcher, String)>)],
     lsp_servers: &mut [(String, serde_json::Value, String)],
-) -> Result<(), RuntimeError> {
+) -> Result<(), PluginError> {
     if lock.payloads.is_empty() {
         return Ok(());
     }
@@ -159,7 +159,7 @@ fn payload_env(
     store: &Store,
     payload: &LockedPayload,
     entry: &Path,
-) -> Result<PathBuf, RuntimeError> {
+) -> Result<PathBuf, PluginError> {
     let python_version = payload.python_version.as_deref().unwrap_or_default();
     let key = digest_key(&[
         "berth-payload-env-v1".to_owned(),
@@ -171,7 +171,7 @@ fn payload_env(
     if is_ready(&path) {
         return Ok(path);
     }
-    let fail = |e: crate::agent_env::AgentEnvError| RuntimeError::Invalid {
+    let fail = |e: crate::agent_env::AgentEnvError| PluginError::Invalid {
         plugin: payload.plugin.clone(),
         file: format!(
             "the environment of `{}` {}",

@@ -1,16 +1,28 @@
-//! The runtime builds plugin sets from the lock and the store alone, so it must not even
-//! link a network crate.
+//! The runtime builds plugin sets from the lock and the store alone, so neither it nor the
+//! reader below it nor the review and the harness targets above it may even link a network
+//! crate.
 
 use std::process::Command;
 
 #[test]
 fn runtime_links_no_network_crate() {
+    for krate in [
+        "berth-plugin",
+        "berth-runtime",
+        "berth-review",
+        "berth-harness",
+    ] {
+        links_no_network_crate(krate);
+    }
+}
+
+fn links_no_network_crate(krate: &str) {
     let out = Command::new(env!("CARGO"))
         .args([
             "tree",
             "--offline",
             "-p",
-            "berth-runtime",
+            krate,
             "-e",
             "normal",
             "--prefix",
@@ -37,7 +49,7 @@ fn runtime_links_no_network_crate() {
             .collect();
         assert!(
             found.is_empty(),
-            "berth-runtime depends on {forbidden}: {found:?}"
+            "{krate} depends on {forbidden}: {found:?}"
         );
     }
 }

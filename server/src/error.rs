@@ -3,8 +3,8 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use berth_plugin::PluginError;
 use berth_resolver::{EntryError, ErrorKind};
-use berth_runtime::RuntimeError;
 use serde::Serialize;
 
 use crate::refused::{Refused, TooLarge};
@@ -191,16 +191,16 @@ impl AppError {
     }
 
     /// A failure to build the plugin set from the store.
-    pub fn from_runtime(error: &RuntimeError) -> Self {
+    pub fn from_runtime(error: &PluginError) -> Self {
         match error {
-            RuntimeError::NotSynced { plugin, .. } => Self::new(
+            PluginError::NotSynced { plugin, .. } => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "not_in_store",
                 format!(
                     "plugin `{plugin}` is not in the store and the server may not fetch it now"
                 ),
             ),
-            RuntimeError::Store(berth_store::StoreError::Tampered { name, .. }) => {
+            PluginError::Store(berth_store::StoreError::Tampered { name, .. }) => {
                 // The entry's path is the server's business: logged, not answered.
                 tracing::error!("{error}");
                 Self::new(
@@ -211,8 +211,8 @@ impl AppError {
                     ),
                 )
             }
-            RuntimeError::Io(e) => Self::from_own_files(e),
-            RuntimeError::Cancelled => Self::new(
+            PluginError::Io(e) => Self::from_own_files(e),
+            PluginError::Cancelled => Self::new(
                 StatusCode::GATEWAY_TIMEOUT,
                 "upstream_timeout",
                 "the request's deadline passed, or the server is shutting down, before the plugin set was built",
@@ -287,8 +287,8 @@ fn wrapped_io<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::i
     if let Some(nar) = e.downcast_ref::<NarError>() {
         return of_nar(nar);
     }
-    match e.downcast_ref::<RuntimeError>() {
-        Some(RuntimeError::Io(io)) => Some(io),
+    match e.downcast_ref::<PluginError>() {
+        Some(PluginError::Io(io)) => Some(io),
         _ => None,
     }
 }
@@ -316,7 +316,7 @@ impl IntoResponse for AppError {
 
 #[cfg(test)]
 mod tests {
-    use super::{AppError, EntryError, RuntimeError};
+    use super::{AppError, EntryError, PluginError};
     use berth_resolver::ResolveError;
 
     fn status_of(error: ResolveError) -> u16 {
@@ -379,7 +379,7 @@ mod tests {
             status_of(ResolveError::Io(Error::from(ErrorKind::PermissionDenied))),
             500
         );
-        let runtime = RuntimeError::Io(full());
+        let runtime = PluginError::Io(full());
         assert_eq!(AppError::from_runtime(&runtime).status.as_u16(), 507);
         assert_eq!(
             AppError::from_runtime(&runtime).code,

@@ -6,6 +6,28 @@
 //! threads. Plugin sets are the runtime's bytes, the same `berth plugins show --json`
 //! prints. The server never expands environment variables from client input, and never
 //! fetches when started with `--offline`.
+//!
+//! # Where things are
+//!
+//! `app(state) -> Router` (`router.rs`), serving connections with hyper under the header,
+//! body and idle time-outs and the connection cap (`connections.rs`: a watchdog per
+//! connection), the state and restore (`state.rs`), the start of a conversation
+//! (`start.rs`), a plugin loaded into one mid-conversation (`load_plugin.rs`), what a lock
+//! must pass (`lock_check.rs`: limits and sources when it arrives, the `--policy` when its
+//! set is first built, and under `tools = "pinned"` each MCP server asked again),
+//! `[sources] require_signed` on the objects the resolver reads from the server's git
+//! cache, each passing commit remembered for the process (`signed_sources.rs`, called where
+//! the set is first built), asking a remote MCP server what it offers under the source
+//! policy's address checks (`mcp_remote.rs`), conversations in a folder or a bucket
+//! (`conversations/`; `record.rs` binds `meta.json` to its lock's digest and, with
+//! `--record-key`, authenticates it with an HMAC), why a conversation's objects were
+//! refused or not written (`refused.rs`), the fleet's readiness and draining (`fleet.rs`;
+//! `readiness.rs` the fixed reasons and the probe reused for 2 s), metrics (`metrics.rs`)
+//! counted from the resolver's typed events (`report.rs`), request ids (`request_id.rs`),
+//! errors (`error.rs`), the source policy (`policy.rs`), gc roots (`roots.rs`).
+//!
+//! It uses everything below but the CLI; it must not build plugin sets its own way, or
+//! expand anything from a client's input.
 
 mod api;
 mod connections;

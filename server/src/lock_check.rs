@@ -81,9 +81,7 @@ pub(crate) fn check_run_policy(
     fetch: &std::sync::Arc<berth_transport::policy::FetchPolicy>,
     set: &berth_runtime::PluginSet,
 ) -> Result<(), AppError> {
-    use berth_runtime::review::{
-        UnderReview, check_plugins, load_manifests, remember_clean, scanned_clean,
-    };
+    use berth_review::{UnderReview, check_plugins, load_manifests, remember_clean, scanned_clean};
     let tools = load_manifests(store, &set.tools);
     let plugins: Vec<UnderReview<'_>> = set
         .plugins
@@ -109,10 +107,10 @@ pub(crate) fn check_run_policy(
         let ask = |url: &str, headers: &[(String, String)]| {
             crate::mcp_remote::observe(url, headers, run.tools_env, Some(fetch))
         };
-        let problems = berth_runtime::observe::recheck(
+        let problems = berth_review::observe::recheck(
             set,
             store,
-            berth_runtime::observe::timeout(),
+            berth_review::observe::timeout(),
             Some(&ask),
         );
         if !problems.is_empty() {

@@ -3,7 +3,7 @@
 //! policy's `tools = "pinned"` asks again at each conversation start. The HTTP transport
 //! is the transport crate's; what is asked is the runtime's, as for a stdio server.
 
-use berth_runtime::observe::{Exchange, ObserveError, ask, manifest_of};
+use berth_review::observe::{Exchange, ObserveError, ask, manifest_of};
 use std::sync::Arc;
 
 use berth_transport::mcp_http::McpHttp;
@@ -28,7 +28,7 @@ pub fn observe(
             (true, false) => None,
         })
         .collect();
-    let timeout = berth_runtime::observe::timeout();
+    let timeout = berth_review::observe::timeout();
     let http = match guard {
         Some(policy) => McpHttp::guarded(url, headers, timeout, policy)?,
         None => McpHttp::new(url, headers, timeout)?,

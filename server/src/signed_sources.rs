@@ -17,7 +17,7 @@ use axum::http::StatusCode;
 use berth_lockfile_schema::governance::Policy;
 use berth_lockfile_schema::{Lock, LockedPlugin, Pin};
 use berth_resolver::{EntryError, GitObjects, ObjectsFrom, ResolveError, Settings};
-use berth_runtime::review::{SignedObjects, unsigned_source};
+use berth_review::{SignedObjects, unsigned_source};
 use berth_store::{Store, unpoisoned};
 
 use crate::error::AppError;

@@ -351,7 +351,7 @@ impl AppState {
             max_skills: Some(config.max_skills),
             cancel: Some(cancel.shared_flag()),
             // Read again by the run policy's review of what the plugins run, if it has one.
-            keep_models: berth_runtime::review::reviews_surfaces(&config.run_policy.policy),
+            keep_models: berth_review::reviews_surfaces(&config.run_policy.policy),
             ..berth_runtime::BuildOptions::default()
         };
         let set = match berth_runtime::build_plugin_set(&config.store, &lock.lock, &options) {
@@ -359,8 +359,8 @@ impl AppState {
             // Missing, or changed after it was added: fetched again from the locked pin
             // (`sync` moves a changed entry aside first).
             Err(
-                berth_runtime::RuntimeError::NotSynced { .. }
-                | berth_runtime::RuntimeError::Store(berth_store::StoreError::Tampered { .. }),
+                berth_plugin::PluginError::NotSynced { .. }
+                | berth_plugin::PluginError::Store(berth_store::StoreError::Tampered { .. }),
             ) if !config.offline => {
                 self.sync(&lock.lock, cancel)
                     .map_err(|e| AppError::from_entries(&e))?;

@@ -4,6 +4,20 @@
 //!
 //! This crate knows nothing of sources or the network: it hashes, stages, verifies, renames
 //! and locks. The resolver fills it; the runtime reads it.
+//!
+//! # Where things are
+//!
+//! NAR serialisation and hashing, the store (`store/`: staging, commit, and the checked
+//! lookups every reader uses in `checked.rs`), stat records (`record/`: the record format
+//! and the walks that make it), verdicts (`store/verdicts.rs`: one line a reader concluded
+//! from an entry's content, `meta-v1/<entry>.verdict`), pin records (`store/pins.rs`: each
+//! pin a caller saw give an entry, `meta-v1/<entry>.pins/<digest>`, the pin an opaque
+//! text), hostile-input NAR unpacking, wheels and agent environments' places, roots, gc and
+//! verify, `flock` locks (on a lock file, or on a folder itself: `materialize`'s DIR),
+//! locking a mutex whose holder panicked (`poison.rs`, for every crate), the test-only
+//! fault hook.
+//!
+//! It uses the schema; it must not know about sources, git or the network.
 
 pub mod fault;
 mod gc;

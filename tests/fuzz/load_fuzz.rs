@@ -274,7 +274,7 @@ fn manifest_value() -> impl Strategy<Value = Value> {
         .prop_map(|(agent_plugins, extra)| {
             let mut m = serde_json::json!({ "name": "fuzzed", "version": "1.0.0" });
             if agent_plugins {
-                m["$schema"] = Value::from(berth_runtime::manifest::AGENT_PLUGINS_SCHEMA);
+                m["$schema"] = Value::from(berth_plugin::manifest::AGENT_PLUGINS_SCHEMA);
             }
             if let Some((key, value)) = extra {
                 m[key] = value;
@@ -438,9 +438,9 @@ proptest! {
 
     #[test]
     fn front_matter_parsing_never_panics(text in prop_oneof![markdown(), ".{0,200}"]) {
-        if let Ok(doc) = berth_runtime::frontmatter::parse(&text) {
+        if let Ok(doc) = berth_plugin::frontmatter::parse(&text) {
             // The body is stripped as Python's `str.strip()` strips it.
-            prop_assert_eq!(berth_runtime::frontmatter::py_strip(&doc.content), doc.content.as_str());
+            prop_assert_eq!(berth_plugin::frontmatter::py_strip(&doc.content), doc.content.as_str());
         }
     }
 }
@@ -473,8 +473,5 @@ fn a_cancelled_build_stops_before_reading_plugins() {
     assert_eq!(set.skills.len(), 1);
     flag.store(true, std::sync::atomic::Ordering::SeqCst);
     let err = build_plugin_set(&store, &lock, &options).expect_err("cancelled");
-    assert!(
-        matches!(err, berth_runtime::RuntimeError::Cancelled),
-        "{err}"
-    );
+    assert!(matches!(err, berth_plugin::PluginError::Cancelled), "{err}");
 }

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use berth_runtime::mcp::McpServer;
+use berth_plugin::mcp::McpServer;
 use common::{TestContext, copy_tree, fixtures};
 use serde_json::{Map, Value, json};
 

@@ -105,7 +105,7 @@ fn run_case(name: &str) -> Result<(), String> {
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
         // One byte over the runtime's limit, sparse: the size is what is checked.
         let file = std::fs::File::create(&path).expect("huge file");
-        file.set_len(berth_runtime::MAX_FILE_BYTES + 1)
+        file.set_len(berth_plugin::MAX_FILE_BYTES + 1)
             .expect("huge file");
     }
     for rel in strings(&case, "fifo") {

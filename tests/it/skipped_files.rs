@@ -1,11 +1,11 @@
 //! `lock` warns about the files the runtime will skip (a symlink that leaves the plugin's
-//! folder, a file over `berth_runtime::MAX_FILE_BYTES`), naming plugin and file, for the
+//! folder, a file over `berth_plugin::MAX_FILE_BYTES`), naming plugin and file, for the
 //! entries it resolves; the lock still succeeds. An unchanged lock warns of nothing and
 //! touches no network.
 
 use crate::common;
 
-use berth_runtime::MAX_FILE_BYTES;
+use berth_plugin::MAX_FILE_BYTES;
 use common::{FileServer, GitHttpServer, Run, TestContext, tar_gz};
 
 const SKILL: &str = "---\nname: ok\ndescription: a skill\n---\nBody.\n";

@@ -16,6 +16,25 @@
 //!
 //! It must not know what a plugin is: the source kinds above it (in `berth-resolver`) turn
 //! these pieces into pins and store entries.
+//!
+//! # Where things are
+//!
+//! The substrate every source uses: a source URL and its credentials (`url.rs`, `auth.rs`),
+//! which npm registry and Python index a package manager's own configuration names and with
+//! which credentials (`registries/`: `npm.rs` the `.npmrc` layers and nerf-dart
+//! credentials, `uv.rs` uv's variables and `uv.toml` files; pure functions of an
+//! environment map and a file reader), the source policy and its DNS resolver
+//! (`policy.rs`), the one HTTP client configuration and what an upstream said, scrubbed
+//! (`http.rs`), Subresource Integrity (`integrity.rs`), object storage (`objects/`: a
+//! folder, S3, read-only http), Nix binary caches and their signatures (`cache/`: `mod.rs`
+//! push and substitute, `io_context.rs` naming the cache in every I/O error, `streams.rs`,
+//! `sign.rs`, `pins.rs` the pins a pusher saw beside its NARs; every read of object storage
+//! bounded by a connect and a first-byte time-out), bounded archive extraction
+//! (`extract/`), following `repo_path` through a tree's links (`tree_path.rs`, generic over
+//! the tree), one JSON-RPC conversation with a remote MCP server over its HTTP transport
+//! (`mcp_http.rs`).
+//!
+//! It uses schema, store; it must not know what a plugin, a manifest or a lock is.
 
 pub mod auth;
 pub mod cache;

@@ -3,6 +3,12 @@
 //! running it without the user's configuration and never downloading an interpreter, and
 //! finding an interpreter. The resolver uses it to resolve the agent package, the runtime
 //! to build its environment offline; neither depends on the other for it.
+//!
+//! # Where things are
+//!
+//! The pinned uv: finding it, running it without user configuration or downloads.
+//!
+//! It uses nothing of berth; it must do nothing but run uv.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

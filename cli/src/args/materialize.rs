@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use berth_runtime::harness::{Harness, TARGETS};
+use berth_harness::{Harness, TARGETS};
 use clap::Args;
 
 use super::ProjectArgs;

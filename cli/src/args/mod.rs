@@ -437,10 +437,10 @@ pub struct HookRunArgs {
 }
 
 fn parse_event(text: &str) -> Result<&'static str, String> {
-    berth_runtime::hooks::event_name(text).ok_or_else(|| {
+    berth_plugin::hooks::event_name(text).ok_or_else(|| {
         format!(
             "unknown event `{text}`; use one of {}",
-            berth_runtime::hooks::EVENTS.join(", ")
+            berth_plugin::hooks::EVENTS.join(", ")
         )
     })
 }

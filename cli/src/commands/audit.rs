@@ -1,7 +1,7 @@
 //! `berth audit`: hidden Unicode in every locked plugin, and the policy, in one report.
 
 use anyhow::{Context as _, Result};
-use berth_runtime::review::{
+use berth_review::{
     Checked, Class, Finding, Place, Severity, escape_for_display, escape_json, finding_line,
 };
 use serde_json::{Value, json};

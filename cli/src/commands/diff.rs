@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Context as _, Result, bail};
 use berth_lockfile_schema::{Lock, LockedPlugin, parse_lock};
 use berth_resolver::{LocalCheck, Network, sync_plugins};
-use berth_runtime::review::{Surface, diff, surface_of};
+use berth_review::{Surface, diff, surface_of};
 
 use crate::args::{DiffArgs, DiffFormat};
 use crate::context::{Context, Failure};
@@ -190,7 +190,7 @@ fn surfaces(ctx: &Context, lock: &Lock, network: Network) -> Result<Vec<(String,
         LocalCheck::TrustStore,
     )
     .map_err(|errors| Failure::from_entries("could not fetch", errors))?;
-    let tools = berth_runtime::review::load_manifests(&ctx.store, &lock.tools);
+    let tools = berth_review::load_manifests(&ctx.store, &lock.tools);
     lock.plugins
         .iter()
         .zip(&synced.entries)

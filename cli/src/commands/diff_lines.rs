@@ -3,7 +3,7 @@
 //! literal a reviewer reads (a command, a path, a name). `diff_report` sets them as text or
 //! markdown and escapes what plugins wrote.
 
-use berth_runtime::review::{Change, HookEntry, McpEntry, SurfaceDiff};
+use berth_review::{Change, HookEntry, McpEntry, SurfaceDiff};
 
 /// One line of a plugin's changes: `+` added, `-` removed, `~` changed; its words, and the
 /// literal parts (commands, paths, names) to set in code.

@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use berth_lockfile_schema::{ArchivePin, GitPin, LockedPayload, LockedPlugin, Pin};
-use berth_runtime::review::{SurfaceDiff, escape_for_display};
+use berth_review::{SurfaceDiff, escape_for_display};
 use serde::Serialize;
 
 use super::diff_lines::lines;

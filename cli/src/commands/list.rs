@@ -185,7 +185,7 @@ fn declared_version(path: &std::path::Path, name: &str) -> Option<String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.to_string()),
     };
-    let manifest = berth_runtime::read_manifest(read, name).ok()?;
+    let manifest = berth_plugin::read_manifest(read, name).ok()?;
     manifest.file.map(|_| manifest.version)
 }
 

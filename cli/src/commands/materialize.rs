@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
-use berth_runtime::harness::{self, Destination, Harness, Plan, TARGETS};
+use berth_harness::{Destination, Harness, Plan, TARGETS};
 use berth_runtime::{BuildOptions, build_plugin_set};
 use berth_store::FileLock;
 
@@ -44,7 +44,7 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
         root: &root,
         project: repo.as_deref(),
     };
-    let plans = harness::materialize(harness, &set, to)?;
+    let plans = berth_harness::materialize(harness, &set, to)?;
     for warning in plans.iter().flat_map(|(_, plan)| &plan.warnings) {
         ctx.printer.warn(warning);
     }
@@ -52,9 +52,9 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
         return check(ctx, args, dir, &root, &plans);
     }
     take_over(ctx, args, dir, &root, &plans)?;
-    let mut total = harness::Applied::default();
+    let mut total = berth_harness::Applied::default();
     for (dir, plan) in &plans {
-        let applied = harness::apply(dir, plan)
+        let applied = berth_harness::apply(dir, plan)
             .with_context(|| format!("could not write `{}`", dir.display()))?;
         total.written.extend(applied.written);
         total.unchanged += applied.unchanged;
@@ -189,7 +189,7 @@ fn take_over(
 ) -> Result<()> {
     let mut found = Vec::new();
     for (dir, plan) in plans {
-        let foreign = harness::foreign(dir, plan)
+        let foreign = berth_harness::foreign(dir, plan)
             .with_context(|| format!("could not write `{}`", dir.display()))?;
         found.extend(foreign.into_iter().map(|f| (dir, f)));
     }
@@ -223,7 +223,7 @@ fn take_over(
             continue;
         }
         moved.push(dir.join(&f.path));
-        let aside = harness::move_aside(dir, &f.path)
+        let aside = berth_harness::move_aside(dir, &f.path)
             .with_context(|| format!("could not move `{}` aside", dir.join(&f.path).display()))?;
         ctx.printer.warn(&format!(
             "moved `{}` ({}) aside to `{}`",
@@ -247,7 +247,7 @@ fn check(
     let shown = dir_given.display();
     let mut drift = Vec::new();
     for (dir, plan) in plans {
-        let found = harness::check(dir, plan)
+        let found = berth_harness::check(dir, plan)
             .with_context(|| format!("could not read `{}`", dir.display()))?;
         // Paths in the harness folder are named relative to it, others in full.
         drift.extend(found.iter().map(|d| {

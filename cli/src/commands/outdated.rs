@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use berth_lockfile_schema::{Lock, LockedPlugin, is_full_commit_id};
 use berth_resolver::{Network, Upgrade};
-use berth_runtime::review::SurfaceDiff;
+use berth_review::SurfaceDiff;
 use serde::Serialize;
 
 use super::diff::lock_diff;

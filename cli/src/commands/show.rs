@@ -26,7 +26,7 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
         ctx.printer.json(&with_review(&set)?);
     } else {
         let mut text = summary(&set);
-        beyond(&mut text, &berth_runtime::review::beyond_set(&set)?);
+        beyond(&mut text, &berth_review::beyond_set(&set)?);
         if let Some(agent) = &lock.agent {
             let _ = writeln!(
                 text,
@@ -47,7 +47,7 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
 /// review reads it (docs/spec.md, section 5).
 fn with_review(set: &PluginSet) -> Result<String> {
     let mut json = set.to_json_value();
-    let review = berth_runtime::review::reviewed_set(set)?;
+    let review = berth_review::reviewed_set(set)?;
     if let serde_json::Value::Object(map) = &mut json {
         map.insert("review".to_owned(), serde_json::to_value(review)?);
     }
@@ -108,8 +108,8 @@ fn plugins_and_skills(set: &PluginSet, out: &mut String) {
         .iter()
         .map(|(s, plugin)| {
             let activation = match s.trigger {
-                berth_runtime::skills::TriggerKind::Always => "always".to_owned(),
-                berth_runtime::skills::TriggerKind::Path => {
+                berth_plugin::skills::TriggerKind::Always => "always".to_owned(),
+                berth_plugin::skills::TriggerKind::Path => {
                     format!("on {}", s.paths.clone().unwrap_or_default().join(", "))
                 }
                 _ => s.triggers.join(", "),
@@ -171,7 +171,7 @@ fn servers_and_hooks(set: &PluginSet, out: &mut String) {
 }
 
 /// What other harnesses would run that the set leaves out.
-fn beyond(out: &mut String, beyond: &[berth_runtime::review::Beyond]) {
+fn beyond(out: &mut String, beyond: &[berth_review::Beyond]) {
     if beyond.is_empty() {
         return;
     }

@@ -106,11 +106,11 @@ pub fn stale_records(ctx: &Context, lock: &Lock) -> Result<Option<Vec<String>>> 
         Err(_) => return Ok(None),
     };
     let scratch = std::env::temp_dir();
-    let codes: Vec<_> = berth_runtime::observe::targets(
+    let codes: Vec<_> = berth_review::observe::targets(
         &set,
         ctx.store.root(),
         &scratch,
-        berth_runtime::observe::timeout(),
+        berth_review::observe::timeout(),
         ctx.sandboxing(),
     )
     .into_iter()

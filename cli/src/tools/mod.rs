@@ -1,6 +1,6 @@
 //! Recording what a lock's MCP servers offer the model (`[[tools]]`): each stdio server
 //! whose code the lock pins is started offline, in the sandbox, and asked
-//! (`berth_runtime::observe`), the canonical answer kept in the store, and the lock
+//! (`berth_review::observe`), the canonical answer kept in the store, and the lock
 //! records its hash. Observation comes before the review: a plugin waiting for an
 //! approval is observed (what it offers is part of what is approved); a plugin the policy
 //! refuses outright is never started. A record whose code no longer matches the lock is
@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use anyhow::{Context as _, Result};
 use berth_lockfile_schema::governance::ToolsRule;
 use berth_lockfile_schema::{Lock, LockedTools, Sha256Hash, TOOLS_ENTRY_NAME, ToolsTrust};
-use berth_runtime::observe::{NO_SANDBOX, Target, TargetKind, observe, targets};
-use berth_runtime::review::MANIFEST_FILE;
+use berth_review::MANIFEST_FILE;
+use berth_review::observe::{NO_SANDBOX, Target, TargetKind, observe, targets};
 use berth_runtime::{BuildOptions, build_plugin_set};
 use serde_json::Value;
 
@@ -115,7 +115,7 @@ pub fn observe_lock(
         &set,
         &store_root,
         scratch.path(),
-        berth_runtime::observe::timeout(),
+        berth_review::observe::timeout(),
         ctx.sandboxing(),
     ) {
         let previous = lock
@@ -206,7 +206,7 @@ fn observe_all(
             &format!(
                 "{started} MCP server{} (each for at most {}s)",
                 if started == 1 { "" } else { "s" },
-                berth_runtime::observe::timeout().as_secs_f64()
+                berth_review::observe::timeout().as_secs_f64()
             ),
         );
     }

@@ -7,8 +7,8 @@ use berth_lockfile_schema::{GitPin, Pin};
 use serde_json::{Map, Value, json};
 
 use super::{PluginInfo, PluginSet};
-use crate::hooks::matchers_to_json;
-use crate::skills::Skill;
+use berth_plugin::hooks::matchers_to_json;
+use berth_plugin::skills::Skill;
 
 impl PluginSet {
     /// The set as the JSON document of docs/spec.md section 5, in a fixed order: the same

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{PluginInfo, PluginSet};
-use crate::agents::Agent;
-use crate::components::{Components, Hooks};
-use crate::error::RuntimeError;
 use crate::loading::{Job, Loaded};
-use crate::mcp::McpServer;
-use crate::skills::Skill;
+use berth_plugin::agents::Agent;
+use berth_plugin::components::{Components, Hooks};
+use berth_plugin::error::PluginError;
+use berth_plugin::mcp::McpServer;
+use berth_plugin::skills::Skill;
 
 /// What the set says of a skill or server whose name a later plugin takes.
 pub const OVERRIDES: &str = "overrides the one from plugin";
@@ -27,7 +27,7 @@ impl PluginSet {
         entry: PathBuf,
         loaded: Loaded,
         max_skills: Option<usize>,
-    ) -> Result<(), RuntimeError> {
+    ) -> Result<(), PluginError> {
         let Loaded {
             manifest,
             components:
@@ -53,7 +53,7 @@ impl PluginSet {
         if let Some(max) = max_skills
             && self.skills.len() > max
         {
-            return Err(RuntimeError::TooManySkills {
+            return Err(PluginError::TooManySkills {
                 message: format!(
                     "Total skills ({}) exceeds maximum ({max}): plugin `{name}` brings the set over the limit; raise it with `--max-skills`",
                     self.skills.len()

@@ -12,14 +12,14 @@ use berth_lockfile_schema::{Lock, LockedPlugin};
 use berth_store::{EntryTree, Store};
 use serde_json::Value;
 
-use crate::agents::Agent;
-use crate::error::RuntimeError;
-use crate::hooks::{EVENTS, HookMatcher};
 use crate::loading::{Job, load_all};
-use crate::manifest::PluginManifest;
-use crate::mcp::McpServer;
-use crate::model::PluginModel;
-use crate::skills::Skill;
+use berth_plugin::agents::Agent;
+use berth_plugin::error::PluginError;
+use berth_plugin::hooks::{EVENTS, HookMatcher};
+use berth_plugin::manifest::PluginManifest;
+use berth_plugin::mcp::McpServer;
+use berth_plugin::model::PluginModel;
+use berth_plugin::skills::Skill;
 
 /// Where plugins' writable data folders (`${PLUGIN_DATA}`) live, under the store root.
 pub const PLUGIN_DATA_DIR: &str = "plugin-data-v1";
@@ -30,7 +30,7 @@ pub struct BuildOptions {
     /// At most this many skills (distinct names, commands included); `None`: no limit.
     pub max_skills: Option<usize>,
     /// Raised when the caller gives up (a server's request deadline, or its shutdown):
-    /// the build stops at the next plugin or component with [`RuntimeError::Cancelled`].
+    /// the build stops at the next plugin or component with [`PluginError::Cancelled`].
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Leave MCP servers' runner lines (`npx -y pkg`) as the plugins wrote them, rather
     /// than starting the lock's pinned payloads, and make no view (what `lock` reads to
@@ -117,7 +117,7 @@ pub fn build_plugin_set(
     store: &Store,
     lock: &Lock,
     options: &BuildOptions,
-) -> Result<PluginSet, RuntimeError> {
+) -> Result<PluginSet, PluginError> {
     let mut set = PluginSet {
         plugins: Vec::new(),
         skills: Vec::new(),
@@ -174,7 +174,7 @@ pub fn build_plugin_set(
 fn checked_entries(
     store: &Store,
     lock: &Lock,
-) -> Result<(Vec<PathBuf>, Vec<Option<EntryTree>>), RuntimeError> {
+) -> Result<(Vec<PathBuf>, Vec<Option<EntryTree>>), PluginError> {
     let wanted: Vec<_> = lock
         .plugins
         .iter()
@@ -188,7 +188,7 @@ fn checked_entries(
         .zip(store.checked_lookup_all_with_trees(&wanted))
     {
         let Some((entry, tree)) = found? else {
-            return Err(RuntimeError::NotSynced {
+            return Err(PluginError::NotSynced {
                 plugin: locked.name.clone(),
                 path: store.entry_path(&locked.hash, &locked.name),
             });
@@ -254,7 +254,7 @@ struct CanonicalFolders {
 }
 
 impl CanonicalFolders {
-    fn canonical(&mut self, entry: &Path) -> Result<PathBuf, RuntimeError> {
+    fn canonical(&mut self, entry: &Path) -> Result<PathBuf, PluginError> {
         let (Some(parent), Some(name)) = (entry.parent(), entry.file_name()) else {
             return Ok(fs_err::canonicalize(entry)?);
         };

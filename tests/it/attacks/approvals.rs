@@ -7,7 +7,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use berth_runtime::review::surface_of;
+use berth_review::surface_of;
 use proptest::prelude::*;
 
 /// Files that are not prose: a hook's script and a manifest among them.

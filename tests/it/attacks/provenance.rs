@@ -128,7 +128,7 @@ fn signed_by_hand(approvals: &str, key: &Path, signer: &str, version: u32) -> St
     };
     let payload = format!(
         "{{\"format\":\"berth-approval\",\"version\":{version},\"plugin\":\"tools\",\"source\":\"github:acme/tools\",\"digest_version\":{},\"surface\":{},\"capabilities\":[\"hooks\",\"executables\"],\"by\":{}{signer_field},\"at\":{}}}",
-        berth_runtime::review::APPROVAL_DIGEST_VERSION,
+        berth_review::APPROVAL_DIGEST_VERSION,
         quoted(surface),
         quoted(by),
         quoted(at)

@@ -5,7 +5,7 @@ mod ssh;
 
 use anyhow::{Context as _, Result, bail};
 use berth_lockfile_schema::governance::Approval;
-use berth_runtime::review::surface_of;
+use berth_review::surface_of;
 
 use crate::args::ApproveArgs;
 use crate::context::{Context, write_atomically};
@@ -31,7 +31,7 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
     let at = utc_now();
     // What the servers offer was observed when the lock was made, before this review:
     // approving starts nothing, and approves the records `plugins diff` showed.
-    let tools = berth_runtime::review::load_manifests(&ctx.store, &lock.tools);
+    let tools = berth_review::load_manifests(&ctx.store, &lock.tools);
     let signing = signing(ctx, args, &by, &at)?;
     let mut approvals = ctx.read_approvals()?;
     let wanted: Vec<_> = lock
@@ -91,7 +91,7 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
 }
 
 /// `` `tools`: 1 hook, 0 MCP servers, 0 LSP servers, 1 executable (sha256:eaf840334ed8) ``.
-fn summary(name: &str, surface: &berth_runtime::review::Surface, digest: &str) -> String {
+fn summary(name: &str, surface: &berth_review::Surface, digest: &str) -> String {
     format!(
         "`{name}`: {}, {}, {}, {} ({})",
         count(surface.hooks.len(), "hook"),

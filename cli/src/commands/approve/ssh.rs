@@ -13,7 +13,7 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use berth_lockfile_schema::governance::{
     Approval, ApprovalSignature, Policy, SIGNATURE_NAMESPACE, is_armored, principal_of,
 };
-use berth_runtime::review::{
+use berth_review::{
     NotListed, SigningKey, Surface, approval_payload, check_signature, payload_signed_as,
     signer_for,
 };
