@@ -25,9 +25,9 @@ use berth_lockfile_schema::{GitPin, Pin};
 use serde_json::{Map, Value, json};
 
 use super::claude_catalog::{
-    agents_not_markdown, copied, definition_fields, needs_real_folder, unlisted_root_skills,
-    written_entries,
+    copied, definition_fields, needs_real_folder, unlisted_root_skills, written_entries,
 };
+use super::claude_rules::{CHECKED_WITH, refusals};
 use super::files::pretty;
 use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
@@ -227,10 +227,12 @@ impl Harness for ClaudeConfig {
 
     fn cannot_express(&self, _set: &PluginSet, info: &PluginInfo) -> Vec<String> {
         let mut out = Vec::new();
-        if let Some(paths) = agents_not_markdown(info) {
+        let refused = refusals(info);
+        if !refused.is_empty() {
             out.push(format!(
-                "plugin `{}`: Claude Code refuses to install it: its marketplace entry's `agents` names {paths}, which are not `.md` files (Claude Code 2.1.197 says the plugin \"uses a source type your Claude Code version does not support\"); berth writes it, Claude Code may not load it",
-                info.locked.name
+                "plugin `{}`: Claude Code {CHECKED_WITH} refuses to install it: {}; berth writes it, Claude Code may not load it",
+                info.locked.name,
+                refused.join("; ")
             ));
         }
         if info.manifest.format != Format::AgentPlugins {

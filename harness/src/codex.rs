@@ -184,7 +184,7 @@ fn what_codex_adds(
     }
     if !left.is_empty() {
         plan.warnings.push(format!(
-            "plugin `{name}`: Codex runs no skill for its command(s) {}: its own install makes skills only of commands with a `description` and without `$ARGUMENTS`, `$1`, `{{{{` or shell lines (`!`), and berth writes what it would",
+            "plugin `{name}`: Codex runs no skill for its command(s) {}: its own install makes skills only of commands with a `description` and without `$ARGUMENTS`, `$1`, `{{{{…}}}}`, shell lines (`!`) or `@file` references, of at most 4,000 bytes as a skill, and berth writes what it would",
             left.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
         ));
     }
