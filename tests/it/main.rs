@@ -15,6 +15,7 @@ mod archives;
 mod attacks;
 mod bad_input;
 mod binary_cache;
+mod ci_integrations;
 mod commands;
 mod concurrency;
 mod conformance;

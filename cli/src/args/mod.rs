@@ -292,7 +292,7 @@ pub struct AuditArgs {
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
 
-    /// Write the report here instead of stdout
+    /// Write the report here instead of stdout (its folder is made if missing)
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
