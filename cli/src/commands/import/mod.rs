@@ -8,7 +8,12 @@
 //! - `--installed [DIR]`: the SDK's installed plugins (`.installed.json`, written by
 //!   `install_plugin`), the enabled ones each pinned to its recorded commit.
 //!
+//! - `--from claude [DIR]`: Claude Code's enabled plugins and their marketplaces
+//!   (`claude.rs`).
+//!
 //! The manifest is written only once its lock is made: nothing is half-written.
+
+mod claude;
 
 use std::path::{Path, PathBuf};
 
@@ -35,16 +40,18 @@ pub fn run(ctx: &Context, args: &ImportArgs) -> Result<()> {
             ctx.manifest_label()
         );
     }
+    let warn = |warning: &str| ctx.printer.warn(warning);
     let (text, installed) = match (&args.conversation, &args.installed, &args.ambient) {
+        _ if args.from.is_some() => {
+            claude::from_claude(&claude::config_dir(args.dir.as_deref()), &warn)?
+        }
         (Some(dir), _, _) => (from_conversation(dir)?, Vec::new()),
         (None, Some(dir), _) => from_installed(&installed_dir(dir.as_deref()))?,
         (None, None, Some(work_dir)) => {
-            from_ambient(work_dir.as_deref().unwrap_or(Path::new(".")), &|warning| {
-                ctx.printer.warn(warning)
-            })?
+            from_ambient(work_dir.as_deref().unwrap_or(Path::new(".")), &warn)?
         }
         (None, None, None) => bail!(
-            "say what to import: `--conversation DIR`, `--installed [DIR]` or `--ambient [WORK_DIR]`"
+            "say what to import: `--from claude [DIR]`, `--conversation DIR`, `--installed [DIR]` or `--ambient [WORK_DIR]`"
         ),
     };
     let manifest = reparse(ctx, &text)
