@@ -30,7 +30,7 @@ mod fleet_server;
 mod git_names;
 mod governance;
 mod harness_forms;
-mod import_claude;
+mod import_clients;
 mod integrity;
 mod layers;
 mod lock_sync;

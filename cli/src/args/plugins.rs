@@ -141,6 +141,7 @@ pub enum PluginsCommand {
     /// marketplaces they come from (`known_marketplaces.json`; a git one pinned to the
     /// commit of Claude Code's copy) and locks each as `PLUGIN@MARKETPLACE`; then
     /// `berth materialize claude` gives Claude Code the same plugins from the lock.
+    /// `--from codex [DIR]` reads Codex's `config.toml` the same way.
     /// `--conversation DIR` reads a conversation the OpenHands agent server persisted
     /// (`meta.json`: its plugins and its agent's registered marketplaces, each plugin pinned
     /// to the commit it ran where the record keeps one); `--installed` reads the SDK's
@@ -193,8 +194,7 @@ pub struct ImportArgs {
     pub ambient: Option<Option<std::path::PathBuf>>,
 
     /// A coding agent's own install: its enabled plugins and their marketplaces, read from
-    /// its configuration folder (DIR) [default: claude's `$CLAUDE_CONFIG_DIR`, else
-    /// `~/.claude`]
+    /// its configuration folder (DIR)
     #[arg(long, value_name = "CLIENT", conflicts_with_all = ["conversation", "installed", "ambient"])]
     pub from: Option<ImportFrom>,
 
@@ -210,8 +210,12 @@ pub struct ImportArgs {
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum ImportFrom {
     /// Claude Code: `settings.json`'s `enabledPlugins`, `plugins/installed_plugins.json`
-    /// and `plugins/known_marketplaces.json`
+    /// and `plugins/known_marketplaces.json` [DIR default: `$CLAUDE_CONFIG_DIR`, else
+    /// `~/.claude`]
     Claude,
+    /// Codex: `config.toml`'s `[marketplaces.NAME]` and `[plugins."PLUGIN@MARKETPLACE"]`,
+    /// and its installs under `plugins/cache/` [DIR default: `$CODEX_HOME`, else `~/.codex`]
+    Codex,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,6 @@
-//! `berth plugins import --from claude`: a user's own Claude Code install (the real client,
-//! offline, `BERTH_CLAUDE`) becomes a manifest and a lock, and `materialize claude` of that
-//! lock gives a fresh Claude Code the same plugins; a git marketplace is pinned to the
+//! `berth plugins import --from claude|codex`: a user's own install (the real client,
+//! offline: `BERTH_CLAUDE`, `BERTH_CODEX`) becomes a manifest and a lock, and `materialize`
+//! of that lock gives a fresh client the same plugins; a git marketplace is pinned to the
 //! commit of Claude Code's copy of it.
 
 use std::collections::BTreeMap;
@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::common::{self, GitRepo, TestContext, require_or_skip};
-use crate::materialize::{claude, claude_bin, claude_inventory};
+use crate::materialize::{claude, claude_bin, claude_inventory, codex_bin};
 
 /// A marketplace `acme` whose repository holds two plugins, `hello` and `bye`.
 fn market(ctx: &TestContext, name: &str) -> GitRepo {
@@ -252,4 +252,108 @@ fn git(dir: &Path, args: &[&str]) {
         .output()
         .expect("run git");
     assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// Runs the real `codex` with `CODEX_HOME=home`; its stdout.
+fn codex(ctx: &TestContext, bin: &Path, home: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(bin)
+        .args(args)
+        .env("HOME", &ctx.home)
+        .env("CODEX_HOME", home)
+        .current_dir(&ctx.work)
+        .output()
+        .expect("run codex");
+    assert!(
+        out.status.success(),
+        "codex {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What Codex offers from home `home`: each enabled installed plugin's name and version,
+/// and the skills of `hello` and `bye` it puts before the model.
+fn codex_view(ctx: &TestContext, bin: &Path, home: &Path) -> (Vec<String>, Vec<String>) {
+    let list: Value =
+        serde_json::from_str(&codex(ctx, bin, home, &["plugin", "list", "--json"])).expect("JSON");
+    let mut plugins: Vec<String> = list["installed"]
+        .as_array()
+        .expect("installed")
+        .iter()
+        .filter(|p| p["enabled"] == true)
+        .map(|p| {
+            let id = p["pluginId"].as_str().expect("id");
+            format!("{} {}", id.split('@').next().expect("name"), p["version"])
+        })
+        .collect();
+    plugins.sort();
+    let prompt = codex(ctx, bin, home, &["debug", "prompt-input"]);
+    let mut skills: Vec<String> = prompt
+        .split("\\n")
+        .flat_map(|chunk| chunk.lines())
+        .filter_map(|line| line.trim().strip_prefix("- "))
+        .filter(|rest| rest.starts_with("hello:") || rest.starts_with("bye:"))
+        .map(|rest| rest.split(": ").next().unwrap_or(rest).to_owned())
+        .collect();
+    skills.sort();
+    skills.dedup();
+    (plugins, skills)
+}
+
+#[test]
+fn codexs_own_install_round_trips_through_import_and_materialize() {
+    let Some(bin) = codex_bin() else {
+        require_or_skip(
+            "BERTH_CODEX",
+            "point it at a `codex` from `npm install @openai/codex` (.ci/run does)",
+        );
+        return;
+    };
+    let ctx = TestContext::new();
+    let repo = market(&ctx, "acme");
+    let own = ctx.root.join("codex-own");
+    std::fs::create_dir_all(&own).expect("mkdir");
+    codex(
+        &ctx,
+        &bin,
+        &own,
+        &["plugin", "marketplace", "add", folder(&repo)],
+    );
+    codex(&ctx, &bin, &own, &["plugin", "add", "hello@acme"]);
+    codex(&ctx, &bin, &own, &["plugin", "add", "bye@acme"]);
+    // The user turns `bye` off in their configuration.
+    let config = own.join("config.toml");
+    let text = std::fs::read_to_string(&config).expect("config.toml");
+    let off = text.replace(
+        "[plugins.\"bye@acme\"]\nenabled = true",
+        "[plugins.\"bye@acme\"]\nenabled = false",
+    );
+    assert_ne!(off, text, "Codex wrote the plugin's table: {text}");
+    std::fs::write(&config, off).expect("write config.toml");
+    let before = contents(&own);
+
+    let run = ctx.ok(&[
+        "plugins",
+        "import",
+        "--from",
+        "codex",
+        own.to_str().expect("UTF-8"),
+    ]);
+    assert!(run.stderr.contains("Imported 1 plugin"), "{}", run.stderr);
+    let manifest = std::fs::read_to_string(ctx.manifest_path()).expect("the manifest");
+    assert!(manifest.contains("source = \"hello@acme\""), "{manifest}");
+    assert!(
+        manifest.contains("# `bye@acme` is not enabled there; left out."),
+        "{manifest}"
+    );
+    assert_eq!(contents(&own), before, "Codex's folder is left as it was");
+
+    ctx.ok(&["plugins", "sync"]);
+    let fresh = ctx.root.join("codex-fresh");
+    std::fs::create_dir_all(&fresh).expect("mkdir");
+    ctx.ok(&["materialize", "codex", fresh.to_str().expect("UTF-8")]);
+    let theirs = codex_view(&ctx, &bin, &own);
+    assert_eq!(theirs.0, ["hello \"1.0.0\""], "{theirs:?}");
+    assert!(!theirs.1.is_empty(), "Codex's skills were read: {theirs:?}");
+    assert_eq!(codex_view(&ctx, &bin, &fresh), theirs);
 }
