@@ -18,9 +18,9 @@ pub use marketplace::{
 };
 pub use materialize::MaterializeArgs;
 pub use plugins::{
-    AddArgs, ApproveArgs, DiffArgs, DiffFormat, ImportArgs, ListArgs, LockArgs, ObserveArgs,
-    OutdatedArgs, PluginsArgs, PluginsCommand, RemoveArgs, ShowArgs, SyncArgs, TreeArgs,
-    UpdateArgs, VerifyArgs,
+    AddArgs, ApproveArgs, DiffArgs, DiffFormat, ImportArgs, ImportFrom, ListArgs, LockArgs,
+    ObserveArgs, OutdatedArgs, PluginsArgs, PluginsCommand, RemoveArgs, ShowArgs, SyncArgs,
+    TreeArgs, UpdateArgs, VerifyArgs,
 };
 pub use serve::ServeArgs;
 pub use store::{GcArgs, SignKeyCommand, StoreArgs, StoreCommand, StorePushArgs, StoreVerifyArgs};
@@ -292,7 +292,7 @@ pub struct AuditArgs {
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
 
-    /// Write the report here instead of stdout
+    /// Write the report here instead of stdout (its folder is made if missing)
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }

@@ -37,7 +37,12 @@ pub fn run(ctx: &Context, args: &AuditArgs) -> Result<()> {
         .into_owned(),
     };
     match &args.output {
-        Some(path) => write_atomically(path, report.as_bytes())
+        // A report's folder is made as it is written (`-o reports/berth.sarif` in CI).
+        Some(path) => path
+            .parent()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| write_atomically(path, report.as_bytes()))
             .with_context(|| format!("could not write `{}`", path.display()))?,
         None => ctx.printer.data(&report),
     }
