@@ -341,6 +341,10 @@ pub struct ShowArgs {
     /// Refuse plugin sets with more skills than this
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub max_skills: usize,
+
+    /// Fail if the lockfile is out of date with the manifest instead of warning
+    #[arg(long)]
+    pub locked: bool,
 }
 
 #[derive(Debug, Args)]
@@ -431,6 +435,10 @@ pub struct VerifyArgs {
 pub struct ListArgs {
     #[command(flatten)]
     pub output: super::FormatArgs,
+
+    /// Fail if the lockfile is out of date with the manifest instead of warning
+    #[arg(long)]
+    pub locked: bool,
 }
 
 #[derive(Debug, Args)]
