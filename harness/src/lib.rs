@@ -32,10 +32,13 @@ mod claude_catalog;
 mod claude_config;
 mod codex;
 mod codex_commands;
+mod copilot;
 mod entry;
 mod files;
 mod gemini_cli;
 mod guard;
+mod opencode;
+mod opencode_forms;
 mod own;
 mod parallel;
 mod pinned;
@@ -46,18 +49,28 @@ use std::path::{Path, PathBuf};
 pub use agent_plugins_folder::AgentPluginsFolder;
 pub use claude_config::{ClaudeConfig, MARKETPLACE};
 pub use codex::Codex;
+pub use copilot::CopilotCli;
 pub use files::{Applied, Drift, apply, check};
 pub use gemini_cli::GeminiCli;
 pub use guard::{Foreign, foreign, move_aside};
+pub use opencode::OpenCode;
 pub use plan::{Plan, Planned};
 
 use berth_plugin::error::PluginError;
 use berth_runtime::set::{PluginInfo, PluginSet};
 
 /// Every harness `berth materialize` writes for, in the order its help lists them.
-pub static TARGETS: [&dyn Harness; 4] = [&ClaudeConfig, &Codex, &GeminiCli, &AgentPluginsFolder];
+pub static TARGETS: [&dyn Harness; 6] = [
+    &ClaudeConfig,
+    &Codex,
+    &GeminiCli,
+    &CopilotCli,
+    &OpenCode,
+    &AgentPluginsFolder,
+];
 
-/// The target named `id` (`claude`, `codex`, `gemini`, `agent-plugins`).
+/// The target named `id` (`claude`, `codex`, `gemini`, `copilot`, `opencode`,
+/// `agent-plugins`).
 pub fn target(id: &str) -> Option<&'static dyn Harness> {
     TARGETS.iter().copied().find(|t| t.id() == id)
 }

@@ -18,6 +18,7 @@ mod binary_cache;
 mod commands;
 mod concurrency;
 mod conformance;
+mod copilot_opencode;
 mod corpus;
 mod dependencies;
 mod docs;
