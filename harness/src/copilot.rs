@@ -95,9 +95,15 @@ impl Harness for CopilotCli {
 fn entry(info: &PluginInfo) -> Value {
     let name = &info.locked.name;
     let mut entry = json!({"name": name, "source": format!("./{name}")});
-    // Only the plugin's own version: Copilot shows none for a plugin without one.
-    if info.manifest.file.is_some() {
-        entry["version"] = json!(version_of(info));
+    // The version its own catalog entry or manifest gave (Copilot shows the entry's, and
+    // none for a plugin without one).
+    let version = info
+        .locked
+        .plugin_version
+        .clone()
+        .or_else(|| info.manifest.file.map(|_| version_of(info)));
+    if let Some(version) = version {
+        entry["version"] = json!(version);
     }
     if !info.manifest.description.is_empty() {
         entry["description"] = json!(info.manifest.description);

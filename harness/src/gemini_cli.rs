@@ -25,7 +25,7 @@ use berth_runtime::set::{PluginInfo, PluginSet};
 
 /// Whether Claude Code runs hooks of the plugin (`hooks/hooks.json`, or `hooks` in its
 /// `.claude-plugin/plugin.json`), which the set, reading another manifest, may not hold.
-fn claude_reads_hooks(info: &PluginInfo) -> bool {
+pub(super) fn claude_reads_hooks(info: &PluginInfo) -> bool {
     let manifest = super::guard::read_unlinked(&info.path, Path::new(".claude-plugin/plugin.json"))
         .ok()
         .flatten()

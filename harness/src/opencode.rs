@@ -17,9 +17,10 @@ use serde_json::{Value, json};
 
 use super::claude_config::{object, read_object};
 use super::files::{marked, pretty};
+use super::gemini_cli::claude_reads_hooks;
 use super::guard::is_component;
 use super::opencode_forms::{agent_file, agent_warnings, server_json};
-use super::own::as_claude_reads;
+use super::own::{agents_as_claude_reads, as_claude_reads};
 use super::plan::{MARK, Plan, Planned};
 use super::{Destination, Harness};
 use berth_plugin::error::PluginError;
@@ -88,8 +89,8 @@ impl Harness for OpenCode {
                 ));
             }
         }
-        for (agent, _) in set.agents.iter().filter(|(_, p)| p == name) {
-            out.extend(agent_warnings(name, agent));
+        for agent in agents_as_claude_reads(set, info) {
+            out.extend(agent_warnings(name, &agent));
         }
         let hooks: usize = set
             .hooks
@@ -99,6 +100,10 @@ impl Harness for OpenCode {
         if hooks > 0 {
             out.push(format!(
                 "plugin `{name}`: its {hooks} hook matcher(s) are not written: OpenCode's hooks are JavaScript plugins, not commands"
+            ));
+        } else if claude_reads_hooks(info) {
+            out.push(format!(
+                "plugin `{name}`: its hooks (Claude Code's `hooks/hooks.json` or manifest `hooks`) are not written: OpenCode's hooks are JavaScript plugins, not commands"
             ));
         }
         if set.lsp_servers.iter().any(|(_, _, p)| p == name) {
@@ -209,7 +214,7 @@ fn components(set: &PluginSet, info: &PluginInfo, skills: &mut Skills, plan: &mu
                 );
                 if let Some((other, ..)) = earlier.filter(|(other, ..)| other != name) {
                     plan.warnings.push(format!(
-                        "plugin `{name}`: skill `{}` is also plugin `{other}`'s; OpenCode keeps one skill per name, so only `{name}`'s is written",
+                        "plugin `{other}`: skill `{}` is not written: plugin `{name}` has a skill of that name, and OpenCode keeps one per name (the later plugin's)",
                         skill.name
                     ));
                 }
@@ -225,7 +230,7 @@ fn components(set: &PluginSet, info: &PluginInfo, skills: &mut Skills, plan: &mu
             Written::Nowhere | Written::NotAName => {}
         }
     }
-    for (agent, _) in set.agents.iter().filter(|(_, p)| p == name) {
+    for agent in agents_as_claude_reads(set, info) {
         if !is_component(&agent.name) {
             continue;
         }
@@ -233,7 +238,7 @@ fn components(set: &PluginSet, info: &PluginInfo, skills: &mut Skills, plan: &mu
         plan.own(dir.clone(), "opencode");
         plan.files.insert(
             dir.join(format!("{}.md", agent.name)),
-            Planned::File(agent_file(agent).into_bytes()),
+            Planned::File(agent_file(&agent).into_bytes()),
         );
     }
 }
@@ -255,7 +260,7 @@ impl Servers {
             && before != json
         {
             warnings.push(format!(
-                "plugin `{plugin}`: MCP server `{name}` is also plugin `{other}`'s, defined otherwise; OpenCode keeps one server per name, so only `{plugin}`'s is written"
+                "plugin `{other}`: MCP server `{name}` is not written: plugin `{plugin}` defines a server of that name otherwise, and OpenCode keeps one per name (the later plugin's)"
             ));
         }
     }
