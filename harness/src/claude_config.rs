@@ -88,7 +88,7 @@ pub(super) fn version_of(info: &PluginInfo) -> String {
 
 /// Reads a JSON object berth merges its keys into; a missing file is an empty object, and
 /// so is one reached through a symbolic link (never read: `apply` refuses to write there).
-fn read_object(root: &Path, rel: &str) -> Result<Map<String, Value>, PluginError> {
+pub(super) fn read_object(root: &Path, rel: &str) -> Result<Map<String, Value>, PluginError> {
     match super::guard::read_unlinked(root, Path::new(rel))? {
         Some(bytes) => match serde_json::from_slice(&bytes) {
             Ok(Value::Object(map)) => Ok(map),
@@ -104,7 +104,7 @@ fn read_object(root: &Path, rel: &str) -> Result<Map<String, Value>, PluginError
 }
 
 /// `map[key]` as an object, made one if it is missing or not one.
-fn object<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+pub(super) fn object<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
     let slot = map.entry(key).or_insert_with(|| json!({}));
     if !slot.is_object() {
         *slot = json!({});
@@ -113,7 +113,7 @@ fn object<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String,
 }
 
 /// Drops berth's ids that are no longer locked, then sets the current ones.
-fn set_ids(map: &mut Map<String, Value>, ids: &[(String, Value)]) {
+pub(super) fn set_ids(map: &mut Map<String, Value>, ids: &[(String, Value)]) {
     let suffix = format!("@{MARKETPLACE}");
     map.retain(|id, _| !id.ends_with(&suffix));
     for (id, value) in ids {

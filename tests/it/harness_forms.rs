@@ -16,13 +16,13 @@ use std::process::Command;
 use common::{TestContext, copy_tree, fixtures, require_or_skip};
 use serde_json::Value;
 
-const MARKET: &str = "entry-forms";
+pub(crate) const MARKET: &str = "entry-forms";
 
 /// What a client shows of each plugin: kind -> sorted names.
-type Inventory = BTreeMap<String, BTreeMap<String, Vec<String>>>;
+pub(crate) type Inventory = BTreeMap<String, BTreeMap<String, Vec<String>>>;
 
 /// The fixture's plugins, in its catalog's order.
-fn plugins() -> Vec<String> {
+pub(crate) fn plugins() -> Vec<String> {
     let catalog: Value = serde_json::from_str(
         &std::fs::read_to_string(
             fixtures().join("marketplaces/entry-forms/.claude-plugin/marketplace.json"),
@@ -39,7 +39,7 @@ fn plugins() -> Vec<String> {
 }
 
 /// The fixture marketplace at `ctx.work/mk`, every plugin of it locked and synced.
-fn locked_fixture(ctx: &TestContext) -> PathBuf {
+pub(crate) fn locked_fixture(ctx: &TestContext) -> PathBuf {
     let market = ctx.work.join("mk");
     copy_tree(&fixtures().join("marketplaces/entry-forms"), &market);
     let mut manifest = format!("[[marketplace]]\nname = \"{MARKET}\"\nsource = \"./mk\"\n");
@@ -52,7 +52,7 @@ fn locked_fixture(ctx: &TestContext) -> PathBuf {
 }
 
 /// `berth materialize TARGET DIR`: its warnings.
-fn materialize(ctx: &TestContext, target: &str, dir: &Path) -> Vec<String> {
+pub(crate) fn materialize(ctx: &TestContext, target: &str, dir: &Path) -> Vec<String> {
     let run = ctx.ok(&["materialize", target, dir.to_str().expect("utf-8")]);
     run.stderr
         .lines()
@@ -62,7 +62,7 @@ fn materialize(ctx: &TestContext, target: &str, dir: &Path) -> Vec<String> {
 }
 
 /// Whether a warning names `plugin` and says `what`.
-fn warned(warnings: &[String], plugin: &str, what: &str) -> bool {
+pub(crate) fn warned(warnings: &[String], plugin: &str, what: &str) -> bool {
     warnings
         .iter()
         .any(|w| w.starts_with(&format!("plugin `{plugin}`")) && w.contains(what))
@@ -74,7 +74,7 @@ const REFUSED_BY_CLAUDE: [&str; 1] = ["folder-agents"];
 
 /// Claude Code's install of every fixture plugin in configuration folder `dir`, its own
 /// way (`plugin marketplace add`, `plugin install`): those it refuses fail, saying why.
-fn claude_installs(ctx: &TestContext, bin: &Path, dir: &Path, market: &Path) {
+pub(crate) fn claude_installs(ctx: &TestContext, bin: &Path, dir: &Path, market: &Path) {
     let market = market.to_str().expect("utf-8");
     claude(ctx, bin, dir, &["plugin", "marketplace", "add", market]);
     for name in plugins() {
@@ -104,7 +104,12 @@ fn claude_installs(ctx: &TestContext, bin: &Path, dir: &Path, market: &Path) {
 
 /// What Claude Code shows of each plugin installed from `marketplace` in `dir`
 /// (`plugin details`: its skills, commands among them, agents, hooks, MCP and LSP servers).
-fn claude_reads(ctx: &TestContext, bin: &Path, dir: &Path, marketplace: &str) -> Inventory {
+pub(crate) fn claude_reads(
+    ctx: &TestContext,
+    bin: &Path,
+    dir: &Path,
+    marketplace: &str,
+) -> Inventory {
     plugins()
         .into_iter()
         .filter(|name| !REFUSED_BY_CLAUDE.contains(&name.as_str()))

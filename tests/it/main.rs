@@ -19,6 +19,7 @@ mod ci_integrations;
 mod commands;
 mod concurrency;
 mod conformance;
+mod copilot_opencode;
 mod corpus;
 mod dependencies;
 mod docs;
