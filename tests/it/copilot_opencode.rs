@@ -7,7 +7,8 @@
 
 use crate::common;
 use crate::harness_forms::{
-    Inventory, MARKET, claude_installs, claude_reads, locked_fixture, materialize, plugins, warned,
+    Inventory, MARKET, REFUSED_BY_CLAUDE, claude_installs, claude_reads, locked_fixture,
+    materialize, plugins, warned,
 };
 use crate::materialize::claude_bin;
 
@@ -249,7 +250,11 @@ fn opencode_reads_what_claude_code_installs_or_berth_warns() {
             .collect()
     };
     let mut claude_servers = BTreeSet::new();
-    for name in plugins() {
+    // A plugin Claude Code refuses to install has no reference to be held to.
+    for name in plugins()
+        .into_iter()
+        .filter(|name| !REFUSED_BY_CLAUDE.contains(&name.as_str()))
+    {
         let (theirs, ours) = (reference.get(&name), read.get(&name));
         // Claude Code's `plugin details` leaves out the commands a marketplace entry names
         // (it loads them in a session): those are the only extra ones allowed.

@@ -70,7 +70,7 @@ pub(crate) fn warned(warnings: &[String], plugin: &str, what: &str) -> bool {
 
 /// The fixture's plugins Claude Code refuses to install: `folder-agents` names its agents
 /// folder in its own `plugin.json`, where Claude Code takes only `.md` files.
-const REFUSED_BY_CLAUDE: [&str; 1] = ["folder-agents"];
+pub(crate) const REFUSED_BY_CLAUDE: [&str; 1] = ["folder-agents"];
 
 /// Claude Code's install of every fixture plugin in configuration folder `dir`, its own
 /// way (`plugin marketplace add`, `plugin install`): those it refuses fail, saying why.
