@@ -916,7 +916,7 @@ def make_real_marketplace(path: Path, count: int):
         json.dumps({"name": "bench", "owner": {"name": "bench"}, "plugins": entries}, indent=2))
 
 
-MATERIALIZE_TARGETS = ("claude", "codex", "gemini", "agent-plugins")
+MATERIALIZE_TARGETS = ("claude", "codex", "gemini", "copilot", "opencode", "agent-plugins")
 
 
 def bench_materialize(berth, scratch, runs, baseline=None):

@@ -51,15 +51,17 @@ impl Printer {
         }
     }
 
-    /// A line on stderr, above any progress bars.
+    /// A line on stderr, above any progress bars. With bars, they are cleared, the line
+    /// written with its newline and the bars drawn again below it: `MultiProgress::println`
+    /// would pad the line with spaces to the terminal's width instead of ending it, which
+    /// is what a copy of the terminal then holds.
     fn line(&self, line: &str) {
+        let write = || {
+            let _ = writeln!(std::io::stderr().lock(), "{line}");
+        };
         match &self.bars {
-            Some(bars) => {
-                let _ = bars.println(line);
-            }
-            None => {
-                let _ = writeln!(std::io::stderr().lock(), "{line}");
-            }
+            Some(bars) => bars.suspend(write),
+            None => write(),
         }
     }
 
@@ -169,7 +171,30 @@ impl Reporter for Printer {
         Box::new(Bar {
             bar,
             printer: self,
-            line: (verb.to_owned(), message.to_owned()),
+            line: Some((verb.to_owned(), message.to_owned())),
+        })
+    }
+    /// On a terminal, a spinner for as long as the step runs, cleared when it ends.
+    fn progress(&self, verb: &str, message: &str) -> Box<dyn Task + '_> {
+        let Some(bars) = &self.bars else {
+            return Box::new(Plain);
+        };
+        let bar = bars.add(
+            ProgressBar::new_spinner()
+                .with_style(
+                    ProgressStyle::with_template(
+                        "{prefix:>12.cyan.bold} {msg} {spinner} {elapsed}",
+                    )
+                    .expect("a valid template"),
+                )
+                .with_prefix(verb.to_owned())
+                .with_message(escape_for_display(message).into_owned()),
+        );
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        Box::new(Bar {
+            bar,
+            printer: self,
+            line: None,
         })
     }
 }
@@ -198,7 +223,8 @@ impl Drop for Timed<'_> {
 struct Bar<'a> {
     bar: ProgressBar,
     printer: &'a Printer,
-    line: (String, String),
+    /// The status line printed when the step ends, if it is news.
+    line: Option<(String, String)>,
 }
 
 impl Task for Bar<'_> {
@@ -210,6 +236,8 @@ impl Task for Bar<'_> {
 impl Drop for Bar<'_> {
     fn drop(&mut self) {
         self.bar.finish_and_clear();
-        self.printer.status(&self.line.0, &self.line.1);
+        if let Some((verb, message)) = &self.line {
+            self.printer.status(verb, message);
+        }
     }
 }

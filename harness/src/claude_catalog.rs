@@ -1,7 +1,7 @@
 //! What a plugin's entry in berth's marketplace for Claude Code says beyond its name,
 //! source and version: the locked definition of its own marketplace entry (so Claude Code
-//! builds it from berth's folder as from the original), what berth wrote there before,
-//! and an entry Claude Code would refuse.
+//! builds it from berth's folder as from the original) and what berth wrote there before
+//! (what Claude Code would refuse is `claude_rules.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -53,18 +53,6 @@ pub(super) fn written_entries(
         }
     }
     out
-}
-
-/// The paths of the plugin's marketplace entry's `agents` that are not `.md` files (a
-/// folder, say), which make Claude Code refuse to install the plugin; `None` if none.
-pub(super) fn agents_not_markdown(info: &PluginInfo) -> Option<String> {
-    let agents = info.locked.definition.as_ref()?.components.get("agents")?;
-    let bad: Vec<String> = string_or_list(agents)
-        .into_iter()
-        .filter(|p| !p.ends_with(".md"))
-        .map(|p| format!("`{p}`"))
-        .collect();
-    (!bad.is_empty()).then(|| bad.join(", "))
 }
 
 /// The manifest fields whose values name paths in the plugin.

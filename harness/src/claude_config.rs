@@ -25,9 +25,9 @@ use berth_lockfile_schema::{GitPin, Pin};
 use serde_json::{Map, Value, json};
 
 use super::claude_catalog::{
-    agents_not_markdown, copied, definition_fields, needs_real_folder, unlisted_root_skills,
-    written_entries,
+    copied, definition_fields, needs_real_folder, unlisted_root_skills, written_entries,
 };
+use super::claude_rules::{CHECKED_WITH, refusals};
 use super::files::pretty;
 use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
@@ -88,7 +88,7 @@ pub(super) fn version_of(info: &PluginInfo) -> String {
 
 /// Reads a JSON object berth merges its keys into; a missing file is an empty object, and
 /// so is one reached through a symbolic link (never read: `apply` refuses to write there).
-fn read_object(root: &Path, rel: &str) -> Result<Map<String, Value>, PluginError> {
+pub(super) fn read_object(root: &Path, rel: &str) -> Result<Map<String, Value>, PluginError> {
     match super::guard::read_unlinked(root, Path::new(rel))? {
         Some(bytes) => match serde_json::from_slice(&bytes) {
             Ok(Value::Object(map)) => Ok(map),
@@ -104,7 +104,7 @@ fn read_object(root: &Path, rel: &str) -> Result<Map<String, Value>, PluginError
 }
 
 /// `map[key]` as an object, made one if it is missing or not one.
-fn object<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+pub(super) fn object<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
     let slot = map.entry(key).or_insert_with(|| json!({}));
     if !slot.is_object() {
         *slot = json!({});
@@ -113,7 +113,7 @@ fn object<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String,
 }
 
 /// Drops berth's ids that are no longer locked, then sets the current ones.
-fn set_ids(map: &mut Map<String, Value>, ids: &[(String, Value)]) {
+pub(super) fn set_ids(map: &mut Map<String, Value>, ids: &[(String, Value)]) {
     let suffix = format!("@{MARKETPLACE}");
     map.retain(|id, _| !id.ends_with(&suffix));
     for (id, value) in ids {
@@ -227,10 +227,12 @@ impl Harness for ClaudeConfig {
 
     fn cannot_express(&self, _set: &PluginSet, info: &PluginInfo) -> Vec<String> {
         let mut out = Vec::new();
-        if let Some(paths) = agents_not_markdown(info) {
+        let refused = refusals(info);
+        if !refused.is_empty() {
             out.push(format!(
-                "plugin `{}`: Claude Code refuses to install it: its marketplace entry's `agents` names {paths}, which are not `.md` files (Claude Code 2.1.197 says the plugin \"uses a source type your Claude Code version does not support\"); berth writes it, Claude Code may not load it",
-                info.locked.name
+                "plugin `{}`: Claude Code {CHECKED_WITH} refuses to install it: {}; berth writes it, Claude Code may not load it",
+                info.locked.name,
+                refused.join("; ")
             ));
         }
         if info.manifest.format != Format::AgentPlugins {

@@ -26,7 +26,7 @@ use super::{Destination, Harness};
 use berth_plugin::error::PluginError;
 use berth_runtime::set::{PluginInfo, PluginSet};
 
-const MARKET_DIR: &str = "berth-marketplace";
+pub(super) const MARKET_DIR: &str = "berth-marketplace";
 /// The folders of a plugin Codex reads its manifest from, which it takes only as real
 /// folders.
 const MANIFEST_DIRS: [&str; 2] = [".claude-plugin", ".codex-plugin"];
@@ -129,7 +129,11 @@ fn install(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) -> Result<Value,
 
 /// The plugin's folder in berth's marketplace: a link to its store entry, or, with an
 /// overlay, a folder of links with the overlay's files.
-fn market_folder(info: &PluginInfo, overlay: &Overlay, plan: &mut Plan) -> Result<(), PluginError> {
+pub(super) fn market_folder(
+    info: &PluginInfo,
+    overlay: &Overlay,
+    plan: &mut Plan,
+) -> Result<(), PluginError> {
     let dir = PathBuf::from(MARKET_DIR).join(&info.locked.name);
     if overlay.files.is_empty() {
         plan.files.insert(dir, Planned::Link(info.path.clone()));
@@ -184,7 +188,7 @@ fn what_codex_adds(
     }
     if !left.is_empty() {
         plan.warnings.push(format!(
-            "plugin `{name}`: Codex runs no skill for its command(s) {}: its own install makes skills only of commands with a `description` and without `$ARGUMENTS`, `$1`, `{{{{` or shell lines (`!`), and berth writes what it would",
+            "plugin `{name}`: Codex runs no skill for its command(s) {}: its own install makes skills only of commands with a `description` and without `$ARGUMENTS`, `$1`, `{{{{…}}}}`, shell lines (`!`) or `@file` references, of at most 4,000 bytes as a skill, and berth writes what it would",
             left.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
         ));
     }

@@ -4,12 +4,13 @@
 //! and Codex lists it as `PLUGIN:source-command-NAME`. berth writes the same files, so
 //! Codex reads berth's install as its own.
 //!
-//! What Codex does, as observed: the commands are the files the plugin's
-//! `.claude-plugin/plugin.json` `commands` names, else those its marketplace entry names,
-//! else `commands/` (a named folder is read whole, recursively, like `commands/`); a
-//! command is a `.md` file with a front matter whose `description` is not empty, and a
-//! body without `$ARGUMENTS`, a positional `$N`, `{{` or a shell line (`` !` ``); others
-//! are not migrated.
+//! What Codex does, as observed (0.169.0 and 0.171.0 alike): the commands are the files
+//! the plugin's `.claude-plugin/plugin.json` `commands` names, else those its marketplace
+//! entry names, else `commands/` (a named folder is read whole, recursively, like
+//! `commands/`); a command is a `.md` file with a front matter whose `description` is not
+//! empty, and a body without `$ARGUMENTS`, a positional `$N`, a template (`{{` and `}}`),
+//! a shell line (`` !` ``) or a file reference (a word starting with `@`, as `@file.md`),
+//! whose skill is at most [`MAX_SKILL_BYTES`] long; others are not migrated.
 
 use std::path::{Path, PathBuf};
 
@@ -22,9 +23,13 @@ use berth_runtime::set::PluginInfo;
 /// Where Codex writes the skills it makes of commands, in the install.
 const MIGRATED: &str = ".codex-plugin/migrated-command-skills";
 
-/// What makes Codex leave a command out: arguments it cannot pass to a skill, a
-/// template, a shell line.
-const NOT_MIGRATED: [&str; 4] = ["$ARGUMENTS", "{{", "!`", "! `"];
+/// What makes Codex leave a command out: arguments it cannot pass to a skill, a shell
+/// line.
+const NOT_MIGRATED: [&str; 3] = ["$ARGUMENTS", "!`", "! `"];
+
+/// The longest `SKILL.md` Codex makes of a command, in bytes: a command whose skill would
+/// be longer is left out (a 4,000-byte skill is made, a 4,001-byte one is not).
+const MAX_SKILL_BYTES: usize = 4000;
 
 /// The `commands` of the plugin's Claude Code manifest, if it names any.
 fn manifest_commands(info: &PluginInfo) -> Option<Vec<String>> {
@@ -103,9 +108,14 @@ fn skill_name(name: &str) -> String {
     }
 }
 
-/// Whether `body` holds what Codex will not run as a skill.
+/// Whether `body` holds what Codex will not run as a skill: its arguments, a shell line,
+/// a template (`{{` and `}}` both), or a file reference (a word of more than `@`).
 fn not_migrated(body: &str) -> bool {
     NOT_MIGRATED.iter().any(|m| body.contains(m))
+        || (body.contains("{{") && body.contains("}}"))
+        || body
+            .split_whitespace()
+            .any(|word| word.len() > 1 && word.starts_with('@'))
         || body
             .as_bytes()
             .windows(2)
@@ -134,7 +144,7 @@ fn migrate(name: &str, text: &str) -> Option<(String, String)> {
     let text = format!(
         "---\nname: \"{skill}\"\ndescription: \"{quoted}\"\n---\n\n# {skill}\n\nUse this skill when the user asks to run the migrated source command `{name}`.\n\n## Command Template\n\n{body}\n"
     );
-    Some((skill, text))
+    (text.len() <= MAX_SKILL_BYTES).then_some((skill, text))
 }
 
 /// The files Codex's own install of the plugin adds for its commands (relative to the
@@ -190,6 +200,9 @@ mod tests {
             "---\ndescription: d\n---\nDo $ARGUMENTS.\n",
             "---\ndescription: d\n---\nDo $1.\n",
             "---\ndescription: d\n---\nDo {{x}}.\n",
+            "---\ndescription: d\n---\n}} then {{\n",
+            "---\ndescription: d\n---\nRead @file.md first.\n",
+            "---\ndescription: d\n---\nx\t@1\n",
             "---\ndescription: d\n---\nSee !`git status`.\n",
             "---\nmodel: haiku\n---\nNo description.\n",
             "No front matter.\n",
@@ -197,6 +210,20 @@ mod tests {
         ] {
             assert_eq!(migrate("c", left), None, "{left}");
         }
-        assert!(migrate("c", "---\ndescription: d\n---\nThe $HOME and }} stay.\n").is_some());
+        for kept in [
+            "The $HOME and }} stay.",
+            "A {{ alone stays.",
+            "Mail a@b.com, say @ or (@x) or `@x`.",
+        ] {
+            let text = format!("---\ndescription: d\n---\n{kept}\n");
+            assert!(migrate("c", &text).is_some(), "{kept}");
+        }
+        // The skill's length decides, not the command's: 4,000 bytes are made.
+        let (_, short) = migrate("c", "---\ndescription: d\n---\nx\n").expect("migrated");
+        let fill = "a".repeat(4000 - short.len() + 1);
+        let at_most = format!("---\ndescription: d\n---\n{fill}\n");
+        assert_eq!(migrate("c", &at_most).map(|(_, t)| t.len()), Some(4000));
+        let over = format!("---\ndescription: d\n---\n{fill}a\n");
+        assert_eq!(migrate("c", &over), None);
     }
 }

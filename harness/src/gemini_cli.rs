@@ -1,7 +1,8 @@
 //! Gemini CLI: extensions in a Gemini home folder (`~/.gemini`), one per locked plugin,
 //! as `gemini extensions list` reads them: `extensions/NAME/gemini-extension.json` (name,
 //! version, description, MCP servers), `skills/SKILL` (a link to the skill's folder in
-//! the store) and `commands/NAME.toml` (a Claude Code command as a Gemini prompt).
+//! the store), `commands/NAME.toml` (a Claude Code command as a Gemini prompt), and the
+//! plugin's hooks, agents and policies (`gemini_parts.rs`).
 //!
 //! berth owns each plugin's `extensions/NAME/` (marked by a `.berth` file, so a plugin that
 //! left the lock is removed too); other extensions are left alone.
@@ -13,6 +14,7 @@ use serde_json::{Map, Value, json};
 use berth_lockfile_schema::toml_string;
 
 use super::files::{marked, pretty, stdio_fields};
+use super::gemini_parts;
 use super::guard::is_component;
 use super::own::as_claude_reads;
 use super::plan::{MARK, Plan, Planned};
@@ -22,28 +24,6 @@ use berth_plugin::mcp::McpServer;
 use berth_plugin::model::Markdown;
 use berth_plugin::skills::Skill;
 use berth_runtime::set::{PluginInfo, PluginSet};
-
-/// Whether Claude Code runs hooks of the plugin (`hooks/hooks.json`, or `hooks` in its
-/// `.claude-plugin/plugin.json`), which the set, reading another manifest, may not hold.
-fn claude_reads_hooks(info: &PluginInfo) -> bool {
-    let manifest = super::guard::read_unlinked(&info.path, Path::new(".claude-plugin/plugin.json"))
-        .ok()
-        .flatten()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
-    info.path.join("hooks/hooks.json").is_file()
-        || manifest.is_some_and(|m| m.get("hooks").is_some_and(|h| !h.is_null()))
-}
-
-/// How many `.md` files `dir` holds (not recursing).
-fn markdown_files(dir: &Path) -> usize {
-    std::fs::read_dir(dir).map_or(0, |entries| {
-        entries
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".md"))
-            .count()
-    })
-}
 
 /// A server as Gemini CLI's `mcpServers` takes it, or why it cannot be.
 fn server_json(server: &McpServer) -> Result<Value, String> {
@@ -88,7 +68,7 @@ impl Harness for GeminiCli {
     }
 
     fn folder(&self) -> &'static str {
-        "A Gemini CLI home folder (`~/.gemini`): one extension per plugin with its MCP servers, skills and commands"
+        "A Gemini CLI home folder (`~/.gemini`): one extension per plugin with its MCP servers, skills, commands, hooks, agents and policies"
     }
 
     fn writes_the_sets_reading(&self) -> bool {
@@ -133,32 +113,8 @@ impl Harness for GeminiCli {
                 ));
             }
         }
-        let hooks: usize = set
-            .hooks
-            .iter()
-            .map(|(_, matchers)| matchers.iter().filter(|(_, p)| p == name).count())
-            .sum();
-        if hooks > 0 {
-            out.push(format!(
-                "plugin `{name}`: its {hooks} hook matcher(s) are not written: Gemini CLI's extension hooks use other events and payloads"
-            ));
-        } else if claude_reads_hooks(info) {
-            out.push(format!(
-                "plugin `{name}`: its hooks (Claude Code's `hooks/hooks.json` or manifest `hooks`) are not written: Gemini CLI's extension hooks use other events and payloads"
-            ));
-        }
-        // Claude Code reads `agents/` whatever manifest the plugin has; the set may not.
-        let agents = set
-            .agents
-            .iter()
-            .filter(|(_, p)| p == name)
-            .count()
-            .max(markdown_files(&info.path.join("agents")));
-        if agents > 0 {
-            out.push(format!(
-                "plugin `{name}`: its {agents} agent(s) are not written: Gemini CLI extensions have no sub-agents"
-            ));
-        }
+        out.extend(gemini_parts::hooks(info).1);
+        out.extend(gemini_parts::agents(info).1);
         if set.lsp_servers.iter().any(|(_, _, p)| p == name) {
             out.push(format!(
                 "plugin `{name}`: its LSP servers are not written: Gemini CLI has none"
@@ -180,6 +136,7 @@ impl Harness for GeminiCli {
         for info in plugins {
             extension(set, info, &mut plan);
         }
+        plan.warnings.extend(servers_apart(set, plugins));
         Ok(vec![(to.root.to_path_buf(), plan)])
     }
 }
@@ -274,6 +231,40 @@ fn extension(set: &PluginSet, info: &PluginInfo, plan: &mut Plan) {
         dir.join("gemini-extension.json"),
         Planned::File(pretty(&manifest)),
     );
+    for (rel, planned) in gemini_parts::planned(info) {
+        plan.files.insert(dir.join(rel), planned);
+    }
+}
+
+/// A warning for each MCP server name two plugins give different definitions: Gemini CLI
+/// keys the servers of all extensions by name and starts the first it reads (in the order
+/// the folder lists them), skipping the other. The same definition twice is one server.
+fn servers_apart(set: &PluginSet, plugins: &[&PluginInfo]) -> Vec<String> {
+    let mut by_name: std::collections::BTreeMap<String, Vec<(&str, Value)>> = Default::default();
+    for info in plugins {
+        let name = info.locked.name.as_str();
+        for (server, config) in &as_claude_reads(set, info).servers {
+            if let Ok(json) = server_json(config) {
+                by_name
+                    .entry(server.to_string())
+                    .or_default()
+                    .push((name, json));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (server, defined) in by_name {
+        for (i, (first, one)) in defined.iter().enumerate() {
+            for (second, other) in defined.iter().skip(i + 1) {
+                if one != other {
+                    out.push(format!(
+                        "plugins `{first}` and `{second}` both have an MCP server `{server}`, defined differently: Gemini CLI starts one server of a name across its extensions (the first it reads), so one of the two is not started"
+                    ));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A command of the set as a Gemini prompt: its description, and its own text (the set's

@@ -1,7 +1,7 @@
 //! Writing the locked plugin set where a harness reads it natively (`berth materialize`).
 //!
 //! A harness target is one [`Harness`] (its module: `claude_config.rs`, `codex.rs`,
-//! `gemini_cli.rs`, `agent_plugins_folder.rs`) and one row of [`TARGETS`], which the CLI's
+//! `gemini_cli.rs`, `copilot.rs`, `opencode.rs`, `agent_plugins_folder.rs`) and one row of [`TARGETS`], which the CLI's
 //! names come from. A target turns a [`PluginSet`] into [`Plan`]s of files and links to
 //! verified store entries (`plan.rs`; `entry.rs` lists and copies an entry from what the
 //! store's check just found of it) and names what the harness cannot express; `files.rs`
@@ -12,7 +12,8 @@
 //! # Where things are
 //!
 //! `trait Harness` and the `TARGETS` table here, one target per file: `claude_config.rs`,
-//! `codex.rs` (with `codex_commands.rs`), `gemini_cli.rs` and `agent_plugins_folder.rs`
+//! `codex.rs` (with `codex_commands.rs`), `gemini_cli.rs`, `copilot.rs`, `opencode.rs` (with
+//! `opencode_forms.rs`) and `agent_plugins_folder.rs`
 //! (with `agent_plugins_schema.rs`), `claude_catalog.rs` what a plugin's entry in berth's
 //! Claude Code catalog says beyond its name, `own.rs` a plugin's skills and servers as a
 //! harness that keeps plugins apart sees them; `plan.rs` the paths a target writes;
@@ -30,12 +31,17 @@ mod agent_plugins_folder;
 mod agent_plugins_schema;
 mod claude_catalog;
 mod claude_config;
+mod claude_rules;
 mod codex;
 mod codex_commands;
+mod copilot;
 mod entry;
 mod files;
 mod gemini_cli;
+mod gemini_parts;
 mod guard;
+mod opencode;
+mod opencode_forms;
 mod own;
 mod parallel;
 mod pinned;
@@ -46,18 +52,28 @@ use std::path::{Path, PathBuf};
 pub use agent_plugins_folder::AgentPluginsFolder;
 pub use claude_config::{ClaudeConfig, MARKETPLACE};
 pub use codex::Codex;
+pub use copilot::CopilotCli;
 pub use files::{Applied, Drift, apply, check};
 pub use gemini_cli::GeminiCli;
 pub use guard::{Foreign, foreign, move_aside};
+pub use opencode::OpenCode;
 pub use plan::{Plan, Planned};
 
 use berth_plugin::error::PluginError;
 use berth_runtime::set::{PluginInfo, PluginSet};
 
 /// Every harness `berth materialize` writes for, in the order its help lists them.
-pub static TARGETS: [&dyn Harness; 4] = [&ClaudeConfig, &Codex, &GeminiCli, &AgentPluginsFolder];
+pub static TARGETS: [&dyn Harness; 6] = [
+    &ClaudeConfig,
+    &Codex,
+    &GeminiCli,
+    &CopilotCli,
+    &OpenCode,
+    &AgentPluginsFolder,
+];
 
-/// The target named `id` (`claude`, `codex`, `gemini`, `agent-plugins`).
+/// The target named `id` (`claude`, `codex`, `gemini`, `copilot`, `opencode`,
+/// `agent-plugins`).
 pub fn target(id: &str) -> Option<&'static dyn Harness> {
     TARGETS.iter().copied().find(|t| t.id() == id)
 }

@@ -7,9 +7,11 @@
 
 use std::borrow::Cow;
 
+use berth_lockfile_schema::plugin_manifest::Format;
 use berth_lockfile_schema::runner::parse_runner;
 
 use super::files::string_or_list;
+use berth_plugin::agents::{Agent, load_agents};
 use berth_plugin::components::load_components;
 use berth_plugin::mcp::{McpServer, unwrapped_servers};
 use berth_plugin::model::Reader;
@@ -182,4 +184,37 @@ fn own_components(info: &PluginInfo) -> Option<berth_plugin::components::Compone
         &|| Ok(()),
     )
     .ok()
+}
+
+/// `info`'s agents as Claude Code reads them: the set's, and for an Agent Plugins plugin
+/// (whose agents the set reads from `dev.openhands/agents/`) those of its `agents/`
+/// folder, which Claude Code reads whatever manifest the plugin has.
+pub(super) fn agents_as_claude_reads<'a>(
+    set: &'a PluginSet,
+    info: &PluginInfo,
+) -> Vec<Cow<'a, Agent>> {
+    let mut out: Vec<Cow<'a, Agent>> = set
+        .agents
+        .iter()
+        .filter(|(_, p)| *p == info.locked.name)
+        .map(|(agent, _)| Cow::Borrowed(agent))
+        .collect();
+    if info.manifest.format != Format::AgentPlugins {
+        return out;
+    }
+    let Some(mut model) = info.model.as_deref().cloned() else {
+        return out;
+    };
+    let Ok(root) = PluginRoot::canonical(&info.locked.name, info.path.clone()) else {
+        return out;
+    };
+    let root = root.exposed_at(info.root.clone());
+    let mut reader = Reader::new(&root, info.locked.definition.as_ref(), &mut model);
+    let read = load_agents(&mut reader, Format::ClaudeCode, &mut Vec::new()).unwrap_or_default();
+    for agent in read {
+        if !out.iter().any(|a| a.name == agent.name) {
+            out.push(Cow::Owned(agent));
+        }
+    }
+    out
 }

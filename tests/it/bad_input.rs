@@ -159,19 +159,17 @@ fn a_missing_repo_path_names_path_and_commit() {
 }
 
 #[test]
-fn unknown_keys_warn_but_do_not_fail() {
+fn unknown_keys_are_errors_with_a_did_you_mean() {
     let ctx = TestContext::new();
     std::fs::create_dir_all(ctx.work.join("local/skills")).expect("mkdir");
     ctx.write_manifest("[[plugin]]\nsource = \"./local\"\nrepo-path = \"x\"\n");
     berth_snapshot!(ctx.filters(), ctx.berth().args(["plugins", "lock"]), @r"
-    success: true
-    exit_code: 0
+    success: false
+    exit_code: 1
     ----- stdout -----
 
     ----- stderr -----
-    warning: plugins.toml:3:1: unknown key `repo-path` in `[[plugin]]` is ignored; did you mean `repo_path`?
-          Adding local sha256-xrjWNYHBTyO+
-          Locked 1 plugin in `plugins.lock`
+    error: plugins.toml:3:1: unknown key `repo-path` in `[[plugin]]`; did you mean `repo_path`? (the keys are `source`, `ref`, `version`, `repo_path`, `hash`, `archive_hash`, `name`)
     ");
 }
 
@@ -359,7 +357,9 @@ fn typos_get_a_did_you_mean() {
     assert!(!scheme.contains("github:gihtub"), "{scheme}");
     let key = refused("[[plugin]]\nsoruce = \"./x\"\n");
     assert!(
-        key.contains("has no `source` (`soruce` is not a key: did you mean `source`?)"),
+        key.contains(
+            "plugins.toml:2:1: unknown key `soruce` in `[[plugin]]`; did you mean `source`?"
+        ),
         "{key}"
     );
 

@@ -6,7 +6,7 @@
 
 use crate::common;
 use crate::materialize::{
-    claude, claude_bin, claude_inventory, codex_bin, gemini_bin, sdk_command, sdk_python,
+    claude, claude_bin, claude_inventory, gemini_bin, sdk_command, sdk_python,
 };
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,13 +16,13 @@ use std::process::Command;
 use common::{TestContext, copy_tree, fixtures, require_or_skip};
 use serde_json::Value;
 
-const MARKET: &str = "entry-forms";
+pub(crate) const MARKET: &str = "entry-forms";
 
 /// What a client shows of each plugin: kind -> sorted names.
-type Inventory = BTreeMap<String, BTreeMap<String, Vec<String>>>;
+pub(crate) type Inventory = BTreeMap<String, BTreeMap<String, Vec<String>>>;
 
 /// The fixture's plugins, in its catalog's order.
-fn plugins() -> Vec<String> {
+pub(crate) fn plugins() -> Vec<String> {
     let catalog: Value = serde_json::from_str(
         &std::fs::read_to_string(
             fixtures().join("marketplaces/entry-forms/.claude-plugin/marketplace.json"),
@@ -39,7 +39,7 @@ fn plugins() -> Vec<String> {
 }
 
 /// The fixture marketplace at `ctx.work/mk`, every plugin of it locked and synced.
-fn locked_fixture(ctx: &TestContext) -> PathBuf {
+pub(crate) fn locked_fixture(ctx: &TestContext) -> PathBuf {
     let market = ctx.work.join("mk");
     copy_tree(&fixtures().join("marketplaces/entry-forms"), &market);
     let mut manifest = format!("[[marketplace]]\nname = \"{MARKET}\"\nsource = \"./mk\"\n");
@@ -52,7 +52,7 @@ fn locked_fixture(ctx: &TestContext) -> PathBuf {
 }
 
 /// `berth materialize TARGET DIR`: its warnings.
-fn materialize(ctx: &TestContext, target: &str, dir: &Path) -> Vec<String> {
+pub(crate) fn materialize(ctx: &TestContext, target: &str, dir: &Path) -> Vec<String> {
     let run = ctx.ok(&["materialize", target, dir.to_str().expect("utf-8")]);
     run.stderr
         .lines()
@@ -62,32 +62,57 @@ fn materialize(ctx: &TestContext, target: &str, dir: &Path) -> Vec<String> {
 }
 
 /// Whether a warning names `plugin` and says `what`.
-fn warned(warnings: &[String], plugin: &str, what: &str) -> bool {
+pub(crate) fn warned(warnings: &[String], plugin: &str, what: &str) -> bool {
     warnings
         .iter()
         .any(|w| w.starts_with(&format!("plugin `{plugin}`")) && w.contains(what))
 }
 
+/// The fixture's plugins Claude Code refuses to install: `folder-agents` names its agents
+/// folder in its own `plugin.json`, where Claude Code takes only `.md` files.
+const REFUSED_BY_CLAUDE: [&str; 1] = ["folder-agents"];
+
 /// Claude Code's install of every fixture plugin in configuration folder `dir`, its own
-/// way (`plugin marketplace add`, `plugin install`).
-fn claude_installs(ctx: &TestContext, bin: &Path, dir: &Path, market: &Path) {
+/// way (`plugin marketplace add`, `plugin install`): those it refuses fail, saying why.
+pub(crate) fn claude_installs(ctx: &TestContext, bin: &Path, dir: &Path, market: &Path) {
     let market = market.to_str().expect("utf-8");
     claude(ctx, bin, dir, &["plugin", "marketplace", "add", market]);
     for name in plugins() {
-        claude(
-            ctx,
-            bin,
-            dir,
-            &["plugin", "install", &format!("{name}@{MARKET}")],
+        let id = format!("{name}@{MARKET}");
+        if !REFUSED_BY_CLAUDE.contains(&name.as_str()) {
+            claude(ctx, bin, dir, &["plugin", "install", &id]);
+            continue;
+        }
+        let out = Command::new(bin)
+            .args(["plugin", "install", &id])
+            .env("CLAUDE_CONFIG_DIR", dir)
+            .env("HOME", &ctx.home)
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .current_dir(&ctx.work)
+            .output()
+            .expect("run claude");
+        let said = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && said.contains("Validation errors: agents"),
+            "{}: Claude Code refuses `{id}`: {said}",
+            bin.display()
         );
     }
 }
 
 /// What Claude Code shows of each plugin installed from `marketplace` in `dir`
 /// (`plugin details`: its skills, commands among them, agents, hooks, MCP and LSP servers).
-fn claude_reads(ctx: &TestContext, bin: &Path, dir: &Path, marketplace: &str) -> Inventory {
+pub(crate) fn claude_reads(
+    ctx: &TestContext,
+    bin: &Path,
+    dir: &Path,
+    marketplace: &str,
+) -> Inventory {
     plugins()
         .into_iter()
+        .filter(|name| !REFUSED_BY_CLAUDE.contains(&name.as_str()))
         .map(|name| {
             let id = format!("{name}@{marketplace}");
             let details = claude(ctx, bin, dir, &["plugin", "details", &id]);
@@ -96,36 +121,49 @@ fn claude_reads(ctx: &TestContext, bin: &Path, dir: &Path, marketplace: &str) ->
         .collect()
 }
 
-/// The Claude Code binaries to test: `BERTH_CLAUDE` (the newest `.ci/run` pins) and
-/// `BERTH_CLAUDE_PREVIOUS` (the one before).
-fn claude_bins() -> Vec<PathBuf> {
-    let previous = std::env::var_os("BERTH_CLAUDE_PREVIOUS")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from);
-    if previous.is_none() {
-        require_or_skip(
-            "BERTH_CLAUDE_PREVIOUS",
-            "point it at the previous Claude Code `.ci/run` pins",
-        );
+/// The pinned binaries of a client, each from its variable (`.ci/run` sets them all); a
+/// missing one fails under `CI` and is skipped elsewhere.
+fn pinned_bins(vars: &[&str]) -> Vec<PathBuf> {
+    let mut bins = Vec::new();
+    for var in vars {
+        match std::env::var_os(var).filter(|p| !p.is_empty()) {
+            Some(bin) => bins.push(PathBuf::from(bin)),
+            None => require_or_skip(var, "see .ci/run, which pins it"),
+        }
     }
-    claude_bin().into_iter().chain(previous).collect()
+    bins
+}
+
+/// The Claude Code binaries to test: every version `.ci/run` pins.
+fn claude_bins() -> Vec<PathBuf> {
+    pinned_bins(&[
+        "BERTH_CLAUDE",
+        "BERTH_CLAUDE_PREVIOUS",
+        "BERTH_CLAUDE_NEWEST",
+    ])
+}
+
+/// The Codex binaries to test: every version `.ci/run` pins.
+fn codex_bins() -> Vec<PathBuf> {
+    pinned_bins(&["BERTH_CODEX", "BERTH_CODEX_NEWEST"])
 }
 
 #[test]
 fn claude_code_reads_berths_folder_as_its_own_install() {
     let bins = claude_bins();
     if bins.is_empty() {
-        require_or_skip("BERTH_CLAUDE", "see .ci/run");
         return;
     }
     let ctx = TestContext::new();
     let market = locked_fixture(&ctx);
     let written = ctx.root.join("claude-berth");
     let warnings = materialize(&ctx, "claude", &written);
+    // What Claude Code refuses is written, with its reason; nothing else differs.
     assert_eq!(
         warnings,
-        Vec::<String>::new(),
-        "nothing differs, so nothing is warned"
+        [
+            "plugin `folder-agents`: Claude Code 2.1.332 refuses to install it: its `.claude-plugin/plugin.json`'s `agents.0` must end with `.md` (`./agents`); berth writes it, Claude Code may not load it"
+        ],
     );
     for (i, bin) in bins.iter().enumerate() {
         let own = ctx.root.join(format!("claude-own-{i}"));
@@ -203,55 +241,65 @@ fn codex_reads(ctx: &TestContext, bin: &Path, home: &Path) -> (Vec<String>, Vec<
     (servers, skills)
 }
 
-#[test]
-fn codex_reads_berths_home_as_its_own_install() {
-    let Some(bin) = codex_bin() else {
-        require_or_skip("BERTH_CODEX", "see .ci/run");
-        return;
-    };
-    let ctx = TestContext::new();
-    let market = locked_fixture(&ctx);
-    let own = ctx.root.join("codex-own");
-    std::fs::create_dir_all(&own).expect("mkdir");
-    codex(
-        &ctx,
-        &bin,
-        &own,
-        &[
-            "plugin",
-            "marketplace",
-            "add",
-            market.to_str().expect("utf-8"),
-        ],
-    );
+/// Codex's own install of every fixture plugin in home `home` (`plugin marketplace add`,
+/// `plugin add`).
+fn codex_installs(ctx: &TestContext, bin: &Path, home: &Path, market: &Path) {
+    std::fs::create_dir_all(home).expect("mkdir");
+    let market = market.to_str().expect("utf-8");
+    codex(ctx, bin, home, &["plugin", "marketplace", "add", market]);
     for name in plugins() {
         codex(
-            &ctx,
-            &bin,
-            &own,
+            ctx,
+            bin,
+            home,
             &["plugin", "add", &format!("{name}@{MARKET}")],
         );
     }
+}
+
+#[test]
+fn codex_reads_berths_home_as_its_own_install() {
+    let bins = codex_bins();
+    if bins.is_empty() {
+        return;
+    }
+    let ctx = TestContext::new();
+    let market = locked_fixture(&ctx);
     let written = ctx.root.join("codex-berth");
     let warnings = materialize(&ctx, "codex", &written);
-    let (own_servers, own_skills) = codex_reads(&ctx, &bin, &own);
-    let (servers, skills) = codex_reads(&ctx, &bin, &written);
-    assert_eq!(
-        servers, own_servers,
-        "MCP servers: berth's home (left), Codex's own (right)"
-    );
-    assert_eq!(
-        skills, own_skills,
-        "skills: berth's home (left), Codex's own (right)"
-    );
+    for (i, bin) in bins.iter().enumerate() {
+        let own = ctx.root.join(format!("codex-own-{i}"));
+        codex_installs(&ctx, bin, &own, &market);
+        let (own_servers, own_skills) = codex_reads(&ctx, bin, &own);
+        let (servers, skills) = codex_reads(&ctx, bin, &written);
+        let at = bin.display();
+        assert_eq!(
+            servers, own_servers,
+            "{at}: MCP servers: berth's home (left), Codex's own (right)"
+        );
+        assert_eq!(
+            skills, own_skills,
+            "{at}: skills: berth's home (left), Codex's own (right)"
+        );
+        // Codex makes skills of some commands only: a lone `{{` is text; `@NOTES.md`
+        // refers to a file, and the checklist's skill would be over 4,000 bytes.
+        let skill = |c: &str| {
+            own_skills
+                .iter()
+                .any(|s| s.starts_with(&format!("commands-only:source-command-{c}:")))
+        };
+        assert!(
+            skill("rollback") && skill("braces"),
+            "{at}: {own_skills:#?}"
+        );
+        assert!(
+            !skill("refers") && !skill("checklist") && !skill("deploy"),
+            "{at}: {own_skills:#?}"
+        );
+    }
     // What Codex's own install does not run either is said.
-    assert!(
-        own_skills
-            .iter()
-            .any(|s| s.starts_with("commands-only:source-command-rollback"))
-    );
     for (plugin, what) in [
-        ("commands-only", "`deploy`"),
+        ("commands-only", "`checklist`, `deploy`, `refers`"),
         ("no-manifest", "`note`"),
         ("inline", "LSP servers"),
         ("hybrid", "LSP servers"),
@@ -263,48 +311,44 @@ fn codex_reads_berths_home_as_its_own_install() {
     }
 }
 
-/// `gemini extensions list` with `HOME=home`, read into each extension's MCP servers and
-/// skills.
-fn gemini_reads(ctx: &TestContext, bin: &Path, home: &Path) -> Inventory {
+/// `gemini extensions list --output-format json` with `HOME=home`: every extension as
+/// Gemini CLI loads it (its MCP servers, skills, hooks, agents and policy rules), by name.
+fn gemini_reads(ctx: &TestContext, bin: &Path, home: &Path) -> BTreeMap<String, Value> {
     let out = Command::new(bin)
-        .args(["extensions", "list"])
+        .args(["extensions", "list", "--output-format", "json"])
         .env("HOME", home)
         .current_dir(&ctx.work)
         .output()
         .expect("run gemini");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // It lists on standard output or error, by version.
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    let mut out = Inventory::new();
-    let (mut plugin, mut kind) = (String::new(), String::new());
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("✓ ") {
-            plugin = rest.split(" (").next().unwrap_or(rest).to_owned();
-            out.entry(plugin.clone()).or_default();
-        } else if let Some(section) = line
-            .strip_prefix(' ')
-            .filter(|l| l.ends_with(':') && !l.starts_with(' '))
-        {
-            kind = section.trim_end_matches(':').to_owned();
-        } else if let Some(item) = line.strip_prefix("  ") {
-            let name = item.split(": ").next().unwrap_or(item).to_owned();
-            let list = out
-                .entry(plugin.clone())
-                .or_default()
-                .entry(kind.clone())
-                .or_default();
-            list.push(name);
-            list.sort();
-        } else {
-            kind.clear();
-        }
+    assert!(out.status.success(), "{text}");
+    // The list is the one JSON array of the output, whichever stream it went to.
+    let start = text.find("\n[").map_or(0, |i| i + 1);
+    let listed: Value = serde_json::Deserializer::from_str(&text[start..])
+        .into_iter()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| panic!("a JSON list in {text}"));
+    listed
+        .as_array()
+        .expect("extensions")
+        .iter()
+        .map(|e| (e["name"].as_str().expect("a name").to_owned(), e.clone()))
+        .collect()
+}
+
+/// The names of `extension[key]`'s items (skills, agents), or of its keys (MCP servers,
+/// hook events), sorted.
+fn names(extension: &Value, key: &str) -> BTreeSet<String> {
+    match &extension[key] {
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|i| i["name"].as_str().map(str::to_owned))
+            .collect(),
+        Value::Object(map) => map.keys().cloned().collect(),
+        _ => BTreeSet::new(),
     }
-    out
 }
 
 #[test]
@@ -323,25 +367,21 @@ fn gemini_cli_reads_what_claude_code_installs_or_berth_warns() {
     let home = ctx.root.join("gemini-home");
     let warnings = materialize(&ctx, "gemini", &home.join(".gemini"));
     let read = gemini_reads(&ctx, &gemini, &home);
-    for name in plugins() {
-        let theirs = &reference[&name];
-        let ours = &read[&name];
-        let list = |map: &BTreeMap<String, Vec<String>>, kind: &str| -> BTreeSet<String> {
-            map.get(kind).into_iter().flatten().cloned().collect()
+    for (name, theirs) in &reference {
+        let ours = &read[name];
+        let list = |kind: &str| -> BTreeSet<String> {
+            theirs.get(kind).into_iter().flatten().cloned().collect()
         };
         // Claude Code counts commands among skills; Gemini CLI reads them as prompts. Its
         // `plugin details` leaves out the commands a marketplace entry names (it loads
         // them in a session): those are the only extra ones allowed.
         let commands: BTreeSet<String> =
-            common::list_dir(&home.join(".gemini/extensions").join(&name).join("commands"))
+            common::list_dir(&home.join(".gemini/extensions").join(name).join("commands"))
                 .iter()
                 .filter_map(|f| f.strip_suffix(".toml").map(str::to_owned))
                 .collect();
-        let expected = list(theirs, "Skills");
-        let got: BTreeSet<String> = list(ours, "Agent skills")
-            .union(&commands)
-            .cloned()
-            .collect();
+        let expected = list("Skills");
+        let got: BTreeSet<String> = names(ours, "skills").union(&commands).cloned().collect();
         let named_by_entry = |c: &String| {
             let lock = ctx.lock_text();
             lock.contains(&format!("{c}.md")) && commands.contains(c)
@@ -351,23 +391,100 @@ fn gemini_cli_reads_what_claude_code_installs_or_berth_warns() {
             "plugin `{name}`: skills and commands, Gemini CLI reading berth's {got:?}, Claude Code's install {expected:?}"
         );
         assert_eq!(
-            list(ours, "MCP servers"),
-            list(theirs, "MCP servers"),
+            names(ours, "mcpServers"),
+            list("MCP servers"),
             "plugin `{name}`: MCP servers"
         );
-        for (kind, what) in [
-            ("Agents", "agent"),
-            ("Hooks", "hook"),
-            ("LSP servers", "LSP servers"),
-        ] {
-            if !list(theirs, kind).is_empty() {
-                assert!(
-                    warned(&warnings, &name, what),
-                    "plugin `{name}`: its {kind} unwarned in {warnings:#?}"
-                );
-            }
+        // Gemini CLI 0.61.0 loads an extension's agents: the same ones.
+        let agents: BTreeSet<String> = list("Agents")
+            .iter()
+            .map(|a| a.rsplit(':').next().unwrap_or(a).to_owned())
+            .collect();
+        assert_eq!(names(ours, "agents"), agents, "plugin `{name}`: agents");
+        if !list("Hooks").is_empty() {
+            assert!(
+                !names(ours, "hooks").is_empty() || warned(&warnings, name, "hook"),
+                "plugin `{name}`: its hooks, unwritten and unwarned in {warnings:#?}"
+            );
+        }
+        if !list("LSP servers").is_empty() {
+            assert!(warned(&warnings, name, "LSP servers"), "{warnings:#?}");
         }
     }
+    gemini_forms(&read, &warnings);
+}
+
+/// What Gemini CLI reads of the hooks, agents and policies of the fixture's plugins and
+/// of the server two of them define differently, and what berth says of the rest.
+fn gemini_forms(read: &BTreeMap<String, Value>, warnings: &[String]) {
+    // Hooks under Gemini CLI's event names, tool names in matchers as Gemini CLI's own.
+    let hybrid = &read["hybrid"];
+    assert_eq!(
+        names(hybrid, "hooks"),
+        BTreeSet::from(["AfterTool".to_owned(), "SessionStart".to_owned()]),
+        "{hybrid}"
+    );
+    assert_eq!(
+        hybrid["hooks"]["AfterTool"][0]["matcher"], "replace",
+        "{hybrid}"
+    );
+    assert_eq!(
+        hybrid["hooks"]["SessionStart"][0]["hooks"][0]["timeout"],
+        5000
+    );
+    assert_eq!(
+        read["inline"]["hooks"]["BeforeTool"][0]["matcher"],
+        "run_shell_command"
+    );
+    // A hook with no Gemini CLI event, and one that is no command, are said one by one.
+    assert!(
+        warned(
+            warnings,
+            "hybrid",
+            "`SubagentStop` hook `echo sub-agent done`"
+        ),
+        "{warnings:#?}"
+    );
+    assert!(
+        warned(warnings, "hybrid", "its type is `prompt`"),
+        "{warnings:#?}"
+    );
+    // An agent keeps the tools Gemini CLI has; the others are said.
+    let planner = &hybrid["agents"][0];
+    assert_eq!(
+        planner["toolConfig"]["tools"],
+        serde_json::json!(["read_file", "grep_search"]),
+        "{planner}"
+    );
+    assert!(
+        warned(warnings, "hybrid", "without its tool `NotebookEdit`"),
+        "{warnings:#?}"
+    );
+    // The plugin's own Gemini CLI policy is read as the extension's.
+    let rules = hybrid["rules"].as_array().expect("rules");
+    assert!(
+        rules
+            .iter()
+            .any(|r| r["toolName"] == "web_fetch" && r["decision"] == "deny"),
+        "{hybrid}"
+    );
+    // Claude Code refuses `folder-agents`; Gemini CLI reads its agent.
+    assert_eq!(
+        names(&read["folder-agents"], "agents"),
+        BTreeSet::from(["designer".to_owned()])
+    );
+    // Two extensions' servers of one name: said when defined differently, not when alike.
+    let shared: Vec<&String> = warnings
+        .iter()
+        .filter(|w| w.contains("both have an MCP server"))
+        .collect();
+    assert_eq!(shared.len(), 1, "{warnings:#?}");
+    assert!(
+        shared[0].starts_with(
+            "plugins `shared-a` and `shared-b` both have an MCP server `shared-server`"
+        ),
+        "{shared:?}"
+    );
 }
 
 /// Loads plugins with the real OpenHands SDK: `own` resolves each `NAME@entry-forms` from

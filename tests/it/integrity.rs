@@ -171,7 +171,7 @@ fn offline_sync_names_what_is_missing_and_frozen_needs_no_manifest() {
     ----- stdout -----
 
     ----- stderr -----
-    error: no manifest at `plugins.toml`; create one with `[[plugin]]` entries or pass `--manifest FILE`
+    error: no `plugins.toml` in this folder or any folder above it; start a project here with `berth init`, or pass `--manifest FILE`
     "#);
 }
 

@@ -713,10 +713,8 @@ fn gemini_cli_lists_the_materialized_extensions() {
     ----- stdout -----
 
     ----- stderr -----
-    warning: plugin `review`: its 1 hook matcher(s) are not written: Gemini CLI's extension hooks use other events and payloads
-    warning: plugin `review`: its 1 agent(s) are not written: Gemini CLI extensions have no sub-agents
     warning: plugin `house-rules`: skill `house-style` (`skills/house-style.md`) is not a skill folder; Gemini CLI reads `skills/NAME/SKILL.md` only, so it is not written
-           Wrote 2 plugins for Gemini CLI in `[TMP]/gemini-home/.gemini` (6 written, 0 unchanged, 0 removed)
+           Wrote 2 plugins for Gemini CLI in `[TMP]/gemini-home/.gemini` (8 written, 0 unchanged, 0 removed)
     "#);
     let list = |home: &Path| -> String {
         let out = Command::new(&bin)
@@ -762,10 +760,8 @@ fn gemini_cli_lists_the_materialized_extensions() {
     ----- stdout -----
 
     ----- stderr -----
-    warning: plugin `review`: its 1 hook matcher(s) are not written: Gemini CLI's extension hooks use other events and payloads
-    warning: plugin `review`: its 1 agent(s) are not written: Gemini CLI extensions have no sub-agents
     warning: plugin `house-rules`: skill `house-style` (`skills/house-style.md`) is not a skill folder; Gemini CLI reads `skills/NAME/SKILL.md` only, so it is not written
-           Wrote 2 plugins for Gemini CLI in `[TMP]/gemini-home/.gemini` (0 written, 6 unchanged, 0 removed)
+           Wrote 2 plugins for Gemini CLI in `[TMP]/gemini-home/.gemini` (0 written, 8 unchanged, 0 removed)
     "#);
     std::fs::create_dir_all(dir.join("extensions/mine")).expect("mkdir");
     std::fs::write(
@@ -800,8 +796,6 @@ fn gemini_cli_lists_the_materialized_extensions() {
     ----- stdout -----
 
     ----- stderr -----
-    warning: plugin `review`: its 1 hook matcher(s) are not written: Gemini CLI's extension hooks use other events and payloads
-    warning: plugin `review`: its 1 agent(s) are not written: Gemini CLI extensions have no sub-agents
     error: `[TMP]/gemini-home/.gemini` drifted from the locked set for Gemini CLI (3 paths); run `berth materialize gemini [TMP]/gemini-home/.gemini` to restore it
       edited: extensions/review/gemini-extension.json
       removed: extensions/review/skills/rv
@@ -1182,7 +1176,7 @@ fn a_plugin_claude_code_refuses_to_install_is_warned() {
     ----- stdout -----
 
     ----- stderr -----
-    warning: plugin `p`: Claude Code refuses to install it: its marketplace entry's `agents` names `./agents/`, which are not `.md` files (Claude Code 2.1.197 says the plugin "uses a source type your Claude Code version does not support"); berth writes it, Claude Code may not load it
+    warning: plugin `p`: Claude Code 2.1.332 refuses to install it: its marketplace entry's `agents.0` must end with `.md` (`./agents/`); berth writes it, Claude Code may not load it
            Wrote 1 plugin for Claude Code in `[TMP]/claude` (8 written, 0 unchanged, 0 removed)
     "#);
 }
@@ -1400,7 +1394,7 @@ fn codex_lists_the_materialized_plugins_as_installed() {
     ----- stdout -----
 
     ----- stderr -----
-    warning: plugin `review`: Codex runs no skill for its command(s) `lint`: its own install makes skills only of commands with a `description` and without `$ARGUMENTS`, `$1`, `{{` or shell lines (`!`), and berth writes what it would
+    warning: plugin `review`: Codex runs no skill for its command(s) `lint`: its own install makes skills only of commands with a `description` and without `$ARGUMENTS`, `$1`, `{{…}}`, shell lines (`!`) or `@file` references, of at most 4,000 bytes as a skill, and berth writes what it would
            Wrote 2 plugins for Codex in `[TMP]/codex-home/.codex` (0 written, 14 unchanged, 0 removed)
     "#);
 
@@ -1422,7 +1416,7 @@ fn codex_lists_the_materialized_plugins_as_installed() {
     ----- stdout -----
 
     ----- stderr -----
-    warning: plugin `review`: Codex runs no skill for its command(s) `lint`: its own install makes skills only of commands with a `description` and without `$ARGUMENTS`, `$1`, `{{` or shell lines (`!`), and berth writes what it would
+    warning: plugin `review`: Codex runs no skill for its command(s) `lint`: its own install makes skills only of commands with a `description` and without `$ARGUMENTS`, `$1`, `{{…}}`, shell lines (`!`) or `@file` references, of at most 4,000 bytes as a skill, and berth writes what it would
     error: `[TMP]/codex-home/.codex` drifted from the locked set for Codex (3 paths); run `berth materialize codex [TMP]/codex-home/.codex` to restore it
       edited: berth-marketplace/.claude-plugin/marketplace.json
       removed: plugins/cache/berth/review/1.2.0/.mcp.json

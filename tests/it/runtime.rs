@@ -299,6 +299,7 @@ fn run_refuses_a_stale_lock_unless_frozen_and_a_missing_store_entry() {
     ----- stdout -----
 
     ----- stderr -----
+    warning: `plugins.lock` is out of date with `plugins.toml` (entry 2 (`beta`): `source` is `./gamma` in the manifest but `./beta` in the lock); this is the lock as it is: run `berth plugins lock` to update it
     error: plugin `alpha` is not in the store (expected `[TMP]/empty-store/store-v1/0vfifc07vyp3zf9kmy2kjhdqpcnfjc9wsr43b2ks182948xy33s1-alpha`); run `berth plugins sync`
     "#
     );

@@ -63,15 +63,15 @@ pub struct SandboxSwitch {
 /// Where the project's files are: the options of every command that reads them.
 #[derive(Debug, Args)]
 pub struct ProjectArgs {
-    /// The manifest
+    /// The manifest [default: `plugins.toml` in the current folder or the nearest folder
+    /// above it that has one, as Cargo finds `Cargo.toml`]
     #[arg(
         long,
         global = true,
         value_name = "FILE",
-        default_value = "plugins.toml",
         help_heading = "Project options"
     )]
-    pub manifest: PathBuf,
+    pub manifest: Option<PathBuf>,
 
     /// The lockfile [default: the manifest's path with `.lock`]
     #[arg(

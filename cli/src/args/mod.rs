@@ -18,9 +18,9 @@ pub use marketplace::{
 };
 pub use materialize::MaterializeArgs;
 pub use plugins::{
-    AddArgs, ApproveArgs, DiffArgs, DiffFormat, ImportArgs, ListArgs, LockArgs, ObserveArgs,
-    OutdatedArgs, PluginsArgs, PluginsCommand, RemoveArgs, ShowArgs, SyncArgs, TreeArgs,
-    UpdateArgs, VerifyArgs,
+    AddArgs, ApproveArgs, DiffArgs, DiffFormat, ImportArgs, ImportFrom, ListArgs, LockArgs,
+    ObserveArgs, OutdatedArgs, PluginsArgs, PluginsCommand, RemoveArgs, ShowArgs, SyncArgs,
+    TreeArgs, UpdateArgs, VerifyArgs,
 };
 pub use serve::ServeArgs;
 pub use store::{GcArgs, SignKeyCommand, StoreArgs, StoreCommand, StorePushArgs, StoreVerifyArgs};

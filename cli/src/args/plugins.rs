@@ -135,8 +135,13 @@ pub enum PluginsCommand {
         berth plugins approve --all --by 'Alice <alice@example.com>'")]
     Approve(ApproveArgs),
 
-    /// Write a new manifest and its lock from an OpenHands deployment's own records
+    /// Write a new manifest and its lock from a client's or an OpenHands deployment's records
     ///
+    /// `--from claude [DIR]` reads Claude Code's enabled plugins (`settings.json`), the
+    /// marketplaces they come from (`known_marketplaces.json`; a git one pinned to the
+    /// commit of Claude Code's copy) and locks each as `PLUGIN@MARKETPLACE`; then
+    /// `berth materialize claude` gives Claude Code the same plugins from the lock.
+    /// `--from codex [DIR]` reads Codex's `config.toml` the same way.
     /// `--conversation DIR` reads a conversation the OpenHands agent server persisted
     /// (`meta.json`: its plugins and its agent's registered marketplaces, each plugin pinned
     /// to the commit it ran where the record keeps one); `--installed` reads the SDK's
@@ -145,6 +150,7 @@ pub enum PluginsCommand {
     /// and project plugins), each folder locked as it is now. Everything is resolved now; the manifest is written only once
     /// its lock is made, and an existing manifest is never replaced.
     #[command(after_help = "Examples:\n  \
+        berth plugins import --from claude              # ~/.claude\n  \
         berth plugins import --conversation workspace/conversations/3f2a…\n  \
         berth plugins import --installed                # ~/.openhands/plugins/installed\n  \
         berth plugins --manifest team.toml import --installed /srv/oh/plugins/installed")]
@@ -187,8 +193,29 @@ pub struct ImportArgs {
     #[allow(clippy::option_option)] // absent, given without a folder, given with one
     pub ambient: Option<Option<std::path::PathBuf>>,
 
+    /// A coding agent's own install: its enabled plugins and their marketplaces, read from
+    /// its configuration folder (DIR)
+    #[arg(long, value_name = "CLIENT", conflicts_with_all = ["conversation", "installed", "ambient"])]
+    pub from: Option<ImportFrom>,
+
+    /// The client's configuration folder, with `--from`
+    #[arg(value_name = "DIR", requires = "from")]
+    pub dir: Option<std::path::PathBuf>,
+
     #[command(flatten)]
     pub fetch: super::FetchArgs,
+}
+
+/// The clients `plugins import --from` reads.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ImportFrom {
+    /// Claude Code: `settings.json`'s `enabledPlugins`, `plugins/installed_plugins.json`
+    /// and `plugins/known_marketplaces.json` [DIR default: `$CLAUDE_CONFIG_DIR`, else
+    /// `~/.claude`]
+    Claude,
+    /// Codex: `config.toml`'s `[marketplaces.NAME]` and `[plugins."PLUGIN@MARKETPLACE"]`,
+    /// and its installs under `plugins/cache/` [DIR default: `$CODEX_HOME`, else `~/.codex`]
+    Codex,
 }
 
 #[derive(Debug, Args)]
@@ -314,6 +341,10 @@ pub struct ShowArgs {
     /// Refuse plugin sets with more skills than this
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub max_skills: usize,
+
+    /// Fail if the lockfile is out of date with the manifest instead of warning
+    #[arg(long)]
+    pub locked: bool,
 }
 
 #[derive(Debug, Args)]
@@ -404,6 +435,10 @@ pub struct VerifyArgs {
 pub struct ListArgs {
     #[command(flatten)]
     pub output: super::FormatArgs,
+
+    /// Fail if the lockfile is out of date with the manifest instead of warning
+    #[arg(long)]
+    pub locked: bool,
 }
 
 #[derive(Debug, Args)]

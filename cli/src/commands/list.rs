@@ -8,7 +8,7 @@ use crate::args::ListArgs;
 use crate::context::Context;
 
 pub fn run(ctx: &Context, args: &ListArgs) -> Result<()> {
-    let lock = ctx.require_lock("")?;
+    let lock = ctx.lock_to_read(args.locked)?;
     if args.output.json() {
         let doc = document(ctx, &lock);
         let mut text = serde_json::to_string_pretty(&doc)?;

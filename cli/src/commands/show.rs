@@ -9,7 +9,7 @@ use crate::args::ShowArgs;
 use crate::context::Context;
 
 pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
-    let lock = ctx.require_lock("")?;
+    let lock = ctx.lock_to_read(args.locked)?;
     let options = BuildOptions {
         max_skills: Some(args.max_skills),
         // Read again by the policy's review, and by what other harnesses run (listed in

@@ -177,10 +177,9 @@ fn the_manifest_agent_table_is_read_and_compared() {
         "plugins.toml",
         "[agent]\nsource = \"a==1\"\nentry-point = \"x\"\n",
     )
-    .expect("valid");
+    .expect_err("unknown key");
     assert!(
-        typo.warnings[0]
-            .to_string()
-            .contains("did you mean `entry_point`")
+        typo.to_string().contains("did you mean `entry_point`"),
+        "{typo}"
     );
 }

@@ -250,13 +250,16 @@ source = "./plugins/house-rules"
     }
 
     #[test]
-    fn unknown_keys_warn_with_their_line() {
-        let parsed = parse("[[plugin]]\nsource = \"./a\"\nrepo-path = \"x\"\n").expect("valid");
-        assert_eq!(parsed.warnings.len(), 1);
-        let w = &parsed.warnings[0];
-        assert_eq!((w.line, w.column), (3, 1));
-        assert!(w.message.contains("`repo-path`"), "{w}");
-        assert!(w.message.contains("did you mean `repo_path`"), "{w}");
+    fn unknown_keys_are_errors_at_their_line() {
+        let err = parse("[[plugin]]\nsource = \"./a\"\nrepo-path = \"x\"\n").expect_err("unknown");
+        assert_eq!((err.line, err.column), (3, 1));
+        assert!(err.message.contains("`repo-path`"), "{err}");
+        assert!(err.message.contains("did you mean `repo_path`"), "{err}");
+        let err = parse("[[plugin]]\nsource = \"github:o/r\"\ntag = \"v1\"\n").expect_err("tag");
+        assert!(err.message.contains("did you mean `ref`"), "{err}");
+        let err = parse("[[plugins]]\nsource = \"./a\"\n").expect_err("plugins");
+        assert_eq!(err.line, 1, "{err}");
+        assert!(err.message.contains("did you mean `[[plugin]]`"), "{err}");
     }
 
     #[test]
@@ -331,13 +334,10 @@ source = "./plugins/house-rules"
             .expect_err("not a date or span");
         assert!(err.message.contains("`soon` is not"), "{err}");
         assert_eq!(err.line, 2, "{err}");
-        let parsed = parse("exclude_newer = \"7 days\"\n").expect("valid");
+        let err = parse("exclude_newer = \"7 days\"\n").expect_err("unknown");
         assert!(
-            parsed.warnings[0]
-                .message
-                .contains("did you mean `exclude-newer`"),
-            "{:?}",
-            parsed.warnings
+            err.message.contains("did you mean `exclude-newer`"),
+            "{err}"
         );
     }
 

@@ -77,10 +77,12 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<ParsedManifest, Diagnost
                 };
                 agent = Some(reader.agent(table, item.span())?);
             }
-            other => reader.warn(
-                doc.as_table().key(other).and_then(Key::span),
-                format!("unknown key `{other}` is ignored (expected `[[plugin]]` and `[[marketplace]]` tables, an optional `[agent]` and `exclude-newer`){}", if other.replace('_', "-") == EXCLUDE_NEWER { "; did you mean `exclude-newer`?" } else { "" }),
-            ),
+            other => {
+                return Err(reader.error(
+                    doc.as_table().key(other).and_then(Key::span),
+                    unknown_top_level(other, item),
+                ));
+            }
         }
     }
     Ok(ParsedManifest {
@@ -297,18 +299,11 @@ impl<'a> Reader<'a> {
         section: &str,
         entry: &str,
     ) -> Result<(String, Option<Range<usize>>, usize), Diagnostic> {
-        for (key, _) in table.iter() {
-            if !known.contains(&key) {
-                let hint = known
-                    .iter()
-                    .find(|known| known.replace('_', "-") == key || similar(known, key))
-                    .map(|known| format!("; did you mean `{known}`?"))
-                    .unwrap_or_default();
-                self.warn(
-                    table.key(key).and_then(Key::span),
-                    format!("unknown key `{key}` in {section} is ignored{hint}"),
-                );
-            }
+        if let Some((key, _)) = table.iter().find(|(key, _)| !known.contains(key)) {
+            return Err(self.error(
+                table.key(key).and_then(Key::span),
+                unknown_key(key, known, section),
+            ));
         }
         let Some((source_key, source_item)) = table.get_key_value("source") else {
             let typo = table
@@ -407,7 +402,75 @@ fn value_span(table: &dyn TableLike, key: &str) -> Option<Range<usize>> {
     table.get(key).and_then(Item::span)
 }
 
-/// Whether the key `b` is close enough to the known key `a` for a "did you mean".
-fn similar(a: &str, b: &str) -> bool {
-    crate::suggest::close(b, a)
+/// Keys other tools use for what berth spells otherwise: Cargo's and uv's git keys, npm's
+/// and Claude Code's.
+const SYNONYMS: [(&str, &str); 9] = [
+    ("tag", "ref"),
+    ("branch", "ref"),
+    ("rev", "ref"),
+    ("commit", "ref"),
+    ("subdirectory", "repo_path"),
+    ("subdir", "repo_path"),
+    ("path", "repo_path"),
+    ("url", "source"),
+    ("git", "source"),
+];
+
+/// The key of `known` that `key` was probably meant to be: a spelling with `-` for `_`, a
+/// key other tools use for it, or one a typo away.
+fn meant<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+    let synonym = SYNONYMS
+        .iter()
+        .find(|(other, _)| *other == key)
+        .and_then(|(_, ours)| known.iter().find(|k| *k == ours));
+    known
+        .iter()
+        .find(|k| k.replace('_', "-") == key || k.replace('-', "_") == key)
+        .or(synonym)
+        .or_else(|| {
+            crate::suggest::nearest(key, known.iter().copied())
+                .first()
+                .and_then(|n| known.iter().find(|k| *k == n))
+        })
+        .copied()
+}
+
+/// An unknown key in an entry: what it is, what was probably meant, every key there is.
+fn unknown_key(key: &str, known: &[&str], section: &str) -> String {
+    let keys: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+    let hint = meant(key, known).map_or(String::new(), |k| format!("; did you mean `{k}`?"));
+    format!(
+        "unknown key `{key}` in {section}{hint} (the keys are {})",
+        keys.join(", ")
+    )
+}
+
+/// An unknown top-level key or table: `[[plugins]]` is a typo of `[[plugin]]`, not an
+/// empty manifest.
+fn unknown_top_level(key: &str, item: &Item) -> String {
+    const TOP: [&str; 4] = ["plugin", "marketplace", "agent", EXCLUDE_NEWER];
+    let written = match item {
+        Item::ArrayOfTables(_) => format!("[[{key}]]"),
+        Item::Table(_) => format!("[{key}]"),
+        _ => key.to_owned(),
+    };
+    let singular = key.strip_suffix('s').filter(|k| TOP.contains(k));
+    let hint = singular
+        .or_else(|| meant(key, &TOP))
+        .map_or(String::new(), |k| {
+            let shown = match (k, item) {
+                ("plugin" | "marketplace", _) => format!("[[{k}]]"),
+                ("agent", _) => "[agent]".to_owned(),
+                _ => k.to_owned(),
+            };
+            format!("; did you mean `{shown}`?")
+        });
+    format!(
+        "unknown {} `{written}`{hint} (a manifest holds `[[plugin]]` and `[[marketplace]]` tables, an optional `[agent]` and `exclude-newer`)",
+        if matches!(item, Item::Value(_)) {
+            "key"
+        } else {
+            "table"
+        }
+    )
 }

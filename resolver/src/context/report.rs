@@ -24,6 +24,13 @@ pub trait Reporter: Sync {
         self.status(verb, message);
         Box::new(NoTask)
     }
+    /// A step that can take seconds but is no news when it ends (hashing a large local
+    /// folder): a spinner on a terminal while it runs, nothing elsewhere. The default shows
+    /// nothing.
+    fn progress(&self, verb: &str, message: &str) -> Box<dyn Task + '_> {
+        let _ = (verb, message);
+        Box::new(NoTask)
+    }
 }
 
 /// What the resolver did, as [`Reporter::event`] tells it.

@@ -105,4 +105,7 @@ impl Reporter for StoredQuietly<'_> {
     ) -> Box<dyn crate::context::Task + '_> {
         self.0.task(verb, message, total)
     }
+    fn progress(&self, verb: &str, message: &str) -> Box<dyn crate::context::Task + '_> {
+        self.0.progress(verb, message)
+    }
 }

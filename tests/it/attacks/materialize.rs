@@ -109,10 +109,17 @@ fn f18_a_skill_name_never_leads_out_of_dir() {
     // file name, so the front matter is the only way in: covered by the skills above.
     lock(&ctx, &["evilskill"]);
     let before = listing(&outside);
-    for target in ["gemini", "agent-plugins", "codex", "claude"] {
+    for target in [
+        "gemini",
+        "agent-plugins",
+        "codex",
+        "claude",
+        "copilot",
+        "opencode",
+    ] {
         let out = ctx.root.join(format!("out-{target}"));
         let run = ctx.ok(&["materialize", target, out.to_str().expect("utf-8")]);
-        if matches!(target, "gemini" | "agent-plugins") {
+        if matches!(target, "gemini" | "agent-plugins" | "opencode") {
             let refused = run
                 .stderr
                 .lines()
@@ -149,6 +156,8 @@ fn f19_a_same_named_folder_of_the_users_is_refused_then_moved_aside_never_delete
         ("agent-plugins", "review"),
         ("claude", "plugins/marketplaces/berth"),
         ("codex", "berth-marketplace"),
+        ("copilot", "berth-marketplace"),
+        ("opencode", "berth"),
     ];
     for (target, place) in cases {
         let home = ctx.root.join(format!("home-{target}"));

@@ -44,7 +44,9 @@ impl PluginSource for LocalSource<'_> {
         let (env, path) = (self.env, &self.path);
         let dir = existing_dir(&local_dir(path, env.settings))?;
         check_readable(&dir)?;
+        let progress = env.reporter.progress("Hashing", path);
         let (name, hash) = name_and_hash(&dir)?;
+        drop(progress);
         let declared = Declared::read(|rel| {
             read_regular_file(&dir, rel, MAX_METADATA_BYTES)
                 .ok()

@@ -17,6 +17,9 @@ use crate::printer::Printer;
 
 pub use crate::failure::{Exit, Failure, error_text};
 
+mod find;
+use find::{MANIFEST_FILE, find_manifest};
+
 /// The default number of plugins resolved or fetched at once: fetches wait on the network
 /// or on `git-upload-pack`, so more than the core count pays off.
 const DEFAULT_JOBS: usize = 8;
@@ -34,6 +37,8 @@ pub struct Context {
     manifest_dir: PathBuf,
     /// ...or, when the manifest is not read (`--frozen`), from the lockfile's.
     lock_dir: PathBuf,
+    /// Whether the manifest was looked for (no `--manifest`), for what a missing one says.
+    manifest_searched: bool,
     pub jobs: usize,
     pub github_url: String,
     pub home_dir: Option<PathBuf>,
@@ -67,7 +72,7 @@ impl Context {
             Some(dir) => dir.clone(),
             None => default_store_root(home_dir.as_deref())?,
         };
-        let manifest_path = project.manifest.clone();
+        let manifest_path = project.manifest.clone().unwrap_or_else(find_manifest);
         let lock_path = project
             .lockfile
             .clone()
@@ -104,6 +109,7 @@ impl Context {
             printer,
             store: Store::new(store_root),
             manifest_path,
+            manifest_searched: project.manifest.is_none(),
             lock_path,
             manifest_dir,
             lock_dir,
@@ -212,7 +218,8 @@ impl Context {
         let text = match std::fs::read_to_string(&self.manifest_path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
-                "no manifest at `{label}`; create one with `[[plugin]]` entries or pass `--manifest FILE`"
+                "{}; start a project here with `berth init`, or pass `--manifest FILE`",
+                self.no_manifest()
             ),
             Err(e) => return Err(e).with_context(|| format!("could not read `{label}`")),
         };
@@ -258,10 +265,25 @@ impl Context {
     pub fn require_lock(&self, flag: &str) -> Result<Lock> {
         match self.read_lock()? {
             Some((lock, _)) => Ok(lock),
-            None => bail!(
+            None if self.manifest_path.exists() || !flag.is_empty() => bail!(
                 "{flag}there is no lockfile at `{}`; run `berth plugins lock` to create it",
                 self.lock_label()
             ),
+            None => bail!(
+                "there is no lockfile at `{}`, and {}; start a project with `berth init` (then `berth plugins add SOURCE`), or pass `--manifest FILE`",
+                self.lock_label(),
+                self.no_manifest()
+            ),
+        }
+    }
+
+    /// What is missing when the manifest is: where it was looked for.
+    fn no_manifest(&self) -> String {
+        let label = self.manifest_label();
+        if self.manifest_searched {
+            format!("no `{MANIFEST_FILE}` in this folder or any folder above it")
+        } else {
+            format!("no manifest at `{label}`")
         }
     }
 
@@ -307,7 +329,6 @@ impl Context {
     }
 }
 
-/// A size from the environment: a number with an optional `K`, `M` or `G` (powers of 1024).
 fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
@@ -373,6 +394,41 @@ impl Context {
             notes: stale.iter().map(ToString::to_string).collect(),
         }
         .into())
+    }
+}
+
+impl Context {
+    /// The lock `show` and `list` print: as it is, with a warning when the manifest beside
+    /// it has moved on (what `run` would refuse), or refused under `--locked`.
+    pub fn lock_to_read(&self, locked: bool) -> Result<Lock> {
+        let lock = self.require_lock("")?;
+        if !self.manifest_path.exists() {
+            return Ok(lock);
+        }
+        let stale = lock.staleness(&self.read_manifest()?);
+        if stale.is_empty() {
+            return Ok(lock);
+        }
+        let (lock_label, manifest_label) = (self.lock_label(), self.manifest_label());
+        if locked {
+            let mut notes: Vec<String> = stale.iter().map(ToString::to_string).collect();
+            notes.push(
+                "hint: run `berth plugins lock` (or `berth plugins sync`) to update it".to_owned(),
+            );
+            return Err(Failure {
+                message: format!(
+                    "`--locked` was given but `{lock_label}` is out of date with `{manifest_label}`"
+                ),
+                notes,
+            }
+            .into());
+        }
+        let what: Vec<String> = stale.iter().map(ToString::to_string).collect();
+        self.printer.warn(&format!(
+            "`{lock_label}` is out of date with `{manifest_label}` ({}); this is the lock as it is: run `berth plugins lock` to update it",
+            what.join("; ")
+        ));
+        Ok(lock)
     }
 }
 

@@ -8,7 +8,13 @@
 //! - `--installed [DIR]`: the SDK's installed plugins (`.installed.json`, written by
 //!   `install_plugin`), the enabled ones each pinned to its recorded commit.
 //!
+//! - `--from claude|codex [DIR]`: a client's enabled plugins and their marketplaces
+//!   (`claude.rs`, `codex.rs`).
+//!
 //! The manifest is written only once its lock is made: nothing is half-written.
+
+mod claude;
+mod codex;
 
 use std::path::{Path, PathBuf};
 
@@ -19,7 +25,7 @@ use serde_json::Value;
 
 use super::edit::{reparse, write_manifest};
 use super::lock::{resolve, write_outcome};
-use crate::args::ImportArgs;
+use crate::args::{ImportArgs, ImportFrom};
 use crate::context::Context;
 
 /// The largest record read (a conversation's `meta.json` holds its start request).
@@ -35,16 +41,21 @@ pub fn run(ctx: &Context, args: &ImportArgs) -> Result<()> {
             ctx.manifest_label()
         );
     }
+    let warn = |warning: &str| ctx.printer.warn(warning);
     let (text, installed) = match (&args.conversation, &args.installed, &args.ambient) {
+        _ if matches!(args.from, Some(ImportFrom::Claude)) => {
+            claude::from_claude(&claude::config_dir(args.dir.as_deref()), &warn)?
+        }
+        _ if matches!(args.from, Some(ImportFrom::Codex)) => {
+            codex::from_codex(&codex::config_dir(args.dir.as_deref()), &warn)?
+        }
         (Some(dir), _, _) => (from_conversation(dir)?, Vec::new()),
         (None, Some(dir), _) => from_installed(&installed_dir(dir.as_deref()))?,
         (None, None, Some(work_dir)) => {
-            from_ambient(work_dir.as_deref().unwrap_or(Path::new(".")), &|warning| {
-                ctx.printer.warn(warning)
-            })?
+            from_ambient(work_dir.as_deref().unwrap_or(Path::new(".")), &warn)?
         }
         (None, None, None) => bail!(
-            "say what to import: `--conversation DIR`, `--installed [DIR]` or `--ambient [WORK_DIR]`"
+            "say what to import: `--from claude|codex [DIR]`, `--conversation DIR`, `--installed [DIR]` or `--ambient [WORK_DIR]`"
         ),
     };
     let manifest = reparse(ctx, &text)

@@ -7,6 +7,8 @@ use crate::common;
 
 use common::{GitRepo, Run, TestContext};
 
+mod fixed;
+
 /// What a snapshot with commits in it replaces: a commit's first 12 digits (`[rev-12-hex]`, as wide), a content hash, a store path's digest.
 fn filters_with_revs(ctx: &TestContext) -> Vec<(String, String)> {
     let mut filters = ctx.filters();
@@ -287,17 +289,14 @@ fn verbose_shows_each_step_and_quiet_only_errors() {
     );
     assert!(!ctx.ok(&["plugins", "sync"]).stderr.contains("Present"));
 
-    // A manifest warning (an unknown key) is shown, and left out by `-q`.
+    // A warning (the lock is behind the manifest) is shown, and left out by `-q`.
     ctx.write_manifest(
         &std::fs::read_to_string(ctx.manifest_path())
             .expect("manifest")
-            .replace(
-                "repo_path = \"plugins/lint\"",
-                "repo_path = \"plugins/lint\"\nrepo = \"x\"",
-            ),
+            .replace("version = \"^1\"", "version = \"^1.0\""),
     );
-    assert!(ctx.ok(&["plugins", "lock"]).stderr.contains("warning:"));
-    let quiet = ctx.ok(&["-q", "plugins", "lock"]);
+    assert!(ctx.ok(&["plugins", "list"]).stderr.contains("warning:"));
+    let quiet = ctx.ok(&["-q", "plugins", "list"]);
     assert_eq!(quiet.stderr, "", "-q prints only errors");
     ctx.write_manifest("[[plugin]]\nsource = \"./missing\"\n");
     let failed = ctx.run(&["-q", "plugins", "lock"]);
