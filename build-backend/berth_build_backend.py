@@ -8,8 +8,10 @@ one wheel carries the binary and the extension and the checkout is left as it wa
 cannot be in .gitignore: maturin leaves out of a wheel what git ignores.)
 
 Cargo's profile follows maturin's: ``MATURIN_PEP517_ARGS="--profile dev"`` builds both
-with the dev profile (the tests do; the default is release); the extension is stripped
-of symbols when maturin strips the binary (``strip = true`` in ``[tool.maturin]``).
+with the dev profile (the tests and .ci/run do); the default is ``[tool.maturin]``'s
+``profile``, ``dist`` (fat LTO, one codegen unit: the build people install). The
+extension is stripped of symbols when maturin strips the binary (``strip = true`` in
+``[tool.maturin]``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,17 @@ TARGET = "berth_native"
 NATIVE = PACKAGE / ("_native.pyd" if sys.platform == "win32" else "_native.abi3.so")
 
 
+def _maturin_setting(key: str, default: object) -> object:
+    """``[tool.maturin]``'s ``key`` in pyproject.toml (Python 3.10 has no tomllib: the
+    default, which is what pyproject.toml says)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        with (ROOT / "pyproject.toml").open("rb") as f:
+            return tomllib.load(f).get("tool", {}).get("maturin", {}).get(key, default)
+    return default
+
+
 def _profile() -> str:
     args = shlex.split(os.environ.get("MATURIN_PEP517_ARGS", ""))
     for i, arg in enumerate(args):
@@ -49,16 +62,11 @@ def _profile() -> str:
             return args[i + 1]
         if arg.startswith("--profile="):
             return arg.split("=", 1)[1]
-    return "release"
+    return str(_maturin_setting("profile", "dist"))
 
 
 def _strip() -> bool:
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        with (ROOT / "pyproject.toml").open("rb") as f:
-            return bool(tomllib.load(f).get("tool", {}).get("maturin", {}).get("strip", False))
-    return True  # Python 3.10 has no tomllib: strip, as pyproject.toml asks
+    return bool(_maturin_setting("strip", True))
 
 
 def build_extension() -> Path:
