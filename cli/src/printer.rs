@@ -167,6 +167,8 @@ impl Reporter for Printer {
             bar.with_prefix(verb.to_owned())
                 .with_message(escape_for_display(message).into_owned()),
         );
+        // Drawn at once, not at the first tick: work that ends within one still shows.
+        bar.tick();
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
         Box::new(Bar {
             bar,
@@ -190,6 +192,8 @@ impl Reporter for Printer {
                 .with_prefix(verb.to_owned())
                 .with_message(escape_for_display(message).into_owned()),
         );
+        // Drawn at once, not at the first tick: work that ends within one still shows.
+        bar.tick();
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
         Box::new(Bar {
             bar,

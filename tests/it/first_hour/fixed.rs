@@ -184,6 +184,8 @@ fn status_lines_end_in_newlines_on_a_terminal() {
     repo.copy_fixture("review", "");
     repo.commit("first");
     local_plugin(&ctx, "notes");
+    // Long enough to hash that its spinner is drawn (64 MiB, about 40 ms).
+    std::fs::write(ctx.work.join("notes/data.bin"), vec![7u8; 64 << 20]).expect("write data");
     ctx.write_manifest(
         "[[plugin]]\nsource = \"github:acme/review\"\n\n[[plugin]]\nsource = \"./notes\"\n",
     );
