@@ -251,3 +251,29 @@ fn status_lines_end_in_newlines_on_a_terminal() {
         plain.stderr
     );
 }
+
+/// g: a test skipped for a missing tool said so through `eprintln!`, which the test
+/// harness hides for a passing test, so a plain `cargo test` counted it as passed in
+/// silence; the line now reaches the terminal, naming the test, the tool and what to do.
+#[test]
+fn a_skipped_test_says_so_on_the_terminal_of_a_plain_cargo_test() {
+    let test = "materialize::claude_code_lists_and_details_exactly_the_locked_plugins";
+    let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args([test, "--exact"])
+        .env_remove("CI")
+        .env_remove("BERTH_CLAUDE")
+        .output()
+        .expect("run the test binary");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("1 passed"), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "skipped: {test}: BERTH_CLAUDE is missing; point it at"
+        )),
+        "{stderr}"
+    );
+}
