@@ -19,13 +19,7 @@ const MAX_REF_BYTES: u64 = 1 << 20;
 /// Claude Code's configuration folder: as given, else `$CLAUDE_CONFIG_DIR`, else
 /// `~/.claude`.
 pub(super) fn config_dir(given: Option<&Path>) -> PathBuf {
-    given.map(Path::to_path_buf).unwrap_or_else(|| {
-        std::env::var_os("CLAUDE_CONFIG_DIR")
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
-            .unwrap_or_else(|| PathBuf::from(".claude"))
-    })
+    super::client_dir(given, "CLAUDE_CONFIG_DIR", ".claude")
 }
 
 /// The manifest of Claude Code's enabled plugins in `dir`, with each plugin's installed

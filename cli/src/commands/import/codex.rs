@@ -18,13 +18,7 @@ const MAX_CONFIG_BYTES: u64 = 4 << 20;
 
 /// Codex's folder: as given, else `$CODEX_HOME`, else `~/.codex`.
 pub(super) fn config_dir(given: Option<&Path>) -> PathBuf {
-    given.map(Path::to_path_buf).unwrap_or_else(|| {
-        std::env::var_os("CODEX_HOME")
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))
-            .unwrap_or_else(|| PathBuf::from(".codex"))
-    })
+    super::client_dir(given, "CODEX_HOME", ".codex")
 }
 
 /// The manifest of Codex's enabled, installed plugins in `dir`, with each one's installed

@@ -98,15 +98,20 @@ pub fn run(ctx: &Context, args: &ImportArgs) -> Result<()> {
 /// `--installed`'s folder: as given, else the SDK's (`$OH_PERSISTENCE_DIR/plugins/installed`,
 /// else `~/.openhands/plugins/installed`).
 fn installed_dir(given: Option<&Path>) -> PathBuf {
-    if let Some(given) = given {
-        return given.to_path_buf();
-    }
-    let base = std::env::var_os("OH_PERSISTENCE_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".openhands")))
-        .unwrap_or_else(|| PathBuf::from(".openhands"));
-    base.join("plugins").join("installed")
+    given.map(Path::to_path_buf).unwrap_or_else(|| {
+        client_dir(None, "OH_PERSISTENCE_DIR", ".openhands").join("plugins/installed")
+    })
+}
+
+/// A client's configuration folder: as given, else `$VARIABLE`, else `~/HOME_FOLDER`.
+fn client_dir(given: Option<&Path>, variable: &str, home_folder: &str) -> PathBuf {
+    given.map(Path::to_path_buf).unwrap_or_else(|| {
+        std::env::var_os(variable)
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(home_folder)))
+            .unwrap_or_else(|| PathBuf::from(home_folder))
+    })
 }
 
 /// A JSON record, bounded.
