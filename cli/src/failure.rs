@@ -48,6 +48,26 @@ impl Failure {
 /// What to try when a host could not be reached at all.
 const UNREACHABLE_HINT: &str = "hint: check the network and any proxy (`HTTPS_PROXY`); `--offline` uses only what the store and git cache hold, `--substituter URL` tries a binary cache first, and `BERTH_GITHUB_URL` points `github:` at a mirror";
 
+/// What to do when berth could not write a file (the error names it).
+pub const READ_ONLY_HINT: &str = "hint: that folder is read-only to berth; a read-only store still serves `plugins sync --frozen` (when it holds every entry), `plugins show`, `run` and `materialize`; to add to it, point `BERTH_STORE` (or `--store`) at a folder you can write";
+
+/// Whether `error` is a file that could not be written: a read-only file system or a
+/// folder this user may not write, as an error in its chain or in the text of an entry's
+/// error (which carries its cause as text).
+pub fn could_not_write(error: &anyhow::Error) -> bool {
+    let in_chain = error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(berth_store::is_read_only)
+    });
+    let in_text = |text: &str| text.contains("(os error 30)") || text.contains("(os error 13)");
+    in_chain
+        || match error.downcast_ref::<Failure>() {
+            Some(failure) => in_text(&failure.message) || failure.notes.iter().any(|n| in_text(n)),
+            None => in_text(&error_text(error)),
+        }
+}
+
 /// `error` and its causes, joined by `: ` as `{:#}` joins them, without a cause whose text
 /// the message before it already holds (an error that quotes its own `#[source]`).
 pub fn error_text(error: &anyhow::Error) -> String {

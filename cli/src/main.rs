@@ -74,6 +74,9 @@ fn main() -> ExitCode {
                 }
                 None => printer.error(&context::error_text(&error)),
             }
+            if failure::could_not_write(&error) {
+                printer.note(failure::READ_ONLY_HINT);
+            }
             ExitCode::FAILURE
         }
     }

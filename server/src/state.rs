@@ -305,6 +305,7 @@ impl AppState {
             // A conversation's own lock, as this server (or the fleet) stored it after its
             // start checked the pins; a start sets `Recorded` for the lock it is given.
             pins: berth_resolver::LockedPins::Taken,
+            npm_latest: false,
         }
     }
 

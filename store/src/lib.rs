@@ -34,7 +34,7 @@ mod wheels;
 pub use gc::{
     ARCHIVES_DIR, EntryStatus, Freed, Live, ROOTS_DIR, RUN_DIR, Root, disk_usage, format_size,
 };
-pub use lock::{FileLock, SharedUse};
+pub use lock::{FileLock, SharedUse, is_read_only};
 pub use nar::{Exclude, NarError, NarWriter, Sha256Sink, hash_path, hash_path_excluding};
 pub use nar_unpack::{NarUnpackError, UnpackLimits, Unpacked, unpack as unpack_nar};
 pub use nix::{NIX_STORE_DIR, nix_store_path};

@@ -199,7 +199,37 @@ pub struct SharedUse {
 }
 
 /// Open shared holds per lock path in this process, with their counts.
-static SHARED: Mutex<Option<std::collections::HashMap<PathBuf, (usize, File)>>> = Mutex::new(None);
+/// `None` for a store this process cannot write and whose lock file does not exist yet
+/// (see [`open_shared`]).
+static SHARED: Mutex<Option<std::collections::HashMap<PathBuf, Holders>>> = Mutex::new(None);
+
+/// How many holds of one path this process has, and the file whose `flock` they share.
+type Holders = (usize, Option<File>);
+
+/// Whether `e` says a file cannot be written there: a read-only file system, or a folder
+/// this user may not write (a shared store, a container image's).
+pub fn is_read_only(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
+    )
+}
+
+/// The lock file of a shared hold: made when missing; in a store this process cannot
+/// write, opened for reading (`flock` needs no write access), or `None` when it does not
+/// exist there, as nothing can have been taken from such a store by a `gc` of this user
+/// either. Reads of a read-only store are served.
+fn open_shared(path: &Path) -> std::io::Result<Option<File>> {
+    match open(path) {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if is_read_only(&e) => match File::open(path) {
+            Ok(file) => Ok(Some(file)),
+            Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(_) => Err(e),
+        },
+        Err(e) => Err(e),
+    }
+}
 
 impl SharedUse {
     /// Takes a shared hold on `path`; calls `on_wait` if an exclusive holder (a `gc`)
@@ -210,14 +240,16 @@ impl SharedUse {
         if let Some((count, _)) = holds.get_mut(path) {
             *count += 1;
         } else {
-            let file = open(path)?;
-            match file.try_lock_shared() {
-                Ok(()) => {}
-                Err(TryLockError::WouldBlock) => {
-                    on_wait();
-                    file.lock_shared().map_err(|e| annotate(e, path))?;
+            let file = open_shared(path)?;
+            if let Some(file) = &file {
+                match file.try_lock_shared() {
+                    Ok(()) => {}
+                    Err(TryLockError::WouldBlock) => {
+                        on_wait();
+                        file.lock_shared().map_err(|e| annotate(e, path))?;
+                    }
+                    Err(TryLockError::Error(e)) => return Err(annotate(e, path)),
                 }
-                Err(TryLockError::Error(e)) => return Err(annotate(e, path)),
             }
             holds.insert(path.to_owned(), (1, file));
         }
@@ -233,11 +265,13 @@ impl SharedUse {
         if let Some((count, _)) = holds.get_mut(path) {
             *count += 1;
         } else {
-            let file = open(path)?;
-            match file.try_lock_shared() {
-                Ok(()) => {}
-                Err(TryLockError::WouldBlock) => return Ok(None),
-                Err(TryLockError::Error(e)) => return Err(annotate(e, path)),
+            let file = open_shared(path)?;
+            if let Some(file) = &file {
+                match file.try_lock_shared() {
+                    Ok(()) => {}
+                    Err(TryLockError::WouldBlock) => return Ok(None),
+                    Err(TryLockError::Error(e)) => return Err(annotate(e, path)),
+                }
             }
             holds.insert(path.to_owned(), (1, file));
         }

@@ -443,7 +443,8 @@ fn plugins_outdated_shows_what_an_upgrade_moves_and_writes_nothing() {
     let market = market(&ctx);
     let tools = versioned_tools(&ctx);
     let hooks = hooks_repo(&ctx);
-    let manifest = "[[marketplace]]\nname = \"acme\"\nsource = \"github:acme/market\"\n\n[[plugin]]\nsource = \"review@acme\"\n\n[[plugin]]\nsource = \"github:acme/tools\"\nrepo_path = \"plugin\"\nversion = \"^1.2\"\n\n[[plugin]]\nsource = \"github:acme/hooks\"\nref = \"main\"\n";
+    // Two entries of one name: `tools` within `^1.2`, and `tools` pinned to a tag.
+    let manifest = "[[marketplace]]\nname = \"acme\"\nsource = \"github:acme/market\"\n\n[[plugin]]\nsource = \"review@acme\"\n\n[[plugin]]\nsource = \"github:acme/tools\"\nrepo_path = \"plugin\"\nversion = \"^1.2\"\n\n[[plugin]]\nsource = \"github:acme/hooks\"\nref = \"main\"\n\n[[plugin]]\nsource = \"github:acme/tools\"\nrepo_path = \"plugin\"\nref = \"v1.4.0\"\n";
     ctx.write_manifest(manifest);
     ctx.ok(&["plugins", "lock"]);
     let lock = ctx.lock_text();
@@ -451,17 +452,19 @@ fn plugins_outdated_shows_what_an_upgrade_moves_and_writes_nothing() {
     success: true
     exit_code: 0
     ----- stdout -----
-    all 3 plugins are up to date
+    all 4 plugins are up to date
 
     ----- stderr -----
          Reading marketplace `acme` (github:acme/market)
     ");
 
-    // Upstream moves on: a tag `^1.2` matches with the same plugin content, a hook on
-    // `main`, and the marketplace changes `review`'s skill text.
-    tools.write("VERSION", "v1.5.0");
-    tools.commit("v1.5.0");
-    tools.tag("v1.5.0");
+    // Upstream moves on: a tag `^1.2` matches and one it does not, with the same plugin
+    // content, a hook on `main`, and the marketplace changes `review`'s skill text.
+    for tag in ["v1.5.0", "v2.0.0"] {
+        tools.write("VERSION", tag);
+        tools.commit(tag);
+        tools.tag(tag);
+    }
     hooks.write(
         "hooks/hooks.json",
         "{\"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"${CLAUDE_PLUGIN_ROOT}/check.sh\"}]}]}}\n",
@@ -481,11 +484,12 @@ fn plugins_outdated_shows_what_an_upgrade_moves_and_writes_nothing() {
     success: true
     exit_code: 0
     ----- stdout -----
-    PLUGIN              CURRENT               NEWEST                CHANGES
-    review              68782a328d46 (1.0.0)  c9f5e54fc2eb (1.0.0)  1 change
-    tools               v1.4.0 b68a28609a83   v1.5.0 8febed3bf382   same content
-    hooks               main 4abfe154e217     main 11191ed5b1b6     6 changes, runs different code
-    acme (marketplace)  68782a328d46          c9f5e54fc2eb
+    PLUGIN              CURRENT               ALLOWED               NEWEST                CHANGES
+    review              68782a328d46 (1.0.0)  c9f5e54fc2eb (1.0.0)  c9f5e54fc2eb (1.0.0)  1 change
+    tools               v1.4.0 b68a28609a83   v1.5.0 8febed3bf382   v2.0.0 e9d95670706c   same content
+    hooks               main 4abfe154e217     main 11191ed5b1b6     main 11191ed5b1b6     6 changes, runs different code
+    tools               v1.4.0 b68a28609a83   v1.4.0 b68a28609a83   v2.0.0 e9d95670706c   held back by the manifest
+    acme (marketplace)  68782a328d46          c9f5e54fc2eb          c9f5e54fc2eb
 
     review:
       ~ skill (content): review
@@ -500,7 +504,8 @@ fn plugins_outdated_shows_what_an_upgrade_moves_and_writes_nothing() {
 
     ----- stderr -----
          Reading marketplace `acme` (github:acme/market)
-        Outdated 3 of 3 plugins; `berth plugins update` moves everything (`berth plugins update NAME` one plugin, `berth marketplace update NAME` one marketplace)
+        Outdated 3 of 4 plugins; `berth plugins update` moves everything (`berth plugins update NAME` one plugin, `berth marketplace update NAME` one marketplace)
+       Held back 1 plugin by a `ref` or `version` of `plugins.toml`: NEWEST is newer than it allows; edit it to move
     ");
     assert_eq!(ctx.lock_text(), lock, "the lock is not written");
     assert_eq!(
@@ -511,7 +516,8 @@ fn plugins_outdated_shows_what_an_upgrade_moves_and_writes_nothing() {
     let run = ctx.run(&["plugins", "outdated", "--exit-code", "--json"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     let doc: Value = serde_json::from_str(&run.stdout).expect("JSON");
-    assert_eq!(doc["locked"], 3);
+    assert_eq!(doc["version"], 2);
+    assert_eq!(doc["locked"], 4);
     let plugins = doc["plugins"].as_array().expect("plugins");
     let of = |name: &str| {
         plugins
@@ -519,10 +525,21 @@ fn plugins_outdated_shows_what_an_upgrade_moves_and_writes_nothing() {
             .find(|p| p["name"] == name)
             .unwrap_or_else(|| panic!("`{name}` in {doc}"))
     };
-    assert_eq!(of("tools")["current"]["ref"], "v1.4.0");
-    assert_eq!(of("tools")["newest"]["ref"], "v1.5.0");
-    assert_eq!(of("tools")["newest"]["rev"], tools.rev("v1.5.0"));
-    assert_eq!(of("tools")["content_changed"], false);
+    let tools_rows: Vec<&Value> = plugins.iter().filter(|p| p["name"] == "tools").collect();
+    assert_eq!(tools_rows.len(), 2, "{doc}");
+    let (ranged, pinned) = (tools_rows[0], tools_rows[1]);
+    assert_eq!(ranged["status"], "outdated");
+    assert_eq!(ranged["current"]["ref"], "v1.4.0");
+    assert_eq!(ranged["allowed"]["ref"], "v1.5.0");
+    assert_eq!(ranged["allowed"]["rev"], tools.rev("v1.5.0"));
+    assert_eq!(ranged["newest"]["ref"], "v2.0.0");
+    assert_eq!(ranged["newest"]["rev"], tools.rev("v2.0.0"));
+    assert_eq!(ranged["content_changed"], false);
+    // The tag pin is not compared with the other `tools`: it stays, held back.
+    assert_eq!(pinned["status"], "held");
+    assert_eq!(pinned["current"]["ref"], "v1.4.0");
+    assert_eq!(pinned["allowed"]["rev"], tools.rev("v1.4.0"));
+    assert_eq!(pinned["newest"]["ref"], "v2.0.0");
     assert_eq!(of("hooks")["runs_different_code"], true);
     assert_eq!(
         of("hooks")["changes"]["hooks"]["added"][0]["command"],
@@ -530,13 +547,33 @@ fn plugins_outdated_shows_what_an_upgrade_moves_and_writes_nothing() {
     );
     assert_eq!(of("review")["content_changed"], true);
     assert_eq!(of("review")["runs_different_code"], false);
+    assert_eq!(doc["marketplaces"][0]["allowed"], market.head());
     assert_eq!(doc["marketplaces"][0]["newest"], market.head());
     assert_eq!(ctx.lock_text(), lock);
 
-    // Moving them all leaves nothing outdated.
+    // Moving them all leaves only what the manifest holds back: `--exit-code` passes.
     ctx.ok(&["plugins", "update"]);
     let run = ctx.ok(&["plugins", "outdated", "--exit-code"]);
-    assert_eq!(run.stdout, "all 3 plugins are up to date\n");
+    assert!(
+        run.stdout.contains("held back by the manifest") && !run.stdout.contains("outdated"),
+        "{}",
+        run.stdout
+    );
+    let run = ctx.ok(&["plugins", "outdated", "--json"]);
+    let doc: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let statuses: Vec<&str> = doc["plugins"]
+        .as_array()
+        .expect("plugins")
+        .iter()
+        .map(|p| p["status"].as_str().expect("status"))
+        .collect();
+    assert_eq!(statuses, ["held", "held"], "{doc}");
+    // With the pins moved to the newest, nothing is left.
+    let manifest = manifest.replace("^1.2", "^2").replace("v1.4.0", "v2.0.0");
+    ctx.write_manifest(&manifest);
+    ctx.ok(&["plugins", "lock"]);
+    let run = ctx.ok(&["plugins", "outdated", "--exit-code"]);
+    assert_eq!(run.stdout, "all 4 plugins are up to date\n");
 
     // A lock behind its manifest is not compared.
     ctx.write_manifest(&format!("{manifest}\n[[plugin]]\nsource = \"lint@acme\"\n"));
@@ -547,6 +584,6 @@ fn plugins_outdated_shows_what_an_upgrade_moves_and_writes_nothing() {
 
     ----- stderr -----
     error: `plugins.lock` is out of date with `plugins.toml`; run `berth plugins lock` first (`outdated` compares the lock with what `--upgrade` would make of it)
-      entry 4 (`lint@acme`) is not in the lock
+      entry 5 (`lint@acme`) is not in the lock
     ");
 }

@@ -14,7 +14,7 @@ use common::{GitRepo, ServeProcess, TestContext, apply_env, berth_bin, copy_tree
 use serde_json::Value;
 
 /// The root of the repository, where README.md and docs/ are.
-fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .canonicalize()
@@ -47,14 +47,14 @@ fn pages() -> Vec<(String, String)> {
 /// A fenced code block: its info string (`sh`, `toml`, ...), the page line of its first
 /// line of content, and its lines.
 #[derive(Debug)]
-struct Block {
-    lang: String,
-    first_line: usize,
-    lines: Vec<String>,
+pub(crate) struct Block {
+    pub(crate) lang: String,
+    pub(crate) first_line: usize,
+    pub(crate) lines: Vec<String>,
 }
 
 /// The fenced code blocks of a Markdown text, in order.
-fn blocks(text: &str) -> Vec<Block> {
+pub(crate) fn blocks(text: &str) -> Vec<Block> {
     let mut found = Vec::new();
     let mut open: Option<Block> = None;
     for (index, line) in text.lines().enumerate() {
@@ -76,7 +76,7 @@ fn blocks(text: &str) -> Vec<Block> {
 }
 
 /// The languages whose blocks hold commands a reader types.
-const SHELL: [&str; 4] = ["sh", "bash", "console", "shell"];
+pub(crate) const SHELL: [&str; 4] = ["sh", "bash", "console", "shell"];
 
 /// One word of a command line, or a shell operator between commands.
 #[derive(Debug, PartialEq)]

@@ -264,39 +264,12 @@ fn syncs_and_gcs_killed_at_each_step_never_leave_a_corrupt_store() {
     ctx.ok(&["store", "verify"]);
 }
 
-/// Mounts a tmpfs with `options` at `dir`; `None` (after [`common::require_or_skip`], which
-/// fails in CI) when this machine cannot, which needs root.
-fn tmpfs(dir: &Path, options: &str) -> Option<Mount> {
-    std::fs::create_dir_all(dir).expect("mkdir");
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", options, "tmpfs"])
-        .arg(dir)
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        common::require_or_skip("mounting a tmpfs", "run the tests as root");
-    }
-    mounted.then(|| Mount(dir.to_owned()))
-}
-
-struct Mount(std::path::PathBuf);
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
-
 #[test]
 fn a_full_disk_fails_clearly_and_leaves_no_partial_entry() {
     let ctx = TestContext::new();
     setup(&ctx);
     let store = ctx.root.join("small-store");
-    let Some(_mount) = tmpfs(&store, "size=1500k") else {
+    let Some(_mount) = common::mount::tmpfs(&store, "size=1500k") else {
         return;
     };
     let out = ctx
@@ -326,7 +299,7 @@ fn a_read_only_store_fails_clearly() {
     let ctx = TestContext::new();
     setup(&ctx);
     let store = ctx.root.join("ro-store");
-    let Some(_mount) = tmpfs(&store, "size=8m,ro") else {
+    let Some(_mount) = common::mount::tmpfs(&store, "size=8m,ro") else {
         return;
     };
     let out = ctx

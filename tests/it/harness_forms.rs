@@ -6,7 +6,8 @@
 
 use crate::common;
 use crate::materialize::{
-    claude, claude_bin, claude_inventory, gemini_bin, sdk_command, sdk_python,
+    claude, claude_bin, claude_bins, claude_inventory, codex_bins, gemini_bin, sdk_command,
+    sdk_python,
 };
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -119,33 +120,6 @@ pub(crate) fn claude_reads(
             (name, claude_inventory(&details))
         })
         .collect()
-}
-
-/// The pinned binaries of a client, each from its variable (`.ci/run` sets them all); a
-/// missing one fails under `CI` and is skipped elsewhere.
-fn pinned_bins(vars: &[&str]) -> Vec<PathBuf> {
-    let mut bins = Vec::new();
-    for var in vars {
-        match std::env::var_os(var).filter(|p| !p.is_empty()) {
-            Some(bin) => bins.push(PathBuf::from(bin)),
-            None => require_or_skip(var, "see .ci/run, which pins it"),
-        }
-    }
-    bins
-}
-
-/// The Claude Code binaries to test: every version `.ci/run` pins.
-fn claude_bins() -> Vec<PathBuf> {
-    pinned_bins(&[
-        "BERTH_CLAUDE",
-        "BERTH_CLAUDE_PREVIOUS",
-        "BERTH_CLAUDE_NEWEST",
-    ])
-}
-
-/// The Codex binaries to test: every version `.ci/run` pins.
-fn codex_bins() -> Vec<PathBuf> {
-    pinned_bins(&["BERTH_CODEX", "BERTH_CODEX_NEWEST"])
 }
 
 #[test]

@@ -23,6 +23,7 @@ mod copilot_opencode;
 mod corpus;
 mod dependencies;
 mod docs;
+mod docs_commands;
 mod edit;
 mod faults;
 mod first_hour;

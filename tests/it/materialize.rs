@@ -1,6 +1,7 @@
 //! `berth materialize` (issue #28): the locked set written where a harness reads it, and
-//! read back by the real harness: Claude Code from npm (`BERTH_CLAUDE`; `.ci/run` installs
-//! a pinned version), offline, through `CLAUDE_CONFIG_DIR`.
+//! read back by the real harness, offline: Claude Code from npm through `CLAUDE_CONFIG_DIR`
+//! and Codex through `CODEX_HOME`, each test at every version `.ci/run` pins (`BERTH_CLAUDE`,
+//! `BERTH_CLAUDE_PREVIOUS`, `BERTH_CLAUDE_NEWEST`; `BERTH_CODEX`, `BERTH_CODEX_NEWEST`).
 
 use crate::common;
 
@@ -27,6 +28,33 @@ pub(crate) fn claude_bin() -> Option<PathBuf> {
     std::env::var_os("BERTH_CLAUDE")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
+}
+
+/// The pinned binaries of a client, each from its variable (`.ci/run` sets them all); a
+/// missing one fails under `CI` and is skipped elsewhere.
+pub(crate) fn pinned_bins(vars: &[&str]) -> Vec<PathBuf> {
+    let mut bins = Vec::new();
+    for var in vars {
+        match std::env::var_os(var).filter(|p| !p.is_empty()) {
+            Some(bin) => bins.push(PathBuf::from(bin)),
+            None => require_or_skip(var, "see .ci/run, which pins it"),
+        }
+    }
+    bins
+}
+
+/// The Claude Code binaries to test: every version `.ci/run` pins.
+pub(crate) fn claude_bins() -> Vec<PathBuf> {
+    pinned_bins(&[
+        "BERTH_CLAUDE",
+        "BERTH_CLAUDE_PREVIOUS",
+        "BERTH_CLAUDE_NEWEST",
+    ])
+}
+
+/// The Codex binaries to test: every version `.ci/run` pins.
+pub(crate) fn codex_bins() -> Vec<PathBuf> {
+    pinned_bins(&["BERTH_CODEX", "BERTH_CODEX_NEWEST"])
 }
 
 /// Runs the real `claude` on configuration folder `dir`; returns stdout.
@@ -128,13 +156,16 @@ fn project(ctx: &TestContext) {
 
 #[test]
 fn claude_code_lists_and_details_exactly_the_locked_plugins() {
-    let Some(bin) = claude_bin() else {
-        require_or_skip(
-            "BERTH_CLAUDE",
-            "point it at a `claude` from `npm install @anthropic-ai/claude-code` (.ci/run does)",
-        );
-        return;
-    };
+    // The same output at every version: one inline snapshot, asserted per version.
+    insta::allow_duplicates! {
+        for bin in claude_bins() {
+            claude_code_lists_and_details_exactly_the_locked_plugins_with(&bin);
+        }
+    }
+}
+
+fn claude_code_lists_and_details_exactly_the_locked_plugins_with(bin: &Path) {
+    let bin = bin.to_path_buf();
     let ctx = TestContext::new();
     project(&ctx);
     let dir = ctx.root.join("claude");
@@ -146,9 +177,13 @@ fn claude_code_lists_and_details_exactly_the_locked_plugins() {
     let list: Value =
         serde_json::from_str(&claude(&ctx, &bin, &dir, &["plugin", "list", "--json"]))
             .expect("JSON");
-    let mut ids: Vec<&str> = list
+    let installed: Vec<&Value> = list
         .as_array()
         .expect("a list")
+        .iter()
+        .filter(not_builtin)
+        .collect();
+    let mut ids: Vec<&str> = installed
         .iter()
         .map(|p| p["id"].as_str().expect("id"))
         .collect();
@@ -160,7 +195,7 @@ fn claude_code_lists_and_details_exactly_the_locked_plugins() {
     let mut expected: Vec<&str> = names.iter().map(String::as_str).collect();
     expected.sort_unstable();
     assert_eq!(ids, expected, "{list}");
-    for plugin in list.as_array().expect("a list") {
+    for plugin in installed {
         assert_eq!(plugin["enabled"], true, "{plugin}");
         let path = plugin["installPath"].as_str().expect("installPath");
         assert!(
@@ -223,6 +258,7 @@ fn claude_code_lists_and_details_exactly_the_locked_plugins() {
         .as_array()
         .expect("a list")
         .iter()
+        .filter(not_builtin)
         .map(|p| p["id"].as_str().expect("id"))
         .collect();
     assert_eq!(ids, ["review@berth"], "{list}");
@@ -280,6 +316,14 @@ fn check_finds_an_edited_an_added_and_a_removed_file() {
     ctx.ok(&["materialize", "claude", d, "--check"]);
 }
 
+/// Whether an entry of `claude plugin list --json` is an installed plugin: Claude Code
+/// 2.1.332 also lists its own built-in plugins (`…@builtin`) in every configuration folder.
+pub(crate) fn not_builtin(plugin: &&Value) -> bool {
+    !plugin["id"]
+        .as_str()
+        .is_some_and(|id| id.ends_with("@builtin"))
+}
+
 /// `claude plugin list --json` run in `cwd`: each id with whether it is enabled there and
 /// the project it was installed for.
 fn claude_listing(
@@ -300,6 +344,7 @@ fn claude_listing(
         .as_array()
         .expect("a list")
         .iter()
+        .filter(not_builtin)
         .map(|p| {
             assert_eq!(p["scope"], "project", "{p}");
             (
@@ -315,13 +360,16 @@ fn claude_listing(
 
 #[test]
 fn claude_project_form_enables_the_plugins_in_one_repository_only() {
-    let Some(bin) = claude_bin() else {
-        require_or_skip(
-            "BERTH_CLAUDE",
-            "point it at a `claude` from `npm install @anthropic-ai/claude-code` (.ci/run does)",
-        );
-        return;
-    };
+    // The same output at every version: one inline snapshot, asserted per version.
+    insta::allow_duplicates! {
+        for bin in claude_bins() {
+            claude_project_form_enables_the_plugins_in_one_repository_only_with(&bin);
+        }
+    }
+}
+
+fn claude_project_form_enables_the_plugins_in_one_repository_only_with(bin: &Path) {
+    let bin = bin.to_path_buf();
     let ctx = TestContext::new();
     project(&ctx);
     let dir = ctx.root.join("claude");
@@ -595,13 +643,16 @@ fn berth_inventory(set: &Value, name: &str) -> std::collections::BTreeMap<String
 
 #[test]
 fn marketplace_entries_build_the_plugins_claude_code_installs() {
-    let Some(bin) = claude_bin() else {
-        require_or_skip(
-            "BERTH_CLAUDE",
-            "point it at a `claude` from `npm install @anthropic-ai/claude-code` (.ci/run does)",
-        );
-        return;
-    };
+    // The same output at every version: one inline snapshot, asserted per version.
+    insta::allow_duplicates! {
+        for bin in claude_bins() {
+            marketplace_entries_build_the_plugins_claude_code_installs_with(&bin);
+        }
+    }
+}
+
+fn marketplace_entries_build_the_plugins_claude_code_installs_with(bin: &Path) {
+    let bin = bin.to_path_buf();
     let ctx = TestContext::new();
     let market = ctx.work.join("mk");
     entry_forms_marketplace(&market);
@@ -1114,13 +1165,16 @@ fn a_skill_and_a_server_two_plugins_share_are_written_for_each() {
 
 #[test]
 fn a_plugin_claude_code_refuses_to_install_is_warned() {
-    let Some(bin) = claude_bin() else {
-        require_or_skip(
-            "BERTH_CLAUDE",
-            "point it at a `claude` from `npm install @anthropic-ai/claude-code` (.ci/run does)",
-        );
-        return;
-    };
+    // The same output at every version: one inline snapshot, asserted per version.
+    insta::allow_duplicates! {
+        for bin in claude_bins() {
+            a_plugin_claude_code_refuses_to_install_is_warned_with(&bin);
+        }
+    }
+}
+
+fn a_plugin_claude_code_refuses_to_install_is_warned_with(bin: &Path) {
+    let bin = bin.to_path_buf();
     let ctx = TestContext::new();
     let market = ctx.work.join("mk");
     std::fs::create_dir_all(market.join(".claude-plugin")).expect("mkdir");
@@ -1271,13 +1325,16 @@ fn install_files(dir: &Path) -> std::collections::BTreeMap<String, String> {
 
 #[test]
 fn codex_installs_a_plugin_without_a_manifest_as_its_own_plugin_add_does() {
-    let Some(bin) = codex_bin() else {
-        require_or_skip(
-            "BERTH_CODEX",
-            "point it at a `codex` from `npm install @openai/codex` (.ci/run does)",
-        );
-        return;
-    };
+    // The same output at every version: one inline snapshot, asserted per version.
+    insta::allow_duplicates! {
+        for bin in codex_bins() {
+            codex_installs_a_plugin_without_a_manifest_as_its_own_plugin_add_does_with(&bin);
+        }
+    }
+}
+
+fn codex_installs_a_plugin_without_a_manifest_as_its_own_plugin_add_does_with(bin: &Path) {
+    let bin = bin.to_path_buf();
     let ctx = TestContext::new();
     let market = ctx.work.join("mk");
     let write = |rel: &str, text: &str| {
@@ -1339,13 +1396,16 @@ fn codex_installs_a_plugin_without_a_manifest_as_its_own_plugin_add_does() {
 
 #[test]
 fn codex_lists_the_materialized_plugins_as_installed() {
-    let Some(bin) = codex_bin() else {
-        require_or_skip(
-            "BERTH_CODEX",
-            "point it at a `codex` from `npm install @openai/codex` (.ci/run does)",
-        );
-        return;
-    };
+    // The same output at every version: one inline snapshot, asserted per version.
+    insta::allow_duplicates! {
+        for bin in codex_bins() {
+            codex_lists_the_materialized_plugins_as_installed_with(&bin);
+        }
+    }
+}
+
+fn codex_lists_the_materialized_plugins_as_installed_with(bin: &Path) {
+    let bin = bin.to_path_buf();
     let ctx = TestContext::new();
     project(&ctx);
     let home = ctx.root.join("codex-home");

@@ -86,15 +86,18 @@ pub enum PluginsCommand {
         berth plugins tree --json")]
     Tree(TreeArgs),
 
-    /// Show what `berth plugins lock --upgrade` would move, and what each move changes
+    /// Show each plugin's current, allowed and newest pin, and what an update changes
     ///
     /// Resolves every branch, tag and version range (and every marketplace) afresh, in
-    /// memory: the manifest and the lock are not written. For each plugin whose pin would
-    /// move it prints the current and the newest pin and what the new content may run
-    /// (hooks, MCP and LSP servers, executables: the summary `berth plugins diff` gives);
-    /// plugins are fetched into the store, as `diff` does, to compare them. Exits 0 whether
-    /// or not anything is outdated (as `cargo outdated`); `--exit-code` exits 1 when
-    /// something is, for CI.
+    /// memory, twice: as the manifest asks (ALLOWED: where `berth plugins update` moves a
+    /// plugin) and as if it asked for no version (NEWEST: the highest version tag, the
+    /// default branch for a commit, npm's `latest`); the manifest and the lock are not
+    /// written. For each plugin that would move, or that its `ref` or `version` holds
+    /// back, it prints the three pins and what the new content may run (hooks, MCP and LSP
+    /// servers, executables: the summary `berth plugins diff` gives); plugins are fetched
+    /// into the store, as `diff` does, to compare them. Exits 0 whether or not anything is
+    /// outdated (as `cargo outdated`); `--exit-code` exits 1 when an update would move
+    /// something, for CI.
     #[command(after_help = "Examples:
   \
         berth plugins outdated

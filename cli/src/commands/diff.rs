@@ -102,21 +102,20 @@ pub fn lock_diff(
     from: String,
     to: String,
 ) -> Result<LockDiff> {
-    let find = |lock: &Lock, name: &str| lock.plugins.iter().find(|p| p.name == name).cloned();
     let mut pairs: Vec<(Option<LockedPlugin>, Option<LockedPlugin>)> = Vec::new();
     for plugin in &new.plugins {
-        match find(old, &plugin.name) {
+        match counterpart(old, new, plugin) {
             // The same content, the same marketplace definition and the same record of what
             // its servers offer: nothing can differ.
             Some(before)
                 if before.hash == plugin.hash
                     && before.definition == plugin.definition
                     && tools_of(old, &plugin.name) == tools_of(new, &plugin.name) => {}
-            before => pairs.push((before, Some(plugin.clone()))),
+            before => pairs.push((before.cloned(), Some(plugin.clone()))),
         }
     }
     for plugin in &old.plugins {
-        if find(new, &plugin.name).is_none() {
+        if counterpart(new, old, plugin).is_none() {
             pairs.push((Some(plugin.clone()), None));
         }
     }
@@ -134,14 +133,16 @@ pub fn lock_diff(
     let new_surfaces = surfaces(ctx, &new_side, network)?;
     let empty = Surface::default();
     let mut plugins = Vec::new();
+    // Each side's surfaces are in the order of its plugins in `pairs`.
+    let (mut old_surfaces, mut new_surfaces) = (old_surfaces.iter(), new_surfaces.iter());
     for (before, after) in &pairs {
         let old_surface = before
             .as_ref()
-            .and_then(|p| old_surfaces.iter().find(|(n, _)| *n == p.name))
+            .and_then(|_| old_surfaces.next())
             .map_or(&empty, |(_, s)| s);
         let new_surface = after
             .as_ref()
-            .and_then(|p| new_surfaces.iter().find(|(n, _)| *n == p.name))
+            .and_then(|_| new_surfaces.next())
             .map_or(&empty, |(_, s)| s);
         let status = match (before, after) {
             (None, Some(_)) => "added",
@@ -168,6 +169,42 @@ pub fn lock_diff(
         to,
         plugins,
         payloads: PayloadDiff::between(&old.payloads, &new.payloads),
+    })
+}
+
+/// The entry of `lock` that `plugin` (of `other`) continues: the one asked for the same
+/// way (the same `PLUGIN@MARKETPLACE`, else the same source, `repo_path`, `ref` and
+/// `version`) under the same name, else the one plugin of its name when each lock has
+/// only one (its request changed).
+/// Two entries of one name are never paired with each other by their name alone.
+pub fn counterpart<'a>(
+    lock: &'a Lock,
+    other: &Lock,
+    plugin: &LockedPlugin,
+) -> Option<&'a LockedPlugin> {
+    let same_request = |p: &&LockedPlugin| {
+        p.name == plugin.name
+            && match (&p.requested, &plugin.requested) {
+                (Some(a), Some(b)) => a == b,
+                (None, None) => {
+                    p.source == plugin.source
+                        && p.repo_path == plugin.repo_path
+                        && p.git_ref == plugin.git_ref
+                        && p.version == plugin.version
+                }
+                _ => false,
+            }
+    };
+    lock.plugins.iter().find(same_request).or_else(|| {
+        let mut here = lock.plugins.iter().filter(|p| p.name == plugin.name);
+        let only = here.next().filter(|_| here.next().is_none())?;
+        (other
+            .plugins
+            .iter()
+            .filter(|p| p.name == plugin.name)
+            .count()
+            == 1)
+            .then_some(only)
     })
 }
 

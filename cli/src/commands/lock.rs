@@ -301,20 +301,34 @@ fn resolve_with(
     upgrade: Upgrade,
     network: Network,
 ) -> Result<Lock> {
+    let settings = ctx.lock_settings(network)?;
+    resolve_in(ctx, manifest, previous, upgrade, &settings, &ctx.printer)
+}
+
+/// What `manifest` locks to in memory under `settings`, reported to `printer`.
+pub fn resolve_in(
+    ctx: &Context,
+    manifest: &Manifest,
+    previous: Option<&Lock>,
+    upgrade: Upgrade,
+    settings: &berth_resolver::Settings,
+    printer: &crate::printer::Printer,
+) -> Result<Lock> {
     let label = ctx.manifest_label();
     let mode = LockMode::Relock {
         manifest,
         manifest_label: &label,
         upgrade: &upgrade,
     };
-    let settings = ctx.lock_settings(network)?;
     let lockfile = InMemoryLock(previous.cloned());
-    let locked = berth_resolver::lock(&ctx.store, &settings, &ctx.printer, mode, &lockfile)
-        .map_err(|error| match error {
-            LockAndSyncError::Lock(errors) => {
-                Failure::from_entries("could not lock", errors).into()
+    let locked =
+        berth_resolver::lock(&ctx.store, settings, printer, mode, &lockfile).map_err(|error| {
+            match error {
+                LockAndSyncError::Lock(errors) => {
+                    Failure::from_entries("could not lock", errors).into()
+                }
+                other => anyhow::anyhow!("{other}"),
             }
-            other => anyhow::anyhow!("{other}"),
         })?;
     Ok(locked.lock)
 }

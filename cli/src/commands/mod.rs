@@ -14,6 +14,7 @@ pub mod list;
 pub mod lock;
 pub mod marketplace;
 pub mod materialize;
+mod newest;
 pub mod observe;
 pub mod outdated;
 pub mod run;

@@ -1,6 +1,7 @@
 //! `berth run`
 
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context as _, Result};
@@ -25,12 +26,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<()> {
     let json = set.to_json();
     let digest = sha2::Sha256::digest(json.as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    let path = ctx.store.root().join(RUN_DIR).join(format!("{hex}.json"));
-    if !path.exists() {
-        fs_err::create_dir_all(path.parent().expect("run files have a parent"))?;
-        write_atomically(&path, json.as_bytes())
-            .with_context(|| format!("could not write `{}`", path.display()))?;
-    }
+    let path = run_file(ctx, &format!("{hex}.json"), &json)?;
     // Agent Plugins servers may keep state in `${PLUGIN_DATA}`: it must exist before they start.
     for plugin in &set.plugins {
         if set
@@ -57,4 +53,50 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<()> {
     }
     let error = command.exec();
     Err(error).with_context(|| format!("could not run `{}`", program.to_string_lossy()))
+}
+
+/// Where the set's document is written for the agent: the store's `run-v1/NAME`, or, in a
+/// store this user cannot write (a shared cache, a container image's), the user's own
+/// `$XDG_RUNTIME_DIR/berth/run-v1/NAME` (else `$XDG_CACHE_HOME`, else `~/.cache`). The
+/// name is the document's digest, so a file already there is the same document.
+fn run_file(ctx: &Context, name: &str, json: &str) -> Result<PathBuf> {
+    let in_store = ctx.store.root().join(RUN_DIR).join(name);
+    if in_store.exists() {
+        return Ok(in_store);
+    }
+    let write = |path: &Path| -> std::io::Result<()> {
+        fs_err::create_dir_all(path.parent().expect("run files have a parent"))?;
+        write_atomically(path, json.as_bytes())
+    };
+    let error = match write(&in_store) {
+        Ok(()) => return Ok(in_store),
+        Err(e) if berth_store::is_read_only(&e) => e,
+        Err(e) => {
+            return Err(e).with_context(|| format!("could not write `{}`", in_store.display()));
+        }
+    };
+    let env = |var: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let Some(own) = env("XDG_RUNTIME_DIR")
+        .or_else(|| env("XDG_CACHE_HOME"))
+        .or_else(|| ctx.home_dir.as_ref().map(|h| h.join(".cache")))
+    else {
+        return Err(error).with_context(|| {
+            format!("could not write `{}`, and neither `XDG_RUNTIME_DIR` nor `HOME` is set to write it elsewhere", in_store.display())
+        });
+    };
+    let path = own.join("berth").join(RUN_DIR).join(name);
+    if !path.exists() {
+        write(&path).with_context(|| {
+            format!(
+                "could not write `{}` (the store `{}` is read-only: {error})",
+                path.display(),
+                ctx.store.root().display()
+            )
+        })?;
+    }
+    Ok(path)
 }

@@ -201,6 +201,7 @@ impl Context {
             },
             sources: Default::default(),
             pins: Default::default(),
+            npm_latest: false,
         }
     }
 
@@ -313,11 +314,18 @@ impl Context {
         self.register_root()
     }
 
-    /// Registers the lockfile as a store root.
+    /// Registers the lockfile as a store root. A store this user cannot write keeps no
+    /// new root (its `gc` cannot be run by this user either), and is still read.
     pub fn register_root(&self) -> Result<()> {
-        self.store
-            .register_root(&self.lock_path)
-            .with_context(|| format!("could not register `{}` as a store root", self.lock_label()))
+        match self.store.register_root(&self.lock_path) {
+            Err(berth_store::StoreError::Io(e)) if berth_store::is_read_only(&e) => {
+                tracing::debug!("the store is read-only, so no root was registered: {e}");
+                Ok(())
+            }
+            result => result.with_context(|| {
+                format!("could not register `{}` as a store root", self.lock_label())
+            }),
+        }
     }
 
     /// Holds the store for this command: `berth store gc` waits until it is done.

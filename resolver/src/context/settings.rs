@@ -82,6 +82,10 @@ pub struct Settings {
     /// Whether a lock's pins are taken at its word or checked against what this store saw
     /// them produce ([`super::LockedPins`]).
     pub pins: super::LockedPins,
+    /// Whether the plugins a marketplace takes from npm are read at the package's `latest`
+    /// dist-tag whatever version the entry asks for (`berth plugins outdated`'s NEWEST
+    /// column); `false` everywhere else.
+    pub npm_latest: bool,
 }
 
 /// What decides a lock's release-age cutoff besides the manifest: the policy's

@@ -378,6 +378,7 @@ mod tests {
             release_age: Default::default(),
             sources: Default::default(),
             pins: Default::default(),
+            npm_latest: false,
         }
     }
 

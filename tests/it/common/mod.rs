@@ -14,6 +14,8 @@ pub mod agent_server;
 pub mod market;
 /// A real S3 server on 127.0.0.1.
 pub mod moto;
+/// A tmpfs or a read-only view of a folder, for the fault tests.
+pub mod mount;
 /// berth's Python extension, built for the tests that load it.
 pub mod native;
 /// A static npm registry on 127.0.0.1.

@@ -5,7 +5,7 @@ use crate::common;
 use common::TestContext;
 
 /// A local plugin folder `name` in the work folder, with one skill.
-fn local_plugin(ctx: &TestContext, name: &str) {
+pub(super) fn local_plugin(ctx: &TestContext, name: &str) {
     let skill = ctx.work.join(name).join("skills").join(name);
     std::fs::create_dir_all(&skill).expect("mkdir");
     std::fs::write(
@@ -262,6 +262,8 @@ fn a_skipped_test_says_so_on_the_terminal_of_a_plain_cargo_test() {
         .args([test, "--exact"])
         .env_remove("CI")
         .env_remove("BERTH_CLAUDE")
+        .env_remove("BERTH_CLAUDE_PREVIOUS")
+        .env_remove("BERTH_CLAUDE_NEWEST")
         .output()
         .expect("run the test binary");
     let (stdout, stderr) = (
@@ -272,7 +274,7 @@ fn a_skipped_test_says_so_on_the_terminal_of_a_plain_cargo_test() {
     assert!(stdout.contains("1 passed"), "{stdout}");
     assert!(
         stderr.contains(&format!(
-            "skipped: {test}: BERTH_CLAUDE is missing; point it at"
+            "skipped: {test}: BERTH_CLAUDE is missing; see .ci/run"
         )),
         "{stderr}"
     );

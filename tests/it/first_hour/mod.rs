@@ -8,6 +8,7 @@ use crate::common;
 use common::{GitRepo, Run, TestContext};
 
 mod fixed;
+mod read_only;
 
 /// What a snapshot with commits in it replaces: a commit's first 12 digits (`[rev-12-hex]`, as wide), a content hash, a store path's digest.
 fn filters_with_revs(ctx: &TestContext) -> Vec<(String, String)> {

@@ -182,6 +182,7 @@ pub(crate) fn pick_from_registry(
     version: Option<&str>,
     registry: Option<&str>,
 ) -> Result<NpmPick, ResolveError> {
+    let version = version.filter(|_| !env.settings.npm_latest);
     let url = document_url(registry.unwrap_or(DEFAULT_REGISTRY), package);
     env.settings
         .require_network(|| format!("the npm registry's `{package}`"))?;
