@@ -32,6 +32,7 @@ mod git_names;
 mod governance;
 mod harness_forms;
 mod import_clients;
+mod import_gemini_copilot;
 mod integrity;
 mod layers;
 mod lock_sync;
