@@ -36,6 +36,7 @@ mod import_gemini_copilot;
 mod integrity;
 mod layers;
 mod lock_sync;
+mod managed_settings;
 mod marketplace;
 mod marketplace_server;
 mod materialize;
