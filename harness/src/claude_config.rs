@@ -225,6 +225,10 @@ impl Harness for ClaudeConfig {
         true
     }
 
+    fn has_managed_form(&self) -> bool {
+        true
+    }
+
     fn cannot_express(&self, _set: &PluginSet, info: &PluginInfo) -> Vec<String> {
         let mut out = Vec::new();
         let refused = refusals(info);

@@ -4,6 +4,9 @@
 //! the store), `commands/NAME.toml` (a Claude Code command as a Gemini prompt), and the
 //! plugin's hooks, agents and policies (`gemini_parts.rs`).
 //!
+//! A plugin that is a Gemini CLI extension itself (`gemini-extension.json`) is written as
+//! `gemini extensions link` leaves one: its install record, a link to its store entry.
+//!
 //! berth owns each plugin's `extensions/NAME/` (marked by a `.berth` file, so a plugin that
 //! left the lock is removed too); other extensions are left alone.
 
@@ -21,6 +24,7 @@ use super::plan::{MARK, Plan, Planned};
 use super::{Destination, Harness};
 use berth_plugin::error::PluginError;
 use berth_plugin::mcp::McpServer;
+use berth_plugin::model::GEMINI_EXTENSION;
 use berth_plugin::model::Markdown;
 use berth_plugin::skills::Skill;
 use berth_runtime::set::{PluginInfo, PluginSet};
@@ -81,6 +85,9 @@ impl Harness for GeminiCli {
 
     fn cannot_express(&self, set: &PluginSet, info: &PluginInfo) -> Vec<String> {
         let name = info.locked.name.as_str();
+        if is_extension(info) {
+            return linked_warnings(set, info);
+        }
         let mut out = Vec::new();
         let own = as_claude_reads(set, info);
         out.extend(own.unpinned_warnings(name));
@@ -134,9 +141,18 @@ impl Harness for GeminiCli {
             ..Plan::default()
         };
         for info in plugins {
-            extension(set, info, &mut plan);
+            if is_extension(info) {
+                linked(info, &mut plan);
+            } else {
+                extension(set, info, &mut plan);
+            }
         }
-        plan.warnings.extend(servers_apart(set, plugins));
+        let written: Vec<&PluginInfo> = plugins
+            .iter()
+            .copied()
+            .filter(|info| !is_extension(info))
+            .collect();
+        plan.warnings.extend(servers_apart(set, &written));
         Ok(vec![(to.root.to_path_buf(), plan)])
     }
 }
@@ -185,6 +201,39 @@ fn written_as<'a>(skill: &'a Skill, plugin: &str) -> Written<'a> {
         Some(command) if is_component(command) => Written::Command(command),
         Some(_) => Written::NotAName,
         None => Written::Nowhere,
+    }
+}
+
+/// Whether the plugin is a Gemini CLI extension itself (`gemini-extension.json` at its
+/// root): Gemini CLI then loads it as it is, not berth's reading of it.
+fn is_extension(info: &PluginInfo) -> bool {
+    std::fs::symlink_metadata(info.path.join(GEMINI_EXTENSION)).is_ok_and(|m| m.is_file())
+}
+
+/// Plans a plugin that is a Gemini CLI extension as `gemini extensions link` leaves one:
+/// `extensions/NAME/` holding only its install record, a `link` to the store entry, which
+/// Gemini CLI loads in place (its manifest, MCP servers, commands, context files, skills,
+/// hooks, agents and policies, all as the extension has them).
+fn linked(info: &PluginInfo, plan: &mut Plan) {
+    let dir = PathBuf::from("extensions").join(&info.locked.name);
+    plan.own(dir.clone(), "gemini");
+    let record = json!({"source": info.path.display().to_string(), "type": "link"});
+    plan.files.insert(
+        dir.join(".gemini-extension-install.json"),
+        Planned::File(pretty(&record)),
+    );
+}
+
+/// What a linked extension cannot carry: runner lines the lock pins (Gemini CLI starts
+/// the extension's own lines).
+fn linked_warnings(set: &PluginSet, info: &PluginInfo) -> Vec<String> {
+    let name = info.locked.name.as_str();
+    if set.payloads.iter().any(|p| p.plugin == name) {
+        vec![format!(
+            "plugin `{name}` is a Gemini CLI extension, loaded as it is: Gemini CLI starts its own runner lines, not the packages the lock pins for them"
+        )]
+    } else {
+        Vec::new()
     }
 }
 

@@ -15,7 +15,8 @@
 //! `codex.rs` (with `codex_commands.rs`), `gemini_cli.rs`, `copilot.rs`, `opencode.rs` (with
 //! `opencode_forms.rs`) and `agent_plugins_folder.rs`
 //! (with `agent_plugins_schema.rs`), `claude_catalog.rs` what a plugin's entry in berth's
-//! Claude Code catalog says beyond its name, `own.rs` a plugin's skills and servers as a
+//! Claude Code catalog says beyond its name, `claude_managed.rs` Claude Code's managed
+//! settings enforcing the lock, `own.rs` a plugin's skills and servers as a
 //! harness that keeps plugins apart sees them; `plan.rs` the paths a target writes;
 //! `entry.rs` a plugin's store entry listed and copied from the paths the store's check
 //! just found; `guard.rs` every name that becomes a path one plain component and nothing
@@ -31,6 +32,7 @@ mod agent_plugins_folder;
 mod agent_plugins_schema;
 mod claude_catalog;
 mod claude_config;
+mod claude_managed;
 mod claude_rules;
 mod codex;
 mod codex_commands;
@@ -86,6 +88,8 @@ pub struct Destination<'a> {
     pub root: &'a Path,
     /// The repository of `--project`, when given.
     pub project: Option<&'a Path>,
+    /// The managed settings file of `--managed-settings` (absolute), when given.
+    pub managed: Option<&'a Path>,
 }
 
 /// A harness berth writes the locked set for.
@@ -102,6 +106,12 @@ pub trait Harness: Sync {
     /// Whether it can enable the plugins in one repository instead of for the user
     /// (`--project REPO`).
     fn has_project_form(&self) -> bool {
+        false
+    }
+
+    /// Whether it can write the harness's managed settings, which enforce the lock
+    /// (`--managed-settings FILE`): only berth's marketplace, exactly the locked plugins.
+    fn has_managed_form(&self) -> bool {
         false
     }
 
@@ -169,6 +179,10 @@ pub fn materialize(
         warnings.extend(harness.cannot_express(set, plugin));
     }
     let mut plans = harness.plan(set, &plugins, to)?;
+    // Claude Code's managed settings, the one managed form berth writes.
+    if let Some(file) = to.managed.filter(|_| harness.has_managed_form()) {
+        plans.push(claude_managed::plan(&plugins, to.root, file)?);
+    }
     let refused: usize = plans.iter().map(|(_, plan)| plan.refused.len()).sum();
     if let Some((_, first)) = plans.first_mut() {
         warnings.append(&mut first.warnings);

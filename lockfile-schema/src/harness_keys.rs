@@ -26,6 +26,9 @@ pub enum Place {
     OpenaiExtension,
     /// An Agent Plugins manifest's `extensions["dev.openhands"]` (the OpenHands SDK).
     OpenhandsExtension,
+    /// A Gemini CLI extension's manifest (`gemini-extension.json`), which Gemini CLI loads
+    /// as the extension it is.
+    GeminiExtension,
     /// The top level of a hooks document (`hooks/hooks.json`, a manifest's `hooks`), beside
     /// the events.
     HooksFile,
@@ -53,11 +56,12 @@ pub enum Place {
 
 impl Place {
     /// Every place, in the table's order.
-    pub const ALL: [Place; 15] = [
+    pub const ALL: [Place; 16] = [
         Place::Manifest,
         Place::Experimental,
         Place::OpenaiExtension,
         Place::OpenhandsExtension,
+        Place::GeminiExtension,
         Place::HooksFile,
         Place::HookGroup,
         Place::Hook,
@@ -78,6 +82,7 @@ impl Place {
             Place::Experimental => "experimental",
             Place::OpenaiExtension => "openai_extension",
             Place::OpenhandsExtension => "openhands_extension",
+            Place::GeminiExtension => "gemini_extension",
             Place::HooksFile => "hooks_file",
             Place::HookGroup => "hook_group",
             Place::Hook => "hook",
@@ -99,6 +104,7 @@ impl Place {
             Place::Experimental => "a manifest's `experimental` table",
             Place::OpenaiExtension => "a manifest's `extensions[\"com.openai\"]`",
             Place::OpenhandsExtension => "a manifest's `extensions[\"dev.openhands\"]`",
+            Place::GeminiExtension => "a Gemini CLI extension's `gemini-extension.json`",
             Place::HooksFile => "a hooks file",
             Place::HookGroup => "a hook's matcher group",
             Place::Hook => "a hook",

@@ -13,16 +13,27 @@ use crate::materialize::{claude, claude_bin, claude_inventory, codex_bin};
 
 /// A marketplace `acme` whose repository holds two plugins, `hello` and `bye`.
 fn market(ctx: &TestContext, name: &str) -> GitRepo {
+    market_of(ctx, name, &[("hello", "1.0.0"), ("bye", "2.1.0")])
+}
+
+/// A marketplace `name` whose repository holds `plugins` (name, version), each with a
+/// skill and a command.
+pub(crate) fn market_of(ctx: &TestContext, name: &str, plugins: &[(&str, &str)]) -> GitRepo {
     let repo = ctx.repo(name);
+    let entries: Vec<String> = plugins
+        .iter()
+        .map(|(plugin, _)| {
+            format!("{{\"name\": \"{plugin}\", \"source\": \"./plugins/{plugin}\"}}")
+        })
+        .collect();
     repo.write(
         ".claude-plugin/marketplace.json",
         &format!(
-            "{{\"name\": \"{name}\", \"owner\": {{\"name\": \"acme\"}}, \"plugins\": [\
-             {{\"name\": \"hello\", \"source\": \"./plugins/hello\"}}, \
-             {{\"name\": \"bye\", \"source\": \"./plugins/bye\"}}]}}\n"
+            "{{\"name\": \"{name}\", \"owner\": {{\"name\": \"acme\"}}, \"plugins\": [{}]}}\n",
+            entries.join(", ")
         ),
     );
-    for (plugin, version) in [("hello", "1.0.0"), ("bye", "2.1.0")] {
+    for &(plugin, version) in plugins {
         repo.write(
             &format!("plugins/{plugin}/.claude-plugin/plugin.json"),
             &format!("{{\"name\": \"{plugin}\", \"version\": \"{version}\"}}\n"),
@@ -41,7 +52,7 @@ fn market(ctx: &TestContext, name: &str) -> GitRepo {
 }
 
 /// Every file under `dir` with its bytes, to show a folder was left as it was.
-fn contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -234,7 +245,7 @@ fn a_git_marketplace_is_pinned_to_the_commit_of_claude_codes_copy() {
     assert!(!elsewhere.join("plugins.toml").exists());
 }
 
-fn folder(repo: &GitRepo) -> &str {
+pub(crate) fn folder(repo: &GitRepo) -> &str {
     repo.path.to_str().expect("UTF-8")
 }
 

@@ -48,6 +48,13 @@ pub struct MaterializeArgs {
     /// `enabledPlugins` (commit it), DIR the installs, recorded for REPO
     #[arg(long = "project", value_name = "REPO")]
     pub project_repo: Option<PathBuf>,
+
+    /// claude only: also write Claude Code's managed settings into FILE (as root, e.g.
+    /// /etc/claude-code/managed-settings.d/berth.json), enforcing the lock: marketplaces
+    /// restricted to berth's (`strictKnownMarketplaces`), exactly the locked plugins
+    /// enabled; FILE's other keys are kept
+    #[arg(long, value_name = "FILE")]
+    pub managed_settings: Option<PathBuf>,
 }
 
 /// A harness `berth materialize` writes for: a row of the runtime's `TARGETS`, whose id

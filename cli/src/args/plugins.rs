@@ -219,6 +219,14 @@ pub enum ImportFrom {
     /// Codex: `config.toml`'s `[marketplaces.NAME]` and `[plugins."PLUGIN@MARKETPLACE"]`,
     /// and its installs under `plugins/cache/` [DIR default: `$CODEX_HOME`, else `~/.codex`]
     Codex,
+    /// Gemini CLI: each extension under `extensions/` with its install record
+    /// (`.gemini-extension-install.json`) and `extensions/extension-enablement.json`
+    /// [DIR default: `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`]
+    Gemini,
+    /// GitHub Copilot CLI: `settings.json`'s `enabledPlugins` and `extraKnownMarketplaces`,
+    /// and `config.json`'s `installedPlugins` [DIR default: `$COPILOT_HOME`, else
+    /// `~/.copilot`]
+    Copilot,
 }
 
 #[derive(Debug, Args)]

@@ -13,6 +13,7 @@ use crate::context::{Context, Exit};
 pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
     let harness = args.target.0;
     let repo = project_repo(harness, args)?;
+    let managed = managed_file(harness, args)?;
     let dir = &target_dir(ctx, args)?;
     let _hold = ctx.hold_store()?;
     let lock = ctx.runtime_lock(args.frozen)?;
@@ -43,6 +44,7 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
     let to = Destination {
         root: &root,
         project: repo.as_deref(),
+        managed: managed.as_deref(),
     };
     let plans = berth_harness::materialize(harness, &set, to)?;
     for warning in plans.iter().flat_map(|(_, plan)| &plan.warnings) {
@@ -60,11 +62,7 @@ pub fn run(ctx: &Context, args: &MaterializeArgs) -> Result<()> {
         total.unchanged += applied.unchanged;
         total.removed.extend(applied.removed);
     }
-    let shown = dir.display();
-    let place = match &args.project_repo {
-        Some(repo) => format!("`{shown}`, enabled in `{}`", repo.display()),
-        None => format!("`{shown}`"),
-    };
+    let place = place(args, dir, managed.as_deref());
     ctx.printer.status(
         "Wrote",
         &format!(
@@ -178,6 +176,52 @@ fn project_repo(harness: &dyn Harness, args: &MaterializeArgs) -> Result<Option<
     Ok(Some(real))
 }
 
+/// The managed settings file of `--managed-settings`, absolute; an error for a target
+/// without managed settings.
+fn managed_file(harness: &dyn Harness, args: &MaterializeArgs) -> Result<Option<PathBuf>> {
+    let Some(file) = &args.managed_settings else {
+        return Ok(None);
+    };
+    if !harness.has_managed_form() {
+        let ids: Vec<&str> = TARGETS
+            .iter()
+            .filter(|t| t.has_managed_form())
+            .map(|t| t.id())
+            .collect();
+        anyhow::bail!(
+            "`--managed-settings` is for the {} target only; `{}` has none berth writes (docs/harnesses.md says what each client has)",
+            ids.join(", "),
+            harness.id()
+        );
+    }
+    if file.file_name().is_none() || file.as_os_str().to_string_lossy().ends_with('/') {
+        anyhow::bail!(
+            "`--managed-settings` takes a file (`/etc/claude-code/managed-settings.d/berth.json`), not the folder `{}`",
+            file.display()
+        );
+    }
+    let file = absolute(file)?;
+    if let Some(folder) = file.parent().filter(|_| !args.check) {
+        std::fs::create_dir_all(folder)
+            .with_context(|| format!("could not create `{}`", folder.display()))?;
+    }
+    Ok(Some(file))
+}
+
+/// Where the set was written, for the status line: DIR, and the repository it is enabled
+/// in and the managed settings enforcing it, when given.
+fn place(args: &MaterializeArgs, dir: &Path, managed: Option<&Path>) -> String {
+    let shown = dir.display();
+    let mut place = match &args.project_repo {
+        Some(repo) => format!("`{shown}`, enabled in `{}`", repo.display()),
+        None => format!("`{shown}`"),
+    };
+    if let Some(file) = managed {
+        place.push_str(&format!(", enforced by `{}`", file.display()));
+    }
+    place
+}
+
 /// What berth did not write where the plans write, in every folder before any is written:
 /// an error naming each, or with `--force` each moved aside.
 fn take_over(
@@ -268,10 +312,13 @@ fn check(
         );
         return Ok(());
     }
-    let again = match &args.project_repo {
+    let mut again = match &args.project_repo {
         Some(repo) => format!(" --project {}", repo.display()),
         None => String::new(),
     };
+    if let Some(file) = &args.managed_settings {
+        again.push_str(&format!(" --managed-settings {}", file.display()));
+    }
     ctx.printer.error(&format!(
         "`{shown}` drifted from the locked set for {} ({} paths); run `berth materialize {} {shown}{again}` to restore it",
         harness.display_name(),

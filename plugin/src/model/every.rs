@@ -123,6 +123,7 @@ impl Reader<'_> {
                     .extend(read.map(|read| Found::Manifest { file, read })),
             }
         }
+        self.gemini_extension(files, &mut all)?;
         if let Some(definition) = self.definition() {
             for (key, kind) in FIELDS {
                 if let Some(value) = definition.components.get(key) {
@@ -237,7 +238,56 @@ impl Reader<'_> {
     }
 }
 
+/// A Gemini CLI extension's manifest: a plugin holding one at its root is written for
+/// Gemini CLI as the extension it is (`materialize gemini`).
+pub const GEMINI_EXTENSION: &str = "gemini-extension.json";
+
 impl Reader<'_> {
+    /// A Gemini CLI extension's manifest (its `mcpServers`, and the keys the table does not
+    /// know there), and each of its commands (`commands/**.toml`) whose prompt runs a shell
+    /// line (`!{…}`, after a confirmation its policy may waive), which berth does not
+    /// model. Gemini CLI reads the extension's `hooks/hooks.json`, `agents/` and `skills/`
+    /// where every harness does, so they are read already.
+    fn gemini_extension(
+        &mut self,
+        files: &[&str],
+        all: &mut Everything,
+    ) -> Result<(), PluginError> {
+        let read = self.json_checked(GEMINI_EXTENSION)?;
+        match read.as_deref() {
+            None => return Ok(()),
+            Some(JsonFile::Text {
+                value: Ok(Value::Object(manifest)),
+                ..
+            }) => {
+                unknown_keys(GEMINI_EXTENSION, Place::GeminiExtension, manifest, all);
+                if let Some(value) = manifest.get("mcpServers") {
+                    let documents = self.field(Kind::Mcp, GEMINI_EXTENSION, "mcpServers", value)?;
+                    all.found.extend(documents.into_iter().map(Found::Document));
+                }
+            }
+            // Not an object: Gemini CLI loads no extension from it.
+            Some(JsonFile::Text { value: Ok(_), .. }) => {}
+            Some(_) => all.found.extend(read.map(|read| Found::Manifest {
+                file: GEMINI_EXTENSION,
+                read,
+            })),
+        }
+        let commands = files
+            .iter()
+            .filter(|f| f.starts_with("commands/") && f.ends_with(".toml"));
+        for file in commands {
+            let text = self.root().read_bytes(file)?.unwrap_or_default();
+            if String::from_utf8_lossy(&text).contains("!{") {
+                all.found.push(Found::UnknownForm {
+                    source: (*file).to_owned(),
+                    what: "a Gemini CLI command whose prompt runs a shell line (`!{…}`)".to_owned(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// An Agent Plugins manifest's `extensions`: Codex's `com.openai` (its hooks read as a
     /// manifest's), the OpenHands SDK's `dev.openhands`; any other namespace, or a value
     /// that is not an object, is something berth cannot model.

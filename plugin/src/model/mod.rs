@@ -29,7 +29,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use agent_plugins_layout::AGENT_PLUGINS_MCP_SCHEMA;
-pub use every::{Everything, Found};
+pub use every::{Everything, Found, GEMINI_EXTENSION};
 pub use marketplace_entry::{ENTRY, EntryValue};
 pub use reader::Reader;
 

@@ -57,7 +57,8 @@ fn json_place(place: Place, edit: &dyn Fn(&mut serde_json::Map<String, Value>)) 
         Place::Manifest
         | Place::Experimental
         | Place::OpenaiExtension
-        | Place::OpenhandsExtension => json!({"name": name(place), "version": "1.0.0"}),
+        | Place::OpenhandsExtension
+        | Place::GeminiExtension => json!({"name": name(place), "version": "1.0.0"}),
         Place::HooksFile => json!({"hooks": {}}),
         Place::HookGroup => json!({"matcher": "*", "hooks": []}),
         Place::Hook => json!({"type": "command", "command": "true"}),
@@ -90,6 +91,7 @@ fn json_place(place: Place, edit: &dyn Fn(&mut serde_json::Map<String, Value>)) 
             (".claude-plugin/plugin.json", object)
         }
         (Place::Manifest, None) => (".claude-plugin/plugin.json", object),
+        (Place::GeminiExtension, None) => ("gemini-extension.json", object),
         (Place::HooksFile, None) => ("hooks/hooks.json", object),
         (Place::HookGroup, None) => ("hooks/hooks.json", json!({"hooks": {"Stop": [object]}})),
         (Place::Hook, None) => (
@@ -238,6 +240,10 @@ fn modelled(place: Place) -> (&'static str, Value) {
         Place::HookGroup => ("hooks", json!([{"type": "command", "command": "true"}])),
         Place::Hook | Place::LspServer | Place::Monitor => ("command", json!("true")),
         Place::McpServer => ("url", json!("https://mcp.example.com/mcp")),
+        Place::GeminiExtension => (
+            "mcpServers",
+            json!({"s": {"type": "http", "url": "https://mcp.example.com/mcp"}}),
+        ),
         Place::Settings => ("statusLine", json!({"type": "command", "command": "true"})),
         Place::MarketplaceEntry => ("hooks", json!({ "hooks": hook })),
         _ => (

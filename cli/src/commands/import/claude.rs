@@ -11,10 +11,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use serde_json::Value;
 
-use super::{Imported, field, manifest_of, optional, read_json, read_regular, text};
-
-/// The largest git reference file read (`HEAD`, a loose ref, `packed-refs`).
-const MAX_REF_BYTES: u64 = 1 << 20;
+use super::Imported;
+use super::manifest_of;
+use super::records::{field, head_commit, optional, read_json, text};
 
 /// Claude Code's configuration folder: as given, else `$CLAUDE_CONFIG_DIR`, else
 /// `~/.claude`.
@@ -212,38 +211,4 @@ fn marketplace(
         text(source, "path").filter(|_| git),
     );
     Ok(Some(table))
-}
-
-/// The commit checked out in the git working copy `dir` (`.git/HEAD`, through a loose or
-/// packed reference), or `None` when it is not one.
-fn head_commit(dir: &Path) -> Result<Option<String>> {
-    let git = dir.join(".git");
-    if !git.join("HEAD").is_file() {
-        return Ok(None);
-    }
-    let read = |rel: &str| -> Result<String> {
-        Ok(String::from_utf8_lossy(&read_regular(&git.join(rel), MAX_REF_BYTES)?).into_owned())
-    };
-    let head = read("HEAD")?;
-    let Some(reference) = head.trim().strip_prefix("ref: ") else {
-        return Ok(is_commit(head.trim()).then(|| head.trim().to_owned()));
-    };
-    if reference.contains("..") || !reference.starts_with("refs/") {
-        return Ok(None);
-    }
-    if git.join(reference).is_file() {
-        let commit = read(reference)?;
-        return Ok(is_commit(commit.trim()).then(|| commit.trim().to_owned()));
-    }
-    if !git.join("packed-refs").is_file() {
-        return Ok(None);
-    }
-    Ok(read("packed-refs")?.lines().find_map(|line| {
-        let (commit, name) = line.split_once(' ')?;
-        (name == reference && is_commit(commit)).then(|| commit.to_owned())
-    }))
-}
-
-fn is_commit(text: &str) -> bool {
-    (text.len() == 40 || text.len() == 64) && text.bytes().all(|b| b.is_ascii_hexdigit())
 }

@@ -8,13 +8,17 @@
 //! - `--installed [DIR]`: the SDK's installed plugins (`.installed.json`, written by
 //!   `install_plugin`), the enabled ones each pinned to its recorded commit.
 //!
-//! - `--from claude|codex [DIR]`: a client's enabled plugins and their marketplaces
-//!   (`claude.rs`, `codex.rs`).
+//! - `--from claude|codex|gemini|copilot [DIR]`: a client's enabled plugins and their
+//!   marketplaces (`claude.rs`, `codex.rs`, `gemini.rs`, `copilot.rs`), read with
+//!   `records.rs`.
 //!
 //! The manifest is written only once its lock is made: nothing is half-written.
 
 mod claude;
 mod codex;
+mod copilot;
+mod gemini;
+mod records;
 
 use std::path::{Path, PathBuf};
 
@@ -27,9 +31,8 @@ use super::edit::{reparse, write_manifest};
 use super::lock::{resolve, write_outcome};
 use crate::args::{ImportArgs, ImportFrom};
 use crate::context::Context;
+use records::{client_dir, field, optional, read_json, read_regular, text};
 
-/// The largest record read (a conversation's `meta.json` holds its start request).
-const MAX_RECORD_BYTES: u64 = 16 << 20;
 /// The largest plugin manifest read for a plugin's name.
 const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
@@ -49,13 +52,19 @@ pub fn run(ctx: &Context, args: &ImportArgs) -> Result<()> {
         _ if matches!(args.from, Some(ImportFrom::Codex)) => {
             codex::from_codex(&codex::config_dir(args.dir.as_deref()), &warn)?
         }
+        _ if matches!(args.from, Some(ImportFrom::Gemini)) => {
+            gemini::from_gemini(&gemini::config_dir(args.dir.as_deref()), &warn)?
+        }
+        _ if matches!(args.from, Some(ImportFrom::Copilot)) => {
+            copilot::from_copilot(&copilot::config_dir(args.dir.as_deref()), &warn)?
+        }
         (Some(dir), _, _) => (from_conversation(dir)?, Vec::new()),
         (None, Some(dir), _) => from_installed(&installed_dir(dir.as_deref()))?,
         (None, None, Some(work_dir)) => {
             from_ambient(work_dir.as_deref().unwrap_or(Path::new(".")), &warn)?
         }
         (None, None, None) => bail!(
-            "say what to import: `--from claude|codex [DIR]`, `--conversation DIR`, `--installed [DIR]` or `--ambient [WORK_DIR]`"
+            "say what to import: `--from claude|codex|gemini|copilot [DIR]`, `--conversation DIR`, `--installed [DIR]` or `--ambient [WORK_DIR]`"
         ),
     };
     let manifest = reparse(ctx, &text)
@@ -69,16 +78,20 @@ pub fn run(ctx: &Context, args: &ImportArgs) -> Result<()> {
         berth_resolver::Network::Online,
         true,
     )?;
-    // An installed folder edited since it was installed is not what its commit holds.
+    // An installed folder edited since it was installed is not what its commit holds (nor,
+    // for a copy of a folder, what the folder holds now). Gemini CLI's copy holds its
+    // install record beside the extension.
     for (name, folder) in &installed {
         let Some(locked) = lock.plugins.iter().find(|p| &p.name == name) else {
             continue;
         };
-        let here =
-            berth_store::hash_path_excluding(folder, berth_store::Exclude::top_level(&[".git"]));
+        let here = berth_store::hash_path_excluding(
+            folder,
+            berth_store::Exclude::top_level(&[".git", gemini::INSTALL_RECORD]),
+        );
         if here.ok().is_some_and(|h| h != locked.hash) {
             ctx.printer.warn(&format!(
-                "plugin `{name}`: its installed folder `{}` differs from its recorded commit; the lock pins the commit",
+                "plugin `{name}`: its installed folder `{}` differs from its recorded commit (or, copied from a folder, from that folder as it is now); the lock pins that",
                 folder.display()
             ));
         }
@@ -101,82 +114,6 @@ fn installed_dir(given: Option<&Path>) -> PathBuf {
     given.map(Path::to_path_buf).unwrap_or_else(|| {
         client_dir(None, "OH_PERSISTENCE_DIR", ".openhands").join("plugins/installed")
     })
-}
-
-/// A client's configuration folder: as given, else `$VARIABLE`, else `~/HOME_FOLDER`.
-fn client_dir(given: Option<&Path>, variable: &str, home_folder: &str) -> PathBuf {
-    given.map(Path::to_path_buf).unwrap_or_else(|| {
-        std::env::var_os(variable)
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(home_folder)))
-            .unwrap_or_else(|| PathBuf::from(home_folder))
-    })
-}
-
-/// A JSON record, bounded.
-fn read_json(path: &Path) -> Result<Value> {
-    let bytes = read_regular(path, MAX_RECORD_BYTES)?;
-    serde_json::from_slice(&bytes).with_context(|| format!("`{}` is not JSON", path.display()))
-}
-
-/// The bytes of the regular file at `path`, at most `limit`. Anything else (a link, a
-/// device such as `/dev/zero`, a FIFO that would block for ever) is refused without being
-/// read: its length says nothing of what reading it gives. The file is opened without
-/// following a link and without blocking, checked again once open, and read one byte past
-/// the limit, so a file that grows is refused too.
-fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let shown = path.display();
-    let not_regular = |what: &str| {
-        anyhow::anyhow!(
-            "`{shown}` is {what}, not a regular file, and berth reads only regular files here: replace it with the file itself"
-        )
-    };
-    let kind = |meta: &std::fs::Metadata| {
-        let t = meta.file_type();
-        if t.is_symlink() {
-            "a symbolic link"
-        } else if t.is_dir() {
-            "a folder"
-        } else {
-            "a device, FIFO or socket"
-        }
-    };
-    let meta =
-        std::fs::symlink_metadata(path).with_context(|| format!("could not read `{shown}`"))?;
-    if !meta.is_file() {
-        return Err(not_regular(kind(&meta)));
-    }
-    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(flags.bits() as i32)
-        .open(path)
-        .with_context(|| format!("could not read `{shown}`"))?;
-    let opened = file
-        .metadata()
-        .with_context(|| format!("could not read `{shown}`"))?;
-    if !opened.is_file() {
-        return Err(not_regular(kind(&opened)));
-    }
-    let mut bytes = Vec::new();
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("could not read `{shown}`"))?;
-    if bytes.len() as u64 > limit {
-        bail!("`{shown}` is more than {limit} bytes, more than a record berth reads");
-    }
-    Ok(bytes)
-}
-
-/// A string field of `value`, if any.
-fn text<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
 }
 
 /// The manifest of a persisted conversation: its registered marketplaces, then its plugins.
@@ -482,14 +419,4 @@ fn registration(out: &mut String, reg: &Value) -> Result<()> {
         _ => {}
     }
     Ok(())
-}
-
-fn field(out: &mut String, key: &str, value: &str) {
-    out.push_str(&format!("{key} = {}\n", toml_string(value)));
-}
-
-fn optional(out: &mut String, key: &str, value: Option<&str>) {
-    if let Some(value) = value {
-        field(out, key, value);
-    }
 }
