@@ -8,8 +8,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{self, GitRepo, TestContext, require_or_skip};
-use crate::materialize::{claude, claude_bin, claude_inventory, codex_bin};
+use crate::common::{self, GitRepo, TestContext};
+use crate::materialize::{claude, claude_bins, claude_inventory, codex_bins, not_builtin};
 
 /// A marketplace `acme` whose repository holds two plugins, `hello` and `bye`.
 fn market(ctx: &TestContext, name: &str) -> GitRepo {
@@ -70,14 +70,15 @@ pub(crate) fn contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-/// The enabled plugins `claude plugin list --json` shows in `dir`, by name, with version.
+/// The enabled plugins `claude plugin list --json` shows in `dir`, by name, with version
+/// (not Claude Code's own built-in ones).
 fn enabled(ctx: &TestContext, bin: &Path, dir: &Path) -> BTreeMap<String, String> {
     let list: Value =
         serde_json::from_str(&claude(ctx, bin, dir, &["plugin", "list", "--json"])).expect("JSON");
     list.as_array()
         .expect("a list")
         .iter()
-        .filter(|p| p["enabled"] == true)
+        .filter(|p| p["enabled"] == true && not_builtin(p))
         .map(|p| {
             let id = p["id"].as_str().expect("id");
             let name = id.split('@').next().expect("a name").to_owned();
@@ -88,13 +89,15 @@ fn enabled(ctx: &TestContext, bin: &Path, dir: &Path) -> BTreeMap<String, String
 
 #[test]
 fn claude_codes_own_install_round_trips_through_import_and_materialize() {
-    let Some(bin) = claude_bin() else {
-        require_or_skip(
-            "BERTH_CLAUDE",
-            "point it at a `claude` from `npm install @anthropic-ai/claude-code` (.ci/run does)",
-        );
-        return;
-    };
+    insta::allow_duplicates! {
+        for bin in claude_bins() {
+            claude_codes_own_install_round_trips_through_import_and_materialize_with(&bin);
+        }
+    }
+}
+
+fn claude_codes_own_install_round_trips_through_import_and_materialize_with(bin: &Path) {
+    let bin = bin.to_path_buf();
     let ctx = TestContext::new();
     let repo = market(&ctx, "acme");
     let own = ctx.root.join("claude");
@@ -313,13 +316,15 @@ fn codex_view(ctx: &TestContext, bin: &Path, home: &Path) -> (Vec<String>, Vec<S
 
 #[test]
 fn codexs_own_install_round_trips_through_import_and_materialize() {
-    let Some(bin) = codex_bin() else {
-        require_or_skip(
-            "BERTH_CODEX",
-            "point it at a `codex` from `npm install @openai/codex` (.ci/run does)",
-        );
-        return;
-    };
+    insta::allow_duplicates! {
+        for bin in codex_bins() {
+            codexs_own_install_round_trips_through_import_and_materialize_with(&bin);
+        }
+    }
+}
+
+fn codexs_own_install_round_trips_through_import_and_materialize_with(bin: &Path) {
+    let bin = bin.to_path_buf();
     let ctx = TestContext::new();
     let repo = market(&ctx, "acme");
     let own = ctx.root.join("codex-own");

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::common::{TestContext, require_or_skip};
 use crate::import_clients::{folder, market_of};
-use crate::materialize::{claude, claude_bin};
+use crate::materialize::{claude, claude_bins};
 
 /// `claude ARGS` on configuration folder `dir`, run with `etc` bound over `/etc`.
 fn claude_managed(ctx: &TestContext, bin: &Path, dir: &Path, etc: &Path, args: &[&str]) -> Output {
@@ -49,13 +49,15 @@ fn etc_copy(ctx: &TestContext) -> PathBuf {
 
 #[test]
 fn claude_code_refuses_a_marketplace_outside_the_lock_under_managed_settings() {
-    let Some(bin) = claude_bin() else {
-        require_or_skip(
-            "BERTH_CLAUDE",
-            "point it at a `claude` from `npm install @anthropic-ai/claude-code` (.ci/run does)",
-        );
-        return;
-    };
+    insta::allow_duplicates! {
+        for bin in claude_bins() {
+            claude_code_refuses_a_marketplace_outside_the_lock_under_managed_settings_with(&bin);
+        }
+    }
+}
+
+fn claude_code_refuses_a_marketplace_outside_the_lock_under_managed_settings_with(bin: &Path) {
+    let bin = bin.to_path_buf();
     let works = Command::new("bwrap")
         .args([
             "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true",

@@ -1083,12 +1083,6 @@ fn the_sdk_loads_every_server_transport_berth_writes_for_agent_plugins() {
     );
 }
 
-pub(crate) fn codex_bin() -> Option<PathBuf> {
-    std::env::var_os("BERTH_CODEX")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-}
-
 #[test]
 fn a_skill_and_a_server_two_plugins_share_are_written_for_each() {
     let Some(python) = sdk_python() else {
