@@ -587,3 +587,81 @@ fn plugins_outdated_shows_what_an_upgrade_moves_and_writes_nothing() {
       entry 5 (`lint@acme`) is not in the lock
     ");
 }
+
+/// NEWEST for a marketplace read at a version tag (its default branch) and for a
+/// marketplace's npm plugin (the package's `latest`, whatever version its entry asks).
+#[test]
+fn plugins_outdated_shows_what_a_tag_pinned_marketplace_and_an_npm_range_hold_back() {
+    let ctx = TestContext::new();
+    let mut npm = common::npm::Registry::start(&ctx.root.join("npm"));
+    for version in ["1.0.0", "1.1.0", "2.0.0"] {
+        npm.publish(
+            "tools",
+            version,
+            json!({}),
+            &[
+                (
+                    ".claude-plugin/plugin.json",
+                    &json!({"name": "npmtools", "version": version}).to_string(),
+                ),
+                (
+                    "skills/tools/SKILL.md",
+                    &format!("---\nname: tools\ndescription: tools {version}\n---\nTools.\n"),
+                ),
+            ],
+        );
+    }
+    let market = ctx.repo("market");
+    plugin(&market, "plugins/rel", "rel", json!([]), "Relative.");
+    market.write(
+        ".claude-plugin/marketplace.json",
+        &json!({"name": "acme", "plugins": [
+            {"name": "rel", "source": "./plugins/rel"},
+            {"name": "npmtools", "source": {"source": "npm", "package": "tools",
+                                            "version": "^1.0.0", "registry": npm.url()}}
+        ]})
+        .to_string(),
+    );
+    market.commit("catalog");
+    market.tag("v1.0.0");
+    let tagged = market.head();
+    ctx.write_manifest(
+        "[[marketplace]]\nname = \"acme\"\nsource = \"github:acme/market\"\nref = \"v1.0.0\"\n\n[[plugin]]\nsource = \"rel@acme\"\n\n[[plugin]]\nsource = \"npmtools@acme\"\n",
+    );
+    ctx.ok(&["plugins", "lock"]);
+    plugin(&market, "plugins/rel", "rel", json!([]), "Relative, newer.");
+    market.commit("rel: newer");
+    // `update` moves nothing: the tag and the range hold everything back.
+    let run = ctx.ok(&["plugins", "outdated", "--exit-code", "--json"]);
+    let doc: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let row = |name: &str| {
+        doc["plugins"]
+            .as_array()
+            .expect("plugins")
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("`{name}` in {doc}"))
+            .clone()
+    };
+    let tools = row("npmtools");
+    assert_eq!(tools["status"], "held", "{doc}");
+    assert_eq!(tools["current"]["version"], "1.1.0", "{doc}");
+    assert_eq!(tools["allowed"]["version"], "1.1.0", "{doc}");
+    assert_eq!(tools["newest"]["version"], "2.0.0", "{doc}");
+    let rel = row("rel");
+    assert_eq!(rel["status"], "held", "{doc}");
+    assert_eq!(rel["allowed"]["rev"], tagged.as_str(), "{doc}");
+    assert_eq!(rel["newest"]["rev"], market.head().as_str(), "{doc}");
+    let acme = &doc["marketplaces"][0];
+    assert_eq!(acme["current"], tagged.as_str(), "{doc}");
+    assert_eq!(acme["allowed"], tagged.as_str(), "{doc}");
+    assert_eq!(acme["newest"], market.head().as_str(), "{doc}");
+    let text = ctx.ok(&["plugins", "outdated"]);
+    assert!(
+        text.stderr.contains(
+            "Held back 2 plugins and 1 marketplace by a `ref` or `version` of `plugins.toml`"
+        ),
+        "{}",
+        text.stderr
+    );
+}

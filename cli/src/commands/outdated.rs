@@ -181,22 +181,30 @@ fn say_what_to_do(ctx: &Context, report: &Outdated) {
             ),
         );
     }
-    let held = report.plugins.iter().filter(|p| p.status == HELD).count()
-        + report
-            .marketplaces
-            .iter()
-            .filter(|m| m.allowed != m.newest)
-            .count();
-    if held > 0 {
-        ctx.printer.status(
-            "Held back",
-            &format!(
-                "{} by a `ref` or `version` of `{}`: NEWEST is newer than it allows; edit it to move",
-                super::plugins(held),
-                ctx.manifest_label()
-            ),
-        );
-    }
+    let plugins = report.plugins.iter().filter(|p| p.status == HELD).count();
+    let markets = report
+        .marketplaces
+        .iter()
+        .filter(|m| m.allowed != m.newest)
+        .count();
+    let held = match (plugins, markets) {
+        (0, 0) => return,
+        (n, 0) => super::plugins(n),
+        (0, 1) => "1 marketplace".to_owned(),
+        (0, m) => format!("{m} marketplaces"),
+        (n, m) => format!(
+            "{} and {m} marketplace{}",
+            super::plugins(n),
+            if m == 1 { "" } else { "s" }
+        ),
+    };
+    ctx.printer.status(
+        "Held back",
+        &format!(
+            "{held} by a `ref` or `version` of `{}`: NEWEST is newer than it allows; edit it to move",
+            ctx.manifest_label()
+        ),
+    );
 }
 
 /// What moves between the lock and its upgrade, and what is newer still.
