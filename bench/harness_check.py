@@ -9,7 +9,7 @@ Each MARKET_DIR is a checkout of a marketplace (a folder with
 `.claude-plugin/marketplace.json`). From their entries whose source is a relative path
 (installable offline) the script picks `--count` plugins (100), spread over the
 marketplaces in turn and evenly over each catalog, one plugin of a name. It copies each
-marketplace (hard links, without `.git`; a name Claude Code keeps for Anthropic's own
+marketplace (hard links; a name Claude Code keeps for Anthropic's own
 GitHub marketplaces, as `claude-plugins-official`, becomes `local-NAME` in the copy, for
 every client alike), writes a berth project declaring them as local folders, and locks
 and syncs it. Then, for each target and each pinned version of its client, it compares
@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,7 +56,8 @@ RESERVED = {"claude-plugins-official", "anthropic-agent-skills", "knowledge-work
 
 # What a warning says of a whole kind of component (`its LSP servers are not written`),
 # when it names no item; and of a plugin built from its marketplace entry.
-KIND_PHRASES = {"Hooks": "hook", "LSP servers": "lsp server", "MCP servers": "mcp server"}
+KIND_PHRASES = {"Hooks": "hook", "LSP servers": "lsp server", "MCP servers": "mcp server",
+                "plugin": "not written"}
 ENTRY_PHRASE = "marketplace entry defines"
 
 
@@ -115,11 +117,11 @@ def pick(markets: list[Market], count: int, only: set[str]) -> list[Pick]:
 
 
 def copy_market(market: Market, into: Path) -> None:
-    """The marketplace as the clients and berth get it: hard links, no `.git`, the catalog
-    renamed where Claude Code keeps the name."""
+    """The marketplace as the clients and berth get it: hard links (its `.git` too: Codex
+    clones a plugin its own catalog gives as a URL), the catalog renamed where Claude Code
+    keeps the name."""
     market.copy = into / market.source.name
-    shutil.copytree(market.source, market.copy, copy_function=os.link, symlinks=True,
-                    ignore=lambda d, names: [".git"] if Path(d) == market.source else [])
+    shutil.copytree(market.source, market.copy, copy_function=os.link, symlinks=True)
     market.local_name = f"local-{market.name}" if market.name in RESERVED else market.name
     path = catalog_of(market.copy)
     catalog = json.loads(path.read_text())
@@ -165,11 +167,23 @@ def about(plugin: str, warnings: list[str]) -> list[str]:
             or w.startswith(f"plugin `{plugin}`")]
 
 
-def said(kind: str, item: str, mine: list[str]) -> str | None:
+def names_in(warning: str) -> set[str]:
+    """What a warning names in backticks, and of a path its file's stem and its folder
+    (`skills/ui-toolkit/SKILL.md`, `agents/silent-failure-hunter.md`)."""
+    out = set()
+    for token in re.findall(r"`([^`]+)`", warning):
+        out.add(token)
+        if "/" in token:
+            path = Path(token)
+            out.update({path.stem, path.parent.name})
+    return out
+
+
+def said(kind: str, name: str, mine: list[str]) -> str | None:
     """The warning that names this difference: the item itself, else the plugin's entry
     (what the client reads differently of it), else its kind as a whole."""
-    name = item.split(" = ", 1)[0]
-    for test in (lambda w: f"`{name}`" in w, lambda w: ENTRY_PHRASE in w,
+    for test in (lambda w: kind != "plugin" and name in names_in(w),
+                 lambda w: ENTRY_PHRASE in w,
                  lambda w: kind in KIND_PHRASES and KIND_PHRASES[kind] in w.lower()):
         found = next((w for w in mine if test(w)), None)
         if found:
@@ -177,13 +191,13 @@ def said(kind: str, item: str, mine: list[str]) -> str | None:
     return None
 
 
-def differences(theirs: Inventory, ours: Inventory, extra_ok) -> list[tuple[str, str]]:
+def differences(theirs: Inventory, ours: Inventory, extra_ok) -> list[tuple[str, str, str]]:
+    """(kind, item, where it is only) for each item the two do not share."""
     out = []
     for kind in sorted(set(theirs) | set(ours)):
         a, b = set(theirs.get(kind, [])), set(ours.get(kind, []))
-        out += [(kind, f"{i} (only in the client's own install)") for i in sorted(a - b)]
-        out += [(kind, f"{i} (only in berth's)") for i in sorted(b - a)
-                if not extra_ok(kind, i)]
+        out += [(kind, i, "only in the client's own install") for i in sorted(a - b)]
+        out += [(kind, i, "only in berth's") for i in sorted(b - a) if not extra_ok(kind, i)]
     return out
 
 
@@ -200,7 +214,7 @@ def judge(verdict: Verdict, picks: list[Pick], theirs: dict[str, Inventory | Non
             continue
         own, got = theirs.get(p.name), ours.get(p.name)
         if own is None or got is None:
-            diffs = [("plugin", "read by the client from "
+            diffs = [("plugin", p.name, "read by the client from "
                       + ("neither" if own is got else "berth's only" if own is None
                          else "its own install only"))]
         else:
@@ -209,9 +223,10 @@ def judge(verdict: Verdict, picks: list[Pick], theirs: dict[str, Inventory | Non
             verdict.equal.append(key)
             continue
         lines, bad = [], []
-        for kind, item in diffs:
-            w = said(kind, item, mine)
-            (lines if w else bad).append(f"{kind}: {item}" + (f"; warned: {w}" if w else ""))
+        for kind, item, where in diffs:
+            w = said(kind, item.split(" = ", 1)[0], mine)
+            line = f"{kind}: {item} ({where})" + (f"; warned: {w}" if w else "")
+            (lines if w else bad).append(line)
         if bad:
             verdict.unwarned[key] = bad + lines
         else:

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -173,13 +174,47 @@ def claude(run: Run, markets, picks: list[Pick], lock: str,
                      refusal_said="refuses to install")
 
 
+def front_matter_name(path: Path) -> str | None:
+    text = path.read_text(errors="replace")
+    head = re.match(r"---\r?\n(.*?)\r?\n---", text, re.S)
+    found = head and re.search(r"^name:\s*(.+?)\s*$", head.group(1), re.M)
+    return found.group(1).strip("\"'") if found else None
+
+
+def own_names(root: Path) -> dict[tuple[str, str], str]:
+    """What a plugin's skill folders and agent files call themselves (`name` in their front
+    matter), by the folder or file name Claude Code's `plugin details` lists them under."""
+    out: dict[tuple[str, str], str] = {}
+    paths = sorted((p for p in root.rglob("*.md") if ".git" not in p.parts
+                    and "node_modules" not in p.parts), key=lambda p: len(p.parts))
+    for path in paths:
+        if path.name == "SKILL.md":
+            key = ("Skills", path.parent.name)
+        elif path.parent.name == "agents":
+            key = ("Agents", path.stem)
+        else:
+            continue
+        name = key not in out and front_matter_name(path)
+        if name:
+            out[key] = name
+    return out
+
+
 def reference(run: Run, markets, picks: list[Pick]) -> tuple[Reads, dict[str, str]]:
-    """Claude Code's install (`BERTH_CLAUDE`), names without their plugin's prefix: what
-    Gemini CLI and OpenCode are held to."""
+    """Claude Code's install (`BERTH_CLAUDE`), each skill and agent under the name its
+    front matter gives it, as Gemini CLI and OpenCode name them (Claude Code's `plugin
+    details` lists a skill by its folder, an agent by its file): what those two are held
+    to."""
     theirs, refused = claude_own(run, os.environ["BERTH_CLAUDE"], markets, picks)
-    plain = {name: None if inv is None else
-             {k: sorted({n.rsplit(":", 1)[-1] for n in v}) for k, v in inv.items()}
-             for name, inv in theirs.items()}
+    plain: Reads = {}
+    for p in picks:
+        inv = theirs.get(p.name)
+        if inv is None:
+            continue
+        names = own_names(p.root)
+        plain[p.name] = {kind: sorted({names.get((kind, n.rsplit(":", 1)[-1]),
+                                                 n.rsplit(":", 1)[-1]) for n in listed})
+                         for kind, listed in inv.items()}
     return plain, refused
 
 
@@ -195,14 +230,59 @@ def codex_env(run: Run, home: Path) -> dict[str, str]:
     return {"HOME": str(run.home), "CODEX_HOME": str(home)}
 
 
+# Codex lists skills within a budget of about 22,000 characters (0.169.0 then drops
+# descriptions and skills, 0.171.0 shortens each description), so they are read a few
+# plugins at a time, the others turned off for the call (`-c plugins.ID.enabled=false`),
+# and a batch whose list comes near the budget is read again in halves.
+SKILLS_BUDGET = 16000
+BATCH = 8
+
+
+def codex_skills(run: Run, bin_: str, home: Path, names: list[str], off: list[str],
+                 market: Callable[[str], str]) -> tuple[Reads, bool]:
+    """The skills Codex offers the model (`debug prompt-input`) of plugins `names`, the
+    plugins `off` turned off: `PLUGIN:SKILL: text` by plugin; and whether the list came
+    near the budget."""
+    config = [a for n in off if "." not in n
+              for a in ("-c", f"plugins.{n}@{market(n)}.enabled=false")]
+    prompt = json.loads(run.ok([bin_, "debug", "prompt-input", *config], codex_env(run, home)))
+    out: Reads = {n: {} for n in names}
+    full = False
+    for item in prompt:
+        for part in item.get("content") or []:
+            text = part.get("text") or ""
+            if "<skills_instructions>" not in text:
+                continue
+            full = full or len(text) > SKILLS_BUDGET
+            for line in text.splitlines():
+                plugin, _, rest = line.removeprefix("- ").partition(":")
+                if line.startswith("- ") and plugin in out and ": " in rest:
+                    skill, _, text = rest.split(" (file: ")[0].partition(": ")
+                    out[plugin].setdefault("Skills", []).append(f"{skill} = {text}")
+    return out, full
+
+
 def codex_reads(run: Run, bin_: str, home: Path, picks: list[Pick], owners,
-                pinned_names: set[str]) -> Reads:
-    """The skills Codex offers the model (`debug prompt-input`), `PLUGIN:SKILL: text` by
-    plugin, and the MCP servers it starts (`mcp list`), the program's folder left out (each
-    install keeps a plugin elsewhere); a server goes to the plugins that define its name."""
-    env = codex_env(run, home)
-    out: Reads = {p.name: {} for p in picks}
-    for server in json.loads(run.ok([bin_, "mcp", "list", "--json"], env)):
+                pinned_names: set[str], market: Callable[[str], str]) -> Reads:
+    """What Codex shows of each plugin: its skills (`codex_skills`, in batches) and the MCP
+    servers it starts (`mcp list`), the program's folder left out (each install keeps a
+    plugin elsewhere); a server goes to the plugins that define its name."""
+    names = [p.name for p in picks]
+    out: Reads = {n: {} for n in names}
+    queue = [names[i:i + BATCH] for i in range(0, len(names), BATCH)]
+    while queue:
+        batch = queue.pop()
+        read, full = codex_skills(run, bin_, home, batch,
+                                  [n for n in names if n not in batch], market)
+        if full and len(batch) > 1:
+            queue += [batch[:len(batch) // 2], batch[len(batch) // 2:]]
+            continue
+        if full:
+            print(f"codex: the skills of `{batch[0]}` alone come near Codex's budget",
+                  file=sys.stderr)
+        for plugin, inv in read.items():
+            out[plugin].update(inv)
+    for server in json.loads(run.ok([bin_, "mcp", "list", "--json"], codex_env(run, home))):
         transport = dict(server["transport"])
         if isinstance(transport.get("command"), str):
             transport["command"] = transport["command"].rsplit("/", 1)[-1]
@@ -211,20 +291,9 @@ def codex_reads(run: Run, bin_: str, home: Path, picks: list[Pick], owners,
         text = f"{server['name']} = {server['enabled']} {json.dumps(transport, sort_keys=True)}"
         for plugin in owners.get(server["name"], ["(a plugin of none picked)"]):
             out.setdefault(plugin, {}).setdefault("MCP servers", []).append(text)
-    prompt = json.loads(run.ok([bin_, "debug", "prompt-input"], env))
-    for item in prompt:
-        for part in item.get("content") or []:
-            text = part.get("text") or ""
-            if "<skills_instructions>" not in text:
-                continue
-            for line in text.splitlines():
-                plugin, _, rest = line.removeprefix("- ").partition(":")
-                if line.startswith("- ") and plugin in out and ": " in rest:
-                    skill, _, text = rest.split(" (file: ")[0].partition(": ")
-                    out[plugin].setdefault("Skills", []).append(f"{skill} = {text}")
     for inv in out.values():
-        for names in inv.values():
-            names.sort()
+        for listed in inv.values():
+            listed.sort()
     return out
 
 
@@ -246,6 +315,7 @@ def server_owners(run: Run, markets, picks: list[Pick], project: Path) -> dict[s
 def codex(run: Run, markets, picks: list[Pick], lock: str, project: Path) -> Iterator[Client]:
     owners = server_owners(run, markets, picks, project)
     pinned_names = pinned_servers(lock)
+    market_of = {p.name: p.market for p in picks}.__getitem__
     for bin_ in pinned("BERTH_CODEX_NEWEST", "BERTH_CODEX"):
         home = run.fresh("codex-own")
         for m in markets:
@@ -255,9 +325,10 @@ def codex(run: Run, markets, picks: list[Pick], lock: str, project: Path) -> Ite
             out = run.call([bin_, "plugin", "add", p.key], codex_env(run, home))
             if out.returncode != 0:
                 refused[p.name] = why(out)
-        theirs = codex_reads(run, bin_, home, picks, owners, pinned_names)
+        theirs = codex_reads(run, bin_, home, picks, owners, pinned_names, market_of)
         yield Client(f"Codex {version(bin_)}", theirs, refused, lambda base: base,
-                     lambda base, b=bin_: codex_reads(run, b, base, picks, owners, pinned_names))
+                     lambda base, b=bin_: codex_reads(run, b, base, picks, owners, pinned_names,
+                                                     lambda _: "berth"))
 
 
 # Gemini CLI --------------------------------------------------------------------------
@@ -415,7 +486,7 @@ def opencode_reads(run: Run, bin_: str, home: Path, reference_reads: Reads) -> R
     config = json.loads(run.ok([bin_, "debug", "config"], env))
     skills = json.loads(run.ok([bin_, "debug", "skill"], env))
     folder = home / ".config/opencode/skills"
-    out: Reads = {}
+    out: Reads = {name: {} for name in reference_reads}
     for skill in skills:
         rel = Path(skill["location"]).relative_to(folder) if Path(
             skill["location"]).is_relative_to(folder) else None

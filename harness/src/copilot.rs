@@ -6,14 +6,15 @@
 //! to its store entry) and its own keys of `settings.json` (`extraKnownMarketplaces.berth`,
 //! a `directory` source, and `enabledPlugins`); every other key of that file is kept.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
 use super::claude_catalog::definition_fields;
-use super::claude_config::{MARKETPLACE, object, read_object, set_ids, version_of};
+use super::claude_config::{MARKETPLACE, object, read_object, set_ids};
 use super::codex::{MARKET_DIR, market_folder};
 use super::files::pretty;
+use super::guard::read_unlinked;
 use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
 use berth_plugin::error::PluginError;
@@ -95,13 +96,13 @@ impl Harness for CopilotCli {
 fn entry(info: &PluginInfo) -> Value {
     let name = &info.locked.name;
     let mut entry = json!({"name": name, "source": format!("./{name}")});
-    // The version its own catalog entry or manifest gave (Copilot shows the entry's, and
-    // none for a plugin without one).
+    // The version its own catalog entry or manifest gave (Copilot shows the entry's, else
+    // the manifest's, and none for a plugin whose manifest states none).
     let version = info
         .locked
         .plugin_version
         .clone()
-        .or_else(|| info.manifest.file.map(|_| version_of(info)));
+        .or_else(|| stated_version(info));
     if let Some(version) = version {
         entry["version"] = json!(version);
     }
@@ -112,4 +113,12 @@ fn entry(info: &PluginInfo) -> Value {
         entry[key] = value;
     }
     entry
+}
+
+/// The `version` the plugin's own manifest states, if it states one: the manifest berth
+/// reads fills in `1.0.0` for none (as the OpenHands SDK does), which Copilot does not.
+fn stated_version(info: &PluginInfo) -> Option<String> {
+    let bytes = read_unlinked(&info.path, Path::new(info.manifest.file?)).ok()??;
+    let manifest: Value = serde_json::from_slice(&bytes).ok()?;
+    manifest.get("version")?.as_str().map(str::to_owned)
 }

@@ -144,6 +144,9 @@ fn copilot_reads_berths_home_as_its_own_install() {
     let theirs = copilot_reads(&ctx, &bin, &own, MARKET);
     let ours = copilot_reads(&ctx, &bin, &written, "berth");
     assert_eq!(theirs.len(), plugins().len(), "{theirs:#?}");
+    // A manifest that states no version: Copilot shows none (berth's reading of it fills
+    // in `1.0.0`, as the OpenHands SDK does).
+    assert_eq!(theirs["mcp-bare"]["plugin"], ["null true"], "{theirs:#?}");
     assert_eq!(
         ours, theirs,
         "Copilot reading berth's home (left) against its own install (right)"
