@@ -6,6 +6,7 @@
 //! to its store entry) and its own keys of `settings.json` (`extraKnownMarketplaces.berth`,
 //! a `directory` source, and `enabledPlugins`); every other key of that file is kept.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -53,8 +54,9 @@ impl Harness for CopilotCli {
     ) -> Result<Vec<(PathBuf, Plan)>, PluginError> {
         let mut plan = Plan::default();
         plan.own(PathBuf::from(MARKET_DIR), "copilot");
+        let plugins = one_per_folder(plugins, &mut plan);
         let mut entries = Vec::new();
-        for info in plugins {
+        for info in &plugins {
             // A plugin whose runner lines are pinned: its manifest names the servers
             // inline, rewritten.
             let overlay = super::pinned::overlay(set, info)?.unwrap_or_default();
@@ -89,6 +91,39 @@ impl Harness for CopilotCli {
         );
         Ok(vec![(to.root.to_path_buf(), plan)])
     }
+}
+
+/// The plugins Copilot's own install takes: one per folder of a marketplace. Copilot
+/// lists a marketplace's plugins by their folder, so of entries naming the same one
+/// (`anthropics/skills` gives `./` to all three of its plugins) it installs the first
+/// and leaves the others out without a word; berth writes the first locked and says so of
+/// the others.
+fn one_per_folder<'a>(plugins: &[&'a PluginInfo], plan: &mut Plan) -> Vec<&'a PluginInfo> {
+    let mut folders: BTreeMap<(&str, &str, Option<&str>), &str> = BTreeMap::new();
+    let mut kept = Vec::new();
+    for info in plugins {
+        let locked = &info.locked;
+        let market = locked.requested.as_deref().and_then(|r| r.rsplit_once('@'));
+        let Some((_, market)) = market else {
+            kept.push(*info);
+            continue;
+        };
+        let folder = (market, locked.source.as_str(), locked.repo_path.as_deref());
+        match folders.get(&folder) {
+            Some(first) => {
+                plan.warnings.push(format!(
+                    "plugin `{}` is not written for GitHub Copilot CLI: its marketplace entry names the same folder as plugin `{first}`, and Copilot's own install takes one plugin per folder (the first)",
+                    locked.name
+                ));
+                plan.refused.push(locked.name.clone());
+            }
+            None => {
+                folders.insert(folder, &locked.name);
+                kept.push(*info);
+            }
+        }
+    }
+    kept
 }
 
 /// A plugin's catalog entry: what its own marketplace entry said beyond name and source
