@@ -185,9 +185,10 @@ def said(kind: str, name: str, mine: list[str]) -> str | None:
     for test in (lambda w: kind != "plugin" and name in names_in(w),
                  lambda w: ENTRY_PHRASE in w,
                  lambda w: kind in KIND_PHRASES and KIND_PHRASES[kind] in w.lower()):
-        found = next((w for w in mine if test(w)), None)
+        found = [w for w in mine if test(w)]
         if found:
-            return found
+            # The one saying what is not written, where several name the kind.
+            return next((w for w in found if "not written" in w), found[0])
     return None
 
 
