@@ -6,14 +6,16 @@
 //! to its store entry) and its own keys of `settings.json` (`extraKnownMarketplaces.berth`,
 //! a `directory` source, and `enabledPlugins`); every other key of that file is kept.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
 use super::claude_catalog::definition_fields;
-use super::claude_config::{MARKETPLACE, object, read_object, set_ids, version_of};
+use super::claude_config::{MARKETPLACE, object, read_object, set_ids};
 use super::codex::{MARKET_DIR, market_folder};
 use super::files::pretty;
+use super::guard::read_unlinked;
 use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
 use berth_plugin::error::PluginError;
@@ -52,8 +54,9 @@ impl Harness for CopilotCli {
     ) -> Result<Vec<(PathBuf, Plan)>, PluginError> {
         let mut plan = Plan::default();
         plan.own(PathBuf::from(MARKET_DIR), "copilot");
+        let plugins = one_per_folder(plugins, &mut plan);
         let mut entries = Vec::new();
-        for info in plugins {
+        for info in &plugins {
             // A plugin whose runner lines are pinned: its manifest names the servers
             // inline, rewritten.
             let overlay = super::pinned::overlay(set, info)?.unwrap_or_default();
@@ -90,18 +93,51 @@ impl Harness for CopilotCli {
     }
 }
 
+/// The plugins Copilot's own install takes: one per folder of a marketplace. Copilot
+/// lists a marketplace's plugins by their folder, so of entries naming the same one
+/// (`anthropics/skills` gives `./` to all three of its plugins) it installs the first
+/// and leaves the others out without a word; berth writes the first locked and says so of
+/// the others.
+fn one_per_folder<'a>(plugins: &[&'a PluginInfo], plan: &mut Plan) -> Vec<&'a PluginInfo> {
+    let mut folders: BTreeMap<(&str, &str, Option<&str>), &str> = BTreeMap::new();
+    let mut kept = Vec::new();
+    for info in plugins {
+        let locked = &info.locked;
+        let market = locked.requested.as_deref().and_then(|r| r.rsplit_once('@'));
+        let Some((_, market)) = market else {
+            kept.push(*info);
+            continue;
+        };
+        let folder = (market, locked.source.as_str(), locked.repo_path.as_deref());
+        match folders.get(&folder) {
+            Some(first) => {
+                plan.warnings.push(format!(
+                    "plugin `{}` is not written for GitHub Copilot CLI: its marketplace entry names the same folder as plugin `{first}`, and Copilot's own install takes one plugin per folder (the first)",
+                    locked.name
+                ));
+                plan.refused.push(locked.name.clone());
+            }
+            None => {
+                folders.insert(folder, &locked.name);
+                kept.push(*info);
+            }
+        }
+    }
+    kept
+}
+
 /// A plugin's catalog entry: what its own marketplace entry said beyond name and source
 /// (its locked definition), so Copilot builds it from berth's folder as from the original.
 fn entry(info: &PluginInfo) -> Value {
     let name = &info.locked.name;
     let mut entry = json!({"name": name, "source": format!("./{name}")});
-    // The version its own catalog entry or manifest gave (Copilot shows the entry's, and
-    // none for a plugin without one).
+    // The version its own catalog entry or manifest gave (Copilot shows the entry's, else
+    // the manifest's, and none for a plugin whose manifest states none).
     let version = info
         .locked
         .plugin_version
         .clone()
-        .or_else(|| info.manifest.file.map(|_| version_of(info)));
+        .or_else(|| stated_version(info));
     if let Some(version) = version {
         entry["version"] = json!(version);
     }
@@ -112,4 +148,12 @@ fn entry(info: &PluginInfo) -> Value {
         entry[key] = value;
     }
     entry
+}
+
+/// The `version` the plugin's own manifest states, if it states one: the manifest berth
+/// reads fills in `1.0.0` for none (as the OpenHands SDK does), which Copilot does not.
+fn stated_version(info: &PluginInfo) -> Option<String> {
+    let bytes = read_unlinked(&info.path, Path::new(info.manifest.file?)).ok()??;
+    let manifest: Value = serde_json::from_slice(&bytes).ok()?;
+    manifest.get("version")?.as_str().map(str::to_owned)
 }

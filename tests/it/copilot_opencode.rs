@@ -140,10 +140,21 @@ fn copilot_reads_berths_home_as_its_own_install() {
     }
     let written = ctx.root.join("copilot-berth");
     let warnings = materialize(&ctx, "copilot", &written);
-    assert_eq!(warnings, Vec::<String>::new(), "nothing differs");
+    // Copilot's own install takes one plugin per folder of a marketplace: the first of
+    // the two entries naming its root. Nothing else differs.
+    assert_eq!(
+        warnings,
+        [
+            "plugin `more-documents` is not written for GitHub Copilot CLI: its marketplace entry names the same folder as plugin `document-skills`, and Copilot's own install takes one plugin per folder (the first)"
+        ]
+    );
     let theirs = copilot_reads(&ctx, &bin, &own, MARKET);
     let ours = copilot_reads(&ctx, &bin, &written, "berth");
-    assert_eq!(theirs.len(), plugins().len(), "{theirs:#?}");
+    assert_eq!(theirs.len(), plugins().len() - 1, "{theirs:#?}");
+    assert!(!theirs.contains_key("more-documents"), "{theirs:#?}");
+    // A manifest that states no version: Copilot shows none (berth's reading of it fills
+    // in `1.0.0`, as the OpenHands SDK does).
+    assert_eq!(theirs["mcp-bare"]["plugin"], ["null true"], "{theirs:#?}");
     assert_eq!(
         ours, theirs,
         "Copilot reading berth's home (left) against its own install (right)"

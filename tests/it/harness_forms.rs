@@ -543,7 +543,7 @@ fn the_openhands_sdk_reads_berths_agent_plugins_as_its_own_marketplace_load() {
     // The plugins whose entry defines components differ, as warned; all others are equal.
     assert_eq!(
         differ,
-        ["document-skills", "subset", "inline"],
+        ["document-skills", "subset", "inline", "more-documents"],
         "{read} {own}"
     );
     assert!(warned(&warnings, "inline", "LSP servers"), "{warnings:#?}");
