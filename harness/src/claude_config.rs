@@ -225,8 +225,8 @@ impl Harness for ClaudeConfig {
         true
     }
 
-    fn has_managed_form(&self) -> bool {
-        true
+    fn managed_form(&self) -> Option<super::ManagedForm> {
+        Some(super::ManagedForm::ClaudeCode)
     }
 
     fn cannot_express(&self, _set: &PluginSet, info: &PluginInfo) -> Vec<String> {

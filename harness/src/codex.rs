@@ -49,6 +49,10 @@ impl Harness for Codex {
         "A Codex CLI home folder (`CODEX_HOME`, `~/.codex`): the plugins installed from a local marketplace named `berth`"
     }
 
+    fn managed_form(&self) -> Option<super::ManagedForm> {
+        Some(super::ManagedForm::Codex)
+    }
+
     fn cannot_express(&self, set: &PluginSet, info: &PluginInfo) -> Vec<String> {
         let name = &info.locked.name;
         let mut out = Vec::new();

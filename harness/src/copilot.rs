@@ -40,6 +40,10 @@ impl Harness for CopilotCli {
         "A GitHub Copilot CLI home folder (`COPILOT_HOME`, `~/.copilot`): the plugins installed from a local marketplace named `berth`, enabled in `settings.json`; its other keys are kept"
     }
 
+    fn managed_form(&self) -> Option<super::ManagedForm> {
+        Some(super::ManagedForm::CopilotCli)
+    }
+
     fn cannot_express(&self, _set: &PluginSet, _info: &PluginInfo) -> Vec<String> {
         // Copilot reads the plugin's own folder, as from its own install of it: what it
         // cannot read there, its own install cannot read either.

@@ -15,8 +15,8 @@
 //! `codex.rs` (with `codex_commands.rs`), `gemini_cli.rs`, `copilot.rs`, `opencode.rs` (with
 //! `opencode_forms.rs`) and `agent_plugins_folder.rs`
 //! (with `agent_plugins_schema.rs`), `claude_catalog.rs` what a plugin's entry in berth's
-//! Claude Code catalog says beyond its name, `claude_managed.rs` Claude Code's managed
-//! settings enforcing the lock, `own.rs` a plugin's skills and servers as a
+//! Claude Code catalog says beyond its name, `managed.rs` the managed settings enforcing
+//! the lock (Claude Code's, Copilot CLI's, Codex's requirements), `own.rs` a plugin's skills and servers as a
 //! harness that keeps plugins apart sees them; `plan.rs` the paths a target writes;
 //! `entry.rs` a plugin's store entry listed and copied from the paths the store's check
 //! just found; `guard.rs` every name that becomes a path one plain component and nothing
@@ -32,7 +32,6 @@ mod agent_plugins_folder;
 mod agent_plugins_schema;
 mod claude_catalog;
 mod claude_config;
-mod claude_managed;
 mod claude_rules;
 mod codex;
 mod codex_commands;
@@ -42,6 +41,7 @@ mod files;
 mod gemini_cli;
 mod gemini_parts;
 mod guard;
+mod managed;
 mod opencode;
 mod opencode_forms;
 mod own;
@@ -92,6 +92,29 @@ pub struct Destination<'a> {
     pub managed: Option<&'a Path>,
 }
 
+/// The managed settings of a harness berth writes (`--managed-settings FILE`), which an
+/// organisation installs where no user setting overrides them (`managed.rs` plans them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ManagedForm {
+    /// Claude Code's managed settings, JSON.
+    ClaudeCode,
+    /// GitHub Copilot CLI's managed settings, JSON with Claude Code's keys.
+    CopilotCli,
+    /// Codex's requirements, TOML.
+    Codex,
+}
+
+impl ManagedForm {
+    /// Where the client reads them on Linux: the example FILE the CLI names.
+    pub fn example(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "/etc/claude-code/managed-settings.d/berth.json",
+            Self::CopilotCli => "/etc/github-copilot/managed-settings.json",
+            Self::Codex => "/etc/codex/requirements.toml",
+        }
+    }
+}
+
 /// A harness berth writes the locked set for.
 pub trait Harness: Sync {
     /// The name `berth materialize` takes (`claude`).
@@ -109,10 +132,15 @@ pub trait Harness: Sync {
         false
     }
 
-    /// Whether it can write the harness's managed settings, which enforce the lock
-    /// (`--managed-settings FILE`): only berth's marketplace, exactly the locked plugins.
+    /// The harness's managed settings berth writes (`--managed-settings FILE`), which
+    /// enforce the lock: only berth's marketplace, exactly the locked plugins.
+    fn managed_form(&self) -> Option<ManagedForm> {
+        None
+    }
+
+    /// Whether berth writes the harness's managed settings.
     fn has_managed_form(&self) -> bool {
-        false
+        self.managed_form().is_some()
     }
 
     /// Whether it writes the set's reading of each plugin (its skills, servers, hooks)
@@ -179,9 +207,8 @@ pub fn materialize(
         warnings.extend(harness.cannot_express(set, plugin));
     }
     let mut plans = harness.plan(set, &plugins, to)?;
-    // Claude Code's managed settings, the one managed form berth writes.
-    if let Some(file) = to.managed.filter(|_| harness.has_managed_form()) {
-        plans.push(claude_managed::plan(&plugins, to.root, file)?);
+    if let (Some(file), Some(form)) = (to.managed, harness.managed_form()) {
+        plans.push(managed::plan(form, &plugins, to.root, file)?);
     }
     let refused: usize = plans.iter().map(|(_, plan)| plan.refused.len()).sum();
     if let Some((_, first)) = plans.first_mut() {

@@ -49,10 +49,14 @@ pub struct MaterializeArgs {
     #[arg(long = "project", value_name = "REPO")]
     pub project_repo: Option<PathBuf>,
 
-    /// claude only: also write Claude Code's managed settings into FILE (as root, e.g.
-    /// /etc/claude-code/managed-settings.d/berth.json), enforcing the lock: marketplaces
-    /// restricted to berth's (`strictKnownMarketplaces`), exactly the locked plugins
-    /// enabled; FILE's other keys are kept
+    /// claude, codex and copilot: also write the client's managed settings into FILE (as
+    /// root), which no user setting overrides, enforcing the lock: marketplaces restricted
+    /// to berth's in DIR, and the locked plugins enabled where the client has such a key.
+    /// claude: /etc/claude-code/managed-settings.d/berth.json (`strictKnownMarketplaces`,
+    /// `extraKnownMarketplaces`, `enabledPlugins`); copilot:
+    /// /etc/github-copilot/managed-settings.json (the same keys); codex:
+    /// /etc/codex/requirements.toml (`[marketplaces]` `restrict_to_allowed_sources`,
+    /// `allowed_sources`). FILE's other keys are kept
     #[arg(long, value_name = "FILE")]
     pub managed_settings: Option<PathBuf>,
 }

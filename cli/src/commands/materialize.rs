@@ -182,21 +182,27 @@ fn managed_file(harness: &dyn Harness, args: &MaterializeArgs) -> Result<Option<
     let Some(file) = &args.managed_settings else {
         return Ok(None);
     };
-    if !harness.has_managed_form() {
+    let Some(form) = harness.managed_form() else {
         let ids: Vec<&str> = TARGETS
             .iter()
             .filter(|t| t.has_managed_form())
             .map(|t| t.id())
             .collect();
+        let (last, rest) = ids.split_last().expect("a target writes managed settings");
+        let ids = match rest {
+            [] => format!("the {last} target"),
+            _ => format!("the {} and {last} targets", rest.join(", ")),
+        };
         anyhow::bail!(
-            "`--managed-settings` is for the {} target only; `{}` has none berth writes (docs/harnesses.md says what each client has)",
-            ids.join(", "),
+            "`--managed-settings` is for {ids} only; `{}` has none berth writes (docs/harnesses.md says what each client has)",
             harness.id()
         );
-    }
+    };
     if file.file_name().is_none() || file.as_os_str().to_string_lossy().ends_with('/') {
         anyhow::bail!(
-            "`--managed-settings` takes a file (`/etc/claude-code/managed-settings.d/berth.json`), not the folder `{}`",
+            "`--managed-settings` takes a file (`{}` for {}), not the folder `{}`",
+            form.example(),
+            harness.display_name(),
             file.display()
         );
     }

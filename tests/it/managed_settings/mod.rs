@@ -1,7 +1,12 @@
-//! `berth materialize claude DIR --managed-settings FILE`: an organisation enforces the
-//! lock. The real Claude Code (`BERTH_CLAUDE`) reads managed settings from
-//! `/etc/claude-code/` on Linux; the test gives it a copy of `/etc` holding berth's file,
-//! bound over `/etc` with bubblewrap, so the machine's own `/etc` is never touched.
+//! `berth materialize claude|codex|copilot DIR --managed-settings FILE`: an organisation
+//! enforces the lock. Each real client reads its managed settings from `/etc` on Linux
+//! (Claude Code `/etc/claude-code/`, Codex `/etc/codex/requirements.toml`, Copilot CLI
+//! `/etc/github-copilot/managed-settings.json`), with no variable naming another path; the
+//! tests give it a copy of `/etc` holding berth's file, bound over `/etc` with bubblewrap,
+//! so the machine's own `/etc` is never touched.
+
+mod codex;
+mod copilot;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -12,13 +17,44 @@ use crate::common::{TestContext, require_or_skip};
 use crate::import_clients::{folder, market_of};
 use crate::materialize::{claude, claude_bins};
 
-/// `claude ARGS` on configuration folder `dir`, run with `etc` bound over `/etc`.
-fn claude_managed(ctx: &TestContext, bin: &Path, dir: &Path, etc: &Path, args: &[&str]) -> Output {
-    Command::new("bwrap")
+/// `bin`, to be run with `etc` bound over `/etc` (read-only), everything else as it is.
+fn with_etc(etc: &Path, bin: &Path) -> Command {
+    let mut command = Command::new("bwrap");
+    command
         .args(["--bind", "/", "/", "--ro-bind"])
         .arg(etc)
         .args(["/etc", "--dev", "/dev", "--proc", "/proc", "--"])
-        .arg(bin)
+        .arg(bin);
+    command
+}
+
+/// Whether `bwrap` runs here; if not, the test is skipped (failed under `CI`), saying so.
+fn bwrap_works() -> bool {
+    let works = with_etc(Path::new("/etc"), Path::new("true"))
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !works {
+        require_or_skip(
+            "a working `bwrap` (bubblewrap; run as root or with user namespaces)",
+            "install bubblewrap (`apt-get install bubblewrap`; .ci/run does)",
+        );
+    }
+    works
+}
+
+/// A lock of plugin `hello` from marketplace `acme`, synced.
+fn lock_hello(ctx: &TestContext) {
+    let acme = market_of(ctx, "acme", &[("hello", "1.0.0")]);
+    ctx.write_manifest(&format!(
+        "[[marketplace]]\nname = \"acme\"\nsource = \"{}\"\n\n[[plugin]]\nsource = \"hello@acme\"\n",
+        folder(&acme)
+    ));
+    ctx.ok(&["plugins", "sync"]);
+}
+
+/// `claude ARGS` on configuration folder `dir`, run with `etc` bound over `/etc`.
+fn claude_managed(ctx: &TestContext, bin: &Path, dir: &Path, etc: &Path, args: &[&str]) -> Output {
+    with_etc(etc, bin)
         .args(args)
         .env("CLAUDE_CONFIG_DIR", dir)
         .env("HOME", &ctx.home)
@@ -58,26 +94,11 @@ fn claude_code_refuses_a_marketplace_outside_the_lock_under_managed_settings() {
 
 fn claude_code_refuses_a_marketplace_outside_the_lock_under_managed_settings_with(bin: &Path) {
     let bin = bin.to_path_buf();
-    let works = Command::new("bwrap")
-        .args([
-            "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !works {
-        require_or_skip(
-            "a working `bwrap` (bubblewrap; run as root or with user namespaces)",
-            "install bubblewrap (`apt-get install bubblewrap`; .ci/run does)",
-        );
+    if !bwrap_works() {
         return;
     }
     let ctx = TestContext::new();
-    let acme = market_of(&ctx, "acme", &[("hello", "1.0.0")]);
-    ctx.write_manifest(&format!(
-        "[[marketplace]]\nname = \"acme\"\nsource = \"{}\"\n\n[[plugin]]\nsource = \"hello@acme\"\n",
-        folder(&acme)
-    ));
-    ctx.ok(&["plugins", "sync"]);
+    lock_hello(&ctx);
     // The user's own marketplace, added and installed from before the policy.
     let other = market_of(&ctx, "other", &[("bye", "2.1.0")]);
     let dir = ctx.root.join("claude");
@@ -122,48 +143,7 @@ fn claude_code_refuses_a_marketplace_outside_the_lock_under_managed_settings_wit
         "--check",
     ]);
 
-    // Without the policy Claude Code loads the user's plugin; with it, it refuses it.
-    let list = |etc: &Path| -> Vec<Value> {
-        let out = claude_managed(&ctx, &bin, &dir, etc, &["plugin", "list", "--json"]);
-        assert!(out.status.success(), "{}", text(&out));
-        let listed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-        listed.as_array().expect("a list").clone()
-    };
-    let plain = list(Path::new("/etc"));
-    let bye = |listed: &[Value]| {
-        listed
-            .iter()
-            .find(|p| p["id"] == "bye@other")
-            .cloned()
-            .expect("bye@other is listed")
-    };
-    assert!(bye(&plain).get("errors").is_none(), "{plain:#?}");
-    let managed = list(&etc);
-    let errors = bye(&managed)["errors"].to_string();
-    assert!(
-        errors.contains("not in the allowed marketplace list"),
-        "{managed:#?}"
-    );
-    let hello = managed
-        .iter()
-        .find(|p| p["id"] == "hello@berth")
-        .expect("berth's plugin");
-    assert_eq!(hello["enabled"], true, "{managed:#?}");
-    assert!(hello.get("errors").is_none(), "{managed:#?}");
-    let details = claude_managed(&ctx, &bin, &dir, &etc, &["plugin", "details", "bye@other"]);
-    assert!(!details.status.success(), "{}", text(&details));
-    let details = claude_managed(
-        &ctx,
-        &bin,
-        &dir,
-        &etc,
-        &["plugin", "details", "hello@berth"],
-    );
-    assert!(
-        details.status.success() && text(&details).contains("hello-skill"),
-        "{}",
-        text(&details)
-    );
+    claude_refuses_the_users_plugin(&ctx, &bin, &dir, &etc);
 
     // A marketplace from anywhere else is refused before it is read.
     let third = market_of(&ctx, "third", &[("more", "0.1.0")]);
@@ -182,15 +162,50 @@ fn claude_code_refuses_a_marketplace_outside_the_lock_under_managed_settings_wit
     );
 }
 
+/// Without the policy Claude Code loads the user's plugin `bye@other` from configuration
+/// folder `dir`; with it (`etc`), it refuses it and loads berth's.
+fn claude_refuses_the_users_plugin(ctx: &TestContext, bin: &Path, dir: &Path, etc: &Path) {
+    let list = |etc: &Path| -> Vec<Value> {
+        let out = claude_managed(ctx, bin, dir, etc, &["plugin", "list", "--json"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let listed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        listed.as_array().expect("a list").clone()
+    };
+    let plain = list(Path::new("/etc"));
+    let bye = |listed: &[Value]| {
+        listed
+            .iter()
+            .find(|p| p["id"] == "bye@other")
+            .cloned()
+            .expect("bye@other is listed")
+    };
+    assert!(bye(&plain).get("errors").is_none(), "{plain:#?}");
+    let managed = list(etc);
+    let errors = bye(&managed)["errors"].to_string();
+    assert!(
+        errors.contains("not in the allowed marketplace list"),
+        "{managed:#?}"
+    );
+    let hello = managed
+        .iter()
+        .find(|p| p["id"] == "hello@berth")
+        .expect("berth's plugin");
+    assert_eq!(hello["enabled"], true, "{managed:#?}");
+    assert!(hello.get("errors").is_none(), "{managed:#?}");
+    let details = claude_managed(ctx, bin, dir, etc, &["plugin", "details", "bye@other"]);
+    assert!(!details.status.success(), "{}", text(&details));
+    let details = claude_managed(ctx, bin, dir, etc, &["plugin", "details", "hello@berth"]);
+    assert!(
+        details.status.success() && text(&details).contains("hello-skill"),
+        "{}",
+        text(&details)
+    );
+}
+
 #[test]
-fn managed_settings_are_for_claude_only_and_keep_the_files_other_keys() {
+fn managed_settings_are_for_claude_codex_and_copilot_and_keep_the_files_other_keys() {
     let ctx = TestContext::new();
-    let acme = market_of(&ctx, "acme", &[("hello", "1.0.0")]);
-    ctx.write_manifest(&format!(
-        "[[marketplace]]\nname = \"acme\"\nsource = \"{}\"\n\n[[plugin]]\nsource = \"hello@acme\"\n",
-        folder(&acme)
-    ));
-    ctx.ok(&["plugins", "sync"]);
+    lock_hello(&ctx);
     let file = ctx.root.join("policy/managed-settings.json");
     std::fs::create_dir_all(file.parent().expect("a folder")).expect("mkdir");
     std::fs::write(&file, "{\"permissions\": {\"deny\": [\"WebFetch\"]}}\n").expect("write");
@@ -206,7 +221,7 @@ fn managed_settings_are_for_claude_only_and_keep_the_files_other_keys() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(
         run.stderr
-            .contains("`--managed-settings` is for the claude target only"),
+            .contains("`--managed-settings` is for the claude, codex and copilot targets only"),
         "{}",
         run.stderr
     );
