@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::claude_config::{object, read_object};
 use super::files::{marked, pretty};
 use super::guard::is_component;
-use super::opencode_forms::{agent_file, agent_warnings, server_json};
+use super::opencode_forms::{agent_file, agent_warnings, nested_skills, server_json};
 use super::own::{agents_as_claude_reads, as_claude_reads};
 use super::plan::{MARK, Plan, Planned};
 use super::{Destination, Harness};
@@ -78,7 +78,17 @@ impl Harness for OpenCode {
                     "plugin `{name}`: skill `{}` (`{}`) has no `name` in its front matter, so OpenCode skips it",
                     skill.name, skill.source
                 )),
-                Written::Folder | Written::Command(_) => {}
+                Written::Folder => {
+                    let folder = Path::new(&skill.source).parent().unwrap_or(Path::new(""));
+                    for (path, nested) in nested_skills(&info.path.join(folder)) {
+                        out.push(format!(
+                            "plugin `{name}`: skill `{}` holds another skill in its folder, `{nested}` (`{}/{path}`): OpenCode reads it as a skill of its own, Claude Code does not",
+                            skill.name,
+                            folder.display()
+                        ));
+                    }
+                }
+                Written::Command(_) => {}
             }
         }
         for (server_name, server) in &own.servers {

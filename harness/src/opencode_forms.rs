@@ -117,6 +117,56 @@ pub(super) fn server_json(server: &McpServer) -> Result<Value, String> {
     Ok(Value::Object(out))
 }
 
+/// The skills in the folder `dir` of a skill (below its own `SKILL.md`): OpenCode looks
+/// for `SKILL.md` through the whole folder it is given, Claude Code one level down only.
+/// Each as its path under `dir` and the name OpenCode gives it (its front matter's
+/// `name`, else its folder's). Links are not followed; at most 8 levels and 1,000
+/// folders are looked at.
+pub(super) fn nested_skills(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), 0usize)];
+    let mut seen = 0;
+    while let Some((folder, depth)) = stack.pop() {
+        seen += 1;
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() && depth < 8 && seen + stack.len() < 1000 {
+                stack.push((path, depth + 1));
+            } else if kind.is_file() && depth > 0 && entry.file_name() == "SKILL.md" {
+                let rel = path
+                    .strip_prefix(dir)
+                    .unwrap_or(&path)
+                    .display()
+                    .to_string();
+                let folder_name = folder
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let name = std::fs::read_to_string(&path)
+                    .ok()
+                    .and_then(|text| berth_plugin::frontmatter::parse_lenient(&text).ok())
+                    .and_then(|doc| {
+                        doc.meta
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    })
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or(folder_name);
+                found.push((rel, name));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::env_form;

@@ -260,6 +260,11 @@ fn opencode_reads_what_claude_code_installs_or_berth_warns() {
             .map(|n| n.rsplit(':').next().unwrap_or(n).to_owned())
             .collect()
     };
+    // `no-manifest`'s skill `notes` holds the skill `notes-android` in its folder.
+    assert!(
+        warned(&warnings, "no-manifest", "`notes-android`"),
+        "{warnings:#?}"
+    );
     let mut claude_servers = BTreeSet::new();
     // A plugin Claude Code refuses to install has no reference to be held to.
     for name in plugins()
@@ -279,10 +284,14 @@ fn opencode_reads_what_claude_code_installs_or_berth_warns() {
                     "plugin `{name}`: {kind} `{missing}` unwarned: OpenCode reads {got:?}, Claude Code {expected:?}\n{warnings:#?}"
                 );
             }
-            assert!(
-                got.difference(&expected).all(named_by_entry),
-                "plugin `{name}`: {kind}: OpenCode reads {got:?}, Claude Code {expected:?}"
-            );
+            // More than Claude Code reads: named by the entry, or a skill inside another
+            // skill's folder, which OpenCode finds and berth warns of.
+            for extra in got.difference(&expected) {
+                assert!(
+                    named_by_entry(extra) || warned(&warnings, &name, &format!("`{extra}`")),
+                    "plugin `{name}`: {kind} `{extra}` unwarned: OpenCode reads {got:?}, Claude Code {expected:?}\n{warnings:#?}"
+                );
+            }
         }
         for server in list(theirs, "MCP servers") {
             if !servers.contains(&server) {
