@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use super::guard::read_unlinked;
+use super::guard::read_entry_file;
 use berth_runtime::set::PluginInfo;
 
 /// The Claude Code release these rules were read from.
@@ -146,12 +146,10 @@ pub(super) fn refusals(info: &PluginInfo) -> Vec<String> {
                 .map(|why| format!("its marketplace entry's {why}")),
         );
     }
-    let manifest = read_unlinked(
+    let manifest = read_entry_file(
         &info.path,
         std::path::Path::new(".claude-plugin/plugin.json"),
     )
-    .ok()
-    .flatten()
     .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
     if let Some(Value::Object(manifest)) = manifest {
         out.extend(

@@ -15,7 +15,7 @@ use super::claude_catalog::definition_fields;
 use super::claude_config::{MARKETPLACE, object, read_object, set_ids};
 use super::codex::{MARKET_DIR, market_folder};
 use super::files::pretty;
-use super::guard::read_unlinked;
+use super::guard::read_entry_file;
 use super::plan::{Plan, Planned};
 use super::{Destination, Harness};
 use berth_plugin::error::PluginError;
@@ -157,7 +157,7 @@ fn entry(info: &PluginInfo) -> Value {
 /// The `version` the plugin's own manifest states, if it states one: the manifest berth
 /// reads fills in `1.0.0` for none (as the OpenHands SDK does), which Copilot does not.
 fn stated_version(info: &PluginInfo) -> Option<String> {
-    let bytes = read_unlinked(&info.path, Path::new(info.manifest.file?)).ok()??;
+    let bytes = read_entry_file(&info.path, Path::new(info.manifest.file?))?;
     let manifest: Value = serde_json::from_slice(&bytes).ok()?;
     manifest.get("version")?.as_str().map(str::to_owned)
 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use super::files::{pretty, string_or_list};
-use super::guard::{is_component, read_unlinked};
+use super::guard::{is_component, read_entry_file};
 use super::plan::Planned;
 use berth_runtime::set::PluginInfo;
 
@@ -54,7 +54,7 @@ const TOOLS: [(&str, &str); 11] = [
 /// The JSON value of the plugin's file `rel` (`./x.json` or `x.json`), read without a link.
 fn json_file(info: &PluginInfo, rel: &str) -> Option<Value> {
     let rel = Path::new(rel.trim_start_matches("./"));
-    let bytes = read_unlinked(&info.path, rel).ok()??;
+    let bytes = read_entry_file(&info.path, rel)?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -280,7 +280,7 @@ pub(super) fn agents(info: &PluginInfo) -> (Vec<(PathBuf, Planned)>, Vec<String>
     let mut files = Vec::new();
     let mut warnings = Vec::new();
     for rel in claude_agents(info) {
-        let Ok(Some(bytes)) = read_unlinked(&info.path, &rel) else {
+        let Some(bytes) = read_entry_file(&info.path, &rel) else {
             continue;
         };
         match gemini_agent(&String::from_utf8_lossy(&bytes)) {

@@ -218,6 +218,33 @@ pub fn read_unlinked(root: &Path, rel: &Path) -> std::io::Result<Option<Vec<u8>>
     Ok(Some(bytes))
 }
 
+/// [`read_unlinked`] of the file `rel` of the store entry `entry`, remembered for the
+/// process: an entry never changes once added (the set checked it against its stat record
+/// before any target reads it), and the readings of a target ask for a plugin's manifest
+/// several times. `None` when it is missing, reached through a link, or unreadable.
+pub fn read_entry_file(entry: &Path, rel: &Path) -> Option<std::sync::Arc<[u8]>> {
+    type Read = Option<std::sync::Arc<[u8]>>;
+    static READ: std::sync::Mutex<Option<std::collections::HashMap<PathBuf, Read>>> =
+        std::sync::Mutex::new(None);
+    let key = entry.join(rel);
+    let remembered = |held: &mut Option<std::collections::HashMap<PathBuf, Read>>| {
+        held.get_or_insert_with(Default::default).get(&key).cloned()
+    };
+    let mut held = READ
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(read) = remembered(&mut held) {
+        return read;
+    }
+    drop(held);
+    let read: Read = read_unlinked(entry, rel).ok().flatten().map(Into::into);
+    READ.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get_or_insert_with(Default::default)
+        .insert(key, read.clone());
+    read
+}
+
 /// Opens `path` for reading without following a symbolic link at its last component.
 fn open_nofollow(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt as _;

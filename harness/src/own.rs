@@ -150,7 +150,7 @@ pub(super) fn as_claude_reads<'a>(set: &'a PluginSet, info: &PluginInfo) -> Own<
 
 /// The JSON value of the plugin's file `rel` (reached without a link), if it holds one.
 fn read_json(info: &PluginInfo, rel: &str) -> Option<serde_json::Value> {
-    let bytes = super::guard::read_unlinked(&info.path, std::path::Path::new(rel)).ok()??;
+    let bytes = super::guard::read_entry_file(&info.path, std::path::Path::new(rel))?;
     serde_json::from_slice(&bytes).ok()
 }
 

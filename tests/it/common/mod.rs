@@ -26,6 +26,18 @@ mod skip;
 #[allow(unused_imports)] // each test binary uses a part of the harness
 pub use skip::{in_ci, require_or_skip};
 
+/// Whether the program `tool` is on `PATH` (an executable file of that name in one of
+/// its folders).
+pub fn on_path(tool: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(tool))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
 /// Runs a berth command and snapshots what a user sees of it, as uv's `uv_snapshot!`: its
 /// exit status, stdout and stderr, after `filters` (from [`TestContext::filters`]) replace
 /// what changes from run to run. Returns the [`Run`] for further checks.

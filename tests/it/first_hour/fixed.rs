@@ -179,6 +179,13 @@ fn the_manifest_is_found_upward() {
 /// terminal the lines are plain.
 #[test]
 fn status_lines_end_in_newlines_on_a_terminal() {
+    if !common::on_path("script") {
+        common::require_or_skip(
+            "`script` (a terminal)",
+            "install util-linux's `script` (Debian: `bsdutils`)",
+        );
+        return;
+    }
     let ctx = TestContext::new();
     let repo = ctx.repo("review");
     repo.copy_fixture("review", "");

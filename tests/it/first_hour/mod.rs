@@ -344,6 +344,13 @@ fn an_unreachable_host_says_what_to_do_next() {
     );
 
     // A certificate no root vouches for: the error says so, and nothing is logged first.
+    if !common::on_path("openssl") {
+        common::require_or_skip(
+            "openssl",
+            "install it (Debian: `openssl`) for the https forge",
+        );
+        return;
+    }
     let certs = crate::ssrf::Certs::make(&ctx.root.join("tls")).expect("openssl and python3");
     repos(&ctx);
     let forge = crate::ssrf::Forge::start(&ctx.upstream, &certs, &ctx.root.join("forge.log"), &[]);
@@ -431,6 +438,13 @@ fn completions_cover_every_command() {
 /// elsewhere it names the folder and writes nothing. Other targets need DIR.
 #[test]
 fn materialize_claude_defaults_to_the_users_folder() {
+    if !common::on_path("script") {
+        common::require_or_skip(
+            "`script` (a terminal)",
+            "install util-linux's `script` (Debian: `bsdutils`)",
+        );
+        return;
+    }
     let ctx = TestContext::new();
     every_form(&ctx);
     ctx.ok(&["plugins", "sync"]);
