@@ -134,7 +134,7 @@ fn install_dir(info: &PluginInfo, version: &str) -> PathBuf {
 }
 
 /// The ids berth enables, `NAME@berth`, one per locked name.
-fn enabled_ids(chosen: &[&PluginInfo]) -> Vec<(String, Value)> {
+pub(super) fn enabled_ids(chosen: &[&PluginInfo]) -> Vec<(String, Value)> {
     chosen
         .iter()
         .map(|info| (format!("{}@{MARKETPLACE}", info.locked.name), json!(true)))

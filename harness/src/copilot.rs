@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::claude_catalog::definition_fields;
-use super::claude_config::{MARKETPLACE, object, read_object, set_ids};
+use super::claude_config::{MARKETPLACE, enabled_ids, object, read_object, set_ids};
 use super::codex::{MARKET_DIR, market_folder};
 use super::files::pretty;
 use super::guard::read_entry_file;
@@ -84,11 +84,10 @@ impl Harness for CopilotCli {
         });
         object(&mut settings, "extraKnownMarketplaces")
             .insert(MARKETPLACE.to_owned(), json!({"source": source}));
-        let ids: Vec<(String, Value)> = plugins
-            .iter()
-            .map(|info| (format!("{}@{MARKETPLACE}", info.locked.name), json!(true)))
-            .collect();
-        set_ids(object(&mut settings, "enabledPlugins"), &ids);
+        set_ids(
+            object(&mut settings, "enabledPlugins"),
+            &enabled_ids(&plugins),
+        );
         plan.files.insert(
             PathBuf::from(SETTINGS),
             Planned::Json(Value::Object(settings)),

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use toml_edit::{DocumentMut, Item, Table, value};
 
 use super::ManagedForm;
-use super::claude_config::{MARKETPLACE, object, read_object, set_ids};
+use super::claude_config::{MARKETPLACE, enabled_ids, object, read_object, set_ids};
 use super::codex::MARKET_DIR;
 use super::plan::{Plan, Planned};
 use berth_plugin::error::PluginError;
@@ -68,11 +68,10 @@ fn json_form(
     settings.insert("strictKnownMarketplaces".to_owned(), json!([source]));
     object(&mut settings, "extraKnownMarketplaces")
         .insert(MARKETPLACE.to_owned(), json!({"source": source}));
-    let ids: Vec<(String, Value)> = plugins
-        .iter()
-        .map(|info| (format!("{}@{MARKETPLACE}", info.locked.name), json!(true)))
-        .collect();
-    set_ids(object(&mut settings, "enabledPlugins"), &ids);
+    set_ids(
+        object(&mut settings, "enabledPlugins"),
+        &enabled_ids(plugins),
+    );
     let mut plan = Plan::default();
     plan.files
         .insert(name, Planned::Json(Value::Object(settings)));

@@ -273,6 +273,16 @@ impl Reader<'_> {
                 read,
             })),
         }
+        self.shell_running_commands(files, all)
+    }
+
+    /// Each Gemini CLI command (`commands/**.toml`) whose prompt runs a shell line
+    /// (`!{…}`): something berth does not model, so it counts as every capability.
+    fn shell_running_commands(
+        &mut self,
+        files: &[&str],
+        all: &mut Everything,
+    ) -> Result<(), PluginError> {
         let commands = files
             .iter()
             .filter(|f| f.starts_with("commands/") && f.ends_with(".toml"));
