@@ -138,6 +138,31 @@ fn files_of(
     Ok(out)
 }
 
+/// Whether `rel` of `info`'s entry is a regular file, links followed (as
+/// `Path::is_file`): from the entry's listing when it has one and no link is on the way.
+pub(super) fn is_file(info: &PluginInfo, rel: &Path) -> bool {
+    is_file_in(&info.path, info.tree.as_deref(), rel)
+}
+
+fn is_file_in(entry: &Path, tree: Option<&EntryTree>, rel: &Path) -> bool {
+    let Some(tree) = tree.filter(|t| !t.paths.is_empty()) else {
+        return entry.join(rel).is_file();
+    };
+    let mut at = PathBuf::new();
+    for part in rel.components() {
+        at.push(part);
+        match index(tree, at.as_os_str().as_bytes()).map(|i| Kind::of_mode(tree.paths[i].mode)) {
+            None => return false,
+            Some(Kind::Link) => return entry.join(rel).is_file(),
+            Some(kind) if at.as_os_str().len() == rel.as_os_str().len() => {
+                return kind == Kind::File;
+            }
+            Some(_) => {}
+        }
+    }
+    false
+}
+
 /// A read-only copy of the file `rel` of `info`'s entry, with its stat as the store's
 /// check found it (so whether a copy is current is asked of the copy alone).
 pub(super) fn copy_of(info: &PluginInfo, rel: &Path) -> Planned {
@@ -163,7 +188,7 @@ mod tests {
     use berth_store::{EntryTree, Exclude, Store};
 
     use super::super::plan::{Planned, SourceStat};
-    use super::{children_of, copy_in, files_of};
+    use super::{children_of, copy_in, files_of, is_file_in};
 
     /// A plugin folder in a store, with its tree as the store's check finds it.
     fn entry() -> (tempfile::TempDir, PathBuf, EntryTree) {
@@ -223,6 +248,28 @@ mod tests {
                     on_disk
                 },
                 "files under `{}`",
+                rel.display()
+            );
+        }
+        for rel in [
+            "a.md",
+            "b",
+            "b/c.sh",
+            "b/d/e.txt",
+            "link",
+            "b-link",
+            "b-link/c.sh",
+            "b-link/d",
+            "missing",
+            "b/missing",
+            "a.md/x",
+            "skills/x/SKILL.md",
+        ] {
+            let rel = Path::new(rel);
+            assert_eq!(
+                is_file_in(&path, Some(&tree), rel),
+                path.join(rel).is_file(),
+                "whether `{}` is a file",
                 rel.display()
             );
         }

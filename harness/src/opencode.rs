@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::claude_config::{object, read_object};
+use super::entry::is_file;
 use super::files::{marked, pretty};
-use super::guard::is_component;
+use super::guard::{is_component, read_entry_file};
 use super::opencode_forms::{agent_file, agent_warnings, nested_skills, server_json};
 use super::own::{agents_as_claude_reads, as_claude_reads};
 use super::plan::{MARK, Plan, Planned};
@@ -80,7 +81,7 @@ impl Harness for OpenCode {
                 )),
                 Written::Folder => {
                     let folder = Path::new(&skill.source).parent().unwrap_or(Path::new(""));
-                    for (path, nested) in nested_skills(&info.path.join(folder)) {
+                    for (path, nested) in nested_skills(info, folder) {
                         out.push(format!(
                             "plugin `{name}`: skill `{}` holds another skill in its folder, `{nested}` (`{}/{path}`): OpenCode reads it as a skill of its own, Claude Code does not",
                             skill.name,
@@ -321,10 +322,8 @@ fn config(root: &Path, servers: Servers, plan: &mut Plan) -> Result<(), PluginEr
 /// Whether Claude Code runs hooks of the plugin (`hooks/hooks.json`, or `hooks` in its
 /// `.claude-plugin/plugin.json`), which the set, reading another manifest, may not hold.
 fn claude_reads_hooks(info: &PluginInfo) -> bool {
-    let manifest = super::guard::read_unlinked(&info.path, Path::new(".claude-plugin/plugin.json"))
-        .ok()
-        .flatten()
+    let manifest = read_entry_file(&info.path, Path::new(".claude-plugin/plugin.json"))
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
-    info.path.join("hooks/hooks.json").is_file()
+    is_file(info, Path::new("hooks/hooks.json"))
         || manifest.is_some_and(|m| m.get("hooks").is_some_and(|h| !h.is_null()))
 }

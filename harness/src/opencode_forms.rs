@@ -4,8 +4,14 @@
 
 use serde_json::{Map, Value, json};
 
+use std::path::Path;
+
 use berth_plugin::agents::Agent;
 use berth_plugin::mcp::McpServer;
+use berth_runtime::set::PluginInfo;
+
+use super::entry::files_in;
+use super::guard::read_entry_file;
 
 /// The agent as an OpenCode sub-agent file: its description, `mode: subagent` (a plugin's
 /// agents are Claude Code's sub-agents) and its prompt. Its model, tools and colour are
@@ -117,52 +123,40 @@ pub(super) fn server_json(server: &McpServer) -> Result<Value, String> {
     Ok(Value::Object(out))
 }
 
-/// The skills in the folder `dir` of a skill (below its own `SKILL.md`): OpenCode looks
-/// for `SKILL.md` through the whole folder it is given, Claude Code one level down only.
-/// Each as its path under `dir` and the name OpenCode gives it (its front matter's
-/// `name`, else its folder's). Links are not followed; at most 8 levels and 1,000
-/// folders are looked at.
-pub(super) fn nested_skills(dir: &std::path::Path) -> Vec<(String, String)> {
-    let mut found = Vec::new();
-    let mut stack = vec![(dir.to_path_buf(), 0usize)];
-    let mut seen = 0;
-    while let Some((folder, depth)) = stack.pop() {
-        seen += 1;
-        let Ok(entries) = std::fs::read_dir(&folder) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if kind.is_dir() && depth < 8 && seen + stack.len() < 1000 {
-                stack.push((path, depth + 1));
-            } else if kind.is_file() && depth > 0 && entry.file_name() == "SKILL.md" {
-                let rel = path
-                    .strip_prefix(dir)
-                    .unwrap_or(&path)
-                    .display()
-                    .to_string();
-                let folder_name = folder
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let name = std::fs::read_to_string(&path)
-                    .ok()
-                    .and_then(|text| berth_plugin::frontmatter::parse_lenient(&text).ok())
-                    .and_then(|doc| {
-                        doc.meta
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned)
-                    })
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or(folder_name);
-                found.push((rel, name));
-            }
-        }
-    }
+/// The skills in the folder `folder` of `info`'s entry that holds a skill (below its own
+/// `SKILL.md`): OpenCode looks for `SKILL.md` through the whole folder it is given, Claude
+/// Code one level down only. Each as its path under `folder` and the name OpenCode gives it
+/// (its front matter's `name`, else its folder's). Links are not followed; at most 8
+/// levels down. From the entry's listing the store's check made ([`files_in`]), so the
+/// folder is not walked again.
+pub(super) fn nested_skills(info: &PluginInfo, folder: &Path) -> Vec<(String, String)> {
+    let Ok(files) = files_in(info, folder) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(String, String)> = files
+        .iter()
+        .filter(|rel| rel.file_name().is_some_and(|n| n == "SKILL.md"))
+        .filter(|rel| (2..=9).contains(&rel.components().count()))
+        .map(|rel| {
+            let folder_name = rel
+                .parent()
+                .and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let name = read_entry_file(&info.path, &folder.join(rel))
+                .and_then(|bytes| String::from_utf8(bytes.to_vec()).ok())
+                .and_then(|text| berth_plugin::frontmatter::parse_lenient(&text).ok())
+                .and_then(|doc| {
+                    doc.meta
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
+                .filter(|n| !n.is_empty())
+                .unwrap_or(folder_name);
+            (rel.display().to_string(), name)
+        })
+        .collect();
     found.sort();
     found
 }

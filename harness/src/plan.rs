@@ -74,17 +74,30 @@ impl Plan {
     /// Makes `folder` (relative) one berth owns whole, marked as written by `berth
     /// materialize TARGET`; an owned folder already there without the mark is the user's.
     pub fn own(&mut self, folder: PathBuf, target: &str) {
+        self.mark = Some(MARK);
+        // Asked once per component a target writes in the folder: the mark planned says
+        // it was asked before. (`owned` may already hold it without the mark: a plan starts
+        // with the marked folders found, for those of plugins gone to be removed.)
+        let mark = folder.join(MARK);
+        if self.files.contains_key(&mark) {
+            return;
+        }
         self.files.insert(
-            folder.join(MARK),
+            mark,
             Planned::File(
                 format!("Written by `berth materialize {target}`; replaced by the next run.\n")
                     .into_bytes(),
             ),
         );
-        if !self.owned.contains(&folder) {
+        // Compared as bytes: a `Path` compares unequal ones component by component, slow
+        // over hundreds of folders.
+        if !self
+            .owned
+            .iter()
+            .any(|o| o.as_os_str() == folder.as_os_str())
+        {
             self.owned.push(folder);
         }
-        self.mark = Some(MARK);
     }
 
     /// Adds what `parts` plan (each planned on its own, a later path winning) to this plan.
@@ -98,7 +111,11 @@ impl Plan {
         for part in parts {
             files.extend(part.files);
             for folder in part.owned {
-                if !self.owned.contains(&folder) {
+                if !self
+                    .owned
+                    .iter()
+                    .any(|o| o.as_os_str() == folder.as_os_str())
+                {
                     self.owned.push(folder);
                 }
             }
@@ -108,5 +125,34 @@ impl Plan {
             self.refused.extend(part.refused);
         }
         self.files = files.into_iter().collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MARK, PathBuf, Plan, Planned};
+
+    #[test]
+    fn an_owned_folder_is_marked_once_even_when_the_plan_starts_with_it() {
+        // A target's plan starts with the marked folders found (to remove those of plugins
+        // gone); owning one of them again must still plan its mark.
+        let mut plan = Plan {
+            owned: vec![PathBuf::from("skills/a")],
+            ..Plan::default()
+        };
+        for folder in ["skills/a", "skills/b", "skills/a", "skills/b"] {
+            plan.own(PathBuf::from(folder), "test");
+        }
+        assert_eq!(
+            plan.owned,
+            vec![PathBuf::from("skills/a"), PathBuf::from("skills/b")]
+        );
+        for folder in ["skills/a", "skills/b"] {
+            assert!(matches!(
+                plan.files.get(&PathBuf::from(folder).join(MARK)),
+                Some(Planned::File(_))
+            ));
+        }
+        assert_eq!(plan.files.len(), 2);
     }
 }
