@@ -23,7 +23,7 @@ use ssh_key::public::KeyData;
 use super::signed::{describe, is_key, read_signature};
 
 /// The first line of an SSH signature.
-const SSH_BEGIN: &str = "-----BEGIN SSH SIGNATURE-----";
+pub(crate) const SSH_BEGIN: &str = "-----BEGIN SSH SIGNATURE-----";
 
 /// The first lines of every signature git knows (OpenPGP, X.509 and SSH), as
 /// `get_format_by_sig` recognises them.
@@ -108,17 +108,17 @@ pub fn unsigned_source(
 }
 
 /// One signed object, split as git splits it.
-struct Signed {
+pub(crate) struct Signed {
     /// `the commit `abc…`` or `the tag `v1.0``, for messages.
-    what: String,
+    pub(crate) what: String,
     /// The text the signature is over.
-    payload: Vec<u8>,
+    pub(crate) payload: Vec<u8>,
     /// The armored signature, `None` when the object carries none.
-    signature: Option<String>,
+    pub(crate) signature: Option<String>,
     /// The committer's or tagger's date, in seconds since the epoch.
-    at: Option<i64>,
+    pub(crate) at: Option<i64>,
     /// What else is wrong with the object (a tag of another commit or name).
-    problem: Option<String>,
+    pub(crate) problem: Option<String>,
 }
 
 /// Why one object does not pass.
@@ -239,7 +239,7 @@ fn listed(signers: &Signers, key: &KeyData, at: Option<i64>) -> Result<(), Strin
 /// A commit object split as `git verify-commit` splits it (`parse_buffer_signed_by_header`):
 /// the `gpgsig` header (and its continuation lines) is the signature and is left out of
 /// the payload, as is any other signature header's first line (`gpgsig-sha256`).
-fn split_commit(rev: &str, object: &[u8]) -> Signed {
+pub(crate) fn split_commit(rev: &str, object: &[u8]) -> Signed {
     let mut payload = Vec::with_capacity(object.len());
     let mut signature: Option<Vec<u8>> = None;
     let mut in_signature = false;
@@ -283,7 +283,7 @@ fn split_commit(rev: &str, object: &[u8]) -> Signed {
 /// A tag object split as `git verify-tag` splits it (`parse_signed_buffer`): the
 /// signature starts at the last line that starts one. The tag must be of `rev`, a commit,
 /// under the name `name` it was fetched as.
-fn split_tag(name: &str, rev: &str, object: &[u8]) -> Signed {
+pub(crate) fn split_tag(name: &str, rev: &str, object: &[u8]) -> Signed {
     let mut start = object.len();
     let mut offset = 0;
     for line in object.split_inclusive(|&b| b == b'\n') {

@@ -381,6 +381,7 @@ fn add_plugin(store: &Store, name: &str, files: &[(&str, Content)]) -> LockedPlu
         auto_load: None,
         standalone_skill: false,
         definition: None,
+        signature: None,
         source: format!("./{name}"),
         git_ref: None,
         version: None,

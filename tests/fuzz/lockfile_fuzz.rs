@@ -132,6 +132,16 @@ fn locked_plugin() -> impl Strategy<Value = LockedPlugin> {
                         .cloned()
                         .unwrap_or_default(),
                 }),
+                // A signature on git entries, with every field and a string to escape.
+                signature: is_git.then(|| berth_lockfile_schema::SourceSignature {
+                    kind: berth_lockfile_schema::SignatureKind::Ssh,
+                    object: Some(berth_lockfile_schema::SignedObject::Tag),
+                    key: Some("SHA256:abc/+=".to_owned()),
+                    principal: Some("a \"b\" <a@b>".to_owned()),
+                    identity: None,
+                    verified: true,
+                    was: Some("openpgp 0123ABCD".to_owned()),
+                }),
                 source,
                 git_ref: git_ref.filter(|_| is_git),
                 version: None,

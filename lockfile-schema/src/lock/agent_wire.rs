@@ -155,6 +155,7 @@ fn tree_from_wire(
         auto_load: None,
         standalone_skill: false,
         definition: None,
+        signature: None,
         name: w.package.clone(),
         source: w.source.clone(),
         git_ref: w.git_ref.clone(),

@@ -6,6 +6,7 @@ mod agent;
 mod agent_wire;
 mod marketplace;
 mod payload;
+mod signature;
 mod staleness;
 mod tools;
 mod wire;
@@ -15,6 +16,7 @@ pub use agent::{LockedAgent, LockedWheel};
 pub use agent_wire::{LockedAgentWire, LockedWheelWire};
 pub use marketplace::{AutoLoadWire, LockedMarketplace, LockedMarketplaceWire};
 pub use payload::{LockedNpmPackage, LockedPayload, LockedPayloadWire};
+pub use signature::{SignatureKind, SignedObject, SourceSignature};
 pub use staleness::Staleness;
 pub(crate) use staleness::differ;
 pub use tools::{LockedTools, LockedToolsWire, TOOLS_ENTRY_NAME, ToolsTrust};
@@ -91,6 +93,9 @@ pub struct LockedPlugin {
     /// What its marketplace entry defines of it (Claude Code's `strict: false` and
     /// component fields), pinned so the runtime needs no catalog.
     pub definition: Option<crate::EntryDefinition>,
+    /// Who signed its git commit or the tag its ref names (git plugins; `None` in a lock
+    /// written before berth recorded it).
+    pub signature: Option<SourceSignature>,
 }
 
 impl LockedPlugin {
@@ -127,6 +132,7 @@ impl LockedPlugin {
             auto_load: None,
             standalone_skill: false,
             definition: None,
+            signature: None,
         }
     }
 

@@ -134,6 +134,9 @@ pub struct LockedPluginWire {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub definition: Option<String>,
+    /// Who signed the git commit, or the annotated tag its ref names (git sources).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<super::SourceSignature>,
 }
 
 impl TryFrom<LockedPluginWire> for LockedPlugin {
@@ -200,7 +203,11 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
         if w.standalone_skill && w.auto_load.is_none() {
             return Err("`standalone_skill` goes with `auto_load`".into());
         }
+        if w.signature.is_some() && !matches!(pin, Pin::Git(_)) {
+            return Err("`signature` goes with a git source (`rev`)".into());
+        }
         Ok(LockedPlugin {
+            signature: w.signature,
             auto_load: w.auto_load,
             standalone_skill: w.standalone_skill,
             definition,
@@ -251,6 +258,7 @@ impl From<&LockedPlugin> for LockedPluginWire {
             auto_load: p.auto_load.clone(),
             standalone_skill: p.standalone_skill,
             definition: p.definition.as_ref().map(crate::EntryDefinition::to_json),
+            signature: p.signature.clone(),
         }
     }
 }

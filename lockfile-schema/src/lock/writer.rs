@@ -70,6 +70,9 @@ impl Lock {
                 out.push_str("standalone_skill = true\n");
             }
             write_fields(&mut out, &[("definition", w.definition.as_ref())]);
+            if let Some(signature) = &plugin.signature {
+                signature.write_toml(&mut out);
+            }
         }
         if let Some(agent) = &self.agent {
             agent.write_toml(&mut out);
