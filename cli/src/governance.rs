@@ -188,8 +188,13 @@ impl Context {
                 scan: *scan,
             })
             .collect();
-        let checked = check_plugins(&governance.policy, &governance.approvals, &plugins)?;
+        let mut checked = check_plugins(&governance.policy, &governance.approvals, &plugins)?;
         remember_clean(&self.store, &plugins, &checked);
+        checked.violations.extend(berth_review::signer_violations(
+            &governance.policy,
+            &governance.approvals,
+            lock,
+        ));
         Ok(checked)
     }
 
@@ -201,7 +206,7 @@ impl Context {
     /// and the cost is one small read per plugin.
     pub fn gate_runtime(&self, lock: &Lock, set: &PluginSet) -> Result<()> {
         let scans = self.scans(lock, Scan::Unverified);
-        if self.policy_path.is_none() && !scans.contains(&true) {
+        if self.policy_path.is_none() && !scans.contains(&true) && !lock.changes_signer() {
             return Ok(());
         }
         let governance = self.governance()?;
@@ -219,6 +224,23 @@ impl Context {
 }
 
 impl Context {
+    /// Says, under `[sources] signer_change = "warn"`, which plugins changed hands.
+    fn warn_signer_changes(&self, governance: &Governance, lock: &Lock) {
+        let changes = berth_review::signer_changes(&governance.policy, &governance.approvals, lock);
+        for change in changes
+            .iter()
+            .filter(|c| c.rule == berth_lockfile_schema::governance::SignerChange::Warn)
+        {
+            self.printer.warn(&format!(
+                "plugin `{}`: {} [`{}` in `{}`]",
+                change.plugin.name,
+                change.describe(),
+                change.rule_text(),
+                change.file
+            ));
+        }
+    }
+
     /// Under a policy that decides by where plugins come from, fails unless this store saw
     /// each plugin's pin give its entry (as `lock`, `sync` and `verify` record): a lock
     /// taken as it is (made elsewhere) may name an entry under a source it did not come
@@ -340,10 +362,11 @@ impl Context {
                     .any(|q| q.hash == p.hash && q.name == p.name)
             })
         });
-        if !adds && self.policy_path.is_none() {
+        if !adds && self.policy_path.is_none() && !lock.changes_signer() {
             return Ok(0);
         }
         let governance = self.governance()?;
+        self.warn_signer_changes(&governance, lock);
         self.check_signed_sources(&governance.policy, lock, manifest, network)?;
         let synced = berth_resolver::sync_plugins(
             &self.store,

@@ -88,7 +88,8 @@ mod sources;
 pub use agent::{AgentVerifyOutcome, AgentVerifyStatus, DEFAULT_INDEX_URL, SOURCE_DATE_EPOCH};
 pub use context::{
     Cancel, DEFAULT_GITHUB_URL, Event, LocalCheck, LockedPicks, LockedPins, Network, ReleaseAge,
-    Reporter, Settings, SharedResolutions, SilentReporter, SourceRules, Task, git_cache_name,
+    Reporter, Settings, SharedResolutions, SignatureReader, SilentReporter, SourceRules, Task,
+    git_cache_name,
 };
 pub use error::{
     AgentLockError, ArchiveProblem, DeniedSource, DownloadError, EntryError, ErrorKind,

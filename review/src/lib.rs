@@ -62,6 +62,7 @@ pub mod sandbox;
 mod shape;
 mod signed;
 mod signed_source;
+mod signer_change;
 mod source_signer;
 mod sources;
 mod surface;
@@ -83,7 +84,8 @@ pub use signed::{
     payload_signed_as, signer_for,
 };
 pub use signed_source::{SignedObjects, SourceRefused, check_signed_source, unsigned_source};
-pub use source_signer::source_signature;
+pub use signer_change::{SignerChanged, describe_signer, signer_changes, signer_violations};
+pub use source_signer::{read_source_signature, source_signature};
 pub use surface::{
     Component, DATA_PLACEHOLDER, HookEntry, McpEntry, ROOT_PLACEHOLDER, Surface, surface_from,
     surface_of,

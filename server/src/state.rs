@@ -306,6 +306,7 @@ impl AppState {
             // start checked the pins; a start sets `Recorded` for the lock it is given.
             pins: berth_resolver::LockedPins::Taken,
             npm_latest: false,
+            signature_reader: Some(berth_review::read_source_signature),
         }
     }
 

@@ -61,6 +61,7 @@ mod server_attacks;
 mod signed_approvals;
 mod signed_sources;
 mod signed_sources_server;
+mod signer_change;
 mod skipped_files;
 mod ssrf;
 mod store;

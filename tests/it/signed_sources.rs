@@ -199,6 +199,15 @@ fn a_signed_commit_and_a_signed_tag_lock_check_and_verify_under_the_rule() {
     ctx.ok(&["plugins", "lock"]);
     let lock = ctx.lock_text();
     assert!(lock.contains(&commit), "{lock}");
+    // Who signed is recorded (issue #58): the commit alice signed, and the tag she
+    // signed, with the principal the policy's allowed signers list for her key.
+    let alice = fingerprint(&p.alice);
+    for object in ["commit", "tag"] {
+        let recorded = format!(
+            "signature = {{ kind = \"ssh\", object = \"{object}\", key = \"{alice}\", principal = \"alice@example.com\", verified = true }}"
+        );
+        assert!(lock.contains(&recorded), "no {recorded} in {lock}");
+    }
     ctx.ok(&["plugins", "lock", "--check"]);
     // The tag was kept in the cache: it is read again without the network.
     ctx.ok(&["plugins", "lock", "--check", "--offline"]);

@@ -110,6 +110,8 @@ pub fn lock_diff(
             Some(before)
                 if before.hash == plugin.hash
                     && before.definition == plugin.definition
+                    && super::diff_signer::SignerDiff::between(Some(before), Some(plugin))
+                        .is_none()
                     && tools_of(old, &plugin.name) == tools_of(new, &plugin.name) => {}
             before => pairs.push((before.cloned(), Some(plugin.clone()))),
         }
@@ -144,23 +146,21 @@ pub fn lock_diff(
             .as_ref()
             .and_then(|_| new_surfaces.next())
             .map_or(&empty, |(_, s)| s);
-        let status = match (before, after) {
-            (None, Some(_)) => "added",
-            (Some(_), None) => "removed",
-            _ => "moved",
-        };
         let changes = diff(old_surface, new_surface);
+        let signer = super::diff_signer::SignerDiff::between(before.as_ref(), after.as_ref());
+        let changes_hands = signer.as_ref().is_some_and(|s| s.changes_hands);
         plugins.push(PluginDiff {
             name: after
                 .as_ref()
                 .or(before.as_ref())
                 .map(|p| p.name.clone())
                 .unwrap_or_default(),
-            status,
+            status: status(before.as_ref(), after.as_ref()),
             old: before.as_ref().map(PinView::of),
             new: after.as_ref().map(PinView::of),
-            runs_different_code: changes.changes_what_runs(),
+            runs_different_code: changes.changes_what_runs() || changes_hands,
             changes,
+            signer,
         });
     }
     Ok(LockDiff {
@@ -170,6 +170,15 @@ pub fn lock_diff(
         plugins,
         payloads: PayloadDiff::between(&old.payloads, &new.payloads),
     })
+}
+
+/// `added`, `removed` or `moved`, by which sides have the plugin.
+fn status(before: Option<&LockedPlugin>, after: Option<&LockedPlugin>) -> &'static str {
+    match (before, after) {
+        (None, Some(_)) => "added",
+        (Some(_), None) => "removed",
+        _ => "moved",
+    }
 }
 
 /// The entry of `lock` that `plugin` (of `other`) continues: the one asked for the same

@@ -138,6 +138,9 @@ pub struct PluginDiff {
     pub runs_different_code: bool,
     /// What it may run and what it tells the agent, old against new.
     pub changes: SurfaceDiff,
+    /// Who signed its source, old against new, when that changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signer: Option<super::diff_signer::SignerDiff>,
 }
 
 /// What a lock entry was made from.
@@ -231,6 +234,9 @@ pub fn text(report: &LockDiff) -> String {
     }
     for p in &report.plugins {
         let _ = writeln!(out, "{} {}: {}", p.status, p.name, heading(p));
+        if let Some(signer) = &p.signer {
+            let _ = writeln!(out, "  ! signer: {}", signer.text());
+        }
         let lines = lines(&p.changes);
         if lines.is_empty() {
             let _ = writeln!(
@@ -348,6 +354,13 @@ pub fn markdown(report: &LockDiff) -> String {
             }
         );
         let _ = writeln!(out, "{}\n", md_paragraph(&heading(p).replace("->", "→")));
+        if let Some(signer) = &p.signer {
+            let _ = writeln!(
+                out,
+                "- **signer changed**: {}",
+                md_text(&signer.text().replace("->", "→"))
+            );
+        }
         let lines = lines(&p.changes);
         if lines.is_empty() {
             let _ = writeln!(out, "- only the text of skills, commands or agents differs");

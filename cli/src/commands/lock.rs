@@ -177,6 +177,7 @@ impl Lockfile for Checking<'_> {
 
     fn write(&self, _previous: Option<&Lock>, lock: &Lock) -> Result<()> {
         let ctx = self.ctx;
+        let lock = &unrecorded_as_before(self.previous.borrow().as_ref(), lock);
         if ctx.policy_path.is_some() {
             let policy = ctx.governance()?.policy;
             ctx.check_signed_sources(&policy, lock, Some(self.manifest), self.network)?;
@@ -225,6 +226,26 @@ impl Lockfile for Checking<'_> {
         }
         .into())
     }
+}
+
+/// `lock` without the signers a committed lock from before berth recorded them has no
+/// record of, for the same pin: such a lock still passes `--check` (the next `lock`
+/// records them).
+fn unrecorded_as_before(previous: Option<&(Lock, String)>, lock: &Lock) -> Lock {
+    let mut lock = lock.clone();
+    let Some((before, _)) = previous else {
+        return lock;
+    };
+    for plugin in &mut lock.plugins {
+        let unrecorded = before
+            .plugins
+            .iter()
+            .any(|b| b.name == plugin.name && b.pin == plugin.pin && b.signature.is_none());
+        if unrecorded {
+            plugin.signature = None;
+        }
+    }
+    lock
 }
 
 /// Prints what changed and writes the new lock, unless its bytes are the same (`add`

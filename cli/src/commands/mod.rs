@@ -6,6 +6,7 @@ pub mod audit;
 pub mod diff;
 mod diff_lines;
 mod diff_report;
+mod diff_signer;
 pub mod edit;
 pub mod hooks;
 pub mod import;

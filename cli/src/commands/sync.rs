@@ -55,7 +55,9 @@ pub fn run(ctx: &Context, args: &SyncArgs) -> Result<()> {
     // A new lock was admitted before it was written; a lock taken as it was is checked
     // now, scanning what this run added (what was never scanned clean, when anything was
     // added).
-    if !project_lock.admitted.get() && (synced.sync.added > 0 || ctx.policy_path.is_some()) {
+    if !project_lock.admitted.get()
+        && (synced.sync.added > 0 || ctx.policy_path.is_some() || synced.lock.changes_signer())
+    {
         let scan = if synced.sync.added > 0 {
             Scan::Unverified
         } else {

@@ -202,6 +202,7 @@ impl Context {
             sources: Default::default(),
             pins: Default::default(),
             npm_latest: false,
+            signature_reader: Some(berth_review::read_source_signature),
         }
     }
 

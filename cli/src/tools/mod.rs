@@ -422,8 +422,7 @@ fn observing(ctx: &Context) -> Result<Observing> {
 pub fn recorded(ctx: &Context, previous: Option<&Lock>, lock: &Lock) -> Result<Option<Lock>> {
     // An unchanged lock starts nothing and reads no store entry, unless one of its records
     // was made for other code (a lock merged by hand): that one is observed again.
-    let same_code = previous
-        .is_some_and(|p| p.plugins == lock.plugins && p.payloads == lock.payloads)
+    let same_code = previous.is_some_and(|p| p.same_code(lock))
         && (lock.tools.is_empty()
             || stale_records(ctx, lock)?.is_none_or(|stale| stale.is_empty()));
     match observing(ctx)? {

@@ -31,6 +31,10 @@ pub struct Approval {
     pub at: String,
     /// The approver's signature, when the approval is signed.
     pub signature: Option<ApprovalSignature>,
+    /// Who signed the plugin's git commit or tag when it was approved, as the lock's
+    /// `signature` names a signer (`ssh SHA256:…`, `none`): an approval covers a change of
+    /// signer only to this one (`[sources] signer_change`).
+    pub source_signer: Option<String>,
 }
 
 /// An approval's SSH signature (`berth plugins approve --sign`).
@@ -53,6 +57,7 @@ struct Record {
     at: String,
     signer: Option<String>,
     signature: Option<String>,
+    source_signer: Option<String>,
 }
 
 /// What a signature covers, in this order ([`Approval::signed_payload`]).
@@ -70,6 +75,10 @@ struct Payload<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     signer: Option<&'a str>,
     at: &'a str,
+    /// Only when the approval records it: a record without it is signed over the same
+    /// text as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_signer: Option<&'a str>,
 }
 
 impl Approval {
@@ -126,6 +135,8 @@ impl Approval {
             by: &self.by,
             signer,
             at: &self.at,
+            // Version 1 is read only to tell a record signed so from an edited one.
+            source_signer: self.source_signer.as_deref().filter(|_| version > 1),
         };
         serde_json::to_string(&payload).expect("strings serialise")
     }
@@ -266,6 +277,7 @@ fn approval_of(record: Record) -> Result<Approval, (String, String)> {
         by: record.by,
         at: record.at,
         signature,
+        source_signer: record.source_signer,
     })
 }
 
@@ -312,6 +324,9 @@ impl Approvals {
                 toml_string(&a.by),
                 toml_string(&a.at)
             ));
+            if let Some(source_signer) = &a.source_signer {
+                out.push_str(&format!("source_signer = {}\n", toml_string(source_signer)));
+            }
             if let Some(signature) = &a.signature {
                 // Armor is base64 and dashes ([`is_armored`]): a literal string holds it
                 // as `ssh-keygen` wrote it, line by line.
@@ -337,6 +352,7 @@ mod tests {
             by: "Alice \"A\" <alice@example.com>".to_owned(),
             at: "2026-11-25T06:00:00Z".to_owned(),
             signature: None,
+            source_signer: None,
         }
     }
 
@@ -391,6 +407,20 @@ mod tests {
             r#"{"format":"berth-approval","version":1,"plugin":"tools","source":"github:acme/tools","digest_version":2,"surface":"sha256:01","capabilities":["hooks"],"by":"Alice \"A\" <alice@example.com>","at":"2026-11-25T06:00:00Z"}"#
         );
         assert_eq!(signed.by_principal(), "alice@example.com");
+        // The signer of the source is covered when recorded, and written and read back.
+        signed.source_signer = Some("ssh SHA256:abc".to_owned());
+        assert!(
+            signed
+                .signed_payload("alice@example.com", "github:acme/tools", 2, &[])
+                .ends_with(r#""at":"2026-11-25T06:00:00Z","source_signer":"ssh SHA256:abc"}"#)
+        );
+        approvals.record(signed);
+        let text = approvals.to_toml();
+        assert!(
+            text.contains("source_signer = \"ssh SHA256:abc\"\n"),
+            "{text}"
+        );
+        assert_eq!(parse_approvals(&text, "a.toml").expect("valid"), approvals);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! error naming both.
 
 use super::canon::{Canon, allow_matches, deny_matches, url_host};
-use super::file::{Capability, Level, PolicyFile, ToolsRule, UnicodeLevel};
+use super::file::{Capability, Level, PolicyFile, SignerChange, ToolsRule, UnicodeLevel};
 use super::glob_match;
 use super::signers::Signers;
 
@@ -221,6 +221,18 @@ impl Policy {
         best
     }
 
+    /// What a change of signer gets: the strictest file's `[sources] signer_change`, with
+    /// that file; `approve` (and no file) when none says.
+    pub fn signer_change(&self) -> (SignerChange, Option<&str>) {
+        self.files
+            .iter()
+            .filter_map(|(label, f)| f.sources.signer_change.map(|rule| (rule, label.as_str())))
+            .max_by_key(|(rule, _)| *rule)
+            .map_or((SignerChange::Approve, None), |(rule, label)| {
+                (rule, Some(label))
+            })
+    }
+
     /// What the chain says of MCP servers' offers: the strictest file's rule (`pinned`
     /// over `record`), with that file; `None` when no file says.
     pub fn tools(&self) -> Option<(ToolsRule, &str)> {
@@ -386,7 +398,7 @@ fn loosens(
         what,
         parent_says,
     };
-    if let Some((what, parent_says)) = looser_levels(file, earlier) {
+    if let Some((what, parent_says)) = file.looser_levels(earlier) {
         return Err(error(what, parent_says));
     }
     // Patterns are compared in canonical form, as sources are: a child's allow pattern
@@ -429,49 +441,6 @@ fn loosens(
         ));
     }
     Ok(())
-}
-
-/// What `file` sets looser than `earlier` of the levels (capabilities, `tools`, signed
-/// approvals, hidden Unicode): what it says, and what the parent says.
-fn looser_levels(file: &PolicyFile, earlier: &PolicyFile) -> Option<(String, String)> {
-    for capability in Capability::ALL {
-        if let (Some(mine), Some(theirs)) = (
-            file.capabilities.get(capability),
-            earlier.capabilities.get(capability),
-        ) && mine < theirs
-        {
-            let key = capability.as_str();
-            return Some((
-                format!("sets {key} = \"{}\"", mine.as_str()),
-                format!("sets it to \"{}\"", theirs.as_str()),
-            ));
-        }
-    }
-    if let (Some(mine), Some(theirs)) = (file.capabilities.tools, earlier.capabilities.tools)
-        && mine < theirs
-    {
-        return Some((
-            format!("sets tools = \"{}\"", mine.as_str()),
-            format!("sets it to \"{}\"", theirs.as_str()),
-        ));
-    }
-    if file.require_signed_approvals == Some(false)
-        && earlier.require_signed_approvals == Some(true)
-    {
-        return Some((
-            "sets require_signed_approvals = false".to_owned(),
-            "sets it to true".to_owned(),
-        ));
-    }
-    if file.capabilities.hidden_unicode == Some(UnicodeLevel::Warn)
-        && earlier.capabilities.hidden_unicode == Some(UnicodeLevel::Deny)
-    {
-        return Some((
-            "sets hidden_unicode = \"warn\"".to_owned(),
-            "sets it to \"deny\"".to_owned(),
-        ));
-    }
-    None
 }
 
 fn quoted(items: &[String]) -> String {

@@ -133,6 +133,61 @@ pub struct PolicyFile {
 }
 
 impl PolicyFile {
+    /// What `file` sets looser than `earlier` of the levels (capabilities, `tools`, signed
+    /// approvals, hidden Unicode): what it says, and what the parent says.
+    pub(super) fn looser_levels(&self, earlier: &PolicyFile) -> Option<(String, String)> {
+        let file = self;
+        for capability in Capability::ALL {
+            if let (Some(mine), Some(theirs)) = (
+                file.capabilities.get(capability),
+                earlier.capabilities.get(capability),
+            ) && mine < theirs
+            {
+                let key = capability.as_str();
+                return Some((
+                    format!("sets {key} = \"{}\"", mine.as_str()),
+                    format!("sets it to \"{}\"", theirs.as_str()),
+                ));
+            }
+        }
+        if let (Some(mine), Some(theirs)) = (file.capabilities.tools, earlier.capabilities.tools)
+            && mine < theirs
+        {
+            return Some((
+                format!("sets tools = \"{}\"", mine.as_str()),
+                format!("sets it to \"{}\"", theirs.as_str()),
+            ));
+        }
+        if let (Some(mine), Some(theirs)) =
+            (file.sources.signer_change, earlier.sources.signer_change)
+            && mine < theirs
+        {
+            return Some((
+                format!("sets signer_change = \"{}\"", mine.as_str()),
+                format!("sets it to \"{}\"", theirs.as_str()),
+            ));
+        }
+        if file.require_signed_approvals == Some(false)
+            && earlier.require_signed_approvals == Some(true)
+        {
+            return Some((
+                "sets require_signed_approvals = false".to_owned(),
+                "sets it to true".to_owned(),
+            ));
+        }
+        if file.capabilities.hidden_unicode == Some(UnicodeLevel::Warn)
+            && earlier.capabilities.hidden_unicode == Some(UnicodeLevel::Deny)
+        {
+            return Some((
+                "sets hidden_unicode = \"warn\"".to_owned(),
+                "sets it to \"deny\"".to_owned(),
+            ));
+        }
+        None
+    }
+}
+
+impl PolicyFile {
     /// Its `exclude-newer`, read (`parse_policy` refused a value that does not read).
     pub fn release_age(&self) -> Option<crate::release_age::ExcludeNewer> {
         crate::release_age::ExcludeNewer::parse(self.exclude_newer.as_deref()?).ok()
@@ -153,6 +208,32 @@ pub struct Sources {
     /// signature (namespace `git`) by a key the file lists, or from an annotated tag of it
     /// that does.
     pub require_signed: Option<String>,
+    /// `signer_change`: what a lock whose pin moved to a commit (or tag) another key
+    /// signed, or none did, gets, once the plugin was seen signed.
+    pub signer_change: Option<SignerChange>,
+}
+
+/// What `[sources] signer_change` says of a plugin whose signer changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignerChange {
+    /// Say so and go on.
+    Warn,
+    /// Run it once `berth plugins approve` recorded the new signer (the default).
+    Approve,
+    /// Refuse the lock.
+    Deny,
+}
+
+impl SignerChange {
+    /// As the policy file writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignerChange::Warn => "warn",
+            SignerChange::Approve => "approve",
+            SignerChange::Deny => "deny",
+        }
+    }
 }
 
 /// `[capabilities]`.

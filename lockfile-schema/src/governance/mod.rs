@@ -19,7 +19,9 @@ pub use approvals::{
 };
 pub use canon::{Canon, NotCanonical, url_host};
 pub use chain::{HostRefused, Policy, PolicyError, SourceDenied};
-pub use file::{Capability, Level, PolicyFile, ToolsRule, UnicodeLevel, extends_of, parse_policy};
+pub use file::{
+    Capability, Level, PolicyFile, SignerChange, ToolsRule, UnicodeLevel, extends_of, parse_policy,
+};
 pub use signers::{
     AllowedSigners, GIT_NAMESPACE, MAX_PRINCIPAL_BYTES, SIGNATURE_NAMESPACE, SignerEntry, Signers,
     parse_allowed_signers, utc_time,

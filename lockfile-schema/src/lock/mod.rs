@@ -98,6 +98,29 @@ pub struct LockedPlugin {
     pub signature: Option<SourceSignature>,
 }
 
+impl Lock {
+    /// Whether `other` pins the same plugins and payloads: who signed a plugin is not its
+    /// code, so a lock that only records signers is the same.
+    pub fn same_code(&self, other: &Lock) -> bool {
+        let unsigned = |p: &LockedPlugin| LockedPlugin {
+            signature: None,
+            ..p.clone()
+        };
+        self.payloads == other.payloads
+            && self.plugins.len() == other.plugins.len()
+            && (self.plugins.iter().zip(&other.plugins)).all(|(a, b)| unsigned(a) == unsigned(b))
+    }
+
+    /// Whether a plugin's signer changed and the lock still says who signed before
+    /// (`signature.was`): then the policy's `[sources] signer_change` is asked, with or
+    /// without a policy file.
+    pub fn changes_signer(&self) -> bool {
+        self.plugins
+            .iter()
+            .any(|p| p.signature.as_ref().is_some_and(|s| s.was.is_some()))
+    }
+}
+
 impl LockedPlugin {
     /// The pin as a status line shows it: a tag a range chose and the commit's first 12
     /// digits, or the content hash.

@@ -112,6 +112,11 @@ impl SourceSignature {
         }
     }
 
+    /// [`Self::signer`], `none` when unsigned: what an approval records of it.
+    pub fn signer_id(&self) -> String {
+        self.signer().unwrap_or_else(|| "none".to_owned())
+    }
+
     /// Whether moving from `self` to `new` changes hands: `self` was signed, and `new` is
     /// unsigned or signed by another key.
     pub fn changes_hands(&self, new: &Self) -> bool {

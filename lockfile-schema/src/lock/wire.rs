@@ -159,6 +159,7 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
                 "`requested = \"{requested}\"` is not a `PLUGIN@MARKETPLACE` request"
             ));
         }
+        fields_go_together(&w)?;
         let pin = Pin::from_fields(
             &source,
             &w.source,
@@ -192,20 +193,6 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
             .as_deref()
             .map(crate::EntryDefinition::from_json)
             .transpose()?;
-        if let Some(market) = &w.auto_load {
-            let from = w.requested.as_deref().and_then(|r| r.rsplit_once('@'));
-            if from.map(|(_, m)| m) != Some(market.as_str()) {
-                return Err(format!(
-                    "`auto_load = \"{market}\"` goes with `requested = \"NAME@{market}\"`"
-                ));
-            }
-        }
-        if w.standalone_skill && w.auto_load.is_none() {
-            return Err("`standalone_skill` goes with `auto_load`".into());
-        }
-        if w.signature.is_some() && !matches!(pin, Pin::Git(_)) {
-            return Err("`signature` goes with a git source (`rev`)".into());
-        }
         Ok(LockedPlugin {
             signature: w.signature,
             auto_load: w.auto_load,
@@ -225,6 +212,26 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
             hash,
         })
     }
+}
+
+/// Refuses fields of an entry that need another it lacks: `auto_load` its marketplace's
+/// `requested`, `standalone_skill` an `auto_load`, `signature` a git pin (its `rev`).
+fn fields_go_together(w: &LockedPluginWire) -> Result<(), String> {
+    if let Some(market) = &w.auto_load {
+        let from = w.requested.as_deref().and_then(|r| r.rsplit_once('@'));
+        if from.map(|(_, m)| m) != Some(market.as_str()) {
+            return Err(format!(
+                "`auto_load = \"{market}\"` goes with `requested = \"NAME@{market}\"`"
+            ));
+        }
+    }
+    if w.standalone_skill && w.auto_load.is_none() {
+        return Err("`standalone_skill` goes with `auto_load`".into());
+    }
+    if w.signature.is_some() && w.rev.is_none() {
+        return Err("`signature` goes with a git source (`rev`)".into());
+    }
+    Ok(())
 }
 
 impl From<&LockedPlugin> for LockedPluginWire {

@@ -15,7 +15,7 @@ pub use report::{Event, Reporter, SilentReporter, Task};
 pub(crate) use settings::{ActiveCutoff, show_seconds};
 pub use settings::{
     Cancel, DEFAULT_GITHUB_URL, LocalCheck, Network, PayloadFinder, ReleaseAge, Settings,
-    git_cache_name,
+    SignatureReader, git_cache_name,
 };
 pub use source_rules::{LockedPicks, LockedPins, SourceRules};
 

@@ -32,6 +32,18 @@ pub type PayloadFinder =
         &berth_lockfile_schema::Lock,
     ) -> Result<(Vec<berth_lockfile_schema::runner::PayloadWant>, Vec<String>), String>;
 
+/// Reads who signed a locked commit (or its tag) from its objects, with the policy's
+/// allowed-signers files for the principal of a key: the review's reader, handed down by
+/// the front end.
+/// Its arguments: the commit's id and object, the tag's name and object (when the
+/// plugin's ref names an annotated tag of it), and the allowed-signers files.
+pub type SignatureReader = fn(
+    &str,
+    &[u8],
+    Option<(&str, &[u8])>,
+    &[&berth_lockfile_schema::governance::Signers],
+) -> berth_lockfile_schema::SourceSignature;
+
 /// What the resolver needs from its caller's environment, gathered once by the CLI or server.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -86,6 +98,9 @@ pub struct Settings {
     /// dist-tag whatever version the entry asks for (`berth plugins outdated`'s NEWEST
     /// column); `false` everywhere else.
     pub npm_latest: bool,
+    /// Records who signed each git plugin a lock resolves; `None`: nothing is recorded
+    /// (a lock made so keeps the records its previous lock had).
+    pub signature_reader: Option<SignatureReader>,
 }
 
 /// What decides a lock's release-age cutoff besides the manifest: the policy's

@@ -67,6 +67,11 @@ impl SourceRules {
         }
     }
 
+    /// The effective policy.
+    pub(crate) fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
     /// Refuses a plugin's `source` (as the lock writes it) that the policy does not let
     /// through, picked from the marketplace `marketplace` (its name and source) if it is.
     pub(crate) fn check_plugin(

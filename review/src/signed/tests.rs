@@ -48,6 +48,7 @@ fn signed_as(armored: &str, signer: &str) -> Approval {
             signer: signer.to_owned(),
             armored: armored.to_owned(),
         }),
+        source_signer: None,
     }
 }
 

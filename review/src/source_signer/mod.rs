@@ -13,9 +13,9 @@ use berth_lockfile_schema::governance::{GIT_NAMESPACE, Signers};
 use berth_lockfile_schema::{SignatureKind, SignedObject, SourceSignature};
 use ssh_key::{HashAlg, PublicKey};
 
+use super::SignedObjects;
 use super::signed::{is_key, read_signature, verifiable};
 use super::signed_source::{SSH_BEGIN, Signed, split_commit, split_tag};
-use super::SignedObjects;
 
 /// Who signed `objects` (the tag first, then the commit); `signers` are the policy's
 /// allowed-signers files, read for the principal of an SSH key.
@@ -37,6 +37,17 @@ pub fn source_signature(objects: &SignedObjects<'_>, signers: &[&Signers]) -> So
         }
     }
     SourceSignature::none()
+}
+
+/// [`source_signature`] of a commit `rev` (its object `commit`) and the tag `tag` (its
+/// name and object) its ref names: the resolver's signature reader.
+pub fn read_source_signature(
+    rev: &str,
+    commit: &[u8],
+    tag: Option<(&str, &[u8])>,
+    signers: &[&Signers],
+) -> SourceSignature {
+    source_signature(&SignedObjects { rev, commit, tag }, signers)
 }
 
 /// The signature `armored` on `signed`, by its first line.

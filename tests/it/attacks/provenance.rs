@@ -126,8 +126,17 @@ fn signed_by_hand(approvals: &str, key: &Path, signer: &str, version: u32) -> St
         1 => String::new(),
         _ => format!(",\"signer\":{}", quoted(signer)),
     };
+    // Since issue #58 a version 2 record covers who signed the plugin's source too.
+    let source_signer = match version {
+        1 => String::new(),
+        _ => approvals
+            .lines()
+            .find_map(|l| l.strip_prefix("source_signer = "))
+            .map(|v| format!(",\"source_signer\":{v}"))
+            .unwrap_or_default(),
+    };
     let payload = format!(
-        "{{\"format\":\"berth-approval\",\"version\":{version},\"plugin\":\"tools\",\"source\":\"github:acme/tools\",\"digest_version\":{},\"surface\":{},\"capabilities\":[\"hooks\",\"executables\"],\"by\":{}{signer_field},\"at\":{}}}",
+        "{{\"format\":\"berth-approval\",\"version\":{version},\"plugin\":\"tools\",\"source\":\"github:acme/tools\",\"digest_version\":{},\"surface\":{},\"capabilities\":[\"hooks\",\"executables\"],\"by\":{}{signer_field},\"at\":{}{source_signer}}}",
         berth_review::APPROVAL_DIGEST_VERSION,
         quoted(surface),
         quoted(by),

@@ -14,19 +14,7 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
     let _hold = ctx.hold_store()?;
     let _guard = ctx.guard_lockfile()?;
     let lock = ctx.require_lock("")?;
-    for name in &args.names {
-        if !lock.plugins.iter().any(|p| p.name == *name) {
-            bail!(
-                "no plugin named `{name}` in `{}`; the locked plugins are {}",
-                ctx.lock_label(),
-                lock.plugins
-                    .iter()
-                    .map(|p| format!("`{}`", p.name))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-    }
+    check_names(ctx, &lock, &args.names)?;
     let by = approver(ctx, args)?;
     let at = utc_now();
     // What the servers offer was observed when the lock was made, before this review:
@@ -53,8 +41,13 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
         let digest = surface.approval_digest();
         // With `--sign`, an approval that is not signed, or whose signature the policy
         // refuses, is made again.
+        let source_signer = plugin
+            .signature
+            .as_ref()
+            .map(berth_lockfile_schema::SourceSignature::signer_id);
         let unchanged = approvals.get(&plugin.name).is_some_and(|a| {
             a.surface == digest
+                && (a.source_signer == source_signer || source_signer.is_none())
                 && signing
                     .as_ref()
                     .is_none_or(|s| s.holds(a, &plugin.source, &surface))
@@ -72,6 +65,7 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
             by: by.clone(),
             at: at.clone(),
             signature: None,
+            source_signer,
         };
         if let Some(signing) = &signing {
             let signer = signing.sign(&mut approval, &plugin.source, &surface)?;
@@ -87,6 +81,24 @@ pub fn run(ctx: &Context, args: &ApproveArgs) -> Result<()> {
         .with_context(|| format!("could not write `{label}`"))?;
     ctx.printer
         .status("Wrote", &format!("`{label}`; commit it next to the lock"));
+    Ok(())
+}
+
+/// Fails naming a name of `names` that no plugin of `lock` has, and the locked plugins.
+fn check_names(ctx: &Context, lock: &berth_lockfile_schema::Lock, names: &[String]) -> Result<()> {
+    for name in names {
+        if !lock.plugins.iter().any(|p| p.name == *name) {
+            bail!(
+                "no plugin named `{name}` in `{}`; the locked plugins are {}",
+                ctx.lock_label(),
+                lock.plugins
+                    .iter()
+                    .map(|p| format!("`{}`", p.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
     Ok(())
 }
 

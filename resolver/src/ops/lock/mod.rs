@@ -5,6 +5,7 @@
 
 mod auto;
 mod markets;
+mod signatures;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -123,7 +124,7 @@ pub fn lock_plugins(
             plugins
         }
     };
-    let plugins = if errors.is_empty() {
+    let mut plugins = if errors.is_empty() {
         add_dependencies(&env, manifest, &markets, plugins, previous, options).unwrap_or_else(
             |error| {
                 errors.push(error);
@@ -139,6 +140,7 @@ pub fn lock_plugins(
     }
     warn_git_dates(&env);
     crate::sources::record_resolved(&env, &plugins, previous);
+    signatures::record(&env, &mut plugins, previous);
     Ok(LockOutcome {
         lock: Lock {
             plugins,

@@ -81,6 +81,12 @@ impl GitDb {
         if let Some(found) = annotated_tag(&self.repo, &kept, id) {
             return Ok(Some(found));
         }
+        // What the cache last saw of the remote ([`GitDb::resolve_offline`] reads it): a
+        // branch of that name is what the ref names (a branch wins), so no tag is asked for.
+        let branch = format!("refs/heads/{name}");
+        if matches!(self.repo.try_find_reference(branch.as_str()), Ok(Some(_))) {
+            return Ok(None);
+        }
         if let Some(local) = LocalRepo::of(remote) {
             let local = local?;
             let Some(object) = annotated_tag(&local.repo, &format!("refs/tags/{name}"), id) else {
