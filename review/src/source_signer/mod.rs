@@ -13,9 +13,9 @@ use berth_lockfile_schema::governance::{GIT_NAMESPACE, Signers};
 use berth_lockfile_schema::{SignatureKind, SignedObject, SourceSignature};
 use ssh_key::{HashAlg, PublicKey};
 
+use super::SignedObjects;
 use super::signed::{is_key, read_signature, verifiable};
 use super::signed_source::{SSH_BEGIN, Signed, split_commit, split_tag};
-use super::SignedObjects;
 
 /// Who signed `objects` (the tag first, then the commit); `signers` are the policy's
 /// allowed-signers files, read for the principal of an SSH key.

@@ -39,8 +39,14 @@ fn signature_packet(bytes: &[u8]) -> Option<&[u8]> {
     } else {
         let (len, used) = match first & 3 {
             0 => (usize::from(*bytes.get(1)?), 1),
-            1 => (usize::from(u16::from_be_bytes(bytes.get(1..3)?.try_into().ok()?)), 2),
-            2 => (u32::from_be_bytes(bytes.get(1..5)?.try_into().ok()?) as usize, 4),
+            1 => (
+                usize::from(u16::from_be_bytes(bytes.get(1..3)?.try_into().ok()?)),
+                2,
+            ),
+            2 => (
+                u32::from_be_bytes(bytes.get(1..5)?.try_into().ok()?) as usize,
+                4,
+            ),
             _ => (bytes.len() - 1, 0),
         };
         ((first >> 2) & 0x0f, len, 1 + used)
@@ -72,9 +78,15 @@ fn new_length(bytes: &[u8], subpacket: bool) -> Option<(usize, usize)> {
 /// its type (the critical bit off) and data, and what follows the area.
 fn subpackets(bytes: &[u8], wide: bool) -> Option<(Vec<(u8, &[u8])>, &[u8])> {
     let (len, at) = if wide {
-        (u32::from_be_bytes(bytes.get(..4)?.try_into().ok()?) as usize, 4usize)
+        (
+            u32::from_be_bytes(bytes.get(..4)?.try_into().ok()?) as usize,
+            4usize,
+        )
     } else {
-        (usize::from(u16::from_be_bytes(bytes.get(..2)?.try_into().ok()?)), 2)
+        (
+            usize::from(u16::from_be_bytes(bytes.get(..2)?.try_into().ok()?)),
+            2,
+        )
     };
     let mut area = bytes.get(at..at.checked_add(len)?)?;
     let rest = &bytes[at + len..];

@@ -107,7 +107,8 @@ fn identity(cert: &[u8]) -> Option<String> {
         } else if oid == FULCIO_ISSUER {
             issuer = std::str::from_utf8(octets).ok().map(str::to_owned);
         } else if oid == FULCIO_ISSUER_V2 {
-            issuer = tlv(octets).and_then(|(_, s, _)| std::str::from_utf8(s).ok().map(str::to_owned));
+            issuer =
+                tlv(octets).and_then(|(_, s, _)| std::str::from_utf8(s).ok().map(str::to_owned));
         }
     }
     let name = name?;
