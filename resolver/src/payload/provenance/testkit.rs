@@ -163,12 +163,26 @@ impl TestSigstore {
     /// npm's attestations document for a statement about `purl` with this SHA-512, signed
     /// under this instance's CA and log.
     pub(super) fn attest(&self, purl: &str, sha512: &[u8; 64]) -> Value {
-        attest_with(&self.ca, &self.log, purl, sha512)
+        attest_with(&self.ca, &self.log, EntryKind::Dsse, purl, sha512)
     }
 }
 
+/// The kind of Rekor entry a bundle's log records: `dsse` 0.0.1 (what npm writes now) or
+/// `intoto` 0.0.2 (what it wrote before).
+#[derive(Clone, Copy)]
+pub(super) enum EntryKind {
+    Dsse,
+    Intoto,
+}
+
 /// The document of a bundle whose leaf `ca` issued and whose entry `log` recorded.
-pub(super) fn attest_with(ca: &TestCa, log: &TestLog, purl: &str, sha512: &[u8; 64]) -> Value {
+pub(super) fn attest_with(
+    ca: &TestCa,
+    log: &TestLog,
+    kind: EntryKind,
+    purl: &str,
+    sha512: &[u8; 64],
+) -> Value {
     let leaf_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("a P-256 key");
     let leaf = ca.leaf(&leaf_key);
     let payload = statement(purl, sha512).to_string().into_bytes();
@@ -186,23 +200,12 @@ pub(super) fn attest_with(ca: &TestCa, log: &TestLog, purl: &str, sha512: &[u8; 
         "payloadType": payload_type,
         "signatures": [{"sig": STANDARD.encode(&signature), "keyid": ""}],
     });
-    let body = json!({
-        "apiVersion": "0.0.1",
-        "kind": "dsse",
-        "spec": {
-            "envelopeHash": {"algorithm": "sha256", "value": hex(&Sha256::digest(envelope.to_string()))},
-            "payloadHash": {"algorithm": "sha256", "value": hex(&Sha256::digest(&payload))},
-            // Rekor records the certificate's PEM; the verifier does not read it.
-            "signatures": [{"signature": STANDARD.encode(&signature), "verifier": STANDARD.encode(&leaf)}],
-        },
-    })
-    .to_string()
-    .into_bytes();
+    let body = entry_body(kind, &envelope, &payload, &signature, &leaf);
     let bundle = json!({
         "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
         "verificationMaterial": {
             "certificate": {"rawBytes": STANDARD.encode(&leaf)},
-            "tlogEntries": [log_entry(log, &body)],
+            "tlogEntries": [log_entry(log, kind, &body)],
             "timestampVerificationData": {},
         },
         "dsseEnvelope": envelope,
@@ -214,9 +217,49 @@ pub(super) fn attest_with(ca: &TestCa, log: &TestLog, purl: &str, sha512: &[u8; 
     ]})
 }
 
+/// The canonicalized body Rekor writes of the envelope (the certificate stands for the PEM
+/// Rekor records, which the verifier does not read).
+fn entry_body(
+    kind: EntryKind,
+    envelope: &Value,
+    payload: &[u8],
+    signature: &[u8],
+    leaf: &[u8],
+) -> Vec<u8> {
+    let payload_hash = json!({"algorithm": "sha256", "value": hex(&Sha256::digest(payload))});
+    let body = match kind {
+        EntryKind::Dsse => json!({
+            "apiVersion": "0.0.1",
+            "kind": "dsse",
+            "spec": {
+                "envelopeHash": {"algorithm": "sha256", "value": hex(&Sha256::digest(envelope.to_string()))},
+                "payloadHash": payload_hash,
+                "signatures": [{"signature": STANDARD.encode(signature), "verifier": STANDARD.encode(leaf)}],
+            },
+        }),
+        // An intoto entry holds the signature base64-encoded twice.
+        EntryKind::Intoto => json!({
+            "apiVersion": "0.0.2",
+            "kind": "intoto",
+            "spec": {"content": {
+                "envelope": {
+                    "payloadType": envelope["payloadType"],
+                    "signatures": [{
+                        "sig": STANDARD.encode(STANDARD.encode(signature)),
+                        "publicKey": STANDARD.encode(leaf),
+                    }],
+                },
+                "hash": {"algorithm": "sha256", "value": hex(&Sha256::digest(envelope.to_string()))},
+                "payloadHash": payload_hash,
+            }},
+        }),
+    };
+    body.to_string().into_bytes()
+}
+
 /// The entry of `body` in a tree of `TREE_SIZE` leaves, with its signed entry timestamp,
 /// its inclusion proof and a checkpoint the log signs.
-fn log_entry(log: &TestLog, body: &[u8]) -> Value {
+fn log_entry(log: &TestLog, kind: EntryKind, body: &[u8]) -> Value {
     let mut tree = MemoryBackedTree::<Sha256, Vec<u8>>::new();
     for i in 0..TREE_SIZE {
         tree.push(if i == INDEX {
@@ -243,7 +286,10 @@ fn log_entry(log: &TestLog, body: &[u8]) -> Value {
     json!({
         "logIndex": INDEX.to_string(),
         "logId": {"keyId": STANDARD.encode(log.log_id())},
-        "kindVersion": {"kind": "dsse", "version": "0.0.1"},
+        "kindVersion": match kind {
+            EntryKind::Dsse => json!({"kind": "dsse", "version": "0.0.1"}),
+            EntryKind::Intoto => json!({"kind": "intoto", "version": "0.0.2"}),
+        },
         "integratedTime": INTEGRATED_TIME.to_string(),
         "inclusionPromise": {"signedEntryTimestamp": STANDARD.encode(log.sign(set.to_string().as_bytes()))},
         "inclusionProof": {

@@ -4,8 +4,8 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha512};
 
 use super::testkit::{
-    BUILDER, COMMIT, INTEGRATED_TIME, ISSUER, REPOSITORY, TestCa, TestSigstore, WORKFLOW,
-    attest_with,
+    BUILDER, COMMIT, EntryKind, INTEGRATED_TIME, ISSUER, REPOSITORY, TestCa, TestSigstore,
+    WORKFLOW, attest_with,
 };
 use super::*;
 
@@ -137,7 +137,13 @@ fn a_broken_inclusion_proof_is_refused() {
 fn a_leaf_from_a_ca_not_in_the_trusted_root_is_refused() {
     let sigstore = TestSigstore::new();
     let stranger = TestCa::new("berth test fulcio");
-    let doc = attest_with(&stranger, &sigstore.log, PURL, &tarball_sha512());
+    let doc = attest_with(
+        &stranger,
+        &sigstore.log,
+        EntryKind::Dsse,
+        PURL,
+        &tarball_sha512(),
+    );
     let problem = refused(&doc, &sigstore.trusted_root());
     assert!(
         matches!(problem, ProvenanceProblem::Certificate(_)),
@@ -170,7 +176,13 @@ fn a_checkpoint_or_entry_of_another_log_is_refused() {
     let sigstore = TestSigstore::new();
     let other = TestSigstore::new();
     // The other log's entry: its key is not the trusted root's.
-    let doc = attest_with(&sigstore.ca, &other.log, PURL, &tarball_sha512());
+    let doc = attest_with(
+        &sigstore.ca,
+        &other.log,
+        EntryKind::Dsse,
+        PURL,
+        &tarball_sha512(),
+    );
     let problem = refused(&doc, &sigstore.trusted_root());
     assert!(
         matches!(problem, ProvenanceProblem::UnknownLog(_)),
@@ -201,6 +213,52 @@ fn a_log_entry_of_another_envelope_is_refused() {
         matches!(problem, ProvenanceProblem::LogEntry(_)),
         "{problem:?}"
     );
+}
+
+#[test]
+fn an_intoto_log_entry_as_npm_wrote_before_passes() {
+    let sigstore = TestSigstore::new();
+    let doc = attest_with(
+        &sigstore.ca,
+        &sigstore.log,
+        EntryKind::Intoto,
+        PURL,
+        &tarball_sha512(),
+    );
+    let provenance = verify_doc(&doc, &sigstore.trusted_root()).expect("verified");
+    assert_eq!(
+        provenance.certificate.source_commit.as_deref(),
+        Some(COMMIT)
+    );
+}
+
+/// A v0.1 bundle (a certificate chain, the inclusion proof optional) passes on its signed
+/// entry timestamp; from v0.2 on the proof is required.
+#[test]
+fn only_a_v0_1_bundle_may_lack_the_inclusion_proof() {
+    let sigstore = TestSigstore::new();
+    let root = sigstore.trusted_root();
+    let mut doc = sigstore.attest(PURL, &tarball_sha512());
+    let material = &mut bundle(&mut doc)["verificationMaterial"];
+    material["tlogEntries"][0]
+        .as_object_mut()
+        .expect("an object")
+        .remove("inclusionProof");
+    assert!(matches!(
+        refused(&doc, &root),
+        ProvenanceProblem::InclusionProof(_)
+    ));
+    let v01 = bundle(&mut doc);
+    v01["mediaType"] = Value::from("application/vnd.dev.sigstore.bundle+json;version=0.1");
+    let material = v01["verificationMaterial"]
+        .as_object_mut()
+        .expect("an object");
+    let certificate = material.remove("certificate").expect("a certificate");
+    material.insert(
+        "x509CertificateChain".into(),
+        serde_json::json!({"certificates": [certificate]}),
+    );
+    verify_doc(&doc, &root).expect("verified on its signed entry timestamp");
 }
 
 #[test]
