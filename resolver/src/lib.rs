@@ -55,7 +55,10 @@
 //!    `--package-lock-only` resolution read, with the registries and credentials berth read
 //!    from npm's configuration handed to npm, every tarball fetched with its credential,
 //!    checked against its integrity and laid out as `node_modules/`), `python.rs` (uv's
-//!    resolution, as `agent/` compiles it, the wheels kept as `wheels/`); `mod.rs` locks them (keeping pins whose line is
+//!    resolution, as `agent/` compiles it, the wheels kept as `wheels/`), `provenance/`
+//!    (an npm package's SLSA provenance, a Sigstore bundle, verified offline against a
+//!    trusted root and the tarball's SHA-512: `verify_npm_provenance`; the public-good root
+//!    pinned in `resolver/sigstore/`); `mod.rs` locks them (keeping pins whose line is
 //!    unchanged) and syncs, substitutes and re-fetches a closure as a store entry. Which
 //!    lines there are is the runtime's to say: the front end hands its reader down as
 //!    `Settings::payload_finder`;
@@ -103,7 +106,10 @@ pub use ops::{
     mark_live, pin_payloads, staleness, sync_plugins, verify_agent, verify_payloads,
     verify_plugins,
 };
-pub use payload::{DEFAULT_NPM_REGISTRY, PayloadFinder, lock_payloads};
+pub use payload::{
+    BuildClaims, BuildIdentity, DEFAULT_NPM_REGISTRY, PayloadFinder, Provenance, ProvenanceError,
+    ProvenanceProblem, TrustedRoot, TrustedRootError, lock_payloads, verify_npm_provenance,
+};
 pub use sources::{GitObjects, ObjectsFrom, TagObject, read_marketplace};
 
 #[cfg(test)]

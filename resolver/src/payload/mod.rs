@@ -8,6 +8,7 @@
 //! the front end hands that reader to the resolver as [`Settings::payload_finder`].
 
 mod npm;
+mod provenance;
 mod python;
 
 use std::collections::BTreeMap;
@@ -18,6 +19,10 @@ use berth_store::{Staging, Store, StoreEntry, StoreError};
 
 pub use crate::context::PayloadFinder;
 pub use berth_transport::registries::DEFAULT_NPM_REGISTRY;
+pub use provenance::{
+    BuildClaims, BuildIdentity, Provenance, ProvenanceError, ProvenanceProblem, TrustedRoot,
+    TrustedRootError, verify_npm_provenance,
+};
 
 use crate::context::{ActiveCutoff, Env, Network, Reporter, Settings};
 use crate::error::{EntryError, ResolveError};

@@ -74,9 +74,12 @@ fn new_length(bytes: &[u8], subpacket: bool) -> Option<(usize, usize)> {
     }
 }
 
+/// Subpackets, each as its type and data, and what follows their area.
+type Subpackets<'a> = (Vec<(u8, &'a [u8])>, &'a [u8]);
+
 /// One area of subpackets (its length in 2 octets, 4 for a version 6 signature): each as
 /// its type (the critical bit off) and data, and what follows the area.
-fn subpackets(bytes: &[u8], wide: bool) -> Option<(Vec<(u8, &[u8])>, &[u8])> {
+fn subpackets(bytes: &[u8], wide: bool) -> Option<Subpackets<'_>> {
     let (len, at) = if wide {
         (
             u32::from_be_bytes(bytes.get(..4)?.try_into().ok()?) as usize,

@@ -1,0 +1,331 @@
+//! A Sigstore made at test time: a Fulcio-like CA (a P-384 root) issuing a leaf certificate
+//! with Fulcio's extensions, a Rekor-like log (a P-256 key) with a tiny Merkle tree, and
+//! npm's attestations document of a bundle (v0.3) they make, with the `trusted_root.json`
+//! naming them. Nothing here is a real Sigstore key.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use ct_merkle::mem_backed_tree::MemoryBackedTree;
+use rcgen::string::Ia5String;
+use rcgen::{
+    BasicConstraints, CertificateParams, CustomExtension, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, PublicKeyData as _, SanType,
+    SigningKey as _, date_time_ymd,
+};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+use x509_cert::der::Encode as _;
+use x509_cert::der::asn1::Utf8StringRef;
+
+use super::TrustedRoot;
+use super::tlog::hex;
+
+/// When the test log records an entry: 2026-01-01T12:00:00Z, inside the leaf's validity.
+pub(super) const INTEGRATED_TIME: i64 = 1_767_268_800;
+pub(super) const REPOSITORY: &str = "https://github.com/berth-test/left-pad";
+pub(super) const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+pub(super) const WORKFLOW: &str =
+    "https://github.com/berth-test/left-pad/.github/workflows/release.yml@refs/heads/main";
+pub(super) const ISSUER: &str = "https://token.actions.githubusercontent.com";
+pub(super) const BUILDER: &str = "https://github.com/actions/runner/github-hosted";
+const LOG_HOST: &str = "rekor.berth.test";
+/// The index of the test entry in its log's tree of `TREE_SIZE` leaves.
+const INDEX: usize = 2;
+const TREE_SIZE: usize = 5;
+
+/// A certificate authority: its root certificate and the issuer that signs with its key.
+pub(super) struct TestCa {
+    der: Vec<u8>,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl TestCa {
+    pub(super) fn new(name: &str) -> Self {
+        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384).expect("a P-384 key");
+        let mut params = CertificateParams::default();
+        params.distinguished_name = DistinguishedName::new();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        params.not_before = date_time_ymd(2025, 1, 1);
+        params.not_after = date_time_ymd(2030, 1, 1);
+        let der = params.self_signed(&key).expect("a root").der().to_vec();
+        TestCa {
+            der,
+            issuer: Issuer::new(params, key),
+        }
+    }
+
+    /// A leaf certificate of `key` for the test workflow, with Fulcio's extensions.
+    fn leaf(&self, key: &KeyPair) -> Vec<u8> {
+        let mut params = CertificateParams::default();
+        params.distinguished_name = DistinguishedName::new();
+        params.subject_alt_names = vec![SanType::URI(
+            Ia5String::try_from(WORKFLOW).expect("an ASCII URI"),
+        )];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::CodeSigning];
+        params.use_authority_key_identifier_extension = true;
+        params.not_before = date_time_ymd(2026, 1, 1);
+        params.not_after = date_time_ymd(2026, 1, 2);
+        params.custom_extensions = [
+            (1, ISSUER.as_bytes().to_vec()),
+            (8, utf8(ISSUER)),
+            (9, utf8(WORKFLOW)),
+            (12, utf8(REPOSITORY)),
+            (13, utf8(COMMIT)),
+            (14, utf8("refs/heads/main")),
+        ]
+        .into_iter()
+        .map(|(n, value)| {
+            CustomExtension::from_oid_content(&[1, 3, 6, 1, 4, 1, 57264, 1, n], value)
+        })
+        .collect();
+        params
+            .signed_by(key, &self.issuer)
+            .expect("a leaf")
+            .der()
+            .to_vec()
+    }
+}
+
+fn utf8(text: &str) -> Vec<u8> {
+    Utf8StringRef::new(text)
+        .and_then(|s| s.to_der())
+        .expect("a DER UTF8String")
+}
+
+/// A transparency log: its key and its id (the SHA-256 of the key's DER).
+pub(super) struct TestLog {
+    key: KeyPair,
+}
+
+impl TestLog {
+    pub(super) fn new() -> Self {
+        TestLog {
+            key: KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("a P-256 key"),
+        }
+    }
+
+    fn spki(&self) -> Vec<u8> {
+        self.key.subject_public_key_info()
+    }
+
+    fn log_id(&self) -> Vec<u8> {
+        Sha256::digest(self.spki()).to_vec()
+    }
+
+    fn sign(&self, message: &[u8]) -> Vec<u8> {
+        self.key.sign(message).expect("a signature")
+    }
+}
+
+/// The test instance: one CA and one log, and the trusted root naming them.
+pub(super) struct TestSigstore {
+    pub(super) ca: TestCa,
+    pub(super) log: TestLog,
+}
+
+impl TestSigstore {
+    pub(super) fn new() -> Self {
+        TestSigstore {
+            ca: TestCa::new("berth test fulcio"),
+            log: TestLog::new(),
+        }
+    }
+
+    /// The `trusted_root.json` naming the CA and the log, read as berth reads one.
+    pub(super) fn trusted_root(&self) -> TrustedRoot {
+        let json = json!({
+            "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
+            "tlogs": [{
+                "baseUrl": format!("https://{LOG_HOST}"),
+                "hashAlgorithm": "SHA2_256",
+                "publicKey": {
+                    "rawBytes": STANDARD.encode(self.log.spki()),
+                    "keyDetails": "PKIX_ECDSA_P256_SHA_256",
+                    "validFor": {"start": "2025-01-01T00:00:00Z"},
+                },
+                "logId": {"keyId": STANDARD.encode(self.log.log_id())},
+            }],
+            "certificateAuthorities": [{
+                "subject": {"organization": "berth.test", "commonName": "berth test fulcio"},
+                "uri": "https://fulcio.berth.test",
+                "certChain": {"certificates": [{"rawBytes": STANDARD.encode(&self.ca.der)}]},
+                "validFor": {"start": "2025-01-01T00:00:00Z"},
+            }],
+            "ctlogs": [],
+            "timestampAuthorities": [],
+        });
+        TrustedRoot::from_json(json.to_string().as_bytes()).expect("the test root is read")
+    }
+
+    /// npm's attestations document for a statement about `purl` with this SHA-512, signed
+    /// under this instance's CA and log.
+    pub(super) fn attest(&self, purl: &str, sha512: &[u8; 64]) -> Value {
+        attest_with(&self.ca, &self.log, EntryKind::Dsse, purl, sha512)
+    }
+}
+
+/// The kind of Rekor entry a bundle's log records: `dsse` 0.0.1 (what npm writes now) or
+/// `intoto` 0.0.2 (what it wrote before).
+#[derive(Clone, Copy)]
+pub(super) enum EntryKind {
+    Dsse,
+    Intoto,
+}
+
+/// The document of a bundle whose leaf `ca` issued and whose entry `log` recorded.
+pub(super) fn attest_with(
+    ca: &TestCa,
+    log: &TestLog,
+    kind: EntryKind,
+    purl: &str,
+    sha512: &[u8; 64],
+) -> Value {
+    let leaf_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("a P-256 key");
+    let leaf = ca.leaf(&leaf_key);
+    let payload = statement(purl, sha512).to_string().into_bytes();
+    let payload_type = "application/vnd.in-toto+json";
+    let mut pae = format!(
+        "DSSEv1 {} {payload_type} {} ",
+        payload_type.len(),
+        payload.len()
+    )
+    .into_bytes();
+    pae.extend_from_slice(&payload);
+    let signature = leaf_key.sign(&pae).expect("a signature");
+    let envelope = json!({
+        "payload": STANDARD.encode(&payload),
+        "payloadType": payload_type,
+        "signatures": [{"sig": STANDARD.encode(&signature), "keyid": ""}],
+    });
+    let body = entry_body(kind, &envelope, &payload, &signature, &leaf);
+    let bundle = json!({
+        "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+        "verificationMaterial": {
+            "certificate": {"rawBytes": STANDARD.encode(&leaf)},
+            "tlogEntries": [log_entry(log, kind, &body)],
+            "timestampVerificationData": {},
+        },
+        "dsseEnvelope": envelope,
+    });
+    json!({"attestations": [
+        {"predicateType": "https://github.com/npm/attestation/tree/main/specs/publish/v0.1",
+         "bundle": {"mediaType": "not read by the provenance check"}},
+        {"predicateType": "https://slsa.dev/provenance/v1", "bundle": bundle},
+    ]})
+}
+
+/// The canonicalized body Rekor writes of the envelope (the certificate stands for the PEM
+/// Rekor records, which the verifier does not read).
+fn entry_body(
+    kind: EntryKind,
+    envelope: &Value,
+    payload: &[u8],
+    signature: &[u8],
+    leaf: &[u8],
+) -> Vec<u8> {
+    let payload_hash = json!({"algorithm": "sha256", "value": hex(&Sha256::digest(payload))});
+    let body = match kind {
+        EntryKind::Dsse => json!({
+            "apiVersion": "0.0.1",
+            "kind": "dsse",
+            "spec": {
+                "envelopeHash": {"algorithm": "sha256", "value": hex(&Sha256::digest(envelope.to_string()))},
+                "payloadHash": payload_hash,
+                "signatures": [{"signature": STANDARD.encode(signature), "verifier": STANDARD.encode(leaf)}],
+            },
+        }),
+        // An intoto entry holds the signature base64-encoded twice.
+        EntryKind::Intoto => json!({
+            "apiVersion": "0.0.2",
+            "kind": "intoto",
+            "spec": {"content": {
+                "envelope": {
+                    "payloadType": envelope["payloadType"],
+                    "signatures": [{
+                        "sig": STANDARD.encode(STANDARD.encode(signature)),
+                        "publicKey": STANDARD.encode(leaf),
+                    }],
+                },
+                "hash": {"algorithm": "sha256", "value": hex(&Sha256::digest(envelope.to_string()))},
+                "payloadHash": payload_hash,
+            }},
+        }),
+    };
+    body.to_string().into_bytes()
+}
+
+/// The entry of `body` in a tree of `TREE_SIZE` leaves, with its signed entry timestamp,
+/// its inclusion proof and a checkpoint the log signs.
+fn log_entry(log: &TestLog, kind: EntryKind, body: &[u8]) -> Value {
+    let mut tree = MemoryBackedTree::<Sha256, Vec<u8>>::new();
+    for i in 0..TREE_SIZE {
+        tree.push(if i == INDEX {
+            body.to_vec()
+        } else {
+            format!("entry {i}").into_bytes()
+        });
+    }
+    let root = tree.root();
+    let proof = tree.prove_inclusion(INDEX);
+    let note = format!(
+        "{LOG_HOST} - 1\n{TREE_SIZE}\n{}\n",
+        STANDARD.encode(root.as_bytes())
+    );
+    let mut keyed = log.log_id()[..4].to_vec();
+    keyed.extend(log.sign(note.as_bytes()));
+    let checkpoint = format!("{note}\n\u{2014} {LOG_HOST} {}\n", STANDARD.encode(keyed));
+    let set = json!({
+        "body": STANDARD.encode(body),
+        "integratedTime": INTEGRATED_TIME,
+        "logID": hex(&log.log_id()),
+        "logIndex": INDEX,
+    });
+    json!({
+        "logIndex": INDEX.to_string(),
+        "logId": {"keyId": STANDARD.encode(log.log_id())},
+        "kindVersion": match kind {
+            EntryKind::Dsse => json!({"kind": "dsse", "version": "0.0.1"}),
+            EntryKind::Intoto => json!({"kind": "intoto", "version": "0.0.2"}),
+        },
+        "integratedTime": INTEGRATED_TIME.to_string(),
+        "inclusionPromise": {"signedEntryTimestamp": STANDARD.encode(log.sign(set.to_string().as_bytes()))},
+        "inclusionProof": {
+            "logIndex": INDEX.to_string(),
+            "rootHash": STANDARD.encode(root.as_bytes()),
+            "treeSize": TREE_SIZE.to_string(),
+            "hashes": proof.as_bytes().chunks(32).map(|h| STANDARD.encode(h)).collect::<Vec<_>>(),
+            "checkpoint": {"envelope": checkpoint},
+        },
+        "canonicalizedBody": STANDARD.encode(body),
+    })
+}
+
+/// An in-toto statement of SLSA provenance v1, as npm writes it from GitHub Actions.
+fn statement(purl: &str, sha512: &[u8; 64]) -> Value {
+    json!({
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": purl, "digest": {"sha512": hex(sha512)}}],
+        "predicateType": "https://slsa.dev/provenance/v1",
+        "predicate": {
+            "buildDefinition": {
+                "buildType": "https://slsa-framework.github.io/github-actions-buildtypes/workflow/v1",
+                "externalParameters": {"workflow": {
+                    "ref": "refs/heads/main",
+                    "repository": REPOSITORY,
+                    "path": ".github/workflows/release.yml",
+                }},
+                "resolvedDependencies": [{
+                    "uri": format!("git+{REPOSITORY}@refs/heads/main"),
+                    "digest": {"gitCommit": COMMIT},
+                }],
+            },
+            "runDetails": {
+                "builder": {"id": BUILDER},
+                "metadata": {"invocationId": format!("{REPOSITORY}/actions/runs/1/attempts/1")},
+            },
+        },
+    })
+}
