@@ -405,6 +405,7 @@ proptest! {
             agent: None,
             marketplaces: Vec::new(),
             payloads: Vec::new(),
+            registry_keys: Vec::new(),
             tools: Vec::new(),
             exclude_newer: None,
         };
@@ -461,6 +462,7 @@ fn a_cancelled_build_stops_before_reading_plugins() {
         agent: None,
         marketplaces: Vec::new(),
         payloads: Vec::new(),
+        registry_keys: Vec::new(),
         tools: Vec::new(),
         exclude_newer: None,
     };

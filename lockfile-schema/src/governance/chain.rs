@@ -7,6 +7,10 @@ use super::file::{Capability, Level, PolicyFile, ToolsRule, UnicodeLevel};
 use super::glob_match;
 use super::signers::Signers;
 
+mod levels;
+
+use levels::looser_levels;
+
 /// A chain of policy files that loosens what it extends.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -185,6 +189,16 @@ impl Policy {
         self.files
             .iter()
             .find(|(_, f)| f.require_signed_approvals == Some(true))
+            .map(|(label, _)| label.as_str())
+    }
+
+    /// The first file that sets `[payloads] require_registry_signatures = true`, if any:
+    /// then every npm package of a locked closure must carry its registry's signature,
+    /// verified with a key the lock holds.
+    pub fn require_registry_signatures(&self) -> Option<&str> {
+        self.files
+            .iter()
+            .find(|(_, f)| f.payloads.require_registry_signatures == Some(true))
             .map(|(label, _)| label.as_str())
     }
 
@@ -429,49 +443,6 @@ fn loosens(
         ));
     }
     Ok(())
-}
-
-/// What `file` sets looser than `earlier` of the levels (capabilities, `tools`, signed
-/// approvals, hidden Unicode): what it says, and what the parent says.
-fn looser_levels(file: &PolicyFile, earlier: &PolicyFile) -> Option<(String, String)> {
-    for capability in Capability::ALL {
-        if let (Some(mine), Some(theirs)) = (
-            file.capabilities.get(capability),
-            earlier.capabilities.get(capability),
-        ) && mine < theirs
-        {
-            let key = capability.as_str();
-            return Some((
-                format!("sets {key} = \"{}\"", mine.as_str()),
-                format!("sets it to \"{}\"", theirs.as_str()),
-            ));
-        }
-    }
-    if let (Some(mine), Some(theirs)) = (file.capabilities.tools, earlier.capabilities.tools)
-        && mine < theirs
-    {
-        return Some((
-            format!("sets tools = \"{}\"", mine.as_str()),
-            format!("sets it to \"{}\"", theirs.as_str()),
-        ));
-    }
-    if file.require_signed_approvals == Some(false)
-        && earlier.require_signed_approvals == Some(true)
-    {
-        return Some((
-            "sets require_signed_approvals = false".to_owned(),
-            "sets it to true".to_owned(),
-        ));
-    }
-    if file.capabilities.hidden_unicode == Some(UnicodeLevel::Warn)
-        && earlier.capabilities.hidden_unicode == Some(UnicodeLevel::Deny)
-    {
-        return Some((
-            "sets hidden_unicode = \"warn\"".to_owned(),
-            "sets it to \"deny\"".to_owned(),
-        ));
-    }
-    None
 }
 
 fn quoted(items: &[String]) -> String {

@@ -126,6 +126,9 @@ pub struct PolicyFile {
     /// `[capabilities]`.
     #[serde(default)]
     pub capabilities: Capabilities,
+    /// `[payloads]`.
+    #[serde(default)]
+    pub payloads: Payloads,
     /// `exclude-newer`: releases younger than this are not locked; the earliest cutoff of
     /// the chain and the manifest wins.
     #[serde(rename = "exclude-newer", default)]
@@ -153,6 +156,15 @@ pub struct Sources {
     /// signature (namespace `git`) by a key the file lists, or from an annotated tag of it
     /// that does.
     pub require_signed: Option<String>,
+}
+
+/// `[payloads]`: what the packages runner lines start (`npx`, `uvx`) must be.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Payloads {
+    /// `require_registry_signatures`: every npm package of a locked closure must carry its
+    /// registry's signature, verified with a registry key the lock holds.
+    pub require_registry_signatures: Option<bool>,
 }
 
 /// `[capabilities]`.
@@ -263,10 +275,13 @@ mcp_remote = "allow"
 mcp_remote_hosts = ["*.acme.dev"]
 executables = "deny"
 hidden_unicode = "warn"
+[payloads]
+require_registry_signatures = true
 "#,
             "p.toml",
         )
         .expect("valid");
+        assert_eq!(file.payloads.require_registry_signatures, Some(true));
         assert_eq!(file.extends, ["../org/berth-policy.toml"]);
         assert_eq!(file.allowed_signers.as_deref(), Some("allowed_signers"));
         assert_eq!(file.require_signed_approvals, Some(true));

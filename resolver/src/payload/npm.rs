@@ -280,9 +280,14 @@ fn closure(
         }
         out.push(LockedNpmPackage {
             path: path.clone(),
+            // An alias (`"b": "npm:c@1"`) is at `node_modules/b`, and its registry knows it
+            // as `c`.
+            name: text("name").filter(|real| real != name),
             version,
             url,
             integrity,
+            published: None,
+            signature: None,
         });
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
