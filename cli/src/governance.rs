@@ -47,14 +47,16 @@ impl Context {
         self.under_policy(self.settings(network))
     }
 
-    /// `settings` with the policy's `exclude-newer`, whether it requires signed sources, and
-    /// its `[sources]`, when there is a policy.
+    /// `settings` with the policy's `exclude-newer`, whether it requires signed sources and
+    /// registry signatures, and its `[sources]`, when there is a policy.
     pub fn under_policy(&self, mut settings: Settings) -> Result<Settings> {
         if let Some(path) = &self.policy_path {
             let canon = berth_lockfile_schema::governance::Canon::new(&self.github_url);
             let policy = berth_resolver::load_policy(path, canon)?;
             settings.release_age.policy = policy.release_age();
             settings.release_age.signed_sources = policy.require_signed_sources().is_some();
+            settings.require_registry_signatures =
+                policy.require_registry_signatures().map(str::to_owned);
             // Every source is matched before it is contacted; a lock of this project
             // credits its picks' marketplaces, as the review does.
             // A lock's pins count for those rules only once this store saw them give

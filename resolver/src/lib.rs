@@ -54,7 +54,11 @@
 //! 5. **`payload/`**: the packages runner lines start (`npx`, `uvx`, ...): `npm.rs` (npm's
 //!    `--package-lock-only` resolution read, with the registries and credentials berth read
 //!    from npm's configuration handed to npm, every tarball fetched with its credential,
-//!    checked against its integrity and laid out as `node_modules/`), `python.rs` (uv's
+//!    checked against its integrity and laid out as `node_modules/`), `npm_signed.rs` (each
+//!    npm package's registry signatures and publish time from its document, and the
+//!    registry's keys, read at `lock`), `signatures.rs` (those signatures checked offline
+//!    against the lock's keys, at `lock`, `sync` and `verify`, and what refuses them),
+//!    `python.rs` (uv's
 //!    resolution, as `agent/` compiles it, the wheels kept as `wheels/`); `mod.rs` locks them (keeping pins whose line is
 //!    unchanged) and syncs, substitutes and re-fetches a closure as a store entry. Which
 //!    lines there are is the runtime's to say: the front end hands its reader down as
@@ -92,7 +96,7 @@ pub use context::{
 };
 pub use error::{
     AgentLockError, ArchiveProblem, DeniedSource, DownloadError, EntryError, ErrorKind,
-    LocalPathProblem, PinMismatch, PolicyDenied, ResolveError, Rewritten, TooNew,
+    LocalPathProblem, PinMismatch, PolicyDenied, ResolveError, Rewritten, SignatureRefused, TooNew,
 };
 pub use meta::plugin_name_from_manifest;
 pub use ops::{
@@ -102,7 +106,10 @@ pub use ops::{
     mark_live, pin_payloads, staleness, sync_plugins, verify_agent, verify_payloads,
     verify_plugins,
 };
-pub use payload::{DEFAULT_NPM_REGISTRY, PayloadFinder, lock_payloads};
+pub use payload::{
+    DEFAULT_NPM_REGISTRY, PackageSignature, PayloadFinder, SignatureState, lock_payloads,
+    npm_signatures,
+};
 pub use sources::{GitObjects, ObjectsFrom, TagObject, read_marketplace};
 
 #[cfg(test)]

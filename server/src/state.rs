@@ -306,6 +306,12 @@ impl AppState {
             // start checked the pins; a start sets `Recorded` for the lock it is given.
             pins: berth_resolver::LockedPins::Taken,
             npm_latest: false,
+            // What the CLI's `lock` and `sync` ask under the same policy key.
+            require_registry_signatures: config
+                .run_policy
+                .policy
+                .require_registry_signatures()
+                .map(str::to_owned),
         }
     }
 

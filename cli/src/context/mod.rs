@@ -202,6 +202,7 @@ impl Context {
             sources: Default::default(),
             pins: Default::default(),
             npm_latest: false,
+            require_registry_signatures: None,
         }
     }
 

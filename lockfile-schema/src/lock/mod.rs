@@ -15,9 +15,7 @@ mod writer;
 pub use agent::{LockedAgent, LockedWheel};
 pub use agent_wire::{LockedAgentWire, LockedWheelWire};
 pub use marketplace::{AutoLoadWire, LockedMarketplace, LockedMarketplaceWire};
-pub use npm::{
-    LockedNpmPackage, LockedNpmPackageWire, NpmSignature, RegistryKey, RegistryKeyWire, sorted_keys,
-};
+pub use npm::{LockedNpmPackage, NpmSignature, RegistryKey, RegistryKeyWire, sorted_keys};
 pub use payload::{LockedPayload, LockedPayloadWire};
 pub use staleness::Staleness;
 pub(crate) use staleness::differ;

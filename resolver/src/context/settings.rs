@@ -86,6 +86,10 @@ pub struct Settings {
     /// dist-tag whatever version the entry asks for (`berth plugins outdated`'s NEWEST
     /// column); `false` everywhere else.
     pub npm_latest: bool,
+    /// The policy file that sets `[payloads] require_registry_signatures = true`, if one
+    /// does: then every npm package of a payload must carry its registry's signature,
+    /// verified with a key the lock holds, at `lock` and at `sync`.
+    pub require_registry_signatures: Option<String>,
 }
 
 /// What decides a lock's release-age cutoff besides the manifest: the policy's

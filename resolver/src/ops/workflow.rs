@@ -379,6 +379,7 @@ mod tests {
             sources: Default::default(),
             pins: Default::default(),
             npm_latest: false,
+            require_registry_signatures: None,
         }
     }
 

@@ -8,16 +8,20 @@
 //! the front end hands that reader to the resolver as [`Settings::payload_finder`].
 
 mod npm;
+mod npm_signed;
 mod python;
+mod signatures;
 
 use std::collections::BTreeMap;
 
 use berth_lockfile_schema::runner::{Ecosystem, PayloadWant};
-use berth_lockfile_schema::{Lock, LockedPayload};
+use berth_lockfile_schema::{Lock, LockedPayload, RegistryKey};
 use berth_store::{Staging, Store, StoreEntry, StoreError};
 
 pub use crate::context::PayloadFinder;
 pub use berth_transport::registries::DEFAULT_NPM_REGISTRY;
+pub use signatures::{PackageSignature, SignatureState, npm_signatures};
+pub(crate) use signatures::{refusals_of, refused_signatures};
 
 use crate::context::{ActiveCutoff, Env, Network, Reporter, Settings};
 use crate::error::{EntryError, ResolveError};
@@ -31,6 +35,8 @@ pub(crate) struct Staged {
     python_version: Option<String>,
     npm: Vec<berth_lockfile_schema::LockedNpmPackage>,
     wheels: Vec<berth_lockfile_schema::LockedWheel>,
+    /// The registry keys its npm packages' signatures name.
+    registry_keys: Vec<RegistryKey>,
     staging: Staging,
 }
 
@@ -61,10 +67,12 @@ impl From<StoreError> for NotLocked {
     }
 }
 
-/// The payloads of `lock`'s runner-started MCP servers: a previous pin is kept while the
-/// server's line still asks for the same package spec (unless `upgrade` covers its
-/// plugin, `may_move` says); the rest are resolved, their closures fetched, checked and added to the store.
-/// Without a [`Settings::payload_finder`] the lock's own payloads are returned as they are.
+/// The payloads of `lock`'s runner-started MCP servers, and the npm registry keys their
+/// signatures name: a previous pin is kept while the server's line still asks for the
+/// same package spec (unless `upgrade` covers its plugin, `may_move` says); the rest are
+/// resolved, their closures fetched, checked (npm registry signatures included) and added
+/// to the store. Without a [`Settings::payload_finder`] the lock's own payloads and keys
+/// are returned as they are.
 pub fn lock_payloads(
     store: &Store,
     settings: &Settings,
@@ -72,9 +80,9 @@ pub fn lock_payloads(
     lock: &Lock,
     previous: Option<&Lock>,
     may_move: &dyn Fn(&str) -> bool,
-) -> Result<Vec<LockedPayload>, Vec<EntryError>> {
+) -> Result<(Vec<LockedPayload>, Vec<RegistryKey>), Vec<EntryError>> {
     let Some(finder) = settings.payload_finder else {
-        return Ok(lock.payloads.clone());
+        return Ok((lock.payloads.clone(), lock.registry_keys.clone()));
     };
     let (wants, warnings) = finder(store, lock).map_err(|message| {
         vec![EntryError {
@@ -96,17 +104,63 @@ pub fn lock_payloads(
         previous,
         may_move,
         resolved: BTreeMap::new(),
+        keys: npm_signed::RunKeys::default(),
         out: Vec::new(),
         errors: Vec::new(),
     };
     for want in wants {
         run.lock_want(&want);
     }
-    if run.errors.is_empty() {
-        Ok(run.out)
-    } else {
-        Err(run.errors)
+    if !run.errors.is_empty() {
+        return Err(run.errors);
     }
+    let kept = previous.into_iter().chain(std::iter::once(lock));
+    match named_keys(run.keys.all(), kept, &run.out) {
+        Ok(keys) => Ok((run.out, keys)),
+        Err(message) => Err(vec![EntryError {
+            label: "npm registry keys".to_owned(),
+            error: Box::new(ResolveError::Payload {
+                what: "the payloads' registry keys".to_owned(),
+                message,
+            }),
+        }]),
+    }
+}
+
+/// The keys `payloads`' signatures name, in the lock's order: as this run read them
+/// (`read`), else as a lock they were kept from (`kept`) holds them. One id naming two
+/// different keys is refused.
+fn named_keys<'a>(
+    read: Vec<RegistryKey>,
+    kept: impl Iterator<Item = &'a Lock>,
+    payloads: &[LockedPayload],
+) -> Result<Vec<RegistryKey>, String> {
+    let named: std::collections::BTreeSet<&str> = payloads
+        .iter()
+        .flat_map(|p| &p.npm)
+        .filter_map(|package| package.signature.as_ref().map(|s| s.keyid.as_str()))
+        .collect();
+    let mut keys: BTreeMap<String, RegistryKey> = BTreeMap::new();
+    let kept: Vec<RegistryKey> = kept.flat_map(|l| l.registry_keys.iter().cloned()).collect();
+    for key in read.into_iter().chain(kept) {
+        if !named.contains(key.keyid.as_str()) {
+            continue;
+        }
+        match keys.get(&key.keyid) {
+            // A later `expires` of the same key is the registry's word now.
+            Some(known) if known.key != key.key || known.keytype != key.keytype => {
+                return Err(format!(
+                    "the id `{}` names two different keys (from `{}` and `{}`)",
+                    key.keyid, known.registry, key.registry
+                ));
+            }
+            Some(_) => {}
+            None => {
+                keys.insert(key.keyid.clone(), key);
+            }
+        }
+    }
+    berth_lockfile_schema::sorted_keys(keys.into_values().collect())
 }
 
 /// A run of [`lock_payloads`]: what it pins against, and what it found so far.
@@ -117,6 +171,8 @@ struct PayloadRun<'a> {
     may_move: &'a dyn Fn(&str) -> bool,
     /// One resolution per package spec in a run, shared by every server that names it.
     resolved: BTreeMap<(Ecosystem, String, Option<String>), LockedPayload>,
+    /// The registry keys read in this run, once per registry.
+    keys: npm_signed::RunKeys,
     out: Vec<LockedPayload>,
     errors: Vec<EntryError>,
 }
@@ -183,7 +239,7 @@ impl PayloadRun<'_> {
             ),
         );
         let result = match call.ecosystem {
-            Ecosystem::Npm => npm::lock_npm(env, want),
+            Ecosystem::Npm => npm::lock_npm(env, want, &self.keys),
             Ecosystem::Python => python::lock_python(env, want),
         }
         .and_then(|staged| commit_payload(env, want, staged));
@@ -212,7 +268,7 @@ impl PayloadRun<'_> {
 }
 
 /// The payload of `want` whose closure `staged` holds, added to the store under its
-/// NAR hash.
+/// NAR hash (with the verdict that its npm signatures were checked).
 fn commit_payload(
     env: &Env<'_>,
     want: &PayloadWant,
@@ -239,6 +295,13 @@ fn commit_payload(
         .store
         .commit(staged.staging, &payload.entry_name(), None)?
         .hash;
+    if !payload.npm.is_empty() {
+        let verdict = signatures::checked_verdict(&payload.npm, &staged.registry_keys);
+        // Best effort: without it the next sync verifies the signatures again.
+        let _ = env
+            .store
+            .record_verdict(&payload.hash, &payload.entry_name(), &verdict);
+    }
     Ok(payload)
 }
 

@@ -20,6 +20,8 @@ use berth_transport::registries::NpmConfig;
 use berth_transport::url::{SourceUrl, scrub, without_userinfo};
 use serde_json::Value;
 
+use super::npm_signed::{RunKeys, signed_closure};
+use super::signatures::closure_of;
 use super::{NotLocked, Staged};
 use crate::context::Env;
 use crate::error::ResolveError;
@@ -31,8 +33,13 @@ use crate::sources::{
 /// The largest `package.json` of a payload berth reads.
 const MAX_PACKAGE_JSON: u64 = 1 << 20;
 
-/// Resolves an npm runner line with npm and stages its closure.
-pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotLocked> {
+/// Resolves an npm runner line with npm and stages its closure, every package's registry
+/// signature verified (with `keys`, the registry keys this run read).
+pub(super) fn lock_npm(
+    env: &Env<'_>,
+    want: &PayloadWant,
+    keys: &RunKeys,
+) -> Result<Staged, NotLocked> {
     let call = &want.call;
     let work = env.store.stage()?;
     let manifest = serde_json::json!({
@@ -94,6 +101,9 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         .map(|p| p.version.clone())
         .ok_or_else(|| NotLocked::Left(format!("npm's lock has no `{own}`")))?;
     report_held_back(env, want, &version, config, &registry);
+    let of = closure_of(&call.package, &version);
+    let (packages, registry_keys) =
+        signed_closure(env, config, keys, packages, (&of, &want.plugin))?;
     let staging = assemble_npm(env, &packages, config, &registry)?;
     let entry = bin_of(staging.path(), &own, &call.package, call.program.as_deref())
         .map_err(NotLocked::Left)?;
@@ -104,6 +114,7 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         python_version: None,
         npm: packages,
         wheels: Vec::new(),
+        registry_keys,
         staging,
     })
 }
