@@ -209,6 +209,7 @@ impl Context {
         let governance = self.governance()?;
         self.check_release_age(&governance, lock)?;
         self.check_pins_seen(&governance, lock)?;
+        self.check_registry_signatures(&governance, lock)?;
         // The set's entries were checked when it was built, in lock order.
         let entries: Vec<PathBuf> = set.plugins.iter().map(|p| p.path.clone()).collect();
         debug_assert_eq!(entries.len(), lock.plugins.len());
@@ -253,6 +254,20 @@ impl Context {
             }
             .into()),
         }
+    }
+
+    /// Under `[payloads] require_registry_signatures`, fails unless every npm package of
+    /// `lock`'s payloads carries a registry signature that verifies with the lock's keys
+    /// (offline; what `sync` checked is remembered in the store, so this is one `readlink`
+    /// per payload then).
+    fn check_registry_signatures(&self, governance: &Governance, lock: &Lock) -> Result<()> {
+        let Some(file) = governance.policy.require_registry_signatures() else {
+            return Ok(());
+        };
+        let mut settings = self.settings(berth_resolver::Network::Offline);
+        settings.require_registry_signatures = Some(file.to_owned());
+        berth_resolver::check_registry_signatures(&self.store, &settings, &self.printer, lock)
+            .map_err(|errors| Failure::from_entries("the policy refuses", errors).into())
     }
 
     /// Under a policy's `exclude-newer`, fails unless `lock` was made under a cutoff at or
@@ -347,9 +362,15 @@ impl Context {
         }
         let governance = self.governance()?;
         self.check_signed_sources(&governance.policy, lock, manifest, network)?;
+        // The sync checks every npm registry signature, and what the policy asks of them.
+        let mut settings = self.settings(network);
+        settings.require_registry_signatures = governance
+            .policy
+            .require_registry_signatures()
+            .map(str::to_owned);
         let synced = berth_resolver::sync_plugins(
             &self.store,
-            &self.settings(network),
+            &settings,
             &berth_resolver::StoredQuietly(&self.printer),
             lock,
             manifest,

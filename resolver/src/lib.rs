@@ -107,8 +107,8 @@ pub use ops::{
     verify_plugins,
 };
 pub use payload::{
-    DEFAULT_NPM_REGISTRY, PackageSignature, PayloadFinder, SignatureState, lock_payloads,
-    npm_signatures,
+    DEFAULT_NPM_REGISTRY, PackageSignature, PayloadFinder, SignatureState,
+    check_registry_signatures, lock_payloads, npm_signatures,
 };
 pub use sources::{GitObjects, ObjectsFrom, TagObject, read_marketplace};
 

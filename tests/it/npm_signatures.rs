@@ -114,11 +114,17 @@ fn a_signed_closure_locks_with_its_keys_and_syncs_offline_verified_from_the_lock
     let verdict = std::fs::read_dir(ctx.store.join("meta-v1"))
         .expect("the store's records")
         .filter_map(Result::ok)
-        .find(|f| f.file_name().to_string_lossy().ends_with("-npm-fake-mcp-1.1.0.verdict"))
+        .find(|f| {
+            f.file_name()
+                .to_string_lossy()
+                .ends_with("-npm-fake-mcp-1.1.0.verdict")
+        })
         .and_then(|f| std::fs::read_link(f.path()).ok())
         .expect("a verdict of the closure's entry");
     assert!(
-        verdict.to_string_lossy().starts_with("npm registry signatures "),
+        verdict
+            .to_string_lossy()
+            .starts_with("npm registry signatures "),
         "{verdict:?}"
     );
 
@@ -177,8 +183,9 @@ fn a_registry_signature_that_does_not_verify_is_refused_at_lock() {
 
 /// `fake-dep` published as `signing` says: `lock` takes it and records what it found
 /// (`state`, as `audit` names it), `audit` names it and passes; under `[payloads]
-/// require_registry_signatures = true`, `sync` and `audit` refuse the lock and `lock`
-/// refuses to resolve it again, each naming `fake-dep@1.0.0`.
+/// require_registry_signatures = true`, `lock` (keeping the pin), `sync`, `show` and
+/// `audit` refuse the lock and `lock --upgrade` refuses to resolve it again, each naming
+/// `fake-dep@1.0.0`.
 fn named_by_audit_and_refused_under_the_policy(signing: Signing, state: &str, why: &str) {
     let ctx = TestContext::new();
     let registry = fake_registry_signing_dep(&ctx.root.join("npm"), signing);
@@ -220,11 +227,22 @@ fn named_by_audit_and_refused_under_the_policy(signing: Signing, state: &str, wh
     let policy = ctx.work.join("berth-policy.toml");
     std::fs::write(&policy, "[payloads]\nrequire_registry_signatures = true\n").expect("write");
     let asks = "`require_registry_signatures = true` in `berth-policy.toml`";
+    let stderr = refused(&ctx, &env, &["plugins", "lock"]);
+    assert!(
+        stderr.contains("npm package `fake-dep@1.0.0`") && stderr.contains(asks),
+        "a kept pin is refused too: {stderr}"
+    );
     let stderr = refused(&ctx, &env, &["plugins", "sync"]);
     assert!(
         stderr.contains("npm package `fake-dep@1.0.0` (in the closure of `fake-mcp` 1.1.0)")
             && stderr.contains(why)
             && stderr.contains(asks),
+        "{stderr}"
+    );
+    // What reads the lock without syncing it (its closure is in the store) refuses it too.
+    let stderr = refused(&ctx, &[], &["plugins", "show", "--json"]);
+    assert!(
+        stderr.contains("npm package `fake-dep@1.0.0`") && stderr.contains(asks),
         "{stderr}"
     );
     let audit = common::Run::from(ctx.berth().arg("audit").output().expect("audit"));

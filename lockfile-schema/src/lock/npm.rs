@@ -135,6 +135,30 @@ pub struct RegistryKeyWire {
     pub expires: Option<String>,
 }
 
+/// Whether `path` is a plain `node_modules/...` path with no way out of the closure.
+pub(super) fn is_closure_path(path: &str) -> bool {
+    path.starts_with("node_modules/")
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains('\\'))
+}
+
+/// A recorded registry is an http(s) URL with no userinfo: a lock holds no credential.
+pub(super) fn check_registry(registry: &str) -> Result<(), String> {
+    let rest = registry
+        .strip_prefix("https://")
+        .or_else(|| registry.strip_prefix("http://"))
+        .ok_or_else(|| format!("`registry = \"{registry}\"` is not an http(s) URL"))?;
+    let authority = &rest[..rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len())];
+    if authority.is_empty() || authority.contains('@') {
+        return Err(format!(
+            "`registry = \"{}\"` must name a host and carry no credentials",
+            crate::redact(registry).text
+        ));
+    }
+    Ok(())
+}
+
 /// Whether `text` is an instant, as a registry writes one (`2025-01-29T00:00:00.000Z`).
 fn check_instant(key: &str, text: &str) -> Result<(), String> {
     text.parse::<jiff::Timestamp>()
@@ -146,7 +170,7 @@ impl TryFrom<LockedNpmPackageWire> for LockedNpmPackage {
     type Error = String;
 
     fn try_from(p: LockedNpmPackageWire) -> Result<Self, String> {
-        if !super::payload::is_closure_path(&p.path) {
+        if !is_closure_path(&p.path) {
             return Err(format!("`{}` is not a `node_modules/` path", p.path));
         }
         if !(p.url.starts_with("https://") || p.url.starts_with("http://")) {
@@ -182,7 +206,7 @@ impl TryFrom<RegistryKeyWire> for RegistryKey {
     type Error = String;
 
     fn try_from(w: RegistryKeyWire) -> Result<Self, String> {
-        super::payload::check_registry(&w.registry)?;
+        check_registry(&w.registry)?;
         if w.keyid.is_empty() || w.keytype.is_empty() {
             return Err("a registry key has a `keyid` and a `keytype`".to_owned());
         }

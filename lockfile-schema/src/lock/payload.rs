@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::agent::LockedWheel;
 use super::agent_wire::{LockedWheelWire, wheels_from_wire, write_wheels};
-use super::npm::{LockedNpmPackage, LockedNpmPackageWire};
+use super::npm::{LockedNpmPackage, LockedNpmPackageWire, check_registry, is_closure_path};
 use super::write_fields;
 use crate::hash::Sha256Hash;
 use crate::runner::{Ecosystem, PayloadUse};
@@ -121,30 +121,6 @@ pub struct LockedPayloadWire {
     /// A Python closure: every wheel.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wheel: Vec<LockedWheelWire>,
-}
-
-/// Whether `path` is a plain `node_modules/...` path with no way out of the closure.
-pub(super) fn is_closure_path(path: &str) -> bool {
-    path.starts_with("node_modules/")
-        && path
-            .split('/')
-            .all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains('\\'))
-}
-
-/// A recorded registry is an http(s) URL with no userinfo: a lock holds no credential.
-pub(super) fn check_registry(registry: &str) -> Result<(), String> {
-    let rest = registry
-        .strip_prefix("https://")
-        .or_else(|| registry.strip_prefix("http://"))
-        .ok_or_else(|| format!("`registry = \"{registry}\"` is not an http(s) URL"))?;
-    let authority = &rest[..rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len())];
-    if authority.is_empty() || authority.contains('@') {
-        return Err(format!(
-            "`registry = \"{}\"` must name a host and carry no credentials",
-            crate::redact(registry).text
-        ));
-    }
-    Ok(())
 }
 
 impl TryFrom<LockedPayloadWire> for LockedPayload {

@@ -163,6 +163,23 @@ fn named_keys<'a>(
     berth_lockfile_schema::sorted_keys(keys.into_values().collect())
 }
 
+/// Checks the npm registry signatures of `lock`'s payloads against its keys, offline,
+/// under `settings`' policy, as `sync` does before anything else: for a front end that
+/// reads a lock without syncing it.
+pub fn check_registry_signatures(
+    store: &Store,
+    settings: &Settings,
+    reporter: &dyn Reporter,
+    lock: &Lock,
+) -> Result<(), Vec<EntryError>> {
+    let refused = refused_signatures(&Env::new(store, settings, reporter), lock);
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(refused)
+    }
+}
+
 /// A run of [`lock_payloads`]: what it pins against, and what it found so far.
 struct PayloadRun<'a> {
     env: Env<'a>,

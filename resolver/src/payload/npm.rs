@@ -73,19 +73,7 @@ pub(super) fn lock_npm(
         ))
     })?;
     if !out.status.success() {
-        let stderr = scrub(&String::from_utf8_lossy(&out.stderr), &config.secrets());
-        let message = stderr
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .take(6)
-            .collect::<Vec<_>>()
-            .join("; ");
-        let cutoff = cutoff_hint(env, &message);
-        return Err(ResolveError::Payload {
-            what: format!("`{}` from `{registry}`", call.spec),
-            message: format!("npm could not resolve it: {message}{cutoff}"),
-        }
-        .into());
+        return Err(npm_failed(env, &out.stderr, config, &call.spec, &registry));
     }
     let text = fs_err::read_to_string(work.path().join("package-lock.json"))?;
     let lockfile: Value = serde_json::from_str(&text).map_err(|e| ResolveError::Payload {
@@ -117,6 +105,30 @@ pub(super) fn lock_npm(
         registry_keys,
         staging,
     })
+}
+
+/// Why npm could not resolve `spec` from `registry`, from its `stderr` (credentials
+/// scrubbed, its first lines).
+fn npm_failed(
+    env: &Env<'_>,
+    stderr: &[u8],
+    config: &NpmConfig,
+    spec: &str,
+    registry: &str,
+) -> NotLocked {
+    let stderr = scrub(&String::from_utf8_lossy(stderr), &config.secrets());
+    let message = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(6)
+        .collect::<Vec<_>>()
+        .join("; ");
+    let cutoff = cutoff_hint(env, &message);
+    ResolveError::Payload {
+        what: format!("`{spec}` from `{registry}`"),
+        message: format!("npm could not resolve it: {message}{cutoff}"),
+    }
+    .into()
 }
 
 /// npm's own release-age rule under the run's cutoff: `--before=CUTOFF`, only versions

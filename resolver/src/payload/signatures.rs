@@ -10,7 +10,7 @@
 //! verdict, under a digest of everything it read, so a no-op `sync` verifies nothing again.
 
 use berth_lockfile_schema::{Lock, LockedNpmPackage, LockedPayload, RegistryKey};
-use berth_transport::npm_signature::{P256_KEYTYPE, RegistryPublicKey};
+use berth_transport::npm_signature::{P256_KEYTYPE, RegistryPublicKey, SignatureError};
 use sha2::{Digest as _, Sha256};
 
 use crate::context::Env;
@@ -37,8 +37,9 @@ pub enum SignatureState {
     Bad {
         /// The key's id.
         keyid: String,
-        /// What the check found.
-        why: String,
+        /// What could not be read (the signature, the key); `None`: it is read, and is not
+        /// a signature of the package by that key.
+        why: Option<String>,
     },
 }
 
@@ -70,9 +71,10 @@ impl SignatureState {
             Self::KeyNotCounted { keyid, why } => {
                 format!("signed with the registry key `{keyid}`, which does not count: {why}")
             }
-            Self::Bad { keyid, why } => {
-                format!("its registry signature does not verify with the key `{keyid}` ({why})")
-            }
+            Self::Bad { keyid, why } => format!(
+                "its registry signature does not verify with the key `{keyid}`{}",
+                why.as_ref().map(|why| format!(" ({why})")).unwrap_or_default()
+            ),
         }
     }
 }
@@ -141,9 +143,10 @@ pub(crate) fn state_of(
         .and_then(|public| public.verify(&package.signed_text(), &signature.sig))
     {
         Ok(()) => SignatureState::Verified,
+        Err(SignatureError::Mismatch) => SignatureState::Bad { keyid, why: None },
         Err(e) => SignatureState::Bad {
             keyid,
-            why: e.to_string(),
+            why: Some(e.to_string()),
         },
     }
 }
