@@ -129,25 +129,3 @@ mod tests {
         assert_eq!(RegistryPublicKey::parse("MFkw"), Err(SignatureError::Key));
     }
 }
-#[cfg(test)]
-mod timing {
-    #[test]
-    fn time_it() {
-        use super::*;
-        use p256::ecdsa::SigningKey;
-        use p256::ecdsa::signature::Signer as _;
-        let signing = SigningKey::from_slice(&[7; 32]).expect("a scalar");
-        let point = signing.verifying_key().to_encoded_point(false);
-        let public = base64::engine::general_purpose::STANDARD
-            .encode([&SPKI_UNCOMPRESSED[..], point.as_bytes()].concat());
-        let text = "fake-dep@1.0.0:sha512-AAAA";
-        let signature: Signature = signing.sign(text.as_bytes());
-        let sig = base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes());
-        let t = std::time::Instant::now();
-        let key = RegistryPublicKey::parse(&public).unwrap();
-        for _ in 0..1000 {
-            key.verify(text, &sig).unwrap();
-        }
-        eprintln!("1000 verifies: {:?}", t.elapsed());
-    }
-}
