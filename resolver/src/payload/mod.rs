@@ -395,3 +395,82 @@ fn fetch_closure(env: &Env<'_>, payload: &LockedPayload) -> Result<Staging, Reso
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use berth_lockfile_schema::runner::PayloadUse;
+    use berth_lockfile_schema::{LockedNpmPackage, NpmSignature, Sha256Hash};
+
+    use super::*;
+
+    fn key(keyid: &str, key: &str, expires: Option<&str>) -> RegistryKey {
+        RegistryKey {
+            registry: "https://registry.example/".to_owned(),
+            keyid: keyid.to_owned(),
+            keytype: "ecdsa-sha2-nistp256".to_owned(),
+            key: key.to_owned(),
+            expires: expires.map(str::to_owned),
+        }
+    }
+
+    /// A payload of one package signed with the key `keyid`.
+    fn signed_by(keyid: &str) -> LockedPayload {
+        LockedPayload {
+            plugin: "tools".to_owned(),
+            server: "fake".to_owned(),
+            used_by: PayloadUse::McpServer,
+            runner: "npx".to_owned(),
+            spec: "fake-mcp@^1".to_owned(),
+            ecosystem: Ecosystem::Npm,
+            package: "fake-mcp".to_owned(),
+            version: "1.1.0".to_owned(),
+            registry: None,
+            entry: "node_modules/fake-mcp/bin/server.js".to_owned(),
+            hash: Sha256Hash::from_bytes([0; 32]),
+            python_version: None,
+            npm: vec![LockedNpmPackage {
+                path: "node_modules/fake-mcp".to_owned(),
+                name: None,
+                version: "1.1.0".to_owned(),
+                url: "https://registry.example/fake-mcp/-/fake-mcp-1.1.0.tgz".to_owned(),
+                integrity: "sha512-AAAA".to_owned(),
+                published: None,
+                signature: Some(NpmSignature {
+                    keyid: keyid.to_owned(),
+                    sig: "MEUCIQ==".to_owned(),
+                }),
+            }],
+            wheels: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_lock_keeps_the_keys_its_signatures_name_as_the_registry_gives_them_now() {
+        let kept = Lock {
+            registry_keys: vec![key("k1", "A", None), key("k2", "B", None)],
+            ..Lock::default()
+        };
+        let now = key("k1", "A", Some("2027-01-01T00:00:00Z"));
+        let keys = named_keys(
+            vec![now.clone()],
+            std::iter::once(&kept),
+            &[signed_by("k1")],
+        )
+        .expect("one key");
+        assert_eq!(
+            keys,
+            [now],
+            "the expiry read now, and no key no signature names"
+        );
+        let keys = named_keys(Vec::new(), std::iter::once(&kept), &[signed_by("k1")])
+            .expect("a kept pin's key");
+        assert_eq!(keys, [key("k1", "A", None)]);
+        let e = named_keys(
+            vec![key("k1", "C", None)],
+            std::iter::once(&kept),
+            &[signed_by("k1")],
+        )
+        .expect_err("one id, two keys");
+        assert!(e.contains("the id `k1` names two different keys"), "{e}");
+    }
+}

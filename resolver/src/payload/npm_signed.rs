@@ -104,7 +104,7 @@ struct Registered {
 
 /// `packages` (a closure npm resolved for the payload `of` of `plugin`) with their
 /// signatures and publish times, and the keys those signatures name. Refuses a signature
-/// that does not verify, a document whose `dist.integrity` is not npm's, and, under
+/// that does not verify, a signed document whose `dist.integrity` is not npm's, and, under
 /// `[payloads] require_registry_signatures`, a package not signed by a key that counts.
 pub(super) fn signed_closure(
     env: &Env<'_>,
@@ -135,14 +135,12 @@ pub(super) fn signed_closure(
     let mut refused = None;
     for ((package, document), registry) in packages.iter_mut().zip(documents).zip(&registries) {
         let document = document?;
-        let published = document.published.clone();
-        package.published = published;
-        let known = by_registry
+        package.published = document.published.clone();
+        let known: &[RegistryKey] = by_registry
             .get(registry)
-            .cloned()
-            .flatten()
+            .and_then(Option::as_deref)
             .unwrap_or_default();
-        let (signature, state) = chosen(package, &document, &known)?;
+        let (signature, state) = chosen(package, &document, known)?;
         if let Some(key) = signature
             .as_ref()
             .and_then(|s| known.iter().find(|k| k.keyid == s.keyid))
@@ -173,8 +171,10 @@ fn chosen(
     document: &Registered,
     keys: &[RegistryKey],
 ) -> Result<(Option<NpmSignature>, SignatureState), NotLocked> {
+    // What the registry signed is its `dist.integrity`; npm's lock copies it.
     if let Some(integrity) = &document.integrity
         && *integrity != package.integrity
+        && !document.signatures.is_empty()
     {
         return Err(ResolveError::Npm {
             package: format!("{}@{}", package.name(), package.version),
