@@ -47,14 +47,16 @@ impl Context {
         self.under_policy(self.settings(network))
     }
 
-    /// `settings` with the policy's `exclude-newer`, whether it requires signed sources, and
-    /// its `[sources]`, when there is a policy.
+    /// `settings` with the policy's `exclude-newer`, whether it requires signed sources and
+    /// registry signatures, and its `[sources]`, when there is a policy.
     pub fn under_policy(&self, mut settings: Settings) -> Result<Settings> {
         if let Some(path) = &self.policy_path {
             let canon = berth_lockfile_schema::governance::Canon::new(&self.github_url);
             let policy = berth_resolver::load_policy(path, canon)?;
             settings.release_age.policy = policy.release_age();
             settings.release_age.signed_sources = policy.require_signed_sources().is_some();
+            settings.require_registry_signatures =
+                policy.require_registry_signatures().map(str::to_owned);
             // Every source is matched before it is contacted; a lock of this project
             // credits its picks' marketplaces, as the review does.
             // A lock's pins count for those rules only once this store saw them give
@@ -212,6 +214,7 @@ impl Context {
         let governance = self.governance()?;
         self.check_release_age(&governance, lock)?;
         self.check_pins_seen(&governance, lock)?;
+        self.check_registry_signatures(&governance, lock)?;
         // The set's entries were checked when it was built, in lock order.
         let entries: Vec<PathBuf> = set.plugins.iter().map(|p| p.path.clone()).collect();
         debug_assert_eq!(entries.len(), lock.plugins.len());
@@ -273,6 +276,20 @@ impl Context {
             }
             .into()),
         }
+    }
+
+    /// Under `[payloads] require_registry_signatures`, fails unless every npm package of
+    /// `lock`'s payloads carries a registry signature that verifies with the lock's keys
+    /// (offline; what `sync` checked is remembered in the store, so this is one `readlink`
+    /// per payload then).
+    fn check_registry_signatures(&self, governance: &Governance, lock: &Lock) -> Result<()> {
+        let Some(file) = governance.policy.require_registry_signatures() else {
+            return Ok(());
+        };
+        let mut settings = self.settings(berth_resolver::Network::Offline);
+        settings.require_registry_signatures = Some(file.to_owned());
+        berth_resolver::check_registry_signatures(&self.store, &settings, &self.printer, lock)
+            .map_err(|errors| Failure::from_entries("the policy refuses", errors).into())
     }
 
     /// Under a policy's `exclude-newer`, fails unless `lock` was made under a cutoff at or
@@ -368,9 +385,15 @@ impl Context {
         let governance = self.governance()?;
         self.warn_signer_changes(&governance, lock);
         self.check_signed_sources(&governance.policy, lock, manifest, network)?;
+        // The sync checks every npm registry signature, and what the policy asks of them.
+        let mut settings = self.settings(network);
+        settings.require_registry_signatures = governance
+            .policy
+            .require_registry_signatures()
+            .map(str::to_owned);
         let synced = berth_resolver::sync_plugins(
             &self.store,
-            &self.settings(network),
+            &settings,
             &berth_resolver::StoredQuietly(&self.printer),
             lock,
             manifest,

@@ -54,7 +54,11 @@
 //! 5. **`payload/`**: the packages runner lines start (`npx`, `uvx`, ...): `npm.rs` (npm's
 //!    `--package-lock-only` resolution read, with the registries and credentials berth read
 //!    from npm's configuration handed to npm, every tarball fetched with its credential,
-//!    checked against its integrity and laid out as `node_modules/`), `python.rs` (uv's
+//!    checked against its integrity and laid out as `node_modules/`), `npm_signed.rs` (each
+//!    npm package's registry signatures and publish time from its document, and the
+//!    registry's keys, read at `lock`), `signatures.rs` (those signatures checked offline
+//!    against the lock's keys, at `lock`, `sync` and `verify`, and what refuses them),
+//!    `python.rs` (uv's
 //!    resolution, as `agent/` compiles it, the wheels kept as `wheels/`), `provenance/`
 //!    (an npm package's SLSA provenance, a Sigstore bundle, verified offline against a
 //!    trusted root and the tarball's SHA-512: `verify_npm_provenance`; the public-good root
@@ -96,7 +100,7 @@ pub use context::{
 };
 pub use error::{
     AgentLockError, ArchiveProblem, DeniedSource, DownloadError, EntryError, ErrorKind,
-    LocalPathProblem, PinMismatch, PolicyDenied, ResolveError, Rewritten, TooNew,
+    LocalPathProblem, PinMismatch, PolicyDenied, ResolveError, Rewritten, SignatureRefused, TooNew,
 };
 pub use meta::plugin_name_from_manifest;
 pub use ops::{
@@ -107,8 +111,9 @@ pub use ops::{
     verify_plugins,
 };
 pub use payload::{
-    BuildClaims, BuildIdentity, DEFAULT_NPM_REGISTRY, PayloadFinder, Provenance, ProvenanceError,
-    ProvenanceProblem, TrustedRoot, TrustedRootError, lock_payloads, verify_npm_provenance,
+    BuildClaims, BuildIdentity, DEFAULT_NPM_REGISTRY, PackageSignature, PayloadFinder, Provenance,
+    ProvenanceError, ProvenanceProblem, SignatureState, TrustedRoot, TrustedRootError,
+    check_registry_signatures, lock_payloads, npm_signatures, verify_npm_provenance,
 };
 pub use sources::{GitObjects, ObjectsFrom, TagObject, read_marketplace};
 

@@ -51,8 +51,9 @@ pub struct UnderReview<'a> {
 pub struct Violation {
     /// The plugin.
     pub plugin: String,
-    /// `source`, `hooks`, `mcp_stdio`, `mcp_remote`, `executables`, `hidden_unicode`, or
-    /// `approval` (an approval's signature refused).
+    /// `source`, `hooks`, `mcp_stdio`, `mcp_remote`, `executables`, `hidden_unicode`,
+    /// `approval` (an approval's signature refused), or `registry_signature` (an npm
+    /// package of a payload, from `berth audit`).
     pub capability: String,
     /// The rule, as the policy file writes it (`hooks = "approve"`).
     pub rule: String,

@@ -307,6 +307,12 @@ impl AppState {
             pins: berth_resolver::LockedPins::Taken,
             npm_latest: false,
             signature_reader: Some(berth_review::read_source_signature),
+            // What the CLI's `lock` and `sync` ask under the same policy key.
+            require_registry_signatures: config
+                .run_policy
+                .policy
+                .require_registry_signatures()
+                .map(str::to_owned),
         }
     }
 

@@ -406,6 +406,7 @@ proptest! {
             agent: None,
             marketplaces: Vec::new(),
             payloads: Vec::new(),
+            registry_keys: Vec::new(),
             tools: Vec::new(),
             exclude_newer: None,
         };
@@ -462,6 +463,7 @@ fn a_cancelled_build_stops_before_reading_plugins() {
         agent: None,
         marketplaces: Vec::new(),
         payloads: Vec::new(),
+        registry_keys: Vec::new(),
         tools: Vec::new(),
         exclude_newer: None,
     };

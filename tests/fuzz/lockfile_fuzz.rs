@@ -231,7 +231,7 @@ proptest! {
 
     #[test]
     fn the_lock_writer_round_trips(plugins in prop::collection::vec(locked_plugin(), 0..6)) {
-        let lock = Lock { plugins, agent: None, marketplaces: Vec::new(), payloads: Vec::new(), tools: Vec::new(), exclude_newer: None };
+        let lock = Lock { plugins, agent: None, marketplaces: Vec::new(), payloads: Vec::new(), registry_keys: Vec::new(), tools: Vec::new(), exclude_newer: None };
         let text = lock.to_toml();
         prop_assert_eq!(parse_lock("plugins.lock", &text), Ok(lock.clone()));
         prop_assert_eq!(text.clone(), lock.to_toml(), "deterministic");
@@ -243,7 +243,7 @@ proptest! {
         plugins in prop::collection::vec(locked_plugin(), 0..2),
         agent in locked_agent(),
     ) {
-        let lock = Lock { plugins, agent: Some(agent), marketplaces: Vec::new(), payloads: Vec::new(), tools: Vec::new(), exclude_newer: None };
+        let lock = Lock { plugins, agent: Some(agent), marketplaces: Vec::new(), payloads: Vec::new(), registry_keys: Vec::new(), tools: Vec::new(), exclude_newer: None };
         let text = lock.to_toml();
         prop_assert_eq!(parse_lock("plugins.lock", &text), Ok(lock.clone()));
         prop_assert_eq!(text, lock.to_toml(), "deterministic");

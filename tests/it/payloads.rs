@@ -29,7 +29,7 @@ fn have_uv() -> bool {
 }
 
 /// A local plugin `tools` whose `.mcp.json` has `servers`.
-fn tools_plugin(ctx: &TestContext, servers: Value) {
+pub(crate) fn tools_plugin(ctx: &TestContext, servers: Value) {
     let dir = ctx.work.join("tools");
     std::fs::create_dir_all(dir.join(".claude-plugin")).expect("mkdir");
     std::fs::write(
@@ -46,7 +46,7 @@ fn tools_plugin(ctx: &TestContext, servers: Value) {
 }
 
 /// Runs `berth ARGS` with these extra variables; fails the test unless it succeeds.
-fn berth(ctx: &TestContext, env: &[(&str, &str)], args: &[&str]) -> common::Run {
+pub(crate) fn berth(ctx: &TestContext, env: &[(&str, &str)], args: &[&str]) -> common::Run {
     let mut cmd = ctx.berth();
     cmd.args(args);
     for (key, value) in env {

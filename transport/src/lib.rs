@@ -7,6 +7,7 @@
 //!   DNS resolver that enforces it at connect time;
 //! - [`http`]: the one client configuration and what an upstream said, scrubbed;
 //!   [`integrity`]: Subresource Integrity values (npm's `dist.integrity`);
+//!   [`npm_signature`]: npm registry signatures (ECDSA P-256) checked against a registry key;
 //! - [`registries`]: which npm registry and Python index a package manager's own
 //!   configuration names (`.npmrc`, `uv.toml`), and the credentials it would send;
 //! - [`objects`]: object storage (a folder, S3); [`cache`]: Nix binary caches on it, with
@@ -25,7 +26,8 @@
 //! credentials, `uv.rs` uv's variables and `uv.toml` files; pure functions of an
 //! environment map and a file reader), the source policy and its DNS resolver
 //! (`policy.rs`), the one HTTP client configuration and what an upstream said, scrubbed
-//! (`http.rs`), Subresource Integrity (`integrity.rs`), object storage (`objects/`: a
+//! (`http.rs`), Subresource Integrity (`integrity.rs`), npm registry signatures
+//! (`npm_signature.rs`), object storage (`objects/`: a
 //! folder, S3, read-only http), Nix binary caches and their signatures (`cache/`: `mod.rs`
 //! push and substitute, `io_context.rs` naming the cache in every I/O error, `streams.rs`,
 //! `sign.rs`, `pins.rs` the pins a pusher saw beside its NARs; every read of object storage
@@ -42,6 +44,7 @@ pub mod extract;
 pub mod http;
 pub mod integrity;
 pub mod mcp_http;
+pub mod npm_signature;
 pub mod objects;
 pub mod policy;
 pub mod registries;

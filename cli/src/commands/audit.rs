@@ -1,8 +1,10 @@
 //! `berth audit`: hidden Unicode in every locked plugin, and the policy, in one report.
 
 use anyhow::{Context as _, Result};
+use berth_resolver::{PackageSignature, SignatureState, npm_signatures};
 use berth_review::{
-    Checked, Class, Finding, Place, Severity, escape_for_display, escape_json, finding_line,
+    Checked, Class, Finding, Place, Severity, Violation, escape_for_display, escape_json,
+    finding_line,
 };
 use serde_json::{Value, json};
 
@@ -14,7 +16,24 @@ pub fn run(ctx: &Context, args: &AuditArgs) -> Result<()> {
     let _hold = ctx.hold_store()?;
     let lock = ctx.require_lock("")?;
     let governance = ctx.governance()?;
-    let checked = ctx.review(&governance, &lock, Scan::All)?;
+    let mut checked = ctx.review(&governance, &lock, Scan::All)?;
+    // Every npm package's registry signature, checked offline against the lock's keys.
+    let signatures = npm_signatures(&lock);
+    let policy = governance.policy.require_registry_signatures();
+    checked.violations.extend(
+        signatures
+            .iter()
+            .filter_map(|s| signature_violation(s, policy)),
+    );
+    let unsigned: Vec<&PackageSignature<'_>> = signatures
+        .iter()
+        .filter(|s| {
+            !matches!(
+                s.state,
+                SignatureState::Verified | SignatureState::Bad { .. }
+            )
+        })
+        .collect();
     // Every form is escaped, written to a file or not: a report is read by people (text)
     // or shown by tools that render it (SARIF in a code-scanning page).
     let format = if args.json {
@@ -23,9 +42,10 @@ pub fn run(ctx: &Context, args: &AuditArgs) -> Result<()> {
         args.format
     };
     let report = match format {
-        AuditFormat::Text => escape_for_display(&text(&checked, &lock)).into_owned(),
+        AuditFormat::Text => escape_for_display(&text(&checked, &lock, &unsigned)).into_owned(),
         AuditFormat::Json => escape_json(
-            &(serde_json::to_string_pretty(&json_report(&checked, &lock)).expect("serialisable")
+            &(serde_json::to_string_pretty(&json_report(&checked, &lock, &unsigned))
+                .expect("serialisable")
                 + "\n"),
         )
         .into_owned(),
@@ -70,8 +90,62 @@ pub fn run(ctx: &Context, args: &AuditArgs) -> Result<()> {
     }
 }
 
-fn text(checked: &Checked, lock: &berth_lockfile_schema::Lock) -> String {
+/// What refuses a package's signature, as a policy violation: a signature that does not
+/// verify always, one the registry did not make with a key the lock holds under `policy`
+/// (the file that sets `require_registry_signatures = true`).
+fn signature_violation(s: &PackageSignature<'_>, policy: Option<&str>) -> Option<Violation> {
+    let (rule, file) = match (&s.state, policy) {
+        (SignatureState::Verified, _) => return None,
+        (SignatureState::Bad { .. }, _) => ("registry signatures verify", "berth's defaults"),
+        (_, Some(file)) => ("require_registry_signatures = true", file),
+        (_, None) => return None,
+    };
+    Some(Violation {
+        plugin: s.payload.plugin.clone(),
+        capability: "registry_signature".to_owned(),
+        rule: rule.to_owned(),
+        file: file.to_owned(),
+        detail: format!(
+            "{}: {}; run `berth plugins lock --upgrade-plugin {}` to lock it again from its registry",
+            package_line(s),
+            s.state.describe(),
+            s.payload.plugin
+        ),
+        needs_approval: false,
+    })
+}
+
+/// ``npm package `fake-dep@1.0.0` in the closure of `fake-mcp` 1.1.0 (MCP server `fake` of
+/// plugin `tools`)``.
+fn package_line(s: &PackageSignature<'_>) -> String {
+    let payload = s.payload;
+    format!(
+        "npm package `{}@{}` in the closure of `{}` {} ({} of plugin `{}`)",
+        s.package.name(),
+        s.package.version,
+        payload.package,
+        payload.version,
+        payload.used_by.describe(&payload.server),
+        payload.plugin
+    )
+}
+
+fn text(
+    checked: &Checked,
+    lock: &berth_lockfile_schema::Lock,
+    unsigned: &[&PackageSignature<'_>],
+) -> String {
     let mut out = String::new();
+    // Allowed without `require_registry_signatures`, but nothing vouches for where they
+    // came from.
+    for s in unsigned {
+        out.push_str(&format!(
+            "{}: {}: {}\n",
+            s.state.as_str().replace('_', " "),
+            package_line(s),
+            s.state.describe()
+        ));
+    }
     // What MCP servers offer the model is unknown for these: nothing vouches for it.
     for t in lock.tools.iter().filter(|t| t.unobserved.is_some()) {
         out.push_str(&format!(
@@ -105,7 +179,11 @@ fn finding_json(plugin: &str, f: &Finding) -> Value {
     })
 }
 
-fn json_report(checked: &Checked, lock: &berth_lockfile_schema::Lock) -> Value {
+fn json_report(
+    checked: &Checked,
+    lock: &berth_lockfile_schema::Lock,
+    unsigned: &[&PackageSignature<'_>],
+) -> Value {
     let mut report = json!({
         "version": 1,
         "findings": checked.findings.iter().map(|(p, f)| finding_json(p, f)).collect::<Vec<_>>(),
@@ -121,6 +199,22 @@ fn json_report(checked: &Checked, lock: &berth_lockfile_schema::Lock) -> Value {
         .collect();
     if !unobserved.is_empty() {
         report["unobserved_servers"] = json!(unobserved);
+    }
+    if !unsigned.is_empty() {
+        report["unsigned_npm_packages"] = unsigned
+            .iter()
+            .map(|s| {
+                json!({
+                    "plugin": s.payload.plugin,
+                    "server": s.payload.server,
+                    "payload": s.payload.package,
+                    "name": s.package.name(),
+                    "version": s.package.version,
+                    "state": s.state.as_str(),
+                    "why": s.state.describe(),
+                })
+            })
+            .collect();
     }
     report
 }

@@ -126,6 +126,7 @@ pub fn lock_diff(
         agent: None,
         marketplaces: lock.marketplaces.clone(),
         payloads: Vec::new(),
+        registry_keys: Vec::new(),
         tools: lock.tools.clone(),
         exclude_newer: None,
     };

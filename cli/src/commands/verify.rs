@@ -18,7 +18,16 @@ pub fn run(ctx: &Context, args: &VerifyArgs) -> Result<()> {
     } else {
         None
     };
-    let settings = ctx.settings(Network::Online);
+    let mut settings = ctx.settings(Network::Online);
+    // Each payload's npm registry signatures are checked from the lock before it is
+    // fetched, under what the policy asks of them.
+    if ctx.policy_path.is_some() {
+        settings.require_registry_signatures = ctx
+            .governance()?
+            .policy
+            .require_registry_signatures()
+            .map(str::to_owned);
+    }
     let outcomes = verify_plugins(
         &ctx.store,
         &settings,

@@ -203,6 +203,7 @@ impl Context {
             pins: Default::default(),
             npm_latest: false,
             signature_reader: Some(berth_review::read_source_signature),
+            require_registry_signatures: None,
         }
     }
 

@@ -7,6 +7,10 @@ use super::file::{Capability, Level, PolicyFile, SignerChange, ToolsRule, Unicod
 use super::glob_match;
 use super::signers::Signers;
 
+mod levels;
+
+use levels::looser_levels;
+
 /// A chain of policy files that loosens what it extends.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -185,6 +189,16 @@ impl Policy {
         self.files
             .iter()
             .find(|(_, f)| f.require_signed_approvals == Some(true))
+            .map(|(label, _)| label.as_str())
+    }
+
+    /// The first file that sets `[payloads] require_registry_signatures = true`, if any:
+    /// then every npm package of a locked closure must carry its registry's signature,
+    /// verified with a key the lock holds.
+    pub fn require_registry_signatures(&self) -> Option<&str> {
+        self.files
+            .iter()
+            .find(|(_, f)| f.payloads.require_registry_signatures == Some(true))
             .map(|(label, _)| label.as_str())
     }
 
@@ -398,7 +412,7 @@ fn loosens(
         what,
         parent_says,
     };
-    if let Some((what, parent_says)) = file.looser_levels(earlier) {
+    if let Some((what, parent_says)) = looser_levels(file, earlier) {
         return Err(error(what, parent_says));
     }
     // Patterns are compared in canonical form, as sources are: a child's allow pattern

@@ -126,65 +126,13 @@ pub struct PolicyFile {
     /// `[capabilities]`.
     #[serde(default)]
     pub capabilities: Capabilities,
+    /// `[payloads]`.
+    #[serde(default)]
+    pub payloads: Payloads,
     /// `exclude-newer`: releases younger than this are not locked; the earliest cutoff of
     /// the chain and the manifest wins.
     #[serde(rename = "exclude-newer", default)]
     pub exclude_newer: Option<String>,
-}
-
-impl PolicyFile {
-    /// What `file` sets looser than `earlier` of the levels (capabilities, `tools`, signed
-    /// approvals, hidden Unicode): what it says, and what the parent says.
-    pub(super) fn looser_levels(&self, earlier: &PolicyFile) -> Option<(String, String)> {
-        let file = self;
-        for capability in Capability::ALL {
-            if let (Some(mine), Some(theirs)) = (
-                file.capabilities.get(capability),
-                earlier.capabilities.get(capability),
-            ) && mine < theirs
-            {
-                let key = capability.as_str();
-                return Some((
-                    format!("sets {key} = \"{}\"", mine.as_str()),
-                    format!("sets it to \"{}\"", theirs.as_str()),
-                ));
-            }
-        }
-        if let (Some(mine), Some(theirs)) = (file.capabilities.tools, earlier.capabilities.tools)
-            && mine < theirs
-        {
-            return Some((
-                format!("sets tools = \"{}\"", mine.as_str()),
-                format!("sets it to \"{}\"", theirs.as_str()),
-            ));
-        }
-        if let (Some(mine), Some(theirs)) =
-            (file.sources.signer_change, earlier.sources.signer_change)
-            && mine < theirs
-        {
-            return Some((
-                format!("sets signer_change = \"{}\"", mine.as_str()),
-                format!("sets it to \"{}\"", theirs.as_str()),
-            ));
-        }
-        if file.require_signed_approvals == Some(false)
-            && earlier.require_signed_approvals == Some(true)
-        {
-            return Some((
-                "sets require_signed_approvals = false".to_owned(),
-                "sets it to true".to_owned(),
-            ));
-        }
-        if file.capabilities.hidden_unicode == Some(UnicodeLevel::Warn)
-            && earlier.capabilities.hidden_unicode == Some(UnicodeLevel::Deny)
-        {
-            return Some((
-                "sets hidden_unicode = \"warn\"".to_owned(),
-                "sets it to \"deny\"".to_owned(),
-            ));
-        }
-        None
-    }
 }
 
 impl PolicyFile {
@@ -234,6 +182,15 @@ impl SignerChange {
             SignerChange::Deny => "deny",
         }
     }
+}
+
+/// `[payloads]`: what the packages runner lines start (`npx`, `uvx`) must be.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Payloads {
+    /// `require_registry_signatures`: every npm package of a locked closure must carry its
+    /// registry's signature, verified with a registry key the lock holds.
+    pub require_registry_signatures: Option<bool>,
 }
 
 /// `[capabilities]`.
@@ -344,10 +301,13 @@ mcp_remote = "allow"
 mcp_remote_hosts = ["*.acme.dev"]
 executables = "deny"
 hidden_unicode = "warn"
+[payloads]
+require_registry_signatures = true
 "#,
             "p.toml",
         )
         .expect("valid");
+        assert_eq!(file.payloads.require_registry_signatures, Some(true));
         assert_eq!(file.extends, ["../org/berth-policy.toml"]);
         assert_eq!(file.allowed_signers.as_deref(), Some("allowed_signers"));
         assert_eq!(file.require_signed_approvals, Some(true));

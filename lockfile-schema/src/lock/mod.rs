@@ -5,6 +5,7 @@
 mod agent;
 mod agent_wire;
 mod marketplace;
+mod npm;
 mod payload;
 mod signature;
 mod staleness;
@@ -15,7 +16,8 @@ mod writer;
 pub use agent::{LockedAgent, LockedWheel};
 pub use agent_wire::{LockedAgentWire, LockedWheelWire};
 pub use marketplace::{AutoLoadWire, LockedMarketplace, LockedMarketplaceWire};
-pub use payload::{LockedNpmPackage, LockedPayload, LockedPayloadWire};
+pub use npm::{LockedNpmPackage, NpmSignature, RegistryKey, RegistryKeyWire, sorted_keys};
+pub use payload::{LockedPayload, LockedPayloadWire};
 pub use signature::{SignatureKind, SignedObject, SourceSignature};
 pub use staleness::Staleness;
 pub(crate) use staleness::differ;
@@ -48,6 +50,9 @@ pub struct Lock {
     /// The packages MCP servers start through runners (`npx`, `uvx`), pinned with their
     /// closures, by plugin then server.
     pub payloads: Vec<LockedPayload>,
+    /// The npm registry keys the payloads' signatures name, by key id (see
+    /// [`sorted_keys`]).
+    pub registry_keys: Vec<RegistryKey>,
     /// What each observed MCP server offered the model, by plugin then server.
     pub tools: Vec<LockedTools>,
     /// The release-age cutoff the lock was made with (`exclude-newer`): nothing it pins
@@ -246,6 +251,18 @@ pub enum LockError {
         /// What is wrong.
         message: String,
     },
+    /// Well-formed TOML with a bad value in a `[[registry_key]]`.
+    #[error(
+        "{file}: registry key `{keyid}`: {message}; run `berth plugins lock` to regenerate the lockfile"
+    )]
+    InvalidRegistryKey {
+        /// The lockfile.
+        file: String,
+        /// The key's id.
+        keyid: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Well-formed TOML with a bad value in a `[[tools]]`.
     #[error(
         "{file}: tools of plugin `{plugin}`, server `{server}`: {message}; run `berth plugins observe` to record them again"
@@ -385,6 +402,7 @@ fn validate(file: &str, wire: LockFileWire) -> Result<Lock, LockError> {
             })
         })
         .collect::<Result<_, _>>()?;
+    let registry_keys = registry_keys(file, wire.registry_key)?;
     let tools = wire
         .tools
         .into_iter()
@@ -403,9 +421,28 @@ fn validate(file: &str, wire: LockFileWire) -> Result<Lock, LockError> {
         agent,
         marketplaces,
         payloads,
+        registry_keys,
         tools,
         exclude_newer,
     })
+}
+
+/// The `[[registry_key]]` tables, validated, one per key id.
+fn registry_keys(file: &str, wire: Vec<RegistryKeyWire>) -> Result<Vec<RegistryKey>, LockError> {
+    let invalid = |keyid: &str, message: String| LockError::InvalidRegistryKey {
+        file: file.to_owned(),
+        keyid: keyid.to_owned(),
+        message,
+    };
+    let keys = wire
+        .into_iter()
+        .map(|k| {
+            let keyid = k.keyid.clone();
+            RegistryKey::try_from(k).map_err(|message| invalid(&keyid, message))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let first = keys.first().map(|k| k.keyid.clone()).unwrap_or_default();
+    sorted_keys(keys).map_err(|message| invalid(&first, message))
 }
 
 #[cfg(test)]

@@ -7,23 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use super::agent::LockedWheel;
 use super::agent_wire::{LockedWheelWire, wheels_from_wire, write_wheels};
+use super::npm::{LockedNpmPackage, LockedNpmPackageWire, check_registry, is_closure_path};
 use super::write_fields;
 use crate::hash::Sha256Hash;
 use crate::runner::{Ecosystem, PayloadUse};
-
-/// One npm package of a closure, at its place in `node_modules`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockedNpmPackage {
-    /// Its folder in the closure, as npm's lockfile names it (`node_modules/a`,
-    /// `node_modules/a/node_modules/b`).
-    pub path: String,
-    /// Its version.
-    pub version: String,
-    /// The tarball's URL.
-    pub url: String,
-    /// The registry's `dist.integrity` of the tarball (SRI, sha512 as a rule).
-    pub integrity: String,
-}
 
 /// One locked payload: what one MCP server of one plugin runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,48 +123,6 @@ pub struct LockedPayloadWire {
     pub wheel: Vec<LockedWheelWire>,
 }
 
-/// One `[[payload.npm]]` entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LockedNpmPackageWire {
-    /// Its folder in the closure (`node_modules/...`).
-    #[schemars(regex(pattern = r"^node_modules/"))]
-    pub path: String,
-    /// Its version.
-    #[schemars(length(min = 1))]
-    pub version: String,
-    /// The tarball's URL.
-    #[schemars(length(min = 1))]
-    pub url: String,
-    /// The tarball's integrity, SRI (`sha512-...`).
-    #[schemars(length(min = 8))]
-    pub integrity: String,
-}
-
-/// Whether `path` is a plain `node_modules/...` path with no way out of the closure.
-fn is_closure_path(path: &str) -> bool {
-    path.starts_with("node_modules/")
-        && path
-            .split('/')
-            .all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains('\\'))
-}
-
-/// A recorded registry is an http(s) URL with no userinfo: a lock holds no credential.
-fn check_registry(registry: &str) -> Result<(), String> {
-    let rest = registry
-        .strip_prefix("https://")
-        .or_else(|| registry.strip_prefix("http://"))
-        .ok_or_else(|| format!("`registry = \"{registry}\"` is not an http(s) URL"))?;
-    let authority = &rest[..rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len())];
-    if authority.is_empty() || authority.contains('@') {
-        return Err(format!(
-            "`registry = \"{}\"` must name a host and carry no credentials",
-            crate::redact(registry).text
-        ));
-    }
-    Ok(())
-}
-
 impl TryFrom<LockedPayloadWire> for LockedPayload {
     type Error = String;
 
@@ -191,24 +136,11 @@ impl TryFrom<LockedPayloadWire> for LockedPayload {
                 format!("`use = \"{text}\"` is not `mcp_server`, `hook` or `lsp_server`")
             })?,
         };
-        let mut npm = Vec::with_capacity(w.npm.len());
-        for p in w.npm {
-            if !is_closure_path(&p.path) {
-                return Err(format!("`{}` is not a `node_modules/` path", p.path));
-            }
-            if !(p.url.starts_with("https://") || p.url.starts_with("http://")) {
-                return Err(format!(
-                    "`{}` comes from `{}`, which is not an http(s) URL",
-                    p.path, p.url
-                ));
-            }
-            npm.push(LockedNpmPackage {
-                path: p.path,
-                version: p.version,
-                url: p.url,
-                integrity: p.integrity,
-            });
-        }
+        let npm = w
+            .npm
+            .into_iter()
+            .map(LockedNpmPackage::try_from)
+            .collect::<Result<Vec<_>, _>>()?;
         let wheels = wheels_from_wire(w.wheel)?;
         if let Some(registry) = &w.registry {
             check_registry(registry)?;
@@ -283,16 +215,7 @@ impl LockedPayload {
             ],
         );
         for p in &self.npm {
-            out.push_str("\n[[payload.npm]]\n");
-            write_fields(
-                out,
-                &[
-                    ("path", Some(&p.path)),
-                    ("version", Some(&p.version)),
-                    ("url", Some(&p.url)),
-                    ("integrity", Some(&p.integrity)),
-                ],
-            );
+            p.write_toml(out);
         }
         write_wheels(out, "payload.wheel", &self.wheels);
     }

@@ -53,6 +53,7 @@ fn sample() -> Lock {
         agent: None,
         marketplaces: Vec::new(),
         payloads: Vec::new(),
+        registry_keys: Vec::new(),
         tools: Vec::new(),
         exclude_newer: None,
     }

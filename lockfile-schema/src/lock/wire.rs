@@ -53,6 +53,9 @@ pub struct LockFileWire {
     /// with its dependency closure.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub payload: Vec<super::LockedPayloadWire>,
+    /// The npm registry keys the payloads' signatures name (`keyid`), each once, by key id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub registry_key: Vec<super::RegistryKeyWire>,
     /// What each observed MCP server offered the model (its tools, prompts and
     /// resources), by the hash of the manifest kept in the store.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

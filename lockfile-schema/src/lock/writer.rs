@@ -80,6 +80,9 @@ impl Lock {
         for payload in &self.payloads {
             payload.write_toml(&mut out);
         }
+        for key in &self.registry_keys {
+            key.write_toml(&mut out);
+        }
         for tools in &self.tools {
             tools.write_toml(&mut out);
         }

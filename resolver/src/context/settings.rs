@@ -101,6 +101,10 @@ pub struct Settings {
     /// Records who signed each git plugin a lock resolves; `None`: nothing is recorded
     /// (a lock made so keeps the records its previous lock had).
     pub signature_reader: Option<SignatureReader>,
+    /// The policy file that sets `[payloads] require_registry_signatures = true`, if one
+    /// does: then every npm package of a payload must carry its registry's signature,
+    /// verified with a key the lock holds, at `lock` and at `sync`.
+    pub require_registry_signatures: Option<String>,
 }
 
 /// What decides a lock's release-age cutoff besides the manifest: the policy's

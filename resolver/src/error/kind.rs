@@ -45,6 +45,7 @@ impl ResolveError {
             | Self::RegistryConfig(_) => ErrorKind::InvalidInput,
             Self::Refused { .. } => ErrorKind::Refused,
             Self::PolicyDenied(_) => ErrorKind::PolicyDenied,
+            Self::RegistrySignature(refused) if refused.policy.is_some() => ErrorKind::PolicyDenied,
             Self::Download {
                 cause: DownloadError::TooLarge { .. } | DownloadError::GrewTooLarge { .. },
                 ..
@@ -85,6 +86,7 @@ impl ResolveError {
             | Self::Npm { .. }
             | Self::Payload { .. }
             | Self::NpmIntegrity { .. }
+            | Self::RegistrySignature(_)
             | Self::MarketplaceRewritten(_)
             | Self::UnknownPlugin { .. }
             | Self::Agent(_)

@@ -12,6 +12,7 @@ mod causes;
 mod denied;
 mod kind;
 mod pins;
+mod signature;
 
 pub use age::TooNew;
 pub use agent::{AgentLockError, WheelProblem};
@@ -19,6 +20,7 @@ pub use causes::{ArchiveProblem, DownloadError, LocalPathProblem};
 pub use denied::{DeniedSource, PolicyDenied};
 pub use kind::ErrorKind;
 pub use pins::PinMismatch;
+pub use signature::SignatureRefused;
 
 use berth_transport::http::Upstream;
 use berth_transport::policy::Refusal;
@@ -363,6 +365,9 @@ pub enum ResolveError {
         actual: String,
     },
 
+    /// An npm package's registry signature is refused.
+    #[error(transparent)]
+    RegistrySignature(Box<SignatureRefused>),
     /// A marketplace no longer has the commit the lock pins (its history was rewritten).
     #[error(transparent)]
     MarketplaceRewritten(Box<Rewritten>),

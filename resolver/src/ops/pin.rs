@@ -42,10 +42,12 @@ pub fn pin_payloads(
     });
     if let (true, Upgrade::Nothing, Some(previous)) = (same_plugins, upgrade, previous) {
         lock.payloads = previous.payloads.clone();
+        lock.registry_keys = previous.registry_keys.clone();
         return Ok(0);
     }
     // The plugins only: a payload that is no longer wanted need not be fetched.
     let payloads = std::mem::take(&mut lock.payloads);
+    let registry_keys = std::mem::take(&mut lock.registry_keys);
     let synced = sync_plugins(
         store,
         settings,
@@ -56,10 +58,11 @@ pub fn pin_payloads(
     )?;
     let kept = Lock {
         payloads,
+        registry_keys,
         exclude_newer: lock.exclude_newer.clone(),
         ..Lock::default()
     };
-    lock.payloads = lock_payloads(
+    (lock.payloads, lock.registry_keys) = lock_payloads(
         store,
         settings,
         reporter,

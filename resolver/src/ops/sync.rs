@@ -30,6 +30,12 @@ pub fn sync_plugins(
     local: LocalCheck,
 ) -> Result<SyncOutcome, Vec<EntryError>> {
     let env = Env::new(store, settings, reporter);
+    // Every npm package's registry signature, checked against the lock's keys before
+    // anything is fetched or used (a verdict in the store spares a no-op sync the work).
+    let refused = crate::payload::refused_signatures(&env, lock);
+    if !refused.is_empty() {
+        return Err(refused);
+    }
     if let Some(entries) = all_present(&env, lock, local) {
         // Staging a killed process left (a `gc` or `sync` stopped mid-way) goes even when
         // there is nothing to add: one `readdir` of an empty `tmp/` in the common case.

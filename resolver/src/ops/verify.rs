@@ -91,7 +91,12 @@ pub fn verify_payloads(
 ) -> Vec<VerifyOutcome> {
     let env = Env::new(store, settings, reporter);
     run_parallel(&lock.payloads, settings.jobs, |_, payload| {
-        let hashed = crate::payload::fresh_payload_hash(&env, payload).map_err(Arc::new);
+        // Its registry signatures, from the lock's keys, before it is fetched.
+        let refused = crate::payload::refusals_of(&env, payload, &lock.registry_keys);
+        let hashed = match refused.into_iter().next() {
+            Some(refused) => Err(Arc::new(refused.into())),
+            None => crate::payload::fresh_payload_hash(&env, payload).map_err(Arc::new),
+        };
         let status = VerifyStatus::of(hashed, &payload.hash);
         VerifyOutcome {
             name: format!(

@@ -380,6 +380,7 @@ mod tests {
             pins: Default::default(),
             npm_latest: false,
             signature_reader: None,
+            require_registry_signatures: None,
         }
     }
 

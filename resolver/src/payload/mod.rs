@@ -8,13 +8,15 @@
 //! the front end hands that reader to the resolver as [`Settings::payload_finder`].
 
 mod npm;
+mod npm_signed;
 mod provenance;
 mod python;
+mod signatures;
 
 use std::collections::BTreeMap;
 
 use berth_lockfile_schema::runner::{Ecosystem, PayloadWant};
-use berth_lockfile_schema::{Lock, LockedPayload};
+use berth_lockfile_schema::{Lock, LockedPayload, RegistryKey};
 use berth_store::{Staging, Store, StoreEntry, StoreError};
 
 pub use crate::context::PayloadFinder;
@@ -23,6 +25,8 @@ pub use provenance::{
     BuildClaims, BuildIdentity, Provenance, ProvenanceError, ProvenanceProblem, TrustedRoot,
     TrustedRootError, verify_npm_provenance,
 };
+pub use signatures::{PackageSignature, SignatureState, npm_signatures};
+pub(crate) use signatures::{refusals_of, refused_signatures};
 
 use crate::context::{ActiveCutoff, Env, Network, Reporter, Settings};
 use crate::error::{EntryError, ResolveError};
@@ -36,6 +40,8 @@ pub(crate) struct Staged {
     python_version: Option<String>,
     npm: Vec<berth_lockfile_schema::LockedNpmPackage>,
     wheels: Vec<berth_lockfile_schema::LockedWheel>,
+    /// The registry keys its npm packages' signatures name.
+    registry_keys: Vec<RegistryKey>,
     staging: Staging,
 }
 
@@ -66,10 +72,12 @@ impl From<StoreError> for NotLocked {
     }
 }
 
-/// The payloads of `lock`'s runner-started MCP servers: a previous pin is kept while the
-/// server's line still asks for the same package spec (unless `upgrade` covers its
-/// plugin, `may_move` says); the rest are resolved, their closures fetched, checked and added to the store.
-/// Without a [`Settings::payload_finder`] the lock's own payloads are returned as they are.
+/// The payloads of `lock`'s runner-started MCP servers, and the npm registry keys their
+/// signatures name: a previous pin is kept while the server's line still asks for the
+/// same package spec (unless `upgrade` covers its plugin, `may_move` says); the rest are
+/// resolved, their closures fetched, checked (npm registry signatures included) and added
+/// to the store. Without a [`Settings::payload_finder`] the lock's own payloads and keys
+/// are returned as they are.
 pub fn lock_payloads(
     store: &Store,
     settings: &Settings,
@@ -77,9 +85,9 @@ pub fn lock_payloads(
     lock: &Lock,
     previous: Option<&Lock>,
     may_move: &dyn Fn(&str) -> bool,
-) -> Result<Vec<LockedPayload>, Vec<EntryError>> {
+) -> Result<(Vec<LockedPayload>, Vec<RegistryKey>), Vec<EntryError>> {
     let Some(finder) = settings.payload_finder else {
-        return Ok(lock.payloads.clone());
+        return Ok((lock.payloads.clone(), lock.registry_keys.clone()));
     };
     let (wants, warnings) = finder(store, lock).map_err(|message| {
         vec![EntryError {
@@ -101,16 +109,79 @@ pub fn lock_payloads(
         previous,
         may_move,
         resolved: BTreeMap::new(),
+        keys: npm_signed::RunKeys::default(),
         out: Vec::new(),
         errors: Vec::new(),
     };
     for want in wants {
         run.lock_want(&want);
     }
-    if run.errors.is_empty() {
-        Ok(run.out)
+    if !run.errors.is_empty() {
+        return Err(run.errors);
+    }
+    let kept = previous.into_iter().chain(std::iter::once(lock));
+    match named_keys(run.keys.all(), kept, &run.out) {
+        Ok(keys) => Ok((run.out, keys)),
+        Err(message) => Err(vec![EntryError {
+            label: "npm registry keys".to_owned(),
+            error: Box::new(ResolveError::Payload {
+                what: "the payloads' registry keys".to_owned(),
+                message,
+            }),
+        }]),
+    }
+}
+
+/// The keys `payloads`' signatures name, in the lock's order: as this run read them
+/// (`read`), else as a lock they were kept from (`kept`) holds them. One id naming two
+/// different keys is refused.
+fn named_keys<'a>(
+    read: Vec<RegistryKey>,
+    kept: impl Iterator<Item = &'a Lock>,
+    payloads: &[LockedPayload],
+) -> Result<Vec<RegistryKey>, String> {
+    let named: std::collections::BTreeSet<&str> = payloads
+        .iter()
+        .flat_map(|p| &p.npm)
+        .filter_map(|package| package.signature.as_ref().map(|s| s.keyid.as_str()))
+        .collect();
+    let mut keys: BTreeMap<String, RegistryKey> = BTreeMap::new();
+    let kept: Vec<RegistryKey> = kept.flat_map(|l| l.registry_keys.iter().cloned()).collect();
+    for key in read.into_iter().chain(kept) {
+        if !named.contains(key.keyid.as_str()) {
+            continue;
+        }
+        match keys.get(&key.keyid) {
+            // A later `expires` of the same key is the registry's word now.
+            Some(known) if known.key != key.key || known.keytype != key.keytype => {
+                return Err(format!(
+                    "the id `{}` names two different keys (from `{}` and `{}`)",
+                    key.keyid, known.registry, key.registry
+                ));
+            }
+            Some(_) => {}
+            None => {
+                keys.insert(key.keyid.clone(), key);
+            }
+        }
+    }
+    berth_lockfile_schema::sorted_keys(keys.into_values().collect())
+}
+
+/// Checks the npm registry signatures of `lock`'s payloads against its keys, offline,
+/// under `settings`' policy, as `sync` does before anything else: for a front end that
+/// reads a lock without syncing it.
+pub fn check_registry_signatures(
+    store: &Store,
+    settings: &Settings,
+    reporter: &dyn Reporter,
+    lock: &Lock,
+) -> Result<(), Vec<EntryError>> {
+    let refused = refused_signatures(&Env::new(store, settings, reporter), lock);
+    if refused.is_empty() {
+        Ok(())
     } else {
-        Err(run.errors)
+        Err(refused)
     }
 }
 
@@ -122,6 +193,8 @@ struct PayloadRun<'a> {
     may_move: &'a dyn Fn(&str) -> bool,
     /// One resolution per package spec in a run, shared by every server that names it.
     resolved: BTreeMap<(Ecosystem, String, Option<String>), LockedPayload>,
+    /// The registry keys read in this run, once per registry.
+    keys: npm_signed::RunKeys,
     out: Vec<LockedPayload>,
     errors: Vec<EntryError>,
 }
@@ -188,7 +261,7 @@ impl PayloadRun<'_> {
             ),
         );
         let result = match call.ecosystem {
-            Ecosystem::Npm => npm::lock_npm(env, want),
+            Ecosystem::Npm => npm::lock_npm(env, want, &self.keys),
             Ecosystem::Python => python::lock_python(env, want),
         }
         .and_then(|staged| commit_payload(env, want, staged));
@@ -217,7 +290,7 @@ impl PayloadRun<'_> {
 }
 
 /// The payload of `want` whose closure `staged` holds, added to the store under its
-/// NAR hash.
+/// NAR hash (with the verdict that its npm signatures were checked).
 fn commit_payload(
     env: &Env<'_>,
     want: &PayloadWant,
@@ -244,6 +317,13 @@ fn commit_payload(
         .store
         .commit(staged.staging, &payload.entry_name(), None)?
         .hash;
+    if !payload.npm.is_empty() {
+        let verdict = signatures::checked_verdict(&payload.npm, &staged.registry_keys);
+        // Best effort: without it the next sync verifies the signatures again.
+        let _ = env
+            .store
+            .record_verdict(&payload.hash, &payload.entry_name(), &verdict);
+    }
     Ok(payload)
 }
 
@@ -319,4 +399,83 @@ fn fetch_closure(env: &Env<'_>, payload: &LockedPayload) -> Result<Staging, Reso
             message: why,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use berth_lockfile_schema::runner::PayloadUse;
+    use berth_lockfile_schema::{LockedNpmPackage, NpmSignature, Sha256Hash};
+
+    use super::*;
+
+    fn key(keyid: &str, key: &str, expires: Option<&str>) -> RegistryKey {
+        RegistryKey {
+            registry: "https://registry.example/".to_owned(),
+            keyid: keyid.to_owned(),
+            keytype: "ecdsa-sha2-nistp256".to_owned(),
+            key: key.to_owned(),
+            expires: expires.map(str::to_owned),
+        }
+    }
+
+    /// A payload of one package signed with the key `keyid`.
+    fn signed_by(keyid: &str) -> LockedPayload {
+        LockedPayload {
+            plugin: "tools".to_owned(),
+            server: "fake".to_owned(),
+            used_by: PayloadUse::McpServer,
+            runner: "npx".to_owned(),
+            spec: "fake-mcp@^1".to_owned(),
+            ecosystem: Ecosystem::Npm,
+            package: "fake-mcp".to_owned(),
+            version: "1.1.0".to_owned(),
+            registry: None,
+            entry: "node_modules/fake-mcp/bin/server.js".to_owned(),
+            hash: Sha256Hash::from_bytes([0; 32]),
+            python_version: None,
+            npm: vec![LockedNpmPackage {
+                path: "node_modules/fake-mcp".to_owned(),
+                name: None,
+                version: "1.1.0".to_owned(),
+                url: "https://registry.example/fake-mcp/-/fake-mcp-1.1.0.tgz".to_owned(),
+                integrity: "sha512-AAAA".to_owned(),
+                published: None,
+                signature: Some(NpmSignature {
+                    keyid: keyid.to_owned(),
+                    sig: "MEUCIQ==".to_owned(),
+                }),
+            }],
+            wheels: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_lock_keeps_the_keys_its_signatures_name_as_the_registry_gives_them_now() {
+        let kept = Lock {
+            registry_keys: vec![key("k1", "A", None), key("k2", "B", None)],
+            ..Lock::default()
+        };
+        let now = key("k1", "A", Some("2027-01-01T00:00:00Z"));
+        let keys = named_keys(
+            vec![now.clone()],
+            std::iter::once(&kept),
+            &[signed_by("k1")],
+        )
+        .expect("one key");
+        assert_eq!(
+            keys,
+            [now],
+            "the expiry read now, and no key no signature names"
+        );
+        let keys = named_keys(Vec::new(), std::iter::once(&kept), &[signed_by("k1")])
+            .expect("a kept pin's key");
+        assert_eq!(keys, [key("k1", "A", None)]);
+        let e = named_keys(
+            vec![key("k1", "C", None)],
+            std::iter::once(&kept),
+            &[signed_by("k1")],
+        )
+        .expect_err("one id, two keys");
+        assert!(e.contains("the id `k1` names two different keys"), "{e}");
+    }
 }

@@ -20,6 +20,8 @@ use berth_transport::registries::NpmConfig;
 use berth_transport::url::{SourceUrl, scrub, without_userinfo};
 use serde_json::Value;
 
+use super::npm_signed::{RunKeys, signed_closure};
+use super::signatures::closure_of;
 use super::{NotLocked, Staged};
 use crate::context::Env;
 use crate::error::ResolveError;
@@ -31,8 +33,13 @@ use crate::sources::{
 /// The largest `package.json` of a payload berth reads.
 const MAX_PACKAGE_JSON: u64 = 1 << 20;
 
-/// Resolves an npm runner line with npm and stages its closure.
-pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotLocked> {
+/// Resolves an npm runner line with npm and stages its closure, every package's registry
+/// signature verified (with `keys`, the registry keys this run read).
+pub(super) fn lock_npm(
+    env: &Env<'_>,
+    want: &PayloadWant,
+    keys: &RunKeys,
+) -> Result<Staged, NotLocked> {
     let call = &want.call;
     let work = env.store.stage()?;
     let manifest = serde_json::json!({
@@ -66,19 +73,7 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         ))
     })?;
     if !out.status.success() {
-        let stderr = scrub(&String::from_utf8_lossy(&out.stderr), &config.secrets());
-        let message = stderr
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .take(6)
-            .collect::<Vec<_>>()
-            .join("; ");
-        let cutoff = cutoff_hint(env, &message);
-        return Err(ResolveError::Payload {
-            what: format!("`{}` from `{registry}`", call.spec),
-            message: format!("npm could not resolve it: {message}{cutoff}"),
-        }
-        .into());
+        return Err(npm_failed(env, &out.stderr, config, &call.spec, &registry));
     }
     let text = fs_err::read_to_string(work.path().join("package-lock.json"))?;
     let lockfile: Value = serde_json::from_str(&text).map_err(|e| ResolveError::Payload {
@@ -94,6 +89,9 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         .map(|p| p.version.clone())
         .ok_or_else(|| NotLocked::Left(format!("npm's lock has no `{own}`")))?;
     report_held_back(env, want, &version, config, &registry);
+    let of = closure_of(&call.package, &version);
+    let (packages, registry_keys) =
+        signed_closure(env, config, keys, packages, (&of, &want.plugin))?;
     let staging = assemble_npm(env, &packages, config, &registry)?;
     let entry = bin_of(staging.path(), &own, &call.package, call.program.as_deref())
         .map_err(NotLocked::Left)?;
@@ -104,8 +102,33 @@ pub(super) fn lock_npm(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, NotL
         python_version: None,
         npm: packages,
         wheels: Vec::new(),
+        registry_keys,
         staging,
     })
+}
+
+/// Why npm could not resolve `spec` from `registry`, from its `stderr` (credentials
+/// scrubbed, its first lines).
+fn npm_failed(
+    env: &Env<'_>,
+    stderr: &[u8],
+    config: &NpmConfig,
+    spec: &str,
+    registry: &str,
+) -> NotLocked {
+    let stderr = scrub(&String::from_utf8_lossy(stderr), &config.secrets());
+    let message = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(6)
+        .collect::<Vec<_>>()
+        .join("; ");
+    let cutoff = cutoff_hint(env, &message);
+    ResolveError::Payload {
+        what: format!("`{spec}` from `{registry}`"),
+        message: format!("npm could not resolve it: {message}{cutoff}"),
+    }
+    .into()
 }
 
 /// npm's own release-age rule under the run's cutoff: `--before=CUTOFF`, only versions
@@ -280,9 +303,14 @@ fn closure(
         }
         out.push(LockedNpmPackage {
             path: path.clone(),
+            // An alias (`"b": "npm:c@1"`) is at `node_modules/b`, and its registry knows it
+            // as `c`.
+            name: text("name").filter(|real| real != name),
             version,
             url,
             integrity,
+            published: None,
+            signature: None,
         });
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));

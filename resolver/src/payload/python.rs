@@ -74,6 +74,7 @@ pub(super) fn lock_python(env: &Env<'_>, want: &PayloadWant) -> Result<Staged, N
         python_version: Some(python.minor_version()),
         npm: Vec::new(),
         wheels,
+        registry_keys: Vec::new(),
         staging,
     })
 }

@@ -1,10 +1,14 @@
 //! A static npm registry on 127.0.0.1 for the payload tests: packuments and tarballs
-//! built at test time, and `fake-mcp`, an MCP server that needs a dependency.
+//! built at test time, signed as the npm registry signs them (`dist.signatures`, with a
+//! P-256 key made here from a fixed seed and published at `/-/npm/v1/keys`), and
+//! `fake-mcp`, an MCP server that needs a dependency.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use base64::Engine as _;
+use p256::ecdsa::signature::Signer as _;
+use p256::ecdsa::{Signature, SigningKey};
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
@@ -25,7 +29,45 @@ pub fn have_node() -> bool {
     found
 }
 
-/// A static npm registry under `root`: `registry/NAME` documents, `tarballs/*.tgz`.
+/// How [`Registry::publish`] signs what it publishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signing {
+    /// With the registry's key, as the npm registry does.
+    Registry,
+    /// Not at all (`dist.signatures` left out).
+    Unsigned,
+    /// With a key the registry does not publish.
+    UnknownKey,
+    /// With the registry's key, over another text than the version's: a signature that
+    /// does not verify.
+    Tampered,
+}
+
+/// A P-256 key made from `seed`: its signing half, its id (`SHA256:` and the unpadded
+/// base64 of the sha256 of its DER `SubjectPublicKeyInfo`, as npm's ids read) and its
+/// `SubjectPublicKeyInfo` in base64, as `/-/npm/v1/keys` gives it.
+pub fn test_key(seed: u8) -> (SigningKey, String, String) {
+    let signing = SigningKey::from_slice(&[seed; 32]).expect("a scalar");
+    // `id-ecPublicKey` with `prime256v1`, then the uncompressed point.
+    let header = [
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08,
+        0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    ];
+    let point = signing.verifying_key().to_encoded_point(false);
+    let der = [&header[..], point.as_bytes()].concat();
+    let keyid = format!(
+        "SHA256:{}",
+        base64::engine::general_purpose::STANDARD_NO_PAD.encode(sha2::Sha256::digest(&der))
+    );
+    let key = base64::engine::general_purpose::STANDARD.encode(&der);
+    (signing, keyid, key)
+}
+
+/// The seed of every test registry's key.
+const REGISTRY_SEED: u8 = 0x42;
+
+/// A static npm registry under `root`: `registry/NAME` documents, `tarballs/*.tgz`, and
+/// `registry/-/npm/v1/keys`.
 pub struct Registry {
     root: PathBuf,
     pub server: FileServer,
@@ -33,6 +75,8 @@ pub struct Registry {
     packages: std::collections::BTreeMap<String, Vec<(String, Value)>>,
     /// Per package: version -> when it was published (the packument's `time`).
     times: std::collections::BTreeMap<String, serde_json::Map<String, Value>>,
+    /// How the next [`Registry::publish`] signs.
+    pub signing: Signing,
 }
 
 impl Registry {
@@ -56,7 +100,44 @@ impl Registry {
             server,
             packages: Default::default(),
             times: Default::default(),
+            signing: Signing::Registry,
         }
+        .with_keys()
+    }
+
+    /// Publishes the registry's key at `/-/npm/v1/keys`.
+    fn with_keys(self) -> Self {
+        let (_, keyid, key) = test_key(REGISTRY_SEED);
+        let keys = json!({"keys": [{
+            "expires": null,
+            "keyid": keyid,
+            "keytype": "ecdsa-sha2-nistp256",
+            "scheme": "ecdsa-sha2-nistp256",
+            "key": key,
+        }]});
+        let dir = self.root.join("registry/-/npm/v1");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join("keys"), keys.to_string()).expect("write");
+        self
+    }
+
+    /// The id of the key the registry signs with.
+    pub fn keyid(&self) -> String {
+        test_key(REGISTRY_SEED).1
+    }
+
+    /// `dist.signatures` of `name@version` with this integrity, as `self.signing` says.
+    fn signatures(&self, name: &str, version: &str, integrity: &str) -> Option<Value> {
+        let (seed, text) = match self.signing {
+            Signing::Unsigned => return None,
+            Signing::Registry => (REGISTRY_SEED, format!("{name}@{version}:{integrity}")),
+            Signing::UnknownKey => (0x17, format!("{name}@{version}:{integrity}")),
+            Signing::Tampered => (REGISTRY_SEED, format!("{name}@{version}0:{integrity}")),
+        };
+        let (signing, keyid, _) = test_key(seed);
+        let signature: Signature = signing.sign(text.as_bytes());
+        let sig = base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes());
+        Some(json!([{"keyid": keyid, "sig": sig}]))
     }
 
     pub fn url(&self) -> String {
@@ -87,6 +168,9 @@ impl Registry {
             "tarball": self.server.url(&format!("tarballs/{file}")),
             "integrity": integrity,
         });
+        if let Some(signatures) = self.signatures(name, version, &integrity) {
+            document["dist"]["signatures"] = signatures;
+        }
         self.packages
             .entry(name.to_owned())
             .or_default()
@@ -138,6 +222,15 @@ pub fn fake_registry_requiring_token(root: &Path, token: &str) -> Registry {
     publish_fake(Registry::start_requiring_token(root, token))
 }
 
+/// [`fake_registry`], with `fake-dep` signed as `signing` says (the rest as the registry
+/// signs).
+pub fn fake_registry_signing_dep(root: &Path, signing: Signing) -> Registry {
+    let mut registry = Registry::start(root);
+    registry.signing = signing;
+    publish_fake(registry)
+}
+
+/// Publishes `fake-dep` as `registry.signing` says, then `fake-mcp` signed by the registry.
 fn publish_fake(mut registry: Registry) -> Registry {
     registry.publish(
         "fake-dep",
@@ -145,6 +238,7 @@ fn publish_fake(mut registry: Registry) -> Registry {
         json!({"main": "index.js"}),
         &[("index.js", "module.exports = { who: 'fake-dep 1.0.0' };\n")],
     );
+    registry.signing = Signing::Registry;
     for version in ["1.0.0", "1.1.0", "2.0.0"] {
         let server = format!(
             "#!/usr/bin/env node\n\

@@ -356,3 +356,40 @@ fn every_file_s_exclude_newer_is_an_ask_and_a_later_one_is_no_loosening() {
         ]
     );
 }
+
+#[test]
+fn registry_signatures_required_anywhere_are_required_and_never_loosened() {
+    let on = "[payloads]\nrequire_registry_signatures = true\n";
+    let off = "[payloads]\nrequire_registry_signatures = false\n";
+    let policy = chain(&[("org.toml", on), ("team.toml", "")]).expect("tightens");
+    assert_eq!(policy.require_registry_signatures(), Some("org.toml"));
+    let policy = chain(&[("org.toml", off), ("team.toml", on)]).expect("tightens");
+    assert_eq!(policy.require_registry_signatures(), Some("team.toml"));
+    assert_eq!(
+        chain(&[("a.toml", "")])
+            .expect("empty")
+            .require_registry_signatures(),
+        None
+    );
+    let e = chain(&[("org.toml", on), ("team.toml", off)]).expect_err("loosens");
+    assert_eq!(
+        e.to_string(),
+        "`team.toml` sets require_registry_signatures = false, but `org.toml` sets it to true; a policy may only tighten what it extends: remove it from `team.toml` or change `org.toml`"
+    );
+}
+
+#[test]
+fn a_change_of_signer_gets_the_strictest_rule_and_a_child_never_loosens_it() {
+    use crate::governance::SignerChange;
+    let deny = "[sources]\nsigner_change = \"deny\"\n";
+    let warn = "[sources]\nsigner_change = \"warn\"\n";
+    let none = chain(&[("a.toml", "")]).expect("empty");
+    assert_eq!(none.signer_change(), (SignerChange::Approve, None));
+    let policy = chain(&[("org.toml", warn), ("team.toml", deny)]).expect("tightens");
+    assert_eq!(policy.signer_change(), (SignerChange::Deny, Some("team.toml")));
+    let e = chain(&[("org.toml", deny), ("team.toml", warn)]).expect_err("loosens");
+    assert_eq!(
+        e.to_string(),
+        "`team.toml` sets signer_change = \"warn\", but `org.toml` sets it to \"deny\"; a policy may only tighten what it extends: remove it from `team.toml` or change `org.toml`"
+    );
+}

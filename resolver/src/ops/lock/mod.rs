@@ -148,6 +148,9 @@ pub fn lock_plugins(
             marketplaces: markets.into_iter().map(|m| m.locked).collect(),
             // Kept as they were: `lock_payloads` pins them once the plugins are stored.
             payloads: previous.map(|p| p.payloads.clone()).unwrap_or_default(),
+            registry_keys: previous
+                .map(|p| p.registry_keys.clone())
+                .unwrap_or_default(),
             // Kept as they were: the caller observes the servers whose code changed.
             tools: previous.map(|p| p.tools.clone()).unwrap_or_default(),
             exclude_newer: cutoff.as_ref().map(|c| c.cutoff.clone()),
