@@ -45,34 +45,7 @@ impl Lock {
             }
         }
         for plugin in &self.plugins {
-            let w = LockedPluginWire::from(plugin);
-            out.push_str("\n[[plugin]]\n");
-            let fields: [(&str, Option<&String>); 12] = [
-                ("name", Some(&w.name)),
-                ("requested", w.requested.as_ref()),
-                ("source", Some(&w.source)),
-                ("ref", w.git_ref.as_ref()),
-                ("version", w.version.as_ref()),
-                ("resolved_ref", w.resolved_ref.as_ref()),
-                ("repo_path", w.repo_path.as_ref()),
-                ("url", w.url.as_ref()),
-                ("rev", w.rev.as_ref()),
-                ("archive_hash", w.archive_hash.as_ref()),
-                ("path", w.path.as_ref()),
-                ("hash", Some(&w.hash)),
-            ];
-            write_fields(&mut out, &fields);
-            write_fields(&mut out, &[("plugin_version", w.plugin_version.as_ref())]);
-            write_list(&mut out, "dependencies", &w.dependencies);
-            write_list(&mut out, "needed_by", &w.needed_by);
-            write_fields(&mut out, &[("auto_load", w.auto_load.as_ref())]);
-            if w.standalone_skill {
-                out.push_str("standalone_skill = true\n");
-            }
-            write_fields(&mut out, &[("definition", w.definition.as_ref())]);
-            if let Some(signature) = &plugin.signature {
-                signature.write_toml(&mut out);
-            }
+            write_plugin(&mut out, plugin);
         }
         if let Some(agent) = &self.agent {
             agent.write_toml(&mut out);
@@ -87,6 +60,38 @@ impl Lock {
             tools.write_toml(&mut out);
         }
         out
+    }
+}
+
+/// One `[[plugin]]` table, its keys in the fixed order.
+fn write_plugin(out: &mut String, plugin: &super::LockedPlugin) {
+    let w = LockedPluginWire::from(plugin);
+    out.push_str("\n[[plugin]]\n");
+    let fields: [(&str, Option<&String>); 12] = [
+        ("name", Some(&w.name)),
+        ("requested", w.requested.as_ref()),
+        ("source", Some(&w.source)),
+        ("ref", w.git_ref.as_ref()),
+        ("version", w.version.as_ref()),
+        ("resolved_ref", w.resolved_ref.as_ref()),
+        ("repo_path", w.repo_path.as_ref()),
+        ("url", w.url.as_ref()),
+        ("rev", w.rev.as_ref()),
+        ("archive_hash", w.archive_hash.as_ref()),
+        ("path", w.path.as_ref()),
+        ("hash", Some(&w.hash)),
+    ];
+    write_fields(out, &fields);
+    write_fields(out, &[("plugin_version", w.plugin_version.as_ref())]);
+    write_list(out, "dependencies", &w.dependencies);
+    write_list(out, "needed_by", &w.needed_by);
+    write_fields(out, &[("auto_load", w.auto_load.as_ref())]);
+    if w.standalone_skill {
+        out.push_str("standalone_skill = true\n");
+    }
+    write_fields(out, &[("definition", w.definition.as_ref())]);
+    if let Some(signature) = &plugin.signature {
+        signature.write_toml(out);
     }
 }
 
