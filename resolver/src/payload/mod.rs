@@ -444,6 +444,7 @@ mod tests {
                     keyid: keyid.to_owned(),
                     sig: "MEUCIQ==".to_owned(),
                 }),
+                provenance: None,
             }],
             wheels: Vec::new(),
         }

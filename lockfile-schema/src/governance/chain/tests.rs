@@ -386,7 +386,10 @@ fn a_change_of_signer_gets_the_strictest_rule_and_a_child_never_loosens_it() {
     let none = chain(&[("a.toml", "")]).expect("empty");
     assert_eq!(none.signer_change(), (SignerChange::Approve, None));
     let policy = chain(&[("org.toml", warn), ("team.toml", deny)]).expect("tightens");
-    assert_eq!(policy.signer_change(), (SignerChange::Deny, Some("team.toml")));
+    assert_eq!(
+        policy.signer_change(),
+        (SignerChange::Deny, Some("team.toml"))
+    );
     let e = chain(&[("org.toml", deny), ("team.toml", warn)]).expect_err("loosens");
     assert_eq!(
         e.to_string(),
