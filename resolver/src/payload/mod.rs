@@ -8,6 +8,7 @@
 //! the front end hands that reader to the resolver as [`Settings::payload_finder`].
 
 mod npm;
+mod npm_provenance;
 mod npm_signed;
 mod provenance;
 mod python;
