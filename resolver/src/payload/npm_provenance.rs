@@ -38,10 +38,11 @@ fn trusted_root() -> Result<TrustedRoot, ResolveError> {
 
 /// Verifies the provenance of every package of `packages` whose registry document names
 /// an attestations document (`attestations[i]`, fetched from `registries[i]`) and records
-/// what it names; the first package whose provenance does not verify is refused.
+/// what it names; the first package whose provenance does not verify is refused, the
+/// refusal saying whose closure (`of`) it is in.
 pub(super) fn verify_closure(
     env: &Env<'_>,
-    config: &NpmConfig,
+    (config, of): (&NpmConfig, &str),
     registries: &[String],
     packages: &mut [LockedNpmPackage],
     attestations: &[Option<String>],
@@ -54,7 +55,7 @@ pub(super) fn verify_closure(
         let Some(url) = &attestations[i] else {
             return Ok(None);
         };
-        verified(env, config, &registries[i], package, url, &root).map(Some)
+        verified(env, (config, of), &registries[i], package, (url, &root)).map(Some)
     });
     for (package, provenance) in packages.iter_mut().zip(checked) {
         package.provenance = provenance?;
@@ -62,19 +63,19 @@ pub(super) fn verify_closure(
     Ok(())
 }
 
-/// The provenance of `package`, from the attestations document at `url`.
+/// The provenance of `package`, from the attestations document at `url`, verified against
+/// `root`.
 fn verified(
     env: &Env<'_>,
-    config: &NpmConfig,
+    (config, of): (&NpmConfig, &str),
     registry: &str,
     package: &LockedNpmPackage,
-    url: &str,
-    root: &TrustedRoot,
+    (url, root): (&str, &TrustedRoot),
 ) -> Result<NpmProvenance, ResolveError> {
     let (name, version) = (package.name(), package.version.as_str());
     let refused = |message: String| ResolveError::Npm {
         package: format!("{name}@{version}"),
-        message: format!("{message}; nothing was locked"),
+        message: format!("{of}, {message}; nothing was locked"),
     };
     let sha512 = sha512_of(&package.integrity).ok_or_else(|| {
         refused(format!(

@@ -167,7 +167,7 @@ pub(super) fn signed_closure(
     }
     npm_provenance::verify_closure(
         &quiet_env,
-        config,
+        (config, of),
         &registries,
         &mut packages,
         &attestations,
