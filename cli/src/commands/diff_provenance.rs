@@ -1,0 +1,89 @@
+//! What `plugins diff` says of an MCP server package's npm provenance when a package of
+//! its closure moved to another version: built from another repository, signed by another
+//! workflow, or without the provenance the old version had. Read from the two locks'
+//! records, which `lock` verified.
+
+use berth_lockfile_schema::{LockedNpmPackage, LockedPayload};
+use serde::Serialize;
+
+/// One npm package whose new version's provenance names another build than its old one.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct ProvenanceChange {
+    /// The npm package (of the closure).
+    pub package: String,
+    /// Its old version, which had a provenance.
+    pub from_version: String,
+    /// Its new version.
+    pub to_version: String,
+    /// `repository` (built from another one), `workflow` (signed by another workflow
+    /// file) or `lost` (no provenance now).
+    pub change: &'static str,
+    /// What the old provenance named: the repository, or the workflow.
+    pub from: Option<String>,
+    /// What the new one names; `null` when it has none.
+    pub to: Option<String>,
+}
+
+impl ProvenanceChange {
+    /// The changes of provenance between the closures of `before` and `after`, for the
+    /// packages (by name) whose version moved.
+    pub fn between(before: &LockedPayload, after: &LockedPayload) -> Vec<Self> {
+        after
+            .npm
+            .iter()
+            .filter_map(|new| {
+                let old = before
+                    .npm
+                    .iter()
+                    .find(|old| old.name() == new.name() && old.version != new.version)?;
+                Self::of(old, new)
+            })
+            .collect()
+    }
+
+    fn of(old: &LockedNpmPackage, new: &LockedNpmPackage) -> Option<Self> {
+        let was = old.provenance.as_ref()?;
+        let (change, from, to) = match &new.provenance {
+            None => ("lost", was.repository.clone(), None),
+            Some(now) if now.repository != was.repository => {
+                ("repository", was.repository.clone(), now.repository.clone())
+            }
+            // A release built from another tag keeps its workflow file.
+            Some(now) if now.workflow_file() != was.workflow_file() => {
+                ("workflow", was.workflow.clone(), now.workflow.clone())
+            }
+            Some(_) => return None,
+        };
+        Some(ProvenanceChange {
+            package: new.name().to_owned(),
+            from_version: old.version.clone(),
+            to_version: new.version.clone(),
+            change,
+            from,
+            to,
+        })
+    }
+
+    /// `` `fake-mcp` 1.2.0 was built from another repository, `B` (1.1.0: `A`) ``.
+    pub fn describe(&self) -> String {
+        let (package, old, new) = (&self.package, &self.from_version, &self.to_version);
+        let shown =
+            |v: &Option<String>| v.as_deref().map_or("none".to_owned(), |v| format!("`{v}`"));
+        match self.change {
+            "lost" => format!(
+                "`{package}` {new} has no provenance ({old} had one, built from {})",
+                shown(&self.from)
+            ),
+            "repository" => format!(
+                "`{package}` {new} was built from another repository, {} ({old}: {})",
+                shown(&self.to),
+                shown(&self.from)
+            ),
+            _ => format!(
+                "`{package}` {new} was signed by another workflow, {} ({old}: {})",
+                shown(&self.to),
+                shown(&self.from)
+            ),
+        }
+    }
+}
