@@ -6,12 +6,12 @@
 //! package; one that does is recorded on its `[[payload.npm]]` entry. `sync` trusts that
 //! record: nothing here runs again offline.
 
-use base64::Engine as _;
 use berth_lockfile_schema::{LockedNpmPackage, NpmProvenance};
+use berth_transport::integrity::Integrity;
 use berth_transport::registries::NpmConfig;
 
 use super::NotLocked;
-use super::provenance::{Provenance, TrustedRoot, verify_npm_provenance};
+use super::provenance::{TrustedRoot, verify_npm_provenance};
 use crate::context::{Env, run_parallel};
 use crate::error::ResolveError;
 use crate::sources::npm_registry_document;
@@ -77,7 +77,8 @@ fn verified(
         package: format!("{name}@{version}"),
         message: format!("{of}, {message}; nothing was locked"),
     };
-    let sha512 = sha512_of(&package.integrity).ok_or_else(|| {
+    let sha512 = Integrity::parse(&package.integrity).and_then(|i| i.sha512());
+    let sha512 = sha512.ok_or_else(|| {
         refused(format!(
             "its integrity `{}` has no SHA-512 its provenance could name",
             package.integrity
@@ -88,31 +89,13 @@ fn verified(
     let bytes = serde_json::to_vec(&document).expect("a JSON value serializes");
     let provenance = verify_npm_provenance(&bytes, name, version, &sha512, root)
         .map_err(|e| refused(format!("its provenance is refused: {}", e.problem)))?;
-    Ok(recorded(provenance))
-}
-
-/// What the lock records of a verified provenance: the certificate's fields (vouched for
-/// by the certificate authority) and the log entry's index.
-fn recorded(provenance: Provenance) -> NpmProvenance {
+    // The certificate's fields (vouched for by the certificate authority), and the log's.
     let identity = provenance.certificate;
-    NpmProvenance {
+    Ok(NpmProvenance {
         repository: identity.source_repository,
         commit: identity.source_commit,
         workflow: identity.build_workflow,
         issuer: identity.issuer,
         log_index: provenance.log_index,
-    }
-}
-
-/// The SHA-512 an SRI `integrity` names, if it names one.
-fn sha512_of(integrity: &str) -> Option<[u8; 64]> {
-    integrity.split_whitespace().find_map(|hash| {
-        let digest = hash.strip_prefix("sha512-")?;
-        let digest = digest.split_once('?').map_or(digest, |(d, _)| d);
-        base64::engine::general_purpose::STANDARD
-            .decode(digest)
-            .ok()?
-            .try_into()
-            .ok()
     })
 }
