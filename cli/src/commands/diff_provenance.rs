@@ -87,3 +87,55 @@ impl ProvenanceChange {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use berth_lockfile_schema::{LockedNpmPackage, NpmProvenance};
+
+    use super::*;
+
+    fn package(version: &str, workflow: Option<&str>) -> LockedNpmPackage {
+        LockedNpmPackage {
+            path: "node_modules/fake-mcp".to_owned(),
+            name: None,
+            version: version.to_owned(),
+            url: format!("https://registry.example/fake-mcp/-/fake-mcp-{version}.tgz"),
+            integrity: "sha512-AAAA".to_owned(),
+            published: None,
+            signature: None,
+            provenance: workflow.map(|w| NpmProvenance {
+                repository: Some("https://github.com/o/r".to_owned()),
+                commit: None,
+                workflow: Some(w.to_owned()),
+                issuer: None,
+                log_index: 1,
+            }),
+        }
+    }
+
+    #[test]
+    fn another_tag_of_the_same_workflow_is_no_change_another_file_and_none_are() {
+        let release = "https://github.com/o/r/.github/workflows/release.yml";
+        let old = package("1.0.0", Some(&format!("{release}@refs/tags/v1.0.0")));
+        let tagged = package("1.1.0", Some(&format!("{release}@refs/tags/v1.1.0")));
+        assert_eq!(ProvenanceChange::of(&old, &tagged), None);
+        let other = package(
+            "1.1.0",
+            Some("https://github.com/o/r/.github/workflows/x.yml@main"),
+        );
+        let change = ProvenanceChange::of(&old, &other).expect("another workflow");
+        assert_eq!(change.change, "workflow");
+        assert!(
+            change.describe().starts_with("`fake-mcp` 1.1.0 was signed by another workflow, `https://github.com/o/r/.github/workflows/x.yml@main`"),
+            "{}",
+            change.describe()
+        );
+        let lost = ProvenanceChange::of(&old, &package("1.1.0", None)).expect("lost");
+        assert_eq!((lost.change, lost.to), ("lost", None));
+        assert_eq!(
+            ProvenanceChange::of(&package("1.0.0", None), &other),
+            None,
+            "none had none"
+        );
+    }
+}
