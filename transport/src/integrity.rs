@@ -43,6 +43,14 @@ impl std::fmt::Display for Integrity {
 }
 
 impl Integrity {
+    /// Its digest, when it is a SHA-512 (as npm's `dist.integrity` is).
+    pub fn sha512(&self) -> Option<[u8; 64]> {
+        match self.algorithm {
+            Algorithm::Sha512 => self.digest.as_slice().try_into().ok(),
+            _ => None,
+        }
+    }
+
     /// The strongest sha2 hash of a space-separated SRI list; `None` when it has none
     /// (old packages list only a sha1 `shasum`, which berth does not trust).
     pub fn parse(text: &str) -> Option<Self> {

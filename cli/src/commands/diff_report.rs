@@ -14,6 +14,7 @@ use berth_review::{SurfaceDiff, escape_for_display};
 use serde::Serialize;
 
 use super::diff_lines::lines;
+use super::diff_provenance::ProvenanceChange;
 
 /// The document `--json` prints (docs/governance.md describes it).
 #[derive(Debug, Serialize)]
@@ -52,6 +53,10 @@ pub struct PayloadDiff {
     /// The file of the new closure that runs, when it differs from the old one's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to_entry: Option<String>,
+    /// The npm packages of its closure whose version moved to one built from another
+    /// repository or workflow, or without the provenance the old one had.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub provenance: Vec<ProvenanceChange>,
 }
 
 impl PayloadDiff {
@@ -86,6 +91,9 @@ impl PayloadDiff {
                 to: Some(after.version.clone()),
                 from_entry: before.filter(|_| entry_moved).map(|b| b.entry.clone()),
                 to_entry: entry_moved.then(|| after.entry.clone()),
+                provenance: before
+                    .map(|b| ProvenanceChange::between(b, after))
+                    .unwrap_or_default(),
             });
         }
         for before in old.iter().filter(|b| !new.iter().any(|a| key(a) == key(b))) {
@@ -98,6 +106,7 @@ impl PayloadDiff {
                 to: None,
                 from_entry: None,
                 to_entry: None,
+                provenance: Vec::new(),
             });
         }
         out
@@ -117,7 +126,12 @@ impl PayloadDiff {
             (Some(a), None) => format!("{} {a} no longer pinned", self.package),
             (None, None) => self.package.clone(),
         };
-        format!("{version}{runs}")
+        let provenance: String = self
+            .provenance
+            .iter()
+            .map(|c| format!("; {}", c.describe()))
+            .collect();
+        format!("{version}{runs}{provenance}")
     }
 }
 

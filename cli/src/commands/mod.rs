@@ -5,6 +5,7 @@ pub mod approve;
 pub mod audit;
 pub mod diff;
 mod diff_lines;
+mod diff_provenance;
 mod diff_report;
 mod diff_signer;
 pub mod edit;

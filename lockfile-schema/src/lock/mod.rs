@@ -16,7 +16,9 @@ mod writer;
 pub use agent::{LockedAgent, LockedWheel};
 pub use agent_wire::{LockedAgentWire, LockedWheelWire};
 pub use marketplace::{AutoLoadWire, LockedMarketplace, LockedMarketplaceWire};
-pub use npm::{LockedNpmPackage, NpmSignature, RegistryKey, RegistryKeyWire, sorted_keys};
+pub use npm::{
+    LockedNpmPackage, NpmProvenance, NpmSignature, RegistryKey, RegistryKeyWire, sorted_keys,
+};
 pub use payload::{LockedPayload, LockedPayloadWire};
 pub use signature::{SignatureKind, SignedObject, SourceSignature};
 pub use staleness::Staleness;

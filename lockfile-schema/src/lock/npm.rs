@@ -32,6 +32,9 @@ pub struct LockedNpmPackage {
     /// The registry's signature of `NAME@VERSION:INTEGRITY`; `None` when the registry gave
     /// none, and in locks written before berth recorded signatures.
     pub signature: Option<NpmSignature>,
+    /// What the package's npm provenance names, verified at `lock`; `None` when the
+    /// registry lists none, and in locks written before berth recorded it.
+    pub provenance: Option<NpmProvenance>,
 }
 
 impl LockedNpmPackage {
@@ -65,6 +68,44 @@ pub struct NpmSignature {
     pub sig: String,
 }
 
+/// What a package version's npm provenance (its SLSA attestation, a Sigstore bundle)
+/// names, as `lock` verified it: the fields of its signing certificate, which the
+/// Sigstore certificate authority vouches for from the CI's identity token, and the
+/// transparency log entry that recorded the signature. The statement's own claims (the
+/// builder, the invocation) are the build's word and are not recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NpmProvenance {
+    /// The source repository built (`https://github.com/OWNER/REPO`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub repository: Option<String>,
+    /// The commit built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub commit: Option<String>,
+    /// The workflow that signed, with its ref (`…/.github/workflows/release.yml@refs/…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub workflow: Option<String>,
+    /// The identity token's issuer (`https://token.actions.githubusercontent.com`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub issuer: Option<String>,
+    /// The index of the signature's entry in its transparency log (Rekor).
+    #[schemars(range(min = 0))]
+    pub log_index: i64,
+}
+
+impl NpmProvenance {
+    /// The workflow without its ref: what a release built from another tag keeps.
+    pub fn workflow_file(&self) -> Option<&str> {
+        self.workflow
+            .as_deref()
+            .map(|w| w.split_once('@').map_or(w, |(file, _)| file))
+    }
+}
+
 /// One `[[payload.npm]]` entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -94,6 +135,10 @@ pub struct LockedNpmPackageWire {
     /// when the registry gave none, and in older locks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<NpmSignature>,
+    /// What its npm provenance names, verified at `lock`; absent when the registry lists
+    /// none, and in older locks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<NpmProvenance>,
 }
 
 /// A registry's public key, as its `/-/npm/v1/keys` gave it: what the lock's npm
@@ -190,6 +235,12 @@ impl TryFrom<LockedNpmPackageWire> for LockedNpmPackage {
                 p.path
             ));
         }
+        if p.provenance.as_ref().is_some_and(|v| v.log_index < 0) {
+            return Err(format!(
+                "`{}`: a provenance's `log_index` cannot be negative",
+                p.path
+            ));
+        }
         Ok(LockedNpmPackage {
             path: p.path,
             name: p.name,
@@ -198,6 +249,7 @@ impl TryFrom<LockedNpmPackageWire> for LockedNpmPackage {
             integrity: p.integrity,
             published: p.published,
             signature: p.signature,
+            provenance: p.provenance,
         })
     }
 }
@@ -251,6 +303,30 @@ impl LockedNpmPackage {
                 toml_string(&s.sig)
             ));
         }
+        if let Some(p) = &self.provenance {
+            p.write_toml(out);
+        }
+    }
+}
+
+impl NpmProvenance {
+    /// `provenance = { repository = …, log_index = N }`, one line.
+    fn write_toml(&self, out: &mut String) {
+        let mut fields: Vec<String> = [
+            ("repository", &self.repository),
+            ("commit", &self.commit),
+            ("workflow", &self.workflow),
+            ("issuer", &self.issuer),
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| {
+            value
+                .as_ref()
+                .map(|v| format!("{key} = {}", toml_string(v)))
+        })
+        .collect();
+        fields.push(format!("log_index = {}", self.log_index));
+        out.push_str(&format!("provenance = {{ {} }}\n", fields.join(", ")));
     }
 }
 
@@ -299,7 +375,10 @@ mod tests {
         [[payload.npm]]\npath = \"node_modules/fake-mcp\"\nversion = \"1.1.0\"\n\
         url = \"https://registry.example/fake-mcp/-/fake-mcp-1.1.0.tgz\"\n\
         integrity = \"sha512-AAAA\"\npublished = \"2026-01-02T03:04:05.000Z\"\n\
-        signature = { keyid = \"SHA256:k1\", sig = \"MEUCIQ==\" }\n\n\
+        signature = { keyid = \"SHA256:k1\", sig = \"MEUCIQ==\" }\n\
+        provenance = { repository = \"https://github.com/o/r\", commit = \"0123\", \
+        workflow = \"https://github.com/o/r/.github/workflows/release.yml@refs/tags/v1\", \
+        issuer = \"https://token.actions.githubusercontent.com\", log_index = 7 }\n\n\
         [[payload.npm]]\npath = \"node_modules/fake-mcp/node_modules/dep\"\n\
         name = \"real-dep\"\nversion = \"1.0.0\"\n\
         url = \"https://registry.example/real-dep/-/real-dep-1.0.0.tgz\"\n\
@@ -315,6 +394,13 @@ mod tests {
         assert_eq!(npm[0].signed_text(), "fake-mcp@1.1.0:sha512-AAAA");
         assert_eq!(npm[1].name(), "real-dep", "an alias signs its own name");
         assert_eq!(npm[1].signature, None);
+        let provenance = npm[0].provenance.as_ref().expect("a provenance");
+        assert_eq!(provenance.log_index, 7);
+        assert_eq!(
+            provenance.workflow_file(),
+            Some("https://github.com/o/r/.github/workflows/release.yml")
+        );
+        assert_eq!(npm[1].provenance, None);
         assert_eq!(lock.registry_keys.len(), 1);
         assert_eq!(
             lock.registry_keys[0].expires.as_deref(),
@@ -334,6 +420,7 @@ mod tests {
                 "no credentials",
             ),
             ("sig = \"MEUCIQ==\"", "sig = \"\"", "a `keyid` and a `sig`"),
+            ("log_index = 7", "log_index = -7", "cannot be negative"),
         ] {
             let text = SIGNED.replace(from, to);
             let err = parse_lock("plugins.lock", &text)

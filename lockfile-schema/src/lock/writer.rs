@@ -21,28 +21,7 @@ impl Lock {
             );
         }
         for marketplace in &self.marketplaces {
-            let w = super::LockedMarketplaceWire::from(marketplace);
-            out.push_str("\n[[marketplace]]\n");
-            write_fields(
-                &mut out,
-                &[
-                    ("name", Some(&w.name)),
-                    ("source", Some(&w.source)),
-                    ("ref", w.git_ref.as_ref()),
-                    ("repo_path", w.repo_path.as_ref()),
-                    ("url", w.url.as_ref()),
-                    ("rev", w.rev.as_ref()),
-                    ("catalog", Some(&w.catalog)),
-                    ("catalog_hash", Some(&w.catalog_hash)),
-                ],
-            );
-            match &w.auto_load {
-                None => {}
-                Some(super::AutoLoadWire::Flag(on)) => {
-                    let _ = writeln!(out, "auto_load = {on}");
-                }
-                Some(super::AutoLoadWire::Names(names)) => write_list(&mut out, "auto_load", names),
-            }
+            write_marketplace(&mut out, marketplace);
         }
         for plugin in &self.plugins {
             write_plugin(&mut out, plugin);
@@ -92,6 +71,32 @@ fn write_plugin(out: &mut String, plugin: &super::LockedPlugin) {
     write_fields(out, &[("definition", w.definition.as_ref())]);
     if let Some(signature) = &plugin.signature {
         signature.write_toml(out);
+    }
+}
+
+/// One `[[marketplace]]` table.
+fn write_marketplace(out: &mut String, marketplace: &super::LockedMarketplace) {
+    let w = super::LockedMarketplaceWire::from(marketplace);
+    out.push_str("\n[[marketplace]]\n");
+    write_fields(
+        out,
+        &[
+            ("name", Some(&w.name)),
+            ("source", Some(&w.source)),
+            ("ref", w.git_ref.as_ref()),
+            ("repo_path", w.repo_path.as_ref()),
+            ("url", w.url.as_ref()),
+            ("rev", w.rev.as_ref()),
+            ("catalog", Some(&w.catalog)),
+            ("catalog_hash", Some(&w.catalog_hash)),
+        ],
+    );
+    match &w.auto_load {
+        None => {}
+        Some(super::AutoLoadWire::Flag(on)) => {
+            let _ = writeln!(out, "auto_load = {on}");
+        }
+        Some(super::AutoLoadWire::Names(names)) => write_list(out, "auto_load", names),
     }
 }
 

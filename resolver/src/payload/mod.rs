@@ -8,6 +8,7 @@
 //! the front end hands that reader to the resolver as [`Settings::payload_finder`].
 
 mod npm;
+mod npm_provenance;
 mod npm_signed;
 mod provenance;
 mod python;
@@ -21,6 +22,8 @@ use berth_store::{Staging, Store, StoreEntry, StoreError};
 
 pub use crate::context::PayloadFinder;
 pub use berth_transport::registries::DEFAULT_NPM_REGISTRY;
+#[cfg(any(test, feature = "testkit"))]
+pub use provenance::testkit as provenance_testkit;
 pub use provenance::{
     BuildClaims, BuildIdentity, Provenance, ProvenanceError, ProvenanceProblem, TrustedRoot,
     TrustedRootError, verify_npm_provenance,
@@ -444,6 +447,7 @@ mod tests {
                     keyid: keyid.to_owned(),
                     sig: "MEUCIQ==".to_owned(),
                 }),
+                provenance: None,
             }],
             wheels: Vec::new(),
         }

@@ -311,6 +311,7 @@ fn closure(
             integrity,
             published: None,
             signature: None,
+            provenance: None,
         });
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));

@@ -13,8 +13,8 @@ use berth_transport::registries::NpmConfig;
 use berth_transport::url::without_userinfo;
 use serde_json::Value;
 
-use super::NotLocked;
 use super::signatures::{Origin, SignatureState, refusal, state_of};
+use super::{NotLocked, npm_provenance};
 use crate::context::{Env, Reporter, Task, run_parallel};
 use crate::error::{DownloadError, ResolveError, SignatureRefused};
 use crate::sources::{npm_document_url, npm_registry_document};
@@ -100,6 +100,8 @@ struct Registered {
     published: Option<String>,
     signatures: Vec<NpmSignature>,
     integrity: Option<String>,
+    /// Where its attestations document is (`dist.attestations.url`).
+    attestations: Option<String>,
 }
 
 /// `packages` (a closure npm resolved for the payload `of` of `plugin`) with their
@@ -133,9 +135,11 @@ pub(super) fn signed_closure(
     let policy = env.settings.require_registry_signatures.as_deref();
     let mut used = Vec::new();
     let mut refused = None;
+    let mut attestations = Vec::new();
     for ((package, document), registry) in packages.iter_mut().zip(documents).zip(&registries) {
         let document = document?;
         package.published = document.published.clone();
+        attestations.push(document.attestations.clone());
         let known: &[RegistryKey] = by_registry
             .get(registry)
             .and_then(Option::as_deref)
@@ -158,10 +162,17 @@ pub(super) fn signed_closure(
             refused = Some(r);
         }
     }
-    match refused {
-        Some(refused) => Err(ResolveError::from(refused).into()),
-        None => Ok((packages, used)),
+    if let Some(refused) = refused {
+        return Err(ResolveError::from(refused).into());
     }
+    npm_provenance::verify_closure(
+        &quiet_env,
+        (config, of),
+        &registries,
+        &mut packages,
+        &attestations,
+    )?;
+    Ok((packages, used))
 }
 
 /// The signature of `package` to record, of those its registry's `document` gives, and
@@ -251,6 +262,11 @@ fn registered(
         integrity: dist
             .and_then(|d| d.get("integrity"))
             .and_then(Value::as_str)
+            .map(str::to_owned),
+        attestations: dist
+            .and_then(|d| d.pointer("/attestations/url"))
+            .and_then(Value::as_str)
+            .filter(|url| !url.is_empty())
             .map(str::to_owned),
     })
 }

@@ -195,6 +195,45 @@ impl Registry {
         self.publish(name, version, manifest, files);
     }
 
+    /// The SHA-512 of `name@version`'s tarball, as its `dist.integrity` gives it.
+    pub fn sha512(&self, name: &str, version: &str) -> [u8; 64] {
+        let (_, document) = self.packages[name]
+            .iter()
+            .find(|(v, _)| v == version)
+            .expect("a published version");
+        let integrity = document["dist"]["integrity"]
+            .as_str()
+            .expect("an integrity");
+        let digest = integrity.strip_prefix("sha512-").expect("a SHA-512");
+        base64::engine::general_purpose::STANDARD
+            .decode(digest)
+            .expect("base64")
+            .try_into()
+            .expect("64 bytes")
+    }
+
+    /// Serves `document` as npm's attestations of `name@version`
+    /// (`/-/npm/v1/attestations/NAME@VERSION`), which its `dist.attestations.url` names.
+    pub fn serve_attestations(&mut self, name: &str, version: &str, document: &Value) {
+        let dir = self.root.join("registry/-/npm/v1/attestations");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let file = format!("{}@{version}", name.replace('/', "%2f"));
+        std::fs::write(dir.join(&file), document.to_string()).expect("write");
+        let url = self
+            .server
+            .url(&format!("registry/-/npm/v1/attestations/{file}"));
+        let versions = self.packages.get_mut(name).expect("a published package");
+        let (_, published) = versions
+            .iter_mut()
+            .find(|(v, _)| v == version)
+            .expect("a published version");
+        published["dist"]["attestations"] = json!({
+            "url": url,
+            "provenance": {"predicateType": "https://slsa.dev/provenance/v1"},
+        });
+        self.write_document(name);
+    }
+
     fn write_document(&self, name: &str) {
         let versions = &self.packages[name];
         let latest = versions.last().expect("a version").0.clone();

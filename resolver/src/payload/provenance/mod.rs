@@ -27,8 +27,8 @@ mod statement;
 mod tlog;
 mod trust;
 
-#[cfg(test)]
-mod testkit;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 #[cfg(test)]
 mod tests;
 

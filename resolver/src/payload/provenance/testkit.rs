@@ -2,6 +2,12 @@
 //! with Fulcio's extensions, a Rekor-like log (a P-256 key) with a tiny Merkle tree, and
 //! npm's attestations document of a bundle (v0.3) they make, with the `trusted_root.json`
 //! naming them. Nothing here is a real Sigstore key.
+//!
+//! Built for berth-resolver's unit tests and, with the `testkit` feature, for the
+//! end-to-end tests, whose test registry serves what it makes (`tests/it/common/npm.rs`).
+
+// Test keys: `new` makes fresh ones (not a default), and nothing prints them.
+#![allow(missing_debug_implementations, clippy::new_without_default)]
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -21,26 +27,47 @@ use super::TrustedRoot;
 use super::tlog::hex;
 
 /// When the test log records an entry: 2026-01-01T12:00:00Z, inside the leaf's validity.
-pub(super) const INTEGRATED_TIME: i64 = 1_767_268_800;
-pub(super) const REPOSITORY: &str = "https://github.com/berth-test/left-pad";
-pub(super) const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
-pub(super) const WORKFLOW: &str =
+pub const INTEGRATED_TIME: i64 = 1_767_268_800;
+pub const REPOSITORY: &str = "https://github.com/berth-test/left-pad";
+pub const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+pub const WORKFLOW: &str =
     "https://github.com/berth-test/left-pad/.github/workflows/release.yml@refs/heads/main";
-pub(super) const ISSUER: &str = "https://token.actions.githubusercontent.com";
-pub(super) const BUILDER: &str = "https://github.com/actions/runner/github-hosted";
+pub const ISSUER: &str = "https://token.actions.githubusercontent.com";
+pub const BUILDER: &str = "https://github.com/actions/runner/github-hosted";
+
+/// What a test build names: its repository, commit and signing workflow.
+#[derive(Debug, Clone)]
+pub struct Build {
+    pub repository: String,
+    pub commit: String,
+    /// The workflow with its ref, as Fulcio's Build Signer URI reads.
+    pub workflow: String,
+}
+
+impl Default for Build {
+    /// The test build: `REPOSITORY` at `COMMIT`, signed by `WORKFLOW`.
+    fn default() -> Self {
+        Build {
+            repository: REPOSITORY.to_owned(),
+            commit: COMMIT.to_owned(),
+            workflow: WORKFLOW.to_owned(),
+        }
+    }
+}
+
 const LOG_HOST: &str = "rekor.berth.test";
 /// The index of the test entry in its log's tree of `TREE_SIZE` leaves.
 const INDEX: usize = 2;
 const TREE_SIZE: usize = 5;
 
 /// A certificate authority: its root certificate and the issuer that signs with its key.
-pub(super) struct TestCa {
+pub struct TestCa {
     der: Vec<u8>,
     issuer: Issuer<'static, KeyPair>,
 }
 
 impl TestCa {
-    pub(super) fn new(name: &str) -> Self {
+    pub fn new(name: &str) -> Self {
         let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384).expect("a P-384 key");
         let mut params = CertificateParams::default();
         params.distinguished_name = DistinguishedName::new();
@@ -56,12 +83,12 @@ impl TestCa {
         }
     }
 
-    /// A leaf certificate of `key` for the test workflow, with Fulcio's extensions.
-    fn leaf(&self, key: &KeyPair) -> Vec<u8> {
+    /// A leaf certificate of `key` for `build`'s workflow, with Fulcio's extensions.
+    fn leaf(&self, key: &KeyPair, build: &Build) -> Vec<u8> {
         let mut params = CertificateParams::default();
         params.distinguished_name = DistinguishedName::new();
         params.subject_alt_names = vec![SanType::URI(
-            Ia5String::try_from(WORKFLOW).expect("an ASCII URI"),
+            Ia5String::try_from(build.workflow.as_str()).expect("an ASCII URI"),
         )];
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::CodeSigning];
@@ -71,9 +98,9 @@ impl TestCa {
         params.custom_extensions = [
             (1, ISSUER.as_bytes().to_vec()),
             (8, utf8(ISSUER)),
-            (9, utf8(WORKFLOW)),
-            (12, utf8(REPOSITORY)),
-            (13, utf8(COMMIT)),
+            (9, utf8(&build.workflow)),
+            (12, utf8(&build.repository)),
+            (13, utf8(&build.commit)),
             (14, utf8("refs/heads/main")),
         ]
         .into_iter()
@@ -96,12 +123,12 @@ fn utf8(text: &str) -> Vec<u8> {
 }
 
 /// A transparency log: its key and its id (the SHA-256 of the key's DER).
-pub(super) struct TestLog {
+pub struct TestLog {
     key: KeyPair,
 }
 
 impl TestLog {
-    pub(super) fn new() -> Self {
+    pub fn new() -> Self {
         TestLog {
             key: KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("a P-256 key"),
         }
@@ -121,13 +148,13 @@ impl TestLog {
 }
 
 /// The test instance: one CA and one log, and the trusted root naming them.
-pub(super) struct TestSigstore {
-    pub(super) ca: TestCa,
-    pub(super) log: TestLog,
+pub struct TestSigstore {
+    pub ca: TestCa,
+    pub log: TestLog,
 }
 
 impl TestSigstore {
-    pub(super) fn new() -> Self {
+    pub fn new() -> Self {
         TestSigstore {
             ca: TestCa::new("berth test fulcio"),
             log: TestLog::new(),
@@ -135,8 +162,13 @@ impl TestSigstore {
     }
 
     /// The `trusted_root.json` naming the CA and the log, read as berth reads one.
-    pub(super) fn trusted_root(&self) -> TrustedRoot {
-        let json = json!({
+    pub fn trusted_root(&self) -> TrustedRoot {
+        TrustedRoot::from_json(self.trusted_root_json().as_bytes()).expect("the test root is read")
+    }
+
+    /// The text of the `trusted_root.json` naming the CA and the log.
+    pub fn trusted_root_json(&self) -> String {
+        json!({
             "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
             "tlogs": [{
                 "baseUrl": format!("https://{LOG_HOST}"),
@@ -156,36 +188,52 @@ impl TestSigstore {
             }],
             "ctlogs": [],
             "timestampAuthorities": [],
-        });
-        TrustedRoot::from_json(json.to_string().as_bytes()).expect("the test root is read")
+        })
+        .to_string()
     }
 
     /// npm's attestations document for a statement about `purl` with this SHA-512, signed
     /// under this instance's CA and log.
-    pub(super) fn attest(&self, purl: &str, sha512: &[u8; 64]) -> Value {
+    pub fn attest(&self, purl: &str, sha512: &[u8; 64]) -> Value {
         attest_with(&self.ca, &self.log, EntryKind::Dsse, purl, sha512)
+    }
+
+    /// [`TestSigstore::attest`] for a package `build` built.
+    pub fn attest_built(&self, purl: &str, sha512: &[u8; 64], build: &Build) -> Value {
+        attest_build(&self.ca, &self.log, (EntryKind::Dsse, build), purl, sha512)
     }
 }
 
 /// The kind of Rekor entry a bundle's log records: `dsse` 0.0.1 (what npm writes now) or
 /// `intoto` 0.0.2 (what it wrote before).
 #[derive(Clone, Copy)]
-pub(super) enum EntryKind {
+pub enum EntryKind {
     Dsse,
     Intoto,
 }
 
 /// The document of a bundle whose leaf `ca` issued and whose entry `log` recorded.
-pub(super) fn attest_with(
+pub fn attest_with(
     ca: &TestCa,
     log: &TestLog,
     kind: EntryKind,
     purl: &str,
     sha512: &[u8; 64],
 ) -> Value {
+    attest_build(ca, log, (kind, &Build::default()), purl, sha512)
+}
+
+/// [`attest_with`], for a package `build` built.
+fn attest_build(
+    ca: &TestCa,
+    log: &TestLog,
+    (kind, build): (EntryKind, &Build),
+    purl: &str,
+    sha512: &[u8; 64],
+) -> Value {
     let leaf_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("a P-256 key");
-    let leaf = ca.leaf(&leaf_key);
-    let payload = statement(purl, sha512).to_string().into_bytes();
+    let leaf = ca.leaf(&leaf_key, build);
+    let payload = statement(purl, sha512, build).to_string().into_bytes();
     let payload_type = "application/vnd.in-toto+json";
     let mut pae = format!(
         "DSSEv1 {} {payload_type} {} ",
@@ -304,7 +352,8 @@ fn log_entry(log: &TestLog, kind: EntryKind, body: &[u8]) -> Value {
 }
 
 /// An in-toto statement of SLSA provenance v1, as npm writes it from GitHub Actions.
-fn statement(purl: &str, sha512: &[u8; 64]) -> Value {
+fn statement(purl: &str, sha512: &[u8; 64], build: &Build) -> Value {
+    let repository = &build.repository;
     json!({
         "_type": "https://in-toto.io/Statement/v1",
         "subject": [{"name": purl, "digest": {"sha512": hex(sha512)}}],
@@ -314,17 +363,17 @@ fn statement(purl: &str, sha512: &[u8; 64]) -> Value {
                 "buildType": "https://slsa-framework.github.io/github-actions-buildtypes/workflow/v1",
                 "externalParameters": {"workflow": {
                     "ref": "refs/heads/main",
-                    "repository": REPOSITORY,
+                    "repository": repository,
                     "path": ".github/workflows/release.yml",
                 }},
                 "resolvedDependencies": [{
-                    "uri": format!("git+{REPOSITORY}@refs/heads/main"),
-                    "digest": {"gitCommit": COMMIT},
+                    "uri": format!("git+{repository}@refs/heads/main"),
+                    "digest": {"gitCommit": build.commit},
                 }],
             },
             "runDetails": {
                 "builder": {"id": BUILDER},
-                "metadata": {"invocationId": format!("{REPOSITORY}/actions/runs/1/attempts/1")},
+                "metadata": {"invocationId": format!("{repository}/actions/runs/1/attempts/1")},
             },
         },
     })

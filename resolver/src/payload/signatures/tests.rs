@@ -37,6 +37,7 @@ fn package(signing: &SigningKey, keyid: &str) -> LockedNpmPackage {
         integrity: "sha512-AAAA".to_owned(),
         published: Some("2026-01-02T03:04:05.000Z".to_owned()),
         signature: None,
+        provenance: None,
     };
     let signature: Signature = signing.sign(package.signed_text().as_bytes());
     package.signature = Some(NpmSignature {
