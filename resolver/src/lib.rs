@@ -110,9 +110,6 @@ pub use ops::{
     mark_live, pin_payloads, staleness, sync_plugins, verify_agent, verify_payloads,
     verify_plugins,
 };
-/// A Sigstore made at test time, for tests of npm provenance (the `testkit` feature).
-#[cfg(any(test, feature = "testkit"))]
-pub use payload::provenance_testkit;
 pub use payload::{
     BuildClaims, BuildIdentity, DEFAULT_NPM_REGISTRY, PackageSignature, PayloadFinder, Provenance,
     ProvenanceError, ProvenanceProblem, SignatureState, TrustedRoot, TrustedRootError,

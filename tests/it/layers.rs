@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 const ALLOWED: &[(&str, &[&str])] = &[
     // No code: the features the tests' build turns on (tests/it/one_build.rs).
     ("berth-workspace-hack", &[]),
+    // No berth code: a Sigstore made at test time, a dev-dependency only.
+    ("berth-sigstore-testkit", &[]),
     ("berth-lockfile-schema", &[]),
     ("berth-store", &["berth-lockfile-schema"]),
     ("berth-uv", &[]),

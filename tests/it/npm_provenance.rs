@@ -1,14 +1,12 @@
 //! npm provenance on pinned npm packages (issue #58): `lock` fetches the attestations
 //! document a package version's `dist.attestations.url` names, verifies its SLSA provenance
 //! against the Sigstore trusted root (`$BERTH_SIGSTORE_TRUSTED_ROOT`: here a test
-//! Sigstore's, made at test time by `berth_resolver::provenance_testkit`), records what its
+//! Sigstore's, made at test time by `berth_sigstore_testkit`), records what its
 //! certificate names, and refuses a package whose provenance does not verify; `plugins diff`
 //! names a new version built from another repository, or without the provenance it had.
 
 use base64::Engine as _;
-use berth_resolver::provenance_testkit::{
-    Build, COMMIT, ISSUER, REPOSITORY, TestSigstore, WORKFLOW,
-};
+use berth_sigstore_testkit::{Build, COMMIT, ISSUER, REPOSITORY, TestSigstore, WORKFLOW};
 use serde_json::{Value, json};
 
 use crate::common;

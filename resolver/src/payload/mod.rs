@@ -22,8 +22,6 @@ use berth_store::{Staging, Store, StoreEntry, StoreError};
 
 pub use crate::context::PayloadFinder;
 pub use berth_transport::registries::DEFAULT_NPM_REGISTRY;
-#[cfg(any(test, feature = "testkit"))]
-pub use provenance::testkit as provenance_testkit;
 pub use provenance::{
     BuildClaims, BuildIdentity, Provenance, ProvenanceError, ProvenanceProblem, TrustedRoot,
     TrustedRootError, verify_npm_provenance,

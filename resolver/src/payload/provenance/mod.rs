@@ -27,8 +27,6 @@ mod statement;
 mod tlog;
 mod trust;
 
-#[cfg(any(test, feature = "testkit"))]
-pub mod testkit;
 #[cfg(test)]
 mod tests;
 

@@ -3,11 +3,16 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 use sha2::{Digest as _, Sha512};
 
-use super::testkit::{
+use super::*;
+use berth_sigstore_testkit::{
     BUILDER, COMMIT, EntryKind, INTEGRATED_TIME, ISSUER, REPOSITORY, TestCa, TestSigstore,
     WORKFLOW, attest_with,
 };
-use super::*;
+
+/// The test Sigstore's `trusted_root.json`, read as berth reads one.
+fn root_of(sigstore: &TestSigstore) -> TrustedRoot {
+    TrustedRoot::from_json(sigstore.trusted_root_json().as_bytes()).expect("the test root is read")
+}
 
 const NAME: &str = "left-pad";
 const VERSION: &str = "1.3.0";
@@ -55,7 +60,7 @@ fn flip(field: &mut Value) {
 fn a_good_bundle_passes_and_names_repository_commit_and_workflow() {
     let sigstore = TestSigstore::new();
     let doc = sigstore.attest(PURL, &tarball_sha512());
-    let provenance = verify_doc(&doc, &sigstore.trusted_root()).expect("verified");
+    let provenance = verify_doc(&doc, &root_of(&sigstore)).expect("verified");
     let cert = &provenance.certificate;
     assert_eq!(cert.source_repository.as_deref(), Some(REPOSITORY));
     assert_eq!(cert.source_commit.as_deref(), Some(COMMIT));
@@ -82,7 +87,7 @@ fn a_tampered_envelope_signature_is_refused() {
     let sigstore = TestSigstore::new();
     let mut doc = sigstore.attest(PURL, &tarball_sha512());
     flip(&mut bundle(&mut doc)["dsseEnvelope"]["signatures"][0]["sig"]);
-    let problem = refused(&doc, &sigstore.trusted_root());
+    let problem = refused(&doc, &root_of(&sigstore));
     assert!(
         matches!(problem, ProvenanceProblem::EnvelopeSignature(_)),
         "{problem:?}"
@@ -93,13 +98,13 @@ fn a_tampered_envelope_signature_is_refused() {
 fn a_statement_about_another_package_is_refused() {
     let sigstore = TestSigstore::new();
     let doc = sigstore.attest("pkg:npm/right-pad@1.3.0", &tarball_sha512());
-    let problem = refused(&doc, &sigstore.trusted_root());
+    let problem = refused(&doc, &root_of(&sigstore));
     assert_eq!(
         problem,
         ProvenanceProblem::OtherPackage("`pkg:npm/right-pad@1.3.0`".into())
     );
     let other_version = sigstore.attest("pkg:npm/left-pad@1.2.9", &tarball_sha512());
-    let problem = refused(&other_version, &sigstore.trusted_root());
+    let problem = refused(&other_version, &root_of(&sigstore));
     assert!(
         matches!(problem, ProvenanceProblem::OtherPackage(_)),
         "{problem:?}"
@@ -111,7 +116,7 @@ fn a_statement_about_another_tarball_is_refused() {
     let sigstore = TestSigstore::new();
     let other: [u8; 64] = Sha512::digest(b"another tarball").into();
     let doc = sigstore.attest(PURL, &other);
-    let problem = refused(&doc, &sigstore.trusted_root());
+    let problem = refused(&doc, &root_of(&sigstore));
     assert!(
         matches!(problem, ProvenanceProblem::OtherDigest(_)),
         "{problem:?}"
@@ -126,7 +131,7 @@ fn a_broken_inclusion_proof_is_refused() {
         &mut bundle(&mut doc)["verificationMaterial"]["tlogEntries"][0]["inclusionProof"]["hashes"]
             [0],
     );
-    let problem = refused(&doc, &sigstore.trusted_root());
+    let problem = refused(&doc, &root_of(&sigstore));
     assert!(
         matches!(problem, ProvenanceProblem::InclusionProof(_)),
         "{problem:?}"
@@ -144,7 +149,7 @@ fn a_leaf_from_a_ca_not_in_the_trusted_root_is_refused() {
         PURL,
         &tarball_sha512(),
     );
-    let problem = refused(&doc, &sigstore.trusted_root());
+    let problem = refused(&doc, &root_of(&sigstore));
     assert!(
         matches!(problem, ProvenanceProblem::Certificate(_)),
         "{problem:?}"
@@ -154,7 +159,7 @@ fn a_leaf_from_a_ca_not_in_the_trusted_root_is_refused() {
 #[test]
 fn a_changed_log_time_or_a_missing_signed_entry_timestamp_is_refused() {
     let sigstore = TestSigstore::new();
-    let root = sigstore.trusted_root();
+    let root = root_of(&sigstore);
     let mut doc = sigstore.attest(PURL, &tarball_sha512());
     let entry = &mut bundle(&mut doc)["verificationMaterial"]["tlogEntries"][0];
     entry["integratedTime"] = Value::from((INTEGRATED_TIME + 60).to_string());
@@ -183,7 +188,7 @@ fn a_checkpoint_or_entry_of_another_log_is_refused() {
         PURL,
         &tarball_sha512(),
     );
-    let problem = refused(&doc, &sigstore.trusted_root());
+    let problem = refused(&doc, &root_of(&sigstore));
     assert!(
         matches!(problem, ProvenanceProblem::UnknownLog(_)),
         "{problem:?}"
@@ -193,7 +198,7 @@ fn a_checkpoint_or_entry_of_another_log_is_refused() {
     let proof = &mut bundle(&mut doc)["verificationMaterial"]["tlogEntries"][0]["inclusionProof"];
     let envelope = proof["checkpoint"]["envelope"].as_str().expect("text");
     proof["checkpoint"]["envelope"] = Value::from(envelope.replacen("\n5\n", "\n6\n", 1));
-    let problem = refused(&doc, &sigstore.trusted_root());
+    let problem = refused(&doc, &root_of(&sigstore));
     assert!(
         matches!(problem, ProvenanceProblem::Checkpoint(_)),
         "{problem:?}"
@@ -208,7 +213,7 @@ fn a_log_entry_of_another_envelope_is_refused() {
     // The other bundle's entry (its own leaf key and signature), this bundle's envelope.
     bundle(&mut doc)["verificationMaterial"]["tlogEntries"] =
         other["attestations"][1]["bundle"]["verificationMaterial"]["tlogEntries"].clone();
-    let problem = refused(&doc, &sigstore.trusted_root());
+    let problem = refused(&doc, &root_of(&sigstore));
     assert!(
         matches!(problem, ProvenanceProblem::LogEntry(_)),
         "{problem:?}"
@@ -225,7 +230,7 @@ fn an_intoto_log_entry_as_npm_wrote_before_passes() {
         PURL,
         &tarball_sha512(),
     );
-    let provenance = verify_doc(&doc, &sigstore.trusted_root()).expect("verified");
+    let provenance = verify_doc(&doc, &root_of(&sigstore)).expect("verified");
     assert_eq!(
         provenance.certificate.source_commit.as_deref(),
         Some(COMMIT)
@@ -237,7 +242,7 @@ fn an_intoto_log_entry_as_npm_wrote_before_passes() {
 #[test]
 fn only_a_v0_1_bundle_may_lack_the_inclusion_proof() {
     let sigstore = TestSigstore::new();
-    let root = sigstore.trusted_root();
+    let root = root_of(&sigstore);
     let mut doc = sigstore.attest(PURL, &tarball_sha512());
     let material = &mut bundle(&mut doc)["verificationMaterial"];
     material["tlogEntries"][0]
@@ -270,7 +275,7 @@ fn a_document_without_slsa_provenance_is_refused() {
         .expect("a list")
         .truncate(1);
     assert_eq!(
-        refused(&doc, &sigstore.trusted_root()),
+        refused(&doc, &root_of(&sigstore)),
         ProvenanceProblem::NoProvenance
     );
 }

@@ -3,8 +3,10 @@
 //! npm's attestations document of a bundle (v0.3) they make, with the `trusted_root.json`
 //! naming them. Nothing here is a real Sigstore key.
 //!
-//! Built for berth-resolver's unit tests and, with the `testkit` feature, for the
-//! end-to-end tests, whose test registry serves what it makes (`tests/it/common/npm.rs`).
+//! Built for berth-resolver's unit tests and the end-to-end tests, whose test registry
+//! serves what it makes (`tests/it/common/npm.rs`): a dev-dependency only, so no test CA
+//! is built into berth. It hands out text (documents, the trusted root's JSON), which each
+//! test reads with berth's own parsers.
 
 // Test keys: `new` makes fresh ones (not a default), and nothing prints them.
 #![allow(missing_debug_implementations, clippy::new_without_default)]
@@ -22,9 +24,6 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use x509_cert::der::Encode as _;
 use x509_cert::der::asn1::Utf8StringRef;
-
-use super::TrustedRoot;
-use super::tlog::hex;
 
 /// When the test log records an entry: 2026-01-01T12:00:00Z, inside the leaf's validity.
 pub const INTEGRATED_TIME: i64 = 1_767_268_800;
@@ -159,11 +158,6 @@ impl TestSigstore {
             ca: TestCa::new("berth test fulcio"),
             log: TestLog::new(),
         }
-    }
-
-    /// The `trusted_root.json` naming the CA and the log, read as berth reads one.
-    pub fn trusted_root(&self) -> TrustedRoot {
-        TrustedRoot::from_json(self.trusted_root_json().as_bytes()).expect("the test root is read")
     }
 
     /// The text of the `trusted_root.json` naming the CA and the log.
@@ -377,4 +371,9 @@ fn statement(purl: &str, sha512: &[u8; 64], build: &Build) -> Value {
             },
         },
     })
+}
+
+/// Lower-case hex, as Sigstore's documents write digests and log ids.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
