@@ -2,7 +2,7 @@
 //! runs, whichever way it goes (signed to unsigned, one key to another), since the
 //! approval of what a plugin runs trusted its signer too.
 
-use berth_lockfile_schema::{LockedPlugin, SignatureKind, SourceSignature};
+use berth_lockfile_schema::{LockedPlugin, SourceSignature};
 use serde::Serialize;
 
 /// Who signed the old and the new pin, when both locks record it and the signer differs.
@@ -37,19 +37,10 @@ impl SignerDiff {
 
     /// `signed by ssh key SHA256:abc (alice@acme) -> unsigned`.
     pub fn text(&self) -> String {
-        format!("{} -> {}", shown(&self.from), shown(&self.to))
-    }
-}
-
-/// A signature as a reviewer reads it: an SSH key no allowed-signers file of the policy
-/// lists is said to be unknown.
-fn shown(signature: &SourceSignature) -> String {
-    match (signature.kind, &signature.principal) {
-        (SignatureKind::Ssh, None) => {
-            signature
-                .describe()
-                .replacen("signed by ssh key", "signed by an unknown ssh key", 1)
-        }
-        _ => signature.describe(),
+        format!(
+            "{} -> {}",
+            self.from.describe_for_review(),
+            self.to.describe_for_review()
+        )
     }
 }

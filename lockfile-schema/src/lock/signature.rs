@@ -126,6 +126,16 @@ impl SourceSignature {
     /// As people read it: `signed by ssh key SHA256:abc (alice@acme)`, `unsigned`,
     /// `signed by OpenPGP key 1234… (claimed, not verified)`.
     pub fn describe(&self) -> String {
+        self.described(false)
+    }
+
+    /// [`Self::describe`] for a reviewer: an SSH key no allowed-signers file of the policy
+    /// lists (no `principal`) is said to be unknown.
+    pub fn describe_for_review(&self) -> String {
+        self.described(true)
+    }
+
+    fn described(&self, unlisted_is_unknown: bool) -> String {
         let key = self.key.as_deref().unwrap_or("?");
         let on = match self.object {
             Some(SignedObject::Tag) => " (on its tag)",
@@ -139,7 +149,12 @@ impl SourceSignature {
                     .as_deref()
                     .map_or_else(String::new, |p| format!(" ({p})"));
                 let checked = if self.verified { "" } else { ", not verified" };
-                format!("signed by ssh key {key}{who}{on}{checked}")
+                let unknown = if unlisted_is_unknown && who.is_empty() {
+                    "an unknown "
+                } else {
+                    ""
+                };
+                format!("signed by {unknown}ssh key {key}{who}{on}{checked}")
             }
             SignatureKind::Openpgp => {
                 format!("signed by OpenPGP key {key}{on} (claimed, not verified)")

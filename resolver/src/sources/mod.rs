@@ -114,6 +114,12 @@ pub(crate) trait PinKind {
     fn changes_in_place(&self) -> bool {
         false
     }
+
+    /// Whether the pin is a commit someone may have signed ([`PinnedSource::git_objects`]
+    /// gives its objects): `lock` records who did.
+    fn may_be_signed(&self) -> bool {
+        false
+    }
 }
 
 /// Loads the source of a request.

@@ -20,10 +20,13 @@ pub(super) fn record(env: &Env<'_>, plugins: &mut [LockedPlugin], previous: Opti
         .iter()
         .chain(policy.signers())
         .collect();
-    // A pin that is not a git commit has no objects (`Ok(None)`): nothing is recorded.
+    // Only a commit may carry a signature: a folder or an archive is not looked at.
     let wanted: Vec<usize> = (0..plugins.len())
-        .filter(|&i| plugins[i].signature.is_none())
+        .filter(|&i| plugins[i].signature.is_none() && kind_of(&plugins[i].pin).may_be_signed())
         .collect();
+    if wanted.is_empty() {
+        return;
+    }
     let read = run_parallel(&wanted, env.settings.jobs, |_, &i| {
         let plugin = &plugins[i];
         match kind_of(&plugin.pin)

@@ -296,6 +296,10 @@ impl PinKind for GitPin {
     fn mark_live(&self, live: &mut Live) {
         live.git_caches.insert(git_cache_name(&self.url));
     }
+
+    fn may_be_signed(&self) -> bool {
+        true
+    }
 }
 
 impl<'a> GitCommit<'a> {
