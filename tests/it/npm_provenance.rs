@@ -136,8 +136,27 @@ fn a_verified_provenance_is_locked_with_its_repository_commit_and_workflow() {
         .filter(|r| r.contains("/-/npm/v1/attestations/fake-mcp@1.1.0"))
         .count();
     assert_eq!(reads, 1, "the attestations are fetched once");
-    // The lock reads back, and a sync without the registry takes it as it is.
-    berth(&setup.ctx, &[], &["plugins", "sync", "--offline"]);
+    // The lock reads back, and a sync without the registry verifies it again, offline,
+    // against the same trusted root; under another root (here the public-good one, by
+    // default) the recorded provenance does not verify, and the refusal says why.
+    berth(&setup.ctx, &setup.env(), &["plugins", "sync", "--offline"]);
+    let other_root = common::Run::from(
+        setup
+            .ctx
+            .berth()
+            .args(["plugins", "sync", "--offline"])
+            .output()
+            .expect("run berth"),
+    );
+    assert_ne!(other_root.code, 0, "{}", other_root.stderr);
+    assert!(
+        other_root
+            .stderr
+            .contains("its transparency log is not one of the trusted root")
+            && other_root.stderr.contains("$BERTH_SIGSTORE_TRUSTED_ROOT"),
+        "{}",
+        other_root.stderr
+    );
 }
 
 #[test]
@@ -299,4 +318,118 @@ fn diff_names_a_version_built_from_another_repository_and_one_that_lost_its_prov
         text.contains("fake-mcp 1.2.0 -> 1.3.0; `fake-mcp` 1.3.0 has no provenance (1.2.0 had one, built from `https://github.com/someone-else/fake-mcp`)"),
         "{text}"
     );
+}
+
+#[test]
+fn sync_and_verify_prove_a_recorded_provenance_again_from_the_attestations_kept_with_the_closure() {
+    if !have_node() {
+        return;
+    }
+    let mut setup = Setup::new();
+    setup.attest("fake-mcp", "1.1.0", &Build::default());
+    berth(&setup.ctx, &setup.env(), &["plugins", "lock"]);
+    let lock = setup.ctx.lock_text();
+    let url = locked_package(&setup.ctx, "fake-mcp")["provenance"]["url"]
+        .as_str()
+        .expect("where the attestations were read")
+        .to_owned();
+    assert!(
+        url.ends_with("/-/npm/v1/attestations/fake-mcp@1.1.0"),
+        "{url}"
+    );
+    // The closure's store entry keeps the document its provenance was verified from.
+    let kept: Vec<std::path::PathBuf> = std::fs::read_dir(setup.ctx.store.join("store-v1"))
+        .expect("the store")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.to_string_lossy().contains("npm-"))
+        .map(|p| p.join("attestations/fake-mcp@1.1.0.json"))
+        .collect();
+    assert!(
+        kept.len() == 1 && kept[0].is_file(),
+        "one closure, with its attestations: {kept:?}"
+    );
+
+    // A fresh store fetches the attestations with the tarballs, and verifies them.
+    let fresh = setup.ctx.root.join("fresh-store");
+    let fresh_env = |extra: &[(&'static str, String)]| {
+        let mut env: Vec<(String, String)> = setup.env.clone();
+        env.push(("BERTH_STORE".to_owned(), fresh.display().to_string()));
+        env.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
+        env
+    };
+    let run = |env: &[(String, String)], args: &[&str]| {
+        common::Run::from(
+            setup
+                .ctx
+                .berth()
+                .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .args(args)
+                .output()
+                .expect("run berth"),
+        )
+    };
+    let synced = run(&fresh_env(&[]), &["plugins", "sync"]);
+    assert_eq!(synced.code, 0, "{}", synced.stderr);
+    let verified = run(&fresh_env(&[]), &["plugins", "verify"]);
+    assert_eq!(verified.code, 0, "{}", verified.stderr);
+
+    // A lock whose record was changed by hand names another build than its bundle: a sync
+    // of the same store (its verdict names the record) refuses it, and so does a fresh one.
+    let forged = lock.replace(REPOSITORY, "https://github.com/someone-else/fake-mcp");
+    assert_ne!(forged, lock);
+    std::fs::write(setup.ctx.lock_path(), &forged).expect("write");
+    let stderr = setup.refused(&["plugins", "sync", "--offline"]);
+    assert!(
+        stderr.contains(&format!("npm package `fake-mcp@1.1.0` (in the closure of `fake-mcp` 1.1.0): its provenance names another build than the lock records (repository {REPOSITORY}")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("berth plugins lock --upgrade-plugin tools"),
+        "{stderr}"
+    );
+
+    // A provenance added by hand to a package that has none has no bundle to prove it.
+    let claimed = add_provenance(&lock, "node_modules/fake-dep", &url);
+    std::fs::write(setup.ctx.lock_path(), &claimed).expect("write");
+    let stderr = setup.refused(&["plugins", "sync", "--offline"]);
+    assert!(
+        stderr.contains("npm package `fake-dep@1.0.0`")
+            && stderr
+                .contains("its closure holds no `attestations/fake-dep@1.0.0.json` to prove it"),
+        "{stderr}"
+    );
+
+    // The registry no longer serves the attestations: a fresh store cannot prove the
+    // record, and says which package.
+    std::fs::write(setup.ctx.lock_path(), &lock).expect("write");
+    let served = setup
+        .ctx
+        .root
+        .join("npm/registry/-/npm/v1/attestations/fake-mcp@1.1.0");
+    std::fs::remove_file(&served).expect("the served document");
+    let emptier = setup.ctx.root.join("emptier-store");
+    let mut env = setup.env.clone();
+    env.push(("BERTH_STORE".to_owned(), emptier.display().to_string()));
+    let failed = run(&env, &["plugins", "sync"]);
+    assert_ne!(failed.code, 0, "{}", failed.stderr);
+    assert!(
+        failed.stderr.contains("fake-mcp") && failed.stderr.contains("attestations"),
+        "{}",
+        failed.stderr
+    );
+}
+
+/// `lock` with the `[[payload.npm]]` entry at `path` given the provenance `fake-mcp`'s
+/// record names (`url` its attestations), as a hand edit would.
+fn add_provenance(lock: &str, path: &str, url: &str) -> String {
+    let start = lock
+        .find(&format!("path = \"{path}\""))
+        .expect("the package");
+    let end = lock[start..]
+        .find("\n\n")
+        .map_or(lock.len(), |at| start + at);
+    let line = format!(
+        "\nprovenance = {{ repository = \"{REPOSITORY}\", commit = \"{COMMIT}\", workflow = \"{WORKFLOW}\", issuer = \"{ISSUER}\", log_index = 2, url = \"{url}\" }}"
+    );
+    format!("{}{line}{}", &lock[..end], &lock[end..])
 }

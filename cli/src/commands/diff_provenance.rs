@@ -109,6 +109,7 @@ mod tests {
                 workflow: Some(w.to_owned()),
                 issuer: None,
                 log_index: 1,
+                url: format!("https://registry.example/-/npm/v1/attestations/fake-mcp@{version}"),
             }),
         }
     }

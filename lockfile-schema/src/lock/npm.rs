@@ -95,6 +95,11 @@ pub struct NpmProvenance {
     /// The index of the signature's entry in its transparency log (Rekor).
     #[schemars(range(min = 0))]
     pub log_index: i64,
+    /// Where its attestations document was read (npm's `dist.attestations.url`, without
+    /// credentials): `sync` fetches it again with the tarball, into the closure's
+    /// `attestations/` folder, and verifies the provenance again offline.
+    #[schemars(length(min = 1))]
+    pub url: String,
 }
 
 impl NpmProvenance {
@@ -241,6 +246,12 @@ impl TryFrom<LockedNpmPackageWire> for LockedNpmPackage {
                 p.path
             ));
         }
+        if p.provenance.as_ref().is_some_and(|v| v.url.is_empty()) {
+            return Err(format!(
+                "`{}`: a provenance's `url` names where its attestations are",
+                p.path
+            ));
+        }
         Ok(LockedNpmPackage {
             path: p.path,
             name: p.name,
@@ -326,6 +337,7 @@ impl NpmProvenance {
         })
         .collect();
         fields.push(format!("log_index = {}", self.log_index));
+        fields.push(format!("url = {}", toml_string(&self.url)));
         out.push_str(&format!("provenance = {{ {} }}\n", fields.join(", ")));
     }
 }
@@ -378,7 +390,8 @@ mod tests {
         signature = { keyid = \"SHA256:k1\", sig = \"MEUCIQ==\" }\n\
         provenance = { repository = \"https://github.com/o/r\", commit = \"0123\", \
         workflow = \"https://github.com/o/r/.github/workflows/release.yml@refs/tags/v1\", \
-        issuer = \"https://token.actions.githubusercontent.com\", log_index = 7 }\n\n\
+        issuer = \"https://token.actions.githubusercontent.com\", log_index = 7, \
+        url = \"https://registry.example/-/npm/v1/attestations/fake-mcp@1.1.0\" }\n\n\
         [[payload.npm]]\npath = \"node_modules/fake-mcp/node_modules/dep\"\n\
         name = \"real-dep\"\nversion = \"1.0.0\"\n\
         url = \"https://registry.example/real-dep/-/real-dep-1.0.0.tgz\"\n\
@@ -421,6 +434,11 @@ mod tests {
             ),
             ("sig = \"MEUCIQ==\"", "sig = \"\"", "a `keyid` and a `sig`"),
             ("log_index = 7", "log_index = -7", "cannot be negative"),
+            (
+                "url = \"https://registry.example/-/npm/v1/attestations/fake-mcp@1.1.0\"",
+                "url = \"\"",
+                "where its attestations are",
+            ),
         ] {
             let text = SIGNED.replace(from, to);
             let err = parse_lock("plugins.lock", &text)

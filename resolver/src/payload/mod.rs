@@ -186,6 +186,12 @@ pub fn check_registry_signatures(
     }
 }
 
+/// Whose closure a refused package is in, as a refusal says it: `in the closure of
+/// `fake-mcp` 1.1.0`.
+pub(crate) fn closure_of(package: &str, version: &str) -> String {
+    format!("in the closure of `{package}` {version}")
+}
+
 /// A run of [`lock_payloads`]: what it pins against, and what it found so far.
 struct PayloadRun<'a> {
     env: Env<'a>,
@@ -360,6 +366,10 @@ pub(crate) fn sync_payload(
         None => fetch_closure(env, payload)?,
     };
     let entry = env.store.commit(staging, &name, Some(&payload.hash))?;
+    // The provenance the lock records, from the attestations fetched with it.
+    if let Some(refused) = npm_provenance::refused_provenance(payload, &entry.path) {
+        return Err(refused.into());
+    }
     env.reporter.status(
         "Added",
         &format!(
@@ -373,12 +383,16 @@ pub(crate) fn sync_payload(
 }
 
 /// The NAR hash of a payload's closure fetched afresh from its registry, bypassing
-/// the store and the substituters (`verify`).
+/// the store and the substituters (`verify`), once the provenance the lock records
+/// verifies from the attestations fetched with it.
 pub(crate) fn fresh_payload_hash(
     env: &Env<'_>,
     payload: &LockedPayload,
 ) -> Result<berth_lockfile_schema::Sha256Hash, ResolveError> {
     let staging = fetch_closure(env, payload)?;
+    if let Some(refused) = npm_provenance::refused_provenance(payload, staging.path()) {
+        return Err(refused.into());
+    }
     Ok(berth_store::hash_path(staging.path())?)
 }
 

@@ -20,8 +20,9 @@ use berth_transport::registries::NpmConfig;
 use berth_transport::url::{SourceUrl, scrub, without_userinfo};
 use serde_json::Value;
 
+use super::closure_of;
+use super::npm_provenance::{fetch_attestations, write_attestations};
 use super::npm_signed::{RunKeys, signed_closure};
-use super::signatures::closure_of;
 use super::{NotLocked, Staged};
 use crate::context::Env;
 use crate::error::ResolveError;
@@ -90,9 +91,10 @@ pub(super) fn lock_npm(
         .ok_or_else(|| NotLocked::Left(format!("npm's lock has no `{own}`")))?;
     report_held_back(env, want, &version, config, &registry);
     let of = closure_of(&call.package, &version);
-    let (packages, registry_keys) =
-        signed_closure(env, config, keys, packages, (&of, &want.plugin))?;
+    let signed = signed_closure(env, config, keys, packages, (&of, &want.plugin))?;
+    let (packages, registry_keys) = (signed.packages, signed.keys);
     let staging = assemble_npm(env, &packages, config, &registry)?;
+    write_attestations(staging.path(), &packages, &signed.attestations)?;
     let entry = bin_of(staging.path(), &own, &call.package, call.program.as_deref())
         .map_err(NotLocked::Left)?;
     Ok(Staged {
@@ -200,14 +202,17 @@ fn npm_config<'a>(env: &Env<'a>) -> Result<&'a NpmConfig, ResolveError> {
 
 /// A locked payload's closure fetched again, with the credentials this machine's
 /// configuration has for its recorded registry (for a lock without one, the registry
-/// its package would come from now).
+/// its package would come from now), with the attestations documents of the packages
+/// whose provenance the lock records.
 pub(super) fn fetch_npm(env: &Env<'_>, payload: &LockedPayload) -> Result<Staging, NotLocked> {
     let config = npm_config(env)?;
     let registry = match &payload.registry {
         Some(recorded) => recorded.clone(),
         None => config.registry_for(&payload.package).to_owned(),
     };
-    assemble_npm(env, &payload.npm, config, &registry)
+    let closure = assemble_npm(env, &payload.npm, config, &registry)?;
+    fetch_attestations(env, (config, &registry), &payload.npm, closure.path())?;
+    Ok(closure)
 }
 
 /// Fetches every package of a closure (with the credential `config` has for each

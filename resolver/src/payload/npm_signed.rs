@@ -114,7 +114,7 @@ pub(super) fn signed_closure(
     keys: &RunKeys,
     mut packages: Vec<LockedNpmPackage>,
     (of, plugin): (&str, &str),
-) -> Result<(Vec<LockedNpmPackage>, Vec<RegistryKey>), NotLocked> {
+) -> Result<Signed, NotLocked> {
     let registries: Vec<String> = packages
         .iter()
         .map(|p| config.registry_for(p.name()).to_owned())
@@ -165,14 +165,29 @@ pub(super) fn signed_closure(
     if let Some(refused) = refused {
         return Err(ResolveError::from(refused).into());
     }
-    npm_provenance::verify_closure(
+    let documents = npm_provenance::verify_closure(
         &quiet_env,
         (config, of),
         &registries,
         &mut packages,
         &attestations,
     )?;
-    Ok((packages, used))
+    Ok(Signed {
+        packages,
+        keys: used,
+        attestations: documents,
+    })
+}
+
+/// A closure's packages with their signatures and provenance, as [`signed_closure`]
+/// found them.
+pub(super) struct Signed {
+    pub(super) packages: Vec<LockedNpmPackage>,
+    /// The registry keys their signatures name.
+    pub(super) keys: Vec<RegistryKey>,
+    /// Each package's attestations document (`None` without provenance), to keep in the
+    /// closure.
+    pub(super) attestations: Vec<Option<Vec<u8>>>,
 }
 
 /// The signature of `package` to record, of those its registry's `document` gives, and

@@ -13,6 +13,7 @@ use berth_lockfile_schema::{Lock, LockedNpmPackage, LockedPayload, RegistryKey};
 use berth_transport::npm_signature::{P256_KEYTYPE, RegistryPublicKey, SignatureError};
 use sha2::{Digest as _, Sha256};
 
+use super::closure_of;
 use crate::context::Env;
 use crate::error::{EntryError, SignatureRefused};
 
@@ -216,12 +217,6 @@ pub(crate) fn refusal(
     })
 }
 
-/// Whose closure a refused package is in, as a refusal says it: `in the closure of
-/// `fake-mcp` 1.1.0`.
-pub(crate) fn closure_of(package: &str, version: &str) -> String {
-    format!("in the closure of `{package}` {version}")
-}
-
 /// What `sync` refuses of the npm signatures of `lock`'s payloads, checked against the
 /// lock's keys (offline): one error per refused package.
 pub(crate) fn refused_signatures(env: &Env<'_>, lock: &Lock) -> Vec<EntryError> {
@@ -270,18 +265,39 @@ pub(crate) fn refusals_of(
             Origin::Lock,
         ));
     }
-    if !known && !bad && env.store.lookup(&payload.hash, &name).is_some() {
+    if known || bad {
+        return refused;
+    }
+    // The provenance the lock records is verified again from the closure's attestations,
+    // when its entry is here (else once `sync` has fetched it).
+    let Some(entry) = env.store.lookup(&payload.hash, &name) else {
+        return refused;
+    };
+    match super::npm_provenance::refused_provenance(payload, &entry.path) {
+        Some(provenance) => refused.push(provenance),
         // Best effort: without it the next sync verifies again.
-        let _ = env.store.record_verdict(&payload.hash, &name, &verdict);
+        None => {
+            let _ = env.store.record_verdict(&payload.hash, &name, &verdict);
+        }
     }
     refused
 }
 
 /// The verdict that a closure's signatures (`packages`, against `keys`) were checked and
-/// none is bad: a digest of everything the check reads.
+/// none is bad, and its recorded provenance verified: a digest of everything the checks
+/// read (the trusted root's text too, when a package records a provenance).
 pub(crate) fn checked_verdict(packages: &[LockedNpmPackage], keys: &[RegistryKey]) -> String {
     let mut hasher = Sha256::new();
-    hasher.update(b"npm registry signatures 1\n");
+    hasher.update(b"npm registry signatures and provenance 2\n");
+    let mut attested = packages
+        .iter()
+        .filter_map(|p| Some((p, p.provenance.as_ref()?)));
+    if let Some(first) = attested.next() {
+        hasher.update(super::npm_provenance::trusted_root_text());
+        for (package, provenance) in std::iter::once(first).chain(attested) {
+            hasher.update(format!("{}\t{provenance:?}\n", package.signed_text()));
+        }
+    }
     for package in packages {
         let Some(signature) = &package.signature else {
             continue;

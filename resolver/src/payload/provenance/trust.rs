@@ -89,6 +89,11 @@ impl TrustedRoot {
         Ok(root)
     }
 
+    /// The text of the public-good instance's root pinned in this build of berth.
+    pub(crate) fn public_good_json() -> &'static str {
+        PUBLIC_GOOD
+    }
+
     /// The Sigstore public-good instance's root, as pinned in this build of berth.
     pub fn public_good() -> Self {
         Self::from_json(PUBLIC_GOOD.as_bytes()).expect("the pinned trusted root is read by a test")
