@@ -404,7 +404,7 @@ pub async fn lockfile(
     params(("id" = String, Path, description = "the conversation's id")),
     responses(
         (status = 200, description = "the plugin set (docs/spec.md section 5)", body = Object),
-        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, description = "the server's policy refuses the lock", body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 502, body = ErrorBody), (status = 503, description = "plugins missing from the store and the server is offline", body = ErrorBody)
     )
 )]

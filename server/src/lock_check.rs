@@ -1,7 +1,8 @@
 //! What a lock must pass on this server, whoever wrote it: a lock posted with a request and
 //! one read from a bucket other servers (or anyone with its credentials) can write.
 
-use berth_lockfile_schema::{AgentOrigin, AgentRequest};
+use berth_lockfile_schema::governance::SignerChange;
+use berth_lockfile_schema::{AgentOrigin, AgentRequest, Lock};
 
 use crate::api::MAX_PLUGINS;
 use crate::error::AppError;
@@ -56,6 +57,9 @@ pub struct RunPolicy {
     pub policy: berth_lockfile_schema::governance::Policy,
     /// The approvals beside it.
     pub approvals: berth_lockfile_schema::governance::Approvals,
+    /// The approvals file's name, as clients are told it (`None`: without `--policy`, the
+    /// server reads no approvals).
+    pub approvals_file: Option<String>,
     /// The time conversations lock at, for the policy's `exclude-newer` spans (`None`: the
     /// clock's; the CLI's `$BERTH_NOW` sets it, for tests and reproduction).
     pub now: Option<berth_lockfile_schema::release_age::Timestamp>,
@@ -138,14 +142,59 @@ pub(crate) fn check_run_policy(
     }
 }
 
+/// What a lock must pass before its set is built, whoever made it: the policy's
+/// `exclude-newer` and `[sources] signer_change`, whose `warn` is logged here (once per lock
+/// the server builds a set for).
+pub(crate) fn check_lock_rules(run: &RunPolicy, lock: &Lock) -> Result<(), AppError> {
+    check_release_age(run, lock)?;
+    check_signer_change(run, lock)?;
+    let changes = berth_review::signer_changes(&run.policy, &run.approvals, lock);
+    for change in changes.iter().filter(|c| c.rule == SignerChange::Warn) {
+        tracing::warn!(
+            "plugin `{}`: {} [`{}` in `{}`]",
+            change.plugin.name,
+            change.describe(),
+            change.rule_text(),
+            change.file
+        );
+    }
+    Ok(())
+}
+
+/// `[sources] signer_change` (`approve` by default, with or without `--policy`) on a lock
+/// this server takes or makes, as the CLI's `sync` and `run` apply it, with the server's
+/// approvals: a change of signer no approval covers is refused under `approve`, every one
+/// under `deny` (403 `policy_denied`, naming the plugin and its signers before and after).
+pub(crate) fn check_signer_change(run: &RunPolicy, lock: &Lock) -> Result<(), AppError> {
+    let violations = berth_review::signer_violations(&run.policy, &run.approvals, lock);
+    if violations.is_empty() {
+        return Ok(());
+    }
+    let mut message = violations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if violations.iter().any(|v| v.needs_approval) {
+        message.push_str(&match &run.approvals_file {
+            Some(file) => format!(
+                "; this server reads its approvals from `{file}` when it starts: record the approval there and restart it"
+            ),
+            None => "; this server reads no approvals (it runs without `--policy`): approve it where the lock is made, then serve with `--policy` and `--approvals` naming that `plugins.approvals.toml`".to_owned(),
+        });
+    }
+    Err(AppError::new(
+        axum::http::StatusCode::FORBIDDEN,
+        "policy_denied",
+        message,
+    ))
+}
+
 /// Under the policy's `exclude-newer`, a lock must have been made under a cutoff at or
 /// before the one the policy asks now: a posted lock made without it, or under a later
 /// one, may pin what the policy holds back (403 `policy_denied`). What this server locks
 /// itself is locked under it, so it passes.
-pub(crate) fn check_release_age(
-    run: &RunPolicy,
-    lock: &berth_lockfile_schema::Lock,
-) -> Result<(), AppError> {
+fn check_release_age(run: &RunPolicy, lock: &Lock) -> Result<(), AppError> {
     use berth_lockfile_schema::release_age::{Timestamp, made_too_late};
     let now = run.now.unwrap_or_else(Timestamp::now);
     match made_too_late(&run.policy.release_age(), lock.exclude_newer.as_ref(), now) {

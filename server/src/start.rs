@@ -63,6 +63,8 @@ fn checked_lock(state: &AppState, text: &str) -> Result<Arc<LockedText>, AppErro
     }
     let lock = parse_lock("lockfile", text).map_err(|e| AppError::bad_request(e.to_string()))?;
     check_lock_against(&state.config().policy, &lock)?;
+    // Refused before anything is fetched for it; `build_set` checks it again, and logs `warn`.
+    crate::lock_check::check_signer_change(&state.config().run_policy, &lock)?;
     // Stored as berth writes it, shared with every conversation that has it.
     let written = lock.to_toml();
     let locked = state

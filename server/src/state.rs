@@ -352,7 +352,7 @@ impl AppState {
         if let Some(json) = self.cached_set(lock) {
             return Ok(json);
         }
-        crate::lock_check::check_release_age(&self.config().run_policy, &lock.lock)?;
+        crate::lock_check::check_lock_rules(&self.config().run_policy, &lock.lock)?;
         let _hold = self.hold_store()?;
         let config = self.config();
         let options = berth_runtime::BuildOptions {

@@ -64,6 +64,7 @@ mod signed_approvals;
 mod signed_sources;
 mod signed_sources_server;
 mod signer_change;
+mod signer_change_server;
 mod skipped_files;
 mod ssrf;
 mod store;

@@ -92,8 +92,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", env = "BERTH_POLICY")]
     pub policy: Option<std::path::PathBuf>,
 
-    /// The approvals the policy's `approve` rules read [default: `plugins.approvals.toml`
-    /// next to the policy file]
+    /// The approvals the policy's `approve` rules and `[sources] signer_change` read
+    /// [default: `plugins.approvals.toml` next to the policy file]
     #[arg(long, value_name = "FILE", requires = "policy")]
     pub approvals: Option<std::path::PathBuf>,
 

@@ -235,6 +235,7 @@ fn run_policy(args: &ServeArgs, github_url: &str) -> Result<berth_server::RunPol
     Ok(berth_server::RunPolicy {
         policy,
         approvals,
+        approvals_file: Some(file_name_of(&label)),
         now,
         tools_env: args.tools_env,
     })
