@@ -180,7 +180,7 @@ pub(crate) fn check_signer_change(run: &RunPolicy, lock: &Lock) -> Result<(), Ap
             Some(file) => format!(
                 "; this server reads its approvals from `{file}` when it starts: record the approval there and restart it"
             ),
-            None => "; this server reads no approvals (it runs without `--policy`): approve it where the lock is made, then serve with `--policy` and `--approvals` naming that `plugins.approvals.toml`".to_owned(),
+            None => "; this server reads no approvals (it runs without `--policy` or `--approvals`): approve it where the lock is made (`berth plugins approve NAME`), then serve with `--approvals` naming that `plugins.approvals.toml`".to_owned(),
         });
     }
     Err(AppError::new(

@@ -102,7 +102,7 @@ fn serve_refuses_a_change_of_signer_unless_warned_or_approved() {
             &names[..],
             &[
                 "`sources.signer_change = \"approve\"` in `berth's defaults`",
-                "reads no approvals (it runs without `--policy`): approve it where the lock is made",
+                "reads no approvals (it runs without `--policy` or `--approvals`): approve it where the lock is made",
                 "berth plugins approve tools",
             ],
         ]
@@ -185,4 +185,10 @@ fn serve_refuses_a_change_of_signer_unless_warned_or_approved() {
     assert_eq!(status, 201, "an approved change passes: {body}");
     let (status, body) = server.get(&format!("/api/conversations/{id}/plugin_set"));
     assert_eq!(status, 200, "{body}");
+    drop(server);
+
+    // Without a policy file, `--approvals` alone gives the default rule its approvals.
+    let server = serve(&p, &["--approvals".as_ref(), approvals.as_os_str()]);
+    let (status, body) = server.post(&json!({"lockfile": changed}));
+    assert_eq!(status, 201, "approved, without `--policy`: {body}");
 }

@@ -93,8 +93,9 @@ pub struct ServeArgs {
     pub policy: Option<std::path::PathBuf>,
 
     /// The approvals the policy's `approve` rules and `[sources] signer_change` read
-    /// [default: `plugins.approvals.toml` next to the policy file]
-    #[arg(long, value_name = "FILE", requires = "policy")]
+    /// (without `--policy`: the approvals of a change of signer, which the default rule asks
+    /// for) [default: `plugins.approvals.toml` next to the policy file]
+    #[arg(long, value_name = "FILE")]
     pub approvals: Option<std::path::PathBuf>,
 
     /// Under the policy's `tools = "pinned"`, fill `${VAR}` in remote MCP servers' headers

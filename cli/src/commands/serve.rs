@@ -205,7 +205,18 @@ fn marketplace(
 /// `--policy` and its approvals, read once at start (restart the server to change them).
 fn run_policy(args: &ServeArgs, github_url: &str) -> Result<berth_server::RunPolicy> {
     let Some(path) = &args.policy else {
-        return Ok(berth_server::RunPolicy::default());
+        // No policy file: its default rules, and the approvals of changes of signer.
+        let Some(file) = &args.approvals else {
+            return Ok(berth_server::RunPolicy::default());
+        };
+        let label = file.display().to_string();
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("could not read `{label}` (--approvals)"))?;
+        return Ok(berth_server::RunPolicy {
+            approvals: berth_lockfile_schema::governance::parse_approvals(&text, &label)?,
+            approvals_file: Some(file_name_of(&label)),
+            ..berth_server::RunPolicy::default()
+        });
     };
     // Its files are named to clients by their file names; the log has the paths.
     let policy = berth_resolver::load_policy(
