@@ -59,10 +59,10 @@
 //!    registry's keys, read at `lock`), `signatures.rs` (those signatures checked offline
 //!    against the lock's keys, at `lock`, `sync` and `verify`, and what refuses them),
 //!    `python.rs` (uv's
-//!    resolution, as `agent/` compiles it, the wheels kept as `wheels/`), `provenance/`
-//!    (an npm package's SLSA provenance, a Sigstore bundle, verified offline against a
-//!    trusted root and the tarball's SHA-512: `verify_npm_provenance`; the public-good root
-//!    pinned in `resolver/sigstore/`); `mod.rs` locks them (keeping pins whose line is
+//!    resolution, as `agent/` compiles it, the wheels kept as `wheels/`),
+//!    `npm_provenance.rs` (an npm package's SLSA provenance fetched at `lock`, verified by
+//!    the `berth-provenance` crate, kept in the closure and verified again at `sync`);
+//!    `mod.rs` locks them (keeping pins whose line is
 //!    unchanged) and syncs, substitutes and re-fetches a closure as a store entry. Which
 //!    lines there are is the runtime's to say: the front end hands its reader down as
 //!    `Settings::payload_finder`;

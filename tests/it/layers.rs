@@ -22,6 +22,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // No berth code: a Sigstore made at test time, a dev-dependency only.
     ("berth-sigstore-testkit", &[]),
     ("berth-lockfile-schema", &[]),
+    // No berth code: Sigstore bundles verified offline.
+    ("berth-provenance", &[]),
     ("berth-store", &["berth-lockfile-schema"]),
     ("berth-uv", &[]),
     ("berth-transport", &["berth-lockfile-schema", "berth-store"]),
@@ -32,6 +34,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "berth-store",
             "berth-uv",
             "berth-transport",
+            "berth-provenance",
         ],
     ),
     // The plugin reader: a store entry read once, every harness's reading of it.

@@ -10,7 +10,6 @@
 mod npm;
 mod npm_provenance;
 mod npm_signed;
-mod provenance;
 mod python;
 mod signatures;
 
@@ -21,6 +20,7 @@ use berth_lockfile_schema::{Lock, LockedPayload, RegistryKey};
 use berth_store::{Staging, Store, StoreEntry, StoreError};
 
 pub use crate::context::PayloadFinder;
+use berth_provenance as provenance;
 pub use berth_transport::registries::DEFAULT_NPM_REGISTRY;
 pub use provenance::{
     BuildClaims, BuildIdentity, Provenance, ProvenanceError, ProvenanceProblem, TrustedRoot,

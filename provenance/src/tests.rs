@@ -295,12 +295,12 @@ fn the_pinned_public_good_root_is_read() {
     assert_eq!(root.counts(), [2, 2, 2, 1]);
 }
 
-/// A real npm provenance (`sigstore@5.0.0`, see resolver/sigstore/README.md), offline,
+/// A real npm provenance (`sigstore@5.0.0`, see provenance/sigstore/README.md), offline,
 /// against the pinned public-good root: long expired, its certificate is checked at the
 /// time Rekor recorded it.
 #[test]
 fn a_real_npm_provenance_verifies_against_the_public_good_root() {
-    let doc = include_bytes!("../../../sigstore/npm-sigstore-5.0.0-attestations.json");
+    let doc = include_bytes!("../sigstore/npm-sigstore-5.0.0-attestations.json");
     let sha512 = "849a897e81bf7b8a8541a6ae40bd3473a27a16b1cb0462ad905bd6dc96d34881053a12eb4a375233f81677fc9439f628fe0b0445e8535c60b5559597fbd5f80e";
     let sha512: [u8; 64] = (0..64)
         .map(|i| u8::from_str_radix(&sha512[2 * i..2 * i + 2], 16).expect("hex"))

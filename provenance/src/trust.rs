@@ -9,9 +9,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 
-/// The public-good instance's trusted root, pinned (`resolver/sigstore/README.md` says
+/// The public-good instance's trusted root, pinned (`provenance/sigstore/README.md` says
 /// when and how to update it).
-const PUBLIC_GOOD: &str = include_str!("../../../sigstore/public-good-trusted-root.json");
+const PUBLIC_GOOD: &str = include_str!("../sigstore/public-good-trusted-root.json");
 
 /// Why a trusted root was not read.
 #[derive(Debug, thiserror::Error)]
@@ -90,7 +90,7 @@ impl TrustedRoot {
     }
 
     /// The text of the public-good instance's root pinned in this build of berth.
-    pub(crate) fn public_good_json() -> &'static str {
+    pub fn public_good_json() -> &'static str {
         PUBLIC_GOOD
     }
 
