@@ -72,6 +72,32 @@ impl FileLock {
         Self::lock(file, claim, on_wait)
     }
 
+    /// [`FileLock::acquire`] of a lock file that another process may delete (a staging
+    /// folder's, which `Store::clean_tmp` removes once it holds the lock): after locking,
+    /// the file must still be the one at `path`, else the lock is taken again on the file
+    /// there now. Without this, a process that opened the file just before another one
+    /// locked and deleted it would hold a lock on a deleted file, and its folder would look
+    /// abandoned to the next `clean_tmp`, which would remove it while in use.
+    pub fn acquire_linked(path: &Path, mut on_wait: impl FnMut()) -> std::io::Result<Self> {
+        loop {
+            let lock = Self::acquire(path, &mut on_wait)?;
+            if lock.still_at_path()? {
+                return Ok(lock);
+            }
+        }
+    }
+
+    /// Whether the file this lock holds is still the file at its path.
+    fn still_at_path(&self) -> std::io::Result<bool> {
+        use std::os::unix::fs::MetadataExt as _;
+        let held = self._file.metadata()?;
+        Ok(match std::fs::metadata(&self.claim.0) {
+            Ok(now) => now.dev() == held.dev() && now.ino() == held.ino(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(e),
+        })
+    }
+
     /// Takes the exclusive lock on the folder `path` itself (which must exist), writing
     /// nothing into it: every process that locks the same folder, by any path to it, is
     /// excluded. If another process holds it, calls `on_wait` once and blocks.
@@ -137,6 +163,22 @@ fn annotate(e: std::io::Error, path: &Path) -> std::io::Error {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_linked_lock_is_on_the_file_at_its_path_and_knows_when_it_is_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("stage.lock");
+        let lock = FileLock::acquire_linked(&path, || {}).expect("lock");
+        assert!(lock.still_at_path().expect("stat"));
+        std::fs::remove_file(&path).expect("unlink");
+        assert!(!lock.still_at_path().expect("stat"), "deleted");
+        std::fs::write(&path, "").expect("another file");
+        assert!(!lock.still_at_path().expect("stat"), "replaced");
+        drop(lock);
+        // A lock on the file there now, not the deleted one.
+        let again = FileLock::acquire_linked(&path, || {}).expect("lock");
+        assert!(again.still_at_path().expect("stat"));
+    }
+
     use super::*;
 
     #[test]

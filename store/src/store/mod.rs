@@ -157,7 +157,9 @@ impl Store {
         ));
         // The lock file marks the folder as in use for as long as this process lives; a
         // folder whose lock is free belongs to a process that died (see `clean_tmp`).
-        let lock = FileLock::acquire(&lock_of(&path), || {})?;
+        // Linked: `clean_tmp` deletes the lock files it could lock, and one it deleted
+        // between this `open` and this `flock` must not be the one held.
+        let lock = FileLock::acquire_linked(&lock_of(&path), || {})?;
         fs_err::create_dir(&path)?;
         Ok(Staging {
             path: Some(path),
