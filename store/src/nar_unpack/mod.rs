@@ -107,9 +107,10 @@ pub enum NarUnpackError {
 ///
 /// `dest` must not exist: `unpack` creates it as a folder, file or symlink, whatever the
 /// archive's root is, and refuses (`NarUnpackError::Io`, already exists) to unpack over
-/// anything, leaving it alone. Files are written `0o755` when executable, `0o644`
-/// otherwise, and folders `0o755` (less the umask); making them read-only is the store's
-/// job.
+/// anything, leaving it alone. Files are created read-only, `0o555` when executable and
+/// `0o444` otherwise (the modes a store entry gives them, so committing one has nothing to
+/// change on its files: written through the descriptor that created them), and folders
+/// `0o755` (less the umask); making the folders read-only is the store's job.
 ///
 /// On any error after `dest` was created, `unpack` removes it itself, best effort: should
 /// that removal fail too (logged at debug level), a partial tree may remain at `dest`, so a

@@ -212,7 +212,9 @@ impl<R: Read> Reader<R> {
                 limit: self.limits.max_total_bytes,
             });
         }
-        let mode = if executable { 0o755 } else { 0o644 };
+        // Read-only from the start, as a store entry keeps it: the descriptor that creates
+        // the file still writes it.
+        let mode = if executable { 0o555 } else { 0o444 };
         // A new file in a folder this unpacker made: never through a link, never over
         // anything.
         let mut file = fs_err::OpenOptions::new()
