@@ -215,7 +215,7 @@ pub(crate) fn refusal(
         (_, _) => {
             let file = policy?;
             let next = match from {
-                Origin::Registry => "nothing was locked; lock it from a registry that signs its packages with a key it publishes, or remove the server from the plugin".to_owned(),
+                Origin::Registry => "nothing was locked; lock it from a registry that signs its packages with a key it publishes, or stop using the package (remove the server from the plugin, or the plugin from the manifest)".to_owned(),
                 Origin::Lock => format!("lock it from a registry that signs its packages with a key it publishes (`berth plugins lock --upgrade-plugin {plugin}` resolves it again and records its signatures)"),
             };
             (
