@@ -279,7 +279,8 @@ impl Context {
     }
 
     /// Under `[payloads] require_registry_signatures`, fails unless every npm package of
-    /// `lock`'s payloads carries a registry signature that verifies with the lock's keys
+    /// `lock`'s payloads, and every plugin taken from an npm package, carries a registry
+    /// signature that verifies with the lock's keys
     /// (offline; what `sync` checked is remembered in the store, so this is one `readlink`
     /// per payload then).
     fn check_registry_signatures(&self, governance: &Governance, lock: &Lock) -> Result<()> {

@@ -63,9 +63,9 @@ pub use hash::{CommitId, HashParseError, Sha256Hash, is_full_commit_id, nix32, p
 pub use lock::{
     LOCK_HEADER, LOCK_VERSION, Lock, LockError, LockFileWire, LockedAgent, LockedAgentWire,
     LockedNpmPackage, LockedPayload, LockedPlugin, LockedPluginWire, LockedTools, LockedToolsWire,
-    LockedWheel, LockedWheelWire, NpmProvenance, NpmSignature, RegistryKey, SignatureKind,
-    SignedObject, SourceSignature, Staleness, TOOLS_ENTRY_NAME, ToolsTrust, parse_lock,
-    sorted_keys, toml_string,
+    LockedWheel, LockedWheelWire, NpmProvenance, NpmSignature, NpmSource, RegistryKey,
+    SignatureKind, SignedObject, SourceSignature, Staleness, TOOLS_ENTRY_NAME, ToolsTrust,
+    parse_lock, sorted_keys, toml_string,
 };
 pub use manifest::{
     AgentOrigin, AgentRequest, AutoLoad, Manifest, ParsedManifest, PluginRequest,

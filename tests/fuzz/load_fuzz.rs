@@ -382,6 +382,7 @@ fn add_plugin(store: &Store, name: &str, files: &[(&str, Content)]) -> LockedPlu
         standalone_skill: false,
         definition: None,
         signature: None,
+        npm: None,
         source: format!("./{name}"),
         git_ref: None,
         version: None,

@@ -142,6 +142,7 @@ fn locked_plugin() -> impl Strategy<Value = LockedPlugin> {
                     verified: true,
                     was: Some("openpgp 0123ABCD".to_owned()),
                 }),
+                npm: None,
                 source,
                 git_ref: git_ref.filter(|_| is_git),
                 version: None,

@@ -101,7 +101,7 @@ fn signature_violation(s: &PackageSignature<'_>, policy: Option<&str>) -> Option
         (_, None) => return None,
     };
     Some(Violation {
-        plugin: s.payload.plugin.clone(),
+        plugin: s.plugin.to_owned(),
         capability: "registry_signature".to_owned(),
         rule: rule.to_owned(),
         file: file.to_owned(),
@@ -109,16 +109,23 @@ fn signature_violation(s: &PackageSignature<'_>, policy: Option<&str>) -> Option
             "{}: {}; run `berth plugins lock --upgrade-plugin {}` to lock it again from its registry",
             package_line(s),
             s.state.describe(),
-            s.payload.plugin
+            s.plugin
         ),
         needs_approval: false,
     })
 }
 
 /// ``npm package `fake-dep@1.0.0` in the closure of `fake-mcp` 1.1.0 (MCP server `fake` of
-/// plugin `tools`)``.
+/// plugin `tools`)``, or ``npm package `tools@1.0.0`, the source of plugin `tools` ``.
 fn package_line(s: &PackageSignature<'_>) -> String {
-    let payload = s.payload;
+    let Some(payload) = s.payload else {
+        return format!(
+            "npm package `{}@{}`, the source of plugin `{}`",
+            s.package.name(),
+            s.package.version,
+            s.plugin
+        );
+    };
     format!(
         "npm package `{}@{}` in the closure of `{}` {} ({} of plugin `{}`)",
         s.package.name(),
@@ -200,21 +207,26 @@ fn json_report(
     if !unobserved.is_empty() {
         report["unobserved_servers"] = json!(unobserved);
     }
-    if !unsigned.is_empty() {
-        report["unsigned_npm_packages"] = unsigned
-            .iter()
-            .map(|s| {
-                json!({
-                    "plugin": s.payload.plugin,
-                    "server": s.payload.server,
-                    "payload": s.payload.package,
-                    "name": s.package.name(),
-                    "version": s.package.version,
-                    "state": s.state.as_str(),
-                    "why": s.state.describe(),
-                })
-            })
-            .collect();
+    let (sources, packages): (Vec<_>, Vec<_>) = unsigned.iter().partition(|s| s.payload.is_none());
+    let entry = |s: &PackageSignature<'_>| {
+        let mut entry = json!({"plugin": s.plugin});
+        if let Some(payload) = s.payload {
+            entry["server"] = json!(payload.server);
+            entry["payload"] = json!(payload.package);
+        }
+        entry["name"] = json!(s.package.name());
+        entry["version"] = json!(s.package.version);
+        entry["state"] = json!(s.state.as_str());
+        entry["why"] = json!(s.state.describe());
+        entry
+    };
+    for (key, list) in [
+        ("unsigned_npm_packages", packages),
+        ("unsigned_npm_plugin_sources", sources),
+    ] {
+        if !list.is_empty() {
+            report[key] = list.into_iter().map(&entry).collect();
+        }
     }
     report
 }

@@ -156,6 +156,7 @@ fn tree_from_wire(
         standalone_skill: false,
         definition: None,
         signature: None,
+        npm: None,
         name: w.package.clone(),
         source: w.source.clone(),
         git_ref: w.git_ref.clone(),

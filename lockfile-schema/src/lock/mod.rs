@@ -6,6 +6,7 @@ mod agent;
 mod agent_wire;
 mod marketplace;
 mod npm;
+mod npm_source;
 mod payload;
 mod signature;
 mod staleness;
@@ -19,6 +20,7 @@ pub use marketplace::{AutoLoadWire, LockedMarketplace, LockedMarketplaceWire};
 pub use npm::{
     LockedNpmPackage, NpmProvenance, NpmSignature, RegistryKey, RegistryKeyWire, sorted_keys,
 };
+pub use npm_source::NpmSource;
 pub use payload::{LockedPayload, LockedPayloadWire};
 pub use signature::{SignatureKind, SignedObject, SourceSignature};
 pub use staleness::Staleness;
@@ -103,6 +105,10 @@ pub struct LockedPlugin {
     /// Who signed its git commit or the tag its ref names (git plugins; `None` in a lock
     /// written before berth recorded it).
     pub signature: Option<SourceSignature>,
+    /// The npm package it was taken from, with its registry's signature (a marketplace
+    /// entry `{"source": "npm"}`; `None` for other sources and in a lock written before
+    /// berth recorded it).
+    pub npm: Option<NpmSource>,
 }
 
 impl Lock {
@@ -111,6 +117,7 @@ impl Lock {
     pub fn same_code(&self, other: &Lock) -> bool {
         let unsigned = |p: &LockedPlugin| LockedPlugin {
             signature: None,
+            npm: None,
             ..p.clone()
         };
         self.payloads == other.payloads
@@ -163,6 +170,7 @@ impl LockedPlugin {
             standalone_skill: false,
             definition: None,
             signature: None,
+            npm: None,
         }
     }
 

@@ -210,7 +210,7 @@ pub(super) fn check_registry(registry: &str) -> Result<(), String> {
 }
 
 /// Whether `text` is an instant, as a registry writes one (`2025-01-29T00:00:00.000Z`).
-fn check_instant(key: &str, text: &str) -> Result<(), String> {
+pub(super) fn check_instant(key: &str, text: &str) -> Result<(), String> {
     text.parse::<jiff::Timestamp>()
         .map(|_| ())
         .map_err(|_| format!("`{key} = \"{text}\"` is not an RFC 3339 instant"))

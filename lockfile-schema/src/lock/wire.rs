@@ -140,6 +140,10 @@ pub struct LockedPluginWire {
     /// Who signed the git commit, or the annotated tag its ref names (git sources).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<super::SourceSignature>,
+    /// The npm package it was taken from (archive sources a marketplace's npm entry gave),
+    /// and the registry's signature of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub npm: Option<super::NpmSource>,
 }
 
 impl TryFrom<LockedPluginWire> for LockedPlugin {
@@ -198,6 +202,7 @@ impl TryFrom<LockedPluginWire> for LockedPlugin {
             .transpose()?;
         Ok(LockedPlugin {
             signature: w.signature,
+            npm: w.npm,
             auto_load: w.auto_load,
             standalone_skill: w.standalone_skill,
             definition,
@@ -234,6 +239,12 @@ fn fields_go_together(w: &LockedPluginWire) -> Result<(), String> {
     if w.signature.is_some() && w.rev.is_none() {
         return Err("`signature` goes with a git source (`rev`)".into());
     }
+    if let Some(npm) = &w.npm {
+        if w.archive_hash.is_none() {
+            return Err("`npm` goes with an archive source (`archive_hash`)".into());
+        }
+        npm.check()?;
+    }
     Ok(())
 }
 
@@ -269,6 +280,7 @@ impl From<&LockedPlugin> for LockedPluginWire {
             standalone_skill: p.standalone_skill,
             definition: p.definition.as_ref().map(crate::EntryDefinition::to_json),
             signature: p.signature.clone(),
+            npm: p.npm.clone(),
         }
     }
 }

@@ -72,6 +72,9 @@ fn write_plugin(out: &mut String, plugin: &super::LockedPlugin) {
     if let Some(signature) = &plugin.signature {
         signature.write_toml(out);
     }
+    if let Some(npm) = &plugin.npm {
+        npm.write_toml(out);
+    }
 }
 
 /// One `[[marketplace]]` table.

@@ -22,6 +22,7 @@ pub use source_rules::{LockedPicks, LockedPins, SourceRules};
 pub(crate) use memo::{KEPT_TREE_BYTES, KeptTree, TagList};
 pub(crate) use scratch::Scratch;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -47,7 +48,16 @@ pub(crate) struct Env<'a> {
     /// Whether a git commit's or tag's date was held to `cutoff` in this run: those dates
     /// are their author's word, which the lock says once when it is done.
     pub(crate) git_dated: AtomicBool,
+    /// The npm registry keys this run read (for plugins taken from npm packages).
+    pub(crate) npm_keys: RunKeys,
 }
+
+/// The keys of every npm registry a run asked, each read at its first ask (by the
+/// payloads' code): `None` for a registry that publishes none.
+#[derive(Debug, Default)]
+pub(crate) struct RunKeys(
+    pub(crate) std::sync::Mutex<BTreeMap<String, Option<Vec<berth_lockfile_schema::RegistryKey>>>>,
+);
 
 impl<'a> Env<'a> {
     pub(crate) fn new(
@@ -67,6 +77,7 @@ impl<'a> Env<'a> {
             scratch: Scratch::default(),
             cutoff: None,
             git_dated: AtomicBool::new(false),
+            npm_keys: RunKeys::default(),
         }
     }
 

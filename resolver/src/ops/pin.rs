@@ -41,13 +41,14 @@ pub fn pin_payloads(
                 .all(|(a, b)| a.name == b.name && a.hash == b.hash)
     });
     if let (true, Upgrade::Nothing, Some(previous)) = (same_plugins, upgrade, previous) {
+        // The keys `lock_plugins` kept are those of `previous`, and the plugins'.
         lock.payloads = previous.payloads.clone();
-        lock.registry_keys = previous.registry_keys.clone();
         return Ok(0);
     }
     // The plugins only: a payload that is no longer wanted need not be fetched.
     let payloads = std::mem::take(&mut lock.payloads);
-    let registry_keys = std::mem::take(&mut lock.registry_keys);
+    // The keys stay: the plugins' npm sources are checked against them.
+    let registry_keys = lock.registry_keys.clone();
     let synced = sync_plugins(
         store,
         settings,

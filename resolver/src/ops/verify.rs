@@ -53,9 +53,13 @@ pub fn verify_plugins(
         let request: Option<&PluginRequest> = manifest
             .and_then(|m| m.plugins.get(i))
             .filter(|r| locked.satisfies(r));
-        let hashed = kind_of(&locked.pin)
-            .load(&env, locked, request)
-            .fresh_hash();
+        // Its npm registry signature, from the lock's keys, before it is fetched.
+        let hashed = match crate::payload::source_refusal(&env, locked, &lock.registry_keys) {
+            Some(refused) => Err(Arc::new(refused.into())),
+            None => kind_of(&locked.pin)
+                .load(&env, locked, request)
+                .fresh_hash(),
+        };
         let status = VerifyStatus::of(hashed, &locked.hash);
         // Seen now: the pin gives the entry (whether or not the store has it yet).
         if matches!(status, VerifyStatus::Ok) {

@@ -7,6 +7,7 @@
 //! Which servers start through a runner is the runtime's to say (it reads plugin folders);
 //! the front end hands that reader to the resolver as [`Settings::payload_finder`].
 
+mod keys;
 mod npm;
 mod npm_provenance;
 mod npm_signed;
@@ -22,12 +23,15 @@ use berth_store::{Staging, Store, StoreEntry, StoreError};
 pub use crate::context::PayloadFinder;
 use berth_provenance as provenance;
 pub use berth_transport::registries::DEFAULT_NPM_REGISTRY;
+pub(crate) use keys::lock_keys;
+use keys::named_keys;
+pub(crate) use npm_signed::resolve_signed;
 pub use provenance::{
     BuildClaims, BuildIdentity, Provenance, ProvenanceError, ProvenanceProblem, TrustedRoot,
     TrustedRootError, verify_npm_provenance,
 };
 pub use signatures::{PackageSignature, SignatureState, npm_signatures};
-pub(crate) use signatures::{refusals_of, refused_signatures};
+pub(crate) use signatures::{refusals_of, refused_signatures, source_refusal};
 
 use crate::context::{ActiveCutoff, Env, Network, Reporter, Settings};
 use crate::error::{EntryError, ResolveError};
@@ -110,7 +114,7 @@ pub fn lock_payloads(
         previous,
         may_move,
         resolved: BTreeMap::new(),
-        keys: npm_signed::RunKeys::default(),
+        keys: crate::context::RunKeys::default(),
         out: Vec::new(),
         errors: Vec::new(),
     };
@@ -121,52 +125,9 @@ pub fn lock_payloads(
         return Err(run.errors);
     }
     let kept = previous.into_iter().chain(std::iter::once(lock));
-    match named_keys(run.keys.all(), kept, &run.out) {
-        Ok(keys) => Ok((run.out, keys)),
-        Err(message) => Err(vec![EntryError {
-            label: "npm registry keys".to_owned(),
-            error: Box::new(ResolveError::Payload {
-                what: "the payloads' registry keys".to_owned(),
-                message,
-            }),
-        }]),
-    }
-}
-
-/// The keys `payloads`' signatures name, in the lock's order: as this run read them
-/// (`read`), else as a lock they were kept from (`kept`) holds them. One id naming two
-/// different keys is refused.
-fn named_keys<'a>(
-    read: Vec<RegistryKey>,
-    kept: impl Iterator<Item = &'a Lock>,
-    payloads: &[LockedPayload],
-) -> Result<Vec<RegistryKey>, String> {
-    let named: std::collections::BTreeSet<&str> = payloads
-        .iter()
-        .flat_map(|p| &p.npm)
-        .filter_map(|package| package.signature.as_ref().map(|s| s.keyid.as_str()))
-        .collect();
-    let mut keys: BTreeMap<String, RegistryKey> = BTreeMap::new();
-    let kept: Vec<RegistryKey> = kept.flat_map(|l| l.registry_keys.iter().cloned()).collect();
-    for key in read.into_iter().chain(kept) {
-        if !named.contains(key.keyid.as_str()) {
-            continue;
-        }
-        match keys.get(&key.keyid) {
-            // A later `expires` of the same key is the registry's word now.
-            Some(known) if known.key != key.key || known.keytype != key.keytype => {
-                return Err(format!(
-                    "the id `{}` names two different keys (from `{}` and `{}`)",
-                    key.keyid, known.registry, key.registry
-                ));
-            }
-            Some(_) => {}
-            None => {
-                keys.insert(key.keyid.clone(), key);
-            }
-        }
-    }
-    berth_lockfile_schema::sorted_keys(keys.into_values().collect())
+    named_keys(run.keys.all(), kept, &run.out, &lock.plugins)
+        .map(|keys| (run.out, keys))
+        .map_err(|message| vec![keys::keys_refused(message)])
 }
 
 /// Checks the npm registry signatures of `lock`'s payloads against its keys, offline,
@@ -201,7 +162,7 @@ struct PayloadRun<'a> {
     /// One resolution per package spec in a run, shared by every server that names it.
     resolved: BTreeMap<(Ecosystem, String, Option<String>), LockedPayload>,
     /// The registry keys read in this run, once per registry.
-    keys: npm_signed::RunKeys,
+    keys: crate::context::RunKeys,
     out: Vec<LockedPayload>,
     errors: Vec<EntryError>,
 }
@@ -414,84 +375,4 @@ fn fetch_closure(env: &Env<'_>, payload: &LockedPayload) -> Result<Staging, Reso
             message: why,
         },
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use berth_lockfile_schema::runner::PayloadUse;
-    use berth_lockfile_schema::{LockedNpmPackage, NpmSignature, Sha256Hash};
-
-    use super::*;
-
-    fn key(keyid: &str, key: &str, expires: Option<&str>) -> RegistryKey {
-        RegistryKey {
-            registry: "https://registry.example/".to_owned(),
-            keyid: keyid.to_owned(),
-            keytype: "ecdsa-sha2-nistp256".to_owned(),
-            key: key.to_owned(),
-            expires: expires.map(str::to_owned),
-        }
-    }
-
-    /// A payload of one package signed with the key `keyid`.
-    fn signed_by(keyid: &str) -> LockedPayload {
-        LockedPayload {
-            plugin: "tools".to_owned(),
-            server: "fake".to_owned(),
-            used_by: PayloadUse::McpServer,
-            runner: "npx".to_owned(),
-            spec: "fake-mcp@^1".to_owned(),
-            ecosystem: Ecosystem::Npm,
-            package: "fake-mcp".to_owned(),
-            version: "1.1.0".to_owned(),
-            registry: None,
-            entry: "node_modules/fake-mcp/bin/server.js".to_owned(),
-            hash: Sha256Hash::from_bytes([0; 32]),
-            python_version: None,
-            npm: vec![LockedNpmPackage {
-                path: "node_modules/fake-mcp".to_owned(),
-                name: None,
-                version: "1.1.0".to_owned(),
-                url: "https://registry.example/fake-mcp/-/fake-mcp-1.1.0.tgz".to_owned(),
-                integrity: "sha512-AAAA".to_owned(),
-                published: None,
-                signature: Some(NpmSignature {
-                    keyid: keyid.to_owned(),
-                    sig: "MEUCIQ==".to_owned(),
-                }),
-                provenance: None,
-            }],
-            wheels: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn the_lock_keeps_the_keys_its_signatures_name_as_the_registry_gives_them_now() {
-        let kept = Lock {
-            registry_keys: vec![key("k1", "A", None), key("k2", "B", None)],
-            ..Lock::default()
-        };
-        let now = key("k1", "A", Some("2027-01-01T00:00:00Z"));
-        let keys = named_keys(
-            vec![now.clone()],
-            std::iter::once(&kept),
-            &[signed_by("k1")],
-        )
-        .expect("one key");
-        assert_eq!(
-            keys,
-            [now],
-            "the expiry read now, and no key no signature names"
-        );
-        let keys = named_keys(Vec::new(), std::iter::once(&kept), &[signed_by("k1")])
-            .expect("a kept pin's key");
-        assert_eq!(keys, [key("k1", "A", None)]);
-        let e = named_keys(
-            vec![key("k1", "C", None)],
-            std::iter::once(&kept),
-            &[signed_by("k1")],
-        )
-        .expect_err("one id, two keys");
-        assert!(e.contains("the id `k1` names two different keys"), "{e}");
-    }
 }

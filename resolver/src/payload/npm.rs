@@ -22,9 +22,10 @@ use serde_json::Value;
 
 use super::closure_of;
 use super::npm_provenance::{fetch_attestations, write_attestations};
-use super::npm_signed::{RunKeys, signed_closure};
+use super::npm_signed::signed_closure;
 use super::{NotLocked, Staged};
 use crate::context::Env;
+use crate::context::RunKeys;
 use crate::error::ResolveError;
 use crate::sources::{
     ArchiveUrl, download, npm_document_url, npm_pick, npm_registry_document, npm_version_described,

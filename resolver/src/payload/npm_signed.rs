@@ -6,24 +6,21 @@
 //! publish time and the keys, so `sync` checks them again offline.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
-use berth_lockfile_schema::{LockedNpmPackage, NpmSignature, RegistryKey};
+use berth_lockfile_schema::{LockedNpmPackage, NpmSignature, NpmSource, RegistryKey};
 use berth_transport::registries::NpmConfig;
 use berth_transport::url::without_userinfo;
 use serde_json::Value;
 
-use super::signatures::{Origin, SignatureState, refusal, state_of};
+use super::signatures::{Origin, SignatureState, refusal, source_of, state_of};
 use super::{NotLocked, npm_provenance};
-use crate::context::{Env, Reporter, Task, run_parallel};
+use crate::context::{Env, Reporter, RunKeys, Task, run_parallel};
 use crate::error::{DownloadError, ResolveError, SignatureRefused};
-use crate::sources::{npm_document_url, npm_registry_document};
+use crate::sources::marketplace::{Derived, resolve_derived};
+use crate::sources::{Resolved, npm_document_url, npm_registry_document};
 
 /// The keys of every registry a run asked, each read at its first ask: `None` for a
 /// registry that publishes none (it answers 404 or 400, as npm reads it).
-#[derive(Debug, Default)]
-pub(crate) struct RunKeys(Mutex<BTreeMap<String, Option<Vec<RegistryKey>>>>);
-
 impl RunKeys {
     /// `registry`'s keys (read now if this run has not yet).
     fn of(
@@ -211,8 +208,17 @@ fn chosen(
         }
         .into());
     }
-    let mut states: Vec<(NpmSignature, SignatureState)> = document
-        .signatures
+    Ok(pick_signature(package, &document.signatures, keys))
+}
+
+/// The signature of `package` to record, of `signatures`, and its state against `keys`:
+/// a bad one (refused), else one that verifies, else the first.
+fn pick_signature(
+    package: &LockedNpmPackage,
+    signatures: &[NpmSignature],
+    keys: &[RegistryKey],
+) -> (Option<NpmSignature>, SignatureState) {
+    let mut states: Vec<(NpmSignature, SignatureState)> = signatures
         .iter()
         .map(|signature| {
             let signed = LockedNpmPackage {
@@ -223,7 +229,7 @@ fn chosen(
         })
         .collect();
     if states.is_empty() {
-        return Ok((None, SignatureState::Unsigned));
+        return (None, SignatureState::Unsigned);
     }
     let best = states
         .iter()
@@ -231,7 +237,38 @@ fn chosen(
         .or_else(|| states.iter().position(|(_, s)| s.is_verified()))
         .unwrap_or(0);
     let (signature, state) = states.swap_remove(best);
-    Ok((Some(signature), state))
+    (Some(signature), state)
+}
+
+/// Locks the plugin `derived` stands for; one taken from an npm package first has its
+/// registry signature checked against its registry's keys (read once per registry in the
+/// run) and then recorded in its entry's `npm`: a bad one is refused before the tarball
+/// is fetched, and so is, under `[payloads] require_registry_signatures`, one not signed
+/// by a key that counts.
+pub(crate) fn resolve_signed(env: &Env<'_>, derived: &Derived) -> Result<Resolved, ResolveError> {
+    let Some(npm) = &derived.npm else {
+        return resolve_derived(env, derived);
+    };
+    let quiet = Quiet(env.reporter);
+    let quiet_env = Env::new(env.store, env.settings, &quiet);
+    let keys = env
+        .npm_keys
+        .of(&quiet_env, &NpmConfig::default(), &npm.registry)?;
+    let package = npm.source.as_package(&derived.request.source);
+    let known = keys.as_deref().unwrap_or_default();
+    let (signature, state) = pick_signature(&package, &npm.signatures, known);
+    let policy = env.settings.require_registry_signatures.as_deref();
+    let plugin = &derived.entry_name;
+    let of = source_of(plugin);
+    if let Some(refused) = refusal(policy, (&of, plugin), &package, &state, Origin::Registry) {
+        return Err(refused.into());
+    }
+    let mut resolved = resolve_derived(env, derived)?;
+    resolved.plugin.npm = Some(NpmSource {
+        signature,
+        ..npm.source.clone()
+    });
+    Ok(resolved)
 }
 
 /// What `registry`'s document of `package` says of its version.

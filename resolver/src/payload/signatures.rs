@@ -6,10 +6,12 @@
 //! hold or that does not count, is refused only under `[payloads]
 //! require_registry_signatures`; `berth audit` names it.
 //!
+//! A plugin taken from an npm package (its entry's `npm`) is checked the same way.
+//!
 //! A check that found no bad signature is remembered as the payload's store entry's
 //! verdict, under a digest of everything it read, so a no-op `sync` verifies nothing again.
 
-use berth_lockfile_schema::{Lock, LockedNpmPackage, LockedPayload, RegistryKey};
+use berth_lockfile_schema::{Lock, LockedNpmPackage, LockedPayload, LockedPlugin, RegistryKey};
 use berth_transport::npm_signature::{P256_KEYTYPE, RegistryPublicKey, SignatureError};
 use sha2::{Digest as _, Sha256};
 
@@ -80,29 +82,47 @@ impl SignatureState {
     }
 }
 
-/// One npm package of a locked payload, and what its signature says.
+/// One npm package of a locked payload or plugin source, and what its signature says.
 #[derive(Debug, Clone)]
 pub struct PackageSignature<'a> {
-    /// The payload whose closure it is in.
-    pub payload: &'a LockedPayload,
+    /// The plugin whose payload or source it is.
+    pub plugin: &'a str,
+    /// The payload whose closure it is in; `None`: it is the plugin's own source (a
+    /// marketplace entry `{"source": "npm"}`).
+    pub payload: Option<&'a LockedPayload>,
     /// The package.
-    pub package: &'a LockedNpmPackage,
+    pub package: LockedNpmPackage,
     /// Its signature, checked against the lock's keys.
     pub state: SignatureState,
 }
 
-/// Every npm package of `lock`'s payloads, its signature checked against the lock's keys
-/// (offline: no registry is asked), in lock order.
+/// Every npm package of `lock`'s plugin sources, then of its payloads, its signature
+/// checked against the lock's keys (offline: no registry is asked), in lock order.
 pub fn npm_signatures(lock: &Lock) -> Vec<PackageSignature<'_>> {
-    lock.payloads
-        .iter()
-        .flat_map(|payload| payload.npm.iter().map(move |package| (payload, package)))
-        .map(|(payload, package)| PackageSignature {
-            payload,
-            package,
-            state: state_of(package, &lock.registry_keys, true),
+    let keys = &lock.registry_keys;
+    let sources = npm_sources(lock).map(|(plugin, package)| PackageSignature {
+        plugin: &plugin.name,
+        payload: None,
+        state: state_of(&package, keys, true),
+        package,
+    });
+    let payloads = lock.payloads.iter().flat_map(|payload| {
+        payload.npm.iter().map(move |package| PackageSignature {
+            plugin: &payload.plugin,
+            payload: Some(payload),
+            package: package.clone(),
+            state: state_of(package, keys, true),
         })
-        .collect()
+    });
+    sources.chain(payloads).collect()
+}
+
+/// The plugins of `lock` taken from npm packages, each with its package as a closure's
+/// is recorded.
+fn npm_sources(lock: &Lock) -> impl Iterator<Item = (&LockedPlugin, LockedNpmPackage)> {
+    lock.plugins
+        .iter()
+        .filter_map(|plugin| Some((plugin, plugin.npm.as_ref()?.as_package(&plugin.source))))
 }
 
 /// The state of `package`'s signature against `keys`. Without `verify`, a signature by a
@@ -195,7 +215,7 @@ pub(crate) fn refusal(
         (_, _) => {
             let file = policy?;
             let next = match from {
-                Origin::Registry => "nothing was locked; lock it from a registry that signs its packages with a key it publishes, or remove the server from the plugin".to_owned(),
+                Origin::Registry => "nothing was locked; lock it from a registry that signs its packages with a key it publishes, or stop using the package (remove the server from the plugin, or the plugin from the manifest)".to_owned(),
                 Origin::Lock => format!("lock it from a registry that signs its packages with a key it publishes (`berth plugins lock --upgrade-plugin {plugin}` resolves it again and records its signatures)"),
             };
             (
@@ -217,24 +237,48 @@ pub(crate) fn refusal(
     })
 }
 
-/// What `sync` refuses of the npm signatures of `lock`'s payloads, checked against the
-/// lock's keys (offline): one error per refused package.
+/// Whose source a refused package is, as a refusal says it.
+pub(crate) fn source_of(plugin: &str) -> String {
+    format!("the source of plugin `{plugin}`")
+}
+
+/// What refuses the npm signature of `plugin`'s source (when it was taken from an npm
+/// package), checked against `keys` (a lock's) under the run's policy.
+pub(crate) fn source_refusal(
+    env: &Env<'_>,
+    plugin: &LockedPlugin,
+    keys: &[RegistryKey],
+) -> Option<SignatureRefused> {
+    let package = plugin.npm.as_ref()?.as_package(&plugin.source);
+    let state = state_of(&package, keys, true);
+    let policy = env.settings.require_registry_signatures.as_deref();
+    let of = source_of(&plugin.name);
+    refusal(policy, (&of, &plugin.name), &package, &state, Origin::Lock)
+}
+
+/// What `sync` refuses of the npm signatures of `lock`'s plugin sources and payloads,
+/// checked against the lock's keys (offline): one error per refused package.
 pub(crate) fn refused_signatures(env: &Env<'_>, lock: &Lock) -> Vec<EntryError> {
-    lock.payloads
-        .iter()
-        .flat_map(|payload| {
-            refusals_of(env, payload, &lock.registry_keys)
-                .into_iter()
-                .map(move |refused| EntryError {
-                    label: format!(
-                        "plugin `{}`, {}",
-                        payload.plugin,
-                        payload.used_by.describe(&payload.server)
-                    ),
-                    error: Box::new(refused.into()),
-                })
+    // A plugin's own source is one signature: checked every time.
+    let sources = lock.plugins.iter().filter_map(|plugin| {
+        Some(EntryError {
+            label: format!("plugin `{}`", plugin.name),
+            error: Box::new(source_refusal(env, plugin, &lock.registry_keys)?.into()),
         })
-        .collect()
+    });
+    let payloads = lock.payloads.iter().flat_map(|payload| {
+        refusals_of(env, payload, &lock.registry_keys)
+            .into_iter()
+            .map(move |refused| EntryError {
+                label: format!(
+                    "plugin `{}`, {}",
+                    payload.plugin,
+                    payload.used_by.describe(&payload.server)
+                ),
+                error: Box::new(refused.into()),
+            })
+    });
+    sources.chain(payloads).collect()
 }
 
 /// What refuses the npm signatures of `payload`, checked against `keys` (a lock's) under

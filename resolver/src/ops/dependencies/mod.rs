@@ -19,8 +19,9 @@ use graph::{Walk, clash, key_of, order, walk};
 use crate::context::Env;
 use crate::error::ResolveError;
 use crate::ops::Upgrade;
+use crate::payload::resolve_signed;
 use crate::sources::load;
-use crate::sources::marketplace::{ReadMarketplace, derive, read_marketplace_at, resolve_derived};
+use crate::sources::marketplace::{ReadMarketplace, derive, read_marketplace_at};
 
 /// Where a requirement on a plugin comes from: the chain of plugin names from a plugin
 /// the manifest asks for, and the range (if any).
@@ -305,7 +306,7 @@ impl Closure<'_, '_, '_> {
                 derived.request.repo_path.as_deref(),
             )
             .map_err(|message| ResolveError::Dependency { message })?;
-            match resolve_derived(env, &derived) {
+            match resolve_signed(env, &derived) {
                 Err(ResolveError::TooNew(_)) if i + 1 < candidates.len() => continue,
                 result => {
                     let found = result?;
@@ -319,7 +320,7 @@ impl Closure<'_, '_, '_> {
         }
         let mut resolved = match resolved {
             Some(resolved) => resolved,
-            None => resolve_derived(env, &derived)?,
+            None => resolve_signed(env, &derived)?,
         };
         resolved.plugin.requested = Some(key.to_owned());
         derived.declare(&mut resolved);

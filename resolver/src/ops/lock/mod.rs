@@ -14,7 +14,7 @@ use berth_store::Store;
 
 use crate::context::{Env, Reporter, Settings, run_parallel, split};
 use crate::error::{EntryError, ResolveError};
-use crate::sources::marketplace::resolve_derived;
+use crate::payload::resolve_signed;
 use crate::sources::{Resolved, check_requested, kind_of, load, resolve_new};
 use markets::{MarketState, PickAction, lock_marketplaces};
 
@@ -135,6 +135,9 @@ pub fn lock_plugins(
         plugins
     };
     let agent = lock_agent(&env, manifest, previous, options, &resolved, &mut errors);
+    let registry_keys = crate::payload::lock_keys(&env, &plugins, previous)
+        .map_err(|e| errors.push(e))
+        .unwrap_or_default();
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -148,9 +151,7 @@ pub fn lock_plugins(
             marketplaces: markets.into_iter().map(|m| m.locked).collect(),
             // Kept as they were: `lock_payloads` pins them once the plugins are stored.
             payloads: previous.map(|p| p.payloads.clone()).unwrap_or_default(),
-            registry_keys: previous
-                .map(|p| p.registry_keys.clone())
-                .unwrap_or_default(),
+            registry_keys,
             // Kept as they were: the caller observes the servers whose code changed.
             tools: previous.map(|p| p.tools.clone()).unwrap_or_default(),
             exclude_newer: cutoff.as_ref().map(|c| c.cutoff.clone()),
@@ -293,7 +294,7 @@ impl Entry<'_, '_> {
             }
             PickAction::Resolve(derived, before) => {
                 resolved.fetch_add(1, Ordering::Relaxed);
-                let r = derived.mark(resolve_derived(env, &derived)?, self.request);
+                let r = derived.mark(resolve_signed(env, &derived)?, self.request);
                 Ok(match before {
                     // Same content as before: the old pin stays (with what the entry
                     // declares now), so a marketplace upgrade moves only the plugins whose
@@ -305,6 +306,7 @@ impl Entry<'_, '_> {
                         plugin.plugin_version = r.plugin.plugin_version;
                         plugin.dependencies = r.plugin.dependencies;
                         plugin.definition = r.plugin.definition;
+                        plugin.npm = r.plugin.npm;
                         Resolved::kept(plugin)
                     }
                     _ => r,

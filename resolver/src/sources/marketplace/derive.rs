@@ -10,14 +10,14 @@ use crate::context::Env;
 use crate::error::ResolveError;
 use crate::sources::archive::ArchiveSource;
 use crate::sources::local::{existing_dir, local_dir};
-use crate::sources::npm::pick_from_registry;
+use crate::sources::npm::{DEFAULT_REGISTRY, pick_from_registry};
 use crate::sources::{PluginSource, Resolved, resolve_new};
 
 /// The plain request a `PLUGIN@MARKETPLACE` entry stands for, and for an npm package the
 /// integrity its tarball must have.
 pub(crate) struct Derived {
     pub(crate) request: PluginRequest,
-    pub(crate) npm: Option<(String, Integrity)>,
+    pub(crate) npm: Option<NpmPlugin>,
     /// The marketplace it comes from.
     pub(crate) marketplace: String,
     /// The entry's `version`.
@@ -28,6 +28,18 @@ pub(crate) struct Derived {
     pub(crate) definition: Option<EntryDefinition>,
     /// The entry's name: the plugin's name when the entry alone defines it.
     pub(crate) entry_name: String,
+}
+
+/// An npm package taken as a plugin source: what its registry says of the version picked.
+pub(crate) struct NpmPlugin {
+    /// As the lock records it, its signature not yet chosen.
+    pub(crate) source: berth_lockfile_schema::NpmSource,
+    /// What the tarball must hash to: the strongest hash of `source.integrity`.
+    pub(crate) integrity: Integrity,
+    /// The registry asked.
+    pub(crate) registry: String,
+    /// Its `dist.signatures`.
+    pub(crate) signatures: Vec<berth_lockfile_schema::NpmSignature>,
 }
 
 /// The request `pick` (a `PLUGIN@MARKETPLACE` request of `read`) stands for, with the
@@ -136,7 +148,7 @@ fn npm_request(
     package: &str,
     version: Option<&str>,
     registry: Option<&str>,
-) -> Result<(PluginRequest, Option<(String, Integrity)>), ResolveError> {
+) -> Result<(PluginRequest, Option<NpmPlugin>), ResolveError> {
     let npm = pick_from_registry(env, package, version, registry)?;
     let request =
         PluginRequest::new(&npm.tarball, None, None, None).map_err(|e| ResolveError::Npm {
@@ -151,7 +163,12 @@ fn npm_request(
     }
     Ok((
         request,
-        Some((format!("{package}@{}", npm.version), npm.integrity)),
+        Some(NpmPlugin {
+            source: npm.source,
+            integrity: npm.integrity,
+            registry: registry.unwrap_or(DEFAULT_REGISTRY).to_owned(),
+            signatures: npm.signatures,
+        }),
     ))
 }
 
@@ -195,12 +212,13 @@ fn inside_marketplace(
 /// unpacked, anything else as a plain request.
 pub(crate) fn resolve_derived(env: &Env<'_>, derived: &Derived) -> Result<Resolved, ResolveError> {
     match &derived.npm {
-        Some((package, integrity)) => {
+        Some(npm) => {
             let Source::Archive { url, format } = derived.request.parsed_source() else {
                 unreachable!("an npm entry's request is its tarball (checked by `derive`)");
             };
+            let package = format!("{}@{}", npm.source.package, npm.source.version);
             ArchiveSource::load(env, url, *format)?
-                .with_integrity(package, integrity)
+                .with_integrity(&package, &npm.integrity)
                 .lock(&derived.request, None)
         }
         None => resolve_new(env, &derived.request),

@@ -3,7 +3,7 @@
 //! tarball's URL and `dist.integrity`; the tarball is then an archive source whose
 //! download must match that integrity before it is unpacked.
 
-use berth_lockfile_schema::ArchiveFormat;
+use berth_lockfile_schema::{ArchiveFormat, NpmSignature, NpmSource};
 
 use berth_transport::integrity::Integrity;
 use berth_transport::url::SourceUrl;
@@ -33,6 +33,11 @@ pub(crate) struct NpmPick {
     pub(crate) integrity: Integrity,
     /// What a release-age cutoff passed over: `1.1.0 (published 2026-12-01)`.
     pub(crate) held_back: Option<String>,
+    /// The package as the lock records it: `dist.integrity` as written (what the
+    /// registry signed) and `time[version]`; its signature is chosen once checked.
+    pub(crate) source: NpmSource,
+    /// `dist.signatures`.
+    pub(crate) signatures: Vec<NpmSignature>,
 }
 
 /// Which versions a request allows besides the one it picks, for a cutoff to fall back
@@ -111,20 +116,56 @@ pub(crate) fn pick(
             "`{package}@{version}` has `dist.tarball` `{tarball}`, which is not a plain http(s) URL; berth fetches a registry's tarballs only from http(s) URLs without `${{`"
         ));
     }
-    let integrity = text("integrity")
-        .as_deref()
-        .and_then(Integrity::parse)
+    let written = text("integrity").unwrap_or_default();
+    let integrity = Integrity::parse(&written)
         .ok_or_else(|| {
             format!(
                 "`{package}@{version}` has no sha256/sha384/sha512 `dist.integrity`; berth does not fetch a tarball it cannot check"
             )
         })?;
+    let (source, signatures) = recorded(package, document, &version, written);
     Ok(NpmPick {
+        source,
+        signatures,
         version,
         tarball,
         integrity,
         held_back,
     })
+}
+
+/// What the lock records of `package@version` (its `dist.integrity` as `written`, its
+/// publish time), and its `dist.signatures`, from its registry's `document`.
+fn recorded(
+    package: &str,
+    document: &serde_json::Value,
+    version: &str,
+    written: String,
+) -> (NpmSource, Vec<NpmSignature>) {
+    let signatures = document
+        .get("versions")
+        .and_then(|v| v.get(version))
+        .and_then(|entry| entry.pointer("/dist/signatures"))
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| serde_json::from_value::<NpmSignature>(s.clone()).ok())
+        .filter(|s| !s.keyid.is_empty() && !s.sig.is_empty())
+        .collect();
+    let published = document
+        .get("time")
+        .and_then(|t| t.get(version))
+        .and_then(serde_json::Value::as_str)
+        .filter(|at| at.parse::<jiff::Timestamp>().is_ok())
+        .map(str::to_owned);
+    let source = NpmSource {
+        package: package.to_owned(),
+        version: version.to_owned(),
+        integrity: written,
+        published,
+        signature: None,
+    };
+    (source, signatures)
 }
 
 /// `package`'s registry document at `url`, fetched with `credential` (bounded in size).
