@@ -1,6 +1,6 @@
 //! npm's attestations document (`GET /-/npm/v1/attestations/NAME@VERSION`) and the
 //! Sigstore bundle of its SLSA provenance (media types v0.1 to v0.3, the protobuf-specs'
-//! JSON mapping), decoded into bytes. Nothing here is trusted yet: `verify.rs` checks it.
+//! JSON mapping), decoded into bytes. Nothing here is trusted yet: `lib.rs` checks it.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;

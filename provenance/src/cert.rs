@@ -7,8 +7,8 @@ use rustls_pki_types::{
 };
 use webpki::{EndEntityCert, KeyUsage, RawPublicKeyEntity};
 use x509_cert::Certificate;
-use x509_cert::der::Decode as _;
 use x509_cert::der::asn1::{ObjectIdentifier, Utf8StringRef};
+use x509_cert::der::{Decode as _, Encode as _};
 use x509_cert::ext::pkix::SubjectAltName;
 use x509_cert::ext::pkix::name::GeneralName;
 
@@ -77,16 +77,36 @@ pub(crate) fn verify_by_certificate(
 
 /// Checks `signature` over `message` by a DER `SubjectPublicKeyInfo`.
 pub(crate) fn verify_by_key(spki: &[u8], message: &[u8], signature: &[u8]) -> Result<(), KeyError> {
+    verify_by_key_with(ALGORITHMS, spki, message, signature)
+}
+
+/// [`verify_by_key`] with the first of these algorithms that fits the key.
+pub(crate) fn verify_by_key_with(
+    algorithms: &[&dyn SignatureVerificationAlgorithm],
+    spki: &[u8],
+    message: &[u8],
+    signature: &[u8],
+) -> Result<(), KeyError> {
     let der = SubjectPublicKeyInfoDer::from(spki);
     let key = RawPublicKeyEntity::try_from(&der).map_err(|e| KeyError::Malformed(e.to_string()))?;
-    first_algorithm(|alg| key.verify_signature(alg, message, signature))
+    first_algorithm_of(algorithms, |alg| {
+        key.verify_signature(alg, message, signature)
+    })
 }
 
 /// The result of the first algorithm that fits the key.
 fn first_algorithm(
     verify: impl Fn(&dyn SignatureVerificationAlgorithm) -> Result<(), webpki::Error>,
 ) -> Result<(), KeyError> {
-    for alg in ALGORITHMS {
+    first_algorithm_of(ALGORITHMS, verify)
+}
+
+/// The result of the first of `algorithms` that fits the key.
+fn first_algorithm_of(
+    algorithms: &[&dyn SignatureVerificationAlgorithm],
+    verify: impl Fn(&dyn SignatureVerificationAlgorithm) -> Result<(), webpki::Error>,
+) -> Result<(), KeyError> {
+    for alg in algorithms {
         match verify(*alg) {
             Ok(()) => return Ok(()),
             Err(webpki::Error::UnsupportedSignatureAlgorithmForPublicKeyContext(_)) => continue,
@@ -95,18 +115,20 @@ fn first_algorithm(
         }
     }
     Err(KeyError::Malformed(
-        "its key is not P-256, P-384 or Ed25519".into(),
+        "its key is not of the signature's algorithm (P-256, P-384 or Ed25519)".into(),
     ))
 }
 
 /// Checks that the certificate chains, for code signing, to a certificate authority of
 /// the trusted root valid at `time` (Unix seconds), every certificate of the chain valid
-/// then. The error says why the last authority tried refused it.
+/// then; returns the `SubjectPublicKeyInfo` (DER) of the certificate that issued it, an
+/// intermediate or the root of that authority. The error says why the last authority tried
+/// refused it.
 pub(crate) fn verify_chain(
     certificate: &[u8],
     root: &TrustedRoot,
     time: i64,
-) -> Result<(), String> {
+) -> Result<Vec<u8>, String> {
     let der = CertificateDer::from(certificate);
     let cert = EndEntityCert::try_from(&der).map_err(|e| e.to_string())?;
     let at = UnixTime::since_unix_epoch(std::time::Duration::from_secs(
@@ -118,10 +140,10 @@ pub(crate) fn verify_chain(
         .iter()
         .filter(|a| a.valid.covers(time))
     {
-        let Some((anchor, intermediates)) = authority.chain.split_last() else {
+        let Some((anchor_der, intermediates)) = authority.chain.split_last() else {
             continue;
         };
-        let anchor = CertificateDer::from(anchor.as_slice());
+        let anchor = CertificateDer::from(anchor_der.as_slice());
         let anchor = webpki::anchor_from_trusted_cert(&anchor).map_err(|e| e.to_string())?;
         let intermediates: Vec<CertificateDer<'_>> = intermediates
             .iter()
@@ -136,11 +158,23 @@ pub(crate) fn verify_chain(
             None,
             None,
         ) {
-            Ok(_) => return Ok(()),
+            Ok(path) => {
+                return match path.intermediate_certificates().next() {
+                    Some(issuer) => Ok(issuer.subject_public_key_info().as_ref().to_vec()),
+                    None => spki_of(anchor_der),
+                };
+            }
             Err(e) => why = e.to_string(),
         }
     }
     Err(why)
+}
+
+/// The DER `SubjectPublicKeyInfo` of a certificate.
+fn spki_of(certificate: &[u8]) -> Result<Vec<u8>, String> {
+    Certificate::from_der(certificate)
+        .and_then(|c| c.tbs_certificate.subject_public_key_info.to_der())
+        .map_err(|e| e.to_string())
 }
 
 /// The identity the certificate names: its subject alternative name and Fulcio's

@@ -295,15 +295,17 @@ fn the_pinned_public_good_root_is_read() {
     assert_eq!(root.counts(), [2, 2, 2, 1]);
 }
 
+/// The SHA-512 of the `sigstore@5.0.0` tarball.
+const REAL_SHA512: &str = "849a897e81bf7b8a8541a6ae40bd3473a27a16b1cb0462ad905bd6dc96d34881053a12eb4a375233f81677fc9439f628fe0b0445e8535c60b5559597fbd5f80e";
+
 /// A real npm provenance (`sigstore@5.0.0`, see provenance/sigstore/README.md), offline,
 /// against the pinned public-good root: long expired, its certificate is checked at the
 /// time Rekor recorded it.
 #[test]
 fn a_real_npm_provenance_verifies_against_the_public_good_root() {
     let doc = include_bytes!("../sigstore/npm-sigstore-5.0.0-attestations.json");
-    let sha512 = "849a897e81bf7b8a8541a6ae40bd3473a27a16b1cb0462ad905bd6dc96d34881053a12eb4a375233f81677fc9439f628fe0b0445e8535c60b5559597fbd5f80e";
     let sha512: [u8; 64] = (0..64)
-        .map(|i| u8::from_str_radix(&sha512[2 * i..2 * i + 2], 16).expect("hex"))
+        .map(|i| u8::from_str_radix(&REAL_SHA512[2 * i..2 * i + 2], 16).expect("hex"))
         .collect::<Vec<_>>()
         .try_into()
         .expect("64 bytes");
@@ -327,4 +329,120 @@ fn a_real_npm_provenance_verifies_against_the_public_good_root() {
     let wrong = verify_npm_provenance(doc, "sigstore", "5.0.1", &sha512, &root)
         .expect_err("another version");
     assert!(wrong.to_string().contains("`sigstore@5.0.1`"), "{wrong}");
+}
+
+/// The real `sigstore@5.0.0` bundle's signing certificate and the time Rekor recorded it.
+fn real_certificate() -> (Vec<u8>, i64) {
+    let doc: Value = serde_json::from_slice(include_bytes!(
+        "../sigstore/npm-sigstore-5.0.0-attestations.json"
+    ))
+    .expect("JSON");
+    let bundle = doc["attestations"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|a| a["predicateType"] == "https://slsa.dev/provenance/v1")
+        .expect("SLSA provenance");
+    let material = &bundle["bundle"]["verificationMaterial"];
+    let certificate = STANDARD
+        .decode(material["certificate"]["rawBytes"].as_str().expect("text"))
+        .expect("base64");
+    let time = material["tlogEntries"][0]["integratedTime"]
+        .as_str()
+        .expect("text")
+        .parse()
+        .expect("a number");
+    (certificate, time)
+}
+
+/// The real certificate's SCT, by the public-good CT log, verifies; with the last byte of
+/// its signature flipped (the SCT list's last byte), it does not.
+#[test]
+fn the_real_certificate_s_sct_verifies_and_a_flipped_signature_is_refused() {
+    let (mut certificate, time) = real_certificate();
+    let root = TrustedRoot::public_good();
+    let issuer = cert::verify_chain(&certificate, &root, time).expect("chained");
+    sct::check(&certificate, &issuer, &root.ctlogs).expect("its SCT verifies");
+    let list = {
+        use x509_cert::der::Decode as _;
+        let parsed = x509_cert::Certificate::from_der(&certificate).expect("a certificate");
+        let extensions = parsed.tbs_certificate.extensions.expect("extensions");
+        let sct_list = extensions.iter().find(|e| e.extn_id == sct::SCT_LIST);
+        sct_list
+            .expect("an SCT list")
+            .extn_value
+            .as_bytes()
+            .to_vec()
+    };
+    let at = certificate
+        .windows(list.len())
+        .position(|w| w == list.as_slice())
+        .expect("the list in the certificate");
+    certificate[at + list.len() - 1] ^= 1;
+    let problem = sct::check(&certificate, &issuer, &root.ctlogs).expect_err("refused");
+    assert!(
+        matches!(&problem, ProvenanceProblem::CertificateTimestamp(why) if why.contains("does not verify")),
+        "{problem:?}"
+    );
+    assert!(problem.to_string().contains("does not verify"), "{problem}");
+}
+
+/// Without the CT log that signed its SCT, or with that log not valid at the SCT's time,
+/// the real provenance is refused.
+#[test]
+fn the_real_provenance_without_its_ct_log_is_refused() {
+    let (certificate, time) = real_certificate();
+    let mut root = TrustedRoot::public_good();
+    let issuer = cert::verify_chain(&certificate, &root, time).expect("chained");
+    for log in &mut root.ctlogs {
+        log.valid = trust::Validity {
+            start: 0,
+            end: Some(1),
+        };
+    }
+    let problem = sct::check(&certificate, &issuer, &root.ctlogs).expect_err("refused");
+    assert!(
+        matches!(problem, ProvenanceProblem::NoCertificateTimestamp(_)),
+        "{problem:?}"
+    );
+    root.ctlogs.clear();
+    let doc = include_bytes!("../sigstore/npm-sigstore-5.0.0-attestations.json");
+    let sha512: [u8; 64] = (0..64)
+        .map(|i| u8::from_str_radix(&REAL_SHA512[2 * i..2 * i + 2], 16).expect("hex"))
+        .collect::<Vec<_>>()
+        .try_into()
+        .expect("64 bytes");
+    let err = verify_npm_provenance(doc, "sigstore", "5.0.0", &sha512, &root).expect_err("refused");
+    assert!(
+        matches!(err.problem, ProvenanceProblem::NoCertificateTimestamp(_)),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains(
+            "the signing certificate carries no signed certificate timestamp of a CT log of the trusted root"
+        ),
+        "{err}"
+    );
+}
+
+/// A test bundle's leaf carries its CA's CT log's SCT: refused by a trusted root that
+/// names no CT log, or another one.
+#[test]
+fn a_test_root_without_the_ct_log_is_refused() {
+    let sigstore = TestSigstore::new();
+    let doc = sigstore.attest(PURL, &tarball_sha512());
+    let other = TestSigstore::new();
+    for ctlogs in [Value::Array(vec![]), root_json(&other)["ctlogs"].clone()] {
+        let mut json = root_json(&sigstore);
+        json["ctlogs"] = ctlogs;
+        let root = TrustedRoot::from_json(json.to_string().as_bytes()).expect("read");
+        assert!(matches!(
+            refused(&doc, &root),
+            ProvenanceProblem::NoCertificateTimestamp(_)
+        ));
+    }
+}
+
+fn root_json(sigstore: &TestSigstore) -> Value {
+    serde_json::from_str(&sigstore.trusted_root_json()).expect("JSON")
 }

@@ -3,7 +3,7 @@
 //! repository serves): the Fulcio certificate authorities, the Rekor logs' keys, the
 //! certificate-transparency logs' keys and the timestamp authorities, each with the time
 //! range it is valid for. Read as data; which of them a bundle is checked against is the
-//! verifier's to say (`verify.rs`).
+//! verifier's to say (`lib.rs`).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -54,7 +54,8 @@ pub(crate) struct Log {
 pub struct TrustedRoot {
     pub(crate) certificate_authorities: Vec<Authority>,
     pub(crate) tlogs: Vec<Log>,
-    /// Read, not yet used: berth does not check a certificate's SCTs (docs/payloads.md).
+    /// The CT logs, one of whose signed certificate timestamps the signing certificate
+    /// must carry (`sct.rs`).
     pub(crate) ctlogs: Vec<Log>,
     /// Read, not yet used: berth takes a bundle's time from its log entry's signed entry
     /// timestamp, not from an RFC 3161 timestamp.

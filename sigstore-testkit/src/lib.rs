@@ -1,5 +1,6 @@
 //! A Sigstore made at test time: a Fulcio-like CA (a P-384 root) issuing a leaf certificate
-//! with Fulcio's extensions, a Rekor-like log (a P-256 key) with a tiny Merkle tree, and
+//! with Fulcio's extensions and an embedded SCT of its CT log (a P-256 key, RFC 6962), a
+//! Rekor-like log (a P-256 key) with a tiny Merkle tree, and
 //! npm's attestations document of a bundle (v0.3) they make, with the `trusted_root.json`
 //! naming them. Nothing here is a real Sigstore key.
 //!
@@ -18,12 +19,13 @@ use rcgen::string::Ia5String;
 use rcgen::{
     BasicConstraints, CertificateParams, CustomExtension, DistinguishedName, DnType,
     ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, PublicKeyData as _, SanType,
-    SigningKey as _, date_time_ymd,
+    SerialNumber, SigningKey as _, date_time_ymd,
 };
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
-use x509_cert::der::Encode as _;
-use x509_cert::der::asn1::Utf8StringRef;
+use x509_cert::Certificate;
+use x509_cert::der::asn1::{OctetString, Utf8StringRef};
+use x509_cert::der::{Decode as _, Encode as _};
 
 /// When the test log records an entry: 2026-01-01T12:00:00Z, inside the leaf's validity.
 pub const INTEGRATED_TIME: i64 = 1_767_268_800;
@@ -55,14 +57,18 @@ impl Default for Build {
 }
 
 const LOG_HOST: &str = "rekor.berth.test";
+/// When the CT log signs the test leaf's SCT: 2026-01-01T00:00:00Z, in milliseconds.
+const SCT_TIME: u64 = 1_767_225_600_000;
 /// The index of the test entry in its log's tree of `TREE_SIZE` leaves.
 const INDEX: usize = 2;
 const TREE_SIZE: usize = 5;
 
-/// A certificate authority: its root certificate and the issuer that signs with its key.
+/// A certificate authority: its root certificate, the issuer that signs with its key, and
+/// the CT log it submits its precertificates to, whose SCT each leaf embeds.
 pub struct TestCa {
     der: Vec<u8>,
     issuer: Issuer<'static, KeyPair>,
+    pub ct_log: TestLog,
 }
 
 impl TestCa {
@@ -79,11 +85,40 @@ impl TestCa {
         TestCa {
             der,
             issuer: Issuer::new(params, key),
+            ct_log: TestLog::new(),
         }
     }
 
-    /// A leaf certificate of `key` for `build`'s workflow, with Fulcio's extensions.
+    /// A leaf certificate of `key` for `build`'s workflow, with Fulcio's extensions and the
+    /// SCT its CT log signs over the precertificate: the same certificate without the SCT
+    /// list (its TBS is what a verifier rebuilds by removing the list).
     fn leaf(&self, key: &KeyPair, build: &Build) -> Vec<u8> {
+        let mut params = self.leaf_params(key, build);
+        let precert = params
+            .signed_by(key, &self.issuer)
+            .expect("a precertificate");
+        let tbs = Certificate::from_der(precert.der())
+            .and_then(|c| c.tbs_certificate.to_der())
+            .expect("a TBS certificate");
+        let issuer_key_hash = Sha256::digest(self.issuer.key().subject_public_key_info());
+        let list = self.ct_log.sct_list(&issuer_key_hash, &tbs);
+        params
+            .custom_extensions
+            .push(CustomExtension::from_oid_content(
+                &[1, 3, 6, 1, 4, 1, 11129, 2, 4, 2],
+                OctetString::new(list)
+                    .and_then(|o| o.to_der())
+                    .expect("a DER OCTET STRING"),
+            ));
+        params
+            .signed_by(key, &self.issuer)
+            .expect("a leaf")
+            .der()
+            .to_vec()
+    }
+
+    /// The leaf's parameters, without the SCT list.
+    fn leaf_params(&self, key: &KeyPair, build: &Build) -> CertificateParams {
         let mut params = CertificateParams::default();
         params.distinguished_name = DistinguishedName::new();
         params.subject_alt_names = vec![SanType::URI(
@@ -92,6 +127,9 @@ impl TestCa {
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::CodeSigning];
         params.use_authority_key_identifier_extension = true;
+        params.serial_number = Some(SerialNumber::from_slice(
+            &Sha256::digest(key.subject_public_key_info())[..16],
+        ));
         params.not_before = date_time_ymd(2026, 1, 1);
         params.not_after = date_time_ymd(2026, 1, 2);
         params.custom_extensions = [
@@ -108,10 +146,6 @@ impl TestCa {
         })
         .collect();
         params
-            .signed_by(key, &self.issuer)
-            .expect("a leaf")
-            .der()
-            .to_vec()
     }
 }
 
@@ -144,9 +178,54 @@ impl TestLog {
     fn sign(&self, message: &[u8]) -> Vec<u8> {
         self.key.sign(message).expect("a signature")
     }
+
+    /// A TLS-encoded `SignedCertificateTimestampList` holding this log's SCT (version 1,
+    /// ECDSA with SHA-256) for the precertificate entry of `tbs` (RFC 6962 section 3.2).
+    fn sct_list(&self, issuer_key_hash: &[u8], tbs: &[u8]) -> Vec<u8> {
+        let mut signed = vec![0, 0];
+        signed.extend_from_slice(&SCT_TIME.to_be_bytes());
+        signed.extend_from_slice(&[0, 1]);
+        signed.extend_from_slice(issuer_key_hash);
+        signed.extend_from_slice(&u32::try_from(tbs.len()).expect("small").to_be_bytes()[1..]);
+        signed.extend_from_slice(tbs);
+        // No extensions.
+        signed.extend_from_slice(&[0, 0]);
+        let signature = self.sign(&signed);
+        let mut sct = vec![0];
+        sct.extend(self.log_id());
+        sct.extend_from_slice(&SCT_TIME.to_be_bytes());
+        sct.extend_from_slice(&[0, 0, 4, 3]);
+        sct.extend(tls_vec16(&signature));
+        tls_vec16(&tls_vec16(&sct))
+    }
+
+    /// Its entry of a trusted root's `tlogs` or `ctlogs`.
+    fn trusted_root_entry(&self, base_url: &str) -> Value {
+        json!({
+            "baseUrl": base_url,
+            "hashAlgorithm": "SHA2_256",
+            "publicKey": {
+                "rawBytes": STANDARD.encode(self.spki()),
+                "keyDetails": "PKIX_ECDSA_P256_SHA_256",
+                "validFor": {"start": "2025-01-01T00:00:00Z"},
+            },
+            "logId": {"keyId": STANDARD.encode(self.log_id())},
+        })
+    }
 }
 
-/// The test instance: one CA and one log, and the trusted root naming them.
+/// TLS's `opaque <0..2^16-1>`: the length in two bytes, then the bytes.
+fn tls_vec16(bytes: &[u8]) -> Vec<u8> {
+    let mut out = u16::try_from(bytes.len())
+        .expect("short")
+        .to_be_bytes()
+        .to_vec();
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// The test instance: one CA (with its CT log) and one log, and the trusted root naming
+/// them.
 pub struct TestSigstore {
     pub ca: TestCa,
     pub log: TestLog,
@@ -160,27 +239,18 @@ impl TestSigstore {
         }
     }
 
-    /// The text of the `trusted_root.json` naming the CA and the log.
+    /// The text of the `trusted_root.json` naming the CA, its CT log and the log.
     pub fn trusted_root_json(&self) -> String {
         json!({
             "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
-            "tlogs": [{
-                "baseUrl": format!("https://{LOG_HOST}"),
-                "hashAlgorithm": "SHA2_256",
-                "publicKey": {
-                    "rawBytes": STANDARD.encode(self.log.spki()),
-                    "keyDetails": "PKIX_ECDSA_P256_SHA_256",
-                    "validFor": {"start": "2025-01-01T00:00:00Z"},
-                },
-                "logId": {"keyId": STANDARD.encode(self.log.log_id())},
-            }],
+            "tlogs": [self.log.trusted_root_entry(&format!("https://{LOG_HOST}"))],
             "certificateAuthorities": [{
                 "subject": {"organization": "berth.test", "commonName": "berth test fulcio"},
                 "uri": "https://fulcio.berth.test",
                 "certChain": {"certificates": [{"rawBytes": STANDARD.encode(&self.ca.der)}]},
                 "validFor": {"start": "2025-01-01T00:00:00Z"},
             }],
-            "ctlogs": [],
+            "ctlogs": [self.ca.ct_log.trusted_root_entry("https://ctfe.berth.test")],
             "timestampAuthorities": [],
         })
         .to_string()
