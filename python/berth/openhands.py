@@ -664,7 +664,18 @@ def _hook_models() -> tuple[Any, Callable[[str, list[Any]], Any]] | None:
     is validated as before."""
     from openhands.sdk.hooks.config import HookDefinition, HookMatcher
     from pydantic import TypeAdapter
+    from pydantic._internal._model_construction import init_private_attributes
 
+    checks = HookMatcher.__pydantic_decorators__
+    if (
+        HookMatcher.model_post_init is not init_private_attributes
+        or checks.model_validators
+        or checks.field_validators
+        or checks.validators
+        or checks.root_validators
+    ):
+        # The SDK's matcher does more than validation and the private defaults.
+        return None
     defaults: dict[str, Any] = {}
     for name, private in HookMatcher.__private_attributes__.items():
         default = private.default
