@@ -49,6 +49,11 @@ Figures:
      removed each run, store warm), alternating with `--baseline` when given; and
      `plugins observe` of one small python3 stdio server in the sandbox against
      `--observe-unsandboxed`, median of --show-runs each.
+  10. (issue #59) `berth.openhands.load_plugins(lock, agent)` inside one Python
+     that has imported the SDK, the set built in-process by `berth._native` (and with the
+     binary run instead), next to the SDK's own `load_plugins` over the same folders,
+     interleaved, median of 4 x --sdk-runs calls each; on 50 sample copies, then on 50
+     plugins that each have hooks for five events and two MCP servers of their own.
 """
 
 import argparse
@@ -446,6 +451,68 @@ def bench_show(berth, scratch, sdk_python, runs, sdk_runs):
 
 PYTHON_PLUGINS = 50
 
+# Where each sample's layout reads hooks and MCP servers.
+HOOK_FILES = {"gamma": "dev.openhands/hooks/hooks.json"}
+MCP_FILES = {"gamma": "mcp.json"}
+
+
+def make_hooked_copies(dest: Path, count: int):
+    """`count` sample copies (make_sample_copies: the same skills) where every plugin has
+    hooks for five events (several matchers, several commands each, some with a timeout,
+    `async` or `${CLAUDE_PLUGIN_ROOT}`) and exactly two MCP servers of its own (a stdio
+    server with arguments and environment, an HTTP server with headers), in the files its
+    layout reads (`hooks/hooks.json` and `.mcp.json`; `dev.openhands/hooks/hooks.json` and
+    `mcp.json` for the Agent Plugins layout)."""
+    dirs = make_sample_copies(dest, count)
+    for d in dirs:
+        base, name = d.name.split("-")[0], d.name
+        root = "${CLAUDE_PLUGIN_ROOT}"
+
+        def cmd(what, **extra):
+            return {"type": "command", "command": f"{root}/hooks/{what}.sh {name}", **extra}
+
+        hooks = {"hooks": {
+            "PreToolUse": [
+                {"matcher": "terminal", "hooks": [cmd("check-command", timeout=10), cmd("audit")]},
+                {"matcher": "file_editor|str_replace_editor", "hooks": [cmd("check-path", timeout=5)]},
+                {"matcher": "*", "hooks": [cmd("log-tool", **{"async": True})]},
+            ],
+            "PostToolUse": [
+                {"matcher": "terminal", "hooks": [cmd("scan-output"), cmd("record", timeout=30)]},
+                {"matcher": "/browser_.*/", "hooks": [cmd("screenshot")]},
+            ],
+            "UserPromptSubmit": [{"hooks": [cmd("redact", timeout=3), cmd("context")]}],
+            "SessionStart": [{"hooks": [cmd("setup", timeout=120), cmd("warm-cache", **{"async": True})]}],
+            "Stop": [
+                {"matcher": "*", "hooks": [cmd("tests", timeout=300)]},
+                {"hooks": [cmd("summary")]},
+            ],
+        }}
+        servers = {"mcpServers": {
+            f"{name}-tools": {
+                **({"type": "stdio"} if base == "gamma" else {}),
+                "command": "node",
+                "args": [f"{root}/servers/tools.js", "--plugin", name, "--verbose"],
+                "env": {"MODE": "bench", "PLUGIN": name, "LOG_LEVEL": "warn"},
+            },
+            f"{name}-api": {
+                "type": "streamable-http" if base == "gamma" else "http",
+                "url": f"https://mcp.example.com/{name}/mcp",
+                "headers": {"X-Plugin": name, "X-Team": "bench"},
+            },
+        }}
+        if base == "gamma":
+            text = json.dumps(hooks).replace("${CLAUDE_PLUGIN_ROOT}", "${PLUGIN_ROOT}")
+            servers["mcpServers"][f"{name}-tools"]["args"][0] = "./servers/tools.js"
+            servers = {"$schema": "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json", **servers}
+        else:
+            text = json.dumps(hooks)
+        hook_file = d / HOOK_FILES.get(base, "hooks/hooks.json")
+        hook_file.parent.mkdir(parents=True, exist_ok=True)
+        hook_file.write_text(text)
+        (d / MCP_FILES.get(base, ".mcp.json")).write_text(json.dumps(servers))
+    return dirs
+
 
 def native_extension(berth):
     """The extension `berth._native` built next to `berth` (`cargo build --release -p
@@ -456,14 +523,16 @@ def native_extension(berth):
     return path
 
 
-def bench_python(berth, scratch, sdk_python, runs):
+def bench_python(berth, scratch, sdk_python, runs, fixture="samples"):
     """`berth.openhands.load_plugins` (in-process, and with the binary) next to the SDK's
-    `load_plugins`, in one Python."""
-    work = scratch / "python"
+    `load_plugins`, in one Python, on `PYTHON_PLUGINS` sample copies (`samples`) or the
+    same with hooks and two MCP servers in every plugin (`hooks`: make_hooked_copies)."""
+    work = scratch / f"python-{fixture}"
     work.mkdir()
-    dirs = make_sample_copies(work, PYTHON_PLUGINS)
+    make = make_hooked_copies if fixture == "hooks" else make_sample_copies
+    dirs = make(work, PYTHON_PLUGINS)
     (work / "plugins.toml").write_text("".join(f'[[plugin]]\nsource = "./{d.name}"\n\n' for d in dirs))
-    env = {"BERTH_STORE": str(scratch / "python-store")}
+    env = {"BERTH_STORE": str(scratch / f"python-store-{fixture}")}
     run([berth, "plugins", "sync", "-q"], cwd=work, env=env)
     env.update({"BERTH_BIN": berth, "PYTHONPATH": str(ROOT / "python"),
                 "BERTH_NATIVE": str(native_extension(berth)),
@@ -1168,23 +1237,25 @@ def main():
                 f"| {median_ms(server_starts):.0f} ms | | | < 2 s |"
             )
         if "python" in wanted and sdk_python:
-            print(f"berth.openhands.load_plugins, {PYTHON_PLUGINS} plugins ...", file=sys.stderr)
-            result = bench_python(args.berth, scratch, sdk_python, args.sdk_runs * 4)
-            skills, theirs = result["skills"], result["sdk"]
-            for key, how in (("berth", "in one running Python, the set built in-process by `berth._native`"),
-                             ("berth_binary", "the same with the berth binary run instead (`BERTH_NATIVE=0`)")):
-                ours = result[key]
+            for fixture, what in (("samples", ""), ("hooks", ", each with hooks for 5 events and 2 MCP servers")):
+                print(f"berth.openhands.load_plugins, {PYTHON_PLUGINS} plugins{what} ...", file=sys.stderr)
+                result = bench_python(args.berth, scratch, sdk_python, args.sdk_runs * 4, fixture)
+                skills, theirs = result["skills"], result["sdk"]
+                counted = f"{skills[0]} skills" + (f", {result['hooks'][0]} hook matchers, {result['servers'][0]} MCP servers" if fixture == "hooks" else "")
+                for key, how in (("berth", "in one running Python, the set built in-process by `berth._native`"),
+                                 ("berth_binary", "the same with the berth binary run instead (`BERTH_NATIVE=0`)")):
+                    ours = result[key]
+                    rows.append(
+                        f"| `berth.openhands.load_plugins`, {PYTHON_PLUGINS} plugins{what} ({counted}), "
+                        f"{how} (median of {len(ours)}) | {median_ms(ours):.1f} ms "
+                        f"| {median_ms(theirs):.0f} ms (SDK `load_plugins`, same folders, {skills[2]} skills) "
+                        f"| {median_ms(theirs) / median_ms(ours):.1f}x faster | "
+                        f"{'at least 10x faster' if key == 'berth' else ''} |"
+                    )
                 rows.append(
-                    f"| `berth.openhands.load_plugins`, {PYTHON_PLUGINS} plugins ({skills[0]} skills), "
-                    f"{how} (median of {len(ours)}) | {median_ms(ours):.1f} ms "
-                    f"| {median_ms(theirs):.0f} ms (SDK `load_plugins`, same folders, {skills[2]} skills) "
-                    f"| {median_ms(theirs) / median_ms(ours):.1f}x faster | "
-                    f"{'at least 10x faster' if key == 'berth' else ''} |"
+                    f"| of which `berth.openhands.plugin_set` in-process, the set as Python objects "
+                    f"(median of {len(result['plugin_set'])}) | {median_ms(result['plugin_set']):.1f} ms | | | |"
                 )
-            rows.append(
-                f"| of which `berth.openhands.plugin_set` in-process, the set as Python objects "
-                f"(median of {len(result['plugin_set'])}) | {median_ms(result['plugin_set']):.1f} ms | | | |"
-            )
         if "show" in wanted:
             print(f"plugin set of {SHOW_PLUGINS} plugins ...", file=sys.stderr)
             show, sdk, sdk_inner = bench_show(args.berth, scratch, sdk_python, args.show_runs, args.sdk_runs)

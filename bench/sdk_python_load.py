@@ -4,7 +4,7 @@
 extension `berth._native` (BERTH_NATIVE names the build), the same with the berth binary
 run instead, and the SDK's own `load_plugins(specs, agent)` over the same folders,
 interleaved. Prints the seconds of every call of each, the in-process `plugin_set` call
-alone, and the skill counts.
+alone, and the counts of skills, MCP servers and hook matchers of each.
 
 Usage: sdk_python_load.py RUNS LOCKFILE FOLDER...
 """
@@ -62,11 +62,16 @@ def set_only():
 if native() is None:
     sys.exit("the extension berth._native does not load here: set BERTH_NATIVE to its build")
 runners = {"berth": ours, "berth_binary": ours_binary, "sdk": theirs, "plugin_set": set_only}
-counts = [len(f()[0].agent_context.skills) for f in (ours, ours_binary, theirs)]
+loaded = [f() for f in (ours, ours_binary, theirs)]
+counts = [len(agent.agent_context.skills) for agent, _ in loaded]
+servers = [len(agent.mcp_config) for agent, _ in loaded]
+hooks = [
+    sum(len(getattr(h, event)) for event in type(h).model_fields) if h else 0 for _, h in loaded
+]
 times = {name: [] for name in runners}
 for _ in range(runs):
     for name, f in runners.items():
         start = time.perf_counter()
         f()
         times[name].append(time.perf_counter() - start)
-print(json.dumps({"skills": counts, **times}))
+print(json.dumps({"skills": counts, "servers": servers, "hooks": hooks, **times}))

@@ -132,11 +132,15 @@ pub fn matchers_to_json<'a>(
                         })
                     })
                     .collect();
-                let mut entry = serde_json::json!({ "matcher": m.matcher, "hooks": hooks });
+                // Built in place: `json!` would copy `hooks` once more (it serialises
+                // every value it is given).
+                let mut entry = serde_json::Map::new();
+                entry.insert("matcher".to_owned(), Value::String(m.matcher.clone()));
+                entry.insert("hooks".to_owned(), Value::Array(hooks));
                 if let Some(plugin) = plugin {
-                    entry["plugin"] = Value::String(plugin.to_owned());
+                    entry.insert("plugin".to_owned(), Value::String(plugin.to_owned()));
                 }
-                entry
+                Value::Object(entry)
             })
             .collect(),
     )

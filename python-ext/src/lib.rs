@@ -15,6 +15,7 @@
 //! It uses schema, store, runtime; it must not fetch, write, run anything, or enforce a
 //! policy (a lock with a policy file beside it is left to the binary).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use berth_lockfile_schema::governance::POLICY_FILE;
@@ -22,7 +23,7 @@ use berth_runtime::{BuildOptions, build_plugin_set};
 use berth_store::Store;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
-use pyo3::types::{PyDictMethods, PyListMethods, PyModule, PyModuleMethods};
+use pyo3::types::{PyDictMethods, PyModule, PyModuleMethods};
 use pyo3::{Bound, IntoPyObject, PyAny, PyResult, Python, pyfunction, pymodule, wrap_pyfunction};
 use serde_json::Value;
 
@@ -92,32 +93,55 @@ fn build(lockfile: &Path, store: Option<PathBuf>) -> Result<Option<Value>, Strin
     Ok(Some(set.to_json_value()))
 }
 
-/// A JSON value as the Python objects `json.loads` gives for it.
+/// A JSON value as the Python objects `json.loads` gives for it (equal values; a key
+/// that repeats, as `type` does in every hook, is one string object here).
 fn to_python<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match value {
-        Value::Null => py.None().into_bound(py),
-        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => i.into_pyobject(py)?.into_any(),
-            (None, Some(u)) => u.into_pyobject(py)?.into_any(),
-            (None, None) => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
-        },
-        Value::String(s) => PyString::new(py, s).into_any(),
-        Value::Array(items) => {
-            let list = PyList::empty(py);
-            for item in items {
-                list.append(to_python(py, item)?)?;
+    Converter {
+        py,
+        keys: HashMap::new(),
+    }
+    .convert(value)
+}
+
+/// Converts a document, making each distinct object key once.
+struct Converter<'py, 'v> {
+    py: Python<'py>,
+    keys: HashMap<&'v str, Bound<'py, PyString>>,
+}
+
+impl<'py, 'v> Converter<'py, 'v> {
+    fn convert(&mut self, value: &'v Value) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        Ok(match value {
+            Value::Null => py.None().into_bound(py),
+            Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+            Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => i.into_pyobject(py)?.into_any(),
+                (None, Some(u)) => u.into_pyobject(py)?.into_any(),
+                (None, None) => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
+            },
+            Value::String(s) => PyString::new(py, s).into_any(),
+            Value::Array(items) => {
+                let items = items
+                    .iter()
+                    .map(|item| self.convert(item))
+                    .collect::<PyResult<Vec<_>>>()?;
+                PyList::new(py, items)?.into_any()
             }
-            list.into_any()
-        }
-        Value::Object(map) => {
-            let dict = PyDict::new(py);
-            for (key, item) in map {
-                dict.set_item(key, to_python(py, item)?)?;
+            Value::Object(map) => {
+                let dict = PyDict::new(py);
+                for (key, item) in map {
+                    let item = self.convert(item)?;
+                    let key = self
+                        .keys
+                        .entry(key.as_str())
+                        .or_insert_with(|| PyString::new(py, key));
+                    dict.set_item(&*key, item)?;
+                }
+                dict.into_any()
             }
-            dict.into_any()
-        }
-    })
+        })
+    }
 }
 
 #[pymodule]

@@ -12,13 +12,15 @@ pinned to the locked commits, for callers that must hand the SDK its own type.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import hashlib
 import importlib.util
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -352,10 +354,13 @@ def load_plugins(
     fetch them again.
     """
     context = agent.agent_context
+    if context is not None and context.registered_marketplaces:
+        check_registrations(lockfile, context.registered_marketplaces, store)
+    with _collector_paused():
+        built = to_sdk(plugin_set(lockfile, store))
     if context is None or not context.registered_marketplaces:
-        return merge_into(agent, to_sdk(plugin_set(lockfile, store)), max_skills, get_secret)
-    check_registrations(lockfile, context.registered_marketplaces, store)
-    merged, hooks = merge_into(agent, to_sdk(plugin_set(lockfile, store)), max_skills, get_secret)
+        return merge_into(agent, built, max_skills, get_secret)
+    merged, hooks = merge_into(agent, built, max_skills, get_secret)
     # Each registration now reads berth's folder of its locked plugins: the SDK's own
     # `load_plugin` then finds them there, with no fetch.
     local = [
@@ -377,6 +382,21 @@ def load_plugins(
         }
     )
     return merged, hooks
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off while a set is built: the tens of
+    thousands of objects a set makes are none of them garbage, but each 700 of them
+    would start a collection, some of them of the whole heap (the SDK's modules and
+    everything the program holds). It runs again, as it was, when the set is built."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def load_plugin(
@@ -518,8 +538,13 @@ def plugin_sources(lockfile: PathLike, store: PathLike | None = None) -> list[Pl
 
 def _posix(root: Path, rel: str) -> str:
     """``rel`` (plugin-relative, `/`-separated) under ``root``, as the SDK writes paths."""
-    path = root if rel in ("", ".") else root / PurePath(rel)
-    return path.as_posix()
+    if rel in ("", "."):
+        return root.as_posix()
+    base = root.as_posix()
+    if base != "/" and rel[0] != "/" and all(part not in ("", ".") for part in rel.split("/")):
+        # Nothing for a path to normalise: joined as `root / PurePath(rel)` would join it.
+        return f"{base}/{rel}"
+    return (root / PurePath(rel)).as_posix()
 
 
 def _skill(raw: SetSkill, root: Path) -> Skill:
@@ -601,13 +626,92 @@ def _mcp_server(raw: AgentMcpServer) -> MCPServer:
 def _hook_config(raw: Mapping[str, Sequence[AgentHookMatcher]]) -> HookConfig | None:
     from openhands.sdk.hooks import HookConfig
 
-    events = {
-        event: [{"matcher": m["matcher"], "hooks": [dict(h) for h in m["hooks"]]} for m in matchers]
+    if not any(raw.values()):
+        return None
+    models = _hook_models()
+    if models is None:
+        events = {
+            event: [
+                {"matcher": m["matcher"], "hooks": [dict(h) for h in m["hooks"]]} for m in matchers
+            ]
+            for event, matchers in raw.items()
+        }
+        return HookConfig.model_validate(events)
+    # Every definition of every matcher validated in one call (the SDK's checks run on
+    # each), then the matchers made around them as validation makes them.
+    definitions, matcher = models
+    hooks = iter(
+        definitions.validate_python([h for ms in raw.values() for m in ms for h in m["hooks"]])
+    )
+    built = {
+        event: [matcher(m["matcher"], [next(hooks) for _ in m["hooks"]]) for m in matchers]
         for event, matchers in raw.items()
     }
-    if not any(events.values()):
+    return HookConfig.model_validate(built)
+
+
+@functools.cache
+def _hook_models() -> tuple[Any, Callable[[str, list[Any]], Any]] | None:
+    """What builds the SDK's hook objects quickly: a validator of ``list[HookDefinition]``
+    and a maker of a ``HookMatcher`` from a matcher string and its validated definitions.
+
+    ``HookMatcher`` keeps a private set (``_REGEX_METACHARACTERS``) that pydantic
+    deep-copies into every instance it validates, which is most of the cost of a hook set
+    (about 20 us a matcher). The maker sets the same fields, fields-set and private
+    values (a fresh copy of each default set of strings, which is what the deep copy
+    makes) itself. Checked once per process against a matcher validated by the SDK's own
+    model: when they differ in anything (another SDK), this is ``None`` and every matcher
+    is validated as before."""
+    from openhands.sdk.hooks.config import HookDefinition, HookMatcher
+    from pydantic import TypeAdapter
+    from pydantic._internal._model_construction import init_private_attributes
+
+    checks = HookMatcher.__pydantic_decorators__
+    if (
+        HookMatcher.model_post_init is not init_private_attributes
+        or checks.model_validators
+        or checks.field_validators
+        or checks.validators
+        or checks.root_validators
+    ):
+        # The SDK's matcher does more than validation and the private defaults.
         return None
-    return HookConfig.model_validate(events)
+    defaults: dict[str, Any] = {}
+    for name, private in HookMatcher.__private_attributes__.items():
+        default = private.default
+        if private.default_factory is not None or not (
+            isinstance(default, (set, frozenset)) and all(isinstance(v, str) for v in default)
+        ):
+            return None
+        defaults[name] = default
+    fields = frozenset({"matcher", "hooks"})
+    if set(HookMatcher.model_fields) != fields:
+        return None
+    setattr_ = object.__setattr__
+    new = HookMatcher.__new__
+
+    def matcher(pattern: str, hooks: list[Any]) -> Any:
+        made = new(HookMatcher)
+        setattr_(made, "__dict__", {"matcher": pattern, "hooks": hooks})
+        setattr_(made, "__pydantic_fields_set__", set(fields))
+        setattr_(made, "__pydantic_extra__", None)
+        setattr_(made, "__pydantic_private__", {k: type(v)(v) for k, v in defaults.items()})
+        return made
+
+    definitions = TypeAdapter(list[HookDefinition])
+    pattern, hooks = "/b.*/", [{"command": "x", "async": True, "timeout": 5}]
+    validated = HookMatcher.model_validate({"matcher": pattern, "hooks": hooks})
+    made = matcher(pattern, definitions.validate_python(hooks))
+    same = (
+        type(made) is type(validated)
+        and made.__dict__ == validated.__dict__
+        and list(made.__dict__) == list(validated.__dict__)
+        and made.model_fields_set == validated.model_fields_set
+        and made.__pydantic_extra__ == validated.__pydantic_extra__
+        and made.__pydantic_private__ == validated.__pydantic_private__
+        and made.model_dump() == validated.model_dump()
+    )
+    return (definitions, matcher) if same else None
 
 
 # The fields of a plugin set's sub-agent that this module maps itself (the rest are the

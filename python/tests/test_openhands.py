@@ -237,3 +237,61 @@ def test_load_plugins_from_the_example(project: Project, sdk: None) -> None:
     ]
     assert hooks is not None
     assert [e for e, m in hooks.model_dump().items() if m] == ["pre_tool_use"]
+
+
+def test_hooks_are_the_objects_the_sdks_validation_makes(samples: PluginSet, sdk: None) -> None:
+    """The matchers made around validated definitions (``_hook_models``) equal, field by
+    field, fields-set and private values included, what validating each one gives."""
+    from openhands.sdk.hooks import HookConfig
+    from pydantic import BaseModel
+
+    import berth.openhands as openhands
+
+    def same(a: Any, b: Any, where: str = "") -> None:
+        assert type(a) is type(b), where
+        if isinstance(a, BaseModel):
+            assert a.model_fields_set == b.model_fields_set, where
+            assert a.__pydantic_private__ == b.__pydantic_private__, where
+            assert a.__pydantic_extra__ == b.__pydantic_extra__, where
+            assert list(a.__dict__) == list(b.__dict__), where
+            for key in a.__dict__:
+                same(a.__dict__[key], b.__dict__[key], f"{where}.{key}")
+        elif isinstance(a, list):
+            assert len(a) == len(b), where
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
+                same(x, y, f"{where}[{i}]")
+        else:
+            assert a == b, where
+
+    assert openhands._hook_models() is not None
+    fast = openhands._hook_config(samples["hooks"])
+    assert fast is not None
+    assert sum(len(m.hooks) for m in fast.pre_tool_use + fast.stop) > 0
+    validated = HookConfig.model_validate(
+        {
+            event: [{"matcher": m["matcher"], "hooks": [dict(h) for h in m["hooks"]]} for m in ms]
+            for event, ms in samples["hooks"].items()
+        }
+    )
+    same(fast, validated)
+    assert fast == validated
+
+
+@pytest.mark.parametrize(
+    ("root", "rel", "joined"),
+    [
+        ("/s/p", "skills/a/SKILL.md", "/s/p/skills/a/SKILL.md"),
+        ("/s/p", ".", "/s/p"),
+        ("/s/p", "", "/s/p"),
+        ("/s/p", "./skills//a/", "/s/p/skills/a"),
+        ("/s/p", "a/../b", "/s/p/a/../b"),
+        ("/", "a", "/a"),
+        ("/s/p", "/abs", "/abs"),
+    ],
+)
+def test_skill_paths_are_joined_as_pathlib_joins_them(root: str, rel: str, joined: str) -> None:
+    from pathlib import PurePath
+
+    from berth.openhands import _posix
+
+    assert _posix(Path(root), rel) == joined == (Path(root) / PurePath(rel)).as_posix()

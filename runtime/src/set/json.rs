@@ -50,15 +50,21 @@ impl PluginSet {
             }
             lsp.insert(name.clone(), server);
         }
-        json!({
-            "plugins": plugins,
-            "skills": skills,
-            "mcp_servers": servers,
-            "hooks": hooks,
-            "agents": agents,
-            "lsp_servers": lsp,
-            "warnings": self.warnings,
-        })
+        // The parts are moved in, not serialised again as `json!` would (a copy of the
+        // whole document).
+        let mut doc = Map::new();
+        for (key, value) in [
+            ("plugins", Value::Array(plugins)),
+            ("skills", Value::Array(skills)),
+            ("mcp_servers", Value::Object(servers)),
+            ("hooks", Value::Object(hooks)),
+            ("agents", Value::Array(agents)),
+            ("lsp_servers", Value::Object(lsp)),
+            ("warnings", json!(self.warnings)),
+        ] {
+            doc.insert(key.to_owned(), value);
+        }
+        Value::Object(doc)
     }
 
     /// The JSON text: two-space indented, one trailing newline.
