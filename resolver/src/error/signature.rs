@@ -1,8 +1,11 @@
 //! An npm package of a payload's closure whose registry signature is refused: one that
 //! does not verify (always), or, under `[payloads] require_registry_signatures`, one the
-//! registry did not sign with a key the lock holds.
+//! registry did not sign with a key the lock holds; and one whose recorded provenance is
+//! not proven by the attestations its closure keeps (`payload/npm_provenance.rs`), which
+//! is refused in the same shape.
 
-/// A refused npm registry signature, naming the package and what to do next.
+/// A refused npm registry signature (or recorded provenance), naming the package and what
+/// to do next.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("npm package `{package}` ({of}): {why}; {next}")]
 pub struct SignatureRefused {
