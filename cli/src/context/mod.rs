@@ -107,7 +107,11 @@ impl Context {
             approvals_path,
             archive_limits,
             printer,
-            store: Store::new(store_root),
+            // A step of the command (the lock's review after its sync, the set after a
+            // `sync`) does not check again what an earlier step of it has just added or
+            // found unchanged; after a second, as in the server, an entry is checked again.
+            store: Store::new(store_root)
+                .remembering_checks_for(berth_server::ENTRY_RECHECK_WINDOW),
             manifest_path,
             manifest_searched: project.manifest.is_none(),
             lock_path,

@@ -2,10 +2,14 @@
 //! before anything is written), then written with every file's contents read ahead by a
 //! second thread while the first frames and hashes, so reading and hashing overlap.
 
+use std::ffi::{OsStr, OsString};
+use std::fs::Metadata;
 use std::io::{self, Read, Write};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+
+use crate::record::Stat;
 
 use super::writer::{NarWriter, short_file};
 use super::{Exclude, NarError, is_git_name};
@@ -17,8 +21,76 @@ pub(super) fn dump(
     exclude: Exclude<'_>,
 ) -> Result<(), NarError> {
     let mut steps = Vec::new();
-    walk(path, &mut steps, exclude, 0)?;
+    let meta = fs_err::symlink_metadata(path)?;
+    walk(path, meta, &mut steps, (exclude, 0), &mut None)?;
     write_steps(&steps, out)
+}
+
+/// [`dump`] of a staged tree about to be committed, which the same walk seals: every path
+/// under the root made read-only (files `0444`, `0555` if the owner could execute, folders
+/// `0555`) and its stat record line taken after that, before its contents are read.
+pub(super) fn dump_sealing(
+    path: &Path,
+    out: &mut impl Write,
+    seal: &mut Sealing,
+) -> Result<(), NarError> {
+    let mut steps = Vec::new();
+    let meta = fs_err::symlink_metadata(path)?;
+    walk(
+        path,
+        meta,
+        &mut steps,
+        (Exclude::NOTHING, 0),
+        &mut Some(seal),
+    )?;
+    write_steps(&steps, out)
+}
+
+/// What a sealing walk ([`dump_sealing`]) collects: the stat record lines of every path
+/// under the root, in NAR order (see `record/format.rs`), and the names directly under it.
+#[derive(Debug, Default)]
+pub(crate) struct Sealing {
+    /// The record's lines, without its header or the root's own line.
+    pub(crate) lines: Vec<u8>,
+    /// The names directly under the root, sorted bytewise.
+    pub(crate) top: Vec<OsString>,
+    /// The path being walked, relative to the root.
+    rel: Vec<u8>,
+}
+
+impl Sealing {
+    /// Makes the child `name` at `path` (whose `lstat` is `meta`) read-only and records
+    /// its line; returns its `lstat` as recorded.
+    fn seal(&mut self, path: &Path, name: &OsStr, meta: Metadata) -> io::Result<Metadata> {
+        if self.rel.is_empty() {
+            self.top.push(name.to_owned());
+        } else {
+            self.rel.push(b'/');
+        }
+        self.rel.extend_from_slice(name.as_bytes());
+        let mode = meta.permissions().mode() & 0o7777;
+        let wanted = if meta.is_dir() || (meta.is_file() && mode & 0o100 != 0) {
+            Some(0o555)
+        } else {
+            meta.is_file().then_some(0o444)
+        };
+        let meta = match wanted {
+            // A file written read-only already (a git export, an unpacked NAR) is left.
+            Some(wanted) if wanted != mode => {
+                fs_err::set_permissions(path, std::fs::Permissions::from_mode(wanted))?;
+                fs_err::symlink_metadata(path)?
+            }
+            _ => meta,
+        };
+        Stat::of_metadata(&meta).write_line(&self.rel, &mut self.lines);
+        Ok(meta)
+    }
+
+    /// Back out of the child [`Sealing::seal`] entered.
+    fn leave(&mut self) {
+        let cut = self.rel.iter().rposition(|&b| b == b'/').unwrap_or(0);
+        self.rel.truncate(cut);
+    }
 }
 
 /// One step of a tree's NAR, in order: what [`walk`] finds and [`write_steps`] writes.
@@ -36,15 +108,16 @@ enum Step {
     },
 }
 
-/// The steps of the tree at `path`, names sorted by raw bytes; what NAR cannot hold (a
-/// fifo, a `.git` entry) is refused before anything is written.
+/// The steps of the tree at `path` (whose `lstat` is `meta`), names sorted by raw bytes;
+/// what NAR cannot hold (a fifo, a `.git` entry) is refused before anything is written.
+/// With `seal`, every path under `path` is sealed as it is met ([`Sealing::seal`]).
 fn walk(
     path: &Path,
+    meta: Metadata,
     steps: &mut Vec<Step>,
-    exclude: Exclude<'_>,
-    depth: usize,
+    (exclude, depth): (Exclude<'_>, usize),
+    seal: &mut Option<&mut Sealing>,
 ) -> Result<(), NarError> {
-    let meta = fs_err::symlink_metadata(path)?;
     let kind = meta.file_type();
     if kind.is_symlink() {
         let target = fs_err::read_link(path)?;
@@ -57,20 +130,32 @@ fn walk(
         });
     } else if kind.is_dir() {
         steps.push(Step::BeginDirectory);
-        let mut names: Vec<_> = fs_err::read_dir(path)?
-            .map(|entry| entry.map(|e| e.file_name()))
-            .collect::<Result<_, _>>()?;
-        names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-        for name in names {
+        // Each child's `lstat` relative to the open folder, not by its whole path.
+        let mut children = Vec::new();
+        for child in fs_err::read_dir(path)? {
+            let child = child?;
+            let name = child.file_name();
             if exclude.skips(depth, name.as_bytes()) {
                 continue;
             }
+            children.push((name, child.metadata()?));
+        }
+        children.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        for (name, meta) in children {
+            let child = path.join(&name);
             if is_git_name(name.as_bytes()) {
-                return Err(NarError::GitName(path.join(&name)));
+                return Err(NarError::GitName(child));
             }
-            steps.push(Step::Entry(name.as_bytes().to_vec()));
-            walk(&path.join(&name), steps, exclude, depth + 1)?;
+            let meta = match seal {
+                Some(seal) => seal.seal(&child, &name, meta)?,
+                None => meta,
+            };
+            steps.push(Step::Entry(name.into_vec()));
+            walk(&child, meta, steps, (exclude, depth + 1), seal)?;
             steps.push(Step::EndEntry);
+            if let Some(seal) = seal {
+                seal.leave();
+            }
         }
         steps.push(Step::EndDirectory);
     } else {
@@ -188,7 +273,13 @@ fn write_steps<W: Write>(steps: &[Step], out: &mut W) -> Result<(), NarError> {
     let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
     std::thread::scope(|scope| {
         let reader_files = &files;
-        if !files.is_empty() {
+        let total: u64 = files.iter().map(|(_, len)| len).sum();
+        if total <= CHUNK as u64 {
+            // One chunk at most, which the channel holds: read here, no thread to start
+            // and meet for a small tree (most plugins).
+            read_ahead(reader_files, &tx, &back_rx);
+            drop(tx);
+        } else {
             scope.spawn(move || read_ahead(reader_files, &tx, &back_rx));
         }
         // Moved in, so that a failed write hangs up and the reader stops.

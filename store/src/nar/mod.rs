@@ -8,6 +8,7 @@
 mod disk;
 mod writer;
 
+pub(crate) use disk::Sealing;
 pub use writer::{NarWriter, Sha256Sink};
 
 use std::io::{self, Write};
@@ -90,6 +91,19 @@ pub fn hash_path_excluding(path: &Path, exclude: Exclude<'_>) -> Result<Sha256Ha
         path,
         &mut io::BufWriter::with_capacity(64 * 1024, &mut sink),
         exclude,
+    )?;
+    Ok(sink.finish())
+}
+
+/// The NAR sha256 of a staged tree about to be committed, sealed by the same walk: every
+/// path under `path` made read-only and its stat record line taken (into `seal`) before
+/// its contents are read, so one walk serves the record and the hash.
+pub(crate) fn hash_path_sealing(path: &Path, seal: &mut Sealing) -> Result<Sha256Hash, NarError> {
+    let mut sink = Sha256Sink::default();
+    disk::dump_sealing(
+        path,
+        &mut io::BufWriter::with_capacity(64 * 1024, &mut sink),
+        seal,
     )?;
     Ok(sink.finish())
 }

@@ -161,22 +161,14 @@ pub(crate) fn read_record(path: &Path) -> Option<Vec<u8>> {
     Some(record)
 }
 
-/// Whether the entry at `root` is exactly as `record` says: every listed path is there
-/// with the same stat. One `lstat` per path, relative to the entry's folder. With `tree`,
-/// the paths checked are added to it (complete only when this returns `true`).
-pub(crate) fn matches_record(root: &Path, record: &[u8], mut tree: Option<&mut EntryTree>) -> bool {
+/// Calls `each` with every line of `record` (its path and stat) in order while it returns
+/// `true`; `false` if a line is not one [`Stat::write_line`] writes, the record is cut
+/// short or has no header, or `each` said stop.
+fn each_line(record: &[u8], mut each: impl FnMut(&[u8], &Stat) -> bool) -> bool {
     let Some(mut rest) = record.strip_prefix(HEADER) else {
         return false;
     };
-    let Ok(dir) = rustix::fs::open(
-        root,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) else {
-        return false;
-    };
     let mut path = Vec::new();
-    let mut seen_root = false;
     while !rest.is_empty() {
         let Some(end) = rest.iter().position(|&b| b == b'\n') else {
             return false; // a record cut short
@@ -185,46 +177,77 @@ pub(crate) fn matches_record(root: &Path, record: &[u8], mut tree: Option<&mut E
             return false;
         };
         rest = &rest[end + 1..];
+        if !each(&path, &recorded) {
+            return false;
+        }
+    }
+    true
+}
+
+fn tree_path(path: &[u8], recorded: &Stat) -> TreePath {
+    TreePath {
+        path: path.to_vec(),
+        mode: recorded.mode,
+        size: recorded.size,
+        mtime: recorded.mtime,
+    }
+}
+
+/// Whether the entry at `root` is exactly as `record` says: every listed path is there
+/// with the same stat. One `lstat` per path, relative to the entry's folder. With `tree`,
+/// the paths checked are added to it (complete only when this returns `true`).
+pub(crate) fn matches_record(root: &Path, record: &[u8], mut tree: Option<&mut EntryTree>) -> bool {
+    let Ok(dir) = rustix::fs::open(
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return false;
+    };
+    let mut seen_root = false;
+    let matched = each_line(record, |path, recorded| {
         let now = if path == b"." {
             seen_root = true;
             rustix::fs::fstat(&dir)
         } else {
-            rustix::fs::statat(&dir, path.as_slice(), AtFlags::SYMLINK_NOFOLLOW)
+            rustix::fs::statat(&dir, path, AtFlags::SYMLINK_NOFOLLOW)
         };
-        if now.map_or(true, |st| Stat::of_rustix(&st) != recorded) {
+        if now.map_or(true, |st| Stat::of_rustix(&st) != *recorded) {
             return false;
         }
         if let Some(tree) = tree.as_deref_mut() {
-            tree.paths.push(TreePath {
-                path: path.clone(),
-                mode: recorded.mode,
-                size: recorded.size,
-                mtime: recorded.mtime,
-            });
+            tree.paths.push(tree_path(path, recorded));
         }
-    }
+        true
+    });
     // Without the entry's own line, a file added at its top would go unseen.
-    seen_root
+    matched && seen_root
+}
+
+/// The paths `record` lists, read from it alone (nothing on disk is asked): for an entry
+/// this process has just added, whose record it has just taken.
+pub(crate) fn tree_of_record(record: &[u8]) -> Option<EntryTree> {
+    let mut tree = EntryTree::default();
+    each_line(record, |path, recorded| {
+        tree.paths.push(tree_path(path, recorded));
+        true
+    })
+    .then_some(tree)
 }
 
 /// The record of the entry at `root` as it is now: its own line first, taken before it is
-/// listed, then its contents (see [`walk_contents`]).
+/// listed, then its contents.
 pub(crate) fn stat_walk(root: &Path) -> std::io::Result<Vec<u8>> {
     let mut out = HEADER.to_vec();
     Stat::of_metadata(&fs_err::symlink_metadata(root)?).write_line(b".", &mut out);
-    walk_contents(root, &mut out)?;
+    // The lines of every path under `root`, in NAR order (names sorted bytewise, a
+    // folder before its contents), each folder's taken before it is listed.
+    walk_dir(root, &mut Vec::new(), &mut out)?;
     Ok(out)
 }
 
-/// The lines of every path under `root` (not `root` itself), in NAR order (names sorted
-/// bytewise, a folder before its contents), each folder's taken before it is listed; and
-/// the names directly under `root`.
-pub(crate) fn walk_contents(root: &Path, out: &mut Vec<u8>) -> std::io::Result<Vec<OsString>> {
-    walk_dir(root, &mut Vec::new(), out)
-}
-
-/// The record of an entry just renamed into place: `contents` (from [`walk_contents`] on
-/// the staged tree, before it was hashed) after the entry's own line, taken now, once the
+/// The record of an entry just renamed into place: `contents` (the sealing walk's lines of
+/// the staged tree, taken before it was hashed) after the entry's own line, taken now, once the
 /// entry has its final mode. `None` if its top-level names are no longer `names`: then
 /// something changed it while it was being hashed, and without a record it is re-hashed
 /// before its first use.

@@ -27,7 +27,7 @@
 
 pub(crate) mod format;
 
-pub(crate) use format::{committed_record, stat_walk, walk_contents};
+pub(crate) use format::{Stat, committed_record, stat_walk, tree_of_record};
 pub(crate) use format::{matches_record, read_record};
 
 /// An entry's paths as its stat record lists them, handed out right after every one was
@@ -67,13 +67,18 @@ pub(crate) const VERDICT_SUFFIX: &str = ".verdict";
 /// (`store/pins.rs`).
 pub(crate) const PINS_SUFFIX: &str = ".pins";
 
-/// When entries were last found unchanged (the server remembers this for a second, so a
-/// burst of requests for one set checks its entries once).
+/// When entries were last found unchanged, with their paths when the check listed them
+/// (the server remembers this for a second, so a burst of requests for one set checks its
+/// entries once; a command remembers it while it runs, so the entries it has just added
+/// or checked are not checked again by the next step of the same command).
 #[derive(Debug)]
 pub(crate) struct RecentChecks {
     window: std::time::Duration,
-    checked: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    checked: std::sync::Mutex<Remembered>,
 }
+
+type Remembered =
+    std::collections::HashMap<String, (std::time::Instant, Option<std::sync::Arc<EntryTree>>)>;
 
 impl RecentChecks {
     pub(crate) fn new(window: std::time::Duration) -> Self {
@@ -83,26 +88,35 @@ impl RecentChecks {
         }
     }
 
-    fn entries(
-        &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, std::time::Instant>> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, Remembered> {
         crate::poison::unpoisoned(self.checked.lock())
     }
 
     /// Whether the entry `folder` was found unchanged within the window.
     pub(crate) fn holds(&self, folder: &str) -> bool {
-        self.entries()
-            .get(folder)
-            .is_some_and(|at| at.elapsed() < self.window)
+        self.remembered(folder).is_some()
     }
 
-    /// Remembers that `folder` was found unchanged now, or forgets it.
-    pub(crate) fn set(&self, folder: &str, unchanged: bool) {
-        let mut entries = self.entries();
-        if unchanged {
-            entries.insert(folder.to_owned(), std::time::Instant::now());
-        } else {
-            entries.remove(folder);
-        }
+    /// `Some` when the entry `folder` was found unchanged within the window, with its
+    /// paths if that check listed them.
+    pub(crate) fn remembered(&self, folder: &str) -> Option<Option<std::sync::Arc<EntryTree>>> {
+        self.entries()
+            .get(folder)
+            .filter(|(at, _)| at.elapsed() < self.window)
+            .map(|(_, tree)| tree.clone())
+    }
+
+    /// Remembers that `folder` was found unchanged now, with its paths if they were listed.
+    pub(crate) fn found_unchanged(&self, folder: &str, tree: Option<EntryTree>) {
+        let at = std::time::Instant::now();
+        let tree = tree
+            .filter(|t| !t.paths.is_empty())
+            .map(std::sync::Arc::new);
+        self.entries().insert(folder.to_owned(), (at, tree));
+    }
+
+    /// Forgets that `folder` was found unchanged.
+    pub(crate) fn forget(&self, folder: &str) {
+        self.entries().remove(folder);
     }
 }

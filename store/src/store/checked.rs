@@ -52,20 +52,36 @@ impl Store {
     ) -> Result<Option<StoreEntry>, StoreError> {
         let path = self.entry_path(hash, name);
         let folder = entry_folder(&path);
-        if let Some(recent) = &self.recent_checks
-            && recent.holds(&folder)
-        {
-            // Found unchanged within the window: only its presence is asked again.
-            return Ok(match std::fs::symlink_metadata(&path) {
-                Ok(meta) if meta.is_dir() => Some(StoreEntry { path, hash: *hash }),
-                _ => None,
-            });
+        let remembered = self
+            .recent_checks
+            .as_ref()
+            .and_then(|r| r.remembered(&folder));
+        match (remembered, tree) {
+            // Found unchanged within the window: only its presence is asked again (and its
+            // paths, when asked for, are those the check listed).
+            (Some(known), tree) if tree.is_none() || known.is_some() => {
+                Ok(match std::fs::symlink_metadata(&path) {
+                    Ok(meta) if meta.is_dir() => {
+                        if let (Some(tree), Some(known)) = (tree, known) {
+                            tree.clone_from(&known);
+                        }
+                        Some(StoreEntry { path, hash: *hash })
+                    }
+                    _ => None,
+                })
+            }
+            (_, mut tree) => {
+                let found =
+                    self.checked_lookup_uncached(hash, name, path, &folder, tree.as_deref_mut());
+                if let Some(recent) = &self.recent_checks {
+                    match found {
+                        Ok(Some(_)) => recent.found_unchanged(&folder, tree.map(|t| t.clone())),
+                        _ => recent.forget(&folder),
+                    }
+                }
+                found
+            }
         }
-        let found = self.checked_lookup_uncached(hash, name, path, &folder, tree);
-        if let Some(recent) = &self.recent_checks {
-            recent.set(&folder, matches!(found, Ok(Some(_))));
-        }
-        found
     }
 
     /// [`Store::checked_lookup`] when it needs no more than an `lstat`, for the entry at
@@ -200,7 +216,7 @@ impl Store {
     /// Forgets that the entry `folder` was found unchanged (it is being removed).
     pub(crate) fn forget_check(&self, folder: &str) {
         if let Some(recent) = &self.recent_checks {
-            recent.set(folder, false);
+            recent.forget(folder);
         }
     }
 

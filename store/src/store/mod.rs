@@ -206,12 +206,11 @@ impl Store {
         expected: Option<&Sha256Hash>,
     ) -> Result<StoreEntry, StoreError> {
         let staged = staging.path().to_owned();
-        // Read-only and walked for the stat record before hashing: the record vouches only
-        // for content hashed after it was taken (see `record/mod.rs`).
-        make_read_only(&staged, false)?;
-        let mut contents = Vec::new();
-        let names = record::walk_contents(&staged, &mut contents)?;
-        let hash = nar::hash_path(&staged)?;
+        // Made read-only and its stat record taken by the walk that hashes it, each path's
+        // line before its contents are read: the record vouches only for content hashed
+        // after it was taken (see `record/mod.rs`).
+        let mut sealed = nar::Sealing::default();
+        let hash = nar::hash_path_sealing(&staged, &mut sealed)?;
         if let Some(expected) = expected
             && *expected != hash
         {
@@ -254,10 +253,21 @@ impl Store {
         // Renaming keeps the inodes and ctimes of everything under the entry's own folder;
         // the folder's own line is taken now. Without a record the entry is re-hashed once.
         let folder = format!("{}-{}", hash.to_nix32(), entry_name(name));
-        let written = record::committed_record(&target, &names, &contents)
-            .and_then(|record| record.map_or(Ok(()), |record| self.write_record(&folder, &record)));
-        if let Err(e) = written {
-            tracing::debug!("could not write the stat record of `{folder}`: {e}");
+        let written =
+            record::committed_record(&target, &sealed.top, &sealed.lines).and_then(|record| {
+                record.map_or(Ok(None), |r| {
+                    self.write_record(&folder, &r).map(|()| Some(r))
+                })
+            });
+        match written {
+            // Just hashed from disk, its record just taken: remembered as checked.
+            Ok(Some(record)) => {
+                if let Some(recent) = &self.recent_checks {
+                    recent.found_unchanged(&folder, record::tree_of_record(&record));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::debug!("could not write the stat record of `{folder}`: {e}"),
         }
         Ok(StoreEntry { path: target, hash })
     }
@@ -386,31 +396,6 @@ fn copy_dir(
         } else {
             return Err(NarError::UnsupportedFileType(from).into());
         }
-    }
-    Ok(())
-}
-
-/// Makes a tree read-only: files `0444` (`0555` if the owner could execute), folders `0555`.
-/// The root folder itself is left alone unless `include_root`.
-fn make_read_only(root: &Path, include_root: bool) -> std::io::Result<()> {
-    for entry in fs_err::read_dir(root)? {
-        let entry = entry?;
-        let path = entry.path();
-        // An `lstat` relative to the open folder.
-        let meta = entry.metadata()?;
-        if meta.is_dir() {
-            make_read_only(&path, true)?;
-        } else if meta.is_file() {
-            let mode = meta.permissions().mode() & 0o7777;
-            let wanted = if mode & 0o100 != 0 { 0o555 } else { 0o444 };
-            // A file written read-only already (a git export) is left as it is.
-            if mode != wanted {
-                set_mode(&path, wanted)?;
-            }
-        }
-    }
-    if include_root {
-        set_mode(root, 0o555)?;
     }
     Ok(())
 }

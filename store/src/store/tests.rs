@@ -99,3 +99,28 @@ fn entry_names_are_file_name_safe() {
     assert_eq!(entry_name("my plugin/é"), "my_plugin__");
     assert_eq!(entry_name(".hidden"), "_.hidden");
 }
+
+/// Makes a tree read-only: files `0444` (`0555` if the owner could execute), folders `0555`.
+/// The root folder itself is left alone unless `include_root`.
+fn make_read_only(root: &Path, include_root: bool) -> std::io::Result<()> {
+    for entry in fs_err::read_dir(root)? {
+        let entry = entry?;
+        let path = entry.path();
+        // An `lstat` relative to the open folder.
+        let meta = entry.metadata()?;
+        if meta.is_dir() {
+            make_read_only(&path, true)?;
+        } else if meta.is_file() {
+            let mode = meta.permissions().mode() & 0o7777;
+            let wanted = if mode & 0o100 != 0 { 0o555 } else { 0o444 };
+            // A file written read-only already (a git export) is left as it is.
+            if mode != wanted {
+                set_mode(&path, wanted)?;
+            }
+        }
+    }
+    if include_root {
+        set_mode(root, 0o555)?;
+    }
+    Ok(())
+}

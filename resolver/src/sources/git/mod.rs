@@ -5,6 +5,7 @@
 mod age;
 mod halfway;
 mod local;
+mod loose;
 mod objects;
 mod refs;
 mod remote;

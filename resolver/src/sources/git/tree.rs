@@ -207,6 +207,36 @@ impl GitDb {
         })
     }
 
+    /// The data of object `id`, which must be a `want`: read straight from its loose file
+    /// in a repository read in place (see `loose.rs`), else through gix.
+    fn object(&self, id: ObjectId, want: gix::objs::Kind) -> Result<Vec<u8>, ResolveError> {
+        let cache = |source: Box<dyn std::error::Error + Send + Sync>| ResolveError::Cache {
+            path: self.path.clone(),
+            source,
+        };
+        if self.in_place {
+            let objects = self.repo.objects.store_ref().path();
+            let read = super::loose::read(objects, &id);
+            match read.map_err(|e| cache(Box::new(e)))? {
+                Some((kind, data)) if kind == want => return Ok(data),
+                Some((kind, _)) => {
+                    let problem = format!("object {id} is a {kind}, not a {want}");
+                    return Err(cache(problem.into()));
+                }
+                None => {}
+            }
+        }
+        let object = self
+            .repo
+            .find_object(id)
+            .map_err(|e| cache(Box::new(CacheError(e))))?;
+        if object.kind != want {
+            let problem = format!("object {id} is a {}, not a {want}", object.kind);
+            return Err(cache(problem.into()));
+        }
+        Ok(object.detach().data)
+    }
+
     /// Walks a tree depth-first with entries in NAR order (ascending bytes). Returns the
     /// skipped submodules.
     fn walk(
@@ -216,16 +246,13 @@ impl GitDb {
         prefix: &[u8],
         visit: &mut dyn FnMut(Event<'_>) -> std::io::Result<()>,
     ) -> Result<Vec<String>, ResolveError> {
-        let cache_error = |e: gix::Error| ResolveError::Cache {
-            path: self.path.clone(),
-            source: Box::new(CacheError(e)),
-        };
         let mut skipped = Vec::new();
-        let tree_obj = self.repo.find_tree(tree).map_err(cache_error)?;
-        let decoded = tree_obj.decode().map_err(|e| ResolveError::Cache {
-            path: self.path.clone(),
-            source: Box::new(e),
-        })?;
+        let tree_data = self.object(tree, gix::objs::Kind::Tree)?;
+        let decoded = gix::objs::TreeRef::from_bytes(&tree_data, self.repo.object_hash())
+            .map_err(|e| ResolveError::Cache {
+                path: self.path.clone(),
+                source: Box::new(e),
+            })?;
         let mut entries: Vec<(BString, EntryKind, ObjectId)> = decoded
             .entries
             .iter()
@@ -269,15 +296,15 @@ impl GitDb {
                     skipped.extend(self.walk(oid, rev, &full, visit)?);
                 }
                 EntryKind::Blob | EntryKind::BlobExecutable => {
-                    let blob = self.repo.find_blob(oid).map_err(cache_error)?;
+                    let data = self.object(oid, gix::objs::Kind::Blob)?;
                     visit(Event::File {
                         executable: kind == EntryKind::BlobExecutable,
-                        data: &blob.data,
+                        data: &data,
                     })?;
                 }
                 EntryKind::Link => {
-                    let blob = self.repo.find_blob(oid).map_err(cache_error)?;
-                    visit(Event::Symlink { target: &blob.data })?;
+                    let target = self.object(oid, gix::objs::Kind::Blob)?;
+                    visit(Event::Symlink { target: &target })?;
                 }
                 EntryKind::Commit => unreachable!("submodules were handled above"),
             }

@@ -49,6 +49,43 @@ fn a_committed_entry_has_a_record_that_matches_it() {
 }
 
 #[test]
+fn the_walk_that_hashes_a_commit_seals_it_and_takes_its_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("src");
+    fs_err::create_dir_all(src.join("a/b/c")).expect("mkdir");
+    fs_err::write(src.join("a/b/c/deep.md"), "deep\n").expect("write");
+    fs_err::write(src.join("a/run.sh"), "#!/bin/sh\n").expect("write");
+    fs_err::set_permissions(src.join("a/run.sh"), std::fs::Permissions::from_mode(0o750))
+        .expect("chmod");
+    // Already read-only, as a git export writes it: left as it is.
+    fs_err::write(src.join("ro.md"), "ro\n").expect("write");
+    fs_err::set_permissions(src.join("ro.md"), std::fs::Permissions::from_mode(0o444))
+        .expect("chmod");
+    std::os::unix::fs::symlink("a/run.sh", src.join("link")).expect("symlink");
+    let store = Store::new(dir.path().join("store"));
+    let entry = store
+        .add_dir(&src, "sealed", None, Exclude::NOTHING)
+        .expect("add");
+    assert_eq!(entry.hash, nar::hash_path(&src).expect("hash"));
+    let mode = |p: &str| {
+        fs_err::symlink_metadata(entry.path.join(p))
+            .expect("stat")
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    let modes: Vec<u32> = ["a", "a/b", "a/b/c", "a/b/c/deep.md", "a/run.sh", "ro.md"]
+        .into_iter()
+        .map(mode)
+        .collect();
+    assert_eq!(modes, [0o555, 0o555, 0o555, 0o444, 0o555, 0o444]);
+    // The record the walk took is the one a walk of the entry takes now: no re-hash.
+    let written = record(&store, &entry).expect("a record");
+    assert_eq!(written, stat_walk(&entry.path).expect("walk"));
+    assert!(matches_record(&entry.path, &written, None));
+}
+
+#[test]
 fn a_changed_file_is_refused_and_names_the_entry() {
     let (_dir, store, entry) = store_with_entry();
     let skill = entry.path.join("skills/a/SKILL.md");
@@ -244,4 +281,44 @@ fn paths_with_newlines_and_backslashes_are_escaped() {
     let meta = fs_err::symlink_metadata(dir.path().join("a\nb\\c")).expect("stat");
     assert_eq!(stat, Stat::of_metadata(&meta));
     assert!(matches_record(dir.path(), &walk, None));
+}
+
+#[test]
+fn a_store_that_remembers_hands_out_the_paths_of_what_it_added_within_its_window() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("src");
+    fs_err::create_dir_all(src.join("skills/a")).expect("mkdir");
+    fs_err::write(src.join("skills/a/SKILL.md"), "hi\n").expect("write");
+    fs_err::write(src.join("run.sh"), "#!/bin/sh\n").expect("write");
+    let root = dir.path().join("store");
+    let hour = std::time::Duration::from_secs(3600);
+    let remembering = Store::new(&root).remembering_checks_for(hour);
+    let entry = remembering
+        .add_dir(&src, "demo", None, Exclude::NOTHING)
+        .expect("add");
+    let wanted = [(&entry.hash, "demo")];
+    let tree_of = |store: &Store| match store.checked_lookup_all_with_trees(&wanted).remove(0) {
+        Ok(Some((_, tree))) => tree,
+        other => panic!("expected the entry, got {other:?}"),
+    };
+    // Added by this store: its paths come from the record its commit took, and are those
+    // a full check of the entry lists.
+    let remembered = tree_of(&remembering).expect("a tree");
+    assert_eq!(Some(remembered), tree_of(&Store::new(&root)));
+    // Within the window only presence is asked; a store that does not remember, or
+    // whose window has passed, checks every path and refuses a changed entry.
+    let file = entry.path.join("run.sh");
+    writable(&file);
+    fs_err::write(&file, "#!/bin/sh\nexit 1\n").expect("tamper");
+    assert!(matches!(
+        remembering.checked_lookup(&entry.hash, "demo"),
+        Ok(Some(_))
+    ));
+    let passed = Store::new(&root).remembering_checks_for(std::time::Duration::ZERO);
+    for store in [Store::new(&root), passed] {
+        assert!(matches!(
+            store.checked_lookup(&entry.hash, "demo"),
+            Err(StoreError::Tampered { .. })
+        ));
+    }
 }
