@@ -18,6 +18,20 @@ pub(crate) struct FileEntry {
     pub(crate) executable: bool,
     /// A symlink's target, as written (`None`: a regular file).
     pub(crate) link: Option<String>,
+    /// Its size when it was listed (`0` for a symlink).
+    pub(crate) size: u64,
+}
+
+impl FileEntry {
+    /// The file's bytes: one `open`, its `read`s into a buffer of the size it was listed
+    /// with, one `close` (no `fstat`s for a size hint).
+    pub(crate) fn read(&self) -> std::io::Result<Vec<u8>> {
+        use std::io::Read;
+        let mut bytes = Vec::with_capacity(usize::try_from(self.size).unwrap_or(0) + 1);
+        let mut file = fs_err::File::open(&self.path)?;
+        (&mut file).take(u64::MAX).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
 }
 
 /// A path below an entry, of any kind (folder, file, symlink), by name.
@@ -76,12 +90,14 @@ pub(crate) fn walk_entry(entry: &Path) -> std::io::Result<Walked> {
             if kind.is_dir() {
                 pending.push((item.path(), rel));
             } else if kind.is_file() {
-                let meta = fs_err::symlink_metadata(item.path())?;
+                // An `lstat` relative to the open folder.
+                let meta = item.metadata()?;
                 out.files.push(FileEntry {
                     rel,
                     path: item.path(),
                     executable: is_executable(&meta),
                     link: None,
+                    size: meta.len(),
                 });
             } else if kind.is_symlink() {
                 let target = fs_err::read_link(item.path())?;
@@ -90,6 +106,7 @@ pub(crate) fn walk_entry(entry: &Path) -> std::io::Result<Walked> {
                     path: item.path(),
                     executable: false,
                     link: Some(target.to_string_lossy().into_owned()),
+                    size: 0,
                 });
             }
         }

@@ -8,6 +8,8 @@ use berth_lockfile_schema::Sha256Hash;
 use berth_store::unpoisoned;
 use gix::ObjectId;
 
+use crate::sources::GitObjects;
+
 /// Ref resolutions and tag listings, keyed by git cache, shared by the lock runs of one
 /// process. A run only reuses what was resolved after it started, which is as fresh as
 /// resolving again: concurrent runs (a server starting many conversations) then share one
@@ -21,7 +23,14 @@ pub struct SharedResolutions {
     refs: Arc<Mutex<HashMap<RefKey, (Instant, ObjectId)>>>,
     tags: Arc<Mutex<HashMap<String, (Instant, TagList)>>>,
     trees: Arc<Mutex<KeptTrees>>,
+    /// The signature objects a lock read while it had a repository on this machine open:
+    /// reading who signed then needs no second opening.
+    objects: Arc<Mutex<HashMap<ObjectsKey, (Instant, GitObjects)>>>,
 }
+
+/// A repository on this machine (its cache's name), a commit and the tag the plugin
+/// names.
+pub(crate) type ObjectsKey = (String, ObjectId, Option<String>);
 
 /// A plugin tree as a NAR, serialised when it was hashed (the walk that hashed it warned of
 /// the submodules left out; writing it out does not warn again).
@@ -98,6 +107,18 @@ impl SharedResolutions {
                 kept.bytes -= gone.nar.len();
             }
         }
+    }
+
+    /// The objects read for `key` since `since`.
+    pub(crate) fn objects(&self, key: &ObjectsKey, since: Instant) -> Option<GitObjects> {
+        unpoisoned(self.objects.lock())
+            .get(key)
+            .filter(|(at, _)| *at >= since)
+            .map(|(_, objects)| objects.clone())
+    }
+
+    pub(crate) fn remember_objects(&self, key: ObjectsKey, objects: GitObjects) {
+        unpoisoned(self.objects.lock()).insert(key, (Instant::now(), objects));
     }
 
     /// Takes the tree kept for `hash`, if any.

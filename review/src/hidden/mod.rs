@@ -408,7 +408,7 @@ pub fn scan_plugin(entry: &Path) -> std::io::Result<Vec<Finding>> {
         }
     }
     for file in &walked.files {
-        let bytes = fs_err::read(&file.path)?;
+        let bytes = file.read()?;
         for finding in scan_file(&file.rel, &bytes) {
             let severity = finding.severity;
             findings.push(finding, severity);

@@ -34,7 +34,7 @@ impl<'a> Links<'a> {
             };
             match &entry.link {
                 None => {
-                    let bytes = fs_err::read(&entry.path)?;
+                    let bytes = entry.read()?;
                     return Ok(Some(format!("sha256:{}", sha256_hex(&bytes))));
                 }
                 Some(target) => match resolve(&at, target) {

@@ -321,7 +321,7 @@ fn add_file(
         surface.files.insert(file.rel.clone(), shown);
         return Ok(None);
     }
-    let bytes = fs_err::read(&file.path)?;
+    let bytes = file.read()?;
     let digest = sha256_hex(&bytes);
     if named.contains(&file.rel) {
         surface.named_files.insert(file.rel.clone(), digest.clone());

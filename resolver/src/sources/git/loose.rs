@@ -39,7 +39,10 @@ pub(crate) fn read(objects: &Path, id: &gix::oid) -> Result<Option<(Kind, Vec<u8
     };
     let mut raw = Vec::with_capacity(16 * 1024);
     // Through `Take`, which asks for no size hint: no `fstat` before the reads.
-    (&mut file).take(u64::MAX).read_to_end(&mut raw).map_err(io)?;
+    (&mut file)
+        .take(u64::MAX)
+        .read_to_end(&mut raw)
+        .map_err(io)?;
     drop(file);
     let corrupt = |problem: String| LooseError::Corrupt {
         path: shown(),

@@ -170,11 +170,16 @@ fn annotated_tag(repo: &gix::Repository, reference: &str, id: ObjectId) -> Optio
 /// The tag the plugin's ref names, if it may name one: the tag a `version` range picked,
 /// a `refs/tags/` ref, or a plain name (a branch wins over a tag of that name, so the tag
 /// counts only when it tags the locked commit, which [`annotated_tag`] checks).
-fn tag_of(locked: &LockedPlugin) -> Option<String> {
-    if let Some(tag) = &locked.resolved_ref {
-        return Some(tag.clone());
+pub(crate) fn tag_of(locked: &LockedPlugin) -> Option<String> {
+    tag_named(locked.resolved_ref.as_deref(), locked.git_ref.as_deref())
+}
+
+/// [`tag_of`] a plugin whose lock says `resolved_ref` and `git_ref`.
+pub(crate) fn tag_named(resolved_ref: Option<&str>, git_ref: Option<&str>) -> Option<String> {
+    if let Some(tag) = resolved_ref {
+        return Some(tag.to_owned());
     }
-    let named = locked.git_ref.as_deref()?;
+    let named = git_ref?;
     if berth_lockfile_schema::is_full_commit_id(named) {
         return None;
     }

@@ -248,10 +248,12 @@ impl GitDb {
     ) -> Result<Vec<String>, ResolveError> {
         let mut skipped = Vec::new();
         let tree_data = self.object(tree, gix::objs::Kind::Tree)?;
-        let decoded = gix::objs::TreeRef::from_bytes(&tree_data, self.repo.object_hash())
-            .map_err(|e| ResolveError::Cache {
-                path: self.path.clone(),
-                source: Box::new(e),
+        let decoded =
+            gix::objs::TreeRef::from_bytes(&tree_data, self.repo.object_hash()).map_err(|e| {
+                ResolveError::Cache {
+                    path: self.path.clone(),
+                    source: Box::new(e),
+                }
             })?;
         let mut entries: Vec<(BString, EntryKind, ObjectId)> = decoded
             .entries
