@@ -107,8 +107,7 @@ impl Context {
             approvals_path,
             archive_limits,
             printer,
-            // A step of the command (the lock's review after its sync, the set after a
-            // `sync`) does not check again what an earlier step of it has just added or
+            // A step of a command does not check again what an earlier one just added or
             // found unchanged; after a second, as in the server, an entry is checked again.
             store: Store::new(store_root)
                 .remembering_checks_for(berth_server::ENTRY_RECHECK_WINDOW),

@@ -8,8 +8,6 @@ use berth_lockfile_schema::Sha256Hash;
 use berth_store::unpoisoned;
 use gix::ObjectId;
 
-use crate::sources::GitObjects;
-
 /// Ref resolutions and tag listings, keyed by git cache, shared by the lock runs of one
 /// process. A run only reuses what was resolved after it started, which is as fresh as
 /// resolving again: concurrent runs (a server starting many conversations) then share one
@@ -25,12 +23,15 @@ pub struct SharedResolutions {
     trees: Arc<Mutex<KeptTrees>>,
     /// The signature objects a lock read while it had a repository on this machine open:
     /// reading who signed then needs no second opening.
-    objects: Arc<Mutex<HashMap<ObjectsKey, (Instant, GitObjects)>>>,
+    objects: Arc<Mutex<HashMap<ObjectsKey, (Instant, SignedObjects)>>>,
 }
 
 /// A repository on this machine (its cache's name), a commit and the tag the plugin
 /// names.
 pub(crate) type ObjectsKey = (String, ObjectId, Option<String>);
+
+/// A commit object and, if the tag is an annotated tag of it, the tag object.
+pub(crate) type SignedObjects = (Vec<u8>, Option<Vec<u8>>);
 
 /// A plugin tree as a NAR, serialised when it was hashed (the walk that hashed it warned of
 /// the submodules left out; writing it out does not warn again).
@@ -110,14 +111,14 @@ impl SharedResolutions {
     }
 
     /// The objects read for `key` since `since`.
-    pub(crate) fn objects(&self, key: &ObjectsKey, since: Instant) -> Option<GitObjects> {
+    pub(crate) fn objects(&self, key: &ObjectsKey, since: Instant) -> Option<SignedObjects> {
         unpoisoned(self.objects.lock())
             .get(key)
             .filter(|(at, _)| *at >= since)
             .map(|(_, objects)| objects.clone())
     }
 
-    pub(crate) fn remember_objects(&self, key: ObjectsKey, objects: GitObjects) {
+    pub(crate) fn remember_objects(&self, key: ObjectsKey, objects: SignedObjects) {
         unpoisoned(self.objects.lock()).insert(key, (Instant::now(), objects));
     }
 

@@ -34,6 +34,28 @@ impl GitDb {
         self.signature_objects(remote, id, tag_of(locked).as_deref(), network)
     }
 
+    /// Reads, while this database is open, the objects that say who signed commit `rev`
+    /// (and its `tag`), for the lock's signature step, when the run reads signers and this
+    /// is a repository on this machine (a cache would be locked and opened again anyway);
+    /// a failure is left for that step to meet and report.
+    pub(crate) fn keep_signature_objects(
+        &self,
+        env: &Env<'_>,
+        (remote, cache): (&Remote, &str),
+        rev: ObjectId,
+        tag: Option<String>,
+    ) {
+        if env.settings.signature_reader.is_none() || !self.in_place {
+            return;
+        }
+        let network = env.settings.network;
+        if let Ok(objects) = self.signature_objects(remote, rev, tag.as_deref(), network) {
+            let tag_object = objects.tag.map(|t| t.object);
+            env.memo
+                .remember_objects((cache.to_owned(), rev, tag), (objects.commit, tag_object));
+        }
+    }
+
     /// The commit `id` (which must be here) and, when `tag` is given, the annotated tag of
     /// that name if it tags `id`: kept from an earlier run, read from a repository on
     /// this machine, or (with `network` online) fetched from the remote.
@@ -170,7 +192,7 @@ fn annotated_tag(repo: &gix::Repository, reference: &str, id: ObjectId) -> Optio
 /// The tag the plugin's ref names, if it may name one: the tag a `version` range picked,
 /// a `refs/tags/` ref, or a plain name (a branch wins over a tag of that name, so the tag
 /// counts only when it tags the locked commit, which [`annotated_tag`] checks).
-pub(crate) fn tag_of(locked: &LockedPlugin) -> Option<String> {
+fn tag_of(locked: &LockedPlugin) -> Option<String> {
     tag_named(locked.resolved_ref.as_deref(), locked.git_ref.as_deref())
 }
 
@@ -187,4 +209,24 @@ pub(crate) fn tag_named(resolved_ref: Option<&str>, git_ref: Option<&str>) -> Op
         Some(full) => full.strip_prefix("tags/").map(str::to_owned),
         None => Some(named.to_owned()),
     }
+}
+
+/// The objects [`GitDb::keep_signature_objects`] kept in this run for `locked`'s commit
+/// `id` in the repository `cache`.
+pub(crate) fn kept(
+    env: &Env<'_>,
+    cache: &str,
+    id: ObjectId,
+    locked: &LockedPlugin,
+) -> Option<GitObjects> {
+    let tag = tag_of(locked);
+    let key = (cache.to_owned(), id, tag.clone());
+    let (commit, object) = env.memo.objects(&key, env.started)?;
+    Some(GitObjects {
+        rev: id.to_string(),
+        commit,
+        tag: tag
+            .zip(object)
+            .map(|(name, object)| TagObject { name, object }),
+    })
 }

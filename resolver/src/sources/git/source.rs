@@ -72,30 +72,6 @@ impl<'a> GitSource<'a> {
         GitDb::for_remote(self.env.store, &self.remote, &self.cache, self.env.reporter)
     }
 
-    /// Reads, while `db` is open, the objects that say who signed commit `rev`, for the
-    /// lock's signature step ([`PinnedSource::git_objects`]), when the run reads signers
-    /// and `db` is a repository on this machine (a cache would be locked and opened again
-    /// anyway); a failure is left for that step to meet and report.
-    fn keep_signature_objects(
-        &self,
-        db: &GitDb,
-        rev: ObjectId,
-        resolved_ref: Option<&str>,
-        request: &PluginRequest,
-    ) {
-        let env = self.env;
-        if env.settings.signature_reader.is_none() || !db.in_place {
-            return;
-        }
-        let tag = super::objects::tag_named(resolved_ref, request.git_ref.as_deref());
-        if let Ok(objects) =
-            db.signature_objects(&self.remote, rev, tag.as_deref(), env.settings.network)
-        {
-            env.memo
-                .remember_objects((self.cache.clone(), rev, tag), objects);
-        }
-    }
-
     /// The commit `wanted` (a ref, a full commit id, or `None` for the default branch)
     /// names: shared with the other resolutions of this run, fetched when a commit id is
     /// not in the cache, resolved from the cache alone when offline.
@@ -263,7 +239,8 @@ impl PluginSource for GitSource<'_> {
         let declared =
             Declared::read(|rel| db.read_file(tree, rel, MAX_METADATA_BYTES).ok().flatten());
         let (hashed, nar) = db.nar_hash_keeping(tree, rev, KEPT_TREE_BYTES)?;
-        self.keep_signature_objects(&db, rev, resolved_ref.as_deref(), request);
+        let tag = super::objects::tag_named(resolved_ref.as_deref(), request.git_ref.as_deref());
+        db.keep_signature_objects(self.env, (&self.remote, &self.cache), rev, tag);
         db.finish()?;
         self.warn_submodules(&name, &hashed.submodules);
         check_pins(request, &name, &hashed.hash)?;
@@ -456,8 +433,7 @@ impl PinnedSource for GitCommit<'_> {
             let objects = db.objects_for(env, remote, (id, locked), Network::Online);
             return objects.map(Some);
         }
-        let key = (repository.cache.clone(), id, super::objects::tag_of(locked));
-        if let Some(objects) = env.memo.objects(&key, env.started) {
+        if let Some(objects) = super::objects::kept(env, &repository.cache, id, locked) {
             return Ok(Some(objects));
         }
         let db = repository.open()?;
