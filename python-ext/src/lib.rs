@@ -15,16 +15,16 @@
 //! It uses schema, store, runtime; it must not fetch, write, run anything, or enforce a
 //! policy (a lock with a policy file beside it is left to the binary).
 
-use std::collections::HashMap;
+mod document;
+
 use std::path::{Path, PathBuf};
 
 use berth_lockfile_schema::governance::POLICY_FILE;
-use berth_runtime::{BuildOptions, build_plugin_set};
+use berth_runtime::{BuildOptions, PluginSet, build_plugin_set};
 use berth_store::Store;
 use pyo3::exceptions::PyRuntimeError;
-use pyo3::types::{PyBool, PyDict, PyList, PyString};
-use pyo3::types::{PyDictMethods, PyModule, PyModuleMethods};
-use pyo3::{Bound, IntoPyObject, PyAny, PyResult, Python, pyfunction, pymodule, wrap_pyfunction};
+use pyo3::types::{PyModule, PyModuleMethods};
+use pyo3::{Bound, PyAny, PyResult, Python, pyfunction, pymodule, wrap_pyfunction};
 use serde_json::Value;
 
 /// `berth plugins --lockfile LOCKFILE show --json` with no skill limit, as Python objects
@@ -46,15 +46,16 @@ fn plugin_set<'py>(
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let built = py.detach(|| build(&lockfile, store));
     match built {
-        Ok(Some(doc)) => Ok(Some(to_python(py, &doc)?)),
+        Ok(Some((doc, set))) => Ok(Some(document::to_python(py, &doc, &set)?)),
         Ok(None) => Ok(None),
         Err(message) => Err(PyRuntimeError::new_err(message)),
     }
 }
 
-/// The set's document, or `None` when the binary must decide (a policy file, or an entry
+/// The set's document without its hooks and MCP servers, and the set they are made from
+/// (see [`document`]); or `None` when the binary must decide (a policy file, or an entry
 /// never scanned clean).
-fn build(lockfile: &Path, store: Option<PathBuf>) -> Result<Option<Value>, String> {
+fn build(lockfile: &Path, store: Option<PathBuf>) -> Result<Option<(Value, PluginSet)>, String> {
     let dir = lockfile.parent().unwrap_or(Path::new("."));
     if dir.join(POLICY_FILE).exists() {
         return Ok(None);
@@ -80,7 +81,7 @@ fn build(lockfile: &Path, store: Option<PathBuf>) -> Result<Option<Value>, Strin
         ..BuildOptions::default()
     };
     let store = Store::new(root);
-    let set = build_plugin_set(&store, &lock, &options).map_err(|e| e.to_string())?;
+    let mut set = build_plugin_set(&store, &lock, &options).map_err(|e| e.to_string())?;
     // berth's defaults refuse hidden characters: a plugin never scanned clean (one a
     // `sync` refused, or from an older berth) is left to the binary, which scans it.
     if set
@@ -90,58 +91,13 @@ fn build(lockfile: &Path, store: Option<PathBuf>) -> Result<Option<Value>, Strin
     {
         return Ok(None);
     }
-    Ok(Some(set.to_json_value()))
-}
-
-/// A JSON value as the Python objects `json.loads` gives for it (equal values; a key
-/// that repeats, as `type` does in every hook, is one string object here).
-fn to_python<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Converter {
-        py,
-        keys: HashMap::new(),
-    }
-    .convert(value)
-}
-
-/// Converts a document, making each distinct object key once.
-struct Converter<'py, 'v> {
-    py: Python<'py>,
-    keys: HashMap<&'v str, Bound<'py, PyString>>,
-}
-
-impl<'py, 'v> Converter<'py, 'v> {
-    fn convert(&mut self, value: &'v Value) -> PyResult<Bound<'py, PyAny>> {
-        let py = self.py;
-        Ok(match value {
-            Value::Null => py.None().into_bound(py),
-            Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-            Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-                (Some(i), _) => i.into_pyobject(py)?.into_any(),
-                (None, Some(u)) => u.into_pyobject(py)?.into_any(),
-                (None, None) => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
-            },
-            Value::String(s) => PyString::new(py, s).into_any(),
-            Value::Array(items) => {
-                let items = items
-                    .iter()
-                    .map(|item| self.convert(item))
-                    .collect::<PyResult<Vec<_>>>()?;
-                PyList::new(py, items)?.into_any()
-            }
-            Value::Object(map) => {
-                let dict = PyDict::new(py);
-                for (key, item) in map {
-                    let item = self.convert(item)?;
-                    let key = self
-                        .keys
-                        .entry(key.as_str())
-                        .or_insert_with(|| PyString::new(py, key));
-                    dict.set_item(&*key, item)?;
-                }
-                dict.into_any()
-            }
-        })
-    }
+    // Hooks and MCP servers become Python objects straight from the set (`document`).
+    let hooks = std::mem::take(&mut set.hooks);
+    let servers = std::mem::take(&mut set.mcp_servers);
+    let doc = set.to_json_value();
+    set.hooks = hooks;
+    set.mcp_servers = servers;
+    Ok(Some((doc, set)))
 }
 
 #[pymodule]

@@ -42,6 +42,7 @@ mod marketplace;
 mod marketplace_server;
 mod materialize;
 mod mcp_tools;
+mod native_document;
 mod npm_plugin_sources;
 mod npm_provenance;
 mod npm_signatures;
