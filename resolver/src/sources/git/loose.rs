@@ -78,3 +78,82 @@ pub(crate) fn read(objects: &Path, id: &gix::oid) -> Result<Option<(Kind, Vec<u8
     }
     Ok(Some((kind, out)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .trim()
+            .to_owned()
+    }
+
+    #[test]
+    fn loose_objects_read_as_gix_reads_them_and_packed_ones_are_left_to_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path();
+        git(repo, &["init", "-q", "-b", "main"]);
+        // Larger than the first inflate's buffer, so the rest of the stream is read too.
+        let big: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+        fs_err::write(repo.join("big.md"), &big).expect("write");
+        fs_err::write(repo.join("small.md"), "hi\n").expect("write");
+        git(repo, &["add", "-A"]);
+        git(
+            repo,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-q",
+                "-m",
+                "one",
+            ],
+        );
+        let objects = repo.join(".git/objects");
+        let opened = gix::open(repo).expect("open");
+        let wanted = [
+            ("HEAD", Kind::Commit),
+            ("HEAD^{tree}", Kind::Tree),
+            ("HEAD:big.md", Kind::Blob),
+            ("HEAD:small.md", Kind::Blob),
+        ];
+        for (rev, kind) in wanted {
+            let id =
+                gix::ObjectId::from_hex(git(repo, &["rev-parse", rev]).as_bytes()).expect("an id");
+            let (read_kind, data) = read(&objects, &id).expect("readable").expect("loose");
+            let found = opened.find_object(id).expect("gix finds it");
+            assert_eq!(
+                (read_kind, data.as_slice()),
+                (kind, found.data.as_slice()),
+                "{rev}"
+            );
+        }
+        let blob = gix::ObjectId::from_hex(git(repo, &["rev-parse", "HEAD:small.md"]).as_bytes())
+            .expect("an id");
+        // A corrupt loose object is an error naming it, not a missing one.
+        let hex = blob.to_string();
+        let file = objects.join(&hex[..2]).join(&hex[2..]);
+        let saved = fs_err::read(&file).expect("read");
+        fs_err::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .expect("chmod");
+        fs_err::write(&file, b"not zlib").expect("corrupt");
+        let err = read(&objects, &blob).expect_err("corrupt");
+        assert!(err.to_string().contains(&hex[2..]), "{err}");
+        fs_err::write(&file, saved).expect("restore");
+        // Packed, no loose file is left: gix reads it.
+        git(repo, &["gc", "-q", "--prune=now"]);
+        assert!(read(&objects, &blob).expect("no error").is_none());
+    }
+}
