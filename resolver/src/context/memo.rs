@@ -110,12 +110,13 @@ impl SharedResolutions {
         }
     }
 
-    /// The objects read for `key` since `since`.
-    pub(crate) fn objects(&self, key: &ObjectsKey, since: Instant) -> Option<SignedObjects> {
+    /// Takes the objects read for `key` since `since` (older ones are dropped with it):
+    /// the signature step uses them once, and a server's memo does not keep them.
+    pub(crate) fn take_objects(&self, key: &ObjectsKey, since: Instant) -> Option<SignedObjects> {
         unpoisoned(self.objects.lock())
-            .get(key)
+            .remove(key)
             .filter(|(at, _)| *at >= since)
-            .map(|(_, objects)| objects.clone())
+            .map(|(_, objects)| objects)
     }
 
     pub(crate) fn remember_objects(&self, key: ObjectsKey, objects: SignedObjects) {

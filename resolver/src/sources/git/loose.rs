@@ -10,6 +10,9 @@ use std::path::Path;
 use gix::objs::Kind;
 use gix::zlib::{Inflate, Status};
 
+/// The most a zlib stream inflates to, per compressed byte (deflate's limit is 1032:1).
+const MAX_INFLATE_RATIO: u64 = 1032;
+
 /// Why a loose object could not be read.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum LooseError {
@@ -55,6 +58,14 @@ pub(crate) fn read(objects: &Path, id: &gix::oid) -> Result<Option<(Kind, Vec<u8
         .map_err(|e| corrupt(e.to_string()))?;
     let (kind, size, header_len) = gix::objs::decode::loose_header(&header[..consumed_out])
         .map_err(|e| corrupt(e.to_string()))?;
+    // zlib inflates at most about 1032 bytes per byte read: a header that claims more is
+    // refused before anything of that size is allocated.
+    if size > (raw.len() as u64).saturating_mul(MAX_INFLATE_RATIO) {
+        return Err(corrupt(format!(
+            "its header says {size} bytes, more than {} compressed bytes can hold",
+            raw.len()
+        )));
+    }
     let size = usize::try_from(size).map_err(|e| corrupt(e.to_string()))?;
     let mut out = Vec::new();
     if status == Status::StreamEnd {
@@ -151,6 +162,16 @@ mod tests {
         fs_err::write(&file, b"not zlib").expect("corrupt");
         let err = read(&objects, &blob).expect_err("corrupt");
         assert!(err.to_string().contains(&hex[2..]), "{err}");
+        // A header claiming more than its compressed bytes can hold is refused unread.
+        let mut claim = gix::zlib::stream::deflate::Write::new(
+            Vec::new(),
+            gix::zlib::Compression::new(6).expect("level"),
+        );
+        std::io::Write::write_all(&mut claim, b"blob 99999999999\0x").expect("deflate");
+        std::io::Write::flush(&mut claim).expect("flush");
+        fs_err::write(&file, claim.into_inner()).expect("write");
+        let err = read(&objects, &blob).expect_err("an impossible size");
+        assert!(err.to_string().contains("99999999999"), "{err}");
         fs_err::write(&file, saved).expect("restore");
         // Packed, no loose file is left: gix reads it.
         git(repo, &["gc", "-q", "--prune=now"]);

@@ -221,7 +221,7 @@ pub(crate) fn kept(
 ) -> Option<GitObjects> {
     let tag = tag_of(locked);
     let key = (cache.to_owned(), id, tag.clone());
-    let (commit, object) = env.memo.objects(&key, env.started)?;
+    let (commit, object) = env.memo.take_objects(&key, env.started)?;
     Some(GitObjects {
         rev: id.to_string(),
         commit,

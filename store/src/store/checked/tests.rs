@@ -7,15 +7,21 @@ use crate::nar::Exclude;
 /// A store with one entry, `demo`, of a skill, a script and a folder.
 fn store_with_entry() -> (tempfile::TempDir, Store, StoreEntry) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let src = dir.path().join("src");
-    fs_err::create_dir_all(src.join("skills/a")).expect("mkdir");
-    fs_err::write(src.join("skills/a/SKILL.md"), "hi\n").expect("write");
-    fs_err::write(src.join("run.sh"), "#!/bin/sh\n").expect("write");
+    let src = demo_tree(dir.path());
     let store = Store::new(dir.path().join("store"));
     let entry = store
         .add_dir(&src, "demo", None, Exclude::NOTHING)
         .expect("add");
     (dir, store, entry)
+}
+
+/// The folder `src` under `dir` with `demo`'s files: a skill, a script, a folder.
+fn demo_tree(dir: &Path) -> std::path::PathBuf {
+    let src = dir.join("src");
+    fs_err::create_dir_all(src.join("skills/a")).expect("mkdir");
+    fs_err::write(src.join("skills/a/SKILL.md"), "hi\n").expect("write");
+    fs_err::write(src.join("run.sh"), "#!/bin/sh\n").expect("write");
+    src
 }
 
 fn record(store: &Store, entry: &StoreEntry) -> Option<Vec<u8>> {
@@ -286,10 +292,7 @@ fn paths_with_newlines_and_backslashes_are_escaped() {
 #[test]
 fn a_store_that_remembers_hands_out_the_paths_of_what_it_added_within_its_window() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let src = dir.path().join("src");
-    fs_err::create_dir_all(src.join("skills/a")).expect("mkdir");
-    fs_err::write(src.join("skills/a/SKILL.md"), "hi\n").expect("write");
-    fs_err::write(src.join("run.sh"), "#!/bin/sh\n").expect("write");
+    let src = demo_tree(dir.path());
     let root = dir.path().join("store");
     let hour = std::time::Duration::from_secs(3600);
     let remembering = Store::new(&root).remembering_checks_for(hour);
