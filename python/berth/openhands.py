@@ -280,14 +280,13 @@ def plugin_set(lockfile: PathLike, store: PathLike | None = None) -> PluginSet:
             "--json",
             "--max-skills",
             str(_NO_LIMIT),
+            # The set alone: what the review reads of each plugin is not part of it.
+            "--no-review",
         ],
         cwd=lock.parent,
         store=store,
     )
-    parsed = json.loads(out.stdout)
-    # `show --json` adds what berth's review reads of each plugin; the set is the rest.
-    parsed.pop("review", None)
-    shown: PluginSet = parsed
+    shown: PluginSet = json.loads(out.stdout)
     return shown
 
 

@@ -69,6 +69,29 @@ fn the_extensions_document_is_the_binarys_key_for_key_in_order() {
     let in_process: serde_json::Value = serde_json::from_str(in_process.trim()).expect("JSON");
     // As text, so that the order of every object's keys is compared too.
     assert_eq!(in_process.to_string(), shown.to_string());
+    // `--no-review` prints the rest byte for byte, and is what the drop-in runs when its
+    // extension does not load: the same document again.
+    let bare = ctx.ok(&[
+        "plugins",
+        "show",
+        "--json",
+        "--max-skills",
+        "4294967296",
+        "--no-review",
+    ]);
+    let pretty = serde_json::to_string_pretty(&shown).expect("pretty");
+    assert_eq!(bare.stdout, format!("{pretty}\n"));
+    let by_binary = python_with(
+        &ctx,
+        &python_bin,
+        Runtime::Binary,
+        script
+            .replace("assert b.native() is not None", "assert b.native() is None")
+            .as_str(),
+        &[&lock],
+    );
+    let by_binary: serde_json::Value = serde_json::from_str(by_binary.trim()).expect("JSON");
+    assert_eq!(by_binary.to_string(), shown.to_string());
     let hooks = &in_process["hooks"]["pre_tool_use"];
     for kind in ["prompt", "agent", "command"] {
         assert!(

@@ -356,6 +356,12 @@ pub struct ShowArgs {
     /// Fail if the lockfile is out of date with the manifest instead of warning
     #[arg(long)]
     pub locked: bool,
+
+    /// Leave out what the review reads of each plugin (`review` in the JSON, what other
+    /// harnesses would run in the readable form), and skip reading every file for it: for
+    /// programs that only want the set. A policy beside the lock is still enforced
+    #[arg(long)]
+    pub no_review: bool,
 }
 
 #[derive(Debug, Args)]

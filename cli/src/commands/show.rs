@@ -13,8 +13,8 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
     let options = BuildOptions {
         max_skills: Some(args.max_skills),
         // Read again by the policy's review, and by what other harnesses run (listed in
-        // the readable form, `review` in the JSON).
-        keep_models: true,
+        // the readable form, `review` in the JSON, unless `--no-review`).
+        keep_models: !args.no_review || ctx.policy_path.is_some(),
         ..BuildOptions::default()
     };
     let set = build_plugin_set(&ctx.store, &lock, &options)?;
@@ -23,10 +23,12 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
         crate::tools::recheck(ctx, &lock, true)?;
     }
     if args.output.json() {
-        ctx.printer.json(&with_review(&set)?);
+        ctx.printer.json(&set_json(&set, !args.no_review)?);
     } else {
         let mut text = summary(&set);
-        beyond(&mut text, &berth_review::beyond_set(&set)?);
+        if !args.no_review {
+            beyond(&mut text, &berth_review::beyond_set(&set)?);
+        }
         if let Some(agent) = &lock.agent {
             let _ = writeln!(
                 text,
@@ -43,13 +45,15 @@ pub fn run(ctx: &Context, args: &ShowArgs) -> Result<()> {
     Ok(())
 }
 
-/// The set's JSON with `review`: what any harness would run of each plugin, as the
-/// review reads it (docs/spec.md, section 5).
-fn with_review(set: &PluginSet) -> Result<String> {
+/// The set's JSON, with `review` when `review`: what any harness would run of each
+/// plugin, as the review reads it (docs/spec.md, section 5).
+fn set_json(set: &PluginSet, review: bool) -> Result<String> {
     let mut json = set.to_json_value();
-    let review = berth_review::reviewed_set(set)?;
-    if let serde_json::Value::Object(map) = &mut json {
-        map.insert("review".to_owned(), serde_json::to_value(review)?);
+    if review {
+        let review = berth_review::reviewed_set(set)?;
+        if let serde_json::Value::Object(map) = &mut json {
+            map.insert("review".to_owned(), serde_json::to_value(review)?);
+        }
     }
     let mut text = serde_json::to_string_pretty(&json)?;
     text.push('\n');
