@@ -178,6 +178,13 @@ fn show_json_is_the_same_in_every_store_and_every_run() {
 
     ----- stderr -----
     "#);
+    // `--no-review` is the same summary without what other harnesses would run.
+    let full = ctx.ok(&["plugins", "show"]).stdout;
+    let bare = ctx.ok(&["plugins", "show", "--no-review"]).stdout;
+    let (summary, _) = full
+        .split_once("\nRun by other harnesses only (4)")
+        .expect("the review's section");
+    assert_eq!(bare, summary);
 }
 
 #[test]
