@@ -446,9 +446,16 @@ def bench_show(berth, scratch, sdk_python, runs, sdk_runs):
     (work / "plugins.toml").write_text("".join(f'[[plugin]]\nsource = "./{d.name}"\n\n' for d in dirs))
     env = {"BERTH_STORE": str(scratch / "show-store")}
     run([berth, "plugins", "sync", "-q"], cwd=work, env=env)
-    cmd = [berth, "plugins", "show", "--json", "--max-skills", "100000"]
+    # The set alone (what the SDK's load builds) and the set with the review's reading of
+    # every file (`review`), in turn.
+    cmd = [berth, "plugins", "show", "--json", "--max-skills", "100000", "--no-review"]
+    reviewed = cmd[:-1]
     run(cmd, cwd=work, env=env)
-    berth_times = [timed([cmd], cwd=work, env=env) for _ in range(runs)]
+    run(reviewed, cwd=work, env=env)
+    berth_times, reviewed_times = [], []
+    for _ in range(runs):
+        berth_times.append(timed([cmd], cwd=work, env=env))
+        reviewed_times.append(timed([reviewed], cwd=work, env=env))
     sdk_times, sdk_inner = None, None
     if sdk_python:
         sdk_cmd = [sdk_python, str(ROOT / "bench" / "sdk_load_plugins.py"), *map(str, dirs)]
@@ -461,7 +468,7 @@ def bench_show(berth, scratch, sdk_python, runs, sdk_runs):
                                  capture_output=True, text=True).stdout
             sdk_times.append(time.perf_counter() - start)
             sdk_inner.append(json.loads(out.strip().splitlines()[-1])["load_seconds"])
-    return berth_times, sdk_times, sdk_inner
+    return berth_times, reviewed_times, sdk_times, sdk_inner
 
 
 PYTHON_PLUGINS = 50
@@ -1275,12 +1282,17 @@ def main():
                 )
         if "show" in wanted:
             print(f"plugin set of {SHOW_PLUGINS} plugins ...", file=sys.stderr)
-            show, sdk, sdk_inner = bench_show(args.berth, scratch, sdk_python, args.show_runs, args.sdk_runs)
+            show, reviewed, sdk, sdk_inner = bench_show(args.berth, scratch, sdk_python, args.show_runs, args.sdk_runs)
             sdk_cell = f"{median_ms(sdk):.0f} ms (SDK `load_plugins`, median of {len(sdk)}, with start-up)" if sdk else "n/a (SDK not installable)"
             sdk_ratio = f"{median_ms(sdk) / median_ms(show):.0f}x faster" if sdk else "n/a"
             rows.append(
-                f"| `plugins show --json`, {SHOW_PLUGINS} plugins (median of {len(show)}) "
+                f"| `plugins show --json --no-review`, {SHOW_PLUGINS} plugins (median of {len(show)}) "
                 f"| {median_ms(show):.1f} ms | {sdk_cell} | {sdk_ratio} | at least 50x faster |"
+            )
+            rows.append(
+                f"| same with `review` (every file of every plugin read for it; median of {len(reviewed)}, in turn) "
+                f"| {median_ms(reviewed):.1f} ms | {median_ms(show):.1f} ms (`--no-review`) | "
+                f"{median_ms(reviewed) / median_ms(show):.1f}x the set alone | |"
             )
             if sdk_inner:
                 rows.append(

@@ -257,11 +257,12 @@ impl Harness for AgentPluginsFolder {
         };
         // Each plugin's folder is planned on its own (listing its skills' folders in the
         // store), a few at once.
-        let folders = super::parallel::try_map(plugins, |info| {
-            let mut folder = Plan::default();
-            plugin_folder(set, info, &mut folder)?;
-            Ok::<_, PluginError>(folder)
-        })?;
+        let folders =
+            berth_runtime::parallel::try_map(plugins, super::files::PATHS_PER_BLOCK, |info| {
+                let mut folder = Plan::default();
+                plugin_folder(set, info, &mut folder)?;
+                Ok::<_, PluginError>(folder)
+            })?;
         plan.absorb(folders);
         Ok(vec![(to.root.to_path_buf(), plan)])
     }

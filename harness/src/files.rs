@@ -7,8 +7,19 @@ use std::sync::Mutex;
 
 use berth_store::unpoisoned;
 
-use super::parallel::try_map;
 use super::plan::{Plan, Planned, SourceStat};
+
+/// How many neighbouring paths one thread takes at a time: paths of one folder stay
+/// together, and the threads still even out over a plan of one large folder.
+pub(crate) const PATHS_PER_BLOCK: usize = 64;
+
+/// `each` of every item on a few threads, [`PATHS_PER_BLOCK`] at a time, in order.
+fn try_map<T: Sync, R: Send, E: Send>(
+    items: &[T],
+    each: impl Fn(&T) -> Result<R, E> + Sync,
+) -> Result<Vec<R>, E> {
+    berth_runtime::parallel::try_map(items, PATHS_PER_BLOCK, each)
+}
 
 /// What applying a plan did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -21,9 +21,9 @@
 //! `entry.rs` a plugin's store entry listed and copied from the paths the store's check
 //! just found; `guard.rs` every name that becomes a path one plain component and nothing
 //! berth did not write changed (refused, or with `--force` moved aside); `files.rs`
-//! applying a plan idempotently and finding drift; `parallel.rs` a plan's paths checked and
-//! written a few threads at once; `pinned.rs` a plugin folder whose manifest names its
-//! pinned servers inline.
+//! applying a plan idempotently and finding drift, a plan's paths checked and written a
+//! few threads at once (`berth_runtime::parallel`); `pinned.rs` a plugin folder whose
+//! manifest names its pinned servers inline.
 //!
 //! It uses the schema, the store, the plugin reader and the runtime's set; it must not read
 //! the manifest or the network, or write outside the folder it was given.
@@ -45,7 +45,6 @@ mod managed;
 mod opencode;
 mod opencode_forms;
 mod own;
-mod parallel;
 mod pinned;
 mod plan;
 

@@ -47,9 +47,10 @@ pub struct Beyond {
 /// model the set read, only what the set did not read being read now.
 pub fn beyond_set(set: &PluginSet) -> Result<Vec<Beyond>, PluginError> {
     let mut out = Vec::new();
-    for info in &set.plugins {
+    // Each plugin read on its own, a few at once (every file of each is listed).
+    let read = berth_runtime::parallel::try_map(&set.plugins, 1, runs_of_plugin)?;
+    for (info, surface) in set.plugins.iter().zip(read) {
         let name = &info.locked.name;
-        let surface = runs_of_plugin(info)?;
         let root = info.root.to_string_lossy();
         let in_set = |event: &str, command: &str| {
             set.hooks.iter().any(|(e, matchers)| {
@@ -169,11 +170,18 @@ pub fn reviewed_set(
     set: &PluginSet,
 ) -> Result<std::collections::BTreeMap<String, Reviewed>, PluginError> {
     let mut out = std::collections::BTreeMap::new();
-    for info in &set.plugins {
+    // Each plugin's surface read on its own (every file of it), a few at once.
+    let surfaces = berth_runtime::parallel::try_map(&set.plugins, 1, |info| {
         let model = info.model.as_deref().cloned().unwrap_or_default();
+        super::surface_from(
+            &info.locked.name,
+            &info.path,
+            info.locked.definition.as_ref(),
+            model,
+        )
+    })?;
+    for (info, surface) in set.plugins.iter().zip(surfaces) {
         let name = &info.locked.name;
-        let surface =
-            super::surface_from(name, &info.path, info.locked.definition.as_ref(), model)?;
         let capabilities = Capability::ALL
             .into_iter()
             .filter(|c| surface.has(*c))

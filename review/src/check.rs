@@ -126,17 +126,33 @@ pub fn check_plugins(
 ) -> Result<Checked, PluginError> {
     let mut checked = Checked::default();
     let needs_surface = reviews_surfaces(policy);
-    for plugin in plugins {
+    // What each plugin runs and hides, read on its own (every file of it), a few at once;
+    // then checked in lock order.
+    let read = berth_runtime::parallel::try_map(plugins, 1, |plugin| {
         let name = plugin.locked.name.as_str();
-        if let Some(violation) = check_source(policy, plugin) {
-            checked.violations.push(violation);
-        }
-        if needs_surface {
+        let surface = if needs_surface {
             let read = plugin.read.cloned().unwrap_or_default();
             let mut surface =
                 surface_from(name, plugin.entry, plugin.locked.definition.as_ref(), read)?;
             surface.pin_packages(name, plugin.payloads);
             surface.pin_tools(name, plugin.tools);
+            Some(surface)
+        } else {
+            None
+        };
+        let findings = if plugin.scan {
+            Some(scan_plugin(plugin.entry)?)
+        } else {
+            None
+        };
+        Ok::<_, PluginError>((surface, findings))
+    })?;
+    for (plugin, (surface, findings)) in plugins.iter().zip(read) {
+        let name = plugin.locked.name.as_str();
+        if let Some(violation) = check_source(policy, plugin) {
+            checked.violations.push(violation);
+        }
+        if let Some(surface) = surface {
             check_capabilities(
                 policy,
                 approvals,
@@ -145,8 +161,7 @@ pub fn check_plugins(
                 &mut checked.violations,
             );
         }
-        if plugin.scan {
-            let findings = scan_plugin(plugin.entry)?;
+        if let Some(findings) = findings {
             let (level, file) = policy.hidden_unicode();
             if level == UnicodeLevel::Deny
                 && let Some(first) = findings.iter().find(|f| f.severity == Severity::Critical)

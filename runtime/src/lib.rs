@@ -15,7 +15,8 @@
 //! JSON (`loading.rs` finds and checks each locked entry); `runners.rs` the runner lines a
 //! lock's plugins have, for `lock` to pin; `payloads.rs` the set's commands rewritten to
 //! start the pinned closures; `hook_run.rs` and `process.rs` running the set's hooks;
-//! `agent_env.rs` the agent's environment, built offline with uv.
+//! `agent_env.rs` the agent's environment, built offline with uv; `parallel.rs` work over
+//! many items on a few threads, in order (harness plans, the review's plugins).
 //!
 //! It uses the schema, the store, uv and the plugin reader; it must not link a network
 //! crate, fetch, or read a manifest or a source folder.
@@ -23,6 +24,7 @@
 pub mod agent_env;
 pub mod hook_run;
 mod loading;
+pub mod parallel;
 mod payloads;
 pub mod process;
 pub mod runners;

@@ -1,26 +1,26 @@
-//! A plan's paths checked and written on a few threads: the work is the kernel's (path
-//! lookups, `stat`, copies), which runs on every core at once.
+//! Work over many items on a few threads, the results in the items' order: a harness
+//! plan's paths checked and written (the work is the kernel's: path lookups, `stat`,
+//! copies, which runs on every core at once), the review's reading of each plugin.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// At most this many threads (past a few, the kernel's path lookups contend).
 const MAX_THREADS: usize = 4;
 
-/// How many neighbouring items one thread takes at a time: paths of one folder stay
-/// together, and the threads still even out over a plan of one large folder.
-const BLOCK: usize = 64;
-
-/// `each` of every item, on up to [`MAX_THREADS`] threads taking blocks of neighbours in
-/// turn; the results are in `items`' order. After an error, no new block is started, and
-/// the first error in `items`' order is returned.
-pub(super) fn try_map<T: Sync, R: Send, E: Send>(
+/// `each` of every item, on up to [`MAX_THREADS`] threads (no more than the cores) taking
+/// blocks of `block` neighbours in turn (a harness plan takes 64 paths, so a folder's stay
+/// together; the review one plugin); the results are in `items`' order. After an error,
+/// no new block is started, and the first error in `items`' order is returned.
+pub fn try_map<T: Sync, R: Send, E: Send>(
     items: &[T],
+    block: usize,
     each: impl Fn(&T) -> Result<R, E> + Sync,
 ) -> Result<Vec<R>, E> {
+    let block = block.max(1);
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
         .min(MAX_THREADS)
-        .min(items.len().div_ceil(BLOCK));
+        .min(items.len().div_ceil(block));
     if threads <= 1 {
         return items.iter().map(each).collect();
     }
@@ -32,11 +32,11 @@ pub(super) fn try_map<T: Sync, R: Send, E: Send>(
                 scope.spawn(|| {
                     let mut blocks = Vec::new();
                     while !failed.load(Ordering::Relaxed) {
-                        let start = next.fetch_add(BLOCK, Ordering::Relaxed);
-                        let Some(block) = items.get(start..(start + BLOCK).min(items.len())) else {
+                        let start = next.fetch_add(block, Ordering::Relaxed);
+                        let Some(chunk) = items.get(start..(start + block).min(items.len())) else {
                             break;
                         };
-                        let results: Vec<_> = block.iter().map(&each).collect();
+                        let results: Vec<_> = chunk.iter().map(&each).collect();
                         if results.iter().any(Result::is_err) {
                             failed.store(true, Ordering::Relaxed);
                         }
@@ -64,9 +64,13 @@ mod tests {
     #[test]
     fn results_keep_their_order_and_the_first_error_wins() {
         let items: Vec<usize> = (0..1000).collect();
-        let doubled = try_map(&items, |i| Ok::<_, ()>(i * 2)).expect("no error");
-        assert_eq!(doubled, items.iter().map(|i| i * 2).collect::<Vec<_>>());
-        let failed = try_map(&items, |i| if *i % 300 == 299 { Err(*i) } else { Ok(*i) });
-        assert_eq!(failed, Err(299));
+        for block in [1, 64] {
+            let doubled = try_map(&items, block, |i| Ok::<_, ()>(i * 2)).expect("no error");
+            assert_eq!(doubled, items.iter().map(|i| i * 2).collect::<Vec<_>>());
+            let failed = try_map(&items, block, |i| {
+                if *i % 300 == 299 { Err(*i) } else { Ok(*i) }
+            });
+            assert_eq!(failed, Err(299));
+        }
     }
 }
