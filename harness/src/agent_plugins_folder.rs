@@ -256,13 +256,12 @@ impl Harness for AgentPluginsFolder {
             ..Plan::default()
         };
         // Each plugin's folder is planned on its own (listing its skills' folders in the
-        // store), a few at once.
-        let folders =
-            berth_runtime::parallel::try_map(plugins, super::files::PATHS_PER_BLOCK, |info| {
-                let mut folder = Plan::default();
-                plugin_folder(set, info, &mut folder)?;
-                Ok::<_, PluginError>(folder)
-            })?;
+        // store), a few plugins at once.
+        let folders = berth_runtime::parallel::try_map(plugins, 1, |info| {
+            let mut folder = Plan::default();
+            plugin_folder(set, info, &mut folder)?;
+            Ok::<_, PluginError>(folder)
+        })?;
         plan.absorb(folders);
         Ok(vec![(to.root.to_path_buf(), plan)])
     }

@@ -11,7 +11,7 @@ use super::plan::{Plan, Planned, SourceStat};
 
 /// How many neighbouring paths one thread takes at a time: paths of one folder stay
 /// together, and the threads still even out over a plan of one large folder.
-pub(crate) const PATHS_PER_BLOCK: usize = 64;
+const PATHS_PER_BLOCK: usize = 64;
 
 /// `each` of every item on a few threads, [`PATHS_PER_BLOCK`] at a time, in order.
 fn try_map<T: Sync, R: Send, E: Send>(
