@@ -8,7 +8,10 @@ Figures:
      --offline` of 12 packages (issue #59: the goal is 5x uv's). (issue #17) Every run checks each entry against its stat record (one
      `lstat` per path); the second row times the same sync on a store without records
      (`meta-v1/` removed before each run, untimed), where every entry is re-hashed and
-     gets its record, which is what checking by hashing would cost every time.
+     gets its record, which is what checking by hashing would cost every time. The
+     floor rows time `bench/noop_floor.c` in the same turns: a C program that only
+     `lstat`s every recorded path (one or two threads, each folder opened once, or every
+     `statx` through io_uring), the least any no-op that checks every path can cost.
   2. (issue #2) A cold `berth plugins lock` + `berth plugins sync` of 50 generated git
      repositories, next to a `git clone --depth 1` loop over the same repositories.
   7. (issue #13) A cold `berth plugins lock` of 50 plugins asked for as `NAME@bench` from
@@ -146,12 +149,15 @@ def bench_noop(berth, scratch, repos, runs):
         setups[count] = (work, env)
     print("uv no-op sync ...", file=sys.stderr)
     uv = setup_uv(scratch)
-    times = {100: [], 50: [], "uv": []}
+    floors = floor_commands(scratch, {count: scratch / f"noop-store-{count}" / "store-v1" for count in setups})
+    times = {100: [], 50: [], "uv": [], **{key: [] for key in floors}}
     for _ in range(runs):
         for count, (work, env) in setups.items():
             times[count].append(timed([cmd], cwd=work, env=env))
         if uv:
             times["uv"].append(timed([uv[0]], cwd=uv[1], env=uv[2]))
+        for key, (floor, paths) in floors.items():
+            times[key].append(timed_stdin(floor, paths))
     work, env = setups[100]
     records = scratch / "noop-store-100" / "meta-v1"
     rehashed = [
@@ -162,6 +168,45 @@ def bench_noop(berth, scratch, repos, runs):
     # Every record line: each entry's folder and everything under it.
     paths = sum(len(dirs) + len(files) for _, dirs, files in os.walk(entries))
     return times, rehashed, paths
+
+
+def floor_commands(scratch, stores):
+    """`bench/noop_floor.c` built into `scratch` and the commands that time it on each
+    store: `{(count, mode, threads): (command, paths file)}`; empty when there is no C
+    compiler. The io_uring mode is built only where liburing's header is installed."""
+    source = Path(__file__).with_name("noop_floor.c")
+    binary = scratch / "noop_floor"
+    base = ["cc", "-O2", "-pthread", str(source), "-o", str(binary)]
+    attempts = [base + ["-static", "-DWITH_URING", "-luring"], base + ["-DWITH_URING", "-luring"], base + ["-static"], base]
+    uring = False
+    for attempt in attempts:
+        if subprocess.run(attempt, capture_output=True).returncode == 0:
+            uring = "-DWITH_URING" in attempt
+            break
+    else:
+        print("noop_floor.c not built (no C compiler): the floor rows are left out", file=sys.stderr)
+        return {}
+    commands = {}
+    for count, root in stores.items():
+        listing = scratch / f"noop-paths-{count}.txt"
+        paths = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+        listing.write_text("".join(f"{path}\n" for path in paths))
+        modes = [("paths", 1), ("paths", 2), ("dirs", 2)] + ([("uring", 1)] if uring else [])
+        for mode, threads in modes:
+            commands[(count, mode, threads)] = ([str(binary), mode, str(threads), str(root)], listing)
+    return commands
+
+
+def timed_stdin(cmd, stdin_path):
+    """Wall time of running `cmd` with `stdin_path` as its standard input; its output must
+    name the paths it checked."""
+    with open(stdin_path, "rb") as stdin:
+        start = time.perf_counter()
+        done = subprocess.run(cmd, stdin=stdin, capture_output=True, text=True, check=True)
+        elapsed = time.perf_counter() - start
+    if " paths, " not in done.stdout:
+        raise SystemExit(f"noop_floor printed {done.stdout!r}")
+    return elapsed
 
 
 def make_big_plugin(path: Path):
@@ -1153,6 +1198,21 @@ def main():
                 rows.append(
                     f"| no-op `sync --frozen --offline`, {count} plugins (median of {len(noop)}, in turn with uv) "
                     f"| {median_ms(noop):.1f} ms | {uv_cell} | {uv_ratio} | 5x uv's |"
+                )
+            floor_labels = {
+                ("paths", 1): "one thread",
+                ("paths", 2): "two threads",
+                ("dirs", 2): "two threads, each folder opened once and its children `lstat`ed by name",
+                ("uring", 1): "every `statx` batched through one io_uring",
+            }
+            for key in sorted((k for k in times if isinstance(k, tuple)), key=lambda k: (-k[0], list(floor_labels).index(k[1:]))):
+                count, mode, threads = key
+                floor = median_ms(times[key])
+                peers = f"berth's no-op {median_ms(times[count]):.1f} ms" + (f"; uv's {median_ms(uv):.1f} ms" if uv else "")
+                rows.append(
+                    f"| floor: only `lstat` every recorded path of the {count} plugins, {floor_labels[(mode, threads)]} "
+                    f"(`bench/noop_floor.c`, median of {len(times[key])}) | {floor:.1f} ms | {peers} "
+                    f"| {f'{median_ms(uv) / floor:.1f}x faster than uv' if uv else 'n/a'} | 5x uv's (a bound, not a goal) |"
                 )
             noop = times[100]
             rows.append(
