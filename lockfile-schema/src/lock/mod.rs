@@ -316,18 +316,29 @@ pub fn parse_lock(file: &str, text: &str) -> Result<Lock, LockError> {
             e.message().trim_end().to_owned(),
         ))
     };
-    // The version decides how to read the rest, so it is checked before the shape.
-    let table: toml::Table = toml::from_str(text).map_err(syntax)?;
-    match table.get("version").and_then(toml::Value::as_integer) {
-        Some(v) if v > i64::from(LOCK_VERSION) => {
-            return Err(LockError::TooNew {
-                file: file.to_owned(),
-                found: v,
-            });
+    let too_new = |found: i64| LockError::TooNew {
+        file: file.to_owned(),
+        found,
+    };
+    // The version decides how to read the rest: a newer one is refused as such, whatever
+    // its shape. The file is parsed once when it reads as this version's shape (every
+    // command reads the lock, a no-op too) and a second time, as a plain table, only to
+    // tell a newer version from a malformed file.
+    let wire: LockFileWire = match toml::from_str(text) {
+        Ok(wire) => wire,
+        Err(shape) => {
+            let table: toml::Table = toml::from_str(text).map_err(syntax)?;
+            return Err(
+                match table.get("version").and_then(toml::Value::as_integer) {
+                    Some(v) if v > i64::from(LOCK_VERSION) => too_new(v),
+                    _ => syntax(shape),
+                },
+            );
         }
-        _ => {}
+    };
+    if wire.version > LOCK_VERSION {
+        return Err(too_new(i64::from(wire.version)));
     }
-    let wire: LockFileWire = toml::from_str(text).map_err(syntax)?;
     if wire.version != LOCK_VERSION {
         return Err(LockError::Syntax(Diagnostic::at(
             file,

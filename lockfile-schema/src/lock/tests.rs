@@ -99,6 +99,30 @@ fn newer_versions_are_refused() {
     let err = parse_lock("plugins.lock", "version = 2\n").expect_err("too new");
     assert!(matches!(err, LockError::TooNew { found: 2, .. }));
     assert!(err.to_string().contains("upgrade berth"), "{err}");
+    // A newer version is named as such whatever its shape: with keys this version does not
+    // know, or a number too large for this version's field.
+    for (text, found) in [
+        (
+            "version = 3\nsomething-new = true\n[[plugin]]\nname = 3\n",
+            3,
+        ),
+        ("version = 5000000000\n", 5_000_000_000),
+    ] {
+        let err = parse_lock("plugins.lock", text).expect_err("too new");
+        assert!(
+            matches!(err, LockError::TooNew { found: f, .. } if f == found),
+            "{text}: {err}"
+        );
+    }
+    let err = parse_lock("plugins.lock", "version = 0\n").expect_err("old");
+    assert!(
+        err.to_string().contains("unsupported lockfile version 0"),
+        "{err}"
+    );
+    let err = parse_lock("plugins.lock", "version = 1\nsurprise = 1\n").expect_err("unknown");
+    assert!(err.to_string().starts_with("plugins.lock:2:"), "{err}");
+    let err = parse_lock("plugins.lock", "version = 2\n[[plugin]\n").expect_err("syntax");
+    assert!(err.to_string().starts_with("plugins.lock:2:"), "{err}");
 }
 
 #[test]

@@ -84,19 +84,18 @@ impl Stat {
             parse_signed(&mut rest, b'.')?,
             parse_signed(&mut rest, b' ')?,
         );
+        // The path, copied a run at a time between escapes (most paths have none).
         path.clear();
-        let mut bytes = rest.iter();
-        while let Some(&byte) = bytes.next() {
-            path.push(if byte == b'\\' {
-                match bytes.next()? {
-                    b'\\' => b'\\',
-                    b'n' => b'\n',
-                    _ => return None,
-                }
-            } else {
-                byte
+        while let Some(at) = rest.iter().position(|&b| b == b'\\') {
+            path.extend_from_slice(&rest[..at]);
+            path.push(match rest.get(at + 1)? {
+                b'\\' => b'\\',
+                b'n' => b'\n',
+                _ => return None,
             });
+            rest = &rest[at + 2..];
         }
+        path.extend_from_slice(rest);
         Some(Self {
             mode,
             size,
@@ -107,25 +106,38 @@ impl Stat {
     }
 }
 
-/// The number in `radix` at the start of `text`, up to `end`, which is skipped too.
+/// The number in `radix` (8 or 10) at the start of `text`, up to `end`, which is skipped
+/// too. `None` if there is no digit before `end`, a byte before it is not a digit, `end`
+/// never comes or the number does not fit in 64 bits.
 pub(super) fn parse_number(text: &mut &[u8], radix: u8, end: u8) -> Option<u64> {
+    // Up to 19 decimal or 21 octal digits cannot overflow a u64, so the common case needs
+    // no overflow check per digit (a check parses every line of every record it reads).
+    let unchecked = if radix == 8 { 21 } else { 19 };
     let mut value: u64 = 0;
-    let mut digits = 0;
-    while let Some((&byte, rest)) = text.split_first() {
-        *text = rest;
-        if byte == end && digits > 0 {
-            return Some(value);
+    let mut len = 0;
+    loop {
+        let byte = *text.get(len)?;
+        if byte == end {
+            break;
         }
         let digit = byte.wrapping_sub(b'0');
         if digit >= radix {
             return None;
         }
-        value = value
-            .checked_mul(u64::from(radix))?
-            .checked_add(u64::from(digit))?;
-        digits += 1;
+        value = if len < unchecked {
+            value * u64::from(radix) + u64::from(digit)
+        } else {
+            value
+                .checked_mul(u64::from(radix))?
+                .checked_add(u64::from(digit))?
+        };
+        len += 1;
     }
-    None
+    if len == 0 {
+        return None;
+    }
+    *text = &text[len + 1..];
+    Some(value)
 }
 
 /// A decimal number that may start with `-` (a time before 1970), up to `end`.
@@ -298,4 +310,60 @@ pub(super) fn walk_dir(
         names.push(name);
     }
     Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Stat, parse_number, parse_signed};
+
+    fn number(text: &str, radix: u8) -> Option<u64> {
+        parse_number(&mut text.as_bytes(), radix, b' ')
+    }
+
+    #[test]
+    fn numbers_are_read_exactly_or_not_at_all() {
+        assert_eq!(number("0 ", 10), Some(0));
+        assert_eq!(number("100644 ", 8), Some(0o100644));
+        assert_eq!(number("18446744073709551615 ", 10), Some(u64::MAX));
+        assert_eq!(number("0000000000000000000000042 ", 10), Some(42));
+        assert_eq!(number("18446744073709551616 ", 10), None, "one over");
+        assert_eq!(number("99999999999999999999 ", 10), None);
+        assert_eq!(number("1777777777777777777777 ", 8), Some(u64::MAX));
+        assert_eq!(number("2000000000000000000000 ", 8), None, "one over");
+        for bad in [" ", "", "12", "1x ", "-1 ", "+1 ", "1.5 "] {
+            assert_eq!(number(bad, 10), None, "{bad:?}");
+        }
+        assert_eq!(number("8 ", 8), None, "not an octal digit");
+        let mut rest: &[u8] = b"-12.000000001 ";
+        assert_eq!(parse_signed(&mut rest, b'.'), Some(-12));
+        assert_eq!(parse_signed(&mut rest, b' '), Some(1));
+        assert!(rest.is_empty());
+    }
+
+    #[test]
+    fn lines_round_trip_and_bad_escapes_are_refused() {
+        let stat = Stat {
+            mode: 0o120777,
+            size: 7,
+            ino: 1 << 40,
+            mtime: (-5, 999_999_999),
+            ctime: (1_700_000_000, 0),
+        };
+        for path in [&b"."[..], b"a/b c", b"\\", b"x\n\\\\y\\", b""] {
+            let mut line = Vec::new();
+            stat.write_line(path, &mut line);
+            let mut back = Vec::new();
+            let parsed = Stat::parse_line(&line[..line.len() - 1], &mut back);
+            assert_eq!(parsed.as_ref(), Some(&stat), "{path:?}");
+            assert_eq!(back, path);
+        }
+        let mut back = Vec::new();
+        for bad in [
+            &b"644 1 1 1.0 1.0 a\\"[..],
+            b"644 1 1 1.0 1.0 a\\t",
+            b"644 1 1 1.0 1.0",
+        ] {
+            assert_eq!(Stat::parse_line(bad, &mut back), None, "{bad:?}");
+        }
+    }
 }
