@@ -151,25 +151,14 @@ pub(super) fn parse_signed(text: &mut &[u8], end: u8) -> Option<i64> {
     }
 }
 
-/// The record at `path`, if it can be read. `std::fs::read` would ask for the size first;
-/// records are small, so reading until the end is a call less per entry.
+/// The record at `path`, if it can be read. `std::fs::read` would ask for the size first
+/// (a `statx` and an `lseek` more per entry); records are small, so this reads until the
+/// end into a buffer of their usual size, which `Take` fills without zeroing it first.
 pub(crate) fn read_record(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut record = vec![0; 8 << 10];
-    let mut len = 0;
-    loop {
-        if len == record.len() {
-            record.resize(2 * len, 0);
-        }
-        match file.read(&mut record[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
-    record.truncate(len);
+    let file = std::fs::File::open(path).ok()?;
+    let mut record = Vec::with_capacity(8 << 10);
+    file.take(u64::MAX).read_to_end(&mut record).ok()?;
     Some(record)
 }
 
