@@ -365,6 +365,39 @@ fn a_skill_linking_outside_the_plugin_is_skipped_with_a_warning() {
 }
 
 #[test]
+fn the_readable_form_counts_hooks_as_it_lists_them() {
+    // A matcher may hold several hooks, or none once its invalid ones are dropped: the
+    // count is of the hooks listed, not of the matchers.
+    let ctx = TestContext::new();
+    let plugin = ctx.work.join("hooked");
+    std::fs::create_dir_all(plugin.join("hooks")).expect("mkdir");
+    let three = r#"{"type": "command", "command": "echo one"}, {"type": "command", "command": "echo two"}, {"type": "command", "command": "echo three"}"#;
+    let dropped = r#"{"type": "not-a-kind", "command": "echo never"}"#;
+    let hooks = format!(
+        r#"{{"hooks": {{"Stop": [{{"hooks": [{three}]}}], "SessionStart": [{{"hooks": [{dropped}]}}]}}}}"#
+    );
+    std::fs::write(plugin.join("hooks/hooks.json"), hooks).expect("write");
+    ctx.write_manifest("[[plugin]]\nsource = \"./hooked\"\n");
+    ctx.ok(&["plugins", "sync"]);
+    let shown = ctx.ok(&["plugins", "show"]).stdout;
+    let listed: Vec<&str> = shown
+        .lines()
+        .skip_while(|line| !line.starts_with("Hooks ("))
+        .take_while(|line| !line.is_empty())
+        .collect();
+    assert_eq!(listed.len(), 4, "{shown}");
+    assert_eq!(listed[0], "Hooks (3)", "{shown}");
+    assert!(
+        listed[1].contains("echo one") && listed[3].contains("echo three"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("`not-a-kind`"),
+        "the dropped hook is warned of: {shown}"
+    );
+}
+
+#[test]
 fn a_skill_nested_150000_levels_deep_is_skipped_before_it_is_parsed() {
     // A hostile SKILL.md: 300 KB of YAML flow nesting, which the YAML parser takes minutes
     // over. It is refused by counting its openers, the rest of the plugin loads.

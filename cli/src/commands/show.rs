@@ -153,8 +153,8 @@ fn servers_and_hooks(set: &PluginSet, out: &mut String) {
         })
         .collect();
     super::table(out, &rows, "  ");
-    let count: usize = set.hooks.iter().map(|(_, m)| m.len()).sum();
-    let _ = writeln!(out, "\nHooks ({count})");
+    // One row per hook, and the count is of the rows: a matcher may hold several hooks, or
+    // none once its invalid ones are dropped.
     let rows: Vec<[String; 4]> = set
         .hooks
         .iter()
@@ -171,6 +171,7 @@ fn servers_and_hooks(set: &PluginSet, out: &mut String) {
             })
         })
         .collect();
+    let _ = writeln!(out, "\nHooks ({})", rows.len());
     super::table(out, &rows, "  ");
 }
 
