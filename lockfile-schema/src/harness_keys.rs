@@ -36,8 +36,13 @@ pub enum Place {
     HookGroup,
     /// One hook, of any type.
     Hook,
+    /// The top level of an MCP servers document (`.mcp.json`, a file a manifest names)
+    /// beside its `mcpServers`.
+    McpFile,
     /// One MCP server, of any transport.
     McpServer,
+    /// The top level of an LSP servers document (`.lsp.json`) beside its `lspServers`.
+    LspFile,
     /// One LSP server.
     LspServer,
     /// One Claude Code monitor.
@@ -56,7 +61,7 @@ pub enum Place {
 
 impl Place {
     /// Every place, in the table's order.
-    pub const ALL: [Place; 16] = [
+    pub const ALL: [Place; 18] = [
         Place::Manifest,
         Place::Experimental,
         Place::OpenaiExtension,
@@ -65,7 +70,9 @@ impl Place {
         Place::HooksFile,
         Place::HookGroup,
         Place::Hook,
+        Place::McpFile,
         Place::McpServer,
+        Place::LspFile,
         Place::LspServer,
         Place::Monitor,
         Place::Settings,
@@ -86,7 +93,9 @@ impl Place {
             Place::HooksFile => "hooks_file",
             Place::HookGroup => "hook_group",
             Place::Hook => "hook",
+            Place::McpFile => "mcp_file",
             Place::McpServer => "mcp_server",
+            Place::LspFile => "lsp_file",
             Place::LspServer => "lsp_server",
             Place::Monitor => "monitor",
             Place::Settings => "settings",
@@ -108,7 +117,9 @@ impl Place {
             Place::HooksFile => "a hooks file",
             Place::HookGroup => "a hook's matcher group",
             Place::Hook => "a hook",
+            Place::McpFile => "an MCP servers file",
             Place::McpServer => "an MCP server",
+            Place::LspFile => "an LSP servers file",
             Place::LspServer => "an LSP server",
             Place::Monitor => "a monitor",
             Place::Settings => "plugin settings",
@@ -239,6 +250,8 @@ mod tests {
             );
         }
         assert!(Place::McpServer.models("headersHelper"));
+        assert!(Place::McpFile.models("mcpServers") && Place::McpFile.knows("$schema"));
+        assert!(!Place::LspFile.knows("mcpServers"));
         assert!(Place::Manifest.knows("name"));
         assert!(!Place::Manifest.knows("hookz"));
         assert!(!Place::SkillFrontMatter.knows("Allowed-Tools"));

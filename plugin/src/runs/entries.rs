@@ -36,23 +36,32 @@ pub(super) fn add(document: Readable, plugin: &str, runs: &mut Runs) {
 /// The servers of a servers document: its `wrapper` object's (`mcpServers`,
 /// `lspServers`) when it has one, else the document's own entries; a server that is not
 /// an object, like a document that is not one, counts as a stdio server berth cannot
-/// model.
+/// model. Beside a wrapper, a key the table does not know at `place` counts as every
+/// capability (Claude Code drops it today; a harness may read it tomorrow).
 fn servers(
     source: &str,
     value: Value,
-    wrapper: &str,
+    (wrapper, place): (&str, Place),
     noun: &str,
     runs: &mut Runs,
 ) -> Vec<(String, Map<String, Value>)> {
-    let mut cannot = |what: String| unmodeled(runs, Capability::McpStdio, source, what);
+    let cannot = |runs: &mut Runs, what: String| {
+        unmodeled(runs, Capability::McpStdio, source, what);
+    };
     let Value::Object(mut map) = value else {
-        cannot(format!("{noun} servers that are not a JSON object"));
+        cannot(runs, format!("{noun} servers that are not a JSON object"));
         return Vec::new();
     };
     let map = match map.remove(wrapper) {
-        Some(Value::Object(inner)) => inner,
+        Some(Value::Object(inner)) => {
+            unknown_keys(runs, place, &map, source);
+            inner
+        }
         Some(other) => {
-            cannot(format!("`{wrapper}` that is not an object (`{other}`)"));
+            cannot(
+                runs,
+                format!("`{wrapper}` that is not an object (`{other}`)"),
+            );
             return Vec::new();
         }
         None => {
@@ -64,7 +73,10 @@ fn servers(
     for (name, server) in map {
         match server {
             Value::Object(def) => out.push((name, def)),
-            _ => cannot(format!("{noun} server `{name}` that is not an object")),
+            _ => cannot(
+                runs,
+                format!("{noun} server `{name}` that is not an object"),
+            ),
         }
     }
     out
@@ -87,7 +99,7 @@ fn strings(map: &Map<String, Value>, key: &str) -> BTreeMap<String, String> {
 }
 
 fn mcp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
-    for (name, def) in servers(source, value, "mcpServers", "MCP", runs) {
+    for (name, def) in servers(source, value, ("mcpServers", Place::McpFile), "MCP", runs) {
         unknown_keys(runs, Place::McpServer, &def, source);
         commands::headers_helper(source, &name, &def, runs);
         let field = |key: &str| def.get(key).filter(|v| !v.is_null()).map(text);
@@ -150,7 +162,7 @@ fn mcp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
 }
 
 fn lsp(source: &str, value: Value, keyed: bool, plugin: &str, runs: &mut Runs) {
-    for (name, def) in servers(source, value, "lspServers", "LSP", runs) {
+    for (name, def) in servers(source, value, ("lspServers", Place::LspFile), "LSP", runs) {
         unknown_keys(runs, Place::LspServer, &def, source);
         let written = raw(&Value::Object(def.clone()));
         let mut shown = def;

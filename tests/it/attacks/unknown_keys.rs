@@ -60,6 +60,8 @@ fn json_place(place: Place, edit: &dyn Fn(&mut serde_json::Map<String, Value>)) 
         | Place::OpenhandsExtension
         | Place::GeminiExtension => json!({"name": name(place), "version": "1.0.0"}),
         Place::HooksFile => json!({"hooks": {}}),
+        Place::McpFile => json!({"mcpServers": {}}),
+        Place::LspFile => json!({"lspServers": {}}),
         Place::HookGroup => json!({"matcher": "*", "hooks": []}),
         Place::Hook => json!({"type": "command", "command": "true"}),
         Place::McpServer => json!({"type": "http", "url": "https://mcp.example.com/mcp"}),
@@ -98,6 +100,8 @@ fn json_place(place: Place, edit: &dyn Fn(&mut serde_json::Map<String, Value>)) 
             "hooks/hooks.json",
             json!({"hooks": {"Stop": [{"matcher": "*", "hooks": [object]}]}}),
         ),
+        (Place::McpFile, None) => (".mcp.json", object),
+        (Place::LspFile, None) => (".lsp.json", object),
         (Place::McpServer, None) => (".mcp.json", json!({"mcpServers": {"s": object}})),
         (Place::LspServer, None) => (".lsp.json", json!({ "l": object })),
         (Place::Monitor, None) => ("monitors/monitors.json", json!([object])),
@@ -240,6 +244,14 @@ fn modelled(place: Place) -> (&'static str, Value) {
         Place::HookGroup => ("hooks", json!([{"type": "command", "command": "true"}])),
         Place::Hook | Place::LspServer | Place::Monitor => ("command", json!("true")),
         Place::McpServer => ("url", json!("https://mcp.example.com/mcp")),
+        Place::McpFile => (
+            "mcpServers",
+            json!({"s": {"type": "http", "url": "https://mcp.example.com/mcp"}}),
+        ),
+        Place::LspFile => (
+            "lspServers",
+            json!({"l": {"command": "lsp", "extensionToLanguage": {".x": "x"}}}),
+        ),
         Place::GeminiExtension => (
             "mcpServers",
             json!({"s": {"type": "http", "url": "https://mcp.example.com/mcp"}}),
