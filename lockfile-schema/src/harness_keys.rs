@@ -51,6 +51,8 @@ pub enum Place {
     Settings,
     /// A plugin's entry in a marketplace catalog.
     MarketplaceEntry,
+    /// A Gemini CLI extension's custom command (`commands/**.toml`).
+    GeminiCommand,
     /// The front matter of a skill (`SKILL.md`).
     SkillFrontMatter,
     /// The front matter of a command (`commands/*.md`).
@@ -61,7 +63,7 @@ pub enum Place {
 
 impl Place {
     /// Every place, in the table's order.
-    pub const ALL: [Place; 18] = [
+    pub const ALL: [Place; 19] = [
         Place::Manifest,
         Place::Experimental,
         Place::OpenaiExtension,
@@ -77,6 +79,7 @@ impl Place {
         Place::Monitor,
         Place::Settings,
         Place::MarketplaceEntry,
+        Place::GeminiCommand,
         Place::SkillFrontMatter,
         Place::CommandFrontMatter,
         Place::AgentFrontMatter,
@@ -100,6 +103,7 @@ impl Place {
             Place::Monitor => "monitor",
             Place::Settings => "settings",
             Place::MarketplaceEntry => "marketplace_entry",
+            Place::GeminiCommand => "gemini_command",
             Place::SkillFrontMatter => "skill_front_matter",
             Place::CommandFrontMatter => "command_front_matter",
             Place::AgentFrontMatter => "agent_front_matter",
@@ -124,6 +128,7 @@ impl Place {
             Place::Monitor => "a monitor",
             Place::Settings => "plugin settings",
             Place::MarketplaceEntry => "a marketplace entry",
+            Place::GeminiCommand => "a Gemini CLI command",
             Place::SkillFrontMatter => "a skill's front matter",
             Place::CommandFrontMatter => "a command's front matter",
             Place::AgentFrontMatter => "an agent's front matter",

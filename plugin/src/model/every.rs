@@ -277,7 +277,9 @@ impl Reader<'_> {
     }
 
     /// Each Gemini CLI command (`commands/**.toml`) whose prompt runs a shell line
-    /// (`!{…}`): something berth does not model, so it counts as every capability.
+    /// (`!{…}`): something berth does not model, so it counts as every capability; so does
+    /// a key of a command the table of harness keys does not know (Gemini CLI 0.61.0 reads
+    /// `prompt` and `description` and drops the rest; a later one may not).
     fn shell_running_commands(
         &mut self,
         files: &[&str],
@@ -287,13 +289,26 @@ impl Reader<'_> {
             .iter()
             .filter(|f| f.starts_with("commands/") && f.ends_with(".toml"));
         for file in commands {
-            let text = self.root().read_bytes(file)?.unwrap_or_default();
-            if String::from_utf8_lossy(&text).contains("!{") {
+            let bytes = self.root().read_bytes(file)?.unwrap_or_default();
+            let text = String::from_utf8_lossy(&bytes);
+            if text.contains("!{") {
                 all.found.push(Found::UnknownForm {
                     source: (*file).to_owned(),
                     what: "a Gemini CLI command whose prompt runs a shell line (`!{…}`)".to_owned(),
                 });
             }
+            // A file that is not TOML is no command: Gemini CLI loads nothing from it.
+            let keys = toml::from_str::<toml::Table>(&text)
+                .map_or_else(|_| Vec::new(), |t| t.into_iter().map(|(k, _)| k).collect());
+            all.found.extend(
+                keys.into_iter()
+                    .filter(|key| !Place::GeminiCommand.knows(key))
+                    .map(|key| Found::UnknownKey {
+                        source: (*file).to_owned(),
+                        place: Place::GeminiCommand,
+                        key,
+                    }),
+            );
         }
         Ok(())
     }

@@ -5,9 +5,10 @@
 //!
 //! Every place is tried in every case, each in a plugin of its own. The places whose plugin
 //! runs nothing (a manifest, its `experimental` table, a hooks file, a matcher group,
-//! settings, a marketplace entry, front matter) are in a project whose policy denies every
-//! capability; those that need something to run (a hook, an MCP server, an LSP server, a
-//! monitor) in one that asks for approval of what they run, approved, and denies the rest.
+//! settings, a marketplace entry, a Gemini CLI command, front matter) are in a project
+//! whose policy denies every capability; those that need something to run (a hook, an MCP
+//! server, an LSP server, a monitor) in one that asks for approval of what they run,
+//! approved, and denies the rest.
 
 use std::collections::BTreeSet;
 
@@ -135,6 +136,20 @@ fn write_place(
                 &catalog.to_string(),
             );
         }
+        Place::GeminiCommand => {
+            let manifest = json!({"name": name(place), "version": "1.0.0"}).to_string();
+            write(&dir, "gemini-extension.json", &manifest);
+            let mut command = json!({"prompt": "Say hello", "description": "d"})
+                .as_object()
+                .cloned()
+                .expect("an object");
+            edit(&mut command);
+            write(
+                &dir,
+                "commands/c.toml",
+                &toml::to_string(&command).expect("TOML"),
+            );
+        }
         Place::SkillFrontMatter | Place::CommandFrontMatter | Place::AgentFrontMatter => {
             let mut extra = serde_json::Map::new();
             edit(&mut extra);
@@ -258,6 +273,7 @@ fn modelled(place: Place) -> (&'static str, Value) {
         ),
         Place::Settings => ("statusLine", json!({"type": "command", "command": "true"})),
         Place::MarketplaceEntry => ("hooks", json!({ "hooks": hook })),
+        Place::GeminiCommand => ("prompt", json!("Run !{true}")),
         _ => (
             "hooks",
             json!({"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}),
