@@ -19,7 +19,7 @@ use std::process::Command;
 use common::{TestContext, require_or_skip};
 use serde_json::Value;
 
-fn copilot_bin() -> Option<PathBuf> {
+pub(crate) fn copilot_bin() -> Option<PathBuf> {
     std::env::var_os("BERTH_COPILOT")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
@@ -34,7 +34,7 @@ fn opencode_bin() -> Option<PathBuf> {
 /// Runs the real `copilot` with `COPILOT_HOME=home`; its stdout. Copilot unpacks itself
 /// into its cache folder on a first run: the one beside its npm install (`.ci/run` fills
 /// it), so each call does not take seconds.
-fn copilot(ctx: &TestContext, bin: &Path, home: &Path, args: &[&str]) -> String {
+pub(crate) fn copilot(ctx: &TestContext, bin: &Path, home: &Path, args: &[&str]) -> String {
     let install = bin
         .ancestors()
         .nth(3)

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::claude_layout::{self, APPS, FIELDS, MANIFESTS};
+use super::claude_layout::{self, APPS, COPILOT_FILES, FIELDS, MANIFESTS};
 use super::marketplace_entry::ENTRY;
 use super::{Document, JsonFile, Kind, Reader, agent_plugins_layout, plugin_path};
 use crate::error::PluginError;
@@ -99,7 +99,7 @@ impl Reader<'_> {
     /// (relative, sorted): their markdown front matter is read too.
     pub fn everything(&mut self, files: &[&str]) -> Result<Everything, PluginError> {
         let mut all = Everything::default();
-        for (file, kind) in CONVENTIONAL {
+        for (file, kind) in CONVENTIONAL.into_iter().chain(COPILOT_FILES) {
             let document = self.file_checked(kind, file, false)?;
             all.found.push(Found::Document(document));
         }

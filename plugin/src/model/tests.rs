@@ -50,10 +50,11 @@ fn a_file_is_read_once_however_often_it_is_named() {
         [
             ("hooks/hooks.json", true),
             ("dev.openhands/hooks/hooks.json", false),
+            ("hooks.json", false),
             ("hooks/hooks.json", true),
             ("hooks/hooks.json", true),
         ],
-        "the conventional files, then both names the manifest gives the first"
+        "the conventional files (Copilot CLI's `hooks.json` among them), then both names the manifest gives the first"
     );
 }
 

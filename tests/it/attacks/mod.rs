@@ -12,12 +12,14 @@
 //! key, P4-4, and git dates under `exclude-newer`, P4-5) and `boundaries` (P4-10, P4-12,
 //! P4-14 and P4-15: a denied source never contacted, no folder but a plugin and no
 //! private file in the store, `plugins import` reading only regular files, and
-//! `materialize` runs into one folder taking turns).
+//! `materialize` runs into one folder taking turns). `copilot_files`: the files only
+//! GitHub Copilot CLI reads, reviewed, and loaded by the real client.
 
 mod approvals;
 mod audit;
 mod boundaries;
 mod claude_runs;
+mod copilot_files;
 mod fail_closed;
 mod materialize;
 mod policy;

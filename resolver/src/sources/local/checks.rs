@@ -8,17 +8,18 @@ use std::path::Path;
 use crate::error::{LocalPathProblem, ResolveError};
 
 /// The manifests of the layouts berth reads, any one of which makes a folder a plugin.
-const MANIFESTS: [&str; 5] = [
+const MANIFESTS: [&str; 6] = [
     ".claude-plugin/plugin.json",
     ".codex-plugin/plugin.json",
     ".cursor-plugin/plugin.json",
     ".plugin/plugin.json",
+    ".github/plugin/plugin.json",
     "plugin.json",
 ];
 
 /// The components a harness reads by convention (folders end in `/`), any one of which
 /// makes a folder without a manifest a plugin.
-const COMPONENTS: [&str; 11] = [
+const COMPONENTS: [&str; 15] = [
     "skills/",
     "SKILL.md",
     "commands/",
@@ -30,6 +31,11 @@ const COMPONENTS: [&str; 11] = [
     "monitors/monitors.json",
     ".app.json",
     "dev.openhands/",
+    // GitHub Copilot CLI's own.
+    "hooks.json",
+    ".github/mcp.json",
+    "lsp.json",
+    ".github/lsp.json",
 ];
 
 /// How many private files an error names before it counts the rest.
