@@ -170,7 +170,7 @@ fn show_json_is_the_same_in_every_store_and_every_run() {
       plugin `gamma`: skill `shared-skill` overrides the one from plugin `beta`
       plugin `gamma`: MCP server `shared-server` overrides the one from plugin `beta`
 
-    Run by other harnesses only (4): Claude Code or Codex load these, OpenHands does not; the policy and approvals cover them
+    Run by other harnesses only (4): Claude Code, Codex, Gemini CLI or GitHub Copilot CLI load these, OpenHands does not; the policy and approvals cover them
       alpha  MCP server                             shared-server           node ${SKILL_ROOT}/server.js --token ${API_TOKEN:-alpha-default} (.mcp.json)
       beta   MCP server                             shared-server           python3 -m beta_server (.mcp.json)
       gamma  MCP server                             gamma-insecure          http://mcp.example.com/plain (mcp.json)

@@ -182,7 +182,7 @@ fn beyond(out: &mut String, beyond: &[berth_review::Beyond]) {
     }
     let _ = writeln!(
         out,
-        "\nRun by other harnesses only ({}): Claude Code or Codex load these, OpenHands does not; the policy and approvals cover them",
+        "\nRun by other harnesses only ({}): Claude Code, Codex, Gemini CLI or GitHub Copilot CLI load these, OpenHands does not; the policy and approvals cover them",
         beyond.len()
     );
     let rows: Vec<[String; 4]> = beyond
