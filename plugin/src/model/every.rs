@@ -297,9 +297,17 @@ impl Reader<'_> {
                     what: "a Gemini CLI command whose prompt runs a shell line (`!{…}`)".to_owned(),
                 });
             }
-            // A file that is not TOML is no command: Gemini CLI loads nothing from it.
-            let keys = toml::from_str::<toml::Table>(&text)
-                .map_or_else(|_| Vec::new(), |t| t.into_iter().map(|(k, _)| k).collect());
+            // A file berth cannot read as TOML may still be one to Gemini CLI's parser.
+            let keys = match toml::from_str::<toml::Table>(&text) {
+                Ok(table) => table.into_iter().map(|(key, _)| key).collect(),
+                Err(_) => {
+                    all.found.push(Found::UnknownForm {
+                        source: (*file).to_owned(),
+                        what: "a Gemini CLI command berth cannot read as TOML".to_owned(),
+                    });
+                    Vec::new()
+                }
+            };
             all.found.extend(
                 keys.into_iter()
                     .filter(|key| !Place::GeminiCommand.knows(key))

@@ -417,3 +417,26 @@ fn a_key_berth_does_not_know_is_refused_naming_it_where_it_was_found() {
     }
     assert!(!Path::new(&ctx.lock_path()).exists());
 }
+
+#[test]
+fn a_gemini_command_berth_cannot_read_as_toml_counts_as_every_capability() {
+    // Gemini CLI's TOML parser may read what berth's cannot: then berth cannot tell which
+    // keys it has, so the command counts as every capability.
+    let ctx = TestContext::new();
+    let dir = ctx.work.join("plugins/gx");
+    let extension = json!({"name": "gx", "version": "1.0.0"}).to_string();
+    write(&dir, "gemini-extension.json", &extension);
+    write(&dir, "commands/ok.toml", "prompt = \"Say hello\"\n");
+    manifest(&ctx, &["gx"]);
+    policy(&ctx, DENY_EVERYTHING);
+    ctx.ok(&["plugins", "lock"]);
+    write(&dir, "commands/odd.toml", "prompt = \"\"\"never closed\n");
+    refused(
+        &ctx,
+        &["plugins", "lock"],
+        &[
+            "plugin `gx`",
+            "`commands/odd.toml`: a Gemini CLI command berth cannot read as TOML",
+        ],
+    );
+}
