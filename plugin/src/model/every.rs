@@ -273,50 +273,19 @@ impl Reader<'_> {
                 read,
             })),
         }
-        self.shell_running_commands(files, all)
+        self.gemini_commands(files, all)
     }
 
-    /// Each Gemini CLI command (`commands/**.toml`) whose prompt runs a shell line
-    /// (`!{…}`): something berth does not model, so it counts as every capability; so does
-    /// a key of a command the table of harness keys does not know (Gemini CLI 0.61.0 reads
-    /// `prompt` and `description` and drops the rest; a later one may not).
-    fn shell_running_commands(
-        &mut self,
-        files: &[&str],
-        all: &mut Everything,
-    ) -> Result<(), PluginError> {
+    /// What each Gemini CLI command (`commands/**.toml`) holds that berth does not model
+    /// ([`gemini_command`]).
+    fn gemini_commands(&mut self, files: &[&str], all: &mut Everything) -> Result<(), PluginError> {
         let commands = files
             .iter()
             .filter(|f| f.starts_with("commands/") && f.ends_with(".toml"));
         for file in commands {
             let bytes = self.root().read_bytes(file)?.unwrap_or_default();
-            let text = String::from_utf8_lossy(&bytes);
-            if text.contains("!{") {
-                all.found.push(Found::UnknownForm {
-                    source: (*file).to_owned(),
-                    what: "a Gemini CLI command whose prompt runs a shell line (`!{…}`)".to_owned(),
-                });
-            }
-            // A file berth cannot read as TOML may still be one to Gemini CLI's parser.
-            let keys = match toml::from_str::<toml::Table>(&text) {
-                Ok(table) => table.into_iter().map(|(key, _)| key).collect(),
-                Err(_) => {
-                    all.found.push(Found::UnknownForm {
-                        source: (*file).to_owned(),
-                        what: "a Gemini CLI command berth cannot read as TOML".to_owned(),
-                    });
-                    Vec::new()
-                }
-            };
-            all.found.extend(
-                keys.into_iter()
-                    .filter(|key| !Place::GeminiCommand.knows(key))
-                    .map(|key| Found::UnknownKey {
-                        source: (*file).to_owned(),
-                        place: Place::GeminiCommand,
-                        key,
-                    }),
-            );
+            all.found
+                .extend(gemini_command(file, &String::from_utf8_lossy(&bytes)));
         }
         Ok(())
     }
@@ -479,4 +448,37 @@ fn paths(value: Option<&Value>) -> Vec<String> {
         .filter_map(Value::as_str)
         .filter_map(plugin_path)
         .collect()
+}
+
+/// What the Gemini CLI command `file` (its `text`) holds that berth does not model, each
+/// counted as every capability: a shell line in its prompt (`!{…}`), a key the table of
+/// harness keys does not know (Gemini CLI 0.61.0 reads `prompt` and `description` and
+/// drops the rest; a later one may not), or text berth cannot read as TOML (Gemini CLI's
+/// parser may, and then berth cannot tell its keys).
+fn gemini_command(file: &str, text: &str) -> Vec<Found> {
+    let unknown = |what: &str| Found::UnknownForm {
+        source: file.to_owned(),
+        what: what.to_owned(),
+    };
+    let mut found = Vec::new();
+    if text.contains("!{") {
+        found.push(unknown(
+            "a Gemini CLI command whose prompt runs a shell line (`!{…}`)",
+        ));
+    }
+    match toml::from_str::<toml::Table>(text) {
+        Ok(table) => found.extend(
+            table
+                .into_iter()
+                .map(|(key, _)| key)
+                .filter(|key| !Place::GeminiCommand.knows(key))
+                .map(|key| Found::UnknownKey {
+                    source: file.to_owned(),
+                    place: Place::GeminiCommand,
+                    key,
+                }),
+        ),
+        Err(_) => found.push(unknown("a Gemini CLI command berth cannot read as TOML")),
+    }
+    found
 }
